@@ -1,0 +1,161 @@
+// Package config holds tracksum's typed configuration and the one way it is loaded:
+// defaults in code (Default) < YAML profile (configs/*.yaml) < environment (TRACKSUM_SECTION_KEY)
+// < command-line flags. Unknown keys are an error naming the key; every section validates itself.
+//
+// Each section lives in its own file (prepare.go, tokenizer.go, tracker.go, ...) with its struct,
+// its defaults and its Validate method, so that a new setting is added in one place.
+//
+// # Example
+//
+//	v := viper.New()
+//	cfg, err := config.Load(v, "configs/tiny.yaml", flags, map[string]string{"seed": "seed"})
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+)
+
+// EnvPrefix prefixes the environment variables that override config keys:
+// TRACKSUM_TRACKER_LEARNING_RATE overrides tracker.learning_rate.
+const EnvPrefix = "TRACKSUM"
+
+// Config is the whole resolved configuration of a tracksum run.
+type Config struct {
+	// Seed drives every random choice: splits, synthetic data, initialisation, shuffling.
+	Seed       int64      `mapstructure:"seed" yaml:"seed"`
+	Prepare    Prepare    `mapstructure:"prepare" yaml:"prepare"`
+	Tokenizer  Tokenizer  `mapstructure:"tokenizer" yaml:"tokenizer"`
+	Tracker    Tracker    `mapstructure:"tracker" yaml:"tracker"`
+	Summarizer Summarizer `mapstructure:"summarizer" yaml:"summarizer"`
+	Infer      Infer      `mapstructure:"infer" yaml:"infer"`
+	Eval       Eval       `mapstructure:"eval" yaml:"eval"`
+}
+
+// Default returns the built-in configuration: the values used when neither a profile, the
+// environment nor a flag says otherwise.
+func Default() Config {
+	return Config{
+		Seed:       3407,
+		Prepare:    DefaultPrepare(),
+		Tokenizer:  DefaultTokenizer(),
+		Tracker:    DefaultTracker(),
+		Summarizer: DefaultSummarizer(),
+		Infer:      DefaultInfer(),
+		Eval:       DefaultEval(),
+	}
+}
+
+// Validate checks every section and returns all problems found, each naming its key.
+func (c *Config) Validate() error {
+	return errors.Join(
+		c.Prepare.Validate(),
+		c.Tokenizer.Validate(),
+		c.Tracker.Validate(),
+		c.Summarizer.Validate(),
+		c.Infer.Validate(),
+		c.Eval.Validate(),
+	)
+}
+
+// Load resolves the configuration into v (a fresh viper.New() per command, never the global one).
+// file may be empty (defaults only). flagKeys maps flag names in flags to dotted config keys; only
+// flags the user actually passed override the lower layers.
+func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Config, error) {
+	setDefaults(v, "", reflect.ValueOf(Default()))
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	if file != "" {
+		v.SetConfigFile(file)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("config %s: %w", file, err)
+		}
+	}
+	for name, key := range flagKeys {
+		f := flags.Lookup(name)
+		if f == nil {
+			return nil, fmt.Errorf("config: flag --%s bound to %q is not defined", name, key)
+		}
+		if err := v.BindPFlag(key, f); err != nil {
+			return nil, fmt.Errorf("config: bind --%s: %w", name, err)
+		}
+	}
+	var cfg Config
+	err := v.UnmarshalExact(&cfg, func(dc *mapstructure.DecoderConfig) {
+		dc.ErrorUnused = true
+		dc.WeaklyTypedInput = true
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+		)
+	})
+	if err != nil {
+		where := "defaults"
+		if file != "" {
+			where = file
+		}
+		return nil, fmt.Errorf("config %s: %w", where, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return &cfg, nil
+}
+
+// setDefaults registers every leaf of the default config as a viper default, so that each key can be
+// overridden from the environment (viper ignores env vars of keys it does not know).
+func setDefaults(v *viper.Viper, prefix string, val reflect.Value) {
+	t := val.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("mapstructure"), ",")[0]
+		if tag == "" || tag == "-" {
+			continue
+		}
+		key := tag
+		if prefix != "" {
+			key = prefix + "." + tag
+		}
+		fv := val.Field(i)
+		if fv.Kind() == reflect.Struct && f.Type.String() != "time.Duration" {
+			setDefaults(v, key, fv)
+			continue
+		}
+		v.SetDefault(key, fv.Interface())
+	}
+}
+
+// YAML renders the resolved config as YAML with the same keys a profile uses.
+func (c *Config) YAML() ([]byte, error) { return yaml.Marshal(c) }
+
+// WriteFile writes the resolved config to path (temp file + rename, so a crash leaves no half file).
+func (c *Config) WriteFile(path string) error {
+	b, err := c.YAML()
+	if err != nil {
+		return fmt.Errorf("config: render: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("config: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("config: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadFile loads a resolved config written by WriteFile (e.g. from a checkpoint), strictly.
+func ReadFile(path string) (*Config, error) {
+	return Load(viper.New(), path, pflag.NewFlagSet("none", pflag.ContinueOnError), nil)
+}
