@@ -9,6 +9,10 @@ BINS    := $(addprefix $(BIN)/tracksum-,$(CMDS))
 
 .PHONY: all build test vet fmt-check demo bench clean
 
+# DATA=path/to/tracsum.jsonl runs the demo on real data with the default config; CONFIG=... picks a profile.
+DATA   ?=
+CONFIG ?=
+
 all: build
 
 build: $(BINS)
@@ -27,6 +31,9 @@ fmt-check:
 
 test: fmt-check vet
 	$(GO) test -count=1 ./...
+
+demo: build
+	DATA="$(DATA)" CONFIG="$(CONFIG)" ./scripts/demo.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
