@@ -1,10 +1,124 @@
 package config
 
-// Tracker configures the tracker stage. Owned by the tracker code; fields are added here with their defaults.
-type Tracker struct{}
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
 
-// DefaultTracker returns the built-in tracker settings.
-func DefaultTracker() Tracker { return Tracker{} }
+// Tracker configures the tracker: a binary classifier that scores how relevant each sentence of an
+// abstract is to an aspect (model/tracker), and its training (the shared loop, tracker.train).
+type Tracker struct {
+	// Architecture picks the model: "transformer" (encoder over [aspect] + sentence tokens) or
+	// "ngram" (bag of hashed word n-grams with aspect-conditioned attention pooling: lighter, and
+	// better on little data).
+	Architecture string `mapstructure:"architecture" yaml:"architecture"`
+	// DModel is the width of embeddings and hidden states.
+	DModel int `mapstructure:"d_model" yaml:"d_model"`
+	// NumLayers is the number of transformer encoder layers.
+	NumLayers int `mapstructure:"num_layers" yaml:"num_layers"`
+	// NumHeads is the number of attention heads; d_model must be a multiple of it.
+	NumHeads int `mapstructure:"num_heads" yaml:"num_heads"`
+	// FFNDim is the hidden width of each encoder layer's feed-forward block.
+	FFNDim int `mapstructure:"ffn_dim" yaml:"ffn_dim"`
+	// MaxLen caps the tokens per sentence (longer sentences are truncated), aspect token included.
+	MaxLen int `mapstructure:"max_len" yaml:"max_len"`
+	// Dropout is the dropout rate used during training.
+	Dropout float64 `mapstructure:"dropout" yaml:"dropout"`
+	// NgramBuckets is the number of hash buckets of the ngram architecture's n-gram embeddings.
+	NgramBuckets int `mapstructure:"ngram_buckets" yaml:"ngram_buckets"`
+	// NgramOrder is the longest n-gram of the ngram architecture (1 = unigrams only).
+	NgramOrder int `mapstructure:"ngram_order" yaml:"ngram_order"`
+	// Imbalance handles the rarity of relevant sentences: "oversample" repeats each positive
+	// Oversample times per epoch (the paper uses 6), "pos_weight" weights positives in the loss
+	// (PosWeight, or #neg/#pos when PosWeight is 0), "none" does neither.
+	Imbalance string `mapstructure:"imbalance" yaml:"imbalance"`
+	// Oversample is the number of copies of each positive row per epoch when imbalance is oversample.
+	Oversample int `mapstructure:"oversample" yaml:"oversample"`
+	// PosWeight is the loss weight of positive rows when imbalance is pos_weight; 0 means #neg/#pos.
+	PosWeight float64 `mapstructure:"pos_weight" yaml:"pos_weight"`
+	// Threshold is the probability from which a sentence counts as relevant (dev metrics, infer).
+	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
+	// Train holds the training-loop hyperparameters.
+	Train TrainLoop `mapstructure:"train" yaml:"train"`
+}
+
+// TrackerArchitectures lists the accepted values of tracker.architecture.
+var TrackerArchitectures = []string{"transformer", "ngram"}
+
+// TrackerImbalance lists the accepted values of tracker.imbalance.
+var TrackerImbalance = []string{"oversample", "pos_weight", "none"}
+
+// DefaultTracker returns the built-in tracker settings: the 2-layer d=128 encoder.
+func DefaultTracker() Tracker {
+	train := DefaultTrainLoop()
+	train.LearningRate = 5e-4
+	train.WarmupSteps = 100
+	train.Epochs = 20
+	train.Patience = 5
+	return Tracker{
+		Architecture: "transformer",
+		DModel:       128,
+		NumLayers:    2,
+		NumHeads:     4,
+		FFNDim:       512,
+		MaxLen:       64,
+		Dropout:      0.1,
+		NgramBuckets: 1 << 16,
+		NgramOrder:   2,
+		Imbalance:    "pos_weight",
+		Oversample:   6,
+		PosWeight:    0,
+		Threshold:    0.5,
+		Train:        train,
+	}
+}
 
 // Validate reports invalid tracker settings, naming each key.
-func (c Tracker) Validate() error { return nil }
+func (c Tracker) Validate() error {
+	var errs []error
+	bad := func(key, msg string) { errs = append(errs, fmt.Errorf("tracker.%s: %s", key, msg)) }
+	if !slices.Contains(TrackerArchitectures, c.Architecture) {
+		bad("architecture", fmt.Sprintf("must be one of %v, got %q", TrackerArchitectures, c.Architecture))
+	}
+	if c.DModel < 1 {
+		bad("d_model", "must be >= 1")
+	}
+	if c.NumLayers < 0 {
+		bad("num_layers", "must be >= 0")
+	}
+	if c.NumHeads < 1 {
+		bad("num_heads", "must be >= 1")
+	} else if c.DModel%c.NumHeads != 0 {
+		bad("num_heads", fmt.Sprintf("must divide d_model (%d), got %d", c.DModel, c.NumHeads))
+	}
+	if c.FFNDim < 1 {
+		bad("ffn_dim", "must be >= 1")
+	}
+	if c.MaxLen < 2 {
+		bad("max_len", "must be >= 2")
+	}
+	if c.Dropout < 0 || c.Dropout >= 1 {
+		bad("dropout", "must be in [0, 1)")
+	}
+	if c.NgramBuckets < 1 {
+		bad("ngram_buckets", "must be >= 1")
+	}
+	if c.NgramOrder < 1 || c.NgramOrder > 4 {
+		bad("ngram_order", "must be in [1, 4]")
+	}
+	if !slices.Contains(TrackerImbalance, c.Imbalance) {
+		bad("imbalance", fmt.Sprintf("must be one of %v, got %q", TrackerImbalance, c.Imbalance))
+	}
+	if c.Oversample < 1 {
+		bad("oversample", "must be >= 1")
+	}
+	if c.PosWeight < 0 {
+		bad("pos_weight", "must be >= 0 (0 means #neg/#pos)")
+	}
+	if c.Threshold <= 0 || c.Threshold >= 1 {
+		bad("threshold", "must be in (0, 1)")
+	}
+	errs = append(errs, c.Train.Validate("tracker.train"))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,110 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// TrainLoop holds the hyperparameters of the shared GoMLX training loop (package model/training). It
+// is embedded as the `train:` block of every trainable section (tracker.train, summarizer.train), so
+// that both models are trained, logged, checkpointed and resumed the same way.
+type TrainLoop struct {
+	// LearningRate is the peak AdamW learning rate, reached at the end of the warmup.
+	LearningRate float64 `mapstructure:"learning_rate" yaml:"learning_rate"`
+	// WeightDecay is AdamW's decoupled weight decay, applied to matrices only (not biases, norms).
+	WeightDecay float64 `mapstructure:"weight_decay" yaml:"weight_decay"`
+	// Beta1, Beta2 and Epsilon are AdamW's moment coefficients and denominator guard.
+	Beta1   float64 `mapstructure:"beta1" yaml:"beta1"`
+	Beta2   float64 `mapstructure:"beta2" yaml:"beta2"`
+	Epsilon float64 `mapstructure:"epsilon" yaml:"epsilon"`
+	// WarmupSteps is the number of optimizer steps of linear warmup from 0 to LearningRate.
+	WarmupSteps int `mapstructure:"warmup_steps" yaml:"warmup_steps"`
+	// Decay shapes the learning rate after the warmup: linear (to 0 at the last step), cosine or none.
+	Decay string `mapstructure:"decay" yaml:"decay"`
+	// Epochs is the number of passes over the training batches.
+	Epochs int `mapstructure:"epochs" yaml:"epochs"`
+	// MaxSteps caps the number of optimizer steps; 0 means Epochs decides.
+	MaxSteps int `mapstructure:"max_steps" yaml:"max_steps"`
+	// BatchSize is the number of examples per micro-batch (one forward/backward pass).
+	BatchSize int `mapstructure:"batch_size" yaml:"batch_size"`
+	// GradAccumulation is the number of micro-batches whose gradients are summed into one optimizer step.
+	GradAccumulation int `mapstructure:"grad_accumulation" yaml:"grad_accumulation"`
+	// ClipNorm clips the global L2 norm of the gradient; 0 disables clipping.
+	ClipNorm float64 `mapstructure:"clip_norm" yaml:"clip_norm"`
+	// EvalEvery evaluates on the dev split every this many optimizer steps; 0 means once per epoch.
+	EvalEvery int `mapstructure:"eval_every" yaml:"eval_every"`
+	// Patience stops training after this many evaluations without a better dev score; 0 disables it.
+	Patience int `mapstructure:"patience" yaml:"patience"`
+}
+
+// DecaySchedules lists the accepted values of train.decay.
+var DecaySchedules = []string{"linear", "cosine", "none"}
+
+// DefaultTrainLoop returns the loop settings used when a profile does not set them.
+func DefaultTrainLoop() TrainLoop {
+	return TrainLoop{
+		LearningRate:     1e-3,
+		WeightDecay:      0.01,
+		Beta1:            0.9,
+		Beta2:            0.999,
+		Epsilon:          1e-8,
+		WarmupSteps:      50,
+		Decay:            "linear",
+		Epochs:           10,
+		BatchSize:        32,
+		GradAccumulation: 1,
+		ClipNorm:         1.0,
+		EvalEvery:        0,
+		Patience:         4,
+	}
+}
+
+// Validate reports invalid loop settings; section prefixes the keys (e.g. "tracker.train").
+func (c TrainLoop) Validate(section string) error {
+	var errs []error
+	bad := func(key, msg string) { errs = append(errs, fmt.Errorf("%s.%s: %s", section, key, msg)) }
+	if c.LearningRate <= 0 {
+		bad("learning_rate", "must be > 0")
+	}
+	if c.WeightDecay < 0 {
+		bad("weight_decay", "must be >= 0")
+	}
+	if c.Beta1 < 0 || c.Beta1 >= 1 {
+		bad("beta1", "must be in [0, 1)")
+	}
+	if c.Beta2 < 0 || c.Beta2 >= 1 {
+		bad("beta2", "must be in [0, 1)")
+	}
+	if c.Epsilon <= 0 {
+		bad("epsilon", "must be > 0")
+	}
+	if c.WarmupSteps < 0 {
+		bad("warmup_steps", "must be >= 0")
+	}
+	if !slices.Contains(DecaySchedules, c.Decay) {
+		bad("decay", fmt.Sprintf("must be one of %v, got %q", DecaySchedules, c.Decay))
+	}
+	if c.Epochs < 1 {
+		bad("epochs", "must be >= 1")
+	}
+	if c.MaxSteps < 0 {
+		bad("max_steps", "must be >= 0")
+	}
+	if c.BatchSize < 1 {
+		bad("batch_size", "must be >= 1")
+	}
+	if c.GradAccumulation < 1 {
+		bad("grad_accumulation", "must be >= 1")
+	}
+	if c.ClipNorm < 0 {
+		bad("clip_norm", "must be >= 0")
+	}
+	if c.EvalEvery < 0 {
+		bad("eval_every", "must be >= 0")
+	}
+	if c.Patience < 0 {
+		bad("patience", "must be >= 0")
+	}
+	return errors.Join(errs...)
+}
