@@ -1,10 +1,38 @@
 package config
 
-// Infer configures the infer stage. Owned by the infer code; fields are added here with their defaults.
-type Infer struct{}
+import (
+	"errors"
+	"fmt"
+)
+
+// Infer configures Track-then-Sum inference: which sentences the tracker keeps and how the work is
+// batched. Decoding settings (beam size, length penalty, ...) live in the summarizer section.
+type Infer struct {
+	// Threshold keeps the sentences whose tracker probability is >= it (TracSum C.1 uses 0.5).
+	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
+	// Aspects lists the aspect codes to summarize for raw-text input (empty = every registered
+	// aspect). For benchmark input, the instances' own aspects are used unless this is set.
+	Aspects []string `mapstructure:"aspects" yaml:"aspects"`
+	// FullContext feeds the full abstract to the summarizer as well (TTS (+) f); the summarizer
+	// checkpoint must have been trained that way.
+	FullContext bool `mapstructure:"full_context" yaml:"full_context"`
+	// Workers is the number of abstracts processed in parallel (0 = number of CPUs).
+	Workers int `mapstructure:"workers" yaml:"workers"`
+}
 
 // DefaultInfer returns the built-in infer settings.
-func DefaultInfer() Infer { return Infer{} }
+func DefaultInfer() Infer {
+	return Infer{Threshold: 0.5, Aspects: []string{}, FullContext: false, Workers: 0}
+}
 
 // Validate reports invalid infer settings, naming each key.
-func (c Infer) Validate() error { return nil }
+func (c Infer) Validate() error {
+	var errs []error
+	if c.Threshold < 0 || c.Threshold > 1 {
+		errs = append(errs, fmt.Errorf("infer.threshold: must be in [0, 1], got %g", c.Threshold))
+	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("infer.workers: must be >= 0"))
+	}
+	return errors.Join(errs...)
+}

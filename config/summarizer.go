@@ -1,10 +1,105 @@
 package config
 
-// Summarizer configures the summarizer stage. Owned by the summarizer code; fields are added here with their defaults.
-type Summarizer struct{}
+import (
+	"errors"
+	"fmt"
+)
 
-// DefaultSummarizer returns the built-in summarizer settings.
-func DefaultSummarizer() Summarizer { return Summarizer{} }
+// Summarizer configures the summarizer: a small encoder-decoder transformer with a copy mechanism,
+// its training and its decoding. The model keys are copied into the checkpoint, so infer never
+// needs this section to rebuild a trained model; the decoding keys are defaults that infer's own
+// flags can override.
+type Summarizer struct {
+	// DModel is the width of every hidden state (embeddings, attention, residual stream).
+	DModel int `mapstructure:"d_model" yaml:"d_model"`
+	// Heads is the number of attention heads; d_model must be a multiple of it.
+	Heads int `mapstructure:"heads" yaml:"heads"`
+	// FFNDim is the hidden width of each position-wise feed-forward block.
+	FFNDim int `mapstructure:"ffn_dim" yaml:"ffn_dim"`
+	// EncoderLayers and DecoderLayers are the depths of the two stacks.
+	EncoderLayers int `mapstructure:"encoder_layers" yaml:"encoder_layers"`
+	DecoderLayers int `mapstructure:"decoder_layers" yaml:"decoder_layers"`
+	// Dropout is applied to residual branches and embeddings during training only.
+	Dropout float64 `mapstructure:"dropout" yaml:"dropout"`
+	// MaxSourceLen caps the encoder input in tokens (aspect + tracked sentences [+ abstract]).
+	MaxSourceLen int `mapstructure:"max_source_len" yaml:"max_source_len"`
+	// MaxSummaryLen caps reference summaries in training and generated summaries at inference.
+	MaxSummaryLen int `mapstructure:"max_summary_len" yaml:"max_summary_len"`
+	// FullContext trains the TTS (+) f variant: the full abstract follows the tracked sentences,
+	// after a [CTX] marker and with its own segment embedding.
+	FullContext bool `mapstructure:"full_context" yaml:"full_context"`
+
+	// DevDecodeLimit caps the dev examples decoded for ROUGE at each evaluation (0 = all).
+	DevDecodeLimit int `mapstructure:"dev_decode_limit" yaml:"dev_decode_limit"`
+
+	// Train holds the shared training-loop hyperparameters (summarizer.train).
+	Train TrainLoop `mapstructure:"train" yaml:"train"`
+
+	// BeamSize is the decoding beam width; 1 means greedy decoding.
+	BeamSize int `mapstructure:"beam_size" yaml:"beam_size"`
+	// LengthPenalty alpha divides a hypothesis' log-probability by ((5+len)/6)^alpha (GNMT).
+	LengthPenalty float64 `mapstructure:"length_penalty" yaml:"length_penalty"`
+	// NoRepeatNgram forbids generating any n-gram of that size twice (0 disables).
+	NoRepeatNgram int `mapstructure:"no_repeat_ngram" yaml:"no_repeat_ngram"`
+}
+
+// DefaultSummarizer returns the built-in summarizer settings: small enough to train on 2 CPU cores
+// in minutes on a few hundred examples.
+func DefaultSummarizer() Summarizer {
+	train := DefaultTrainLoop()
+	train.LearningRate = 1e-3
+	train.WarmupSteps = 100
+	train.Epochs = 30
+	train.BatchSize = 16
+	train.Patience = 6
+	return Summarizer{
+		DModel:         128,
+		Heads:          4,
+		FFNDim:         512,
+		EncoderLayers:  2,
+		DecoderLayers:  2,
+		Dropout:        0.1,
+		MaxSourceLen:   192,
+		MaxSummaryLen:  64,
+		FullContext:    false,
+		Train:          train,
+		DevDecodeLimit: 64,
+		BeamSize:       2,
+		LengthPenalty:  1.0,
+		NoRepeatNgram:  3,
+	}
+}
 
 // Validate reports invalid summarizer settings, naming each key.
-func (c Summarizer) Validate() error { return nil }
+func (c Summarizer) Validate() error {
+	var errs []error
+	bad := func(key, msg string) { errs = append(errs, fmt.Errorf("summarizer.%s: %s", key, msg)) }
+	type intKey struct {
+		key string
+		v   int
+	}
+	for _, k := range []intKey{{"d_model", c.DModel}, {"heads", c.Heads}, {"ffn_dim", c.FFNDim},
+		{"encoder_layers", c.EncoderLayers}, {"decoder_layers", c.DecoderLayers},
+		{"max_source_len", c.MaxSourceLen}, {"max_summary_len", c.MaxSummaryLen},
+		{"beam_size", c.BeamSize}} {
+		if k.v <= 0 {
+			bad(k.key, "must be > 0")
+		}
+	}
+	if c.Heads > 0 && c.DModel%c.Heads != 0 {
+		bad("d_model", fmt.Sprintf("must be a multiple of summarizer.heads (%d)", c.Heads))
+	}
+	if c.Dropout < 0 || c.Dropout >= 1 {
+		bad("dropout", "must be in [0, 1)")
+	}
+	for _, k := range []intKey{{"dev_decode_limit", c.DevDecodeLimit}, {"no_repeat_ngram", c.NoRepeatNgram}} {
+		if k.v < 0 {
+			bad(k.key, "must be >= 0")
+		}
+	}
+	if c.LengthPenalty < 0 {
+		bad("length_penalty", "must be >= 0")
+	}
+	errs = append(errs, c.Train.Validate("summarizer.train"))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,409 @@
+package summarizer
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gomlx/gomlx/core/tensors"
+)
+
+// Net is the summarizer network in plain Go, for inference: the encoder runs once per source and
+// its outputs (states, cross-attention keys and values, copy keys) are cached; each decoding step
+// then costs one token's worth of work plus attention over the cached keys (a KV cache), so time per
+// generated token stays flat as the output grows. A Net is read-only and safe for concurrent use.
+type Net struct {
+	H       Hyper
+	tokens  []float32 // [V, D], also the output projection (tied)
+	outBias []float32 // [V]
+	srcPos  []float32 // [P, D]
+	tgtPos  []float32 // [P, D]
+	segment []float32 // [2, D]
+	enc     []encLayer
+	encLN   layerNorm
+	dec     []decLayer
+	decLN   layerNorm
+	copyQ   linear
+	copyK   linear
+	gateS   []float32
+	gateC   []float32
+	gateX   []float32
+	gateB   float32
+}
+
+type linear struct {
+	w       []float32 // [in, out], row-major
+	b       []float32 // [out]
+	in, out int
+}
+
+type layerNorm struct{ gain, bias []float32 }
+
+type attnWeights struct{ q, k, v, o linear }
+
+type encLayer struct {
+	ln1, ln2 layerNorm
+	self     attnWeights
+	ffnIn    linear
+	ffnOut   linear
+}
+
+type decLayer struct {
+	ln1, ln2, ln3 layerNorm
+	self, cross   attnWeights
+	ffnIn, ffnOut linear
+}
+
+// NewNet builds the Go network from the model's variables, keyed by their path relative to the
+// model scope (e.g. "embed/tokens", "encoder/layer_0/self/q_w").
+func NewNet(h Hyper, vars map[string]*tensors.Tensor) (*Net, error) {
+	if err := h.validate(); err != nil {
+		return nil, err
+	}
+	var missing []string
+	get := func(name string, dims ...int) []float32 {
+		t, ok := vars[name]
+		if !ok {
+			missing = append(missing, name)
+			return nil
+		}
+		want := 1
+		for _, d := range dims {
+			want *= d
+		}
+		if t.Shape().Size() != want {
+			missing = append(missing, fmt.Sprintf("%s (shape %s, want %v)", name, t.Shape(), dims))
+			return nil
+		}
+		out := make([]float32, want)
+		tensors.MustConstFlatData(t, func(flat []float32) { copy(out, flat) })
+		return out
+	}
+	d, v, p := h.DModel, h.VocabSize, h.maxPositions()
+	lin := func(prefix string, in, out int) linear {
+		return linear{w: get(prefix+"_w", in, out), b: get(prefix+"_b", out), in: in, out: out}
+	}
+	ln := func(prefix string) layerNorm {
+		return layerNorm{gain: get(prefix+"/gain", d), bias: get(prefix+"/bias", d)}
+	}
+	attn := func(prefix string) attnWeights {
+		return attnWeights{q: lin(prefix+"/q", d, d), k: lin(prefix+"/k", d, d), v: lin(prefix+"/v", d, d), o: lin(prefix+"/o", d, d)}
+	}
+	n := &Net{
+		H:       h,
+		tokens:  get("embed/tokens", v, d),
+		outBias: get("embed/out_bias", v),
+		srcPos:  get("embed/src_pos", p, d),
+		tgtPos:  get("embed/tgt_pos", p, d),
+		segment: get("embed/segment", 2, d),
+		encLN:   ln("encoder/ln"),
+		decLN:   ln("decoder/ln"),
+		copyQ:   lin("copy/q", d, d),
+		copyK:   lin("copy/k", d, d),
+		gateS:   get("copy/gate_s", d),
+		gateC:   get("copy/gate_c", d),
+		gateX:   get("copy/gate_x", d),
+	}
+	if gb := get("copy/gate_b"); len(gb) == 1 {
+		n.gateB = gb[0]
+	}
+	for l := range h.EncoderLayers {
+		pre := fmt.Sprintf("encoder/layer_%d", l)
+		n.enc = append(n.enc, encLayer{ln1: ln(pre + "/ln1"), ln2: ln(pre + "/ln2"), self: attn(pre + "/self"),
+			ffnIn: lin(pre+"/ffn/in", d, h.FFNDim), ffnOut: lin(pre+"/ffn/out", h.FFNDim, d)})
+	}
+	for l := range h.DecoderLayers {
+		pre := fmt.Sprintf("decoder/layer_%d", l)
+		n.dec = append(n.dec, decLayer{ln1: ln(pre + "/ln1"), ln2: ln(pre + "/ln2"), ln3: ln(pre + "/ln3"),
+			self: attn(pre + "/self"), cross: attn(pre + "/cross"),
+			ffnIn: lin(pre+"/ffn/in", d, h.FFNDim), ffnOut: lin(pre+"/ffn/out", h.FFNDim, d)})
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("summarizer weights: missing or misshapen: %s", strings.Join(missing, ", "))
+	}
+	return n, nil
+}
+
+// Source is an encoded source sequence with everything the decoder reads from it, computed once.
+type Source struct {
+	IDs     []int32
+	states  []float32   // [S, D] final encoder states
+	crossK  [][]float32 // per decoder layer, [S, D]
+	crossV  [][]float32
+	copyKey []float32 // [S, D]
+}
+
+// Encode runs the encoder over one source (ids and segment ids, same length, no padding).
+func (n *Net) Encode(ids, seg []int32) *Source {
+	h := n.H
+	d, s := h.DModel, len(ids)
+	x := make([]float32, s*d)
+	for i, id := range ids {
+		row := x[i*d : (i+1)*d]
+		copy(row, n.tokens[int(id)*d:int(id+1)*d])
+		addTo(row, n.segment[int(seg[i])*d:int(seg[i]+1)*d])
+		addTo(row, n.srcPos[i*d:(i+1)*d])
+	}
+	y := make([]float32, s*d)
+	for _, l := range n.enc {
+		l.ln1.apply(x, y, d)
+		q, k, v := l.self.q.apply(y, s), l.self.k.apply(y, s), l.self.v.apply(y, s)
+		att := multiHead(q, k, v, s, s, d, h.Heads, nil)
+		addTo(x, l.self.o.apply(att, s))
+		l.ln2.apply(x, y, d)
+		hid := l.ffnIn.apply(y, s)
+		relu(hid)
+		addTo(x, l.ffnOut.apply(hid, s))
+	}
+	n.encLN.apply(x, x, d)
+	src := &Source{IDs: ids, states: x, copyKey: n.copyK.apply(x, s)}
+	for _, l := range n.dec {
+		src.crossK = append(src.crossK, l.cross.k.apply(x, s))
+		src.crossV = append(src.crossV, l.cross.v.apply(x, s))
+	}
+	return src
+}
+
+// DecState is one hypothesis being decoded: its source and the self-attention keys and values of
+// the tokens fed so far (the KV cache).
+type DecState struct {
+	Src   *Source
+	selfK [][]float32 // per decoder layer, [t, D]
+	selfV [][]float32
+	pos   int
+}
+
+// NewState starts decoding src; the first token to feed is [BOS].
+func (n *Net) NewState(src *Source) *DecState {
+	return &DecState{Src: src, selfK: make([][]float32, len(n.dec)), selfV: make([][]float32, len(n.dec))}
+}
+
+// Clone copies a hypothesis (beam search forks them); the source is shared, read-only.
+func (st *DecState) Clone() *DecState {
+	c := &DecState{Src: st.Src, pos: st.pos, selfK: make([][]float32, len(st.selfK)), selfV: make([][]float32, len(st.selfV))}
+	for l := range st.selfK {
+		c.selfK[l] = append([]float32(nil), st.selfK[l]...)
+		c.selfV[l] = append([]float32(nil), st.selfV[l]...)
+	}
+	return c
+}
+
+// Len is the number of tokens fed so far.
+func (st *DecState) Len() int { return st.pos }
+
+// Step feeds token to every state (one token each, batched) and writes into probs[i] (length
+// VocabSize) the copy-augmented distribution of the next token of state i.
+func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
+	h := n.H
+	d, b := h.DModel, len(states)
+	x := make([]float32, b*d)
+	for i, st := range states {
+		if st.pos >= h.maxPositions() {
+			panic(fmt.Sprintf("summarizer: decoder position %d beyond the %d learned positions", st.pos, h.maxPositions()))
+		}
+		row := x[i*d : (i+1)*d]
+		copy(row, n.tokens[int(tokens[i])*d:int(tokens[i]+1)*d])
+		addTo(row, n.tgtPos[st.pos*d:(st.pos+1)*d])
+	}
+	xEmb := append([]float32(nil), x...)
+	y := make([]float32, b*d)
+	att := make([]float32, b*d)
+	for li, l := range n.dec {
+		l.ln1.apply(x, y, d)
+		q, k, v := l.self.q.apply(y, b), l.self.k.apply(y, b), l.self.v.apply(y, b)
+		for i, st := range states {
+			st.selfK[li] = append(st.selfK[li], k[i*d:(i+1)*d]...)
+			st.selfV[li] = append(st.selfV[li], v[i*d:(i+1)*d]...)
+			t := st.pos + 1
+			copy(att[i*d:(i+1)*d], multiHead(q[i*d:(i+1)*d], st.selfK[li], st.selfV[li], 1, t, d, h.Heads, nil))
+		}
+		addTo(x, l.self.o.apply(att, b))
+		l.ln2.apply(x, y, d)
+		q = l.cross.q.apply(y, b)
+		for i, st := range states {
+			s := len(st.Src.IDs)
+			copy(att[i*d:(i+1)*d], multiHead(q[i*d:(i+1)*d], st.Src.crossK[li], st.Src.crossV[li], 1, s, d, h.Heads, nil))
+		}
+		addTo(x, l.cross.o.apply(att, b))
+		l.ln3.apply(x, y, d)
+		hid := l.ffnIn.apply(y, b)
+		relu(hid)
+		addTo(x, l.ffnOut.apply(hid, b))
+	}
+	n.decLN.apply(x, x, d)
+	for _, st := range states {
+		st.pos++
+	}
+
+	qc := n.copyQ.apply(x, b)
+	scale := float32(1 / math.Sqrt(float64(d)))
+	for i, st := range states {
+		s := x[i*d : (i+1)*d]
+		out := probs[i]
+		// Vocabulary distribution (tied embeddings).
+		maxLogit := float32(math.Inf(-1))
+		for w := range h.VocabSize {
+			z := dot(s, n.tokens[w*d:(w+1)*d]) + n.outBias[w]
+			out[w] = z
+			maxLogit = max(maxLogit, z)
+		}
+		var sum float64
+		for w, z := range out {
+			e := float32(math.Exp(float64(z - maxLogit)))
+			out[w] = e
+			sum += float64(e)
+		}
+		// Copy attention and context.
+		src := st.Src
+		srcLen := len(src.IDs)
+		a := make([]float32, srcLen)
+		q := qc[i*d : (i+1)*d]
+		for j := range srcLen {
+			a[j] = dot(q, src.copyKey[j*d:(j+1)*d]) * scale
+		}
+		softmax(a)
+		ctx := make([]float32, d)
+		for j, aj := range a {
+			axpy(aj, src.states[j*d:(j+1)*d], ctx)
+		}
+		gate := sigmoid(dot(s, n.gateS) + dot(ctx, n.gateC) + dot(xEmb[i*d:(i+1)*d], n.gateX) + n.gateB)
+		g := gate / float32(sum)
+		for w := range out {
+			out[w] *= g
+		}
+		for j, aj := range a {
+			out[src.IDs[j]] += (1 - gate) * aj
+		}
+	}
+}
+
+// apply returns x [rows, in] W + b as [rows, out].
+func (l linear) apply(x []float32, rows int) []float32 {
+	y := make([]float32, rows*l.out)
+	for r := range rows {
+		yr := y[r*l.out : (r+1)*l.out]
+		copy(yr, l.b)
+		xr := x[r*l.in : (r+1)*l.in]
+		for k, xv := range xr {
+			if xv != 0 {
+				axpy(xv, l.w[k*l.out:(k+1)*l.out], yr)
+			}
+		}
+	}
+	return y
+}
+
+// apply normalises each row of x (width d) into y (which may be x).
+func (ln layerNorm) apply(x, y []float32, d int) {
+	for r := 0; r < len(x); r += d {
+		row := x[r : r+d]
+		var mean float64
+		for _, v := range row {
+			mean += float64(v)
+		}
+		mean /= float64(d)
+		var variance float64
+		for _, v := range row {
+			dv := float64(v) - mean
+			variance += dv * dv
+		}
+		variance /= float64(d)
+		inv := 1 / math.Sqrt(variance+lnEpsilon)
+		out := y[r : r+d]
+		for i, v := range row {
+			out[i] = float32((float64(v)-mean)*inv)*ln.gain[i] + ln.bias[i]
+		}
+	}
+}
+
+// multiHead computes attention of tq queries over tk keys/values (all [t, d], heads interleaved
+// as d = heads x headDim, like the graph's reshape) and returns [tq, d]. bias, when not nil, is
+// added to the scores [tq, tk] of every head.
+func multiHead(q, k, v []float32, tq, tk, d, heads int, bias []float32) []float32 {
+	hd := d / heads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	out := make([]float32, tq*d)
+	scores := make([]float32, tk)
+	for i := range tq {
+		for hh := range heads {
+			qi := q[i*d+hh*hd : i*d+(hh+1)*hd]
+			for j := range tk {
+				scores[j] = dot(qi, k[j*d+hh*hd:j*d+(hh+1)*hd]) * scale
+				if bias != nil {
+					scores[j] += bias[i*tk+j]
+				}
+			}
+			softmax(scores)
+			oi := out[i*d+hh*hd : i*d+(hh+1)*hd]
+			for j, p := range scores {
+				axpy(p, v[j*d+hh*hd:j*d+(hh+1)*hd], oi)
+			}
+		}
+	}
+	return out
+}
+
+func softmax(x []float32) {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - m)))
+		x[i] = e
+		sum += e
+	}
+	for i := range x {
+		x[i] /= sum
+	}
+}
+
+func relu(x []float32) {
+	for i, v := range x {
+		if v < 0 {
+			x[i] = 0
+		}
+	}
+}
+
+func sigmoid(z float32) float32 { return float32(1 / (1 + math.Exp(-float64(z)))) }
+
+func addTo(dst, src []float32) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}
+
+// dot is unrolled by four: the inner loop of attention and of the vocabulary projection.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy adds alpha*x to y.
+func axpy(alpha float32, x, y []float32) {
+	x = x[:len(y)]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		y[i] += alpha * x[i]
+		y[i+1] += alpha * x[i+1]
+		y[i+2] += alpha * x[i+2]
+		y[i+3] += alpha * x[i+3]
+	}
+	for ; i < len(y); i++ {
+		y[i] += alpha * x[i]
+	}
+}

@@ -1,0 +1,82 @@
+package summarizer
+
+import (
+	"fmt"
+
+	"github.com/tracksum/tracksum/config"
+)
+
+// Hyper holds everything needed to rebuild the network from its weights. It is written into the
+// checkpoint (summarizer.json) so that inference never needs the training config.
+type Hyper struct {
+	VocabSize     int  `json:"vocab_size"`
+	DModel        int  `json:"d_model"`
+	Heads         int  `json:"heads"`
+	FFNDim        int  `json:"ffn_dim"`
+	EncoderLayers int  `json:"encoder_layers"`
+	DecoderLayers int  `json:"decoder_layers"`
+	MaxSourceLen  int  `json:"max_source_len"`
+	MaxSummaryLen int  `json:"max_summary_len"`
+	FullContext   bool `json:"full_context"`
+	// Special token ids of the tokenizer the model was trained with.
+	PadID int32 `json:"pad_id"`
+	BosID int32 `json:"bos_id"`
+	EosID int32 `json:"eos_id"`
+	SepID int32 `json:"sep_id"`
+	CtxID int32 `json:"ctx_id"`
+	// Dropout is only used while training; kept for the record.
+	Dropout float64 `json:"dropout"`
+}
+
+// maxPositions sizes the learned position tables; the decoder needs one more slot for [BOS].
+func (h Hyper) maxPositions() int { return max(h.MaxSourceLen, h.MaxSummaryLen+1) }
+
+// headDim is the width of one attention head.
+func (h Hyper) headDim() int { return h.DModel / h.Heads }
+
+// validate checks a Hyper read from a checkpoint or built from a config.
+func (h Hyper) validate() error {
+	switch {
+	case h.VocabSize <= 0:
+		return fmt.Errorf("vocab_size must be > 0, got %d", h.VocabSize)
+	case h.DModel <= 0 || h.Heads <= 0 || h.DModel%h.Heads != 0:
+		return fmt.Errorf("d_model (%d) must be a positive multiple of heads (%d)", h.DModel, h.Heads)
+	case h.FFNDim <= 0 || h.EncoderLayers <= 0 || h.DecoderLayers <= 0:
+		return fmt.Errorf("ffn_dim, encoder_layers and decoder_layers must be > 0")
+	case h.MaxSourceLen <= 0 || h.MaxSummaryLen <= 0:
+		return fmt.Errorf("max_source_len and max_summary_len must be > 0")
+	}
+	for name, id := range map[string]int32{"pad": h.PadID, "bos": h.BosID, "eos": h.EosID, "sep": h.SepID, "ctx": h.CtxID} {
+		if id < 0 || int(id) >= h.VocabSize {
+			return fmt.Errorf("%s_id %d outside the vocabulary (size %d)", name, id, h.VocabSize)
+		}
+	}
+	return nil
+}
+
+// HyperFromConfig builds the network's hyperparameters from the summarizer config and the
+// tokenizer's vocabulary size and special ids.
+func HyperFromConfig(c config.Summarizer, vocabSize int, special SpecialIDs) Hyper {
+	return Hyper{
+		VocabSize:     vocabSize,
+		DModel:        c.DModel,
+		Heads:         c.Heads,
+		FFNDim:        c.FFNDim,
+		EncoderLayers: c.EncoderLayers,
+		DecoderLayers: c.DecoderLayers,
+		MaxSourceLen:  c.MaxSourceLen,
+		MaxSummaryLen: c.MaxSummaryLen,
+		FullContext:   c.FullContext,
+		PadID:         special.Pad,
+		BosID:         special.Bos,
+		EosID:         special.Eos,
+		SepID:         special.Sep,
+		CtxID:         special.Ctx,
+		Dropout:       c.Dropout,
+	}
+}
+
+// SpecialIDs are the tokenizer ids the summarizer's input and output formats rely on.
+type SpecialIDs struct {
+	Pad, Bos, Eos, Sep, Ctx int32
+}
