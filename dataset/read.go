@@ -1,0 +1,284 @@
+package dataset
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"iter"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ReadInstances reads a TracSum or PCoA JSONL file strictly (see StreamInstances), detecting the
+// aspect set from its first record.
+func ReadInstances(path string) ([]Instance, error) {
+	var out []Instance
+	for in, err := range StreamInstances("auto", path) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// StreamInstances yields the instances of one or more JSONL files in order, validating each record
+// and the records against each other (across files): a failure is yielded once, as a
+// *ValidationError naming file, line and field, and ends the sequence. set is "tracsum", "pcoa" or
+// "auto" (decided by the first record). Aspect codes are returned in canonical form.
+//
+// Only a compact hash per PMID and per (PMID, aspect) is kept, so memory grows by a few dozen bytes
+// per record, never by documents.
+func StreamInstances(set string, paths ...string) iter.Seq2[Instance, error] {
+	return func(yield func(Instance, error) bool) {
+		v := NewValidator(set)
+		for _, path := range paths {
+			for in, err := range streamFile(path, v) {
+				if !yield(in, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// rawInstance mirrors Instance with pointers, so that a missing field can be told from a zero one.
+type rawInstance struct {
+	PMID      *string   `json:"PMID"`
+	Document  *[]string `json:"Document"`
+	Aspect    *string   `json:"Aspect"`
+	Summary   *string   `json:"Summary"`
+	Indexes   *[]int    `json:"Indexes"`
+	Sentences *[]string `json:"Sentences"`
+	Phrases   *[]string `json:"Phrases"`
+	Revise    *bool     `json:"Revise"`
+}
+
+func streamFile(path string, v *Validator) iter.Seq2[Instance, error] {
+	return func(yield func(Instance, error) bool) {
+		f, err := os.Open(path)
+		if err != nil {
+			yield(Instance{}, fmt.Errorf("read instances: %w", err))
+			return
+		}
+		defer f.Close()
+		r := bufio.NewReaderSize(f, 1<<20)
+		for line := 1; ; line++ {
+			b, err := r.ReadBytes('\n')
+			if err != nil && err != io.EOF {
+				yield(Instance{}, fmt.Errorf("%s:%d: read: %w", path, line, err))
+				return
+			}
+			if line == 1 {
+				b = bytes.TrimPrefix(b, []byte("\ufeff"))
+			}
+			if len(bytes.TrimSpace(b)) > 0 {
+				in, verr := v.Parse(path, line, b)
+				if !yield(in, verr) || verr != nil {
+					return
+				}
+			}
+			if err == io.EOF {
+				return
+			}
+		}
+	}
+}
+
+// Validator checks records one by one and against the records it saw before: duplicate
+// (PMID, aspect) pairs and a PMID seen with two different documents.
+type Validator struct {
+	set     string
+	docs    map[string]docSeen
+	seenKey map[uint64]position
+	files   []string
+}
+
+type docSeen struct {
+	hash uint64
+	pos  position
+}
+
+type position struct {
+	file int32
+	line int32
+}
+
+// NewValidator returns a validator for an aspect set ("tracsum", "pcoa" or "auto").
+func NewValidator(set string) *Validator {
+	if set == "" {
+		set = "auto"
+	}
+	return &Validator{set: set, docs: map[string]docSeen{}, seenKey: map[uint64]position{}}
+}
+
+// AspectSet returns the set in use: the configured one, or the detected one once a record was read
+// ("auto" before).
+func (v *Validator) AspectSet() string { return v.set }
+
+func (v *Validator) fileIndex(file string) int32 {
+	if n := len(v.files); n > 0 && v.files[n-1] == file {
+		return int32(n - 1)
+	}
+	if i := slices.Index(v.files, file); i >= 0 {
+		return int32(i)
+	}
+	v.files = append(v.files, file)
+	return int32(len(v.files) - 1)
+}
+
+func (v *Validator) where(p position) string {
+	return fmt.Sprintf("%s:%d", v.files[p.file], p.line)
+}
+
+// Parse decodes and validates one JSONL record found at file:line.
+func (v *Validator) Parse(file string, line int, b []byte) (Instance, error) {
+	fail := func(field string, err error, format string, args ...any) (Instance, error) {
+		return Instance{}, &ValidationError{File: file, Line: line, Field: field, Err: err, Msg: fmt.Sprintf(format, args...)}
+	}
+	var raw rawInstance
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return fail(te.Field, ErrFieldType, "got JSON %s, want %s", te.Value, jsonTypeName(te.Type.String()))
+		case errors.As(err, &se):
+			return fail("", ErrMalformedJSON, "%v (offset %d)", se, se.Offset)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+			return fail(name, ErrUnknownField, "not a TracSum/PCoA field")
+		default:
+			return fail("", ErrMalformedJSON, "%v", err)
+		}
+	}
+	if dec.More() {
+		return fail("", ErrMalformedJSON, "more than one JSON value on the line")
+	}
+	for _, f := range []struct {
+		name    string
+		missing bool
+	}{{"PMID", raw.PMID == nil}, {"Document", raw.Document == nil}, {"Aspect", raw.Aspect == nil},
+		{"Summary", raw.Summary == nil}, {"Indexes", raw.Indexes == nil}} {
+		if f.missing {
+			return fail(f.name, ErrMissingField, "required")
+		}
+	}
+	in := Instance{PMID: *raw.PMID, Document: *raw.Document, Aspect: *raw.Aspect, Summary: *raw.Summary, Indexes: *raw.Indexes}
+	if raw.Revise != nil {
+		in.Revise = *raw.Revise
+	}
+	if raw.Phrases != nil {
+		in.Phrases = *raw.Phrases
+	}
+	if strings.TrimSpace(in.PMID) == "" {
+		return fail("PMID", ErrEmptyField, "PMID is empty")
+	}
+	if len(in.Document) == 0 {
+		return fail("Document", ErrEmptyDocument, "no sentences")
+	}
+	for i, s := range in.Document {
+		if strings.TrimSpace(s) == "" {
+			return fail(fmt.Sprintf("Document[%d]", i), ErrEmptyField, "empty sentence")
+		}
+	}
+	set := v.set
+	if set == "auto" {
+		detected, ok := detectAspectSet(in.Aspect)
+		if !ok {
+			return fail("Aspect", ErrUnknownAspect, "%q is in neither the tracsum nor the pcoa set", in.Aspect)
+		}
+		set = detected
+	}
+	asp, ok := LookupAspect(set, in.Aspect)
+	if !ok {
+		return fail("Aspect", ErrUnknownAspect, "%q is not in the %s set", in.Aspect, set)
+	}
+	in.Aspect = asp.Code
+	if strings.TrimSpace(in.Summary) == "" {
+		return fail("Summary", ErrEmptyField, "summary is empty (negatives use %q)", UnknownSummary)
+	}
+	seenIdx := make(map[int]bool, len(in.Indexes))
+	for i, idx := range in.Indexes {
+		if idx < 0 || idx >= len(in.Document) {
+			return fail(fmt.Sprintf("Indexes[%d]", i), ErrIndexRange, "%d not in [0, %d)", idx, len(in.Document))
+		}
+		if seenIdx[idx] {
+			return fail(fmt.Sprintf("Indexes[%d]", i), ErrDuplicateIndex, "%d cited twice", idx)
+		}
+		seenIdx[idx] = true
+	}
+	if isUnknown := strings.TrimSpace(in.Summary) == UnknownSummary; isUnknown != (len(in.Indexes) == 0) {
+		if isUnknown {
+			return fail("Summary", ErrNegativeSummary, "%q with %d cited sentences", UnknownSummary, len(in.Indexes))
+		}
+		return fail("Indexes", ErrNegativeSummary, "no cited sentences but the summary is not %q", UnknownSummary)
+	}
+	if raw.Sentences != nil {
+		in.Sentences = *raw.Sentences
+		if len(in.Sentences) != len(in.Indexes) {
+			return fail("Sentences", ErrSentencesMismatch, "%d sentences for %d indexes", len(in.Sentences), len(in.Indexes))
+		}
+		for i, s := range in.Sentences {
+			if s != in.Document[in.Indexes[i]] {
+				return fail(fmt.Sprintf("Sentences[%d]", i), ErrSentencesMismatch, "differs from Document[%d]", in.Indexes[i])
+			}
+		}
+	}
+	// Cross-record checks come last, so that a record is only remembered once it is valid.
+	pos := position{file: v.fileIndex(file), line: int32(line)}
+	h := docHash(in.Document)
+	if prev, ok := v.docs[in.PMID]; ok && prev.hash != h {
+		return fail("Document", ErrConflictingDoc, "PMID %s already seen with another Document at %s", in.PMID, v.where(prev.pos))
+	}
+	key := keyHash(in.PMID, in.Aspect)
+	if prev, ok := v.seenKey[key]; ok {
+		return fail("Aspect", ErrDuplicate, "(%s, %s) already seen at %s", in.PMID, in.Aspect, v.where(prev))
+	}
+	if _, ok := v.docs[in.PMID]; !ok {
+		v.docs[in.PMID] = docSeen{hash: h, pos: pos}
+	}
+	v.seenKey[key] = pos
+	v.set = set
+	return in, nil
+}
+
+func jsonTypeName(goType string) string {
+	switch goType {
+	case "string":
+		return "a string"
+	case "[]string":
+		return "an array of strings"
+	case "int":
+		return "an integer"
+	case "bool":
+		return "a boolean"
+	}
+	return goType
+}
+
+// docHash identifies a document by its sentences (boundaries included).
+func docHash(doc []string) uint64 {
+	h := fnv.New64a()
+	for _, s := range doc {
+		io.WriteString(h, s)
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+func keyHash(pmid, aspect string) uint64 {
+	h := fnv.New64a()
+	io.WriteString(h, pmid)
+	h.Write([]byte{0})
+	io.WriteString(h, aspect)
+	return h.Sum64()
+}
