@@ -8,7 +8,8 @@ import (
 // Tokenizer configures the subword vocabulary that prepare learns from the training split and
 // writes as OUT/tokenizer.json.
 type Tokenizer struct {
-	// Kind is the subword model: "wordpiece" or "bpe" (byte-level).
+	// Kind is the subword model: "bpe" (byte-level: decoding restores the text exactly, which the
+	// summarizer needs) or "wordpiece".
 	Kind string `mapstructure:"kind" yaml:"kind"`
 	// VocabSize is the target vocabulary size, special tokens included.
 	VocabSize int `mapstructure:"vocab_size" yaml:"vocab_size"`
@@ -21,7 +22,7 @@ type Tokenizer struct {
 
 // DefaultTokenizer returns the built-in tokenizer settings.
 func DefaultTokenizer() Tokenizer {
-	return Tokenizer{Kind: "wordpiece", VocabSize: 8000, MinFrequency: 2, MaxTrainTexts: 200000}
+	return Tokenizer{Kind: "bpe", VocabSize: 8000, MinFrequency: 2, MaxTrainTexts: 200000}
 }
 
 // Validate reports invalid tokenizer settings, naming each key.
