@@ -1,0 +1,140 @@
+package decode
+
+import (
+	"slices"
+	"testing"
+)
+
+// tableModel is a hand-built model: the next-token distribution is looked up from the prefix fed
+// so far (as a string of token ids); unknown prefixes predict [EOS] with certainty.
+type tableModel struct {
+	vocab int
+	table map[string][]float32
+	steps int
+}
+
+type prefix struct{ fed []int32 }
+
+func key(fed []int32) string {
+	b := make([]byte, len(fed))
+	for i, t := range fed {
+		b[i] = byte('0' + t)
+	}
+	return string(b)
+}
+
+func (m *tableModel) Step(states []*prefix, tokens []int32, probs [][]float32) {
+	m.steps++
+	for i, st := range states {
+		st.fed = append(st.fed, tokens[i])
+		p, ok := m.table[key(st.fed)]
+		clear(probs[i])
+		if !ok {
+			probs[i][eos] = 1
+			continue
+		}
+		copy(probs[i], p)
+	}
+}
+
+func (m *tableModel) Clone(s *prefix) *prefix { return &prefix{fed: slices.Clone(s.fed)} }
+func (m *tableModel) VocabSize() int          { return m.vocab }
+
+const (
+	bos = 0
+	eos = 1
+	tA  = 2
+	tB  = 3
+	tC  = 4
+)
+
+// trap: greedy takes A (0.6) and then can only stop at 0.4 (total 0.24), while B (0.4) is followed
+// by [EOS] with 0.9 (total 0.36), the most probable sequence.
+func trap() *tableModel {
+	return &tableModel{vocab: 5, table: map[string][]float32{
+		key([]int32{bos}):     {0, 0, 0.6, 0.4, 0},
+		key([]int32{bos, tA}): {0, 0.4, 0.3, 0, 0.3},
+		key([]int32{bos, tB}): {0, 0.9, 0.05, 0, 0.05},
+	}}
+}
+
+func TestSearch(t *testing.T) {
+	tests := []struct {
+		desc string
+		opts Options
+		want []int32
+	}{
+		{desc: "greedy takes the locally best first token", opts: Options{BeamSize: 1, MaxLen: 5}, want: []int32{tA}},
+		{desc: "beam search finds the most probable sequence", opts: Options{BeamSize: 2, MaxLen: 5}, want: []int32{tB}},
+		{desc: "max length truncates", opts: Options{BeamSize: 1, MaxLen: 1}, want: []int32{tA}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			m := trap()
+			tc.opts.BOS, tc.opts.EOS = bos, eos
+			got := Search[*prefix](m, []*prefix{{}}, tc.opts)
+			if !slices.Equal(got[0].Tokens, tc.want) {
+				t.Errorf("tokens = %v, want %v", got[0].Tokens, tc.want)
+			}
+		})
+	}
+}
+
+func TestBeamScoreIsLogProbOfBest(t *testing.T) {
+	m := trap()
+	got := Search[*prefix](m, []*prefix{{}, {}}, Options{BeamSize: 3, MaxLen: 5, BOS: bos, EOS: eos})
+	for i, h := range got {
+		if !slices.Equal(h.Tokens, []int32{tB}) {
+			t.Errorf("input %d: tokens = %v, want [B]", i, h.Tokens)
+		}
+		// log(0.4 * 0.9)
+		if want := -1.0216512475319814; h.LogProb-want > 1e-6 || want-h.LogProb > 1e-6 {
+			t.Errorf("input %d: log-prob = %g, want %g", i, h.LogProb, want)
+		}
+	}
+}
+
+func TestNoRepeatNgram(t *testing.T) {
+	// A model that always prefers A: without blocking it repeats A until the max length.
+	m := &tableModel{vocab: 5, table: map[string][]float32{}}
+	seq := []int32{bos}
+	for range 8 {
+		m.table[key(seq)] = []float32{0, 0.1, 0.5, 0.4, 0}
+		seq = append(seq, tA)
+	}
+	tests := []struct {
+		desc string
+		n    int
+		want []int32
+	}{
+		{desc: "no blocking", n: 0, want: []int32{tA, tA, tA, tA}},
+		{desc: "bigrams blocked", n: 2, want: []int32{tA, tA, tB}},
+		{desc: "unigrams blocked", n: 1, want: []int32{tA}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			got := Search[*prefix](m, []*prefix{{}}, Options{BeamSize: 1, MaxLen: 4, NoRepeatNgram: tc.n, BOS: bos, EOS: eos})
+			if !slices.Equal(got[0].Tokens, tc.want) {
+				t.Errorf("tokens = %v, want %v", got[0].Tokens, tc.want)
+			}
+		})
+	}
+}
+
+func TestLengthPenaltyFavoursLonger(t *testing.T) {
+	// Stopping now: 0.5. Continuing with C then stopping: 0.45*1. With alpha = 0 the short
+	// sequence wins; a strong length penalty prefers the longer one.
+	m := &tableModel{vocab: 5, table: map[string][]float32{
+		key([]int32{bos}):         {0, 0, 0, 0, 1},
+		key([]int32{bos, tC}):     {0, 0.5, 0, 0.05, 0.45},
+		key([]int32{bos, tC, tC}): {0, 1, 0, 0, 0},
+	}}
+	short := Search[*prefix](m, []*prefix{{}}, Options{BeamSize: 2, MaxLen: 6, BOS: bos, EOS: eos})
+	long := Search[*prefix](m, []*prefix{{}}, Options{BeamSize: 2, MaxLen: 6, LengthPenalty: 2, BOS: bos, EOS: eos})
+	if !slices.Equal(short[0].Tokens, []int32{tC}) {
+		t.Errorf("alpha=0: tokens = %v, want [C]", short[0].Tokens)
+	}
+	if !slices.Equal(long[0].Tokens, []int32{tC, tC}) {
+		t.Errorf("alpha=2: tokens = %v, want [C C]", long[0].Tokens)
+	}
+}

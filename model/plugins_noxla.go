@@ -1,0 +1,6 @@
+//go:build noxla
+
+package model
+
+// xlaPluginInstalled is always false in a build without the xla backend.
+func xlaPluginInstalled(string) bool { return false }

@@ -1,0 +1,594 @@
+// Package training is the GoMLX training loop shared by tracksum's models (tracker, summarizer).
+//
+// A model plugs in three things: a loss graph (LossFn) over the variables it creates under the
+// store's model scope (model.ModelScope), the micro-batches of each epoch (Batches, deterministic
+// per epoch so that a resumed run sees the same order), and a dev evaluation (Evaluate). The loop
+// provides the rest:
+//
+//   - AdamW (decoupled weight decay on matrices only) with linear warmup then linear or cosine decay;
+//   - global gradient-norm clipping, gradient accumulation over micro-batches;
+//   - seeded initialisation and dropout (Options.Seed);
+//   - dev evaluation every N optimizer steps (or each epoch), best-on-dev checkpoint, early stopping;
+//   - resumable runs: Ctrl-C (context cancellation) saves the full state (model, optimizer, RNG,
+//     position in the epoch); rerunning the same command continues from that step;
+//   - a progress bar with loss and examples/s, metrics appended to OUT/metrics.jsonl and a PNG plot of
+//     the train/dev curves (OUT/curves.png) at the end.
+//
+// Files in Options.OutDir: best/model.safetensors (model variables of the best dev evaluation),
+// best/metrics.json, state/variables.safetensors + state/state.json (resume point), metrics.jsonl,
+// curves.png. The caller writes whatever else its checkpoint needs (hyperparameters, tokenizer,
+// resolved config) into OutDir before or after Run.
+//
+// # Example
+//
+//	store := gomlxmodel.NewStore()
+//	res, err := training.Run(ctx, training.Options{
+//		Backend: backend,
+//		Store:   store,
+//		Loop:    cfg.Tracker.Train,
+//		Seed:    cfg.Seed,
+//		OutDir:  "checkpoints/run",
+//		// inputs[0..] are the Batch.Inputs of a micro-batch, in order.
+//		Loss: func(scope *gomlxmodel.Scope, inputs []*graph.Node) *graph.Node {
+//			logits := MyModelGraph(scope, inputs[0])
+//			return losses.BinaryCrossEntropyLogits(inputs[1], logits)
+//		},
+//		Batches: func(epoch int) ([]training.Batch, error) {
+//			return myBatches(epoch), nil // Batch{Inputs: []any{ids, labels}, Examples: 32, Tokens: 900}
+//		},
+//		Evaluate: func(ctx context.Context) (training.Metrics, error) {
+//			return training.Metrics{"loss": devLoss, "f1": devF1}, nil
+//		},
+//		Select: "f1", // higher is better; set Minimize for a loss
+//	})
+package training
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/progress"
+	"github.com/tracksum/tracksum/model"
+)
+
+// LossFn builds the graph of the mean training loss of one micro-batch. inputs are the batch's
+// Inputs converted to graph parameters, in order. scope is the store's model scope: create every
+// trainable variable under it. Dropout and other training-only behaviour can test
+// scope.IsTraining(g), which is true in the training graphs.
+type LossFn func(scope *gomlxmodel.Scope, inputs []*graph.Node) *graph.Node
+
+// Batch is one micro-batch.
+type Batch struct {
+	// Inputs are tensors or Go values (slices, scalars) passed to LossFn in order. Keeping their
+	// shapes to a few buckets matters: each distinct shape compiles its own graph.
+	Inputs []any
+	// Examples and Tokens count what the batch holds, for the examples/s and tokens/s figures.
+	Examples, Tokens int
+}
+
+// Metrics maps metric names (loss, f1, ...) to values.
+type Metrics map[string]float64
+
+// Options configures Run.
+type Options struct {
+	// Backend runs the graphs (see model.Backend).
+	Backend compute.Backend
+	// Store holds the variables. Variables already in it (e.g. a pretrained backbone loaded with
+	// model.LoadVariablesInto) keep their values; the others are initialised from Seed.
+	Store *gomlxmodel.Store
+	// Loss builds the training loss graph.
+	Loss LossFn
+	// Batches returns the micro-batches of an epoch (0-based). It must be deterministic for a given
+	// epoch (shuffle with a seed derived from the epoch), so that a resumed run continues exactly.
+	Batches func(epoch int) ([]Batch, error)
+	// Evaluate scores the current variables on the dev split. It must not change the variables.
+	Evaluate func(ctx context.Context) (Metrics, error)
+	// Select is the dev metric that picks the best checkpoint and drives early stopping.
+	Select string
+	// Minimize makes a lower Select better (e.g. "loss"); by default higher is better.
+	Minimize bool
+	// Loop holds the hyperparameters (learning rate, schedule, batch size is the caller's business).
+	Loop config.TrainLoop
+	// Seed seeds the initialisation of new variables and the dropout RNG.
+	Seed int64
+	// OutDir receives best/, state/, metrics.jsonl and curves.png.
+	OutDir string
+	// Log receives the progress bar and messages; os.Stderr when nil.
+	Log io.Writer
+	// AfterStep, when set, is called after each optimizer step with the number of steps done (tests
+	// use it to interrupt a run).
+	AfterStep func(step int)
+}
+
+// Result summarises a finished (or interrupted) run.
+type Result struct {
+	// Steps is the number of optimizer steps done, TotalSteps the number planned.
+	Steps, TotalSteps int
+	// BestStep is the step of the best dev evaluation, Best its metrics.
+	BestStep int
+	Best     Metrics
+	// Stop says why training ended: "completed", "early_stopping" or "interrupted".
+	Stop string
+	// ExamplesPerSec and TokensPerSec are the training throughput of this invocation (graph
+	// compilation included), excluding evaluation time.
+	ExamplesPerSec, TokensPerSec float64
+	// Resumed is true when the run continued from a saved state.
+	Resumed bool
+}
+
+// File and directory names inside Options.OutDir.
+const (
+	BestDir       = "best"
+	BestVariables = "model.safetensors"
+	StateDir      = "state"
+	MetricsFile   = "metrics.jsonl"
+	PlotFile      = "curves.png"
+)
+
+// OptimizerScope holds AdamW's moments, step counter and gradient accumulators.
+const OptimizerScope = "/optimizer"
+
+// state is the resume point, written to state/state.json next to all variables.
+type state struct {
+	Step         int     `json:"step"`
+	Epoch        int     `json:"epoch"`
+	BatchInEpoch int     `json:"batch_in_epoch"`
+	BestScore    float64 `json:"best_score"`
+	BestStep     int     `json:"best_step"`
+	HasBest      bool    `json:"has_best"`
+	BadEvals     int     `json:"evals_without_improvement"`
+	LastEvalStep int     `json:"last_eval_step"`
+	Done         bool    `json:"done"`
+	Stop         string  `json:"stop,omitempty"`
+	Best         Metrics `json:"best,omitempty"`
+}
+
+// Run trains until the planned steps are done, early stopping triggers, or ctx is cancelled (then it
+// saves a resume point and returns an error wrapping ctx.Err()). If OutDir holds a resume point, it
+// continues from it.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	log := o.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("training: %w", err)
+	}
+	st := state{}
+	res := &Result{}
+	statePath := filepath.Join(o.OutDir, StateDir, "state.json")
+	if b, err := os.ReadFile(statePath); err == nil {
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("training: resume point %s: %w", statePath, err)
+		}
+		if err := model.LoadVariablesInto(o.Store, filepath.Join(o.OutDir, StateDir, "variables.safetensors"), nil); err != nil {
+			return nil, fmt.Errorf("training: resume point: %w", err)
+		}
+		res.Resumed = true
+		if st.Done {
+			fmt.Fprintf(log, "training: %s already finished at step %d (%s); best step %d\n", o.OutDir, st.Step, st.Stop, st.BestStep)
+			return &Result{Steps: st.Step, TotalSteps: st.Step, BestStep: st.BestStep, Best: st.Best, Stop: st.Stop, Resumed: true}, nil
+		}
+		fmt.Fprintf(log, "training: resuming %s at step %d (epoch %d, batch %d)\n", o.OutDir, st.Step, st.Epoch+1, st.BatchInEpoch)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("training: %w", err)
+	} else {
+		if err := o.Store.SetRNGStateFromSeed(o.Seed); err != nil {
+			return nil, fmt.Errorf("training: seed: %w", err)
+		}
+	}
+
+	epoch0, err := o.Batches(0)
+	if err != nil {
+		return nil, fmt.Errorf("training: batches: %w", err)
+	}
+	if len(epoch0) == 0 {
+		return nil, errors.New("training: no training batches")
+	}
+	accum := o.Loop.GradAccumulation
+	stepsPerEpoch := (len(epoch0) + accum - 1) / accum
+	total := stepsPerEpoch * o.Loop.Epochs
+	if o.Loop.MaxSteps > 0 {
+		total = min(total, o.Loop.MaxSteps)
+	}
+	res.TotalSteps = total
+	evalEvery := o.Loop.EvalEvery
+	if evalEvery <= 0 {
+		evalEvery = stepsPerEpoch
+	}
+
+	stepExec, err := gomlxmodel.NewExec(o.Backend, o.Store, o.stepGraph(true))
+	if err != nil {
+		return nil, fmt.Errorf("training: %w", err)
+	}
+	stepExec.SetMaxCache(-1)
+	var accExec *gomlxmodel.Exec
+	if accum > 1 {
+		if accExec, err = gomlxmodel.NewExec(o.Backend, o.Store, o.stepGraph(false)); err != nil {
+			return nil, fmt.Errorf("training: %w", err)
+		}
+		accExec.SetMaxCache(-1)
+	}
+
+	metricsOut, err := os.OpenFile(filepath.Join(o.OutDir, MetricsFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("training: %w", err)
+	}
+	defer metricsOut.Close()
+	writeRow := func(row map[string]any) error {
+		b, err := json.Marshal(row)
+		if err != nil {
+			return err
+		}
+		_, err = metricsOut.Write(append(b, '\n'))
+		return err
+	}
+
+	bar := progress.NewTo(log, "train", int64(total), "steps")
+	bar.Set(int64(st.Step))
+	var (
+		trainLoss     float64
+		trainLossN    int
+		examples      int
+		tokens        int
+		trainTime     time.Duration
+		windowStart   = time.Now()
+		windowExample int
+	)
+
+	evaluate := func() error {
+		t0 := time.Now()
+		m, err := o.Evaluate(ctx)
+		if err != nil {
+			return fmt.Errorf("training: evaluate at step %d: %w", st.Step, err)
+		}
+		score, ok := m[o.Select]
+		if !ok {
+			return fmt.Errorf("training: evaluate did not return the selection metric %q", o.Select)
+		}
+		improved := !st.HasBest || (o.Minimize && score < st.BestScore) || (!o.Minimize && score > st.BestScore)
+		trainRow := map[string]any{"split": "train", "step": st.Step, "epoch": st.Epoch + 1,
+			"lr": o.lr(st.Step, total), "examples_per_sec": float64(windowExample) / max(time.Since(windowStart).Seconds(), 1e-9)}
+		if trainLossN > 0 {
+			trainRow["loss"] = trainLoss / float64(trainLossN)
+		}
+		devRow := map[string]any{"split": "dev", "step": st.Step, "epoch": st.Epoch + 1, "eval_seconds": time.Since(t0).Seconds()}
+		for k, v := range m {
+			devRow[k] = v
+		}
+		if err := errors.Join(writeRow(trainRow), writeRow(devRow)); err != nil {
+			return fmt.Errorf("training: %s: %w", MetricsFile, err)
+		}
+		trainLoss, trainLossN = 0, 0
+		windowStart, windowExample = time.Now(), 0
+		st.LastEvalStep = st.Step
+		if improved {
+			st.HasBest, st.BestScore, st.BestStep, st.BadEvals, st.Best = true, score, st.Step, 0, m
+			if err := o.saveBest(m); err != nil {
+				return err
+			}
+		} else {
+			st.BadEvals++
+		}
+		fmt.Fprintf(log, "\nstep %d epoch %d: dev %s   best %s=%.4f at step %d\n", st.Step, st.Epoch+1, formatMetrics(m), o.Select, st.BestScore, st.BestStep)
+		return o.saveState(st)
+	}
+
+	stop := ""
+	for st.Step < total && stop == "" {
+		batches := epoch0
+		if st.Epoch > 0 {
+			if batches, err = o.Batches(st.Epoch); err != nil {
+				return nil, fmt.Errorf("training: batches of epoch %d: %w", st.Epoch+1, err)
+			}
+		}
+		for st.BatchInEpoch < len(batches) && st.Step < total {
+			if ctx.Err() != nil {
+				stop = "interrupted"
+				break
+			}
+			t0 := time.Now()
+			group := batches[st.BatchInEpoch:min(st.BatchInEpoch+accum, len(batches))]
+			lr := o.lr(st.Step, total)
+			var lossSum float64
+			for i, b := range group {
+				var outs []*tensors.Tensor
+				if i < len(group)-1 {
+					outs, err = accExec.Call(b.Inputs...)
+				} else {
+					args := append([]any{float32(lr), float32(len(group))}, b.Inputs...)
+					outs, err = stepExec.Call(args...)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("training: step %d: %w", st.Step+1, err)
+				}
+				l := float64(tensors.ToScalar[float32](outs[0]))
+				if math.IsNaN(l) || math.IsInf(l, 0) {
+					return nil, fmt.Errorf("training: step %d: loss is %v (lower tracker.train.learning_rate?)", st.Step+1, l)
+				}
+				lossSum += l
+				examples += b.Examples
+				windowExample += b.Examples
+				tokens += b.Tokens
+			}
+			trainTime += time.Since(t0)
+			st.BatchInEpoch += len(group)
+			st.Step++
+			trainLoss += lossSum / float64(len(group))
+			trainLossN++
+			bar.Set(int64(st.Step))
+			bar.Status("loss %.4f lr %.2e %.0f ex/s", lossSum/float64(len(group)), lr, float64(examples)/max(trainTime.Seconds(), 1e-9))
+			if o.AfterStep != nil {
+				o.AfterStep(st.Step)
+			}
+			if st.Step%evalEvery == 0 || st.Step == total {
+				if err := evaluate(); err != nil {
+					return nil, err
+				}
+				if o.Loop.Patience > 0 && st.BadEvals >= o.Loop.Patience {
+					stop = "early_stopping"
+					break
+				}
+			}
+		}
+		if stop == "" && st.BatchInEpoch >= len(batches) {
+			st.Epoch++
+			st.BatchInEpoch = 0
+		}
+	}
+	bar.Finish()
+	res.ExamplesPerSec = float64(examples) / max(trainTime.Seconds(), 1e-9)
+	res.TokensPerSec = float64(tokens) / max(trainTime.Seconds(), 1e-9)
+	if stop == "interrupted" {
+		if err := o.saveState(st); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "training: interrupted at step %d; state saved in %s, rerun the same command to continue\n", st.Step, filepath.Join(o.OutDir, StateDir))
+		return nil, fmt.Errorf("training stopped at step %d: %w", st.Step, ctx.Err())
+	}
+	if st.LastEvalStep != st.Step {
+		if err := evaluate(); err != nil {
+			return nil, err
+		}
+	}
+	if stop == "" {
+		stop = "completed"
+	}
+	st.Done, st.Stop = true, stop
+	if err := o.saveState(st); err != nil {
+		return nil, err
+	}
+	if err := WritePlot(filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, PlotFile), o.Select); err != nil {
+		fmt.Fprintf(log, "training: plot: %v\n", err)
+	}
+	res.Steps, res.BestStep, res.Best, res.Stop = st.Step, st.BestStep, st.Best, stop
+	fmt.Fprintf(log, "training: %s after %d steps; best dev %s=%.4f at step %d; %.1f examples/s, %.0f tokens/s\n",
+		stop, st.Step, o.Select, st.BestScore, st.BestStep, res.ExamplesPerSec, res.TokensPerSec)
+	return res, nil
+}
+
+func (o *Options) check() error {
+	var missing []string
+	if o.Backend == nil {
+		missing = append(missing, "Backend")
+	}
+	if o.Store == nil {
+		missing = append(missing, "Store")
+	}
+	if o.Loss == nil {
+		missing = append(missing, "Loss")
+	}
+	if o.Batches == nil {
+		missing = append(missing, "Batches")
+	}
+	if o.Evaluate == nil {
+		missing = append(missing, "Evaluate")
+	}
+	if o.Select == "" {
+		missing = append(missing, "Select")
+	}
+	if o.OutDir == "" {
+		missing = append(missing, "OutDir")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("training: Options missing %s", strings.Join(missing, ", "))
+	}
+	return o.Loop.Validate("train")
+}
+
+// lr is the learning rate of optimizer step `step` (0-based) out of total.
+func (o *Options) lr(step, total int) float64 {
+	peak := o.Loop.LearningRate
+	w := o.Loop.WarmupSteps
+	if step < w {
+		return peak * float64(step+1) / float64(w)
+	}
+	if total <= w {
+		return peak
+	}
+	progress := float64(step-w) / float64(total-w)
+	switch o.Loop.Decay {
+	case "linear":
+		return peak * (1 - progress)
+	case "cosine":
+		return peak * 0.5 * (1 + math.Cos(math.Pi*progress))
+	}
+	return peak
+}
+
+// stepGraph returns the graph of one micro-batch. With apply, its inputs start with the learning
+// rate and the number of accumulated micro-batches, and it applies AdamW; without, it only adds the
+// gradients to the accumulators.
+func (o *Options) stepGraph(apply bool) func(*gomlxmodel.Scope, []*graph.Node) []*graph.Node {
+	return func(root *gomlxmodel.Scope, inputs []*graph.Node) []*graph.Node {
+		g := inputs[0].Graph()
+		store := root.Store()
+		store.SetTraining(g, true)
+		var lr, count *graph.Node
+		if apply {
+			lr, count, inputs = inputs[0], inputs[1], inputs[2:]
+		}
+		loss := o.Loss(store.Scope(model.ModelScope), inputs)
+		if loss.Rank() != 0 {
+			panic(fmt.Sprintf("training: LossFn must return a scalar, got shape %s", loss.Shape()))
+		}
+		var vars []*gomlxmodel.Variable
+		var nodes []*graph.Node
+		for v := range store.IterVariables() {
+			if v.Trainable && strings.HasPrefix(v.Path(), model.ModelScope+"/") && v.InUseByGraph(g) {
+				vars = append(vars, v)
+				nodes = append(nodes, v.NodeValue(g))
+			}
+		}
+		grads := graph.Gradient(graph.ConvertDType(loss, dtypes.Float32), nodes...)
+		opt := root.Store().Scope(OptimizerScope)
+		accumulated := func(v *gomlxmodel.Variable) *gomlxmodel.Variable {
+			acc := opt.At("accum").WithInitializer(graph.Zeros).VariableWithShape(escape(v.Path()), v.Shape())
+			acc.SetTrainable(false)
+			return acc
+		}
+		if !apply {
+			for i, v := range vars {
+				acc := accumulated(v)
+				acc.SetNodeValue(graph.Add(acc.NodeValue(g), grads[i]))
+			}
+			return []*graph.Node{loss}
+		}
+		if o.Loop.GradAccumulation > 1 {
+			for i, v := range vars {
+				acc := accumulated(v)
+				grads[i] = graph.Div(graph.Add(acc.NodeValue(g), grads[i]), graph.ConvertDType(count, grads[i].DType()))
+				acc.SetNodeValue(graph.ZerosLike(acc.NodeValue(g)))
+			}
+		}
+		norm := globalNorm(grads)
+		if o.Loop.ClipNorm > 0 {
+			scale := graph.Min(graph.ScalarOne(g, dtypes.Float32),
+				graph.Div(graph.Scalar(g, dtypes.Float32, o.Loop.ClipNorm), graph.AddScalar(norm, 1e-6)))
+			for i := range grads {
+				grads[i] = graph.Mul(grads[i], graph.ConvertDType(scale, grads[i].DType()))
+			}
+		}
+		o.adamW(opt, g, vars, grads, lr)
+		return []*graph.Node{loss, norm}
+	}
+}
+
+func globalNorm(grads []*graph.Node) *graph.Node {
+	var sum *graph.Node
+	for _, gr := range grads {
+		s := graph.ReduceAllSum(graph.Square(graph.ConvertDType(gr, dtypes.Float32)))
+		if sum == nil {
+			sum = s
+		} else {
+			sum = graph.Add(sum, s)
+		}
+	}
+	return graph.Sqrt(sum)
+}
+
+// adamW applies one AdamW update (Loshchilov & Hutter): decoupled weight decay on variables of rank
+// >= 2 (matrices, embeddings), none on biases and normalisation gains.
+func (o *Options) adamW(opt *gomlxmodel.Scope, g *graph.Graph, vars []*gomlxmodel.Variable, grads []*graph.Node, lr *graph.Node) {
+	stepVar := opt.VariableWithValue("step", float32(0))
+	stepVar.SetTrainable(false)
+	t := graph.AddScalar(stepVar.NodeValue(g), 1)
+	stepVar.SetNodeValue(t)
+	b1, b2 := o.Loop.Beta1, o.Loop.Beta2
+	corr1 := graph.OneMinus(graph.Pow(graph.Scalar(g, dtypes.Float32, b1), t))
+	corr2 := graph.OneMinus(graph.Pow(graph.Scalar(g, dtypes.Float32, b2), t))
+	// Fold both bias corrections into the step size, as in the Adam paper's efficient form.
+	stepSize := graph.Div(graph.Mul(lr, graph.Sqrt(corr2)), corr1)
+	for i, v := range vars {
+		dt := v.DType()
+		grad := graph.ConvertDType(grads[i], dt)
+		name := escape(v.Path())
+		m := opt.At("m").WithInitializer(graph.Zeros).VariableWithShape(name, v.Shape())
+		s := opt.At("v").WithInitializer(graph.Zeros).VariableWithShape(name, v.Shape())
+		m.SetTrainable(false)
+		s.SetTrainable(false)
+		mNew := graph.Add(graph.MulScalar(m.NodeValue(g), b1), graph.MulScalar(grad, 1-b1))
+		sNew := graph.Add(graph.MulScalar(s.NodeValue(g), b2), graph.MulScalar(graph.Square(grad), 1-b2))
+		m.SetNodeValue(mNew)
+		s.SetNodeValue(sNew)
+		eps := graph.Mul(graph.Scalar(g, dt, o.Loop.Epsilon), graph.ConvertDType(graph.Sqrt(corr2), dt))
+		update := graph.Mul(graph.ConvertDType(stepSize, dt), graph.Div(mNew, graph.Add(graph.Sqrt(sNew), eps)))
+		w := v.NodeValue(g)
+		if o.Loop.WeightDecay > 0 && v.Shape().Rank() >= 2 {
+			update = graph.Add(update, graph.Mul(graph.ConvertDType(lr, dt), graph.MulScalar(w, o.Loop.WeightDecay)))
+		}
+		v.SetNodeValue(graph.Sub(w, update))
+	}
+}
+
+// escape turns a variable path into one variable name of the optimizer scope.
+func escape(path string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "|")
+}
+
+func (o *Options) saveBest(m Metrics) error {
+	dir := filepath.Join(o.OutDir, BestDir)
+	if err := model.SaveVariables(filepath.Join(dir, BestVariables), o.Store, func(p string) bool {
+		return strings.HasPrefix(p, model.ModelScope+"/")
+	}); err != nil {
+		return fmt.Errorf("training: best checkpoint: %w", err)
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	return atomicio.WriteFile(filepath.Join(dir, "metrics.json"), append(b, '\n'), 0o644)
+}
+
+// saveState writes all variables (model, optimizer, RNG) and the loop position into a fresh
+// directory that replaces state/ only when complete, so variables and position always match.
+func (o *Options) saveState(st state) error {
+	d, err := atomicio.NewDir(filepath.Join(o.OutDir, StateDir), true)
+	if err != nil {
+		return fmt.Errorf("training: save state: %w", err)
+	}
+	defer d.Abort()
+	if err := model.SaveVariables(d.Path("variables.safetensors"), o.Store, nil); err != nil {
+		return fmt.Errorf("training: save state: %w", err)
+	}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	if err := atomicio.WriteFile(d.Path("state.json"), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("training: save state: %w", err)
+	}
+	if err := d.Commit(); err != nil {
+		return fmt.Errorf("training: save state: %w", err)
+	}
+	return nil
+}
+
+func formatMetrics(m Metrics) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var sb strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteString(" ")
+		}
+		fmt.Fprintf(&sb, "%s=%.4f", k, m[k])
+	}
+	return sb.String()
+}

@@ -1,0 +1,208 @@
+package model
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/internal/atomicio"
+)
+
+// Variables are stored in the safetensors layout (an 8-byte little-endian header length, a JSON
+// header mapping each tensor name to dtype, shape and byte range, then the raw little-endian data),
+// keyed by the GoMLX variable path. It is exact (bit-identical round trip), dependency-free, and the
+// format pretrained backbones are distributed in, so a converted backbone loads the same way.
+
+// ErrBadVariables marks a variables file that is missing, truncated or not in the expected layout.
+var ErrBadVariables = errors.New("bad variables file")
+
+var safetensorsDTypes = map[dtypes.DType]string{
+	dtypes.Float32: "F32",
+	dtypes.Float64: "F64",
+	dtypes.Int32:   "I32",
+	dtypes.Int64:   "I64",
+	dtypes.Uint64:  "U64",
+	dtypes.Uint32:  "U32",
+	dtypes.Uint8:   "U8",
+	dtypes.Bool:    "BOOL",
+}
+
+type safetensorsEntry struct {
+	DType       string   `json:"dtype"`
+	Shape       []int    `json:"shape"`
+	DataOffsets [2]int64 `json:"data_offsets"`
+}
+
+// SaveVariables writes the variables of store whose path keep accepts (all when keep is nil) to path,
+// atomically. Variables without a value (never initialised) are an error.
+func SaveVariables(path string, store *gomlxmodel.Store, keep func(varPath string) bool) error {
+	vars := map[string]*tensors.Tensor{}
+	for v := range store.IterVariables() {
+		if keep != nil && !keep(v.Path()) {
+			continue
+		}
+		t, err := v.Value()
+		if err != nil {
+			return fmt.Errorf("save %s: variable %s: %w", path, v.Path(), err)
+		}
+		vars[v.Path()] = t
+	}
+	return WriteTensors(path, vars)
+}
+
+// WriteTensors writes named tensors to path in the safetensors layout, atomically, names sorted.
+func WriteTensors(path string, vars map[string]*tensors.Tensor) error {
+	names := make([]string, 0, len(vars))
+	for name := range vars {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	header := map[string]any{}
+	var data bytes.Buffer
+	for _, name := range names {
+		t := vars[name]
+		st, ok := safetensorsDTypes[t.DType()]
+		if !ok {
+			return fmt.Errorf("save %s: variable %s: unsupported dtype %s", path, name, t.DType())
+		}
+		start := int64(data.Len())
+		var werr error
+		if err := t.ConstBytes(func(b []byte) { _, werr = data.Write(b) }); err != nil || werr != nil {
+			err = errors.Join(err, werr)
+			return fmt.Errorf("save %s: variable %s: %w", path, name, err)
+		}
+		dims := t.Shape().Dimensions
+		if dims == nil {
+			dims = []int{}
+		}
+		header[name] = safetensorsEntry{DType: st, Shape: dims, DataOffsets: [2]int64{start, int64(data.Len())}}
+	}
+	header["__metadata__"] = map[string]string{"format": "gomlx", "producer": "tracksum"}
+	hb, err := json.Marshal(header)
+	if err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	// Pad the header with spaces so the data starts 8-byte aligned, as the format recommends.
+	for (8+len(hb))%8 != 0 {
+		hb = append(hb, ' ')
+	}
+	return atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
+		if err := binary.Write(w, binary.LittleEndian, uint64(len(hb))); err != nil {
+			return err
+		}
+		if _, err := w.Write(hb); err != nil {
+			return err
+		}
+		_, err := w.Write(data.Bytes())
+		return err
+	})
+}
+
+// ReadTensors reads every tensor of a safetensors file, keyed by name.
+func ReadTensors(path string) (map[string]*tensors.Tensor, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadVariables, err)
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrBadVariables, path, fmt.Sprintf(format, args...))
+	}
+	if len(raw) < 8 {
+		return nil, fail("too short (%d bytes)", len(raw))
+	}
+	n := binary.LittleEndian.Uint64(raw[:8])
+	if n > uint64(len(raw)-8) {
+		return nil, fail("header length %d exceeds file size %d", n, len(raw))
+	}
+	var header map[string]json.RawMessage
+	if err := json.Unmarshal(raw[8:8+n], &header); err != nil {
+		return nil, fail("header: %v", err)
+	}
+	data := raw[8+n:]
+	byName := map[string]dtypes.DType{}
+	for dt, name := range safetensorsDTypes {
+		byName[name] = dt
+	}
+	out := map[string]*tensors.Tensor{}
+	for name, msg := range header {
+		if name == "__metadata__" {
+			continue
+		}
+		var e safetensorsEntry
+		if err := json.Unmarshal(msg, &e); err != nil {
+			return nil, fail("tensor %s: %v", name, err)
+		}
+		dt, ok := byName[e.DType]
+		if !ok {
+			return nil, fail("tensor %s: unsupported dtype %q", name, e.DType)
+		}
+		size := int64(dt.Size())
+		for _, d := range e.Shape {
+			if d < 0 || size > math.MaxInt64/int64(max(d, 1)) {
+				return nil, fail("tensor %s: bad shape %v", name, e.Shape)
+			}
+			size *= int64(d)
+		}
+		if e.DataOffsets[0] < 0 || e.DataOffsets[1] > int64(len(data)) || e.DataOffsets[1]-e.DataOffsets[0] != size {
+			return nil, fail("tensor %s: data range %v does not hold %d bytes", name, e.DataOffsets, size)
+		}
+		t := tensors.FromShape(shapes.Make(dt, e.Shape...))
+		if err := t.MutableBytes(func(b []byte) { copy(b, data[e.DataOffsets[0]:e.DataOffsets[1]]) }); err != nil {
+			return nil, fail("tensor %s: %v", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// LoadVariablesInto creates (or overwrites) the variables of store from a safetensors file, so that
+// graphs built afterwards find them already initialised: the way a checkpoint — or a pretrained
+// backbone converted to the same variable paths — is loaded. rename maps a file's tensor name to a
+// variable path (nil: names are paths); returning "" skips the tensor. Variables whose path starts
+// with a "/optimizer" or RNG scope are created non-trainable.
+func LoadVariablesInto(store *gomlxmodel.Store, path string, rename func(name string) string) error {
+	ts, err := ReadTensors(path)
+	if err != nil {
+		return err
+	}
+	for name, t := range ts {
+		p := name
+		if rename != nil {
+			if p = rename(name); p == "" {
+				continue
+			}
+		}
+		if v := store.GetVariable(p); v != nil {
+			if !v.Shape().Equal(t.Shape()) {
+				return fmt.Errorf("%w: %s: variable %s has shape %s, file has %s", ErrBadVariables, path, p, v.Shape(), t.Shape())
+			}
+			if err := v.SetValue(t); err != nil {
+				return fmt.Errorf("load %s: variable %s: %w", path, p, err)
+			}
+			continue
+		}
+		v, err := store.CreateVariable(p, t)
+		if err != nil {
+			return fmt.Errorf("load %s: variable %s: %w", path, p, err)
+		}
+		if !strings.HasPrefix(p, ModelScope+"/") {
+			v.SetTrainable(false)
+		}
+	}
+	return nil
+}
+
+// ModelScope is the scope under which models keep their trainable variables; the training loop
+// keeps its optimizer state elsewhere, and only ModelScope is written to best-model checkpoints.
+const ModelScope = "/model"
