@@ -36,8 +36,13 @@ func ReadInstances(path string) ([]Instance, error) {
 // Only a compact hash per PMID and per (PMID, aspect) is kept, so memory grows by a few dozen bytes
 // per record, never by documents.
 func StreamInstances(set string, paths ...string) iter.Seq2[Instance, error] {
+	return StreamWith(NewValidator(set), paths...)
+}
+
+// StreamWith is StreamInstances with a caller-owned validator, so that records of files read in
+// separate calls are still checked against each other.
+func StreamWith(v *Validator, paths ...string) iter.Seq2[Instance, error] {
 	return func(yield func(Instance, error) bool) {
-		v := NewValidator(set)
 		for _, path := range paths {
 			for in, err := range streamFile(path, v) {
 				if !yield(in, err) || err != nil {

@@ -1,0 +1,112 @@
+package prepare
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/cli"
+)
+
+// flagKeys binds the command's flags to config keys (flag > env > --config file > defaults).
+var flagKeys = map[string]string{
+	"seed":           "seed",
+	"split-by":       "prepare.split_by",
+	"train-ratio":    "prepare.train_ratio",
+	"dev-ratio":      "prepare.dev_ratio",
+	"test-ratio":     "prepare.test_ratio",
+	"aspect-set":     "prepare.aspect_set",
+	"sample-size":    "prepare.sample_size",
+	"rows-per-shard": "prepare.rows_per_shard",
+	"workers":        "prepare.workers",
+	"tokenizer":      "tokenizer.kind",
+	"vocab-size":     "tokenizer.vocab_size",
+}
+
+// Command returns the tracksum-prepare command. Its output goes to stdout (closing summary) and
+// stderr (progress bar).
+func Command() cli.Command {
+	return command(os.Stdout, os.Stderr)
+}
+
+func command(stdout, stderr io.Writer) cli.Command {
+	fs := cli.NewFlags("tracksum-prepare")
+	input := fs.String("input", "", "TracSum/PCoA JSONL file(s), comma-separated; the built-in synthetic sample when empty")
+	out := fs.String("out", "", "prepared directory to create (required unless --write-sample)")
+	overwrite := fs.Bool("overwrite", false, "replace --out if it exists")
+	writeSample := fs.String("write-sample", "", "only write the synthetic sample as TracSum JSONL to this file, then exit")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	fs.Int64("seed", 0, "seed of splits and synthetic sample (config: seed)")
+	fs.String("split-by", "", "pmid (no abstract in two splits) or instance (config: prepare.split_by)")
+	fs.Float64("train-ratio", 0, "share of the train split (config: prepare.train_ratio)")
+	fs.Float64("dev-ratio", 0, "share of the dev split (config: prepare.dev_ratio)")
+	fs.Float64("test-ratio", 0, "share of the test split (config: prepare.test_ratio)")
+	fs.String("aspect-set", "", "auto, tracsum or pcoa (config: prepare.aspect_set)")
+	fs.Int("sample-size", 0, "synthetic abstracts when there is no --input (config: prepare.sample_size)")
+	fs.Int("rows-per-shard", 0, "rows per Parquet shard (config: prepare.rows_per_shard)")
+	fs.Int("workers", 0, "tokenizing goroutines, 0 = one per CPU (config: prepare.workers)")
+	fs.String("tokenizer", "", "bpe or wordpiece (config: tokenizer.kind)")
+	fs.Int("vocab-size", 0, "tokenizer vocabulary size (config: tokenizer.vocab_size)")
+	return cli.Command{
+		Name:     "tracksum-prepare",
+		Synopsis: "--input FILE[,FILE...] --out DIR [flags]   |   --write-sample FILE [--sample-size N]",
+		Description: "Validates benchmark JSONL files (or generates the built-in synthetic sample), splits them\n" +
+			"reproducibly, learns a tokenizer from the training split and writes Parquet shards for the\n" +
+			"tracker, summarizer, sum_then_track and end_to_end tasks, with manifest.json, splits.json,\n" +
+			"tokenizer.json and config.yaml. Output is all-or-nothing.",
+		Flags: fs,
+		Run: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return cli.Usagef("unexpected arguments %q", args)
+			}
+			keys := map[string]string{}
+			for flag, key := range flagKeys {
+				if fs.Changed(flag) {
+					keys[flag] = key
+				}
+			}
+			cfg, err := cli.LoadConfig(fs, keys)
+			if err != nil {
+				return err
+			}
+			if *writeSample != "" {
+				if *input != "" || *out != "" {
+					return cli.Usagef("--write-sample cannot be combined with --input or --out")
+				}
+				err := atomicio.WriteWith(*writeSample, 0o644, func(w io.Writer) error {
+					return dataset.WriteSynthetic(w, cfg.Seed, cfg.Prepare.SampleSize)
+				})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "wrote %d synthetic abstracts (%d instances, seed %d) to %s\n",
+					cfg.Prepare.SampleSize, cfg.Prepare.SampleSize*len(dataset.Aspects(dataset.AspectSetTracSum)), cfg.Seed, *writeSample)
+				return nil
+			}
+			if *out == "" {
+				return cli.Usagef("--out is required")
+			}
+			var inputs []string
+			for _, p := range strings.Split(*input, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					inputs = append(inputs, p)
+				}
+			}
+			opts := Options{Inputs: inputs, Out: *out, Overwrite: *overwrite}
+			if !*quiet {
+				opts.Progress = stderr
+			}
+			sum, err := Run(ctx, cfg, opts)
+			if err != nil {
+				return err
+			}
+			sum.Print(stdout)
+			fmt.Fprintf(stdout, "wrote %s\n", *out)
+			return nil
+		},
+	}
+}
