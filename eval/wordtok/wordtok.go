@@ -1,0 +1,443 @@
+// Package wordtok is a port of NLTK's word_tokenize(text,
+// preserve_line=True): the NLTKWordTokenizer ("improved Treebank") rules for
+// quotes, clitics and contractions, punctuation, parentheses, ellipses and
+// dashes. Sentence splitting is NOT applied: Debian's NLTK ships without the
+// punkt model, so the golden files were made with preserve_line=True and the
+// whole input is treated as one sentence (a period is split off only at the
+// very end of the text, as NLTK does for one sentence).
+//
+// NLTK runs Python regular expressions with Unicode \w, \s, \d and \b and
+// case-insensitive groups; Go's regexp is ASCII-only for those classes and
+// has no lookahead, so every rule is a hand-written scanner that emulates
+// Python's re.sub (leftmost, non-overlapping matches). \w is Unicode
+// letters, numbers and '_' (Go's tables are Unicode 15, CPython 3.11's are
+// 14: only characters new in Unicode 15 differ).
+//
+// # Example
+//
+//	wordtok.Tokenize(`He said "don't" (twice).`)
+//	// ["He" "said" "``" "do" "n't" "''" "(" "twice" ")" "."]
+package wordtok
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Tokenize returns NLTK's word_tokenize(text, preserve_line=True).
+func Tokenize(text string) []string {
+	t := []rune(text)
+	// STARTING_QUOTES
+	t = padRunesOrBackticks(t)
+	if len(t) > 0 && t[0] == '"' {
+		t = append([]rune("``"), t[1:]...)
+	}
+	t = padLiteral(t, "``")
+	t = openingDoubleQuote(t)
+	t = splitLeadingQuote(t)
+	// PUNCTUATION
+	t = finalPeriod(t, closersWithSpace, true)
+	t = colonComma(t)
+	t = colonCommaAtEnd(t)
+	t = padRuns(t, '.', 2)
+	t = padSet(t, ";@#$%&")
+	t = finalPeriod(t, closersASCII, false)
+	t = padSet(t, "?!")
+	t = quoteSpace(t)
+	t = padSet(t, "*")
+	// PARENS_BRACKETS, DOUBLE_DASHES
+	t = padSet(t, "][(){}<>")
+	t = padLiteral(t, "--")
+	t = append(append([]rune{' '}, t...), ' ')
+	// ENDING_QUOTES
+	t = padSet(t, "»”’")
+	t = padLiteral(t, "''")
+	t = replaceRune(t, '"', " '' ")
+	t = clitics(t, cliticsSMD)
+	t = clitics(t, cliticsLong)
+	// CONTRACTIONS2 and CONTRACTIONS3
+	for _, c := range contractions {
+		t = splitContraction(t, c)
+	}
+	return strings.FieldsFunc(string(t), isSpace)
+}
+
+// isWord is Python's Unicode \w.
+func isWord(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
+}
+
+// isSpace is Python's str.isspace (also \s): Go's unicode.IsSpace plus the
+// information separators U+001C..U+001F.
+func isSpace(r rune) bool {
+	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
+}
+
+// foldEq reports whether r matches the ASCII lowercase letter c under
+// Python's re.IGNORECASE, which also folds U+0130/U+0131 to i, U+017F to s
+// and U+212A to k.
+func foldEq(r rune, c byte) bool {
+	if r == rune(c) || r == rune(c-'a'+'A') {
+		return true
+	}
+	switch c {
+	case 'i':
+		return r == 0x130 || r == 0x131
+	case 's':
+		return r == 0x17f
+	case 'k':
+		return r == 0x212a
+	}
+	return false
+}
+
+func pad(out []rune, s ...rune) []rune {
+	out = append(out, ' ')
+	out = append(out, s...)
+	return append(out, ' ')
+}
+
+// padRunesOrBackticks is ([«“‘„]|[`]+) -> " \1 ".
+func padRunesOrBackticks(t []rune) []rune {
+	out := make([]rune, 0, len(t)+8)
+	for i := 0; i < len(t); {
+		switch r := t[i]; {
+		case r == '«' || r == '“' || r == '‘' || r == '„':
+			out = pad(out, r)
+			i++
+		case r == '`':
+			j := i
+			for j < len(t) && t[j] == '`' {
+				j++
+			}
+			out = pad(out, t[i:j]...)
+			i = j
+		default:
+			out = append(out, r)
+			i++
+		}
+	}
+	return out
+}
+
+// padLiteral surrounds each non-overlapping occurrence of lit with spaces.
+func padLiteral(t []rune, lit string) []rune {
+	l := []rune(lit)
+	out := make([]rune, 0, len(t)+8)
+	for i := 0; i < len(t); {
+		if hasAt(t, i, l) {
+			out = pad(out, l...)
+			i += len(l)
+			continue
+		}
+		out = append(out, t[i])
+		i++
+	}
+	return out
+}
+
+func hasAt(t []rune, i int, l []rune) bool {
+	if i+len(l) > len(t) {
+		return false
+	}
+	for k, r := range l {
+		if t[i+k] != r {
+			return false
+		}
+	}
+	return true
+}
+
+// padSet surrounds every rune of set with spaces.
+func padSet(t []rune, set string) []rune {
+	out := make([]rune, 0, len(t)+8)
+	for _, r := range t {
+		if strings.ContainsRune(set, r) {
+			out = pad(out, r)
+		} else {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// padRuns is c{min,} -> " \g<0> ".
+func padRuns(t []rune, c rune, minRun int) []rune {
+	out := make([]rune, 0, len(t)+8)
+	for i := 0; i < len(t); {
+		if t[i] != c {
+			out = append(out, t[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(t) && t[j] == c {
+			j++
+		}
+		if j-i >= minRun {
+			out = pad(out, t[i:j]...)
+		} else {
+			out = append(out, t[i:j]...)
+		}
+		i = j
+	}
+	return out
+}
+
+func replaceRune(t []rune, c rune, repl string) []rune {
+	out := make([]rune, 0, len(t)+8)
+	for _, r := range t {
+		if r == c {
+			out = append(out, []rune(repl)...)
+		} else {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// openingDoubleQuote is ([ \(\[{<])(\"|\'{2}) -> "\1 “ ".
+func openingDoubleQuote(t []rune) []rune {
+	out := make([]rune, 0, len(t)+8)
+	for i := 0; i < len(t); {
+		r := t[i]
+		if strings.ContainsRune(" ([{<", r) && i+1 < len(t) {
+			n := 0
+			if t[i+1] == '"' {
+				n = 2
+			} else if i+2 < len(t) && t[i+1] == '\'' && t[i+2] == '\'' {
+				n = 3
+			}
+			if n > 0 {
+				out = append(out, r)
+				out = append(out, []rune(" `` ")...)
+				i += n
+				continue
+			}
+		}
+		out = append(out, r)
+		i++
+	}
+	return out
+}
+
+// splitLeadingQuote is (?i)(\')(?!re|ve|ll|m|t|s|d|n)(\w)\b -> "\1 \2": a
+// quote before a one-character word is split off unless it starts a clitic.
+// The two-letter lookaheads (re, ve, ll) can never matter: they would make
+// the character after the word character a word character, failing \b.
+func splitLeadingQuote(t []rune) []rune {
+	out := make([]rune, 0, len(t)+8)
+	for i := 0; i < len(t); {
+		if t[i] == '\'' && i+1 < len(t) && isWord(t[i+1]) && (i+2 == len(t) || !isWord(t[i+2])) {
+			c := t[i+1]
+			if !foldEq(c, 'm') && !foldEq(c, 't') && !foldEq(c, 's') && !foldEq(c, 'd') && !foldEq(c, 'n') {
+				out = append(out, '\'', ' ', c)
+				i += 2
+				continue
+			}
+		}
+		out = append(out, t[i])
+		i++
+	}
+	return out
+}
+
+// Closing characters allowed between a final period and the end of text.
+const (
+	closersWithSpace = "])}>\"'»”’ "
+	closersASCII     = "])}>\"'"
+)
+
+// finalPeriod emulates ([^\.])(\.)([closers]*)\s*$: a period that is not
+// part of an ellipsis, followed only by closing characters and whitespace up
+// to the end of the text, is split off. padded selects the replacement:
+// "\1 \2 \3 " (the first rule) or "\1 \2\3 " (the second). The pattern is
+// anchored at the end, so at most one position matches.
+func finalPeriod(t []rune, closers string, padded bool) []rune {
+	for s := 0; s+1 < len(t); s++ {
+		if t[s] == '.' || t[s+1] != '.' {
+			continue
+		}
+		j := s + 2
+		for j < len(t) && strings.ContainsRune(closers, t[j]) {
+			j++
+		}
+		k := j
+		for k < len(t) && isSpace(t[k]) {
+			k++
+		}
+		if k != len(t) {
+			continue
+		}
+		out := make([]rune, 0, len(t)+4)
+		out = append(out, t[:s+1]...)
+		out = append(out, ' ', '.')
+		if padded {
+			out = append(out, ' ')
+		}
+		out = append(out, t[s+2:j]...)
+		return append(out, ' ')
+	}
+	return t
+}
+
+// colonComma is ([:,])([^\d])  -> " \1 \2".
+func colonComma(t []rune) []rune {
+	out := make([]rune, 0, len(t)+8)
+	for i := 0; i < len(t); {
+		if (t[i] == ':' || t[i] == ',') && i+1 < len(t) && !unicode.IsDigit(t[i+1]) {
+			out = append(out, ' ', t[i], ' ', t[i+1])
+			i += 2
+			continue
+		}
+		out = append(out, t[i])
+		i++
+	}
+	return out
+}
+
+// colonCommaAtEnd is ([:,])$ -> " \1 ", with Python's $ (end of text, or
+// before a final newline).
+func colonCommaAtEnd(t []rune) []rune {
+	n := len(t)
+	for i := 0; i < n; i++ {
+		if (t[i] == ':' || t[i] == ',') && (i == n-1 || (i == n-2 && t[n-1] == '\n')) {
+			out := make([]rune, 0, n+2)
+			out = append(out, t[:i]...)
+			out = pad(out, t[i])
+			return append(out, t[i+1:]...)
+		}
+	}
+	return t
+}
+
+// quoteSpace is ([^'])' -> "\1 ' ".
+func quoteSpace(t []rune) []rune {
+	out := make([]rune, 0, len(t)+8)
+	for i := 0; i < len(t); {
+		if t[i] != '\'' && i+2 < len(t) && t[i+1] == '\'' && t[i+2] == ' ' {
+			out = append(out, t[i], ' ', '\'', ' ')
+			i += 3
+			continue
+		}
+		out = append(out, t[i])
+		i++
+	}
+	return out
+}
+
+// Clitic alternatives of the ENDING_QUOTES rules, in regex order; "'" alone
+// is the last alternative of the first rule.
+var (
+	cliticsSMD  = []string{"'s", "'S", "'m", "'M", "'d", "'D", "'"}
+	cliticsLong = []string{"'ll", "'LL", "'re", "'RE", "'ve", "'VE", "n't", "N'T"}
+)
+
+// clitics is ([^' ])(alt1|alt2|...)<space> -> "\1 \2 ".
+func clitics(t []rune, alts []string) []rune {
+	out := make([]rune, 0, len(t)+8)
+	for i := 0; i < len(t); {
+		if t[i] != '\'' && t[i] != ' ' {
+			matched := false
+			for _, a := range alts {
+				l := []rune(a)
+				if hasAt(t, i+1, l) && i+1+len(l) < len(t) && t[i+1+len(l)] == ' ' {
+					out = append(out, t[i], ' ')
+					out = append(out, l...)
+					out = append(out, ' ')
+					i += 2 + len(l)
+					matched = true
+					break
+				}
+			}
+			if matched {
+				continue
+			}
+		}
+		out = append(out, t[i])
+		i++
+	}
+	return out
+}
+
+// contraction is one MacIntyre contraction rule: case-insensitive parts a
+// and b. lead is a literal space before a (CONTRACTIONS3) instead of \b;
+// spaceAfter replaces the trailing \b with the lookahead (?=\s).
+type contraction struct {
+	a, b       string
+	lead       bool
+	spaceAfter bool
+}
+
+var contractions = []contraction{
+	{a: "can", b: "not"},
+	{a: "d", b: "'ye"},
+	{a: "gim", b: "me"},
+	{a: "gon", b: "na"},
+	{a: "got", b: "ta"},
+	{a: "lem", b: "me"},
+	{a: "more", b: "'n"},
+	{a: "wan", b: "na", spaceAfter: true},
+	{a: "'t", b: "is", lead: true},
+	{a: "'t", b: "was", lead: true},
+}
+
+func foldAt(t []rune, i int, s string) bool {
+	if i+len(s) > len(t) {
+		return false
+	}
+	for k := 0; k < len(s); k++ {
+		c := s[k]
+		if c >= 'a' && c <= 'z' {
+			if !foldEq(t[i+k], c) {
+				return false
+			}
+		} else if t[i+k] != rune(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// splitContraction rewrites each match of the rule as " a b " (keeping the
+// original letters).
+func splitContraction(t []rune, c contraction) []rune {
+	out := make([]rune, 0, len(t)+8)
+	na, nb := len(c.a), len(c.b)
+	for i := 0; i < len(t); {
+		start := i
+		if c.lead {
+			if t[i] != ' ' {
+				out = append(out, t[i])
+				i++
+				continue
+			}
+			start = i + 1
+		} else if i > 0 && isWord(t[i-1]) {
+			out = append(out, t[i])
+			i++
+			continue
+		}
+		end := start + na + nb
+		ok := foldAt(t, start, c.a) && foldAt(t, start+na, c.b)
+		if ok {
+			if c.spaceAfter {
+				ok = end < len(t) && isSpace(t[end])
+			} else {
+				ok = end == len(t) || !isWord(t[end])
+			}
+		}
+		if !ok {
+			out = append(out, t[i])
+			i++
+			continue
+		}
+		out = append(out, ' ')
+		out = append(out, t[start:start+na]...)
+		out = append(out, ' ')
+		out = append(out, t[start+na:end]...)
+		out = append(out, ' ')
+		i = end
+	}
+	return out
+}
