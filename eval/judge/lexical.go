@@ -1,0 +1,484 @@
+package judge
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tracksum/tracksum/eval/porter"
+)
+
+// LexicalOptions configures the lexical judge (config keys eval.lexical.*).
+type LexicalOptions struct {
+	// Threshold is the share of the hypothesis's distinct stemmed content words that must occur in
+	// the premise.
+	Threshold float64
+	// MinClauseWords is the least number of content words (numbers included) each side of a clause
+	// boundary must have for Decompose to split there.
+	MinClauseWords int
+	// Workers is the value returned by Concurrency (0: one per CPU is decided by the caller).
+	Workers int
+}
+
+// Lexical is an offline, deterministic proxy for an NLI judge. It is NOT natural language inference.
+//
+// Decomposition: the summary is split into sentences (at . ! ? followed by a space and a capital
+// letter, digit or parenthesis, except after abbreviations such as "vs." or "et al."), and each
+// sentence into clauses at "; ", ", and ", ", but ", ", while ", "whereas", ", although ",
+// ", though ", ", yet ", "with", "who", "which", "including", "followed by" and "and", wherever
+// both sides keep at least MinClauseWords content words. This is coarser than an LLM's atomic
+// subclaims but close enough that one cited sentence can support one unit of a long summary.
+//
+// Entailment: premise entails hypothesis when
+//  1. at least Threshold of the hypothesis's distinct content words (lowercased, stop words and
+//     negation cues removed, Porter-stemmed as NLTK does) occur in the premise;
+//  2. every number of the hypothesis occurs in the premise, after normalisation ("1,000" = "1000",
+//     "50 %" = "50%" = "50 percent", ".5" = "0.5" = "0.50", "two".."twelve" = 2..12); a percentage
+//     in the hypothesis needs a percentage in the premise, a bare number matches either;
+//  3. negation agrees: among the premise's clauses that share the most content words and numbers
+//     with the hypothesis, one has the same polarity (a cue among no, not, n't, never, none, nor,
+//     neither, without, cannot, lack, absence, absent, fail, failed, unable) as the hypothesis.
+//
+// A hypothesis without content words or numbers ("It was.") is entailed when all its words occur
+// in the premise. Known failures, by construction: word order and roles are ignored ("A was
+// compared with B" entails "B was compared with A"), synonyms and paraphrases are missed
+// ("randomised" vs "assigned", "RT" vs "radiation therapy"), arithmetic is not done ("23 + 27"
+// does not entail "50"), hedges ("may", "suggest") and comparatives ("higher" vs "lower") are
+// words like any other, and a long premise entails almost any short hypothesis built from its
+// words.
+type Lexical struct {
+	opts     LexicalOptions
+	stems    sync.Map // string -> string
+	nStems   atomic.Int64
+	analyses sync.Map // string -> *analysis
+	nAnal    atomic.Int64
+}
+
+// cacheCap bounds each cache of the lexical judge; a full cache is dropped and refilled, which
+// keeps memory bounded on arbitrarily long runs at a small cost in speed.
+const cacheCap = 1 << 17
+
+// NewLexical returns a lexical judge.
+func NewLexical(opts LexicalOptions) *Lexical {
+	if opts.MinClauseWords < 1 {
+		opts.MinClauseWords = 1
+	}
+	return &Lexical{opts: opts}
+}
+
+// Name implements Judge.
+func (l *Lexical) Name() string { return "lexical" }
+
+// Concurrency implements Judge.
+func (l *Lexical) Concurrency() int { return l.opts.Workers }
+
+// Decompose implements Judge: sentences, then clauses. A negative summary ("Unknown.") or an empty
+// one has no subclaims.
+func (l *Lexical) Decompose(_ context.Context, summary string) ([]string, error) {
+	if IsUnknown(summary) {
+		return nil, nil
+	}
+	return l.units(summary), nil
+}
+
+// Entails implements Judge.
+func (l *Lexical) Entails(_ context.Context, premise, hypothesis string) (bool, error) {
+	return l.entails(l.analyze(premise), l.analyze(hypothesis)), nil
+}
+
+// IsUnknown reports whether a summary is empty or the negative answer "Unknown." (any case, the
+// final period optional).
+func IsUnknown(summary string) bool {
+	s := strings.TrimSpace(summary)
+	s = strings.TrimSpace(strings.TrimSuffix(s, "."))
+	return s == "" || strings.EqualFold(s, "unknown")
+}
+
+func (l *Lexical) entails(p, h *analysis) bool {
+	if len(h.content) == 0 && len(h.nums) == 0 {
+		if len(h.words) == 0 {
+			return false
+		}
+		for w := range h.words {
+			if _, ok := p.words[w]; !ok {
+				return false
+			}
+		}
+		return l.negationAgrees(p, h)
+	}
+	for v, pct := range h.nums {
+		ppct, ok := p.nums[v]
+		if !ok || (pct && !ppct) {
+			return false
+		}
+	}
+	if len(h.content) > 0 {
+		hit := 0
+		for w := range h.content {
+			if _, ok := p.content[w]; ok {
+				hit++
+			}
+		}
+		if float64(hit) < l.opts.Threshold*float64(len(h.content))-1e-9 {
+			return false
+		}
+	}
+	return l.negationAgrees(p, h)
+}
+
+// negationAgrees looks for a premise clause of the hypothesis's polarity among the clauses that
+// overlap the hypothesis most: a negation elsewhere in a long premise must not veto a claim, and
+// a negated claim must be backed by a negated clause about the same thing.
+func (l *Lexical) negationAgrees(p, h *analysis) bool {
+	best, agree := -1, false
+	for _, u := range p.units {
+		o := 0
+		for w := range h.content {
+			if _, ok := u.content[w]; ok {
+				o++
+			}
+		}
+		for v := range h.nums {
+			if _, ok := u.nums[v]; ok {
+				o++
+			}
+		}
+		if len(h.content) == 0 && len(h.nums) == 0 {
+			for w := range h.words {
+				if _, ok := u.words[w]; ok {
+					o++
+				}
+			}
+		}
+		switch {
+		case o > best:
+			best, agree = o, u.neg == h.neg
+		case o == best && u.neg == h.neg:
+			agree = true
+		}
+	}
+	return agree
+}
+
+// analysis is what the judge knows of a text: its clauses and the union of their features.
+type analysis struct {
+	unitFeatures
+	units []unitFeatures
+}
+
+type unitFeatures struct {
+	content map[string]struct{} // stemmed content words
+	nums    map[string]bool     // normalised number -> seen as a percentage
+	words   map[string]struct{} // every lowercased word, stop words included
+	neg     bool
+}
+
+func (l *Lexical) analyze(text string) *analysis {
+	if a, ok := l.analyses.Load(text); ok {
+		return a.(*analysis)
+	}
+	a := &analysis{unitFeatures: newFeatures()}
+	for _, u := range l.units(text) {
+		f := newFeatures()
+		for _, t := range scan(u) {
+			switch {
+			case t.num:
+				f.nums[t.text] = f.nums[t.text] || t.pct
+				a.nums[t.text] = a.nums[t.text] || t.pct
+			case negationCues[t.text]:
+				f.neg = true
+				f.words[t.text] = struct{}{}
+				a.words[t.text] = struct{}{}
+			default:
+				f.words[t.text] = struct{}{}
+				a.words[t.text] = struct{}{}
+				if !stopWords[t.text] {
+					s := l.stem(t.text)
+					f.content[s] = struct{}{}
+					a.content[s] = struct{}{}
+				}
+			}
+		}
+		a.neg = a.neg || f.neg
+		a.units = append(a.units, f)
+	}
+	if l.nAnal.Add(1) > cacheCap {
+		l.analyses.Clear()
+		l.nAnal.Store(0)
+	}
+	l.analyses.Store(text, a)
+	return a
+}
+
+func newFeatures() unitFeatures {
+	return unitFeatures{
+		content: map[string]struct{}{},
+		nums:    map[string]bool{},
+		words:   map[string]struct{}{},
+	}
+}
+
+func (l *Lexical) stem(w string) string {
+	if s, ok := l.stems.Load(w); ok {
+		return s.(string)
+	}
+	s := porter.Stem(w)
+	if l.nStems.Add(1) > cacheCap {
+		l.stems.Clear()
+		l.nStems.Store(0)
+	}
+	l.stems.Store(w, s)
+	return s
+}
+
+// units splits a text into its clause-level units (the lexical decomposition).
+func (l *Lexical) units(text string) []string {
+	var out []string
+	for _, s := range splitSentences(text) {
+		out = append(out, l.splitClauses(s)...)
+	}
+	return out
+}
+
+// abbreviations never end a sentence when followed by a period.
+var abbreviations = map[string]bool{
+	"vs": true, "e.g": true, "i.e": true, "al": true, "approx": true, "fig": true, "no": true,
+	"nos": true, "dr": true, "mr": true, "ms": true, "st": true, "ca": true, "cf": true, "resp": true,
+}
+
+// splitSentences splits at . ! ? followed by white space and an upper-case letter, a digit or an
+// opening parenthesis, unless the period closes an abbreviation or an initial.
+func splitSentences(text string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c != '.' && c != '!' && c != '?' {
+			continue
+		}
+		j := i + 1
+		for j < len(text) && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r') {
+			j++
+		}
+		if j == i+1 || j >= len(text) {
+			continue
+		}
+		r, _ := utf8.DecodeRuneInString(text[j:])
+		if !unicode.IsUpper(r) && !unicode.IsDigit(r) && r != '(' {
+			continue
+		}
+		if c == '.' {
+			k := i
+			for k > start {
+				pr, size := utf8.DecodeLastRuneInString(text[:k])
+				if !unicode.IsLetter(pr) && pr != '.' {
+					break
+				}
+				k -= size
+			}
+			word := strings.ToLower(text[k:i])
+			if abbreviations[word] || (utf8.RuneCountInString(word) == 1 && unicode.IsUpper([]rune(text[k:i])[0])) {
+				continue
+			}
+		}
+		if s := trimUnit(text[start : i+1]); s != "" {
+			out = append(out, s)
+		}
+		start = j
+		i = j - 1
+	}
+	if s := trimUnit(text[start:]); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// clauseSeparators are the boundaries where a sentence may be split into clauses; the separator is
+// dropped (the right clause starts after it).
+var clauseSeparators = []string{
+	"; ", ", and ", ", but ", ", while ", ", whereas ", " whereas ", ", although ", ", though ", ", yet ",
+	", with ", " with ", ", who ", " who ", ", which ", " which ", ", including ", " including ",
+	", followed by ", " followed by ", " and ",
+}
+
+func (l *Lexical) splitClauses(sentence string) []string {
+	var out []string
+	rest := sentence
+	for {
+		cut, sepLen := -1, 0
+		searchFrom := 0
+		for cut < 0 {
+			pos, plen := -1, 0
+			low := strings.ToLower(rest[searchFrom:])
+			for _, sep := range clauseSeparators {
+				if k := strings.Index(low, sep); k >= 0 && (pos < 0 || k < pos) {
+					pos, plen = k, len(sep)
+				}
+			}
+			if pos < 0 {
+				break
+			}
+			pos += searchFrom
+			left, right := rest[:pos], rest[pos+plen:]
+			if countContent(left) >= l.opts.MinClauseWords && countContent(right) >= l.opts.MinClauseWords {
+				cut, sepLen = pos, plen
+			} else {
+				searchFrom = pos + 1
+			}
+		}
+		if cut < 0 {
+			break
+		}
+		if s := trimUnit(rest[:cut]); s != "" {
+			out = append(out, s)
+		}
+		rest = rest[cut+sepLen:]
+	}
+	if s := trimUnit(rest); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+func trimUnit(s string) string {
+	return strings.TrimRight(strings.TrimSpace(s), " ,;:")
+}
+
+func countContent(s string) int {
+	n := 0
+	for _, t := range scan(s) {
+		if t.num || (!stopWords[t.text] && !negationCues[t.text]) {
+			n++
+		}
+	}
+	return n
+}
+
+// token is a lowercased word or a normalised number.
+type token struct {
+	text string
+	num  bool
+	pct  bool
+}
+
+var numberWords = map[string]string{
+	"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+	"nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+}
+
+// scan tokenizes text into lowercased words (letters and digits, starting with a letter: "v600e")
+// and normalised numbers (digits not glued to a preceding letter: "1,000.50 %" -> "1000.5" pct).
+// "n't" becomes the word "not"; "percent" after a number marks it as a percentage.
+func scan(text string) []token {
+	var out []token
+	rs := []rune(text)
+	n := len(rs)
+	isDigit := func(i int) bool { return i >= 0 && i < n && rs[i] >= '0' && rs[i] <= '9' }
+	for i := 0; i < n; {
+		r := rs[i]
+		switch {
+		case unicode.IsLetter(r):
+			j := i
+			for j < n && (unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j])) {
+				j++
+			}
+			w := strings.ToLower(string(rs[i:j]))
+			// n't: "didn't" -> "didn" "not"; the apostrophe and t are consumed here.
+			if j+1 < n && (rs[j] == '\'' || rs[j] == '\u2019') && (rs[j+1] == 't' || rs[j+1] == 'T') &&
+				strings.HasSuffix(w, "n") && (j+2 >= n || !unicode.IsLetter(rs[j+2])) {
+				out = append(out, token{text: w}, token{text: "not"})
+				i = j + 2
+				continue
+			}
+			switch {
+			case (w == "percent" || w == "pct") && len(out) > 0 && out[len(out)-1].num:
+				out[len(out)-1].pct = true
+			case numberWords[w] != "":
+				out = append(out, token{text: numberWords[w], num: true})
+			default:
+				out = append(out, token{text: w})
+			}
+			i = j
+		case isDigit(i) || (r == '.' && isDigit(i+1) && !isDigit(i-1)):
+			j := i
+			var intPart, frac strings.Builder
+			for isDigit(j) {
+				intPart.WriteRune(rs[j])
+				j++
+			}
+			// Thousands separators: a comma followed by exactly three digits.
+			for j+3 < n && rs[j] == ',' && isDigit(j+1) && isDigit(j+2) && isDigit(j+3) && !isDigit(j+4) && intPart.Len() > 0 {
+				intPart.WriteString(string(rs[j+1 : j+4]))
+				j += 4
+			}
+			if j < n && rs[j] == '.' && isDigit(j+1) {
+				j++
+				for isDigit(j) {
+					frac.WriteRune(rs[j])
+					j++
+				}
+			}
+			k := j
+			for k < n && (rs[k] == ' ' || rs[k] == '\u00a0' || rs[k] == '\u2009' || rs[k] == '\u202f') {
+				k++
+			}
+			pct := false
+			if k < n && (rs[k] == '%' || rs[k] == '\uff05') {
+				pct = true
+				j = k + 1
+			}
+			out = append(out, token{text: normalizeNumber(intPart.String(), frac.String()), num: true, pct: pct})
+			i = j
+		default:
+			i++
+		}
+	}
+	return out
+}
+
+func normalizeNumber(intPart, frac string) string {
+	intPart = strings.TrimLeft(intPart, "0")
+	if intPart == "" {
+		intPart = "0"
+	}
+	frac = strings.TrimRight(frac, "0")
+	if frac == "" {
+		return intPart
+	}
+	return intPart + "." + frac
+}
+
+// negationCues flip the polarity of the clause they occur in.
+var negationCues = setOf("no", "not", "never", "none", "nor", "neither", "without", "cannot",
+	"lack", "lacked", "lacking", "absence", "absent", "fail", "failed", "fails", "unable")
+
+// stopWords carry no content for the coverage test.
+var stopWords = setOf(
+	"a", "an", "the", "and", "or", "but", "if", "then", "than", "so", "as", "of", "in", "on", "at",
+	"to", "for", "from", "by", "with", "within", "into", "onto", "over", "under", "about", "after",
+	"before", "during", "between", "among", "through", "per", "via", "upon", "across", "against",
+	"is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "having", "do",
+	"does", "did", "doing", "done", "will", "would", "shall", "should", "can", "could", "may",
+	"might", "must", "it", "its", "this", "that", "these", "those", "there", "here", "which", "who",
+	"whom", "whose", "what", "when", "where", "while", "whereas", "how", "why", "they", "them",
+	"their", "theirs", "he", "she", "his", "her", "hers", "him", "we", "our", "ours", "us", "i", "me",
+	"my", "you", "your", "also", "both", "each", "either", "all", "any", "some", "such", "only",
+	"other", "another", "same", "very", "more", "most", "s", "t", "well", "one", "overall", "respectively", "whether", "although",
+	"though", "yet", "because", "since", "until", "further", "furthermore", "however", "thus",
+	"therefore", "up", "out", "down", "off", "again", "once", "didn", "doesn", "don",
+	"wasn", "weren", "isn", "aren", "hasn", "haven", "hadn", "couldn", "wouldn", "shouldn", "won",
+	// Generic study words: summaries and abstracts use them interchangeably ("the study included"
+	// vs "this trial enrolled"), so requiring them would reject good citations.
+	"study", "studies", "patients", "patient", "participants", "participant", "subjects", "trial",
+)
+
+func setOf(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
