@@ -1,0 +1,223 @@
+package tracker
+
+import (
+	"math"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
+	"github.com/gomlx/gomlx/ml/layers"
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/layers/attention"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/ml/nn"
+)
+
+// The graph is split in three separable parts, each under its own scope, so that a pretrained
+// backbone's variables can replace the embeddings and encoder (loaded by path with
+// model.LoadVariablesInto) while the head is trained from scratch:
+//
+//	/model/embeddings  token, position and aspect embeddings
+//	/model/encoder     transformer layers (or /model/ngram: n-gram embeddings + attention pooling)
+//	/model/head        position features + aspect-specific classifier
+//
+// Inputs of a batch of B sentences padded to T tokens (PadID = 0 marks padding):
+//
+//	ids    int32   [B, T]  sentence token ids, without special tokens
+//	aspect int32   [B]     index of the aspect in Hyperparams.Aspects
+//	pos    float32 [B, NumPosFeatures]  see PositionFeatures
+
+// NumPosFeatures is the width of the position features of a sentence (PositionFeatures).
+const NumPosFeatures = 4 + numPosBuckets
+
+const numPosBuckets = 10
+
+// PositionFeatures describes where a sentence sits in its abstract: relative position, its square,
+// is-first, is-last, then a one-hot of the relative position in 10 buckets. Aims tend to open an
+// abstract and outcomes to close it; the head learns a per-aspect weighting of these.
+func PositionFeatures(index, docLength int) [NumPosFeatures]float32 {
+	var f [NumPosFeatures]float32
+	rel := float32(index) / float32(max(docLength-1, 1))
+	f[0] = rel
+	f[1] = rel * rel
+	if index == 0 {
+		f[2] = 1
+	}
+	if index == docLength-1 {
+		f[3] = 1
+	}
+	f[4+min(int(rel*numPosBuckets), numPosBuckets-1)] = 1
+	return f
+}
+
+func normalInit(store *gomlxmodel.Store, stddev float64) gomlxmodel.VariableInitializer {
+	return func(g *Graph, shape shapes.Shape) *Node {
+		return MulScalar(store.RandomNormal(g, shape), stddev)
+	}
+}
+
+func weight(scope *gomlxmodel.Scope, g *Graph, name string, dims ...int) *Node {
+	return scope.WithInitializer(normalInit(scope.Store(), 0.02)).
+		VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
+}
+
+func zeros(scope *gomlxmodel.Scope, g *Graph, name string, dims ...int) *Node {
+	return scope.WithInitializer(Zeros).VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
+}
+
+func ones(scope *gomlxmodel.Scope, g *Graph, name string, dims ...int) *Node {
+	return scope.WithInitializer(Ones).VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
+}
+
+// dense is x @ W + b over the last axis of x (weights [in, out], bias [out]).
+func dense(scope *gomlxmodel.Scope, x *Node, out int, act activation.Type) *Node {
+	g := x.Graph()
+	in := x.Shape().Dimensions[x.Rank()-1]
+	w := weight(scope, g, "weights", in, out)
+	b := zeros(scope, g, "biases", out)
+	return nn.Dense(x, w, b, compute.DenseLayoutInputOutputs, act)
+}
+
+func layerNorm(scope *gomlxmodel.Scope, x *Node) *Node {
+	g := x.Graph()
+	d := x.Shape().Dimensions[x.Rank()-1]
+	return nn.LayerNorm(x, []int{-1}, 1e-5, ones(scope, g, "gain", d), zeros(scope, g, "offset", d), nil)
+}
+
+func dropout(scope *gomlxmodel.Scope, x *Node, rate float64) *Node {
+	if rate <= 0 || !scope.IsTraining(x.Graph()) {
+		return x
+	}
+	return layers.DropoutStatic(scope, x, rate)
+}
+
+// LogitsGraph returns the relevance logit of each sentence of the batch, [B].
+func LogitsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect, pos *Node) *Node {
+	var pooled *Node
+	switch hp.Architecture {
+	case ArchNgram:
+		pooled = NgramPoolGraph(scope.In("ngram"), hp, ids, aspect)
+	default:
+		x, mask := EmbeddingsGraph(scope.In("embeddings"), hp, ids, aspect)
+		x = EncoderGraph(scope.In("encoder"), hp, x, mask)
+		pooled = Squeeze(Slice(x, AxisRange(), AxisElem(0), AxisRange()), 1) // the aspect token's state
+	}
+	return HeadGraph(scope.In("head"), hp, pooled, aspect, pos)
+}
+
+// EmbeddingsGraph builds the encoder input: a learned aspect token followed by the sentence tokens,
+// each plus a learned position embedding; [B, 1+T, d]. mask [B, 1+T] is false on padding.
+func EmbeddingsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node) (x, mask *Node) {
+	g := ids.Graph()
+	batch, seq := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]+1
+	d := hp.DModel
+	tok := weight(scope, g, "tokens", hp.VocabSize, d)
+	asp := weight(scope, g, "aspects", len(hp.Aspects), d)
+	posEmb := weight(scope, g, "positions", hp.MaxLen, d)
+	tokens := Gather(tok, ExpandAxes(ids, -1))                           // [B, T, d]
+	aspects := Reshape(Gather(asp, ExpandAxes(aspect, -1)), batch, 1, d) // [B, 1, d]
+	x = Concatenate([]*Node{aspects, tokens}, 1)
+	x = Add(x, ExpandAxes(Slice(posEmb, AxisRange(0, seq)), 0))
+	x = layerNorm(scope.In("norm"), x)
+	x = dropout(scope, x, hp.Dropout)
+	mask = Concatenate([]*Node{Ones(g, shapes.Make(dtypes.Bool, batch, 1)), NotEqual(ids, ZerosLike(ids))}, 1)
+	return x, mask
+}
+
+// EncoderGraph applies hp.NumLayers pre-norm transformer layers to x [B, S, d] under mask [B, S].
+func EncoderGraph(scope *gomlxmodel.Scope, hp *Hyperparams, x, mask *Node) *Node {
+	batch, seq, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
+	heads := hp.NumHeads
+	headDim := d / heads
+	// Boolean key mask broadcast over queries and heads, in the BSHD score layout [B, Sq, H, Sk].
+	keyMask := Reshape(mask, batch, 1, 1, seq)
+	for l := range hp.NumLayers {
+		layer := scope.In("layer_%d", l)
+		h := layerNorm(layer.In("attention_norm"), x)
+		qkv := dense(layer.In("qkv"), h, 3*d, activation.TypeNone)
+		qkv = Reshape(qkv, batch, seq, 3, heads, headDim)
+		q := Squeeze(Slice(qkv, AxisRange(), AxisRange(), AxisElem(0)), 2)
+		k := Squeeze(Slice(qkv, AxisRange(), AxisRange(), AxisElem(1)), 2)
+		v := Squeeze(Slice(qkv, AxisRange(), AxisRange(), AxisElem(2)), 2)
+		att, _ := attention.Core(q, k, v, attention.LayoutBSHD, attention.CoreOptions{
+			Scale:         1 / math.Sqrt(float64(headDim)),
+			AttentionMask: keyMask,
+		})
+		att = Reshape(att, batch, seq, d)
+		att = dense(layer.In("attention_output"), att, d, activation.TypeNone)
+		x = Add(x, dropout(layer, att, hp.Dropout))
+		h = layerNorm(layer.In("ffn_norm"), x)
+		h = dense(layer.In("ffn_hidden"), h, hp.FFNDim, activation.TypeGelu)
+		h = dense(layer.In("ffn_output"), h, d, activation.TypeNone)
+		x = Add(x, dropout(layer, h, hp.Dropout))
+	}
+	return layerNorm(scope.In("final_norm"), x)
+}
+
+// NgramPoolGraph is the lighter architecture: each token is the sum of its unigram embedding and
+// the hashed embeddings of the n-grams (n = 2..NgramOrder) ending at it; the sentence vector
+// concatenates an aspect-conditioned attention pooling and a mean pooling; [B, 2d].
+func NgramPoolGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node) *Node {
+	g := ids.Graph()
+	batch, seq := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
+	d := hp.DModel
+	valid := NotEqual(ids, ZerosLike(ids)) // [B, T]
+	x := Gather(weight(scope, g, "unigrams", hp.VocabSize, d), ExpandAxes(ids, -1))
+	if hp.NgramOrder >= 2 {
+		table := weight(scope, g, "ngrams", hp.NgramBuckets, d)
+		ids64 := ConvertDType(ids, dtypes.Int64)
+		hash := ids64
+		ok := valid
+		for n := 2; n <= hp.NgramOrder; n++ {
+			if seq-(n-1) <= 0 {
+				break
+			}
+			// The token n-1 positions back, with padding (id 0) shifted in on the left.
+			prev := Concatenate([]*Node{Zeros(g, shapes.Make(dtypes.Int64, batch, n-1)),
+				Slice(ids64, AxisRange(), AxisRange(0, seq-(n-1)))}, 1)
+			hash = ModScalar(Add(MulScalar(hash, 1000003), MulScalar(prev, 7919)), float64(hp.NgramBuckets))
+			ok = LogicalAnd(ok, NotEqual(prev, ZerosLike(prev)))
+			e := Gather(table, ExpandAxes(ConvertDType(hash, dtypes.Int32), -1))
+			x = Add(x, Where(ExpandAxes(ok, -1), e, ZerosLike(e)))
+		}
+	}
+	x = dropout(scope, x, hp.Dropout)
+	// Aspect-conditioned attention pooling: score_t = <tanh(x_t W), q_aspect>.
+	keys := Tanh(dense(scope.In("attention_keys"), x, d, activation.TypeNone))                        // [B, T, d]
+	queries := Gather(weight(scope, g, "aspect_queries", len(hp.Aspects), d), ExpandAxes(aspect, -1)) // [B, d]
+	scores := ReduceSum(Mul(keys, ExpandAxes(queries, 1)), -1)                                        // [B, T]
+	weights := MaskedSoftmax(scores, valid, -1)
+	attPool := ReduceSum(Mul(x, ExpandAxes(weights, -1)), 1)
+	count := MaxScalar(ReduceSum(ConvertDType(valid, dtypes.Float32), -1), 1)
+	meanPool := Div(MaskedReduceSum(x, ExpandAxes(valid, -1), 1), ExpandAxes(count, -1))
+	return Concatenate([]*Node{attPool, meanPool}, -1)
+}
+
+// HeadGraph turns the sentence vector pooled [B, P] and the position features into a logit with an
+// aspect-specific classifier: logit = <hidden, w[aspect]> + b[aspect] + <pos, v[aspect]>, where
+// hidden = GELU(Dense([pooled, pos])). Sharing hidden across aspects and keeping only the last layer
+// per aspect suits the few examples per aspect.
+func HeadGraph(scope *gomlxmodel.Scope, hp *Hyperparams, pooled, aspect, pos *Node) *Node {
+	g := pooled.Graph()
+	na := len(hp.Aspects)
+	h := Concatenate([]*Node{pooled, pos}, -1)
+	h = dropout(scope, h, hp.Dropout)
+	h = dense(scope.In("hidden"), h, hp.DModel, activation.TypeGelu)
+	h = dropout(scope, h, hp.Dropout)
+	idx := ExpandAxes(aspect, -1)
+	w := Gather(weight(scope, g, "aspect_weights", na, hp.DModel), idx)               // [B, d]
+	b := Gather(zeros(scope, g, "aspect_bias", na, 1), idx)                           // [B, 1]
+	pw := Gather(zeros(scope, g, "aspect_position_weights", na, NumPosFeatures), idx) // [B, F]
+	logit := Add(ReduceSum(Mul(h, w), -1), ReduceSum(Mul(pos, pw), -1))
+	return Add(logit, Squeeze(b, -1))
+}
+
+// WeightedBCEGraph is the binary cross-entropy of logits against labels (0/1), weighted per example
+// and normalised by the total weight: sum(w * bce) / sum(w).
+func WeightedBCEGraph(logits, labels, weights *Node) *Node {
+	// log(1 + exp(z)) - y z, in the overflow-free form max(z, 0) + log1p(exp(-|z|)) - y z.
+	z := logits
+	l := Sub(Add(Max(z, ZerosLike(z)), Log1p(Exp(Neg(Abs(z))))), Mul(labels, z))
+	return Div(ReduceAllSum(Mul(l, weights)), MaxScalar(ReduceAllSum(weights), 1e-9))
+}

@@ -1,0 +1,118 @@
+package tracker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
+)
+
+// Architectures (tracker.architecture).
+const (
+	ArchTransformer = "transformer"
+	ArchNgram       = "ngram"
+)
+
+// Files of a checkpoint directory besides the training loop's (best/, state/, metrics.jsonl, ...).
+const (
+	HyperparamsFile = "hparams.json"
+	TokenizerFile   = "tokenizer.json"
+	ConfigFile      = "config.yaml"
+	ReportFile      = "report.json"
+)
+
+// ErrCheckpoint marks a checkpoint directory that is missing, incomplete or incompatible.
+var ErrCheckpoint = errors.New("tracker checkpoint")
+
+// Hyperparams is everything needed to rebuild the graph, saved as hparams.json in a checkpoint.
+type Hyperparams struct {
+	Architecture string  `json:"architecture"`
+	VocabSize    int     `json:"vocab_size"`
+	DModel       int     `json:"d_model"`
+	NumLayers    int     `json:"num_layers"`
+	NumHeads     int     `json:"num_heads"`
+	FFNDim       int     `json:"ffn_dim"`
+	MaxLen       int     `json:"max_len"`
+	Dropout      float64 `json:"dropout"`
+	NgramBuckets int     `json:"ngram_buckets"`
+	NgramOrder   int     `json:"ngram_order"`
+	// AspectSet names the aspect registry (dataset.Aspects) and Aspects its codes in index order.
+	AspectSet string   `json:"aspect_set"`
+	Aspects   []string `json:"aspects"`
+	// AspectNames are the aspects' names, accepted by Score as well as the codes.
+	AspectNames []string `json:"aspect_names"`
+	// Threshold is the default decision threshold (tracker.threshold).
+	Threshold float64 `json:"threshold"`
+}
+
+// NewHyperparams takes the model settings from the tracker config and the data facts.
+func NewHyperparams(c config.Tracker, vocabSize int, aspectSet string, codes, names []string) *Hyperparams {
+	return &Hyperparams{
+		Architecture: c.Architecture,
+		VocabSize:    vocabSize,
+		DModel:       c.DModel,
+		NumLayers:    c.NumLayers,
+		NumHeads:     c.NumHeads,
+		FFNDim:       c.FFNDim,
+		MaxLen:       c.MaxLen,
+		Dropout:      c.Dropout,
+		NgramBuckets: c.NgramBuckets,
+		NgramOrder:   c.NgramOrder,
+		AspectSet:    aspectSet,
+		Aspects:      codes,
+		AspectNames:  names,
+		Threshold:    c.Threshold,
+	}
+}
+
+// AspectIndex returns the index of an aspect given by code (exact) or name (any case).
+func (hp *Hyperparams) AspectIndex(aspect string) (int, bool) {
+	for i, c := range hp.Aspects {
+		if c == aspect {
+			return i, true
+		}
+	}
+	for i, n := range hp.AspectNames {
+		if strings.EqualFold(n, aspect) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// MaxTokens is the number of sentence tokens kept (the aspect token takes one of MaxLen).
+func (hp *Hyperparams) MaxTokens() int { return hp.MaxLen - 1 }
+
+func (hp *Hyperparams) write(dir string) error {
+	b, _ := json.MarshalIndent(hp, "", "  ")
+	return atomicio.WriteFile(filepath.Join(dir, HyperparamsFile), append(b, '\n'), 0o644)
+}
+
+func readHyperparams(dir string) (*Hyperparams, error) {
+	path := filepath.Join(dir, HyperparamsFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s has no %s (not a tracker checkpoint, or training never started)", ErrCheckpoint, dir, HyperparamsFile)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	var hp Hyperparams
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&hp); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCheckpoint, path, err)
+	}
+	if hp.Architecture != ArchTransformer && hp.Architecture != ArchNgram {
+		return nil, fmt.Errorf("%w: %s: unknown architecture %q", ErrCheckpoint, path, hp.Architecture)
+	}
+	if hp.VocabSize < 1 || hp.DModel < 1 || hp.MaxLen < 2 || len(hp.Aspects) == 0 || len(hp.AspectNames) != len(hp.Aspects) {
+		return nil, fmt.Errorf("%w: %s: incomplete hyperparameters", ErrCheckpoint, path)
+	}
+	return &hp, nil
+}
