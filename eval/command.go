@@ -1,0 +1,122 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/cli"
+)
+
+// Command is `tracksum-eval --pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm] [--out DIR]`.
+func Command() cli.Command {
+	fs := cli.NewFlags("tracksum-eval")
+	fs.String("pred", "", "predictions JSONL (PMID, Aspect, Summary, Indexes, optional Phrases)")
+	fs.String("ref", "", "references JSONL (TracSum/PCoA layout, with Document)")
+	fs.String("judge", "lexical", "judge: lexical (offline proxy) or llm (OpenAI-compatible endpoint, eval.llm.*)")
+	fs.String("out", "", "output directory for report.json, instances.jsonl, report.html, config.yaml")
+	fs.String("missing", "error", "a reference without prediction: error, or empty (scored as \"Unknown.\")")
+	fs.Int("workers", 0, "instances scored at once (0: one per CPU, or eval.llm.concurrency)")
+	keys := map[string]string{"judge": "eval.judge", "missing": "eval.missing", "workers": "eval.workers"}
+	return cli.Command{
+		Name:     "tracksum-eval",
+		Synopsis: "--pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm] [--out DIR]\n       tracksum-eval compare A.jsonl B.jsonl --ref REF.jsonl\n       tracksum-eval agreement --scores instances.jsonl --human H.jsonl",
+		Description: "Scores predictions against references with TracSum claim/citation metrics, exact citation " +
+			"metrics, ROUGE and (when references carry Phrases) PCoA phrase metrics; prints Table 3 and Table 5 " +
+			"style tables. Metric definitions: docs/eval.md.",
+		Flags: fs,
+		Run: func(ctx context.Context, args []string) error {
+			pred, _ := fs.GetString("pred")
+			ref, _ := fs.GetString("ref")
+			out, _ := fs.GetString("out")
+			if pred == "" || ref == "" {
+				return cli.Usagef("--pred and --ref are required")
+			}
+			if len(args) > 0 {
+				return cli.Usagef("unexpected arguments %v", args)
+			}
+			cfg, err := cli.LoadConfig(fs, keys)
+			if err != nil {
+				return err
+			}
+			_, err = Run(ctx, Options{Pred: pred, Ref: ref, Out: out, Config: cfg, Stdout: os.Stdout, Stderr: os.Stderr})
+			return err
+		},
+	}
+}
+
+// CompareCommand is `tracksum-eval compare A.jsonl B.jsonl --ref REF.jsonl`.
+func CompareCommand() cli.Command {
+	fs := cli.NewFlags("tracksum-eval compare")
+	fs.String("ref", "", "references JSONL")
+	fs.String("judge", "lexical", "judge: lexical or llm")
+	fs.String("missing", "error", "a reference without prediction: error or empty")
+	fs.String("out", "", "optional JSON file for the comparison")
+	keys := map[string]string{"judge": "eval.judge", "missing": "eval.missing"}
+	return cli.Command{
+		Name:        "tracksum-eval compare",
+		Synopsis:    "A.jsonl B.jsonl --ref REF.jsonl [--judge lexical|llm] [--out FILE]",
+		Description: "Paired-bootstrap significance of the difference between two systems on every metric.",
+		Flags:       fs,
+		Run: func(ctx context.Context, args []string) error {
+			ref, _ := fs.GetString("ref")
+			if len(args) != 2 || ref == "" {
+				return cli.Usagef("need two prediction files and --ref")
+			}
+			cfg, err := cli.LoadConfig(fs, keys)
+			if err != nil {
+				return err
+			}
+			c, err := Compare(ctx, args[0], args[1], ref, cfg.Eval)
+			if err != nil {
+				return err
+			}
+			if err := WriteComparison(os.Stdout, c); err != nil {
+				return err
+			}
+			return writeJSON(fs.Lookup("out").Value.String(), c)
+		},
+	}
+}
+
+// AgreementCommand is `tracksum-eval agreement --scores A.jsonl --human H.jsonl`.
+func AgreementCommand() cli.Command {
+	fs := cli.NewFlags("tracksum-eval agreement")
+	fs.String("scores", "", "automatic per-instance scores (instances.jsonl written by tracksum-eval)")
+	fs.String("human", "", "human scores JSONL: PMID, Aspect and metric fields named as in report.json")
+	fs.String("out", "", "optional JSON file for the correlations")
+	return cli.Command{
+		Name:        "tracksum-eval agreement",
+		Synopsis:    "--scores instances.jsonl --human H.jsonl [--out FILE]",
+		Description: "Pearson, Spearman and Kendall tau-b (with p-values) between automatic and human scores, per metric.",
+		Flags:       fs,
+		Run: func(ctx context.Context, args []string) error {
+			scores, _ := fs.GetString("scores")
+			human, _ := fs.GetString("human")
+			if scores == "" || human == "" || len(args) > 0 {
+				return cli.Usagef("--scores and --human are required")
+			}
+			cs, err := Agreement(scores, human)
+			if err != nil {
+				return err
+			}
+			if err := WriteAgreement(os.Stdout, cs); err != nil {
+				return err
+			}
+			return writeJSON(fs.Lookup("out").Value.String(), cs)
+		},
+	}
+}
+
+func writeJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicio.WriteFile(filepath.Clean(path), append(b, '\n'), 0o644)
+}

@@ -1,0 +1,205 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/eval/judge"
+)
+
+// Sentinel errors of the evaluator's input checks; errors wrap them with the file and line.
+var (
+	// ErrMissing marks a reference instance without a prediction (allowed with missing=empty).
+	ErrMissing = errors.New("missing prediction")
+	// ErrDuplicate marks a second record for the same (PMID, Aspect) in one file.
+	ErrDuplicate = errors.New("duplicate instance")
+	// ErrIndexRange marks a cited sentence index outside the abstract.
+	ErrIndexRange = errors.New("cited index outside the document")
+	// ErrUnknownInstance marks a prediction whose (PMID, Aspect) is not in the references.
+	ErrUnknownInstance = errors.New("prediction for an instance absent from the references")
+	// ErrMalformed marks a record that is not valid JSON of the expected shape.
+	ErrMalformed = errors.New("malformed record")
+)
+
+// Record is one JSONL record with where it came from.
+type Record struct {
+	dataset.Instance
+	// File and Line locate the record (Line is 1-based; 0 for a synthesized empty prediction).
+	File string
+	Line int
+	// HasPhrases is set when the record carries a Phrases field (even an empty list).
+	HasPhrases bool
+}
+
+// Key identifies an instance: the join key of predictions and references.
+type Key struct {
+	PMID   string
+	Aspect string
+}
+
+// Key returns the record's (PMID, Aspect).
+func (r *Record) Key() Key { return Key{r.PMID, r.Aspect} }
+
+// Negative reports whether the record is a negative instance: summary "Unknown." (or empty) and no
+// citation.
+func (r *Record) Negative() bool { return len(r.Indexes) == 0 && judge.IsUnknown(r.Summary) }
+
+// ReadFile reads a prediction or reference JSONL file. Unknown extra fields (e.g. the per-sentence
+// Scores written by infer) are ignored; blank lines are skipped. Errors name the file and line.
+func ReadFile(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(f, path)
+}
+
+// Read reads JSONL records from r; name is used in error messages.
+func Read(r io.Reader, name string) ([]Record, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var out []Record
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			rec, perr := parseRecord(b)
+			if perr != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, line, perr)
+			}
+			rec.File, rec.Line = name, line
+			out = append(out, rec)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+	}
+}
+
+func parseRecord(b []byte) (Record, error) {
+	var raw struct {
+		dataset.Instance
+		Phrases *[]string `json:"Phrases"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return Record{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	rec := Record{Instance: raw.Instance}
+	if raw.Phrases != nil {
+		rec.HasPhrases = true
+		rec.Phrases = *raw.Phrases
+	}
+	switch {
+	case rec.PMID == "":
+		return rec, fmt.Errorf("%w: field PMID is missing or empty", ErrMalformed)
+	case rec.Aspect == "":
+		return rec, fmt.Errorf("%w: field Aspect is missing or empty", ErrMalformed)
+	}
+	return rec, nil
+}
+
+// Pair is a reference and the prediction scored against it.
+type Pair struct {
+	Ref  Record
+	Pred Record
+}
+
+// Join pairs predictions with references on (PMID, Aspect), in reference order, and checks them:
+// a reference must have a document, consistent negatives and citations inside its document; a
+// prediction must match a reference, appear once and cite only sentences of the reference's
+// document. A reference without prediction is an error (ErrMissing) unless missingEmpty, which
+// scores it against an empty ("Unknown.", no citation) prediction.
+func Join(refs, preds []Record, missingEmpty bool) ([]Pair, error) {
+	byKey := make(map[Key]int, len(refs))
+	for i := range refs {
+		r := &refs[i]
+		if j, dup := byKey[r.Key()]; dup {
+			return nil, fmt.Errorf("%s:%d: %w: PMID %s aspect %q already at line %d",
+				r.File, r.Line, ErrDuplicate, r.PMID, r.Aspect, refs[j].Line)
+		}
+		byKey[r.Key()] = i
+		if len(r.Document) == 0 {
+			return nil, fmt.Errorf("%s:%d: %w: reference has no Document", r.File, r.Line, ErrMalformed)
+		}
+		if err := checkIndexes(r, len(r.Document)); err != nil {
+			return nil, err
+		}
+		if len(r.Indexes) == 0 != judge.IsUnknown(r.Summary) {
+			return nil, fmt.Errorf("%s:%d: %w: a reference has a summary and citations, or \"Unknown.\" and none (summary %q, %d citations)",
+				r.File, r.Line, ErrMalformed, clip(r.Summary, 40), len(r.Indexes))
+		}
+	}
+	seen := make([]int, len(refs)) // line of the prediction for each reference, 0 when none
+	pairs := make([]Pair, len(refs))
+	for i := range preds {
+		p := &preds[i]
+		j, ok := byKey[p.Key()]
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: %w: PMID %s aspect %q", p.File, p.Line, ErrUnknownInstance, p.PMID, p.Aspect)
+		}
+		if seen[j] != 0 {
+			return nil, fmt.Errorf("%s:%d: %w: prediction for PMID %s aspect %q already at line %d",
+				p.File, p.Line, ErrDuplicate, p.PMID, p.Aspect, seen[j])
+		}
+		seen[j] = p.Line
+		if err := checkIndexes(p, len(refs[j].Document)); err != nil {
+			return nil, err
+		}
+		pairs[j] = Pair{Ref: refs[j], Pred: *p}
+	}
+	var missing []string
+	for j := range refs {
+		if seen[j] != 0 {
+			continue
+		}
+		if !missingEmpty {
+			missing = append(missing, fmt.Sprintf("%s:%d (PMID %s aspect %q)", refs[j].File, refs[j].Line, refs[j].PMID, refs[j].Aspect))
+			continue
+		}
+		empty := Record{Instance: dataset.Instance{PMID: refs[j].PMID, Aspect: refs[j].Aspect, Summary: dataset.UnknownSummary}}
+		pairs[j] = Pair{Ref: refs[j], Pred: empty}
+	}
+	if len(missing) > 0 {
+		total, more := len(missing), ""
+		if total > 5 {
+			more = fmt.Sprintf(" and %d more", total-5)
+			missing = missing[:5]
+		}
+		return nil, fmt.Errorf("%w for %d reference instance(s): %s%s (use --missing=empty to score them as \"Unknown.\")",
+			ErrMissing, total, strings.Join(missing, ", "), more)
+	}
+	return pairs, nil
+}
+
+// checkIndexes rejects citations outside a document of n sentences and drops repeated indices
+// (citations are a set).
+func checkIndexes(r *Record, n int) error {
+	for _, i := range r.Indexes {
+		if i < 0 || i >= n {
+			return fmt.Errorf("%s:%d: %w: index %d, the document of PMID %s has %d sentences (0..%d)",
+				r.File, r.Line, ErrIndexRange, i, r.PMID, n, n-1)
+		}
+	}
+	idx := slices.Clone(r.Indexes)
+	slices.Sort(idx)
+	r.Indexes = slices.Compact(idx)
+	return nil
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n]) + "..."
+	}
+	return s
+}

@@ -1,0 +1,258 @@
+// Package report renders the evaluator's error-analysis page, report.html: one self-contained file
+// (inline CSS and JavaScript, no network access) that shows each abstract with its numbered
+// sentences and, per aspect, a card with the reference and predicted summaries, their subclaims,
+// citations and per-instance scores. Hovering or selecting a card highlights the cited sentences:
+// correct (cited by both and credited by the judge), cited by both but not credited, spurious
+// (predicted only) and missed (reference only) are shown differently. Filters select an aspect and
+// a score range of one metric. The output is deterministic: the same Page gives the same bytes.
+//
+// # Example
+//
+//	err := report.Write(w, report.Page{Title: "dev", Abstracts: abstracts, Metrics: names})
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Page is everything report.html shows.
+type Page struct {
+	// Title heads the page (e.g. the prediction file's name).
+	Title string
+	// Subtitle is a line under the title (judge, files).
+	Subtitle string
+	// Metrics lists the metric names offered by the score filter, in order.
+	Metrics []string
+	// Summary rows are shown as a table at the top (name, then values in the order of Columns).
+	Columns []string
+	Summary []Row
+	// Abstracts are shown in order.
+	Abstracts []Abstract
+}
+
+// Row is one line of the summary table.
+type Row struct {
+	Name   string
+	Values []string
+}
+
+// Abstract is one document with its cards.
+type Abstract struct {
+	PMID      string
+	Sentences []string
+	Cards     []Card
+}
+
+// Card is one (abstract, aspect) instance.
+type Card struct {
+	Aspect                  string
+	RefSummary, PredSummary string
+	RefNegative             bool
+	PredNegative            bool
+	Ref, Pred, Valid        []int
+	RefClaims, PredClaims   []Claim
+	Scores                  []Score
+}
+
+// Claim is a subclaim with the judge's verdict.
+type Claim struct {
+	Text     string
+	Entailed bool
+}
+
+// Score is one named per-instance value in [0, 1].
+type Score struct {
+	Name  string
+	Value float64
+}
+
+// Write renders the page.
+func Write(w io.Writer, p Page) error {
+	return pageTemplate.Execute(w, p)
+}
+
+func joinInts(x []int) string {
+	s := make([]string, len(x))
+	for i, v := range x {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, " ")
+}
+
+func scoreAttr(sc []Score) string {
+	s := make([]string, len(sc))
+	for i, v := range sc {
+		s[i] = v.Name + ":" + strconv.FormatFloat(v.Value, 'g', 6, 64)
+	}
+	return strings.Join(s, " ")
+}
+
+func pct(v float64) string { return fmt.Sprintf("%.1f", 100*v) }
+
+func aspects(abs []Abstract) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range abs {
+		for _, c := range a.Cards {
+			if !seen[c.Aspect] {
+				seen[c.Aspect] = true
+				out = append(out, c.Aspect)
+			}
+		}
+	}
+	// Sorted so that the filter's order does not depend on which abstract comes first.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"ints":    joinInts,
+	"scores":  scoreAttr,
+	"pct":     pct,
+	"aspects": aspects,
+}).Parse(pageHTML))
+
+const pageHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1em 2em; color: #222; }
+h1 { font-size: 1.4em; margin-bottom: 0; }
+.sub { color: #666; margin-top: .2em; }
+table.summary { border-collapse: collapse; margin: 1em 0; }
+table.summary td, table.summary th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+table.summary th:first-child, table.summary td:first-child { text-align: left; }
+#filters { position: sticky; top: 0; background: #fff; padding: .5em 0; border-bottom: 1px solid #ddd; z-index: 2; }
+.legend span { padding: 0 .4em; margin-right: .4em; border-radius: 3px; }
+.abstract { display: flex; gap: 1.5em; border-bottom: 1px solid #ddd; padding: 1em 0; }
+.doc { flex: 1 1 55%; }
+.doc ol { padding-left: 0; list-style: none; }
+.sent { padding: 1px 4px; border-left: 4px solid transparent; margin: 1px 0; }
+.sent .idx { color: #888; font-size: .85em; margin-right: .4em; }
+.cards { flex: 1 1 45%; }
+.card { border: 1px solid #bbb; border-radius: 6px; padding: .5em .7em; margin-bottom: .6em; cursor: pointer; }
+.card:hover, .card.selected { border-color: #225; box-shadow: 0 0 0 2px #99c; }
+.card h3 { margin: 0 0 .3em 0; font-size: 1em; }
+.card .neg { color: #888; font-style: italic; }
+.claims { margin: .2em 0 .4em 1.2em; padding: 0; font-size: .9em; }
+.claims .yes::before { content: "\2713 "; color: #2a7; }
+.claims .no::before { content: "\2717 "; color: #c33; }
+.scores { font-size: .85em; color: #444; }
+.correct { background: #cfeecf; border-left-color: #2a7; }
+.uncredited { background: #fff3c4; border-left-color: #d9a400; }
+.spurious { background: #f9d0d0; border-left-color: #c33; }
+.missed { background: #dde6ff; border-left-color: #36c; }
+.hidden { display: none; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="sub">{{.Subtitle}}</p>
+{{if .Summary}}<table class="summary" id="summary">
+<tr><th></th>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Summary}}<tr><td>{{.Name}}</td>{{range .Values}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
+<div id="filters">
+<label>Aspect <select id="f-aspect"><option value="">all</option>{{range aspects .Abstracts}}<option value="{{.}}">{{.}}</option>{{end}}</select></label>
+<label>Score <select id="f-metric">{{range .Metrics}}<option value="{{.}}">{{.}}</option>{{end}}</select></label>
+<label>from <input id="f-min" type="number" min="0" max="100" step="1" value="0" size="4"></label>
+<label>to <input id="f-max" type="number" min="0" max="100" step="1" value="100" size="4"> %</label>
+<span id="f-count"></span>
+<span class="legend">Citations: <span class="correct">correct</span><span class="uncredited">cited by both, not credited by the judge</span><span class="spurious">spurious</span><span class="missed">missed</span></span>
+</div>
+{{range $a := .Abstracts}}<section class="abstract" id="pmid-{{.PMID}}" data-pmid="{{.PMID}}">
+<div class="doc"><h2>PMID {{.PMID}}</h2><ol>
+{{range $i, $s := .Sentences}}<li class="sent" data-i="{{$i}}"><span class="idx">{{$i}}</span>{{$s}}</li>
+{{end}}</ol></div>
+<div class="cards">
+{{range .Cards}}<div class="card" tabindex="0" data-aspect="{{.Aspect}}" data-ref="{{ints .Ref}}" data-pred="{{ints .Pred}}" data-valid="{{ints .Valid}}" data-scores="{{scores .Scores}}">
+<h3>Aspect {{.Aspect}}</h3>
+<div class="refsum"><b>Reference</b> [{{ints .Ref}}]: {{if .RefNegative}}<span class="neg">{{.RefSummary}}</span>{{else}}{{.RefSummary}}{{end}}</div>
+{{if .RefClaims}}<ul class="claims">{{range .RefClaims}}<li class="{{if .Entailed}}yes{{else}}no{{end}}">{{.Text}}</li>{{end}}</ul>{{end}}
+<div class="predsum"><b>Prediction</b> [{{ints .Pred}}]: {{if .PredNegative}}<span class="neg">{{.PredSummary}}</span>{{else}}{{.PredSummary}}{{end}}</div>
+{{if .PredClaims}}<ul class="claims">{{range .PredClaims}}<li class="{{if .Entailed}}yes{{else}}no{{end}}">{{.Text}}</li>{{end}}</ul>{{end}}
+<div class="scores">{{range $k, $s := .Scores}}{{if $k}} · {{end}}{{$s.Name}} {{pct $s.Value}}{{end}}</div>
+</div>
+{{end}}</div>
+</section>
+{{end}}
+<script>
+(function () {
+  "use strict";
+  function ints(s) { return s ? s.split(" ").map(Number) : []; }
+  function scores(card) {
+    var out = {};
+    (card.dataset.scores || "").split(" ").forEach(function (kv) {
+      var i = kv.lastIndexOf(":");
+      if (i > 0) { out[kv.slice(0, i)] = parseFloat(kv.slice(i + 1)); }
+    });
+    return out;
+  }
+  var classes = ["correct", "uncredited", "spurious", "missed"];
+  function clear(section) {
+    section.querySelectorAll(".sent").forEach(function (li) {
+      classes.forEach(function (c) { li.classList.remove(c); });
+    });
+  }
+  function paint(card) {
+    var section = card.closest(".abstract");
+    clear(section);
+    var ref = ints(card.dataset.ref), pred = ints(card.dataset.pred), valid = ints(card.dataset.valid);
+    section.querySelectorAll(".sent").forEach(function (li) {
+      var i = Number(li.dataset.i), r = ref.indexOf(i) >= 0, p = pred.indexOf(i) >= 0;
+      if (r && p) { li.classList.add(valid.indexOf(i) >= 0 ? "correct" : "uncredited"); }
+      else if (p) { li.classList.add("spurious"); }
+      else if (r) { li.classList.add("missed"); }
+    });
+  }
+  function restore(section) {
+    var sel = section.querySelector(".card.selected");
+    if (sel) { paint(sel); } else { clear(section); }
+  }
+  document.querySelectorAll(".card").forEach(function (card) {
+    card.addEventListener("mouseenter", function () { paint(card); });
+    card.addEventListener("mouseleave", function () { restore(card.closest(".abstract")); });
+    function select() {
+      var section = card.closest(".abstract"), was = card.classList.contains("selected");
+      section.querySelectorAll(".card.selected").forEach(function (c) { c.classList.remove("selected"); });
+      if (!was) { card.classList.add("selected"); }
+      restore(section);
+    }
+    card.addEventListener("click", select);
+    card.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(); } });
+  });
+  var fa = document.getElementById("f-aspect"), fm = document.getElementById("f-metric"),
+      lo = document.getElementById("f-min"), hi = document.getElementById("f-max"),
+      count = document.getElementById("f-count");
+  function filter() {
+    var aspect = fa.value, metric = fm.value, min = Number(lo.value) / 100, max = Number(hi.value) / 100, shown = 0;
+    document.querySelectorAll(".abstract").forEach(function (section) {
+      var any = false;
+      section.querySelectorAll(".card").forEach(function (card) {
+        var s = scores(card)[metric], ok = (!aspect || card.dataset.aspect === aspect) &&
+          (s === undefined || (s >= min - 1e-9 && s <= max + 1e-9));
+        card.classList.toggle("hidden", !ok);
+        if (ok) { any = true; shown++; }
+      });
+      section.classList.toggle("hidden", !any);
+    });
+    count.textContent = shown + " instance(s) shown";
+  }
+  [fa, fm, lo, hi].forEach(function (el) { el.addEventListener("input", filter); el.addEventListener("change", filter); });
+  filter();
+})();
+</script>
+</body>
+</html>
+`

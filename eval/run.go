@@ -1,0 +1,228 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/eval/judge"
+	"github.com/tracksum/tracksum/eval/report"
+	"github.com/tracksum/tracksum/eval/rouge"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/progress"
+)
+
+// NewJudge builds the judge named by cfg.Judge. The llm judge's API key is read from the
+// environment variable cfg.LLM.APIKeyEnv.
+func NewJudge(cfg config.Eval) (judge.Judge, error) {
+	switch cfg.Judge {
+	case "lexical":
+		w := cfg.Workers
+		if w == 0 {
+			w = runtime.GOMAXPROCS(0)
+		}
+		return judge.NewLexical(judge.LexicalOptions{
+			Threshold: cfg.Lexical.Threshold, MinClauseWords: cfg.Lexical.MinClauseWords, Workers: w,
+		}), nil
+	case "llm":
+		key := ""
+		if cfg.LLM.APIKeyEnv != "" {
+			key = os.Getenv(cfg.LLM.APIKeyEnv)
+		}
+		return judge.NewLLM(judge.LLMOptions{
+			BaseURL: cfg.LLM.BaseURL, Model: cfg.LLM.Model, APIKey: key, CacheDir: cfg.LLM.CacheDir,
+			Concurrency: cfg.LLM.Concurrency, MaxRetries: cfg.LLM.MaxRetries, Backoff: cfg.LLM.Backoff,
+			Timeout: cfg.LLM.Timeout,
+		})
+	}
+	return nil, fmt.Errorf("eval.judge: unknown judge %q", cfg.Judge)
+}
+
+// Options are the inputs of Run.
+type Options struct {
+	// Pred and Ref are the prediction and reference JSONL files.
+	Pred, Ref string
+	// Out is the output directory (report.json, instances.jsonl, report.html, config.yaml); empty
+	// writes nothing but the tables.
+	Out string
+	// Config is the resolved configuration (its Eval section drives the evaluation).
+	Config *config.Config
+	// Stdout receives the tables; Stderr the progress line (nil: none).
+	Stdout, Stderr io.Writer
+}
+
+// Outcome is what Run computed.
+type Outcome struct {
+	Pairs   []Pair
+	Results []Result
+	Report  *Report
+}
+
+// Evaluation runs the evaluation of pred against ref with the eval settings, without writing
+// anything: it is the library form of `tracksum-eval`.
+func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr io.Writer) (*Outcome, error) {
+	refs, err := ReadFile(ref)
+	if err != nil {
+		return nil, fmt.Errorf("references: %w", err)
+	}
+	preds, err := ReadFile(pred)
+	if err != nil {
+		return nil, fmt.Errorf("predictions: %w", err)
+	}
+	pairs, err := Join(refs, preds, cfg.Missing == "empty")
+	if err != nil {
+		return nil, err
+	}
+	j, err := NewJudge(cfg)
+	if err != nil {
+		return nil, err
+	}
+	phrases := false
+	for i := range refs {
+		phrases = phrases || refs[i].HasPhrases
+	}
+	sc := &Scorer{Judge: j, Rouge: rouge.New(rouge.Options{Stem: cfg.Stem}), Phrases: phrases}
+	var tick func()
+	var bar *progress.Bar
+	if stderr != nil {
+		bar = progress.NewTo(stderr, "eval", int64(len(pairs)), "instances")
+		tick = func() { bar.Add(1) }
+	}
+	results, err := sc.Evaluate(ctx, pairs, cfg.Workers, tick)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return nil, err
+	}
+	settings := Settings{
+		Pred: pred, Ref: ref, Judge: j.Name(), Stem: cfg.Stem, Missing: cfg.Missing,
+		Bootstrap: bootstrapOptions(cfg),
+	}
+	if cfg.Judge == "lexical" {
+		settings.Lexical = map[string]float64{
+			"threshold": cfg.Lexical.Threshold, "min_clause_words": float64(cfg.Lexical.MinClauseWords),
+		}
+	}
+	rep := BuildReport(results, phrases, settings.Bootstrap, settings)
+	return &Outcome{Pairs: pairs, Results: results, Report: rep}, nil
+}
+
+func bootstrapOptions(cfg config.Eval) BootstrapOptions {
+	return BootstrapOptions{Resamples: cfg.Bootstrap.Resamples, Seed: cfg.Bootstrap.Seed, Level: cfg.Bootstrap.Level}
+}
+
+// Run evaluates, prints the tables and writes the output directory.
+func Run(ctx context.Context, opts Options) (*Outcome, error) {
+	out, err := Evaluation(ctx, opts.Pred, opts.Ref, opts.Config.Eval, opts.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Stdout != nil {
+		if err := WriteTables(opts.Stdout, out.Report); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Out == "" {
+		return out, nil
+	}
+	if err := WriteOutputs(opts.Out, out, opts.Config); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WriteOutputs writes report.json, instances.jsonl, report.html and the resolved config.yaml into
+// dir (each file through a temporary file and a rename).
+func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
+	rj, err := ReportJSON(out.Report)
+	if err != nil {
+		return err
+	}
+	if err := atomicio.WriteFile(filepath.Join(dir, "report.json"), rj, 0o644); err != nil {
+		return err
+	}
+	if err := atomicio.WriteWith(filepath.Join(dir, "instances.jsonl"), 0o644, func(w io.Writer) error {
+		return WriteInstances(w, out.Results)
+	}); err != nil {
+		return err
+	}
+	var page bytes.Buffer
+	if err := report.Write(&page, Page(out)); err != nil {
+		return fmt.Errorf("report.html: %w", err)
+	}
+	if err := atomicio.WriteFile(filepath.Join(dir, "report.html"), page.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if cfg != nil {
+		y, err := cfg.YAML()
+		if err != nil {
+			return err
+		}
+		if err := atomicio.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Page builds the error-analysis page: abstracts in order of first appearance in the references,
+// each with its instances' cards.
+func Page(out *Outcome) report.Page {
+	rep := out.Report
+	p := report.Page{
+		Title:    "tracksum evaluation: " + filepath.Base(rep.Settings.Pred),
+		Subtitle: fmt.Sprintf("predictions %s · references %s · judge %s · %d instances", rep.Settings.Pred, rep.Settings.Ref, rep.Settings.Judge, rep.Overall.N),
+	}
+	metrics := rep.Overall.Metrics()
+	for _, m := range metrics {
+		p.Metrics = append(p.Metrics, m.String())
+	}
+	p.Columns = []string{"n"}
+	for _, m := range metrics {
+		p.Columns = append(p.Columns, m.String())
+	}
+	row := func(name string, g *Group) report.Row {
+		r := report.Row{Name: name, Values: []string{fmt.Sprint(g.N)}}
+		for _, m := range metrics {
+			r.Values = append(r.Values, pct(g.Mean[m]))
+		}
+		return r
+	}
+	p.Summary = append(p.Summary, row("all", &rep.Overall), row("positive refs", &rep.Positive))
+	for _, a := range rep.Aspects() {
+		g := rep.ByAspect[a]
+		p.Summary = append(p.Summary, row("aspect "+a, &g))
+	}
+	index := map[string]int{}
+	for i := range out.Pairs {
+		ref, pred, res := &out.Pairs[i].Ref, &out.Pairs[i].Pred, &out.Results[i]
+		k, ok := index[ref.PMID]
+		if !ok {
+			k = len(p.Abstracts)
+			index[ref.PMID] = k
+			p.Abstracts = append(p.Abstracts, report.Abstract{PMID: ref.PMID, Sentences: ref.Document})
+		}
+		card := report.Card{
+			Aspect: ref.Aspect, RefSummary: ref.Summary, PredSummary: pred.Summary,
+			RefNegative: res.RefNegative, PredNegative: res.PredNegative,
+			Ref: res.RefIndexes, Pred: res.PredIndexes, Valid: res.Valid,
+		}
+		for _, c := range res.RefClaims {
+			card.RefClaims = append(card.RefClaims, report.Claim{Text: c.Text, Entailed: c.Entailed})
+		}
+		for _, c := range res.PredClaims {
+			card.PredClaims = append(card.PredClaims, report.Claim{Text: c.Text, Entailed: c.Entailed})
+		}
+		for _, m := range metrics {
+			card.Scores = append(card.Scores, report.Score{Name: m.String(), Value: res.Values[m]})
+		}
+		p.Abstracts[k].Cards = append(p.Abstracts[k].Cards, card)
+	}
+	return p
+}
