@@ -129,7 +129,7 @@ type facts struct {
 	hasDuration, hasAE, hasAims, durationInline, hasCoDrug         bool
 	valDrug, valComp, ciLo, ciHi                                   float64
 	pValue                                                         string
-	secondary, secondaryResult                                     string
+	secondary, secondaryResult, aimsSummary                        string
 	aes                                                            []string
 	aePct, aeCompPct                                               []int
 	seriousPct                                                     int
@@ -249,12 +249,20 @@ func (g *gen) sentences(f *facts) (background, aims, methods, results []sentence
 		})})
 	}
 	if f.hasAims {
-		aims = append(aims, sentence{aspects: "a", text: g.pick([]string{
-			fmt.Sprintf("We aimed to assess the efficacy and safety of %s in %s with %s.", f.drug, f.population, f.condition),
-			fmt.Sprintf("This study evaluated whether %s improves %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition),
-			fmt.Sprintf("The objective was to compare %s with %s for the treatment of %s.", f.drug, f.comparator, f.condition),
-			fmt.Sprintf("To determine the effect of %s on %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition),
-		})})
+		// Each wording has its own summary, so that the summary only says what the sentence says.
+		variants := [][2]string{
+			{fmt.Sprintf("We aimed to assess the efficacy and safety of %s in %s with %s.", f.drug, f.population, f.condition),
+				fmt.Sprintf("To assess the efficacy and safety of %s in %s with %s.", f.drug, f.population, f.condition)},
+			{fmt.Sprintf("This study evaluated whether %s improves %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition),
+				fmt.Sprintf("To evaluate whether %s improves %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition)},
+			{fmt.Sprintf("The objective was to compare %s with %s for the treatment of %s.", f.drug, f.comparator, f.condition),
+				fmt.Sprintf("To compare %s with %s for %s.", f.drug, f.comparator, f.condition)},
+			{fmt.Sprintf("To determine the effect of %s on %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition),
+				fmt.Sprintf("To determine the effect of %s on %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition)},
+		}
+		v := variants[g.r.IntN(len(variants))]
+		aims = append(aims, sentence{aspects: "a", text: v[0]})
+		f.aimsSummary = v[1]
 	}
 	part := sentence{aspects: "p", text: g.pick([]string{
 		fmt.Sprintf("In this %s trial, %d %s with %s were enrolled at %d centres in %d countries.", f.design, f.n, f.population, f.condition, f.centres, f.countries),
@@ -350,7 +358,7 @@ func (g *gen) sentences(f *facts) (background, aims, methods, results []sentence
 func (f *facts) summary(aspect string) string {
 	switch aspect {
 	case "a":
-		return fmt.Sprintf("To evaluate %s for %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition)
+		return f.aimsSummary
 	case "i":
 		return fmt.Sprintf("%s %s versus %s.", capitalize(f.drug), f.doseText(), f.comparator)
 	case "o":
