@@ -20,8 +20,10 @@
 package wordtok
 
 import (
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Tokenize returns NLTK's word_tokenize(text, preserve_line=True).
@@ -32,7 +34,7 @@ func Tokenize(text string) []string {
 	if len(t) > 0 && t[0] == '"' {
 		t = append([]rune("``"), t[1:]...)
 	}
-	t = padLiteral(t, "``")
+	t = padLiteral(t, "``", setBacktick)
 	t = openingDoubleQuote(t)
 	t = splitLeadingQuote(t)
 	// PUNCTUATION
@@ -40,18 +42,18 @@ func Tokenize(text string) []string {
 	t = colonComma(t)
 	t = colonCommaAtEnd(t)
 	t = padRuns(t, '.', 2)
-	t = padSet(t, ";@#$%&")
+	t = padSet(t, setSymbols)
 	t = finalPeriod(t, closersASCII, false)
-	t = padSet(t, "?!")
+	t = padSet(t, setQuestionBang)
 	t = quoteSpace(t)
-	t = padSet(t, "*")
+	t = padSet(t, setStar)
 	// PARENS_BRACKETS, DOUBLE_DASHES
-	t = padSet(t, "][(){}<>")
-	t = padLiteral(t, "--")
+	t = padSet(t, setBrackets)
+	t = padLiteral(t, "--", setDash)
 	t = append(append([]rune{' '}, t...), ' ')
 	// ENDING_QUOTES
-	t = padSet(t, "»”’")
-	t = padLiteral(t, "''")
+	t = padSet(t, setCloseQuotes)
+	t = padLiteral(t, "''", setQuote)
 	t = replaceRune(t, '"', " '' ")
 	t = clitics(t, cliticsSMD)
 	t = clitics(t, cliticsLong)
@@ -91,6 +93,56 @@ func foldEq(r rune, c byte) bool {
 	return false
 }
 
+// containsAny reports whether t contains any rune of set: most rules need
+// a rare character, and skipping the copy when it is absent makes the
+// common case several times faster.
+func containsAny(t []rune, set *runeSet) bool {
+	return slices.ContainsFunc(t, set.has)
+}
+
+// runeSet is a set of runes with a table for ASCII: membership tests are
+// the inner loop of every rule.
+type runeSet struct {
+	ascii [utf8.RuneSelf]bool
+	other []rune
+}
+
+func newRuneSet(s string) *runeSet {
+	rs := &runeSet{}
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			rs.ascii[r] = true
+		} else {
+			rs.other = append(rs.other, r)
+		}
+	}
+	return rs
+}
+
+func (rs *runeSet) has(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r >= 0 && rs.ascii[r]
+	}
+	return slices.Contains(rs.other, r)
+}
+
+var (
+	setOpenQuotes    = newRuneSet("«“‘„`")
+	setBacktick      = newRuneSet("`")
+	setDash          = newRuneSet("-")
+	setQuote         = newRuneSet("'")
+	setQuotes        = newRuneSet("\"'")
+	setColonComma    = newRuneSet(":,")
+	setSymbols       = newRuneSet(";@#$%&")
+	setQuestionBang  = newRuneSet("?!")
+	setStar          = newRuneSet("*")
+	setBrackets      = newRuneSet("][(){}<>")
+	setCloseQuotes   = newRuneSet("»”’")
+	setOpenBrackets  = newRuneSet(" ([{<")
+	closersWithSpace = newRuneSet("])}>\"'»”’ ")
+	closersASCII     = newRuneSet("])}>\"'")
+)
+
 func pad(out []rune, s ...rune) []rune {
 	out = append(out, ' ')
 	out = append(out, s...)
@@ -99,6 +151,9 @@ func pad(out []rune, s ...rune) []rune {
 
 // padRunesOrBackticks is ([«“‘„]|[`]+) -> " \1 ".
 func padRunesOrBackticks(t []rune) []rune {
+	if !containsAny(t, setOpenQuotes) {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	for i := 0; i < len(t); {
 		switch r := t[i]; {
@@ -121,8 +176,12 @@ func padRunesOrBackticks(t []rune) []rune {
 }
 
 // padLiteral surrounds each non-overlapping occurrence of lit with spaces.
-func padLiteral(t []rune, lit string) []rune {
-	l := []rune(lit)
+// first holds lit's first rune: without it there is nothing to do.
+func padLiteral(t []rune, lit string, first *runeSet) []rune {
+	if !containsAny(t, first) {
+		return t
+	}
+	l := []rune(lit) // once per call, not per position
 	out := make([]rune, 0, len(t)+8)
 	for i := 0; i < len(t); {
 		if hasAt(t, i, l) {
@@ -149,10 +208,13 @@ func hasAt(t []rune, i int, l []rune) bool {
 }
 
 // padSet surrounds every rune of set with spaces.
-func padSet(t []rune, set string) []rune {
+func padSet(t []rune, set *runeSet) []rune {
+	if !containsAny(t, set) {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	for _, r := range t {
-		if strings.ContainsRune(set, r) {
+		if set.has(r) {
 			out = pad(out, r)
 		} else {
 			out = append(out, r)
@@ -163,6 +225,9 @@ func padSet(t []rune, set string) []rune {
 
 // padRuns is c{min,} -> " \g<0> ".
 func padRuns(t []rune, c rune, minRun int) []rune {
+	if !slices.Contains(t, c) {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	for i := 0; i < len(t); {
 		if t[i] != c {
@@ -185,6 +250,9 @@ func padRuns(t []rune, c rune, minRun int) []rune {
 }
 
 func replaceRune(t []rune, c rune, repl string) []rune {
+	if !slices.Contains(t, c) {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	for _, r := range t {
 		if r == c {
@@ -198,10 +266,13 @@ func replaceRune(t []rune, c rune, repl string) []rune {
 
 // openingDoubleQuote is ([ \(\[{<])(\"|\'{2}) -> "\1 “ ".
 func openingDoubleQuote(t []rune) []rune {
+	if !containsAny(t, setQuotes) {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	for i := 0; i < len(t); {
 		r := t[i]
-		if strings.ContainsRune(" ([{<", r) && i+1 < len(t) {
+		if setOpenBrackets.has(r) && i+1 < len(t) {
 			n := 0
 			if t[i+1] == '"' {
 				n = 2
@@ -226,6 +297,9 @@ func openingDoubleQuote(t []rune) []rune {
 // The two-letter lookaheads (re, ve, ll) can never matter: they would make
 // the character after the word character a word character, failing \b.
 func splitLeadingQuote(t []rune) []rune {
+	if !slices.Contains(t, '\'') {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	for i := 0; i < len(t); {
 		if t[i] == '\'' && i+1 < len(t) && isWord(t[i+1]) && (i+2 == len(t) || !isWord(t[i+2])) {
@@ -242,24 +316,21 @@ func splitLeadingQuote(t []rune) []rune {
 	return out
 }
 
-// Closing characters allowed between a final period and the end of text.
-const (
-	closersWithSpace = "])}>\"'»”’ "
-	closersASCII     = "])}>\"'"
-)
+// closersWithSpace and closersASCII are the characters allowed between a
+// final period and the end of text by the two final-period rules.
 
 // finalPeriod emulates ([^\.])(\.)([closers]*)\s*$: a period that is not
 // part of an ellipsis, followed only by closing characters and whitespace up
 // to the end of the text, is split off. padded selects the replacement:
 // "\1 \2 \3 " (the first rule) or "\1 \2\3 " (the second). The pattern is
 // anchored at the end, so at most one position matches.
-func finalPeriod(t []rune, closers string, padded bool) []rune {
+func finalPeriod(t []rune, closers *runeSet, padded bool) []rune {
 	for s := 0; s+1 < len(t); s++ {
 		if t[s] == '.' || t[s+1] != '.' {
 			continue
 		}
 		j := s + 2
-		for j < len(t) && strings.ContainsRune(closers, t[j]) {
+		for j < len(t) && closers.has(t[j]) {
 			j++
 		}
 		k := j
@@ -283,6 +354,9 @@ func finalPeriod(t []rune, closers string, padded bool) []rune {
 
 // colonComma is ([:,])([^\d])  -> " \1 \2".
 func colonComma(t []rune) []rune {
+	if !containsAny(t, setColonComma) {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	for i := 0; i < len(t); {
 		if (t[i] == ':' || t[i] == ',') && i+1 < len(t) && !unicode.IsDigit(t[i+1]) {
@@ -313,6 +387,9 @@ func colonCommaAtEnd(t []rune) []rune {
 
 // quoteSpace is ([^'])' -> "\1 ' ".
 func quoteSpace(t []rune) []rune {
+	if !slices.Contains(t, '\'') {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	for i := 0; i < len(t); {
 		if t[i] != '\'' && i+2 < len(t) && t[i+1] == '\'' && t[i+2] == ' ' {
@@ -329,18 +406,28 @@ func quoteSpace(t []rune) []rune {
 // Clitic alternatives of the ENDING_QUOTES rules, in regex order; "'" alone
 // is the last alternative of the first rule.
 var (
-	cliticsSMD  = []string{"'s", "'S", "'m", "'M", "'d", "'D", "'"}
-	cliticsLong = []string{"'ll", "'LL", "'re", "'RE", "'ve", "'VE", "n't", "N'T"}
+	cliticsSMD  = runeLists("'s", "'S", "'m", "'M", "'d", "'D", "'")
+	cliticsLong = runeLists("'ll", "'LL", "'re", "'RE", "'ve", "'VE", "n't", "N'T")
 )
 
+func runeLists(s ...string) [][]rune {
+	out := make([][]rune, len(s))
+	for i, x := range s {
+		out[i] = []rune(x)
+	}
+	return out
+}
+
 // clitics is ([^' ])(alt1|alt2|...)<space> -> "\1 \2 ".
-func clitics(t []rune, alts []string) []rune {
+func clitics(t []rune, alts [][]rune) []rune {
+	if !slices.Contains(t, '\'') {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	for i := 0; i < len(t); {
 		if t[i] != '\'' && t[i] != ' ' {
 			matched := false
-			for _, a := range alts {
-				l := []rune(a)
+			for _, l := range alts {
 				if hasAt(t, i+1, l) && i+1+len(l) < len(t) && t[i+1+len(l)] == ' ' {
 					out = append(out, t[i], ' ')
 					out = append(out, l...)
@@ -402,18 +489,20 @@ func foldAt(t []rune, i int, s string) bool {
 // splitContraction rewrites each match of the rule as " a b " (keeping the
 // original letters).
 func splitContraction(t []rune, c contraction) []rune {
+	// Every rule's second part ends in a letter that must be present.
+	if !slices.ContainsFunc(t, func(r rune) bool { return foldEq(r, c.b[len(c.b)-1]) }) {
+		return t
+	}
 	out := make([]rune, 0, len(t)+8)
 	na, nb := len(c.a), len(c.b)
 	for i := 0; i < len(t); {
 		start := i
 		if c.lead {
-			if t[i] != ' ' {
-				out = append(out, t[i])
-				i++
-				continue
-			}
 			start = i + 1
-		} else if i > 0 && isWord(t[i-1]) {
+		}
+		// Cheap test first: the rule's first letter (or the lead space).
+		if start >= len(t) || (c.lead && t[i] != ' ') || !foldAt(t, start, c.a[:1]) ||
+			(!c.lead && i > 0 && isWord(t[i-1])) {
 			out = append(out, t[i])
 			i++
 			continue
