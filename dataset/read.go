@@ -67,25 +67,48 @@ type rawInstance struct {
 
 func streamFile(path string, v *Validator) iter.Seq2[Instance, error] {
 	return func(yield func(Instance, error) bool) {
+		for l, err := range Lines(path) {
+			if err != nil {
+				yield(Instance{}, err)
+				return
+			}
+			in, verr := v.Parse(l.File, l.Num, l.Data)
+			if !yield(in, verr) || verr != nil {
+				return
+			}
+		}
+	}
+}
+
+// Line is one non-blank line of a JSONL file.
+type Line struct {
+	File string
+	Num  int // 1-based
+	Data []byte
+}
+
+// Lines yields the non-blank lines of a JSONL file (a leading byte-order mark removed), for
+// callers that decode in parallel what an earlier pass validated (see DecodeValid).
+func Lines(path string) iter.Seq2[Line, error] {
+	return func(yield func(Line, error) bool) {
 		f, err := os.Open(path)
 		if err != nil {
-			yield(Instance{}, fmt.Errorf("read instances: %w", err))
+			yield(Line{}, fmt.Errorf("read instances: %w", err))
 			return
 		}
 		defer f.Close()
 		r := bufio.NewReaderSize(f, 1<<20)
-		for line := 1; ; line++ {
+		for num := 1; ; num++ {
 			b, err := r.ReadBytes('\n')
 			if err != nil && err != io.EOF {
-				yield(Instance{}, fmt.Errorf("%s:%d: read: %w", path, line, err))
+				yield(Line{}, fmt.Errorf("%s:%d: read: %w", path, num, err))
 				return
 			}
-			if line == 1 {
+			if num == 1 {
 				b = bytes.TrimPrefix(b, []byte("\ufeff"))
 			}
 			if len(bytes.TrimSpace(b)) > 0 {
-				in, verr := v.Parse(path, line, b)
-				if !yield(in, verr) || verr != nil {
+				if !yield(Line{File: path, Num: num, Data: b}, nil) {
 					return
 				}
 			}
@@ -94,6 +117,27 @@ func streamFile(path string, v *Validator) iter.Seq2[Instance, error] {
 			}
 		}
 	}
+}
+
+// DecodeValid decodes a line that a Validator of the given (resolved) aspect set accepted before,
+// without the checks: the fast path of a second pass over the same file. The aspect code is
+// canonicalised as Parse does. An error still names the line (the file changed in between).
+func DecodeValid(l Line, set string) (Instance, error) {
+	var in Instance
+	if err := json.Unmarshal(l.Data, &in); err != nil {
+		return Instance{}, &ValidationError{File: l.File, Line: l.Num, Err: ErrMalformedJSON, Msg: err.Error() + " (file changed since validation?)"}
+	}
+	a, ok := LookupAspect(set, in.Aspect)
+	if !ok {
+		return Instance{}, &ValidationError{File: l.File, Line: l.Num, Field: "Aspect", Err: ErrUnknownAspect, Msg: fmt.Sprintf("%q is not in the %s set (file changed since validation?)", in.Aspect, set)}
+	}
+	in.Aspect = a.Code
+	for _, i := range in.Indexes {
+		if i < 0 || i >= len(in.Document) {
+			return Instance{}, &ValidationError{File: l.File, Line: l.Num, Field: "Indexes", Err: ErrIndexRange, Msg: "file changed since validation?"}
+		}
+	}
+	return in, nil
 }
 
 // Validator checks records one by one and against the records it saw before: duplicate

@@ -168,10 +168,13 @@ type source struct {
 	set        string
 	seed       int64
 	sampleSize int
+	// resolved is the aspect set found by scan; later passes decode with it, unvalidated.
+	resolved string
 }
 
 // abstracts yields runs of instances that share a PMID (consecutive in the input), so that each
-// document is tokenized once for all its aspects. Validation errors end the sequence.
+// document is tokenized once for all its aspects. It decodes files without validation: call it only
+// after scan.
 func (s *source) abstracts(ctx context.Context) iter.Seq2[[]dataset.Instance, error] {
 	return func(yield func([]dataset.Instance, error) bool) {
 		if len(s.inputs) == 0 {
@@ -187,7 +190,11 @@ func (s *source) abstracts(ctx context.Context) iter.Seq2[[]dataset.Instance, er
 			return
 		}
 		var run []dataset.Instance
-		for in, err := range dataset.StreamInstances(s.set, s.inputs...) {
+		for l, err := range s.lines() {
+			var in dataset.Instance
+			if err == nil {
+				in, err = dataset.DecodeValid(l, s.resolved)
+			}
 			if err != nil {
 				yield(nil, err)
 				return
@@ -210,6 +217,19 @@ func (s *source) abstracts(ctx context.Context) iter.Seq2[[]dataset.Instance, er
 	}
 }
 
+// lines yields the lines of all input files in order.
+func (s *source) lines() iter.Seq2[dataset.Line, error] {
+	return func(yield func(dataset.Line, error) bool) {
+		for _, path := range s.inputs {
+			for l, err := range dataset.Lines(path) {
+				if !yield(l, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
 type scanResult struct {
 	keys      []string
 	counts    dataset.Counts
@@ -223,6 +243,7 @@ func (s *source) scan(ctx context.Context, by string) (*scanResult, error) {
 	if len(s.inputs) == 0 {
 		// The sample's keys are known without generating it.
 		res.aspectSet = dataset.AspectSetTracSum
+		s.resolved = res.aspectSet
 		aspects := dataset.Aspects(dataset.AspectSetTracSum)
 		for i := range s.sampleSize {
 			pmid := dataset.SyntheticPMID(i)
@@ -270,6 +291,7 @@ func (s *source) scan(ctx context.Context, by string) (*scanResult, error) {
 		res.inputs = append(res.inputs, info)
 	}
 	res.aspectSet = v.AspectSet()
+	s.resolved = res.aspectSet
 	return res, nil
 }
 
@@ -376,9 +398,12 @@ func writeJSON(path string, v any) error {
 
 // batch is a unit of work of the tokenizing pool: a few abstracts in, their rows out.
 type batch struct {
-	runs [][]dataset.Instance
-	rows [3]taskRows // per split
-	done chan struct{}
+	runs  [][]dataset.Instance
+	lines []dataset.Line // input files: decoded by the worker, in parallel
+	set   string
+	rows  [3]taskRows // per split
+	err   error
+	done  chan struct{}
 }
 
 type taskRows struct {
@@ -388,7 +413,10 @@ type taskRows struct {
 	ete        []dataset.EndToEndRow
 }
 
-const batchAbstracts = 32
+const (
+	batchAbstracts = 32
+	batchLines     = 128
+)
 
 // writeShards tokenizes every instance and writes the rows of all tasks. Abstracts are tokenized by
 // a pool of workers, and rows written by this goroutine in input order, so the output does not
@@ -427,17 +455,31 @@ func writeShards(ctx context.Context, src *source, splits *dataset.SplitAssignme
 			cur = &batch{done: make(chan struct{})}
 			return true
 		}
-		for run, err := range src.abstracts(ctx) {
-			if err != nil {
-				readErr = err
-				return
+		if len(src.inputs) == 0 {
+			for run, err := range src.abstracts(ctx) {
+				if err != nil {
+					readErr = err
+					return
+				}
+				cur.runs = append(cur.runs, run)
+				if len(cur.runs) == batchAbstracts && !send() {
+					return
+				}
 			}
-			cur.runs = append(cur.runs, run)
-			if len(cur.runs) == batchAbstracts && !send() {
-				return
+		} else {
+			// Lines go to the workers undecoded: JSON decoding is the costliest part of reading.
+			for l, err := range src.lines() {
+				if err != nil {
+					readErr = err
+					return
+				}
+				cur.lines, cur.set = append(cur.lines, l), src.resolved
+				if len(cur.lines) == batchLines && !send() {
+					return
+				}
 			}
 		}
-		if len(cur.runs) > 0 {
+		if len(cur.runs) > 0 || len(cur.lines) > 0 {
 			send()
 		}
 	}()
@@ -463,6 +505,9 @@ func writeShards(ctx context.Context, src *source, splits *dataset.SplitAssignme
 		case <-ctx.Done():
 			return nil, fmt.Errorf("prepare: %w", ctx.Err())
 		}
+		if b.err != nil {
+			return nil, b.err
+		}
 		n := 0
 		for _, r := range b.runs {
 			n += len(r)
@@ -486,6 +531,19 @@ func writeShards(ctx context.Context, src *source, splits *dataset.SplitAssignme
 // buildRows tokenizes each sentence of an abstract once and reuses the ids in every row of every
 // aspect and task.
 func buildRows(b *batch, splits *dataset.SplitAssignment, tok *subword.Tokenizer, sep int32) {
+	for _, l := range b.lines {
+		in, err := dataset.DecodeValid(l, b.set)
+		if err != nil {
+			b.err = err
+			return
+		}
+		if n := len(b.runs); n > 0 && b.runs[n-1][0].PMID == in.PMID {
+			b.runs[n-1] = append(b.runs[n-1], in)
+		} else {
+			b.runs = append(b.runs, []dataset.Instance{in})
+		}
+	}
+	b.lines = nil
 	for _, run := range b.runs {
 		var docIDs [][]int32
 		var docFlat []int32
