@@ -22,46 +22,83 @@ package wordtok
 import (
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
 
 // Tokenize returns NLTK's word_tokenize(text, preserve_line=True).
 func Tokenize(text string) []string {
-	t := []rune(text)
-	// STARTING_QUOTES
-	t = padRunesOrBackticks(t)
-	if len(t) > 0 && t[0] == '"' {
-		t = append([]rune("``"), t[1:]...)
+	z := statePool.Get().(*state)
+	defer statePool.Put(z)
+	t := z.out(len(text) + 8)
+	for _, r := range text {
+		t = append(t, r)
 	}
-	t = padLiteral(t, "``", setBacktick)
-	t = openingDoubleQuote(t)
-	t = splitLeadingQuote(t)
+	t = z.set(t)
+	// STARTING_QUOTES
+	t = z.set(z.padRunesOrBackticks(t))
+	if len(t) > 0 && t[0] == '"' {
+		t = z.set(append(append(z.out(len(t)+1), '`', '`'), t[1:]...))
+	}
+	t = z.set(z.padLiteral(t, "``", setBacktick))
+	t = z.set(z.openingDoubleQuote(t))
+	t = z.set(z.splitLeadingQuote(t))
 	// PUNCTUATION
-	t = finalPeriod(t, closersWithSpace, true)
-	t = colonComma(t)
-	t = colonCommaAtEnd(t)
-	t = padRuns(t, '.', 2)
-	t = padSet(t, setSymbols)
-	t = finalPeriod(t, closersASCII, false)
-	t = padSet(t, setQuestionBang)
-	t = quoteSpace(t)
-	t = padSet(t, setStar)
+	t = z.set(z.finalPeriod(t, closersWithSpace, true))
+	t = z.set(z.colonComma(t))
+	t = z.set(z.colonCommaAtEnd(t))
+	t = z.set(z.padRuns(t, '.', 2))
+	t = z.set(z.padSet(t, setSymbols))
+	t = z.set(z.finalPeriod(t, closersASCII, false))
+	t = z.set(z.padSet(t, setQuestionBang))
+	t = z.set(z.quoteSpace(t))
+	t = z.set(z.padSet(t, setStar))
 	// PARENS_BRACKETS, DOUBLE_DASHES
-	t = padSet(t, setBrackets)
-	t = padLiteral(t, "--", setDash)
-	t = append(append([]rune{' '}, t...), ' ')
+	t = z.set(z.padSet(t, setBrackets))
+	t = z.set(z.padLiteral(t, "--", setDash))
+	t = z.set(append(append(append(z.out(len(t)+2), ' '), t...), ' '))
 	// ENDING_QUOTES
-	t = padSet(t, setCloseQuotes)
-	t = padLiteral(t, "''", setQuote)
-	t = replaceRune(t, '"', " '' ")
-	t = clitics(t, cliticsSMD)
-	t = clitics(t, cliticsLong)
+	t = z.set(z.padSet(t, setCloseQuotes))
+	t = z.set(z.padLiteral(t, "''", setQuote))
+	t = z.set(z.replaceRune(t, '"', " '' "))
+	t = z.set(z.clitics(t, cliticsSMD))
+	t = z.set(z.clitics(t, cliticsLong))
 	// CONTRACTIONS2 and CONTRACTIONS3
 	for _, c := range contractions {
-		t = splitContraction(t, c)
+		t = z.set(z.splitContraction(t, c))
 	}
 	return strings.FieldsFunc(string(t), isSpace)
+}
+
+// state holds two rune buffers that the rules write into alternately: a
+// rule reads the text from one and writes to the other, so a call allocates
+// little once the pooled buffers have grown.
+type state struct {
+	bufs    [2][]rune
+	cur     int  // index of the buffer holding the current text
+	pending bool // out was called: the next set receives a new text
+}
+
+var statePool = sync.Pool{New: func() any { return new(state) }}
+
+// out returns the buffer not holding the current text, emptied, with room
+// for n runes. A rule calls it only when it will return the new text.
+func (z *state) out(n int) []rune {
+	z.pending = true
+	return slices.Grow(z.bufs[1-z.cur][:0], n)
+}
+
+// set records t, a rule's result, as the current text: either the rule's
+// input unchanged, or a new text written to the out buffer (perhaps
+// regrown), which then becomes current.
+func (z *state) set(t []rune) []rune {
+	if z.pending {
+		z.cur = 1 - z.cur
+		z.pending = false
+	}
+	z.bufs[z.cur] = t
+	return t
 }
 
 // isWord is Python's Unicode \w.
@@ -150,11 +187,11 @@ func pad(out []rune, s ...rune) []rune {
 }
 
 // padRunesOrBackticks is ([«“‘„]|[`]+) -> " \1 ".
-func padRunesOrBackticks(t []rune) []rune {
+func (z *state) padRunesOrBackticks(t []rune) []rune {
 	if !containsAny(t, setOpenQuotes) {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for i := 0; i < len(t); {
 		switch r := t[i]; {
 		case r == '«' || r == '“' || r == '‘' || r == '„':
@@ -177,12 +214,12 @@ func padRunesOrBackticks(t []rune) []rune {
 
 // padLiteral surrounds each non-overlapping occurrence of lit with spaces.
 // first holds lit's first rune: without it there is nothing to do.
-func padLiteral(t []rune, lit string, first *runeSet) []rune {
+func (z *state) padLiteral(t []rune, lit string, first *runeSet) []rune {
 	if !containsAny(t, first) {
 		return t
 	}
 	l := []rune(lit) // once per call, not per position
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for i := 0; i < len(t); {
 		if hasAt(t, i, l) {
 			out = pad(out, l...)
@@ -208,11 +245,11 @@ func hasAt(t []rune, i int, l []rune) bool {
 }
 
 // padSet surrounds every rune of set with spaces.
-func padSet(t []rune, set *runeSet) []rune {
+func (z *state) padSet(t []rune, set *runeSet) []rune {
 	if !containsAny(t, set) {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for _, r := range t {
 		if set.has(r) {
 			out = pad(out, r)
@@ -224,11 +261,11 @@ func padSet(t []rune, set *runeSet) []rune {
 }
 
 // padRuns is c{min,} -> " \g<0> ".
-func padRuns(t []rune, c rune, minRun int) []rune {
+func (z *state) padRuns(t []rune, c rune, minRun int) []rune {
 	if !slices.Contains(t, c) {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for i := 0; i < len(t); {
 		if t[i] != c {
 			out = append(out, t[i])
@@ -249,11 +286,11 @@ func padRuns(t []rune, c rune, minRun int) []rune {
 	return out
 }
 
-func replaceRune(t []rune, c rune, repl string) []rune {
+func (z *state) replaceRune(t []rune, c rune, repl string) []rune {
 	if !slices.Contains(t, c) {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for _, r := range t {
 		if r == c {
 			out = append(out, []rune(repl)...)
@@ -265,11 +302,11 @@ func replaceRune(t []rune, c rune, repl string) []rune {
 }
 
 // openingDoubleQuote is ([ \(\[{<])(\"|\'{2}) -> "\1 “ ".
-func openingDoubleQuote(t []rune) []rune {
+func (z *state) openingDoubleQuote(t []rune) []rune {
 	if !containsAny(t, setQuotes) {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for i := 0; i < len(t); {
 		r := t[i]
 		if setOpenBrackets.has(r) && i+1 < len(t) {
@@ -296,11 +333,11 @@ func openingDoubleQuote(t []rune) []rune {
 // quote before a one-character word is split off unless it starts a clitic.
 // The two-letter lookaheads (re, ve, ll) can never matter: they would make
 // the character after the word character a word character, failing \b.
-func splitLeadingQuote(t []rune) []rune {
+func (z *state) splitLeadingQuote(t []rune) []rune {
 	if !slices.Contains(t, '\'') {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for i := 0; i < len(t); {
 		if t[i] == '\'' && i+1 < len(t) && isWord(t[i+1]) && (i+2 == len(t) || !isWord(t[i+2])) {
 			c := t[i+1]
@@ -324,7 +361,7 @@ func splitLeadingQuote(t []rune) []rune {
 // to the end of the text, is split off. padded selects the replacement:
 // "\1 \2 \3 " (the first rule) or "\1 \2\3 " (the second). The pattern is
 // anchored at the end, so at most one position matches.
-func finalPeriod(t []rune, closers *runeSet, padded bool) []rune {
+func (z *state) finalPeriod(t []rune, closers *runeSet, padded bool) []rune {
 	for s := 0; s+1 < len(t); s++ {
 		if t[s] == '.' || t[s+1] != '.' {
 			continue
@@ -340,7 +377,7 @@ func finalPeriod(t []rune, closers *runeSet, padded bool) []rune {
 		if k != len(t) {
 			continue
 		}
-		out := make([]rune, 0, len(t)+4)
+		out := z.out(len(t) + 4)
 		out = append(out, t[:s+1]...)
 		out = append(out, ' ', '.')
 		if padded {
@@ -353,11 +390,11 @@ func finalPeriod(t []rune, closers *runeSet, padded bool) []rune {
 }
 
 // colonComma is ([:,])([^\d])  -> " \1 \2".
-func colonComma(t []rune) []rune {
+func (z *state) colonComma(t []rune) []rune {
 	if !containsAny(t, setColonComma) {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for i := 0; i < len(t); {
 		if (t[i] == ':' || t[i] == ',') && i+1 < len(t) && !unicode.IsDigit(t[i+1]) {
 			out = append(out, ' ', t[i], ' ', t[i+1])
@@ -372,11 +409,11 @@ func colonComma(t []rune) []rune {
 
 // colonCommaAtEnd is ([:,])$ -> " \1 ", with Python's $ (end of text, or
 // before a final newline).
-func colonCommaAtEnd(t []rune) []rune {
+func (z *state) colonCommaAtEnd(t []rune) []rune {
 	n := len(t)
 	for i := 0; i < n; i++ {
 		if (t[i] == ':' || t[i] == ',') && (i == n-1 || (i == n-2 && t[n-1] == '\n')) {
-			out := make([]rune, 0, n+2)
+			out := z.out(n + 2)
 			out = append(out, t[:i]...)
 			out = pad(out, t[i])
 			return append(out, t[i+1:]...)
@@ -386,11 +423,11 @@ func colonCommaAtEnd(t []rune) []rune {
 }
 
 // quoteSpace is ([^'])' -> "\1 ' ".
-func quoteSpace(t []rune) []rune {
+func (z *state) quoteSpace(t []rune) []rune {
 	if !slices.Contains(t, '\'') {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for i := 0; i < len(t); {
 		if t[i] != '\'' && i+2 < len(t) && t[i+1] == '\'' && t[i+2] == ' ' {
 			out = append(out, t[i], ' ', '\'', ' ')
@@ -419,11 +456,11 @@ func runeLists(s ...string) [][]rune {
 }
 
 // clitics is ([^' ])(alt1|alt2|...)<space> -> "\1 \2 ".
-func clitics(t []rune, alts [][]rune) []rune {
+func (z *state) clitics(t []rune, alts [][]rune) []rune {
 	if !slices.Contains(t, '\'') {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	for i := 0; i < len(t); {
 		if t[i] != '\'' && t[i] != ' ' {
 			matched := false
@@ -488,12 +525,12 @@ func foldAt(t []rune, i int, s string) bool {
 
 // splitContraction rewrites each match of the rule as " a b " (keeping the
 // original letters).
-func splitContraction(t []rune, c contraction) []rune {
+func (z *state) splitContraction(t []rune, c contraction) []rune {
 	// Every rule's second part ends in a letter that must be present.
 	if !slices.ContainsFunc(t, func(r rune) bool { return foldEq(r, c.b[len(c.b)-1]) }) {
 		return t
 	}
-	out := make([]rune, 0, len(t)+8)
+	out := z.out(len(t) + 8)
 	na, nb := len(c.a), len(c.b)
 	for i := 0; i < len(t); {
 		start := i

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -64,6 +65,29 @@ func TestTokenizeGolden(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d of %d sentences differ from NLTK", bad, len(g.Cases))
 	}
+}
+
+// TestTokenizeConcurrent runs the golden texts from several goroutines
+// (pooled buffers) and checks the results against sequential ones.
+func TestTokenizeConcurrent(t *testing.T) {
+	texts := []string{`He said "don't" (twice).`, "Dr. Smith came. He left.", "", "wait...no--yes", "'tis gonna be"}
+	want := make([][]string, len(texts))
+	for i, x := range texts {
+		want[i] = Tokenize(x)
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for k := range 200 {
+				i := (k + w) % len(texts)
+				if got := Tokenize(texts[i]); !slices.Equal(got, want[i]) {
+					t.Errorf("concurrent Tokenize(%q) = %q, want %q", texts[i], got, want[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func BenchmarkTokenize(b *testing.B) {
