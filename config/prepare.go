@@ -64,7 +64,7 @@ func (c Prepare) Validate() error {
 		}
 	}
 	if sum := c.TrainRatio + c.DevRatio + c.TestRatio; math.Abs(sum-1) > 1e-6 {
-		errs = append(errs, fmt.Errorf("prepare.train_ratio + prepare.dev_ratio + prepare.test_ratio: must sum to 1, got %g", sum))
+		errs = append(errs, fmt.Errorf("prepare.train_ratio + prepare.dev_ratio + prepare.test_ratio: must sum to 1, got %.6g", sum))
 	}
 	if c.TrainRatio <= 0 {
 		errs = append(errs, fmt.Errorf("prepare.train_ratio: must be > 0 (the tokenizer is learned from the training split), got %g", c.TrainRatio))

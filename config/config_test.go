@@ -1,0 +1,163 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+func writeYAML(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "profile.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func prepareFlags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.Int("sample-size", 0, "")
+	fs.Int64("seed", 0, "")
+	fs.String("split-by", "", "")
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+var prepareFlagKeys = map[string]string{"sample-size": "prepare.sample_size", "seed": "seed", "split-by": "prepare.split_by"}
+
+// TestLoadPrecedence checks flag > environment > YAML > defaults, key by key.
+func TestLoadPrecedence(t *testing.T) {
+	yaml := writeYAML(t, "seed: 11\nprepare:\n  sample_size: 70\n  rows_per_shard: 900\n  split_by: instance\n")
+	for _, tc := range []struct {
+		desc       string
+		file       string
+		env        map[string]string
+		args       []string
+		wantSize   int
+		wantRows   int
+		wantSeed   int64
+		wantSplit  string
+		wantWorker int
+	}{
+		{"defaults only", "", nil, nil, 500, 100000, 3407, "pmid", 0},
+		{"yaml over defaults", yaml, nil, nil, 70, 900, 11, "instance", 0},
+		{"env over yaml", yaml, map[string]string{"TRACKSUM_PREPARE_SAMPLE_SIZE": "80", "TRACKSUM_SEED": "12", "TRACKSUM_PREPARE_WORKERS": "3"},
+			nil, 80, 900, 12, "instance", 3},
+		{"flag over env", yaml, map[string]string{"TRACKSUM_PREPARE_SAMPLE_SIZE": "80", "TRACKSUM_PREPARE_SPLIT_BY": "pmid"},
+			[]string{"--sample-size", "90", "--split-by", "instance"}, 90, 900, 11, "instance", 0},
+		{"env for a key absent from the yaml", "", map[string]string{"TRACKSUM_PREPARE_ROWS_PER_SHARD": "5"}, nil, 500, 5, 3407, "pmid", 0},
+		{"flag not passed does not override", yaml, nil, []string{}, 70, 900, 11, "instance", 0},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			fs := prepareFlags(t, tc.args...)
+			keys := map[string]string{}
+			for name, key := range prepareFlagKeys {
+				if fs.Changed(name) {
+					keys[name] = key
+				}
+			}
+			cfg, err := Load(viper.New(), tc.file, fs, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := cfg.Prepare
+			if p.SampleSize != tc.wantSize || p.RowsPerShard != tc.wantRows || cfg.Seed != tc.wantSeed || p.SplitBy != tc.wantSplit || p.Workers != tc.wantWorker {
+				t.Errorf("got sample_size %d rows_per_shard %d seed %d split_by %s workers %d; want %d %d %d %s %d",
+					p.SampleSize, p.RowsPerShard, cfg.Seed, p.SplitBy, p.Workers, tc.wantSize, tc.wantRows, tc.wantSeed, tc.wantSplit, tc.wantWorker)
+			}
+		})
+	}
+}
+
+func TestLoadUnknownKey(t *testing.T) {
+	for _, tc := range []struct {
+		desc, yaml, want string
+	}{
+		{"unknown key in a section", "prepare:\n  shard_rows: 10\n", "shard_rows"},
+		{"unknown top-level key", "sede: 1\n", "sede"},
+		{"unknown tokenizer key", "tokenizer:\n  vocab: 100\n", "vocab"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Load(viper.New(), writeYAML(t, tc.yaml), pflag.NewFlagSet("x", pflag.ContinueOnError), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadValidation(t *testing.T) {
+	for _, tc := range []struct {
+		desc, yaml, want string
+	}{
+		{"split_by", "prepare:\n  split_by: abstract\n", `prepare.split_by: must be "pmid" or "instance", got "abstract"`},
+		{"ratios do not sum to 1", "prepare:\n  train_ratio: 0.7\n", "prepare.train_ratio + prepare.dev_ratio + prepare.test_ratio: must sum to 1, got 0.9"},
+		{"negative ratio", "prepare:\n  dev_ratio: -0.1\n  test_ratio: 0.3\n", "prepare.dev_ratio: must be in [0, 1], got -0.1"},
+		{"no training split", "prepare:\n  train_ratio: 0\n  dev_ratio: 0.5\n  test_ratio: 0.5\n", "prepare.train_ratio: must be > 0"},
+		{"aspect set", "prepare:\n  aspect_set: pico\n", `prepare.aspect_set: must be "auto", "tracsum" or "pcoa", got "pico"`},
+		{"sample size", "prepare:\n  sample_size: 0\n", "prepare.sample_size: must be > 0, got 0"},
+		{"rows per shard", "prepare:\n  rows_per_shard: -1\n", "prepare.rows_per_shard: must be > 0, got -1"},
+		{"row group rows", "prepare:\n  row_group_rows: 0\n", "prepare.row_group_rows: must be > 0, got 0"},
+		{"workers", "prepare:\n  workers: -2\n", "prepare.workers: must be >= 0 (0 = one per CPU), got -2"},
+		{"tokenizer kind", "tokenizer:\n  kind: unigram\n", `tokenizer.kind: must be "wordpiece" or "bpe", got "unigram"`},
+		{"vocab size", "tokenizer:\n  vocab_size: 100\n", "tokenizer.vocab_size: must be in [300, 1048576]"},
+		{"min frequency", "tokenizer:\n  min_frequency: 0\n", "tokenizer.min_frequency: must be >= 1, got 0"},
+		{"max train texts", "tokenizer:\n  max_train_texts: -1\n", "tokenizer.max_train_texts: must be >= 0 (0 = all), got -1"},
+		{"wrong type", "prepare:\n  sample_size: many\n", "sample_size"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Load(viper.New(), writeYAML(t, tc.yaml), pflag.NewFlagSet("x", pflag.ContinueOnError), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestProfiles loads every shipped profile and checks the paper's settings for the sections this
+// file covers (split and seed).
+func TestProfiles(t *testing.T) {
+	for _, name := range []string{"default", "tiny", "paper"} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := Load(viper.New(), filepath.Join("..", "configs", name+".yaml"), pflag.NewFlagSet("x", pflag.ContinueOnError), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "paper" {
+				p := cfg.Prepare
+				if cfg.Seed != 3407 || p.SplitBy != "instance" || p.TrainRatio != 0.8 || p.DevRatio != 0 || p.TestRatio != 0.2 {
+					t.Errorf("paper profile: seed %d, %s split %g/%g/%g; want 3407, instance 0.8/0/0.2", cfg.Seed, p.SplitBy, p.TrainRatio, p.DevRatio, p.TestRatio)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteFileRoundTrip checks that the resolved config written next to outputs loads back equal.
+func TestWriteFileRoundTrip(t *testing.T) {
+	cfg := Default()
+	cfg.Prepare.SampleSize = 123
+	cfg.Tokenizer.Kind = "wordpiece"
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := cfg.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Prepare != cfg.Prepare || back.Tokenizer != cfg.Tokenizer || back.Seed != cfg.Seed {
+		t.Errorf("round trip: %+v %+v", back.Prepare, back.Tokenizer)
+	}
+}
