@@ -171,3 +171,19 @@ func BenchmarkScore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScoreParallel scores from GOMAXPROCS goroutines sharing one
+// Scorer, as the evaluator does; ns/op is wall time per instance.
+func BenchmarkScoreParallel(b *testing.B) {
+	cases := loadGolden(b)
+	s := New(Options{Stem: true})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			c := cases[i%len(cases)]
+			s.Score(c.Reference, c.Prediction)
+			i++
+		}
+	})
+}
