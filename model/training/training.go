@@ -216,17 +216,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		evalEvery = stepsPerEpoch
 	}
 
-	stepExec, err := gomlxmodel.NewExec(o.Backend, o.Store, o.stepGraph(true))
+	stepper, err := NewStepper(o)
 	if err != nil {
-		return nil, fmt.Errorf("training: %w", err)
-	}
-	stepExec.SetMaxCache(-1)
-	var accExec *gomlxmodel.Exec
-	if accum > 1 {
-		if accExec, err = gomlxmodel.NewExec(o.Backend, o.Store, o.stepGraph(false)); err != nil {
-			return nil, fmt.Errorf("training: %w", err)
-		}
-		accExec.SetMaxCache(-1)
+		return nil, err
 	}
 
 	metricsOut, err := os.OpenFile(filepath.Join(o.OutDir, MetricsFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -309,23 +301,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			t0 := time.Now()
 			group := batches[st.BatchInEpoch:min(st.BatchInEpoch+accum, len(batches))]
 			lr := o.lr(st.Step, total)
-			var lossSum float64
-			for i, b := range group {
-				var outs []*tensors.Tensor
-				if i < len(group)-1 {
-					outs, err = accExec.Call(b.Inputs...)
-				} else {
-					args := append([]any{float32(lr), float32(len(group))}, b.Inputs...)
-					outs, err = stepExec.Call(args...)
-				}
-				if err != nil {
-					return nil, fmt.Errorf("training: step %d: %w", st.Step+1, err)
-				}
-				l := float64(tensors.ToScalar[float32](outs[0]))
-				if math.IsNaN(l) || math.IsInf(l, 0) {
-					return nil, fmt.Errorf("training: step %d: loss is %v (lower tracker.train.learning_rate?)", st.Step+1, l)
-				}
-				lossSum += l
+			loss, err := stepper.Step(group, lr)
+			if err != nil {
+				return nil, fmt.Errorf("training: step %d: %w", st.Step+1, err)
+			}
+			for _, b := range group {
 				examples += b.Examples
 				windowExample += b.Examples
 				tokens += b.Tokens
@@ -333,10 +313,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			trainTime += time.Since(t0)
 			st.BatchInEpoch += len(group)
 			st.Step++
-			trainLoss += lossSum / float64(len(group))
+			trainLoss += loss
 			trainLossN++
 			bar.Set(int64(st.Step))
-			bar.Status("loss %.4f lr %.2e %.0f ex/s", lossSum/float64(len(group)), lr, float64(examples)/max(trainTime.Seconds(), 1e-9))
+			bar.Status("loss %.4f lr %.2e %.0f ex/s", loss, lr, float64(examples)/max(trainTime.Seconds(), 1e-9))
 			if o.AfterStep != nil {
 				o.AfterStep(st.Step)
 			}
@@ -413,6 +393,59 @@ func (o *Options) check() error {
 		return fmt.Errorf("training: Options missing %s", strings.Join(missing, ", "))
 	}
 	return o.Loop.Validate("train")
+}
+
+// Stepper runs optimizer steps without the rest of the loop (evaluation, checkpoints, logs):
+// Run uses it, and so do benchmarks that time the training step alone.
+type Stepper struct {
+	o                 *Options
+	stepExec, accExec *gomlxmodel.Exec
+}
+
+// NewStepper compiles nothing yet: graphs are built at the first step of each input shape. Only
+// Backend, Store, Loss and Loop of o are used.
+func NewStepper(o Options) (*Stepper, error) {
+	s := &Stepper{o: &o}
+	var err error
+	if s.stepExec, err = gomlxmodel.NewExec(o.Backend, o.Store, s.o.stepGraph(true)); err != nil {
+		return nil, fmt.Errorf("training: %w", err)
+	}
+	s.stepExec.SetMaxCache(-1)
+	if o.Loop.GradAccumulation > 1 {
+		if s.accExec, err = gomlxmodel.NewExec(o.Backend, o.Store, s.o.stepGraph(false)); err != nil {
+			return nil, fmt.Errorf("training: %w", err)
+		}
+		s.accExec.SetMaxCache(-1)
+	}
+	return s, nil
+}
+
+// Step runs one optimizer step over the micro-batches of group (at most Loop.GradAccumulation) at
+// learning rate lr, and returns the mean loss of the micro-batches.
+func (s *Stepper) Step(group []Batch, lr float64) (float64, error) {
+	if len(group) == 0 || len(group) > s.o.Loop.GradAccumulation {
+		return 0, fmt.Errorf("training: step over %d micro-batches, want 1..%d", len(group), s.o.Loop.GradAccumulation)
+	}
+	var lossSum float64
+	for i, b := range group {
+		var outs []*tensors.Tensor
+		var err error
+		if i < len(group)-1 {
+			outs, err = s.accExec.Call(b.Inputs...)
+		} else {
+			args := append([]any{float32(lr), float32(len(group))}, b.Inputs...)
+			outs, err = s.stepExec.Call(args...)
+		}
+		if err != nil {
+			return 0, err
+		}
+		l := float64(tensors.ToScalar[float32](outs[0]))
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			return 0, fmt.Errorf("loss is %v (lower the learning rate?)", l)
+		}
+		lossSum += l
+	}
+	return lossSum / float64(len(group)), nil
 }
 
 // lr is the learning rate of optimizer step `step` (0-based) out of total.
