@@ -144,16 +144,14 @@ func hasSuffix(w []rune, suffix string) bool {
 	return true
 }
 
-// replace returns w without suffix (which it must end with) plus repl, in a
-// fresh slice so that callers may keep the old one.
+// replace returns w without suffix (which it must end with) plus repl. It
+// reuses w's array: every caller discards the old word.
 func replace(w []rune, suffix, repl string) []rune {
-	stem := w[:len(w)-len(suffix)]
-	out := make([]rune, 0, len(stem)+len(repl))
-	out = append(out, stem...)
+	w = w[:len(w)-len(suffix)]
 	for i := 0; i < len(repl); i++ {
-		out = append(out, rune(repl[i]))
+		w = append(w, rune(repl[i]))
 	}
-	return out
+	return w
 }
 
 // rule is one (suffix, replacement, condition) triple of NLTK's rule lists;
@@ -228,7 +226,6 @@ func (s *stemmer) step1b() {
 	if !ok {
 		return
 	}
-	stem = append([]rune(nil), stem...)
 	switch {
 	case hasSuffix(stem, "at"):
 		s.b = replace(stem, "at", "ate")
