@@ -45,7 +45,8 @@ const maxVocab = 1 << 20
 // interned (and stemmed once) in a shared cache, and per-call buffers come
 // from a pool, so steady-state scoring does not allocate.
 type Scorer struct {
-	stem bool
+	stem     bool
+	maxVocab int // cache bound; a field so tests can exercise the overflow path
 
 	mu    sync.RWMutex
 	ids   map[string]int32 // raw lowercase token -> id of its (stemmed) form
@@ -57,9 +58,10 @@ type Scorer struct {
 // New returns a Scorer with the given options.
 func New(opts Options) *Scorer {
 	s := &Scorer{
-		stem:  opts.Stem,
-		ids:   make(map[string]int32),
-		forms: make(map[string]int32),
+		stem:     opts.Stem,
+		maxVocab: maxVocab,
+		ids:      make(map[string]int32),
+		forms:    make(map[string]int32),
 	}
 	s.pool.New = func() any { return &scratch{local: make(map[int32]int32), overflow: make(map[string]int32)} }
 	return s
@@ -108,7 +110,7 @@ func (s *Scorer) id(tok []byte, sc *scratch) int32 {
 	}
 	fid, ok := s.forms[form]
 	if !ok {
-		if len(s.forms) >= maxVocab {
+		if len(s.forms) >= s.maxVocab {
 			if id, ok := sc.overflow[form]; ok {
 				return id
 			}
@@ -119,7 +121,7 @@ func (s *Scorer) id(tok []byte, sc *scratch) int32 {
 		fid = int32(len(s.forms))
 		s.forms[form] = fid
 	}
-	if len(s.ids) < maxVocab {
+	if len(s.ids) < s.maxVocab {
 		s.ids[key] = fid
 	}
 	return fid

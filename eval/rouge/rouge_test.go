@@ -154,6 +154,26 @@ func TestScoreConcurrent(t *testing.T) {
 	}
 }
 
+// TestScoreVocabOverflow bounds the token cache to a few entries so that
+// most tokens take the per-call overflow path, and checks the scores do not
+// change.
+func TestScoreVocabOverflow(t *testing.T) {
+	cases := loadGolden(t)
+	for _, stem := range []bool{false, true} {
+		small := New(Options{Stem: stem})
+		small.maxVocab = 5
+		full := New(Options{Stem: stem})
+		for i, c := range cases {
+			if got, want := small.Score(c.Reference, c.Prediction), full.Score(c.Reference, c.Prediction); got != want {
+				t.Fatalf("case %d stem=%v: bounded cache %+v, unbounded %+v", i, stem, got, want)
+			}
+		}
+		if len(small.forms) > 5 || len(small.ids) > 5 {
+			t.Errorf("stem=%v: cache grew to %d forms, %d ids past its bound 5", stem, len(small.forms), len(small.ids))
+		}
+	}
+}
+
 func BenchmarkScore(b *testing.B) {
 	// Typical evaluator input: ~30-token summaries, two to three sentences.
 	ref := "Intravenous iron reduced the need for blood transfusion in anaemic patients.\n" +

@@ -8,7 +8,8 @@ import (
 // ties for n observations with c concordant pairs, a port of scipy's
 // mstats_basic._kendall_p_exact (Kendall 1970, "Rank Correlation Methods"):
 // it counts permutations with at most c inversions by repeated cumulative
-// sums, using the symmetry of the distribution.
+// sums, using the symmetry of the distribution. KendallTauB calls it only
+// without ties and with n <= 33 or c <= 1.
 func kendallExactP(n int, c int64) float64 {
 	tot := int64(n) * int64(n-1) / 2
 	c = min(c, tot-c)
@@ -28,7 +29,10 @@ func kendallExactP(n int, c int64) float64 {
 		}
 	case 4*c == int64(n)*int64(n-1):
 		prob = 1
-	case n < 171:
+	default:
+		// scipy has a second, scaled recurrence for n >= 171; it cannot be
+		// reached here, because the exact method is only chosen with
+		// n <= 33 unless c <= 1 (handled above).
 		cur := make([]float64, c+1)
 		cur[0], cur[1] = 1, 1
 		tmp := make([]float64, c+1)
@@ -45,24 +49,6 @@ func kendallExactP(n int, c int64) float64 {
 			}
 		}
 		prob = 2 * sum(cur) / factorial(n)
-	default:
-		cur := make([]float64, c+1)
-		cur[0], cur[1] = 1, 1
-		tmp := make([]float64, c+1)
-		for j := 3; j <= n; j++ {
-			cumsum(cur)
-			for i := range cur {
-				cur[i] /= float64(j)
-			}
-			if int64(j) <= c {
-				k := int(c) + 1 - j
-				copy(tmp[:k], cur[:k])
-				for i := 0; i < k; i++ {
-					cur[j+i] -= tmp[i]
-				}
-			}
-		}
-		prob = sum(cur)
 	}
 	return max(0, min(1, prob))
 }

@@ -40,7 +40,7 @@ def cases():
         b = rng.integers(0, 2, size=n)
         add("binary vs score n=%d" % n, b, np.round(b * 0.3 + rng.random(n), 2))
     # Monotone and near-monotone: Kendall's min(dis, tot-dis) <= 1 branch.
-    for n in (12, 40, 80):
+    for n in (12, 40, 80, 200):
         x = np.arange(n, dtype=float) + rng.random(n) * 0.1
         add("perfect increasing n=%d" % n, x, x * 2 + 1)
         add("perfect decreasing n=%d" % n, x, -x)
