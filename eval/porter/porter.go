@@ -12,6 +12,7 @@ package porter
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -32,12 +33,10 @@ var irregular = map[string]string{
 // PorterStemmer().stem(word) does: the word is lowercased, words of one or
 // two characters are returned lowercased but otherwise unchanged.
 //
-// NLTK works on Python characters; this port works on runes, which is the
-// same thing except for the handful of characters whose Python lowercase is
-// longer than one character (e.g. U+0130), where Go's simple case mapping is
-// used instead.
+// NLTK works on Python characters; this port works on runes and lowercases
+// like Python's str.lower (see pyLower).
 func Stem(word string) string {
-	lower := strings.ToLower(word)
+	lower := pyLower(word)
 	if v, ok := irregular[word]; ok {
 		return v
 	}
@@ -54,6 +53,73 @@ func Stem(word string) string {
 	w.step5a()
 	w.step5b()
 	return string(w.b)
+}
+
+// pyLower is Python's str.lower: Go's simple case mapping plus the two
+// places where Python differs, U+0130 (capital I with dot) becoming "i" and
+// U+0307, and a capital sigma in the Final_Sigma context becoming "ς".
+func pyLower(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToLower(s)
+	}
+	rs := []rune(s)
+	out := make([]rune, 0, len(rs)+1)
+	for i, r := range rs {
+		switch r {
+		case 0x130:
+			out = append(out, 'i', 0x307)
+		case 0x3a3:
+			if finalSigma(rs, i) {
+				out = append(out, 0x3c2)
+			} else {
+				out = append(out, 0x3c3)
+			}
+		default:
+			out = append(out, unicode.ToLower(r))
+		}
+	}
+	return string(out)
+}
+
+// finalSigma is CPython's handle_capital_sigma: a cased letter before
+// (skipping case-ignorable characters) and none after.
+func finalSigma(rs []rune, i int) bool {
+	j := i - 1
+	for j >= 0 && caseIgnorable(rs[j]) {
+		j--
+	}
+	if j < 0 || !cased(rs[j]) {
+		return false
+	}
+	j = i + 1
+	for j < len(rs) && caseIgnorable(rs[j]) {
+		j++
+	}
+	return j == len(rs) || !cased(rs[j])
+}
+
+func cased(r rune) bool {
+	return unicode.IsLower(r) || unicode.IsUpper(r) || unicode.IsTitle(r) ||
+		unicode.Is(unicode.Other_Lowercase, r) || unicode.Is(unicode.Other_Uppercase, r)
+}
+
+// caseIgnorable is Unicode's Case_Ignorable: categories Mn, Me, Cf, Lm, Sk
+// and the Word_Break classes MidLetter, MidNumLet and Single_Quote (listed,
+// as Go has no Word_Break tables).
+func caseIgnorable(r rune) bool {
+	switch r {
+	case 0x27, 0x2e, 0x3a, 0xb7, 0x387, 0x55f, 0x5f4, 0x2018, 0x2019, 0x2024, 0x2027,
+		0xfe13, 0xfe52, 0xfe55, 0xff07, 0xff0e, 0xff1a:
+		return true
+	}
+	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
 }
 
 // stemmer holds the word being stemmed; b shrinks and grows as the steps

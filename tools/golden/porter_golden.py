@@ -193,7 +193,11 @@ def vocabulary():
               "señoras", "über", "résumés", "fibroses", "α-blockers", "β-cells",
               "yyy", "yy", "y", "ay", "oy", "eye", "eyes", "boy", "boys", "toying",
               "syzygy", "yearly", "layered", "ies", "ied", "sses", "eed", "ing", "ed",
-              "ying", "ation", "ational", "alli", "logi", "bli", "ll", "sll"):
+              "ying", "ation", "ational", "alli", "logi", "bli", "ll", "sll",
+              # Python's str.lower: U+0130 expands, capital sigma is final or not.
+              "İstanbul", "İ", "İİ", "ΟΔΟΣ", "ΣΟΦΟΣ.", "Σ", "ΑΣ", "ΟΔΟΣ\u0301", "Α\u0301Σ",
+              "ΟΔΟΣ-ΑΣ", "ΌΣΟΣ", "ΣΑΣ'Σ", "ǅemal", "ΣΣ", "AΣ", "aΣb", "ΣTATES", "ﬁbrosis",
+              "straße", "STRASSE", "Ωmega", "\u212aelvin"):
         add(w)
     return words
 
