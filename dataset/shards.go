@@ -95,6 +95,9 @@ func ReadShardFile[T any](path string) iter.Seq2[T, error] {
 		defer r.Close()
 		buf := make([]T, 256)
 		for {
+			// Zeroed elements make the reader allocate fresh slices, so that yielded rows never
+			// share memory with the next batch.
+			clear(buf)
 			n, err := r.Read(buf)
 			for i := range n {
 				if !yield(buf[i], nil) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
@@ -40,17 +41,19 @@ func command(stdout, stderr io.Writer) cli.Command {
 	overwrite := fs.Bool("overwrite", false, "replace --out if it exists")
 	writeSample := fs.String("write-sample", "", "only write the synthetic sample as TracSum JSONL to this file, then exit")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	fs.Int64("seed", 0, "seed of splits and synthetic sample (config: seed)")
-	fs.String("split-by", "", "pmid (no abstract in two splits) or instance (config: prepare.split_by)")
-	fs.Float64("train-ratio", 0, "share of the train split (config: prepare.train_ratio)")
-	fs.Float64("dev-ratio", 0, "share of the dev split (config: prepare.dev_ratio)")
-	fs.Float64("test-ratio", 0, "share of the test split (config: prepare.test_ratio)")
-	fs.String("aspect-set", "", "auto, tracsum or pcoa (config: prepare.aspect_set)")
-	fs.Int("sample-size", 0, "synthetic abstracts when there is no --input (config: prepare.sample_size)")
-	fs.Int("rows-per-shard", 0, "rows per Parquet shard (config: prepare.rows_per_shard)")
-	fs.Int("workers", 0, "tokenizing goroutines, 0 = one per CPU (config: prepare.workers)")
-	fs.String("tokenizer", "", "bpe or wordpiece (config: tokenizer.kind)")
-	fs.Int("vocab-size", 0, "tokenizer vocabulary size (config: tokenizer.vocab_size)")
+	// Defaults shown by --help are the built-in ones; a flag only overrides the config when passed.
+	d := config.Default()
+	fs.Int64("seed", d.Seed, "seed of splits and synthetic sample (config: seed)")
+	fs.String("split-by", d.Prepare.SplitBy, "pmid (no abstract in two splits) or instance (config: prepare.split_by)")
+	fs.Float64("train-ratio", d.Prepare.TrainRatio, "share of the train split (config: prepare.train_ratio)")
+	fs.Float64("dev-ratio", d.Prepare.DevRatio, "share of the dev split (config: prepare.dev_ratio)")
+	fs.Float64("test-ratio", d.Prepare.TestRatio, "share of the test split (config: prepare.test_ratio)")
+	fs.String("aspect-set", d.Prepare.AspectSet, "auto, tracsum or pcoa (config: prepare.aspect_set)")
+	fs.Int("sample-size", d.Prepare.SampleSize, "synthetic abstracts when there is no --input (config: prepare.sample_size)")
+	fs.Int("rows-per-shard", d.Prepare.RowsPerShard, "rows per Parquet shard (config: prepare.rows_per_shard)")
+	fs.Int("workers", d.Prepare.Workers, "tokenizing goroutines, 0 = one per CPU (config: prepare.workers)")
+	fs.String("tokenizer", d.Tokenizer.Kind, "bpe or wordpiece (config: tokenizer.kind)")
+	fs.Int("vocab-size", d.Tokenizer.VocabSize, "tokenizer vocabulary size (config: tokenizer.vocab_size)")
 	return cli.Command{
 		Name:     "tracksum-prepare",
 		Synopsis: "--input FILE[,FILE...] --out DIR [flags]   |   --write-sample FILE [--sample-size N]",

@@ -69,6 +69,6 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	line += fmt.Sprintf(", Go heap peak ~%d MiB (sys)", ms.Sys>>20)
+	line += fmt.Sprintf(", Go runtime memory %d MiB", ms.Sys>>20)
 	fmt.Fprintln(w, line)
 }
