@@ -37,6 +37,11 @@ func Mean(x []float64) float64 {
 // interpolation. Draws come from math/rand/v2's PCG seeded with (seed, a
 // fixed constant), so the same inputs and seed give the same interval.
 // Empty values or resamples < 1 give (NaN, NaN).
+//
+// The draw scheme (one IntN(n) per draw, resample by resample, plain
+// left-to-right sums) is a contract: eval.Aggregate replays it to bootstrap
+// all metrics from one set of resamples, and its tests check that it
+// reproduces this function bit for bit.
 func BootstrapCI(values []float64, resamples int, seed uint64, level float64) (lo, hi float64) {
 	n := len(values)
 	if n == 0 || resamples < 1 {
