@@ -41,6 +41,10 @@ type Options struct {
 // (e.g. millions of distinct numbers) at some speed cost.
 const maxVocab = 1 << 20
 
+// bigMap is the size past which a pooled per-call map is replaced instead of
+// cleared.
+const bigMap = 4096
+
 // Scorer computes ROUGE scores. It is safe for concurrent use: tokens are
 // interned (and stemmed once) in a shared cache, and per-call buffers come
 // from a pool, so steady-state scoring does not allocate.
@@ -163,8 +167,18 @@ func (s *Scorer) tokenize(str string, t *text, sc *scratch) {
 func (s *Scorer) Score(reference, prediction string) Scores {
 	sc := s.pool.Get().(*scratch)
 	defer s.pool.Put(sc)
-	clear(sc.local)
-	clear(sc.overflow)
+	// Clearing a map costs its capacity, not its length: after a rare long
+	// text, start afresh rather than pay for the big map on every call.
+	if len(sc.local) > bigMap {
+		sc.local = make(map[int32]int32)
+	} else {
+		clear(sc.local)
+	}
+	if len(sc.overflow) > bigMap {
+		sc.overflow = make(map[string]int32)
+	} else {
+		clear(sc.overflow)
+	}
 	sc.nLocal = 0
 	s.tokenize(reference, &sc.ref, sc)
 	s.tokenize(prediction, &sc.pred, sc)
