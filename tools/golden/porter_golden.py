@@ -208,9 +208,9 @@ def main():
     stemmer = PorterStemmer()
     words = vocabulary()
     with open(sys.argv[1], "w", encoding="utf-8") as f:
-        f.write("# word<TAB>stem by nltk %s PorterStemmer (NLTK_EXTENSIONS); "
-                "regenerate: /usr/bin/python3 tools/golden/porter_golden.py %s\n"
-                % (nltk.__version__, sys.argv[1]))
+        f.write("# word<TAB>stem by nltk %s PorterStemmer (NLTK_EXTENSIONS); regenerate: "
+                "/usr/bin/python3 tools/golden/porter_golden.py eval/porter/testdata/stems.tsv\n"
+                % nltk.__version__)
         for w in words:
             f.write("%s\t%s\n" % (w, stemmer.stem(w)))
     print("wrote %d words to %s" % (len(words), sys.argv[1]))
