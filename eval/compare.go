@@ -57,7 +57,7 @@ func Compare(ctx context.Context, a, b, ref string, cfg config.Eval) (*Compariso
 			va[i], vb[i] = oa.Results[i].Values[m], ob.Results[i].Values[m]
 		}
 		d, p := stats.PairedBootstrap(va, vb, cfg.Bootstrap.Resamples, cfg.Bootstrap.Seed)
-		c.Metrics = append(c.Metrics, Difference{Metric: m.String(), A: mean(va), B: mean(vb), Diff: d, P: p})
+		c.Metrics = append(c.Metrics, Difference{Metric: m.String(), A: stats.Mean(va), B: stats.Mean(vb), Diff: d, P: p})
 	}
 	return c, nil
 }

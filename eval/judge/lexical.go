@@ -2,6 +2,8 @@ package judge
 
 import (
 	"context"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,7 +83,7 @@ func (l *Lexical) Decompose(_ context.Context, summary string) ([]string, error)
 	if IsUnknown(summary) {
 		return nil, nil
 	}
-	return l.units(summary), nil
+	return slices.Clone(l.analyze(summary).claims), nil
 }
 
 // Entails implements Judge.
@@ -134,21 +136,23 @@ func (l *Lexical) entails(p, h *analysis) bool {
 // a negated claim must be backed by a negated clause about the same thing.
 func (l *Lexical) negationAgrees(p, h *analysis) bool {
 	best, agree := -1, false
+	onlyWords := len(h.content) == 0 && len(h.nums) == 0
 	for _, u := range p.units {
 		o := 0
-		for w := range h.content {
-			if _, ok := u.content[w]; ok {
-				o++
+		if onlyWords {
+			for _, w := range u.words {
+				if _, ok := h.words[w]; ok {
+					o++
+				}
 			}
-		}
-		for v := range h.nums {
-			if _, ok := u.nums[v]; ok {
-				o++
+		} else {
+			for _, w := range u.content {
+				if _, ok := h.content[w]; ok {
+					o++
+				}
 			}
-		}
-		if len(h.content) == 0 && len(h.nums) == 0 {
-			for w := range h.words {
-				if _, ok := u.words[w]; ok {
+			for _, v := range u.nums {
+				if _, ok := h.nums[v]; ok {
 					o++
 				}
 			}
@@ -163,47 +167,64 @@ func (l *Lexical) negationAgrees(p, h *analysis) bool {
 	return agree
 }
 
-// analysis is what the judge knows of a text: its clauses and the union of their features.
+// analysis is what the judge knows of a text: the union of its clauses' features (sets, for
+// lookups) and each clause's features (distinct items, for the negation check).
 type analysis struct {
-	unitFeatures
-	units []unitFeatures
-}
-
-type unitFeatures struct {
 	content map[string]struct{} // stemmed content words
 	nums    map[string]bool     // normalised number -> seen as a percentage
 	words   map[string]struct{} // every lowercased word, stop words included
 	neg     bool
+	units   []unitFeatures
+	claims  []string // the clause texts: what Decompose returns
+}
+
+type unitFeatures struct {
+	content, nums, words []string
+	neg                  bool
 }
 
 func (l *Lexical) analyze(text string) *analysis {
 	if a, ok := l.analyses.Load(text); ok {
 		return a.(*analysis)
 	}
-	a := &analysis{unitFeatures: newFeatures()}
-	for _, u := range l.units(text) {
-		f := newFeatures()
-		for _, t := range scan(u) {
-			switch {
-			case t.num:
-				f.nums[t.text] = f.nums[t.text] || t.pct
-				a.nums[t.text] = a.nums[t.text] || t.pct
-			case negationCues[t.text]:
-				f.neg = true
-				f.words[t.text] = struct{}{}
-				a.words[t.text] = struct{}{}
-			default:
-				f.words[t.text] = struct{}{}
-				a.words[t.text] = struct{}{}
-				if !stopWords[t.text] {
-					s := l.stem(t.text)
-					f.content[s] = struct{}{}
-					a.content[s] = struct{}{}
+	a := &analysis{content: map[string]struct{}{}, nums: map[string]bool{}, words: map[string]struct{}{}}
+	for _, sent := range splitSentences(text) {
+		toks := scan(sent)
+		k := 0
+		for _, span := range l.clauseSpans(sent, toks) {
+			if c := trimUnit(sent[span[0]:span[1]]); c != "" {
+				a.claims = append(a.claims, c)
+			}
+			var f unitFeatures
+			for ; k < len(toks) && toks[k].start < span[1]; k++ {
+				t := toks[k]
+				if t.start < span[0] {
+					continue // inside the separator
+				}
+				switch {
+				case t.num:
+					if _, seen := a.nums[t.text]; !seen || t.pct {
+						a.nums[t.text] = a.nums[t.text] || t.pct
+					}
+					f.nums = appendNew(f.nums, t.text)
+				default:
+					if negationCues[t.text] {
+						f.neg = true
+					}
+					a.words[t.text] = struct{}{}
+					f.words = appendNew(f.words, t.text)
+					if !stopWords[t.text] && !negationCues[t.text] {
+						st := l.stem(t.text)
+						a.content[st] = struct{}{}
+						f.content = appendNew(f.content, st)
+					}
 				}
 			}
+			if len(f.words) > 0 || len(f.nums) > 0 {
+				a.neg = a.neg || f.neg
+				a.units = append(a.units, f)
+			}
 		}
-		a.neg = a.neg || f.neg
-		a.units = append(a.units, f)
 	}
 	if l.nAnal.Add(1) > cacheCap {
 		l.analyses.Clear()
@@ -213,12 +234,13 @@ func (l *Lexical) analyze(text string) *analysis {
 	return a
 }
 
-func newFeatures() unitFeatures {
-	return unitFeatures{
-		content: map[string]struct{}{},
-		nums:    map[string]bool{},
-		words:   map[string]struct{}{},
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
 	}
+	return append(list, s)
 }
 
 func (l *Lexical) stem(w string) string {
@@ -232,15 +254,6 @@ func (l *Lexical) stem(w string) string {
 	}
 	l.stems.Store(w, s)
 	return s
-}
-
-// units splits a text into its clause-level units (the lexical decomposition).
-func (l *Lexical) units(text string) []string {
-	var out []string
-	for _, s := range splitSentences(text) {
-		out = append(out, l.splitClauses(s)...)
-	}
-	return out
 }
 
 // abbreviations never end a sentence when followed by a period.
@@ -304,65 +317,77 @@ var clauseSeparators = []string{
 	", followed by ", " followed by ", " and ",
 }
 
-func (l *Lexical) splitClauses(sentence string) []string {
-	var out []string
-	rest := sentence
-	for {
-		cut, sepLen := -1, 0
-		searchFrom := 0
-		for cut < 0 {
-			pos, plen := -1, 0
-			low := strings.ToLower(rest[searchFrom:])
-			for _, sep := range clauseSeparators {
-				if k := strings.Index(low, sep); k >= 0 && (pos < 0 || k < pos) {
-					pos, plen = k, len(sep)
-				}
-			}
-			if pos < 0 {
+// clauseSpans returns the byte spans of the clauses of a sentence whose tokens are toks: a cut at a
+// separator is made, left to right, when the clause so far and the rest of the sentence both keep
+// MinClauseWords content tokens.
+func (l *Lexical) clauseSpans(sentence string, toks []token) [][2]int {
+	// cum[k] = content tokens among toks[:k].
+	cum := make([]int, len(toks)+1)
+	for k, t := range toks {
+		cum[k+1] = cum[k]
+		if t.content() {
+			cum[k+1]++
+		}
+	}
+	// contentIn counts the content tokens lying entirely inside [from, to).
+	contentIn := func(from, to int) int {
+		a := sort.Search(len(toks), func(k int) bool { return toks[k].start >= from })
+		b := sort.Search(len(toks), func(k int) bool { return toks[k].end > to })
+		if b < a {
+			return 0
+		}
+		return cum[b] - cum[a]
+	}
+	lower := asciiLower(sentence)
+	var spans [][2]int
+	start := 0
+	for pos := 0; pos < len(lower); pos++ {
+		if c := lower[pos]; c != ',' && c != ';' && c != ' ' {
+			continue // every separator starts with one of these
+		}
+		plen := 0
+		for _, sep := range clauseSeparators {
+			if strings.HasPrefix(lower[pos:], sep) {
+				plen = len(sep)
 				break
 			}
-			pos += searchFrom
-			left, right := rest[:pos], rest[pos+plen:]
-			if countContent(left) >= l.opts.MinClauseWords && countContent(right) >= l.opts.MinClauseWords {
-				cut, sepLen = pos, plen
-			} else {
-				searchFrom = pos + 1
-			}
 		}
-		if cut < 0 {
-			break
+		if plen == 0 || pos < start {
+			continue
 		}
-		if s := trimUnit(rest[:cut]); s != "" {
-			out = append(out, s)
+		if contentIn(start, pos) >= l.opts.MinClauseWords && contentIn(pos+plen, len(sentence)) >= l.opts.MinClauseWords {
+			spans = append(spans, [2]int{start, pos})
+			start = pos + plen
+			pos = start - 1
 		}
-		rest = rest[cut+sepLen:]
 	}
-	if s := trimUnit(rest); s != "" {
-		out = append(out, s)
+	return append(spans, [2]int{start, len(sentence)})
+}
+
+// asciiLower lower-cases ASCII letters only, so that byte offsets stay valid.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
 	}
-	return out
+	return string(b)
 }
 
 func trimUnit(s string) string {
 	return strings.TrimRight(strings.TrimSpace(s), " ,;:")
 }
 
-func countContent(s string) int {
-	n := 0
-	for _, t := range scan(s) {
-		if t.num || (!stopWords[t.text] && !negationCues[t.text]) {
-			n++
-		}
-	}
-	return n
+// token is a lowercased word or a normalised number, with its byte span in the scanned text.
+type token struct {
+	text       string
+	num        bool
+	pct        bool
+	start, end int
 }
 
-// token is a lowercased word or a normalised number.
-type token struct {
-	text string
-	num  bool
-	pct  bool
-}
+func (t token) content() bool { return t.num || (!stopWords[t.text] && !negationCues[t.text]) }
 
 var numberWords = map[string]string{
 	"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
@@ -373,9 +398,16 @@ var numberWords = map[string]string{
 // and normalised numbers (digits not glued to a preceding letter: "1,000.50 %" -> "1000.5" pct).
 // "n't" becomes the word "not"; "percent" after a number marks it as a percentage.
 func scan(text string) []token {
-	var out []token
+	out := make([]token, 0, len(text)/5)
 	rs := []rune(text)
 	n := len(rs)
+	offs := make([]int, n+1) // byte offset of each rune, and of the end
+	b := 0
+	for i, r := range rs {
+		offs[i] = b
+		b += utf8.RuneLen(r)
+	}
+	offs[n] = b
 	isDigit := func(i int) bool { return i >= 0 && i < n && rs[i] >= '0' && rs[i] <= '9' }
 	for i := 0; i < n; {
 		r := rs[i]
@@ -385,21 +417,22 @@ func scan(text string) []token {
 			for j < n && (unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j])) {
 				j++
 			}
-			w := strings.ToLower(string(rs[i:j]))
+			w := strings.ToLower(text[offs[i]:offs[j]])
 			// n't: "didn't" -> "didn" "not"; the apostrophe and t are consumed here.
 			if j+1 < n && (rs[j] == '\'' || rs[j] == '\u2019') && (rs[j+1] == 't' || rs[j+1] == 'T') &&
 				strings.HasSuffix(w, "n") && (j+2 >= n || !unicode.IsLetter(rs[j+2])) {
-				out = append(out, token{text: w}, token{text: "not"})
+				out = append(out, token{text: w, start: offs[i], end: offs[j]}, token{text: "not", start: offs[j], end: offs[j+2]})
 				i = j + 2
 				continue
 			}
 			switch {
 			case (w == "percent" || w == "pct") && len(out) > 0 && out[len(out)-1].num:
 				out[len(out)-1].pct = true
+				out[len(out)-1].end = offs[j]
 			case numberWords[w] != "":
-				out = append(out, token{text: numberWords[w], num: true})
+				out = append(out, token{text: numberWords[w], num: true, start: offs[i], end: offs[j]})
 			default:
-				out = append(out, token{text: w})
+				out = append(out, token{text: w, start: offs[i], end: offs[j]})
 			}
 			i = j
 		case isDigit(i) || (r == '.' && isDigit(i+1) && !isDigit(i-1)):
@@ -430,7 +463,7 @@ func scan(text string) []token {
 				pct = true
 				j = k + 1
 			}
-			out = append(out, token{text: normalizeNumber(intPart.String(), frac.String()), num: true, pct: pct})
+			out = append(out, token{text: normalizeNumber(intPart.String(), frac.String()), num: true, pct: pct, start: offs[i], end: offs[j]})
 			i = j
 		default:
 			i++
