@@ -3,6 +3,7 @@ package summarizer
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -29,6 +30,8 @@ type Net struct {
 	gateC   []float32
 	gateX   []float32
 	gateB   float32
+	// suppress lists ids that are never generated (special tokens other than [EOS]).
+	suppress []int32
 }
 
 type linear struct {
@@ -274,8 +277,14 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 		for j, aj := range a {
 			out[src.IDs[j]] += (1 - gate) * aj
 		}
+		for _, id := range n.suppress {
+			out[id] = 0
+		}
 	}
 }
+
+// Suppress makes Step give probability 0 to ids (e.g. [PAD], [SEP]: tokens a summary never holds).
+func (n *Net) Suppress(ids []int32) { n.suppress = slices.Clone(ids) }
 
 // apply returns x [rows, in] W + b as [rows, out].
 func (l linear) apply(x []float32, rows int) []float32 {
@@ -407,3 +416,9 @@ func axpy(alpha float32, x, y []float32) {
 		y[i] += alpha * x[i]
 	}
 }
+
+// Clone implements decode.Model.
+func (n *Net) Clone(st *DecState) *DecState { return st.Clone() }
+
+// VocabSize implements decode.Model.
+func (n *Net) VocabSize() int { return n.H.VocabSize }

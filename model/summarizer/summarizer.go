@@ -1,0 +1,170 @@
+// Package summarizer is tracksum's abstractive summarizer: a small encoder-decoder transformer with
+// a pointer-generator copy mechanism, so that numbers, doses and drug names can be copied from the
+// tracked sentences even when they are rare in training. Its input is an aspect plus the sentences
+// the tracker kept (and, in the full-context variant, the whole abstract after a [CTX] marker with
+// its own segment embedding); its output is the aspect summary.
+//
+// Training (Train) builds the network as a GoMLX graph and runs it through the shared loop of
+// model/training; inference (Load, Summarizer.Summarize) runs the same network in plain Go with
+// cached encoder states and a decoder KV cache, driven by package model/decode (greedy or beam).
+//
+// # Example
+//
+//	s, err := summarizer.Load("checkpoints/summ")
+//	if err != nil {
+//		return err
+//	}
+//	out, err := s.Summarize([]summarizer.Request{{Aspect: "m", Cited: sentences}}, s.DecodeOptions())
+package summarizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/dataset"
+	tsmodel "github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/subword"
+)
+
+// File names of a summarizer checkpoint directory, next to the training loop's best/, state/,
+// metrics.jsonl and curves.png.
+const (
+	MetaFile      = "summarizer.json"
+	TokenizerFile = "tokenizer.json"
+	ConfigFile    = "config.yaml"
+	formatVersion = 1
+)
+
+// ErrNotSummarizer marks a directory that is not a trained summarizer checkpoint.
+var ErrNotSummarizer = errors.New("not a summarizer checkpoint")
+
+// Meta is summarizer.json: what inference needs besides the weights and the tokenizer.
+type Meta struct {
+	FormatVersion int    `json:"format_version"`
+	Hyper         Hyper  `json:"hyper"`
+	AspectSet     string `json:"aspect_set"`
+	// Decoding defaults, from the training config.
+	BeamSize      int     `json:"beam_size"`
+	LengthPenalty float64 `json:"length_penalty"`
+	NoRepeatNgram int     `json:"no_repeat_ngram"`
+}
+
+// Summarizer is a loaded checkpoint, ready to summarize. It is safe for concurrent use.
+type Summarizer struct {
+	Meta Meta
+	Net  *Net
+	Tok  *subword.Tokenizer
+}
+
+// Request is one summary to write: an aspect code and its tracked sentences, plus the whole
+// abstract for a full-context model (ignored otherwise).
+type Request struct {
+	Aspect   string
+	Cited    []string
+	Document []string
+}
+
+// Load reads a checkpoint directory written by Train.
+func Load(dir string) (*Summarizer, error) {
+	metaPath := filepath.Join(dir, MetaFile)
+	b, err := os.ReadFile(metaPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, dir, err)
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, metaPath, err)
+	}
+	if m.FormatVersion != formatVersion {
+		return nil, fmt.Errorf("%w: %s: format version %d, this build reads %d", ErrNotSummarizer, metaPath, m.FormatVersion, formatVersion)
+	}
+	if err := m.Hyper.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, metaPath, err)
+	}
+	tok, err := subword.Load(filepath.Join(dir, TokenizerFile))
+	if err != nil {
+		return nil, err
+	}
+	if tok.VocabSize() != m.Hyper.VocabSize {
+		return nil, fmt.Errorf("%w: %s: tokenizer has %d ids, model %d", ErrNotSummarizer, dir, tok.VocabSize(), m.Hyper.VocabSize)
+	}
+	weights := filepath.Join(dir, training.BestDir, training.BestVariables)
+	ts, err := tsmodel.ReadTensors(weights)
+	if err != nil {
+		return nil, fmt.Errorf("summarizer %s: %w", dir, err)
+	}
+	net, err := NewNet(m.Hyper, modelVars(ts))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", weights, err)
+	}
+	net.Suppress(suppressed(tok.NumSpecial(), m.Hyper.EosID))
+	return &Summarizer{Meta: m, Net: net, Tok: tok}, nil
+}
+
+// modelVars keeps the model-scope variables, keyed relative to the scope.
+func modelVars(ts map[string]*tensors.Tensor) map[string]*tensors.Tensor {
+	out := map[string]*tensors.Tensor{}
+	for name, t := range ts {
+		if rel, ok := strings.CutPrefix(name, tsmodel.ModelScope+"/"); ok {
+			out[rel] = t
+		}
+	}
+	return out
+}
+
+// suppressed lists the special ids a summary never contains: all of them but [EOS].
+func suppressed(numSpecial int, eos int32) []int32 {
+	var out []int32
+	for id := range int32(numSpecial) {
+		if id != eos {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// DecodeOptions returns the checkpoint's decoding defaults.
+func (s *Summarizer) DecodeOptions() decode.Options {
+	return decode.Options{
+		BeamSize:      s.Meta.BeamSize,
+		MaxLen:        s.Meta.Hyper.MaxSummaryLen,
+		LengthPenalty: s.Meta.LengthPenalty,
+		NoRepeatNgram: s.Meta.NoRepeatNgram,
+		BOS:           s.Meta.Hyper.BosID,
+		EOS:           s.Meta.Hyper.EosID,
+	}
+}
+
+// Summarize writes one summary per request, decoding them together (batched).
+func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, error) {
+	states := make([]*DecState, len(reqs))
+	for i, r := range reqs {
+		a, ok := dataset.LookupAspect(s.Meta.AspectSet, r.Aspect)
+		if !ok {
+			return nil, fmt.Errorf("summarize: unknown aspect %q (aspect set %s)", r.Aspect, s.Meta.AspectSet)
+		}
+		ids, seg := BuildSource(s.Meta.Hyper, s.Tok.Encode(aspectText(a.Name, a.Description)), s.encodeAll(r.Cited), s.encodeAll(r.Document))
+		states[i] = s.Net.NewState(s.Net.Encode(ids, seg))
+	}
+	hyps := decode.Search(s.Net, states, o)
+	out := make([]string, len(hyps))
+	for i, h := range hyps {
+		out[i] = strings.TrimSpace(s.Tok.Decode(h.Tokens))
+	}
+	return out, nil
+}
+
+func (s *Summarizer) encodeAll(sents []string) [][]int32 {
+	out := make([][]int32, len(sents))
+	for i, t := range sents {
+		out[i] = s.Tok.Encode(t)
+	}
+	return out
+}

@@ -1,0 +1,368 @@
+package summarizer
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified.
+	"github.com/gomlx/gomlx/core/tensors"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/eval/rouge"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	tsmodel "github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/subword"
+)
+
+// Example is one training pair in token ids.
+type Example struct {
+	Src, Seg []int32
+	// Tgt is the reference summary (no [BOS]/[EOS]), truncated to MaxSummaryLen-1 so that [EOS]
+	// always fits.
+	Tgt []int32
+	// Ref is the reference summary text, for dev ROUGE.
+	Ref string
+}
+
+// Train trains a summarizer on the summarizer shards of a prepared directory (train split; dev split
+// for evaluation) and writes a checkpoint directory that infer loads with Load. Rerunning the same
+// command after an interruption resumes from the saved state.
+func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) error {
+	man, err := dataset.ReadManifest(dataDir)
+	if err != nil {
+		return err
+	}
+	tokPath := filepath.Join(dataDir, dataset.TokenizerFile)
+	tok, err := subword.Load(tokPath)
+	if err != nil {
+		return err
+	}
+	special, err := specialIDs(tok)
+	if err != nil {
+		return fmt.Errorf("%s: %w", tokPath, err)
+	}
+	h := HyperFromConfig(cfg.Summarizer, tok.VocabSize(), special)
+	if err := h.validate(); err != nil {
+		return fmt.Errorf("summarizer: %w", err)
+	}
+	aspectIDs := map[string][]int32{}
+	for _, a := range dataset.Aspects(man.AspectSet) {
+		aspectIDs[a.Code] = tok.Encode(aspectText(a.Name, a.Description))
+	}
+	load := func(split string) ([]Example, error) {
+		var out []Example
+		for row, err := range dataset.ReadShards[dataset.SummarizerRow](dataDir, dataset.TaskSummarizer, split) {
+			if err != nil {
+				return nil, err
+			}
+			a, ok := aspectIDs[row.Aspect]
+			if !ok {
+				return nil, fmt.Errorf("%s: summarizer row %s/%s: unknown aspect %q", dataDir, row.PMID, row.Aspect, row.Aspect)
+			}
+			out = append(out, MakeExample(h, a, splitOn(row.CitedIDs, h.SepID), splitOn(row.DocumentIDs, h.SepID), row.SummaryIDs, row.Summary))
+		}
+		return out, nil
+	}
+	train, err := load(dataset.SplitTrain)
+	if err != nil {
+		return err
+	}
+	dev, err := load(dataset.SplitDev)
+	if err != nil {
+		return err
+	}
+	if len(train) == 0 {
+		return fmt.Errorf("%s: no summarizer training rows", dataDir)
+	}
+
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("summarizer: %w", err)
+	}
+	meta := Meta{FormatVersion: formatVersion, Hyper: h, AspectSet: man.AspectSet,
+		BeamSize: cfg.Summarizer.BeamSize, LengthPenalty: cfg.Summarizer.LengthPenalty, NoRepeatNgram: cfg.Summarizer.NoRepeatNgram}
+	mb, _ := json.MarshalIndent(meta, "", "  ")
+	if err := atomicio.WriteFile(filepath.Join(outDir, MetaFile), append(mb, '\n'), 0o644); err != nil {
+		return err
+	}
+	tb, err := os.ReadFile(tokPath)
+	if err != nil {
+		return fmt.Errorf("summarizer: %w", err)
+	}
+	if err := atomicio.WriteFile(filepath.Join(outDir, TokenizerFile), tb, 0o644); err != nil {
+		return err
+	}
+	if err := cfg.WriteFile(filepath.Join(outDir, ConfigFile)); err != nil {
+		return err
+	}
+
+	// The pure-Go backend's parallel op scheduler deadlocked in this model's training steps (the
+	// process sat idle after a few steps, stuck in workerspool); the sequential scheduler does not.
+	if _, set := os.LookupEnv("GOMLX_BACKEND"); !set {
+		os.Setenv("GOMLX_BACKEND", "go:ops_sequential")
+	}
+	backend, name, err := tsmodel.Backend()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "summarizer: %d train / %d dev examples, vocab %d, backend %s\n", len(train), len(dev), h.VocabSize, name)
+	res, err := TrainExamples(ctx, TrainOptions{
+		Backend: backend, Hyper: h, Loop: cfg.Summarizer.Train, Seed: cfg.Seed, OutDir: outDir,
+		Train: train, Dev: dev, DevDecodeLimit: cfg.Summarizer.DevDecodeLimit,
+		Suppress: suppressed(tok.NumSpecial(), h.EosID),
+		Detok:    func(ids []int32) string { return strings.TrimSpace(tok.Decode(ids)) },
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "summarizer: %s after %d/%d steps; best dev at step %d: %s; %.1f examples/s\n",
+		res.Stop, res.Steps, res.TotalSteps, res.BestStep, formatMetrics(res.Best), res.ExamplesPerSec)
+	return nil
+}
+
+// specialIDs looks up the tokenizer's special tokens the summarizer needs.
+func specialIDs(tok *subword.Tokenizer) (SpecialIDs, error) {
+	var s SpecialIDs
+	var missing []string
+	for _, p := range []struct {
+		name string
+		dst  *int32
+	}{{"[PAD]", &s.Pad}, {"[BOS]", &s.Bos}, {"[EOS]", &s.Eos}, {"[SEP]", &s.Sep}, {"[CTX]", &s.Ctx}} {
+		id, ok := tok.SpecialID(p.name)
+		if !ok {
+			missing = append(missing, p.name)
+		}
+		*p.dst = id
+	}
+	if len(missing) > 0 {
+		return s, fmt.Errorf("tokenizer lacks special tokens %s", strings.Join(missing, ", "))
+	}
+	return s, nil
+}
+
+// MakeExample builds a training pair from token ids.
+func MakeExample(h Hyper, aspect []int32, cited, document [][]int32, summary []int32, ref string) Example {
+	src, seg := BuildSource(h, aspect, cited, document)
+	return Example{Src: src, Seg: seg, Tgt: slices.Clone(summary[:min(len(summary), h.MaxSummaryLen-1)]), Ref: ref}
+}
+
+// TrainOptions configures TrainExamples.
+type TrainOptions struct {
+	Backend compute.Backend
+	Hyper   Hyper
+	Loop    config.TrainLoop
+	Seed    int64
+	OutDir  string
+	// Train and Dev are the examples; Dev may be empty (then the train loss is not evaluated and the
+	// last step is kept as best).
+	Train, Dev []Example
+	// DevDecodeLimit caps the dev examples decoded (greedy) for ROUGE at each evaluation; 0 = all.
+	DevDecodeLimit int
+	// Suppress are ids never generated; Detok turns generated ids into text for ROUGE.
+	Suppress []int32
+	Detok    func([]int32) string
+	// Log receives progress; os.Stderr when nil.
+	Log io.Writer
+	// AfterStep is passed to the training loop (tests).
+	AfterStep func(step int)
+}
+
+// TrainExamples runs the shared training loop on examples. The best dev checkpoint (by ROUGE-L F of
+// greedy decoding) is written to OutDir/best/model.safetensors.
+func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error) {
+	h := o.Hyper
+	store := gomlxmodel.NewStore()
+	batchSize := o.Loop.BatchSize
+	devBatches := makeBatches(h, o.Dev, batchSize, nil)
+
+	var lossExec *gomlxmodel.Exec
+	scorer := rouge.New(rouge.Options{Stem: true})
+	evaluate := func(ctx context.Context) (training.Metrics, error) {
+		if len(o.Dev) == 0 {
+			return training.Metrics{"rougeL": 0}, nil
+		}
+		if lossExec == nil {
+			var err error
+			lossExec, err = gomlxmodel.NewExec(o.Backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) []*Node {
+				nll, mask := TokenNLLGraph(store.Scope(tsmodel.ModelScope), h, Batch{Src: inputs[0], Seg: inputs[1], TgtIn: inputs[2], TgtOut: inputs[3]})
+				return []*Node{ReduceAllSum(Mul(nll, mask)), ReduceAllSum(mask)}
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		var sum, count float64
+		for _, b := range devBatches {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			out, err := lossExec.Call(b.Inputs...)
+			if err != nil {
+				return nil, fmt.Errorf("dev loss: %w", err)
+			}
+			sum += float64(tensors.ToScalar[float32](out[0]))
+			count += float64(tensors.ToScalar[float32](out[1]))
+		}
+		net, err := netFromVariables(h, store)
+		if err != nil {
+			return nil, err
+		}
+		net.Suppress(o.Suppress)
+		dev := o.Dev
+		if o.DevDecodeLimit > 0 && len(dev) > o.DevDecodeLimit {
+			dev = dev[:o.DevDecodeLimit]
+		}
+		preds := DecodeExamples(net, dev, decode.Options{BeamSize: 1, MaxLen: h.MaxSummaryLen, BOS: h.BosID, EOS: h.EosID})
+		var r1, r2, rl float64
+		for i, ex := range dev {
+			s := scorer.Score(ex.Ref, o.Detok(preds[i]))
+			r1, r2, rl = r1+s.R1.F, r2+s.R2.F, rl+s.RL.F
+		}
+		n := float64(len(dev))
+		return training.Metrics{"loss": sum / max(count, 1), "rouge1": r1 / n, "rouge2": r2 / n, "rougeL": rl / n}, nil
+	}
+	return training.Run(ctx, training.Options{
+		Backend: o.Backend,
+		Store:   store,
+		Loss: func(scope *gomlxmodel.Scope, inputs []*Node) *Node {
+			return LossGraph(scope, h, Batch{Src: inputs[0], Seg: inputs[1], TgtIn: inputs[2], TgtOut: inputs[3]})
+		},
+		Batches: func(epoch int) ([]training.Batch, error) {
+			return makeBatches(h, o.Train, batchSize, rand.New(rand.NewPCG(uint64(o.Seed), uint64(epoch)))), nil
+		},
+		Evaluate:  evaluate,
+		Select:    "rougeL",
+		Loop:      o.Loop,
+		Seed:      o.Seed,
+		OutDir:    o.OutDir,
+		Log:       o.Log,
+		AfterStep: o.AfterStep,
+	})
+}
+
+// DecodeExamples decodes the examples' sources with net, in chunks, and returns the generated ids.
+func DecodeExamples(net *Net, exs []Example, o decode.Options) [][]int32 {
+	const chunk = 16
+	out := make([][]int32, 0, len(exs))
+	for start := 0; start < len(exs); start += chunk {
+		part := exs[start:min(start+chunk, len(exs))]
+		states := make([]*DecState, len(part))
+		for i, ex := range part {
+			states[i] = net.NewState(net.Encode(ex.Src, ex.Seg))
+		}
+		for _, hyp := range decode.Search(net, states, o) {
+			out = append(out, hyp.Tokens)
+		}
+	}
+	return out
+}
+
+// netFromVariables copies the store's current model variables into a Go Net.
+func netFromVariables(h Hyper, store *gomlxmodel.Store) (*Net, error) {
+	vars := map[string]*tensors.Tensor{}
+	for v := range store.IterVariables() {
+		rel, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/")
+		if !ok {
+			continue
+		}
+		t, err := v.Value()
+		if err != nil {
+			return nil, fmt.Errorf("variable %s: %w", v.Path(), err)
+		}
+		vars[rel] = t
+	}
+	return NewNet(h, vars)
+}
+
+// Length buckets: each distinct (source, target) padded shape compiles its own graph, so lengths
+// are rounded up to these steps.
+const (
+	srcBucket = 32
+	tgtBucket = 16
+)
+
+// makeBatches groups examples into padded batches. With rng (training) examples are shuffled, then
+// sorted by length within windows of 20 batches (so batches hold similar lengths and padding stays
+// small) and the batch order is shuffled; without rng (dev) order is by length.
+func makeBatches(h Hyper, exs []Example, batchSize int, rng *rand.Rand) []training.Batch {
+	idx := make([]int, len(exs))
+	for i := range idx {
+		idx[i] = i
+	}
+	byLen := func(a, b int) int { return cmp.Compare(len(exs[a].Src), len(exs[b].Src)) }
+	if rng != nil {
+		rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		window := 20 * batchSize
+		for s := 0; s < len(idx); s += window {
+			slices.SortStableFunc(idx[s:min(s+window, len(idx))], byLen)
+		}
+	} else {
+		slices.SortStableFunc(idx, byLen)
+	}
+	var batches []training.Batch
+	for s := 0; s < len(idx); s += batchSize {
+		batches = append(batches, padBatch(h, exs, idx[s:min(s+batchSize, len(idx))]))
+	}
+	if rng != nil {
+		rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
+	}
+	return batches
+}
+
+func roundUp(n, step int) int { return (n + step - 1) / step * step }
+
+// padBatch pads the examples at idx into the four [batch, len] int32 inputs of the loss graph.
+func padBatch(h Hyper, exs []Example, idx []int) training.Batch {
+	srcLen, tgtLen := 1, 1
+	for _, i := range idx {
+		srcLen = max(srcLen, len(exs[i].Src))
+		tgtLen = max(tgtLen, len(exs[i].Tgt)+1)
+	}
+	srcLen = min(roundUp(srcLen, srcBucket), h.MaxSourceLen)
+	tgtLen = min(roundUp(tgtLen, tgtBucket), h.MaxSummaryLen)
+	src, seg, tin, tout := make([][]int32, len(idx)), make([][]int32, len(idx)), make([][]int32, len(idx)), make([][]int32, len(idx))
+	tokens := 0
+	for k, i := range idx {
+		ex := exs[i]
+		src[k], seg[k] = make([]int32, srcLen), make([]int32, srcLen)
+		for j := range srcLen {
+			src[k][j] = h.PadID
+		}
+		copy(src[k], ex.Src)
+		copy(seg[k], ex.Seg)
+		tin[k], tout[k] = make([]int32, tgtLen), make([]int32, tgtLen)
+		for j := range tgtLen {
+			tin[k][j], tout[k][j] = h.PadID, h.PadID
+		}
+		tin[k][0] = h.BosID
+		copy(tin[k][1:], ex.Tgt)
+		copy(tout[k], ex.Tgt)
+		tout[k][len(ex.Tgt)] = h.EosID
+		tokens += len(ex.Src) + len(ex.Tgt) + 1
+	}
+	return training.Batch{Inputs: []any{src, seg, tin, tout}, Examples: len(idx), Tokens: tokens}
+}
+
+func formatMetrics(m training.Metrics) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.4f", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
