@@ -2,7 +2,9 @@ package subword
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -52,6 +54,56 @@ func genCorpus(seed uint64, n int) []string {
 	out := make([]string, n)
 	for i := range out {
 		out[i] = genSentence(r)
+	}
+	return out
+}
+
+// genZipfCorpus returns about size bytes of sentences over a large pseudo-word vocabulary with
+// Zipf-distributed frequencies (like real text), mixed with synthetic clinical sentences, so that
+// training has enough distinct words to fill an 8000-token vocabulary.
+func genZipfCorpus(seed uint64, size int) []string {
+	r := rand.New(rand.NewPCG(seed, 2))
+	syllables := []string{"ka", "to", "mi", "ne", "ro", "sa", "lu", "pe", "di", "gra", "stro", "phy", "lin",
+		"zol", "mab", "tin", "cep", "hy", "dro", "xi", "ver", "cor", "al", "en", "ol", "ine", "ate", "ide"}
+	const nWords = 100000
+	words := make([]string, nWords)
+	for i := range words {
+		var b strings.Builder
+		for range 1 + r.IntN(4) {
+			b.WriteString(syllables[r.IntN(len(syllables))])
+		}
+		words[i] = b.String()
+		if r.IntN(10) == 0 {
+			words[i] = strings.ToUpper(words[i][:1]) + words[i][1:]
+		}
+	}
+	// Zipf with exponent ~1.1 by inverse-CDF sampling on a precomputed table.
+	cdf := make([]float64, nWords)
+	total := 0.0
+	for i := range cdf {
+		total += 1 / math.Pow(float64(i+1), 1.1)
+		cdf[i] = total
+	}
+	var out []string
+	n := 0
+	for n < size {
+		var s string
+		if r.IntN(4) == 0 {
+			s = genSentence(r)
+		} else {
+			var b strings.Builder
+			for j := range 8 + r.IntN(20) {
+				if j > 0 {
+					b.WriteByte(' ')
+				}
+				k, _ := slices.BinarySearch(cdf, r.Float64()*total)
+				b.WriteString(words[min(k, nWords-1)])
+			}
+			b.WriteByte('.')
+			s = b.String()
+		}
+		out = append(out, s)
+		n += len(s)
 	}
 	return out
 }

@@ -134,6 +134,9 @@ func isBertControl(r rune) bool {
 	case '\t', '\n', '\r':
 		return false
 	}
+	if r < 0x7f {
+		return r < 0x20
+	}
 	return unicode.In(r, unicode.Cc, unicode.Cf)
 }
 
@@ -143,19 +146,32 @@ func isBertPunctuation(r rune) bool {
 	if (r >= 0x21 && r <= 0x2f) || (r >= 0x3a && r <= 0x40) || (r >= 0x5b && r <= 0x60) || (r >= 0x7b && r <= 0x7e) {
 		return true
 	}
+	if r < 0x80 {
+		return false
+	}
 	return unicode.Is(unicode.P, r)
 }
 
-// isCJK mirrors sugarme's CJK ideograph ranges (handle_chinese_chars).
+// isCJK mirrors sugarme's handle_chinese_chars test, including its table (a verbatim copy): the
+// ranges are not sorted, and unicode.In stops scanning at the first range above the rune, so CJK
+// Extension A (U+3400-U+4DBF) is never matched. Matching the library matters more than the intent.
 func isCJK(r rune) bool {
-	switch {
-	case r >= 0x4e00 && r <= 0x9fff, r >= 0x3400 && r <= 0x4dbf, r >= 0xf900 && r <= 0xfaff:
-		return true
-	case r >= 0x20000 && r <= 0x2a6df, r >= 0x2a700 && r <= 0x2b73f, r >= 0x2b740 && r <= 0x2b81f,
-		r >= 0x2b820 && r <= 0x2ceaf, r >= 0x2f800 && r <= 0x2fa1f:
-		return true
-	}
-	return false
+	return r >= 0x3400 && unicode.In(r, sugarmeCJK)
+}
+
+var sugarmeCJK = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{Lo: 0x4e00, Hi: 0x9fff, Stride: 1},
+		{Lo: 0x3400, Hi: 0x4dbf, Stride: 1},
+		{Lo: 0xf900, Hi: 0xfaff, Stride: 1},
+	},
+	R32: []unicode.Range32{
+		{Lo: 0x20000, Hi: 0x2a6df, Stride: 1},
+		{Lo: 0x2a700, Hi: 0x2b73f, Stride: 1},
+		{Lo: 0x2b740, Hi: 0x2b81f, Stride: 1},
+		{Lo: 0x2b820, Hi: 0x2ceaf, Stride: 1},
+		{Lo: 0x2f800, Hi: 0x2fa1f, Stride: 1},
+	},
 }
 
 // byteChars maps each byte to the printable rune that stands for it in byte-level BPE vocabularies

@@ -536,6 +536,8 @@ func TestEncodeRegressions(t *testing.T) {
 		{desc: "very long word", in: strings.Repeat("a", 5000)},
 		{desc: "very long digit run", in: strings.Repeat("0", 1000)},
 		{desc: "word over WordPiece max chars", in: strings.Repeat("é", 101)},
+		{desc: "CJK Extension A is not split by the library's unsorted range table", in: "0䵢"},
+		{desc: "CJK unified ideograph is split", in: "0中1"},
 	}
 	for _, kind := range kinds {
 		tok := sharedTokenizer(t, kind)

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"iter"
+	"runtime"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -48,25 +49,60 @@ func Train(texts iter.Seq[string], opts TrainOptions) (*Vocab, error) {
 	if err != nil {
 		return nil, err
 	}
-	counts := map[string]int64{}
 	split := byteLevelPieces
 	if opts.Kind == KindWordPiece {
 		split = bertPieces
 	}
-	add := func(piece string) {
-		if c, ok := counts[piece]; ok {
-			counts[piece] = c + 1
-		} else {
-			counts[strings.Clone(piece)] = 1
-		}
-	}
-	for text := range texts {
-		split(Clean(text), add)
-	}
+	counts := countWords(texts, split)
 	if opts.Kind == KindWordPiece {
 		return trainWordPiece(counts, opts)
 	}
 	return trainBPE(counts, opts)
+}
+
+// countWords cleans and pre-tokenizes texts and counts the distinct words. The texts are read in
+// batches by the caller's goroutine and counted by one worker per CPU in private maps, merged at the
+// end; the counts, hence the vocabulary, do not depend on the number of workers.
+func countWords(texts iter.Seq[string], split func(string, func(string))) map[string]int64 {
+	workers := min(runtime.GOMAXPROCS(0), 8)
+	const batchSize = 256
+	batches := make(chan []string, 2*workers)
+	results := make(chan map[string]int64, workers)
+	for range workers {
+		go func() {
+			counts := map[string]int64{}
+			add := func(piece string) {
+				if c, ok := counts[piece]; ok {
+					counts[piece] = c + 1
+				} else {
+					counts[strings.Clone(piece)] = 1
+				}
+			}
+			for batch := range batches {
+				for _, text := range batch {
+					split(Clean(text), add)
+				}
+			}
+			results <- counts
+		}()
+	}
+	batch := make([]string, 0, batchSize)
+	for text := range texts {
+		batch = append(batch, text)
+		if len(batch) == batchSize {
+			batches <- batch
+			batch = make([]string, 0, batchSize)
+		}
+	}
+	batches <- batch
+	close(batches)
+	counts := <-results
+	for range workers - 1 {
+		for w, c := range <-results {
+			counts[w] += c
+		}
+	}
+	return counts
 }
 
 // sortedWords returns the distinct words in byte order, so that every later step is independent of
