@@ -42,7 +42,8 @@ type LexicalOptions struct {
 //     in the hypothesis needs a percentage in the premise, a bare number matches either;
 //  3. negation agrees: among the premise's clauses that share the most content words and numbers
 //     with the hypothesis, one has the same polarity (a cue among no, not, n't, never, none, nor,
-//     neither, without, cannot, lack, absence, absent, fail, failed, unable) as the hypothesis.
+//     neither, without, cannot, lack, absence, absent, fail, failed, unable; not before
+//     "estimable", "reached", "evaluable" and similar jargon) as the hypothesis.
 //
 // A hypothesis without content words or numbers ("It was.") is entailed when all its words occur
 // in the premise. Known failures, by construction: word order and roles are ignored ("A was
@@ -208,7 +209,7 @@ func (l *Lexical) analyze(text string) *analysis {
 					}
 					f.nums = appendNew(f.nums, t.text)
 				default:
-					if negationCues[t.text] {
+					if negationCues[t.text] && !(k+1 < len(toks) && notNegated[toks[k+1].text]) {
 						f.neg = true
 					}
 					a.words[t.text] = struct{}{}
@@ -487,6 +488,11 @@ func normalizeNumber(intPart, frac string) string {
 // negationCues flip the polarity of the clause they occur in.
 var negationCues = setOf("no", "not", "never", "none", "nor", "neither", "without", "cannot",
 	"lack", "lacked", "lacking", "absence", "absent", "fail", "failed", "fails", "unable")
+
+// notNegated are the words after which a cue is statistical jargon, not a negation: "not
+// estimable", "not reached" (a median not reached), "not evaluable", ...
+var notNegated = setOf("estimable", "estimated", "reached", "evaluable", "applicable", "available",
+	"calculable", "assessable", "done")
 
 // stopWords carry no content for the coverage test.
 var stopWords = setOf(

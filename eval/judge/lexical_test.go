@@ -75,6 +75,8 @@ var entailCases = []struct {
 	{"negation added", "Serious adverse events were reported.", "No serious adverse events were reported.", false, false},
 	{"contracted negation", "The drug didn't improve survival.", "The drug improved survival.", false, false},
 	{"negation in another clause does not veto", "Rash was common, but no deaths occurred.", "Rash was common.", true, true},
+	{"statistical jargon is not a negation", "The response rate was 30%, with a median duration of 62 months (95% CI, 35-not estimable).",
+		"The median duration of response was 62 months.", true, true},
 	{"negation agrees", "There was no significant difference in survival.", "No significant difference in survival was found.", true, true},
 	{"role swap", "Nivolumab was compared with ipilimumab.", "Ipilimumab was compared with nivolumab.", false, true},
 	{"direction swap", "Survival was higher with drug X than with placebo.", "Survival was higher with placebo than with drug X.", false, true},
