@@ -9,10 +9,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 )
 
@@ -61,7 +61,7 @@ func main() {
 				return err
 			}
 			if task == "summarizer" {
-				return fmt.Errorf("--task summarizer: the summarizer trainer is not wired into this command yet")
+				return summarizer.Train(ctx, cfg, data, out)
 			}
 			_, _, err = tracker.Train(ctx, cfg, data, out, os.Stderr)
 			return err

@@ -150,7 +150,11 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 		if !ok {
 			return nil, fmt.Errorf("summarize: unknown aspect %q (aspect set %s)", r.Aspect, s.Meta.AspectSet)
 		}
-		ids, seg := BuildSource(s.Meta.Hyper, s.Tok.Encode(aspectText(a.Name, a.Description)), s.encodeAll(r.Cited), s.encodeAll(r.Document))
+		var doc [][]int32
+		if s.Meta.Hyper.FullContext {
+			doc = s.encodeAll(r.Document)
+		}
+		ids, seg := BuildSource(s.Meta.Hyper, s.Tok.Encode(aspectText(a.Name, a.Description)), s.encodeAll(r.Cited), doc)
 		states[i] = s.Net.NewState(s.Net.Encode(ids, seg))
 	}
 	hyps := decode.Search(s.Net, states, o)

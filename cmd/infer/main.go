@@ -1,0 +1,68 @@
+// Command tracksum-infer runs Track-then-Sum inference: the tracker keeps the sentences relevant to
+// each aspect, the summarizer writes the aspect summary from them.
+//
+//	tracksum-infer --tracker CKPT [--summarizer CKPT] --input X --out PRED.jsonl [--threshold 0.5]
+//	               [--full-context] [--aspects a,i,o] [--split test] [--refs REF.jsonl]
+//
+// X is a prepared directory (its --split), a TracSum/PCoA JSONL file, or raw text abstracts (one per
+// file or separated by blank lines). Without --summarizer it is track-only inference.
+package main
+
+import (
+	"context"
+
+	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/internal/cli"
+)
+
+func main() {
+	fs := cli.NewFlags("tracksum-infer")
+	fs.String("tracker", "", "tracker checkpoint directory (required)")
+	fs.String("summarizer", "", "summarizer checkpoint directory; omit for track-only inference")
+	fs.String("input", "", "prepared directory, benchmark .jsonl file, or raw text file (required)")
+	fs.String("split", "test", "split of a prepared directory to run on")
+	fs.String("out", "", "prediction JSONL file (required)")
+	fs.String("refs", "", "also write the input's reference instances here (eval format)")
+	fs.Float64("threshold", 0.5, "infer.threshold: keep sentences with probability >= this")
+	fs.Bool("full-context", false, "infer.full_context: give the summarizer the whole abstract too (TTS (+) f)")
+	fs.StringSlice("aspects", nil, "infer.aspects: aspect codes to summarize (default: the input's, or all for raw text)")
+	fs.Int("workers", 0, "infer.workers: abstracts processed in parallel (0 = number of CPUs)")
+	fs.Int("beam-size", 0, "beam size (default: the summarizer checkpoint's; 1 = greedy)")
+	cli.Main(cli.Command{
+		Name:     "tracksum-infer",
+		Synopsis: "--tracker CKPT [--summarizer CKPT] --input X --out PRED.jsonl [flags]",
+		Description: "Track-then-Sum inference. For each abstract and aspect the tracker scores every sentence, those with\n" +
+			"probability >= threshold are kept and summarized; when none is kept the summary is \"Unknown.\" with no\n" +
+			"citation. Output: one JSON object per (PMID, aspect) with Summary, Indexes and per-sentence Scores.",
+		Flags: fs,
+		Run: func(ctx context.Context, args []string) error {
+			var o infer.Options
+			o.Tracker, _ = fs.GetString("tracker")
+			o.Summarizer, _ = fs.GetString("summarizer")
+			o.Input, _ = fs.GetString("input")
+			o.Split, _ = fs.GetString("split")
+			o.Out, _ = fs.GetString("out")
+			o.Refs, _ = fs.GetString("refs")
+			o.BeamSize, _ = fs.GetInt("beam-size")
+			if len(args) > 0 {
+				return cli.Usagef("unexpected arguments %v", args)
+			}
+			if o.Tracker == "" || o.Input == "" || o.Out == "" {
+				return cli.Usagef("--tracker, --input and --out are required")
+			}
+			keys := map[string]string{"threshold": "infer.threshold", "full-context": "infer.full_context",
+				"aspects": "infer.aspects", "workers": "infer.workers"}
+			for name := range keys {
+				if !fs.Changed(name) {
+					delete(keys, name) // only flags actually passed override the profile
+				}
+			}
+			cfg, err := cli.LoadConfig(fs, keys)
+			if err != nil {
+				return err
+			}
+			_, err = infer.Run(ctx, cfg, o)
+			return err
+		},
+	})
+}

@@ -1,0 +1,381 @@
+// Package infer runs Track-then-Sum inference (TracSum section 5.1): for each abstract and aspect,
+// the tracker scores every sentence, the sentences with probability >= threshold are kept, and the
+// summarizer writes the aspect summary from them (optionally with the whole abstract as context).
+// When no sentence is kept the prediction is the negative one: summary "Unknown." and no citation.
+// Without a summarizer it is track-only inference: Summary is left empty, for citation metrics.
+//
+// Input is a prepared directory (one split of it), a TracSum/PCoA JSONL file, or raw text abstracts;
+// output is JSONL in the format of package eval, plus the per-sentence tracker Scores.
+//
+// # Example
+//
+//	err := infer.Run(ctx, cfg, infer.Options{Tracker: "checkpoints/tracker", Summarizer: "checkpoints/summ",
+//		Input: "prepared/demo", Split: "test", Out: "runs/pred.jsonl"})
+package infer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/progress"
+	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/summarizer"
+	"github.com/tracksum/tracksum/model/tracker"
+)
+
+// Prediction is one output record: the eval format (PMID, Aspect, Summary, Indexes) plus the
+// tracker's probability for every sentence of the abstract.
+type Prediction struct {
+	PMID    string    `json:"PMID"`
+	Aspect  string    `json:"Aspect"`
+	Summary string    `json:"Summary"`
+	Indexes []int     `json:"Indexes"`
+	Scores  []float32 `json:"Scores"`
+}
+
+// Abstract is one abstract to process with the aspects to summarize for it, in output order.
+type Abstract struct {
+	PMID     string
+	Document []string
+	Aspects  []string
+}
+
+// Tracker scores sentences; *tracker.Model implements it.
+type Tracker interface {
+	ScoreBatch(reqs []tracker.Request) ([][]float32, error)
+}
+
+// Summarizer writes summaries; *summarizer.Summarizer implements it.
+type Summarizer interface {
+	Summarize(reqs []summarizer.Request, o decode.Options) ([]string, error)
+}
+
+// Pipeline holds the loaded models and settings.
+type Pipeline struct {
+	Tracker    Tracker
+	Summarizer Summarizer // nil: track-only
+	Decode     decode.Options
+	Threshold  float64
+	// FullContext passes the whole abstract to the summarizer as well.
+	FullContext bool
+}
+
+// Process runs Track-then-Sum on one abstract: one prediction per aspect, in order.
+func (p *Pipeline) Process(a Abstract) ([]Prediction, error) {
+	reqs := make([]tracker.Request, len(a.Aspects))
+	for i, asp := range a.Aspects {
+		reqs[i] = tracker.Request{Doc: a.Document, Aspect: asp}
+	}
+	scores, err := p.Tracker.ScoreBatch(reqs)
+	if err != nil {
+		return nil, fmt.Errorf("abstract %s: %w", a.PMID, err)
+	}
+	out := make([]Prediction, len(a.Aspects))
+	var sreqs []summarizer.Request
+	var sidx []int
+	for i, asp := range a.Aspects {
+		pred := Prediction{PMID: a.PMID, Aspect: asp, Indexes: []int{}, Scores: scores[i]}
+		var cited []string
+		for j, s := range scores[i] {
+			if float64(s) >= p.Threshold {
+				pred.Indexes = append(pred.Indexes, j)
+				cited = append(cited, a.Document[j])
+			}
+		}
+		switch {
+		case len(pred.Indexes) == 0:
+			pred.Summary = dataset.UnknownSummary
+		case p.Summarizer != nil:
+			r := summarizer.Request{Aspect: asp, Cited: cited}
+			if p.FullContext {
+				r.Document = a.Document
+			}
+			sreqs = append(sreqs, r)
+			sidx = append(sidx, i)
+		}
+		out[i] = pred
+	}
+	if len(sreqs) > 0 {
+		sums, err := p.Summarizer.Summarize(sreqs, p.Decode)
+		if err != nil {
+			return nil, fmt.Errorf("abstract %s: %w", a.PMID, err)
+		}
+		for k, i := range sidx {
+			out[i].Summary = sums[k]
+		}
+	}
+	return out, nil
+}
+
+// Options are the command-level inputs of Run.
+type Options struct {
+	// Tracker and Summarizer are checkpoint directories; Summarizer may be empty (track-only).
+	Tracker, Summarizer string
+	// Input is a prepared directory, a .jsonl/.json benchmark file, or a raw text file.
+	Input string
+	// Split selects the split of a prepared directory (default test).
+	Split string
+	// Out is the prediction JSONL path.
+	Out string
+	// Refs, when set and the input is annotated, receives the reference instances of the input in
+	// the eval format (useful for a prepared split, whose instances are otherwise only in shards).
+	Refs string
+	// BeamSize overrides the summarizer checkpoint's beam size when > 0.
+	BeamSize int
+	// Log receives progress and the final throughput line; os.Stderr when nil.
+	Log io.Writer
+}
+
+// Stats reports what Run did.
+type Stats struct {
+	Abstracts, Predictions int
+	Elapsed                time.Duration
+}
+
+// AbstractsPerSec is the throughput of the run.
+func (s Stats) AbstractsPerSec() float64 {
+	return float64(s.Abstracts) / max(s.Elapsed.Seconds(), 1e-9)
+}
+
+// Run loads the models, reads the input, runs the pipeline on every abstract with
+// cfg.Infer.Workers workers and writes the predictions atomically.
+func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
+	log := o.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	trk, err := tracker.Load(o.Tracker)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{Tracker: trk, Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
+	aspectSet := trk.Hyperparams().AspectSet
+	if o.Summarizer != "" {
+		s, err := summarizer.Load(o.Summarizer)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case cfg.Infer.FullContext && !s.Meta.Hyper.FullContext:
+			return nil, fmt.Errorf("--full-context: summarizer %s was trained without the abstract as context (summarizer.full_context: false)", o.Summarizer)
+		case !cfg.Infer.FullContext && s.Meta.Hyper.FullContext:
+			fmt.Fprintf(log, "infer: summarizer %s was trained with the full abstract as context: using TTS (+) f\n", o.Summarizer)
+			p.FullContext = true
+		}
+		p.Summarizer = s
+		p.Decode = s.DecodeOptions()
+		if o.BeamSize > 0 {
+			p.Decode.BeamSize = o.BeamSize
+		}
+	}
+	abstracts, refs, err := ReadInput(o.Input, o.Split, aspectSet, cfg.Infer.Aspects)
+	if err != nil {
+		return nil, err
+	}
+	if o.Refs != "" {
+		if refs == nil {
+			return nil, fmt.Errorf("--refs: input %s has no reference annotations (raw text)", o.Input)
+		}
+		if err := writeJSONL(o.Refs, refs); err != nil {
+			return nil, err
+		}
+	}
+	workers := cfg.Infer.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	start := time.Now()
+	results, err := RunPipeline(ctx, p, abstracts, workers, progress.NewTo(log, "infer", int64(len(abstracts)), "abstracts"))
+	if err != nil {
+		return nil, err
+	}
+	var preds []Prediction
+	for _, r := range results {
+		preds = append(preds, r...)
+	}
+	if err := writeJSONL(o.Out, preds); err != nil {
+		return nil, err
+	}
+	st := &Stats{Abstracts: len(abstracts), Predictions: len(preds), Elapsed: time.Since(start)}
+	fmt.Fprintf(log, "infer: %d abstracts, %d predictions in %.1fs: %.2f abstracts/s (%d workers) -> %s\n",
+		st.Abstracts, st.Predictions, st.Elapsed.Seconds(), st.AbstractsPerSec(), workers, o.Out)
+	return st, nil
+}
+
+// RunPipeline processes abstracts with workers goroutines and returns the predictions of each
+// abstract in input order. bar, when not nil, advances per abstract.
+func RunPipeline(ctx context.Context, p *Pipeline, abstracts []Abstract, workers int, bar *progress.Bar) ([][]Prediction, error) {
+	results := make([][]Prediction, len(abstracts))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				preds, err := p.Process(abstracts[i])
+				if err != nil {
+					mu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					mu.Unlock()
+					continue
+				}
+				results[i] = preds
+				if bar != nil {
+					bar.Add(1)
+				}
+			}
+		}()
+	}
+feed:
+	for i := range abstracts {
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if bar != nil {
+		bar.Finish()
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func cmpErr(prev, err error) error {
+	if prev != nil {
+		return prev
+	}
+	return err
+}
+
+// writeJSONL writes one JSON object per line, atomically.
+func writeJSONL[T any](path string, recs []T) error {
+	return atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, r := range recs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ErrInput marks an input that is none of the accepted kinds.
+var ErrInput = errors.New("bad input")
+
+// ReadInput reads the abstracts to process and, for annotated input, the reference instances.
+// aspects restricts (or, for raw text, chooses) the aspects; empty means the instances' own aspects
+// for annotated input and every aspect of aspectSet for raw text.
+func ReadInput(path, split, aspectSet string, aspects []string) ([]Abstract, []dataset.Instance, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	var instances []dataset.Instance
+	switch {
+	case st.IsDir():
+		if split == "" {
+			split = dataset.SplitTest
+		}
+		for row, err := range dataset.ReadShards[dataset.EndToEndRow](path, dataset.TaskEndToEnd, split) {
+			if err != nil {
+				return nil, nil, err
+			}
+			in := dataset.Instance{PMID: row.PMID, Aspect: row.Aspect, Document: row.Document, Summary: row.Summary, Indexes: []int{}}
+			for _, c := range row.Citations {
+				in.Indexes = append(in.Indexes, int(c))
+			}
+			instances = append(instances, in)
+		}
+		if len(instances) == 0 {
+			return nil, nil, fmt.Errorf("%w: %s: split %q has no instances", ErrInput, path, split)
+		}
+	case strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json"):
+		instances, err = dataset.ReadInstances(path)
+		if err != nil {
+			return nil, nil, err
+		}
+	default:
+		raws, err := dataset.ReadRaw(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		codes := aspects
+		if len(codes) == 0 {
+			for _, a := range dataset.Aspects(aspectSet) {
+				codes = append(codes, a.Code)
+			}
+		}
+		if err := checkAspects(codes, aspectSet); err != nil {
+			return nil, nil, err
+		}
+		out := make([]Abstract, len(raws))
+		for i, r := range raws {
+			out[i] = Abstract{PMID: r.PMID, Document: r.Document, Aspects: slices.Clone(codes)}
+		}
+		return out, nil, nil
+	}
+	if err := checkAspects(aspects, aspectSet); err != nil {
+		return nil, nil, err
+	}
+	if len(aspects) > 0 {
+		instances = slices.DeleteFunc(instances, func(in dataset.Instance) bool { return !slices.Contains(aspects, in.Aspect) })
+	}
+	return groupInstances(instances), instances, nil
+}
+
+func checkAspects(codes []string, set string) error {
+	for _, c := range codes {
+		if _, ok := dataset.LookupAspect(set, c); !ok {
+			return fmt.Errorf("%w: unknown aspect %q for aspect set %s", ErrInput, c, set)
+		}
+	}
+	return nil
+}
+
+// groupInstances turns instances into abstracts (first-seen order) with their aspects (input
+// order).
+func groupInstances(instances []dataset.Instance) []Abstract {
+	var out []Abstract
+	at := map[string]int{}
+	for _, in := range instances {
+		i, ok := at[in.PMID]
+		if !ok {
+			i = len(out)
+			at[in.PMID] = i
+			out = append(out, Abstract{PMID: in.PMID, Document: in.Document})
+		}
+		out[i].Aspects = append(out[i].Aspects, in.Aspect)
+	}
+	return out
+}
