@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/stats"
 )
 
@@ -278,12 +279,28 @@ func BuildReport(results []Result, phrases bool, b BootstrapOptions, s Settings)
 	return rep
 }
 
-// Aspects returns the report's aspect codes, sorted.
+// Aspects returns the report's aspect codes in the canonical order of the dataset registry's set
+// that holds them all (TracSum: a i o p m d s, as in the paper's Table 5), else sorted.
 func (r *Report) Aspects() []string {
 	var out []string
 	for a := range r.ByAspect {
 		out = append(out, a)
 	}
 	slices.Sort(out)
+	for _, set := range dataset.AspectSets() {
+		rank := map[string]int{}
+		for i, a := range dataset.Aspects(set) {
+			rank[a.Code] = i
+		}
+		all := true
+		for _, a := range out {
+			_, ok := rank[a]
+			all = all && ok
+		}
+		if all {
+			slices.SortFunc(out, func(a, b string) int { return rank[a] - rank[b] })
+			return out
+		}
+	}
 	return out
 }

@@ -5,15 +5,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/eval/judge"
+	"github.com/tracksum/tracksum/eval/judge/llmtest"
 	"github.com/tracksum/tracksum/eval/rouge"
 	"github.com/tracksum/tracksum/eval/stats"
+	"github.com/tracksum/tracksum/internal/cli"
 )
 
 func testConfig() *config.Config {
@@ -269,5 +274,83 @@ func TestIntervalsMatchStatsBootstrapCI(t *testing.T) {
 		if g.CI[m] != [2]float64{lo, hi} {
 			t.Errorf("%s: interval %v, stats.BootstrapCI gives [%v %v]", m, g.CI[m], lo, hi)
 		}
+	}
+}
+
+func TestEvaluationWithLLMJudge(t *testing.T) {
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	cfg := testConfig().Eval
+	cfg.Judge = "llm"
+	cfg.LLM.BaseURL = srv.URL + "/v1"
+	cfg.LLM.Model = "fake"
+	cfg.LLM.CacheDir = t.TempDir()
+	cfg.LLM.Backoff = time.Millisecond
+	t.Setenv(cfg.LLM.APIKeyEnv, "key-from-env")
+	out, err := Evaluation(context.Background(), "testdata/ref.jsonl", "testdata/ref.jsonl", cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Report.Overall.Mean[ClaimF1] != 1 || out.Report.Overall.Mean[CitationExactF1] != 1 {
+		t.Errorf("references against themselves with the llm judge: claim F1 %v exact F1 %v, want 1",
+			out.Report.Overall.Mean[ClaimF1], out.Report.Overall.Mean[CitationExactF1])
+	}
+	if out.Report.Settings.Judge != "llm:fake" {
+		t.Errorf("judge name %q", out.Report.Settings.Judge)
+	}
+	if srv.LastAuthorization() != "Bearer key-from-env" {
+		t.Errorf("API key not taken from %s", cfg.LLM.APIKeyEnv)
+	}
+	sent := srv.Requests()
+	if sent == 0 {
+		t.Fatal("no request reached the endpoint")
+	}
+	again, err := Evaluation(context.Background(), "testdata/ref.jsonl", "testdata/ref.jsonl", cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Requests() != sent {
+		t.Errorf("the rerun sent %d requests, want 0 (cache)", srv.Requests()-sent)
+	}
+	a, _ := ReportJSON(out.Report)
+	b, _ := ReportJSON(again.Report)
+	if !bytes.Equal(a, b) {
+		t.Error("cached rerun gives a different report")
+	}
+
+	srv.Close()
+	cfg.LLM.CacheDir = t.TempDir()
+	cfg.LLM.MaxRetries = 1
+	_, err = Evaluation(context.Background(), "testdata/pred.jsonl", "testdata/ref.jsonl", cfg, nil)
+	if !errors.Is(err, judge.ErrUnreachable) || !strings.Contains(err.Error(), "PMID") {
+		t.Errorf("unreachable endpoint: err = %v", err)
+	}
+}
+
+func TestCommandFlags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	cmd := Command()
+	if err := cmd.Flags.Parse([]string{"--pred", "testdata/partial.jsonl", "--ref", "testdata/ref.jsonl", "--missing", "empty", "--out", dir}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Run(context.Background(), cmd.Flags.Args()); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.ReadFile(filepath.Join(dir, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Eval.Missing != "empty" {
+		t.Errorf("--missing=empty did not reach the config: %q", cfg.Eval.Missing)
+	}
+	cmd = Command()
+	cmd.Flags.Parse([]string{"--pred", "testdata/partial.jsonl"})
+	if err := cmd.Run(context.Background(), nil); !errors.Is(err, cli.ErrUsage) {
+		t.Errorf("missing --ref: err = %v, want a usage error", err)
+	}
+	cmd = Command()
+	cmd.Flags.Parse([]string{"--pred", "testdata/partial.jsonl", "--ref", "testdata/ref.jsonl"})
+	if err := cmd.Run(context.Background(), nil); !errors.Is(err, ErrMissing) {
+		t.Errorf("missing predictions without --missing=empty: err = %v", err)
 	}
 }

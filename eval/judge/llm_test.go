@@ -2,7 +2,6 @@ package judge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -11,74 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tracksum/tracksum/eval/judge/llmtest"
 )
-
-// fakeLLM speaks the OpenAI chat-completions protocol: it splits summaries at ". " for the
-// decomposition prompt and answers "yes" to the entailment prompt when every word of the hypothesis
-// occurs in the premise.
-type fakeLLM struct {
-	requests atomic.Int64
-	fail     atomic.Int64 // answer 500 to this many requests first
-	auth     atomic.Value // last Authorization header
-	model    atomic.Value
-}
-
-func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.requests.Add(1)
-	if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	f.auth.Store(r.Header.Get("Authorization"))
-	if f.fail.Load() > 0 {
-		f.fail.Add(-1)
-		http.Error(w, "overloaded", http.StatusInternalServerError)
-		return
-	}
-	var req chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) != 1 {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	f.model.Store(req.Model)
-	prompt := req.Messages[0].Content
-	var answer string
-	switch {
-	case strings.Contains(prompt, "List of subclaims:"):
-		i := strings.LastIndex(prompt, "Summary:\n")
-		k := strings.LastIndex(prompt, "\nList of subclaims:")
-		var claims []string
-		for _, s := range strings.Split(prompt[i+len("Summary:\n"):k], ". ") {
-			s = strings.TrimSuffix(strings.TrimSpace(s), ".")
-			claims = append(claims, s+".")
-		}
-		b, _ := json.Marshal(claims)
-		answer = "Here is the list:\n" + string(b)
-	case strings.Contains(prompt, "Hypothesis:"):
-		p := between(prompt, "Premise:\n", "\n\nHypothesis:")
-		h := between(prompt, "Hypothesis:\n", "\n\nAnswer:")
-		answer = "Yes."
-		for _, w := range strings.Fields(strings.ToLower(strings.Trim(h, "."))) {
-			if !strings.Contains(strings.ToLower(p), w) {
-				answer = "No, it does not."
-			}
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
-		"id": "x", "object": "chat.completion",
-		"choices": []map[string]any{{"index": 0, "message": map[string]string{"role": "assistant", "content": answer}, "finish_reason": "stop"}},
-	})
-}
-
-func between(s, a, b string) string {
-	i := strings.Index(s, a)
-	k := strings.Index(s, b)
-	if i < 0 || k < i {
-		return ""
-	}
-	return s[i+len(a) : k]
-}
 
 func newTestLLM(t *testing.T, url, cache string) *LLM {
 	t.Helper()
@@ -91,8 +25,7 @@ func newTestLLM(t *testing.T, url, cache string) *LLM {
 }
 
 func TestLLMJudgeAndCache(t *testing.T) {
-	f := &fakeLLM{}
-	srv := httptest.NewServer(f)
+	srv := llmtest.NewServer()
 	defer srv.Close()
 	cache := t.TempDir()
 	ctx := context.Background()
@@ -113,13 +46,13 @@ func TestLLMJudgeAndCache(t *testing.T) {
 	if err != nil || no {
 		t.Errorf("Entails = %v, %v; want false", no, err)
 	}
-	if got := f.auth.Load(); got != "Bearer sekrit-key" {
+	if got := srv.LastAuthorization(); got != "Bearer sekrit-key" {
 		t.Errorf("Authorization header = %v", got)
 	}
-	if got := f.model.Load(); got != "test-model" {
+	if got := srv.LastModel(); got != "test-model" {
 		t.Errorf("model = %v", got)
 	}
-	sent := f.requests.Load()
+	sent := srv.Requests()
 	if sent != 3 {
 		t.Errorf("requests = %d, want 3", sent)
 	}
@@ -132,34 +65,33 @@ func TestLLMJudgeAndCache(t *testing.T) {
 	if ok, _ := j2.Entails(ctx, "The trial enrolled 120 adults with melanoma.", "The trial enrolled 120 adults."); !ok {
 		t.Error("cached entailment changed")
 	}
-	if f.requests.Load() != sent {
-		t.Errorf("rerun sent %d requests, want 0", f.requests.Load()-sent)
+	if srv.Requests() != sent {
+		t.Errorf("rerun sent %d requests, want 0", srv.Requests()-sent)
 	}
 	// Another model does not reuse the answers.
 	j3, _ := NewLLM(LLMOptions{BaseURL: srv.URL + "/v1", Model: "other", CacheDir: cache, MaxRetries: 0})
 	if _, err := j3.Entails(ctx, "a b", "a"); err != nil {
 		t.Fatal(err)
 	}
-	if f.requests.Load() != sent+1 {
-		t.Errorf("other model: requests = %d, want %d", f.requests.Load(), sent+1)
+	if srv.Requests() != sent+1 {
+		t.Errorf("other model: requests = %d, want %d", srv.Requests(), sent+1)
 	}
 }
 
 func TestLLMRetries(t *testing.T) {
-	f := &fakeLLM{}
-	f.fail.Store(2)
-	srv := httptest.NewServer(f)
+	srv := llmtest.NewServer()
+	srv.FailNext(2)
 	defer srv.Close()
 	j := newTestLLM(t, srv.URL, "")
 	ok, err := j.Entails(context.Background(), "a b c", "a b")
 	if err != nil || !ok {
 		t.Fatalf("Entails after 2 failures = %v, %v", ok, err)
 	}
-	if f.requests.Load() != 3 {
-		t.Errorf("requests = %d, want 3 (2 failures + 1 success)", f.requests.Load())
+	if srv.Requests() != 3 {
+		t.Errorf("requests = %d, want 3 (2 failures + 1 success)", srv.Requests())
 	}
 
-	f.fail.Store(100)
+	srv.FailNext(100)
 	_, err = j.Entails(context.Background(), "x y", "x")
 	if err == nil || !strings.Contains(err.Error(), "HTTP 500") {
 		t.Errorf("persistent 500: err = %v", err)
