@@ -89,7 +89,7 @@ func Aggregate(results []Result, phrases bool, b BootstrapOptions) Group {
 		}
 		g.Micro[m] = ratio(num, den)
 	}
-	g.CI = bootstrapAll(rows, b)
+	g.CI = bootstrapAll(rows, phrases, b)
 	return g
 }
 
@@ -104,40 +104,58 @@ func ratio(num, den int) float64 {
 const pcgStream = 0x9e3779b97f4a7c15
 
 // bootstrapAll returns the percentile interval of every metric's mean (F1: harmonic mean of the
-// resampled recall and precision means) from one set of resamples.
-func bootstrapAll(rows [][NumMetrics]float64, b BootstrapOptions) [NumMetrics][2]float64 {
+// resampled recall and precision means) from one set of resamples. Only the metrics that are
+// means are summed (phrase metrics only when they apply), from a compact row-major copy.
+func bootstrapAll(rows [][NumMetrics]float64, phrases bool, b BootstrapOptions) [NumMetrics][2]float64 {
 	var ci [NumMetrics][2]float64
+	for m := range NumMetrics {
+		ci[m] = [2]float64{math.NaN(), math.NaN()}
+	}
 	n := len(rows)
 	if n == 0 || b.Resamples < 1 {
-		for m := range NumMetrics {
-			ci[m] = [2]float64{math.NaN(), math.NaN()}
-		}
 		return ci
+	}
+	var active []Metric
+	for m := range NumMetrics {
+		if r, _ := m.f1Parts(); r < 0 && (phrases || !m.isPhrase()) {
+			active = append(active, m)
+		}
+	}
+	k := len(active)
+	flat := make([]float64, n*k)
+	for i := range rows {
+		for j, m := range active {
+			flat[i*k+j] = rows[i][m]
+		}
 	}
 	rng := rand.New(rand.NewPCG(b.Seed, pcgStream))
 	means := make([][NumMetrics]float64, b.Resamples)
-	for k := range means {
-		var acc [NumMetrics]float64
+	acc := make([]float64, k)
+	for r := range means {
+		clear(acc)
 		for range n {
-			row := &rows[rng.IntN(n)]
-			for m := range NumMetrics {
-				acc[m] += row[m]
+			row := flat[rng.IntN(n)*k:][:k]
+			for j, v := range row {
+				acc[j] += v
 			}
 		}
-		for m := range NumMetrics {
-			means[k][m] = acc[m] / float64(n)
+		for j, m := range active {
+			means[r][m] = acc[j] / float64(n)
 		}
 		for m := range NumMetrics {
-			if r, p := m.f1Parts(); r >= 0 {
-				means[k][m] = F1(means[k][r], means[k][p])
+			if rm, pm := m.f1Parts(); rm >= 0 && (phrases || !m.isPhrase()) {
+				means[r][m] = F1(means[r][rm], means[r][pm])
 			}
 		}
 	}
 	col := make([]float64, b.Resamples)
 	alpha := (1 - b.Level) / 2
 	for m := range NumMetrics {
-		for k := range means {
-			col[k] = means[k][m]
+		if m.isPhrase() && !phrases {
+			continue
+		}
+		for r := range means {
+			col[r] = means[r][m]
 		}
 		slices.Sort(col)
 		ci[m] = [2]float64{quantile(col, alpha), quantile(col, 1-alpha)}
