@@ -354,3 +354,46 @@ func TestCommandFlags(t *testing.T) {
 		t.Errorf("missing predictions without --missing=empty: err = %v", err)
 	}
 }
+
+// TestAgreementGolden compares `agreement` with scipy on files made by
+// eval/testdata/agreement/gen.py (ties, a metric missing on some lines, an instance in one file
+// only, lines in a different order).
+func TestAgreementGolden(t *testing.T) {
+	dir := filepath.Join("testdata", "agreement")
+	got, err := Agreement(filepath.Join(dir, "auto.jsonl"), filepath.Join(dir, "human.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []Correlation
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d metrics, want %d", len(got), len(want))
+	}
+	near := func(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Max(1, math.Abs(b)) }
+	for i, w := range want {
+		g := got[i]
+		if g.Metric != w.Metric || g.N != w.N {
+			t.Errorf("row %d: %s n=%d, want %s n=%d", i, g.Metric, g.N, w.Metric, w.N)
+			continue
+		}
+		for _, c := range []struct {
+			name      string
+			got, want float64
+			tol       float64
+		}{
+			{"pearson", g.Pearson, w.Pearson, 1e-9}, {"spearman", g.Spearman, w.Spearman, 1e-9},
+			{"kendall", g.Kendall, w.Kendall, 1e-9}, {"pearson p", g.PearsonP, w.PearsonP, 1e-6},
+			{"spearman p", g.SpearmanP, w.SpearmanP, 1e-6}, {"kendall p", g.KendallP, w.KendallP, 1e-6},
+		} {
+			if !near(c.got, c.want, c.tol) {
+				t.Errorf("%s %s = %v, scipy %v", w.Metric, c.name, c.got, c.want)
+			}
+		}
+	}
+}
