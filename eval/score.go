@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/judge"
 	"github.com/tracksum/tracksum/eval/rouge"
 	"github.com/tracksum/tracksum/eval/wordtok"
@@ -132,7 +133,8 @@ type Scorer struct {
 //   - a predicted citation c' is valid when c' is a reference citation AND the sentence c' entails
 //     at least one predicted subclaim; citation recall = valid/|C|, precision = valid/|C'|;
 //   - exact citation precision/recall: |C ∩ C'| over |C'| and |C|, without entailment;
-//   - ROUGE-1/2/L/Lsum F of the predicted summary against the reference summary;
+//   - ROUGE-1/2/L/Lsum F of the predicted summary against the reference summary (for Lsum each
+//     summary is split into sentences, one per line, with dataset.SplitSentences);
 //   - phrase metrics on NLTK word tokens (PCoA Algorithm 1, lines 14-17): a predicted phrase
 //     token counts when it is a reference phrase token, a token of the predicted summary and a
 //     token of a predicted cited sentence; recall = count/|T(P)|, precision = count/|T(P')| with
@@ -242,7 +244,7 @@ func (s *Scorer) Score(ctx context.Context, p *Pair) (Result, error) {
 	res.Counts[CitationExactRecall] = Ratio{hits, len(ref.Indexes)}
 	res.Counts[CitationExactPrecision] = Ratio{hits, len(pred.Indexes)}
 
-	rs := s.Rouge.Score(ref.Summary, predSummary)
+	rs := s.Rouge.Score(sentencesPerLine(ref.Summary), sentencesPerLine(predSummary))
 	res.Values[Rouge1F] = rs.R1.F
 	res.Values[Rouge2F] = rs.R2.F
 	res.Values[RougeLF] = rs.RL.F
@@ -267,6 +269,12 @@ func (s *Scorer) Score(ctx context.Context, p *Pair) (Result, error) {
 		res.Values[m] = F1(res.Values[r], res.Values[pr])
 	}
 	return res, nil
+}
+
+// sentencesPerLine puts each sentence of a summary on its own line: ROUGE-Lsum (rouge-score)
+// treats newlines as sentence boundaries, while ROUGE-1/2/L read newlines as plain separators.
+func sentencesPerLine(summary string) string {
+	return strings.Join(dataset.SplitSentences(summary), "\n")
 }
 
 // phraseCounts implements PCoA Algorithm 1, lines 14-17, on distinct lowercased NLTK tokens.

@@ -280,3 +280,21 @@ func TestPhraseMetrics(t *testing.T) {
 		t.Errorf("mean phrase recall %v, want 0.875", g.Mean[PhraseRecall])
 	}
 }
+
+func TestRougeSentenceLines(t *testing.T) {
+	// Newlines must change ROUGE-Lsum only: ROUGE-1/2/L read them as separators.
+	sc := rouge.New(rouge.Options{Stem: true})
+	ref := "The trial enrolled 120 adults. Grade 3 rash occurred in 8 adults, vs. 2 with placebo."
+	pred := "Rash of grade 3 occurred in 8 adults. The trial enrolled 120 adults with melanoma."
+	raw := sc.Score(ref, pred)
+	lines := sc.Score(sentencesPerLine(ref), sentencesPerLine(pred))
+	if raw.R1 != lines.R1 || raw.R2 != lines.R2 || raw.RL != lines.RL {
+		t.Errorf("ROUGE-1/2/L changed with sentence lines: %+v vs %+v", raw, lines)
+	}
+	if got := sentencesPerLine(ref); got != "The trial enrolled 120 adults.\nGrade 3 rash occurred in 8 adults, vs. 2 with placebo." {
+		t.Errorf("sentencesPerLine = %q", got)
+	}
+	if lines.RLsum.F <= raw.RLsum.F {
+		t.Errorf("Lsum with sentence lines %v, without %v: reordered sentences should score higher", lines.RLsum.F, raw.RLsum.F)
+	}
+}
