@@ -188,8 +188,29 @@ func (v *Validator) where(p position) string {
 
 // Parse decodes and validates one JSONL record found at file:line.
 func (v *Validator) Parse(file string, line int, b []byte) (Instance, error) {
-	fail := func(field string, err error, format string, args ...any) (Instance, error) {
-		return Instance{}, &ValidationError{File: file, Line: line, Field: field, Err: err, Msg: fmt.Sprintf(format, args...)}
+	in, set, err := v.parseRecord(file, line, b)
+	if err != nil {
+		return Instance{}, err
+	}
+	if err := v.Check(file, line, &in); err != nil {
+		return Instance{}, err
+	}
+	v.set = set
+	return in, nil
+}
+
+// ParseRecord decodes and checks one record on its own, without the checks against other records
+// (see Check). Once the aspect set is known (configured, or detected by a first Parse) it only reads
+// the validator, so several goroutines may call it at once; Check must then be called on the
+// results in input order, from one goroutine.
+func (v *Validator) ParseRecord(file string, line int, b []byte) (Instance, error) {
+	in, _, err := v.parseRecord(file, line, b)
+	return in, err
+}
+
+func (v *Validator) parseRecord(file string, line int, b []byte) (Instance, string, error) {
+	fail := func(field string, err error, format string, args ...any) (Instance, string, error) {
+		return Instance{}, "", &ValidationError{File: file, Line: line, Field: field, Err: err, Msg: fmt.Sprintf(format, args...)}
 	}
 	var raw rawInstance
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -282,7 +303,16 @@ func (v *Validator) Parse(file string, line int, b []byte) (Instance, error) {
 			}
 		}
 	}
-	// Cross-record checks come last, so that a record is only remembered once it is valid.
+	return in, set, nil
+}
+
+// Check runs the checks of a record against the records checked before it (duplicate
+// (PMID, aspect), same PMID with another document) and remembers it. in must come from
+// ParseRecord.
+func (v *Validator) Check(file string, line int, in *Instance) error {
+	fail := func(field string, err error, format string, args ...any) error {
+		return &ValidationError{File: file, Line: line, Field: field, Err: err, Msg: fmt.Sprintf(format, args...)}
+	}
 	pos := position{file: v.fileIndex(file), line: int32(line)}
 	h := docHash(in.Document)
 	if prev, ok := v.docs[in.PMID]; ok && prev.hash != h {
@@ -296,8 +326,7 @@ func (v *Validator) Parse(file string, line int, b []byte) (Instance, error) {
 		v.docs[in.PMID] = docSeen{hash: h, pos: pos}
 	}
 	v.seenKey[key] = pos
-	v.set = set
-	return in, nil
+	return nil
 }
 
 func jsonTypeName(goType string) string {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +26,8 @@ import (
 //
 // "jsonl" reads a sample written to a JSONL file beforehand (validating reader, the path of real
 // data); "sample" generates the abstracts on the fly (prepare without --input). Reported: abstracts/s,
-// rows/s (all tasks), input MB/s, the peak Go heap sampled during the run and the process's peak RSS.
+// rows/s (all tasks), input MB/s, CPU seconds (user+system; the fair figure on a shared machine),
+// abstracts per CPU second, the peak Go heap sampled during the run and the process's peak RSS.
 // Run it at two sizes to check that memory stays flat in the input size.
 func BenchmarkPrepare(b *testing.B) {
 	n := 100000
@@ -59,6 +61,7 @@ func BenchmarkPrepare(b *testing.B) {
 			var sum *Summary
 			runtime.GC()
 			stop := sampleHeap()
+			cpu0 := cpuSeconds()
 			b.ResetTimer()
 			for i := range b.N {
 				out := filepath.Join(dir, fmt.Sprintf("out-%s-%d", mode, i))
@@ -71,6 +74,7 @@ func BenchmarkPrepare(b *testing.B) {
 				b.StartTimer()
 			}
 			b.StopTimer()
+			cpu := (cpuSeconds() - cpu0) / float64(b.N)
 			heap := stop()
 			secs := b.Elapsed().Seconds() / float64(b.N)
 			rows := 0
@@ -84,6 +88,9 @@ func BenchmarkPrepare(b *testing.B) {
 			if sum.InputBytes > 0 {
 				b.ReportMetric(float64(sum.InputBytes)/1e6/secs, "MB/s")
 			}
+			// CPU time is the fair figure on a shared machine: wall time depends on other load.
+			b.ReportMetric(cpu, "cpu-s/op")
+			b.ReportMetric(float64(n)/cpu, "abstracts/cpu-s")
 			b.ReportMetric(float64(heap)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
 		})
@@ -119,6 +126,15 @@ func sampleHeap() func() uint64 {
 		wg.Wait()
 		return peak
 	}
+}
+
+// cpuSeconds returns the user+system CPU time of the process so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // peakRSS returns the process's peak resident set size (VmHWM, Linux), or 0 when unknown.

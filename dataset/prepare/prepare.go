@@ -68,7 +68,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	if opts.Out == "" {
 		return nil, errors.New("prepare: no output directory")
 	}
-	src := &source{inputs: opts.Inputs, set: cfg.Prepare.AspectSet, seed: cfg.Seed, sampleSize: cfg.Prepare.SampleSize}
+	workers := cfg.Prepare.Workers
+	if workers <= 0 {
+		workers = runtime.NumCPU()
+	}
+	src := &source{inputs: opts.Inputs, set: cfg.Prepare.AspectSet, seed: cfg.Seed, sampleSize: cfg.Prepare.SampleSize, workers: workers}
 
 	// Pass 1: validate everything and collect the split keys before any output exists.
 	scan, err := src.scan(ctx, cfg.Prepare.SplitBy)
@@ -170,6 +174,7 @@ type source struct {
 	sampleSize int
 	// resolved is the aspect set found by scan; later passes decode with it, unvalidated.
 	resolved string
+	workers  int
 }
 
 // abstracts yields runs of instances that share a PMID (consecutive in the input), so that each
@@ -190,15 +195,16 @@ func (s *source) abstracts(ctx context.Context) iter.Seq2[[]dataset.Instance, er
 			return
 		}
 		var run []dataset.Instance
-		for l, err := range s.lines() {
-			var in dataset.Instance
+		decode := func(l dataset.Line) (dataset.Instance, error) { return dataset.DecodeValid(l, s.resolved) }
+		for d, err := range parallelDecode(ctx, s.lines(), s.workers, decode) {
 			if err == nil {
-				in, err = dataset.DecodeValid(l, s.resolved)
+				err = d.err
 			}
 			if err != nil {
 				yield(nil, err)
 				return
 			}
+			in := d.in
 			if len(run) > 0 && run[0].PMID != in.PMID {
 				if err := ctx.Err(); err != nil {
 					yield(nil, err)
@@ -268,11 +274,8 @@ func (s *source) scan(ctx context.Context, by string) (*scanResult, error) {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
 		info.SHA256, info.Bytes = sum, size
-		for in, err := range streamOneFile(path, v) {
+		for in, err := range s.validated(ctx, v, path) {
 			if err != nil {
-				return nil, err
-			}
-			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			info.Instances++
@@ -295,10 +298,61 @@ func (s *source) scan(ctx context.Context, by string) (*scanResult, error) {
 	return res, nil
 }
 
-// streamOneFile reads one file with a validator shared across files, so that duplicates between
-// files are caught too.
-func streamOneFile(path string, v *dataset.Validator) iter.Seq2[dataset.Instance, error] {
-	return dataset.StreamWith(v, path)
+// validated yields the records of one file checked by v, which is shared across files so that
+// duplicates between files are caught too. Records are decoded and checked on their own in
+// parallel; the checks against earlier records run here, in input order. The first record of the
+// run goes through v.Parse alone, since it may decide the aspect set the others are parsed with.
+func (s *source) validated(ctx context.Context, v *dataset.Validator, path string) iter.Seq2[dataset.Instance, error] {
+	return func(yield func(dataset.Instance, error) bool) {
+		lines := dataset.Lines(path)
+		if v.AspectSet() == "auto" {
+			var first *dataset.Line
+			for l, err := range lines {
+				if err != nil {
+					yield(dataset.Instance{}, err)
+					return
+				}
+				first = &l
+				break
+			}
+			if first == nil {
+				return
+			}
+			in, err := v.Parse(first.File, first.Num, first.Data)
+			if !yield(in, err) || err != nil {
+				return
+			}
+			lines = skipLines(dataset.Lines(path), 1)
+		}
+		for d, err := range parallelDecode(ctx, lines, s.workers, func(l dataset.Line) (dataset.Instance, error) {
+			return v.ParseRecord(l.File, l.Num, l.Data)
+		}) {
+			if err == nil {
+				err = d.err
+			}
+			if err == nil {
+				err = v.Check(d.line.File, d.line.Num, &d.in)
+			}
+			if !yield(d.in, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func skipLines(seq iter.Seq2[dataset.Line, error], n int) iter.Seq2[dataset.Line, error] {
+	return func(yield func(dataset.Line, error) bool) {
+		i := 0
+		for l, err := range seq {
+			if err == nil && i < n {
+				i++
+				continue
+			}
+			if !yield(l, err) {
+				return
+			}
+		}
+	}
 }
 
 func fileSHA256(path string) (string, int64, error) {
