@@ -566,6 +566,28 @@ func TestEncodeRegressions(t *testing.T) {
 	}
 }
 
+// TestLeadingFormatCharacter: raw sugarme WordPiece encodes "\ufeffabc" (BOM) or "\u200babc" as the
+// word twice, and "a\x01b" loses a letter (alignment bugs of its BERT clean-up); Clean removes these
+// characters before the library sees them.
+func TestLeadingFormatCharacter(t *testing.T) {
+	tests := []struct{ desc, in, same string }{
+		{desc: "BOM before a word", in: "\ufeffabc", same: "abc"},
+		{desc: "zero-width space before a word", in: "\u200babc", same: "abc"},
+		{desc: "control inside a word", in: "a\x01b", same: "ab"},
+		{desc: "controls before a word", in: "\x01\x02 x", same: "x"},
+	}
+	for _, kind := range kinds {
+		tok := sharedTokenizer(t, kind)
+		for _, tt := range tests {
+			t.Run(kind+"/"+tt.desc, func(t *testing.T) {
+				if got, want := tok.Encode(tt.in), tok.Encode(tt.same); !slices.Equal(got, want) {
+					t.Errorf("Encode(%q) = %v, want Encode(%q) = %v", tt.in, got, tt.same, want)
+				}
+			})
+		}
+	}
+}
+
 func TestEncodeConcurrent(t *testing.T) {
 	texts := genCorpus(11, 2000)
 	for _, kind := range kinds {
