@@ -41,9 +41,12 @@ type LexicalOptions struct {
 //     "50 %" = "50%" = "50 percent", ".5" = "0.5" = "0.50", "two".."twelve" = 2..12); a percentage
 //     in the hypothesis needs a percentage in the premise, a bare number matches either;
 //  3. negation agrees: among the premise's clauses that share the most content words and numbers
-//     with the hypothesis, one has the same polarity (a cue among no, not, n't, never, none, nor,
-//     neither, without, cannot, lack, absence, absent, fail, failed, unable; not before
-//     "estimable", "reached", "evaluable" and similar jargon) as the hypothesis.
+//     with the hypothesis, one has the same polarity as the hypothesis. A clause or hypothesis is
+//     negated by a cue among no, not, n't, never, none, nor, neither, without, cannot, lack,
+//     absence, absent, fail, failed, unable (not before "estimable", "reached", "evaluable" and
+//     similar jargon); a premise clause's cue only counts when one of the three content words
+//     after it (before it, at the end of a clause) occurs in the hypothesis, so "survival without
+//     relapse" does not negate a claim about the drugs given.
 //
 // A hypothesis without content words or numbers ("It was.") is entailed when all its words occur
 // in the premise. Known failures, by construction: word order and roles are ignored ("A was
@@ -158,14 +161,33 @@ func (l *Lexical) negationAgrees(p, h *analysis) bool {
 				}
 			}
 		}
+		neg := u.neg && governs(u.negScope, h)
 		switch {
 		case o > best:
-			best, agree = o, u.neg == h.neg
-		case o == best && u.neg == h.neg:
+			best, agree = o, neg == h.neg
+		case o == best && neg == h.neg:
 			agree = true
 		}
 	}
 	return agree
+}
+
+// governs reports whether a premise clause's negation is about the hypothesis: its scope shares a
+// content word or a number with it ("survival without relapse" is not a negation of a claim about
+// the drugs given). A cue with an empty scope always counts.
+func governs(scope []string, h *analysis) bool {
+	if len(scope) == 0 {
+		return true
+	}
+	for _, x := range scope {
+		if _, ok := h.content[x]; ok {
+			return true
+		}
+		if _, ok := h.nums[x]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // analysis is what the judge knows of a text: the union of its clauses' features (sets, for
@@ -182,7 +204,14 @@ type analysis struct {
 type unitFeatures struct {
 	content, nums, words []string
 	neg                  bool
+	// negScope holds the content stems and numbers a negation cue governs: the next negScopeLen
+	// after it in the clause, or the previous ones when the cue ends the clause ("... did
+	// neither"). Empty when the cue governs nothing.
+	negScope []string
 }
+
+// negScopeLen is how many content tokens a negation cue governs.
+const negScopeLen = 3
 
 func (l *Lexical) analyze(text string) *analysis {
 	if a, ok := l.analyses.Load(text); ok {
@@ -197,6 +226,8 @@ func (l *Lexical) analyze(text string) *analysis {
 				a.claims = append(a.claims, c)
 			}
 			var f unitFeatures
+			var keys []string // content stems and numbers in order
+			var cues []int    // len(keys) at each negation cue
 			for ; k < len(toks) && toks[k].start < span[1]; k++ {
 				t := toks[k]
 				if t.start < span[0] {
@@ -208,9 +239,11 @@ func (l *Lexical) analyze(text string) *analysis {
 						a.nums[t.text] = a.nums[t.text] || t.pct
 					}
 					f.nums = appendNew(f.nums, t.text)
+					keys = append(keys, t.text)
 				default:
 					if negationCues[t.text] && !(k+1 < len(toks) && notNegated[toks[k+1].text]) {
 						f.neg = true
+						cues = append(cues, len(keys))
 					}
 					a.words[t.text] = struct{}{}
 					f.words = appendNew(f.words, t.text)
@@ -218,7 +251,17 @@ func (l *Lexical) analyze(text string) *analysis {
 						st := l.stem(t.text)
 						a.content[st] = struct{}{}
 						f.content = appendNew(f.content, st)
+						keys = append(keys, st)
 					}
+				}
+			}
+			for _, c := range cues {
+				scope := keys[c:min(c+negScopeLen, len(keys))]
+				if len(scope) == 0 {
+					scope = keys[max(0, c-negScopeLen):c]
+				}
+				for _, x := range scope {
+					f.negScope = appendNew(f.negScope, x)
 				}
 			}
 			if len(f.words) > 0 || len(f.nums) > 0 {
