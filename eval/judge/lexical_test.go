@@ -33,6 +33,10 @@ func TestLexicalDecompose(t *testing.T) {
 			[]string{"Used medicines were dabrafenib and trametinib."}},
 		{"relative clause split", "The study included 151 adults with advanced melanoma who received ipilimumab.",
 			[]string{"The study included 151 adults", "advanced melanoma", "received ipilimumab."}},
+		{"comma list with numbers", "Common toxicities were neutropenia (68%), anemia (44%), and fatigue in 12 patients.",
+			[]string{"Common toxicities were neutropenia (68%)", "anemia (44%)", "fatigue in 12 patients."}},
+		{"a list splits where both sides have two content words", "Patients received vemurafenib, cobimetinib, and atezolizumab.",
+			[]string{"Patients received vemurafenib", "cobimetinib, and atezolizumab."}},
 		{"semicolon", "Median survival was 12 months; median progression-free survival was 3 months.",
 			[]string{"Median survival was 12 months", "median progression-free survival was 3 months."}},
 	}
