@@ -647,3 +647,40 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestEncodeFallsBackToUnknown(t *testing.T) {
+	tok := sharedTokenizer(t, KindBPE)
+	got := tok.encodeSafe("a b c", func(string) []int32 { panic("library failure") })
+	if !slices.Equal(got, []int32{tok.unkID, tok.unkID, tok.unkID}) {
+		t.Errorf("fallback = %v, want three [UNK]", got)
+	}
+}
+
+// TestForeignLayoutUsesLibrary loads a tokenizer.json that WriteFile would not produce (no prefix
+// space): it must load, report no kind, and encode through the library.
+func TestForeignLayoutUsesLibrary(t *testing.T) {
+	data, err := os.ReadFile("testdata/golden/bpe.tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.ReplaceAll(data, []byte(`"add_prefix_space": true`), []byte(`"add_prefix_space": false`))
+	path := filepath.Join(t.TempDir(), "foreign.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.native != nil || tok.Kind() != "" {
+		t.Fatalf("foreign layout recognised as ours (kind %q)", tok.Kind())
+	}
+	s := "Patients received 3 mg/kg."
+	ids := tok.Encode(s)
+	if !slices.Equal(ids, tok.encodeReference(s)) || len(ids) == 0 {
+		t.Errorf("Encode = %v, want the library's ids", ids)
+	}
+	if got := tok.Decode(ids); got != s {
+		t.Errorf("Decode = %q, want %q", got, s)
+	}
+}

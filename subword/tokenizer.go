@@ -162,8 +162,12 @@ func (t *Tokenizer) encodeLibrary(s string) []int32 {
 	return ids
 }
 
-// unknownWords is the fallback encoding: one [UNK] per space-separated word.
+// unknownWords is the fallback encoding: one [UNK] per space-separated word (nothing for a foreign
+// file without [UNK]).
 func (t *Tokenizer) unknownWords(s string) []int32 {
+	if t.unkID < 0 {
+		return []int32{}
+	}
 	n := len(strings.Fields(s))
 	ids := make([]int32, 0, n)
 	for range n {
