@@ -83,16 +83,11 @@ func (j *LLM) Decompose(ctx context.Context, summary string) ([]string, error) {
 	if IsUnknown(summary) {
 		return nil, nil
 	}
-	answer, err := j.ask(ctx, DecomposePrompt(summary))
+	answer, err := j.ask(ctx, DecomposePrompt(summary), func(a string) bool { return len(ParseClaims(a)) > 0 })
 	if err != nil {
 		return nil, err
 	}
-	claims := ParseClaims(answer)
-	if len(claims) == 0 {
-		// An unusable answer must not silently score 0: the summary itself is one claim.
-		return []string{strings.TrimSpace(summary)}, nil
-	}
-	return claims, nil
+	return ParseClaims(answer), nil
 }
 
 // Entails implements Judge with the entailment prompt.
@@ -100,14 +95,14 @@ func (j *LLM) Entails(ctx context.Context, premise, hypothesis string) (bool, er
 	if strings.TrimSpace(premise) == "" || strings.TrimSpace(hypothesis) == "" {
 		return false, nil
 	}
-	answer, err := j.ask(ctx, EntailPrompt(premise, hypothesis))
+	answer, err := j.ask(ctx, EntailPrompt(premise, hypothesis), func(a string) bool {
+		_, ok := ParseVerdict(a)
+		return ok
+	})
 	if err != nil {
 		return false, err
 	}
-	yes, ok := ParseVerdict(answer)
-	if !ok {
-		return false, fmt.Errorf("llm judge: entailment answer is neither yes nor no: %q", clip(answer, 80))
-	}
+	yes, _ := ParseVerdict(answer)
 	return yes, nil
 }
 
@@ -191,27 +186,39 @@ func (j *LLM) cachePath(prompt string) string {
 	return filepath.Join(j.opts.CacheDir, name[:2], name+".json")
 }
 
-// ask returns the answer to prompt, from the cache or from the endpoint.
-func (j *LLM) ask(ctx context.Context, prompt string) (string, error) {
+// ask returns the answer to prompt, from the cache or from the endpoint. usable says whether an
+// answer can be used: an unusable answer is neither returned from the cache nor written to it,
+// and is asked again (up to MaxRetries times), so that one odd reply cannot poison every rerun.
+func (j *LLM) ask(ctx context.Context, prompt string, usable func(string) bool) (string, error) {
 	var path string
 	if j.opts.CacheDir != "" {
 		path = j.cachePath(prompt)
 		if b, err := os.ReadFile(path); err == nil {
 			var e cacheEntry
-			if json.Unmarshal(b, &e) == nil && e.Model == j.opts.Model && e.Prompt == prompt {
+			if json.Unmarshal(b, &e) == nil && e.Model == j.opts.Model && e.Prompt == prompt && usable(e.Answer) {
 				return e.Answer, nil
 			}
 		}
 	}
-	select {
-	case j.sem <- struct{}{}:
-	case <-ctx.Done():
-		return "", ctx.Err()
+	var answer string
+	for attempt := 0; attempt <= j.opts.MaxRetries; attempt++ {
+		select {
+		case j.sem <- struct{}{}:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		a, err := j.post(ctx, prompt)
+		<-j.sem
+		if err != nil {
+			return "", err
+		}
+		answer = a
+		if usable(answer) {
+			break
+		}
 	}
-	answer, err := j.post(ctx, prompt)
-	<-j.sem
-	if err != nil {
-		return "", err
+	if !usable(answer) {
+		return answer, fmt.Errorf("%w: %q", errUnusable, clip(answer, 80))
 	}
 	if path != "" {
 		b, _ := json.Marshal(cacheEntry{Model: j.opts.Model, Prompt: prompt, Answer: answer})
@@ -221,6 +228,9 @@ func (j *LLM) ask(ctx context.Context, prompt string) (string, error) {
 	}
 	return answer, nil
 }
+
+// errUnusable marks an answer that stayed unusable after the retries.
+var errUnusable = errors.New("llm judge: unusable answer after retries")
 
 type chatRequest struct {
 	Model       string        `json:"model"`

@@ -98,6 +98,32 @@ func TestLLMRetries(t *testing.T) {
 	}
 }
 
+func TestLLMUnusableAnswers(t *testing.T) {
+	srv := llmtest.NewServer()
+	defer srv.Close()
+	cache := t.TempDir()
+	j := newTestLLM(t, srv.URL, cache)
+	srv.GarbleNext(2)
+	ok, err := j.Entails(context.Background(), "a b c", "a b")
+	if err != nil || !ok {
+		t.Fatalf("after 2 unusable answers: %v, %v", ok, err)
+	}
+	if srv.Requests() != 3 {
+		t.Errorf("requests = %d, want 3", srv.Requests())
+	}
+	srv.GarbleNext(100)
+	if _, err := j.Entails(context.Background(), "x y z", "x y"); !errors.Is(err, errUnusable) {
+		t.Fatalf("persistently unusable answer: err = %v", err)
+	}
+	srv.GarbleNext(0)
+	// The unusable answer was not cached: a rerun asks again and gets a usable one.
+	before := srv.Requests()
+	ok, err = j.Entails(context.Background(), "x y z", "x y")
+	if err != nil || !ok || srv.Requests() != before+1 {
+		t.Errorf("rerun: %v, %v, %d requests", ok, err, srv.Requests()-before)
+	}
+}
+
 func TestLLMUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL

@@ -24,6 +24,7 @@ type Server struct {
 	*httptest.Server
 	requests atomic.Int64
 	fail     atomic.Int64
+	garble   atomic.Int64
 	mu       sync.Mutex
 	auth     string
 	model    string
@@ -41,6 +42,9 @@ func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // FailNext makes the next n requests answer HTTP 500.
 func (s *Server) FailNext(n int64) { s.fail.Store(n) }
+
+// GarbleNext makes the next n requests answer text that is neither a list nor a verdict.
+func (s *Server) GarbleNext(n int64) { s.garble.Store(n) }
 
 // LastAuthorization returns the Authorization header of the last request.
 func (s *Server) LastAuthorization() string {
@@ -87,6 +91,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.model = req.Model
 	s.mu.Unlock()
 	answer := Answer(req.Messages[len(req.Messages)-1].Content)
+	if s.garble.Load() > 0 {
+		s.garble.Add(-1)
+		answer = "I would rather not say."
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-test", "object": "chat.completion", "model": req.Model,
