@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,7 @@ type LexicalOptions struct {
 //  1. at least Threshold of the hypothesis's distinct content words (lowercased, stop words and
 //     negation cues removed, Porter-stemmed as NLTK does) occur in the premise;
 //  2. every number of the hypothesis occurs in the premise, after normalisation ("1,000" = "1000",
-//     "50 %" = "50%" = "50 percent", ".5" = "0.5" = "0.50", "two".."twelve" = 2..12); a percentage
+//     "50 %" = "50%" = "50 percent", ".5" = "0.5" = "0.50", "two".."ninety-nine" = 2..99); a percentage
 //     in the hypothesis needs a percentage in the premise, a bare number matches either;
 //  3. negation agrees: among the premise's clauses that share the most content words and numbers
 //     with the hypothesis, one has the same polarity as the hypothesis. A clause or hypothesis is
@@ -436,10 +437,19 @@ type token struct {
 
 func (t token) content() bool { return t.num || (!stopWords[t.text] && !negationCues[t.text]) }
 
+// numberWords are spelled-out numbers read as digits ("one" is left out: "one of the" is not a
+// count). Tens combine with a hyphenated unit: "twenty-five" is 25.
 var numberWords = map[string]string{
 	"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
-	"nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+	"nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13", "fourteen": "14",
+	"fifteen": "15", "sixteen": "16", "seventeen": "17", "eighteen": "18", "nineteen": "19",
+	"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
+	"eighty": "80", "ninety": "90",
 }
+
+var tens = setOf("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+
+var units = map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
 
 // scan tokenizes text into lowercased words (letters and digits, starting with a letter: "v600e")
 // and normalised numbers (digits not glued to a preceding letter: "1,000.50 %" -> "1000.5" pct).
@@ -476,6 +486,18 @@ func scan(text string) []token {
 			case (w == "percent" || w == "pct") && len(out) > 0 && out[len(out)-1].num:
 				out[len(out)-1].pct = true
 				out[len(out)-1].end = offs[j]
+			case tens[w] && j+1 < n && rs[j] == '-' && unicode.IsLetter(rs[j+1]):
+				e := j + 1
+				for e < n && unicode.IsLetter(rs[e]) {
+					e++
+				}
+				if u, ok := units[strings.ToLower(text[offs[j+1]:offs[e]])]; ok {
+					v := int(numberWords[w][0]-'0')*10 + u
+					out = append(out, token{text: strconv.Itoa(v), num: true, start: offs[i], end: offs[e]})
+					j = e
+				} else {
+					out = append(out, token{text: numberWords[w], num: true, start: offs[i], end: offs[j]})
+				}
 			case numberWords[w] != "":
 				out = append(out, token{text: numberWords[w], num: true, start: offs[i], end: offs[j]})
 			default:

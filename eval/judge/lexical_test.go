@@ -153,6 +153,8 @@ func TestScanNumbers(t *testing.T) {
 		{"dose glued to a unit", "3mg/kg", []string{"3"}},
 		{"list with spaces is not a thousands separator", "1, 2, 300", []string{"1", "2", "300"}},
 		{"leading zeros", "CheckMate 067", []string{"67"}},
+		{"spelled-out numbers", "Twenty-five of thirty patients, two arms, one of them", []string{"25", "30", "2"}},
+		{"a tens word before another hyphenated word", "twenty-fold", []string{"20"}},
 	}
 	for _, c := range cases {
 		var got []string
