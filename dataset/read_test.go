@@ -151,3 +151,25 @@ func TestReadInstancesTracSumDev(t *testing.T) {
 			len(ins), len(pmids), sentences, cited, negatives)
 	}
 }
+
+func TestReadInstancesPCoA(t *testing.T) {
+	ins, err := ReadInstances("testdata/pcoa.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) != 6 || ins[3].Aspect != "PE" || len(ins[4].Phrases) != 1 || !ins[5].IsNegative() {
+		t.Errorf("instances %+v", ins)
+	}
+	if _, err := ReadInstances("testdata/valid.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	// A TracSum file read as PCoA: "a" (Aims) is no PCoA aspect.
+	var got error
+	for _, err := range StreamInstances(AspectSetPCoA, "testdata/valid.jsonl") {
+		got = err
+		break
+	}
+	if !errors.Is(got, ErrUnknownAspect) {
+		t.Errorf("err = %v, want unknown aspect", got)
+	}
+}

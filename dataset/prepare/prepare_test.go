@@ -360,3 +360,19 @@ func TestRunTracSumDev(t *testing.T) {
 	}
 	sameTree(t, filepath.Join(dir, "a"), filepath.Join(dir, "b"))
 }
+
+func TestRunPCoA(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	cfg := testConfig()
+	cfg.Prepare.SplitBy = dataset.SplitByInstance
+	sum := run(t, cfg, []string{"../testdata/pcoa.jsonl"}, out)
+	m := sum.Manifest
+	if m.AspectSet != dataset.AspectSetPCoA || m.Counts.Instances != 6 || m.Counts.Negatives != 1 {
+		t.Errorf("aspect set %s, counts %+v", m.AspectSet, m.Counts)
+	}
+	var buf bytes.Buffer
+	sum.Print(&buf)
+	if !strings.Contains(buf.String(), "OB 0, P 1, I 0") || !strings.Contains(buf.String(), "FU 1") {
+		t.Errorf("summary does not list PCoA aspects:\n%s", buf.String())
+	}
+}
