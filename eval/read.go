@@ -135,11 +135,12 @@ func Join(refs, preds []Record, missingEmpty bool) ([]Pair, error) {
 			return nil, err
 		}
 		if len(r.Indexes) == 0 != judge.IsUnknown(r.Summary) {
-			return nil, fmt.Errorf("%s:%d: %w: a reference has a summary and citations, or \"Unknown.\" and none (summary %q, %d citations)",
+			return nil, fmt.Errorf("%s:%d: %w: summary and citations disagree: a positive reference needs citations, a negative one (\"Unknown.\") none (summary %q, %d citations)",
 				r.File, r.Line, ErrMalformed, clip(r.Summary, 40), len(r.Indexes))
 		}
 	}
-	seen := make([]int, len(refs)) // line of the prediction for each reference, 0 when none
+	has := make([]bool, len(refs)) // whether each reference has a prediction
+	seen := make([]int, len(refs)) // and the line of that prediction
 	pairs := make([]Pair, len(refs))
 	for i := range preds {
 		p := &preds[i]
@@ -147,11 +148,11 @@ func Join(refs, preds []Record, missingEmpty bool) ([]Pair, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s:%d: %w: PMID %s aspect %q", p.File, p.Line, ErrUnknownInstance, p.PMID, p.Aspect)
 		}
-		if seen[j] != 0 {
+		if has[j] {
 			return nil, fmt.Errorf("%s:%d: %w: prediction for PMID %s aspect %q already at line %d",
 				p.File, p.Line, ErrDuplicate, p.PMID, p.Aspect, seen[j])
 		}
-		seen[j] = p.Line
+		has[j], seen[j] = true, p.Line
 		if err := checkIndexes(p, len(refs[j].Document)); err != nil {
 			return nil, err
 		}
@@ -159,7 +160,7 @@ func Join(refs, preds []Record, missingEmpty bool) ([]Pair, error) {
 	}
 	var missing []string
 	for j := range refs {
-		if seen[j] != 0 {
+		if has[j] {
 			continue
 		}
 		if !missingEmpty {

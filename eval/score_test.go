@@ -195,6 +195,28 @@ func TestReadJoinErrors(t *testing.T) {
 	}
 }
 
+func TestReferenceErrors(t *testing.T) {
+	cases := []struct {
+		desc string
+		ref  string
+		msg  string
+	}{
+		{"negative summary with citations", "testdata/malformed/ref_inconsistent.jsonl",
+			"ref_inconsistent.jsonl:1: malformed record: summary and citations disagree"},
+		{"no document", "testdata/malformed/ref_no_document.jsonl", "ref_no_document.jsonl:1: malformed record: reference has no Document"},
+	}
+	for _, c := range cases {
+		refs, err := ReadFile(c.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Join(refs, nil, true)
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: err = %v, want %q", c.desc, err, c.msg)
+		}
+	}
+}
+
 func TestMissingEmpty(t *testing.T) {
 	pairs := readPairs(t, "testdata/ref.jsonl", "testdata/partial.jsonl", true)
 	if len(pairs) != 9 {
