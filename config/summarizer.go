@@ -29,6 +29,11 @@ type Summarizer struct {
 	// after a [CTX] marker and with its own segment embedding.
 	FullContext bool `mapstructure:"full_context" yaml:"full_context"`
 
+	// GenVocabSize is the size of the output softmax: the most frequent summary tokens of the
+	// training split (plus [EOS]). Other tokens can only be copied from the source. 0 = the whole
+	// tokenizer vocabulary.
+	GenVocabSize int `mapstructure:"gen_vocab_size" yaml:"gen_vocab_size"`
+
 	// DevDecodeLimit caps the dev examples decoded for ROUGE at each evaluation (0 = all).
 	DevDecodeLimit int `mapstructure:"dev_decode_limit" yaml:"dev_decode_limit"`
 
@@ -63,6 +68,7 @@ func DefaultSummarizer() Summarizer {
 		MaxSummaryLen:  64,
 		FullContext:    false,
 		Train:          train,
+		GenVocabSize:   2000,
 		DevDecodeLimit: 64,
 		BeamSize:       2,
 		LengthPenalty:  1.0,
@@ -92,7 +98,7 @@ func (c Summarizer) Validate() error {
 	if c.Dropout < 0 || c.Dropout >= 1 {
 		bad("dropout", "must be in [0, 1)")
 	}
-	for _, k := range []intKey{{"dev_decode_limit", c.DevDecodeLimit}, {"no_repeat_ngram", c.NoRepeatNgram}} {
+	for _, k := range []intKey{{"gen_vocab_size", c.GenVocabSize}, {"dev_decode_limit", c.DevDecodeLimit}, {"no_repeat_ngram", c.NoRepeatNgram}} {
 		if k.v < 0 {
 			bad(k.key, "must be >= 0")
 		}

@@ -15,8 +15,10 @@ import (
 // generated token stays flat as the output grows. A Net is read-only and safe for concurrent use.
 type Net struct {
 	H       Hyper
-	tokens  []float32 // [V, D], also the output projection (tied)
-	outBias []float32 // [V]
+	tokens  []float32 // [V, D]
+	genIDs  []int32   // generation vocabulary
+	outEmb  []float32 // [G, D]: rows of tokens for genIDs (tied output projection)
+	outBias []float32 // [G]
 	srcPos  []float32 // [P, D]
 	tgtPos  []float32 // [P, D]
 	segment []float32 // [2, D]
@@ -95,7 +97,8 @@ func NewNet(h Hyper, vars map[string]*tensors.Tensor) (*Net, error) {
 	n := &Net{
 		H:       h,
 		tokens:  get("embed/tokens", v, d),
-		outBias: get("embed/out_bias", v),
+		outBias: get("embed/out_bias", len(h.genIDs())),
+		genIDs:  h.genIDs(),
 		srcPos:  get("embed/src_pos", p, d),
 		tgtPos:  get("embed/tgt_pos", p, d),
 		segment: get("embed/segment", 2, d),
@@ -123,6 +126,10 @@ func NewNet(h Hyper, vars map[string]*tensors.Tensor) (*Net, error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("summarizer weights: missing or misshapen: %s", strings.Join(missing, ", "))
+	}
+	n.outEmb = make([]float32, len(n.genIDs)*d)
+	for i, id := range n.genIDs {
+		copy(n.outEmb[i*d:(i+1)*d], n.tokens[int(id)*d:int(id+1)*d])
 	}
 	return n, nil
 }
@@ -239,21 +246,22 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 	}
 
 	qc := n.copyQ.apply(x, b)
+	logits := make([]float32, len(n.genIDs))
 	scale := float32(1 / math.Sqrt(float64(d)))
 	for i, st := range states {
 		s := x[i*d : (i+1)*d]
 		out := probs[i]
-		// Vocabulary distribution (tied embeddings).
+		// Distribution over the generation vocabulary (tied embeddings).
 		maxLogit := float32(math.Inf(-1))
-		for w := range h.VocabSize {
-			z := dot(s, n.tokens[w*d:(w+1)*d]) + n.outBias[w]
-			out[w] = z
+		for k := range n.genIDs {
+			z := dot(s, n.outEmb[k*d:(k+1)*d]) + n.outBias[k]
+			logits[k] = z
 			maxLogit = max(maxLogit, z)
 		}
 		var sum float64
-		for w, z := range out {
+		for k, z := range logits {
 			e := float32(math.Exp(float64(z - maxLogit)))
-			out[w] = e
+			logits[k] = e
 			sum += float64(e)
 		}
 		// Copy attention and context.
@@ -271,8 +279,9 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 		}
 		gate := sigmoid(dot(s, n.gateS) + dot(ctx, n.gateC) + dot(xEmb[i*d:(i+1)*d], n.gateX) + n.gateB)
 		g := gate / float32(sum)
-		for w := range out {
-			out[w] *= g
+		clear(out)
+		for k, id := range n.genIDs {
+			out[id] = logits[k] * g
 		}
 		for j, aj := range a {
 			out[src.IDs[j]] += (1 - gate) * aj

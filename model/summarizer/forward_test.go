@@ -36,48 +36,69 @@ func netFromStore(t *testing.T, h Hyper, store *gomlxmodel.Store) *Net {
 }
 
 // TestGraphMatchesForward checks that the training graph and the Go inference code (KV cache,
-// copy mixture) give the same probability to every target token.
+// copy mixture, generation vocabulary) give the same probability to every target token.
 func TestGraphMatchesForward(t *testing.T) {
 	backend, _, err := tsmodel.Backend()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := toyHyper()
-	src := []int32{5, 9, 3, 17, 17, 22, 4, 30, 31, 9, 5}
-	seg := []int32{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}
-	tgtIn := []int32{h.BosID, 17, 9, 33, 5}
-	tgtOut := []int32{17, 9, 33, 5, h.EosID}
-
-	store := gomlxmodel.NewStore()
-	scope := store.Scope(tsmodel.ModelScope)
-	exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
-		return TargetProbGraph(scope, h, Batch{Src: inputs[0], Seg: inputs[1], TgtIn: inputs[2], TgtOut: inputs[3]})
-	})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		desc   string
+		genIDs []int32
+	}{
+		{desc: "whole vocabulary", genIDs: nil},
+		// 33 is outside the generation vocabulary: only copying can produce it (it is not in the
+		// source either, so its probability is ~0); 17 and 9 are both generated and copied.
+		{desc: "generation vocabulary", genIDs: []int32{2, 5, 9, 17, 20, 21}},
 	}
-	out, err := exec.Call([][]int32{src}, [][]int32{seg}, [][]int32{tgtIn}, [][]int32{tgtOut})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []float32
-	tensors.MustConstFlatData(out[0], func(flat []float32) { want = append(want, flat...) })
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			h := toyHyper()
+			h.GenIDs = tc.genIDs
+			src := []int32{5, 9, 3, 17, 17, 22, 4, 30, 31, 9, 5}
+			seg := []int32{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}
+			tgtIn := []int32{h.BosID, 17, 9, 33, 5, 22}
+			tgtOut := []int32{17, 9, 33, 5, 22, h.EosID}
+			genIndex := h.genIndex()
+			tgtGen, inGen := make([]int32, len(tgtOut)), make([]float32, len(tgtOut))
+			for i, id := range tgtOut {
+				if gi, ok := genIndex[id]; ok {
+					tgtGen[i], inGen[i] = gi, 1
+				}
+			}
 
-	net := netFromStore(t, h, store)
-	st := net.NewState(net.Encode(src, seg))
-	probs := [][]float32{make([]float32, h.VocabSize)}
-	for i, tok := range tgtIn {
-		net.Step([]*DecState{st}, []int32{tok}, probs)
-		var sum float64
-		for _, p := range probs[0] {
-			sum += float64(p)
-		}
-		if math.Abs(sum-1) > 1e-4 {
-			t.Errorf("step %d: probabilities sum to %g, want 1", i, sum)
-		}
-		got := probs[0][tgtOut[i]]
-		if math.Abs(float64(got-want[i])) > 1e-4*max(1, math.Abs(float64(want[i]))) {
-			t.Errorf("step %d: p(%d) = %g in Go, %g in the graph", i, tgtOut[i], got, want[i])
-		}
+			store := gomlxmodel.NewStore()
+			scope := store.Scope(tsmodel.ModelScope)
+			exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
+				return TargetProbGraph(scope, h, BatchFromInputs(inputs))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Call([][]int32{src}, [][]int32{seg}, [][]int32{tgtIn}, [][]int32{tgtOut}, [][]int32{tgtGen}, [][]float32{inGen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []float32
+			tensors.MustConstFlatData(out[0], func(flat []float32) { want = append(want, flat...) })
+
+			net := netFromStore(t, h, store)
+			st := net.NewState(net.Encode(src, seg))
+			probs := [][]float32{make([]float32, h.VocabSize)}
+			for i, tok := range tgtIn {
+				net.Step([]*DecState{st}, []int32{tok}, probs)
+				var sum float64
+				for _, p := range probs[0] {
+					sum += float64(p)
+				}
+				if math.Abs(sum-1) > 1e-4 {
+					t.Errorf("step %d: probabilities sum to %g, want 1", i, sum)
+				}
+				got := probs[0][tgtOut[i]]
+				if math.Abs(float64(got-want[i])) > 1e-4*max(1, math.Abs(float64(want[i]))) {
+					t.Errorf("step %d: p(%d) = %g in Go, %g in the graph", i, tgtOut[i], got, want[i])
+				}
+			}
+		})
 	}
 }

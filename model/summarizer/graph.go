@@ -32,13 +32,20 @@ const (
 	minProb = 1e-9
 )
 
-// Batch holds the int32 tensors of one training batch, as graph nodes.
+// Batch holds the tensors of one training batch, as graph nodes.
 //
 //	Src, Seg: [batch, srcLen]   source ids (PadID-padded) and segment ids
 //	TgtIn:    [batch, tgtLen]   [BOS] + summary ids
 //	TgtOut:   [batch, tgtLen]   summary ids + [EOS]; PadID marks positions without a loss
+//	TgtGen:   [batch, tgtLen]   position of TgtOut in the generation vocabulary (0 when absent)
+//	InGen:    [batch, tgtLen]   float32 1 when TgtOut is in the generation vocabulary, else 0
 type Batch struct {
-	Src, Seg, TgtIn, TgtOut *Node
+	Src, Seg, TgtIn, TgtOut, TgtGen, InGen *Node
+}
+
+// BatchFromInputs names the graph inputs of a batch, in the order of training.Batch.Inputs.
+func BatchFromInputs(inputs []*Node) Batch {
+	return Batch{Src: inputs[0], Seg: inputs[1], TgtIn: inputs[2], TgtOut: inputs[3], TgtGen: inputs[4], InGen: inputs[5]}
 }
 
 // LossGraph returns the mean negative log-likelihood per target token of the batch under the
@@ -72,12 +79,19 @@ func TargetProbGraph(scope *model.Scope, h Hyper, b Batch) *Node {
 	xEmb := targetEmbedGraph(scope, h, b.TgtIn)
 	s := DecoderGraph(scope, h, xEmb, enc, srcBias)
 
-	// Vocabulary distribution (tied embeddings), probability of the target token.
+	// Vocabulary distribution over the generation vocabulary (tied embeddings), probability of the
+	// target token (0 when it is outside the generation vocabulary).
+	genIDs := h.genIDs()
+	nGen := len(genIDs)
 	tokens := scope.At("embed").VariableWithShape("tokens", shapes.Make(dtypes.Float32, h.VocabSize, d)).ValueGraph(g)
-	outBias := scope.At("embed").VariableWithShape("out_bias", shapes.Make(dtypes.Float32, h.VocabSize)).ValueGraph(g)
-	logits := Add(Einsum("btd,vd->btv", s, tokens), BroadcastToDims(Reshape(outBias, 1, 1, h.VocabSize), batch, tgtLen, h.VocabSize))
+	outBias := scope.At("embed").VariableWithShape("out_bias", shapes.Make(dtypes.Float32, nGen)).ValueGraph(g)
+	outEmb := tokens
+	if len(h.GenIDs) > 0 {
+		outEmb = Gather(tokens, Reshape(Const(g, genIDs), nGen, 1))
+	}
+	logits := Add(Einsum("btd,vd->btv", s, outEmb), BroadcastToDims(Reshape(outBias, 1, 1, nGen), batch, tgtLen, nGen))
 	logp := LogSoftmax(logits, 2)
-	pVocab := Exp(ReduceSum(Mul(OneHot(b.TgtOut, h.VocabSize, dtypes.Float32), logp), 2)) // [B,T]
+	pVocab := Mul(Exp(ReduceSum(Mul(OneHot(b.TgtGen, nGen, dtypes.Float32), logp), 2)), b.InGen) // [B,T]
 
 	// Copy distribution: attention of s over the encoder states, summed over the source positions
 	// holding the target token.

@@ -26,6 +26,32 @@ type Hyper struct {
 	CtxID int32 `json:"ctx_id"`
 	// Dropout is only used while training; kept for the record.
 	Dropout float64 `json:"dropout"`
+	// GenIDs is the generation vocabulary, sorted: the ids the output softmax covers (the most
+	// frequent summary tokens of the training split and [EOS]). Any other id can only be produced
+	// by copying it from the source. Empty means the whole vocabulary. A small generation
+	// vocabulary makes the output layer, the costliest part of training, several times cheaper.
+	GenIDs []int32 `json:"gen_ids,omitempty"`
+}
+
+// genIDs returns the generation vocabulary (every id when GenIDs is empty).
+func (h Hyper) genIDs() []int32 {
+	if len(h.GenIDs) > 0 {
+		return h.GenIDs
+	}
+	ids := make([]int32, h.VocabSize)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	return ids
+}
+
+// genIndex maps ids to their position in the generation vocabulary.
+func (h Hyper) genIndex() map[int32]int32 {
+	m := make(map[int32]int32, len(h.genIDs()))
+	for i, id := range h.genIDs() {
+		m[id] = int32(i)
+	}
+	return m
 }
 
 // maxPositions sizes the learned position tables; the decoder needs one more slot for [BOS].
@@ -45,6 +71,11 @@ func (h Hyper) validate() error {
 		return fmt.Errorf("ffn_dim, encoder_layers and decoder_layers must be > 0")
 	case h.MaxSourceLen <= 0 || h.MaxSummaryLen <= 0:
 		return fmt.Errorf("max_source_len and max_summary_len must be > 0")
+	}
+	for _, id := range h.GenIDs {
+		if id < 0 || int(id) >= h.VocabSize {
+			return fmt.Errorf("gen_ids: id %d outside the vocabulary (size %d)", id, h.VocabSize)
+		}
 	}
 	for name, id := range map[string]int32{"pad": h.PadID, "bos": h.BosID, "eos": h.EosID, "sep": h.SepID, "ctx": h.CtxID} {
 		if id < 0 || int(id) >= h.VocabSize {

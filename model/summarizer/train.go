@@ -61,28 +61,40 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 	for _, a := range dataset.Aspects(man.AspectSet) {
 		aspectIDs[a.Code] = tok.Encode(aspectText(a.Name, a.Description))
 	}
-	load := func(split string) ([]Example, error) {
-		var out []Example
+	load := func(split string) ([]dataset.SummarizerRow, error) {
+		var out []dataset.SummarizerRow
 		for row, err := range dataset.ReadShards[dataset.SummarizerRow](dataDir, dataset.TaskSummarizer, split) {
 			if err != nil {
 				return nil, err
 			}
-			a, ok := aspectIDs[row.Aspect]
-			if !ok {
+			if _, ok := aspectIDs[row.Aspect]; !ok {
 				return nil, fmt.Errorf("%s: summarizer row %s/%s: unknown aspect %q", dataDir, row.PMID, row.Aspect, row.Aspect)
 			}
-			out = append(out, MakeExample(h, a, splitOn(row.CitedIDs, h.SepID), splitOn(row.DocumentIDs, h.SepID), row.SummaryIDs, row.Summary))
+			out = append(out, row)
 		}
 		return out, nil
 	}
-	train, err := load(dataset.SplitTrain)
+	trainRows, err := load(dataset.SplitTrain)
 	if err != nil {
 		return err
 	}
-	dev, err := load(dataset.SplitDev)
+	devRows, err := load(dataset.SplitDev)
 	if err != nil {
 		return err
 	}
+	summaries := make([][]int32, len(trainRows))
+	for i, r := range trainRows {
+		summaries[i] = r.SummaryIDs
+	}
+	h.GenIDs = GenVocabulary(summaries, cfg.Summarizer.GenVocabSize, h)
+	examples := func(rows []dataset.SummarizerRow) []Example {
+		out := make([]Example, len(rows))
+		for i, row := range rows {
+			out[i] = MakeExample(h, aspectIDs[row.Aspect], splitOn(row.CitedIDs, h.SepID), splitOn(row.DocumentIDs, h.SepID), row.SummaryIDs, row.Summary)
+		}
+		return out
+	}
+	train, dev := examples(trainRows), examples(devRows)
 	if len(train) == 0 {
 		return fmt.Errorf("%s: no summarizer training rows", dataDir)
 	}
@@ -129,6 +141,35 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 	fmt.Fprintf(os.Stderr, "summarizer: %s after %d/%d steps; best dev at step %d: %s; %.1f examples/s\n",
 		res.Stop, res.Steps, res.TotalSteps, res.BestStep, formatMetrics(res.Best), res.ExamplesPerSec)
 	return nil
+}
+
+// GenVocabulary returns the size most frequent tokens of the summaries (ties by id) plus [EOS],
+// sorted; nil (the whole vocabulary) when size is 0 or not smaller than the vocabulary.
+func GenVocabulary(summaries [][]int32, size int, h Hyper) []int32 {
+	if size <= 0 || size >= h.VocabSize {
+		return nil
+	}
+	counts := map[int32]int{}
+	for _, s := range summaries {
+		for _, id := range s {
+			counts[id]++
+		}
+	}
+	ids := make([]int32, 0, len(counts))
+	for id := range counts {
+		if id != h.EosID {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b int32) int {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	ids = append(ids[:min(len(ids), size-1)], h.EosID)
+	slices.Sort(ids)
+	return ids
 }
 
 // specialIDs looks up the tokenizer's special tokens the summarizer needs.
@@ -195,7 +236,7 @@ func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error
 		if lossExec == nil {
 			var err error
 			lossExec, err = gomlxmodel.NewExec(o.Backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) []*Node {
-				nll, mask := TokenNLLGraph(store.Scope(tsmodel.ModelScope), h, Batch{Src: inputs[0], Seg: inputs[1], TgtIn: inputs[2], TgtOut: inputs[3]})
+				nll, mask := TokenNLLGraph(store.Scope(tsmodel.ModelScope), h, BatchFromInputs(inputs))
 				return []*Node{ReduceAllSum(Mul(nll, mask)), ReduceAllSum(mask)}
 			})
 			if err != nil {
@@ -236,7 +277,7 @@ func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error
 		Backend: o.Backend,
 		Store:   store,
 		Loss: func(scope *gomlxmodel.Scope, inputs []*Node) *Node {
-			return LossGraph(scope, h, Batch{Src: inputs[0], Seg: inputs[1], TgtIn: inputs[2], TgtOut: inputs[3]})
+			return LossGraph(scope, h, BatchFromInputs(inputs))
 		},
 		Batches: func(epoch int) ([]training.Batch, error) {
 			return makeBatches(h, o.Train, batchSize, rand.New(rand.NewPCG(uint64(o.Seed), uint64(epoch)))), nil
@@ -310,9 +351,10 @@ func makeBatches(h Hyper, exs []Example, batchSize int, rng *rand.Rand) []traini
 	} else {
 		slices.SortStableFunc(idx, byLen)
 	}
+	genIndex := h.genIndex()
 	var batches []training.Batch
 	for s := 0; s < len(idx); s += batchSize {
-		batches = append(batches, padBatch(h, exs, idx[s:min(s+batchSize, len(idx))]))
+		batches = append(batches, padBatch(h, genIndex, exs, idx[s:min(s+batchSize, len(idx))]))
 	}
 	if rng != nil {
 		rng.Shuffle(len(batches), func(i, j int) { batches[i], batches[j] = batches[j], batches[i] })
@@ -323,7 +365,7 @@ func makeBatches(h Hyper, exs []Example, batchSize int, rng *rand.Rand) []traini
 func roundUp(n, step int) int { return (n + step - 1) / step * step }
 
 // padBatch pads the examples at idx into the four [batch, len] int32 inputs of the loss graph.
-func padBatch(h Hyper, exs []Example, idx []int) training.Batch {
+func padBatch(h Hyper, genIndex map[int32]int32, exs []Example, idx []int) training.Batch {
 	srcLen, tgtLen := 1, 1
 	for _, i := range idx {
 		srcLen = max(srcLen, len(exs[i].Src))
@@ -332,6 +374,7 @@ func padBatch(h Hyper, exs []Example, idx []int) training.Batch {
 	srcLen = min(roundUp(srcLen, srcBucket), h.MaxSourceLen)
 	tgtLen = min(roundUp(tgtLen, tgtBucket), h.MaxSummaryLen)
 	src, seg, tin, tout := make([][]int32, len(idx)), make([][]int32, len(idx)), make([][]int32, len(idx)), make([][]int32, len(idx))
+	tgen, ingen := make([][]int32, len(idx)), make([][]float32, len(idx))
 	tokens := 0
 	for k, i := range idx {
 		ex := exs[i]
@@ -349,9 +392,15 @@ func padBatch(h Hyper, exs []Example, idx []int) training.Batch {
 		copy(tin[k][1:], ex.Tgt)
 		copy(tout[k], ex.Tgt)
 		tout[k][len(ex.Tgt)] = h.EosID
+		tgen[k], ingen[k] = make([]int32, tgtLen), make([]float32, tgtLen)
+		for j, id := range tout[k] {
+			if gi, ok := genIndex[id]; ok {
+				tgen[k][j], ingen[k][j] = gi, 1
+			}
+		}
 		tokens += len(ex.Src) + len(ex.Tgt) + 1
 	}
-	return training.Batch{Inputs: []any{src, seg, tin, tout}, Examples: len(idx), Tokens: tokens}
+	return training.Batch{Inputs: []any{src, seg, tin, tout, tgen, ingen}, Examples: len(idx), Tokens: tokens}
 }
 
 func formatMetrics(m training.Metrics) string {

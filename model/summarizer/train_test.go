@@ -44,6 +44,8 @@ func TestTinyModelLearnsCopyTask(t *testing.T) {
 	}
 	h := Hyper{VocabSize: 200, DModel: 32, Heads: 2, FFNDim: 64, EncoderLayers: 1, DecoderLayers: 1,
 		MaxSourceLen: 32, MaxSummaryLen: 12, PadID: 0, BosID: 1, EosID: 2, SepID: 3, CtxID: 4}
+	// The output softmax covers only the fixed phrase and [EOS]: the rare tokens can only be copied.
+	h.GenIDs = []int32{h.EosID, 12, 13}
 	train, dev := copyTask(h, 256, 1), copyTask(h, 32, 2)
 	loop := config.DefaultTrainLoop()
 	loop.Epochs, loop.BatchSize, loop.WarmupSteps, loop.LearningRate, loop.Patience = 25, 16, 20, 3e-3, 0
