@@ -455,87 +455,104 @@ var units = map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
 // and normalised numbers (digits not glued to a preceding letter: "1,000.50 %" -> "1000.5" pct).
 // "n't" becomes the word "not"; "percent" after a number marks it as a percentage.
 func scan(text string) []token {
-	out := make([]token, 0, len(text)/5)
-	rs := []rune(text)
-	n := len(rs)
-	offs := make([]int, n+1) // byte offset of each rune, and of the end
-	b := 0
-	for i, r := range rs {
-		offs[i] = b
-		b += utf8.RuneLen(r)
+	out := make([]token, 0, len(text)/6+1)
+	n := len(text)
+	// at decodes the rune at byte i (RuneError, 0 past the end).
+	at := func(i int) (rune, int) {
+		if i >= n {
+			return utf8.RuneError, 0
+		}
+		if c := text[i]; c < utf8.RuneSelf {
+			return rune(c), 1
+		}
+		return utf8.DecodeRuneInString(text[i:])
 	}
-	offs[n] = b
-	isDigit := func(i int) bool { return i >= 0 && i < n && rs[i] >= '0' && rs[i] <= '9' }
+	isDigit := func(i int) bool { return i >= 0 && i < n && text[i] >= '0' && text[i] <= '9' }
+	isLetter := func(i int) bool { r, _ := at(i); return i < n && unicode.IsLetter(r) }
+	var num []byte
 	for i := 0; i < n; {
-		r := rs[i]
+		r, size := at(i)
 		switch {
 		case unicode.IsLetter(r):
 			j := i
-			for j < n && (unicode.IsLetter(rs[j]) || unicode.IsDigit(rs[j])) {
-				j++
+			for j < n {
+				r2, sz := at(j)
+				if !unicode.IsLetter(r2) && !unicode.IsDigit(r2) {
+					break
+				}
+				j += sz
 			}
-			w := strings.ToLower(text[offs[i]:offs[j]])
+			w := strings.ToLower(text[i:j])
 			// n't: "didn't" -> "didn" "not"; the apostrophe and t are consumed here.
-			if j+1 < n && (rs[j] == '\'' || rs[j] == '\u2019') && (rs[j+1] == 't' || rs[j+1] == 'T') &&
-				strings.HasSuffix(w, "n") && (j+2 >= n || !unicode.IsLetter(rs[j+2])) {
-				out = append(out, token{text: w, start: offs[i], end: offs[j]}, token{text: "not", start: offs[j], end: offs[j+2]})
-				i = j + 2
+			if r2, sz := at(j); (r2 == '\'' || r2 == '\u2019') && j+sz < n && (text[j+sz] == 't' || text[j+sz] == 'T') &&
+				strings.HasSuffix(w, "n") && !isLetter(j+sz+1) {
+				out = append(out, token{text: w, start: i, end: j}, token{text: "not", start: j, end: j + sz + 1})
+				i = j + sz + 1
 				continue
 			}
 			switch {
 			case (w == "percent" || w == "pct") && len(out) > 0 && out[len(out)-1].num:
 				out[len(out)-1].pct = true
-				out[len(out)-1].end = offs[j]
-			case tens[w] && j+1 < n && rs[j] == '-' && unicode.IsLetter(rs[j+1]):
+				out[len(out)-1].end = j
+			case tens[w] && j+1 < n && text[j] == '-' && isLetter(j+1):
 				e := j + 1
-				for e < n && unicode.IsLetter(rs[e]) {
-					e++
+				for e < n {
+					r2, sz := at(e)
+					if !unicode.IsLetter(r2) {
+						break
+					}
+					e += sz
 				}
-				if u, ok := units[strings.ToLower(text[offs[j+1]:offs[e]])]; ok {
+				if u, ok := units[strings.ToLower(text[j+1:e])]; ok {
 					v := int(numberWords[w][0]-'0')*10 + u
-					out = append(out, token{text: strconv.Itoa(v), num: true, start: offs[i], end: offs[e]})
+					out = append(out, token{text: strconv.Itoa(v), num: true, start: i, end: e})
 					j = e
 				} else {
-					out = append(out, token{text: numberWords[w], num: true, start: offs[i], end: offs[j]})
+					out = append(out, token{text: numberWords[w], num: true, start: i, end: j})
 				}
 			case numberWords[w] != "":
-				out = append(out, token{text: numberWords[w], num: true, start: offs[i], end: offs[j]})
+				out = append(out, token{text: numberWords[w], num: true, start: i, end: j})
 			default:
-				out = append(out, token{text: w, start: offs[i], end: offs[j]})
+				out = append(out, token{text: w, start: i, end: j})
 			}
 			i = j
 		case isDigit(i) || (r == '.' && isDigit(i+1) && !isDigit(i-1)):
 			j := i
-			var intPart, frac strings.Builder
+			num = num[:0]
 			for isDigit(j) {
-				intPart.WriteRune(rs[j])
 				j++
 			}
+			num = append(num, text[i:j]...)
 			// Thousands separators: a comma followed by exactly three digits.
-			for j+3 < n && rs[j] == ',' && isDigit(j+1) && isDigit(j+2) && isDigit(j+3) && !isDigit(j+4) && intPart.Len() > 0 {
-				intPart.WriteString(string(rs[j+1 : j+4]))
+			for j > i && j+3 < n && text[j] == ',' && isDigit(j+1) && isDigit(j+2) && isDigit(j+3) && !isDigit(j+4) {
+				num = append(num, text[j+1:j+4]...)
 				j += 4
 			}
-			if j < n && rs[j] == '.' && isDigit(j+1) {
+			intLen := len(num)
+			if j < n && text[j] == '.' && isDigit(j+1) {
 				j++
 				for isDigit(j) {
-					frac.WriteRune(rs[j])
+					num = append(num, text[j])
 					j++
 				}
 			}
 			k := j
-			for k < n && (rs[k] == ' ' || rs[k] == '\u00a0' || rs[k] == '\u2009' || rs[k] == '\u202f') {
-				k++
+			for k < n {
+				r2, sz := at(k)
+				if r2 != ' ' && r2 != '\u00a0' && r2 != '\u2009' && r2 != '\u202f' {
+					break
+				}
+				k += sz
 			}
 			pct := false
-			if k < n && (rs[k] == '%' || rs[k] == '\uff05') {
+			if r2, sz := at(k); r2 == '%' || r2 == '\uff05' {
 				pct = true
-				j = k + 1
+				j = k + sz
 			}
-			out = append(out, token{text: normalizeNumber(intPart.String(), frac.String()), num: true, pct: pct, start: offs[i], end: offs[j]})
+			out = append(out, token{text: normalizeNumber(string(num[:intLen]), string(num[intLen:])), num: true, pct: pct, start: i, end: j})
 			i = j
 		default:
-			i++
+			i += size
 		}
 	}
 	return out
