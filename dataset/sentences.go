@@ -67,13 +67,14 @@ var abbreviations = map[string]bool{
 }
 
 // isAbbreviation reports whether word (ending with '.') is an abbreviation rather than the end of
-// a sentence. "No." counts only before a number ("No. 5"), since "no." also ends sentences.
+// a sentence. "No." and "p." count only before a number ("No. 5", "p. 599"), since they also end
+// sentences.
 func isAbbreviation(word, next string) bool {
 	w := strings.ToLower(strings.TrimLeft(word, `("'[`))
 	if abbreviations[w] {
 		return true
 	}
-	if (w == "no." || w == "nos.") && next != "" && next[0] >= '0' && next[0] <= '9' {
+	if (w == "no." || w == "nos." || w == "p." || w == "pp.") && next != "" && next[0] >= '0' && next[0] <= '9' {
 		return true
 	}
 	// Dotted initialisms: "U.S.", "e.g.", "a.m.".
@@ -99,9 +100,12 @@ func lastWord(s string) string {
 	return s
 }
 
-// startsSentence reports whether s can begin a sentence: a capital, a digit, or an opening
-// bracket/quote followed by one.
+// startsSentence reports whether s can begin a sentence: a capital, a digit, a bullet, or an
+// opening bracket/quote followed by one.
 func startsSentence(s string) bool {
+	if strings.HasPrefix(s, "•") {
+		return true
+	}
 	s = strings.TrimLeft(s, `("'[`)
 	r, _ := utf8.DecodeRuneInString(s)
 	return unicode.IsUpper(r) || unicode.IsDigit(r) || (r > unicode.MaxASCII && unicode.IsLetter(r) && !unicode.IsLower(r))

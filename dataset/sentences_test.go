@@ -31,6 +31,8 @@ func TestSplitSentences(t *testing.T) {
 		{"heading without a preceding period", "Patients were enrolled RESULTS: Pain fell.", []string{"Patients were enrolled", "RESULTS: Pain fell."}},
 		{"heading with a dotted word", "It ended. CLINICALTRIALS.GOV IDENTIFIER: NCT01234567.", []string{"It ended.", "CLINICALTRIALS.GOV IDENTIFIER: NCT01234567."}},
 		{"lower-case after a period", "Doses were 5 mg. once daily were given. Then it stopped.", []string{"Doses were 5 mg. once daily were given.", "Then it stopped."}},
+		{"page reference", "See the commentary on p. 599. It is short.", []string{"See the commentary on p. 599.", "It is short."}},
+		{"bullets start sentences", "KEY POINTS: • Rates fell. • Survival rose.", []string{"KEY POINTS: • Rates fell.", "• Survival rose."}},
 		{"No. before a number", "See trial No. 5 for details. It was large.", []string{"See trial No. 5 for details.", "It was large."}},
 		{"dotted initialism", "Approved by the U.S. Food and Drug Administration. It is used widely.", []string{"Approved by the U.S. Food and Drug Administration.", "It is used widely."}},
 		{"vitamin D ends a sentence", "Patients received vitamin D. Levels rose.", []string{"Patients received vitamin D.", "Levels rose."}},
