@@ -376,3 +376,41 @@ func TestRunPCoA(t *testing.T) {
 		t.Errorf("summary does not list PCoA aspects:\n%s", buf.String())
 	}
 }
+
+// TestRunNastyText feeds text that crashes sugarme/tokenizer when not cleaned (control
+// characters, a byte-order mark, combining marks, odd Unicode) through the whole pipeline.
+func TestRunNastyText(t *testing.T) {
+	doc := []string{
+		"\ufeffControl\x00 char\x07acters\x1b[0m and a BOM.",
+		"Combining marks: e\u0301 a\u0308\u0308\u0308 \u0301 alone.",
+		"Right-to-left \u202emark\u202c, zero width\u200b space, emoji 💊 and 漢字.",
+		"Tabs\tand\r\nnewlines\u2028inside.",
+	}
+	var lines []string
+	for i, a := range []string{"a", "o", "s"} {
+		in := dataset.Instance{PMID: "N1", Document: doc, Aspect: a, Summary: doc[i] + " summary", Indexes: []int{i}, Sentences: []string{doc[i]}}
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	path := filepath.Join(t.TempDir(), "nasty.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Prepare.TrainRatio, cfg.Prepare.DevRatio, cfg.Prepare.TestRatio = 1, 0, 0
+	out := filepath.Join(t.TempDir(), "out")
+	run(t, cfg, []string{path}, out)
+	n := 0
+	for _, r := range readAll[dataset.TrackerRow](t, out, dataset.TaskTracker, dataset.SplitTrain) {
+		n++
+		if len(r.SentenceIDs) == 0 {
+			t.Errorf("sentence %d has no ids", r.SentenceIndex)
+		}
+	}
+	if n != 12 {
+		t.Errorf("%d tracker rows, want 12", n)
+	}
+}
