@@ -45,6 +45,15 @@ type Group struct {
 // resampled mean recall and precision. Drawing once for all metrics keeps 1000 resamples of
 // 10,000 instances well under a second.
 func Aggregate(results []Result, phrases bool, b BootstrapOptions) Group {
+	sel := make([]*Result, len(results))
+	for i := range results {
+		sel[i] = &results[i]
+	}
+	return aggregate(sel, phrases, b)
+}
+
+// aggregate is Aggregate over pointers, so that groups need not copy the results.
+func aggregate(results []*Result, phrases bool, b BootstrapOptions) Group {
 	g := Group{N: len(results), Phrases: phrases, Level: b.Level}
 	if g.N == 0 {
 		for m := range NumMetrics {
@@ -272,9 +281,12 @@ func (b BootstrapOptions) MarshalJSON() ([]byte, error) {
 // BuildReport aggregates results overall, on positive references and per aspect.
 func BuildReport(results []Result, phrases bool, b BootstrapOptions, s Settings) *Report {
 	rep := &Report{ByAspect: map[string]Group{}, Settings: s}
-	var pos []Result
-	byAspect := map[string][]Result{}
-	for _, r := range results {
+	all := make([]*Result, len(results))
+	var pos []*Result
+	byAspect := map[string][]*Result{}
+	for i := range results {
+		r := &results[i]
+		all[i] = r
 		if !r.RefNegative {
 			pos = append(pos, r)
 		}
@@ -283,16 +295,16 @@ func BuildReport(results []Result, phrases bool, b BootstrapOptions, s Settings)
 	// The groups are independent: bootstrap them concurrently.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	wg.Go(func() { rep.Positive = Aggregate(pos, phrases, b) })
+	wg.Go(func() { rep.Positive = aggregate(pos, phrases, b) })
 	for a, rs := range byAspect {
 		wg.Go(func() {
-			g := Aggregate(rs, phrases, b)
+			g := aggregate(rs, phrases, b)
 			mu.Lock()
 			rep.ByAspect[a] = g
 			mu.Unlock()
 		})
 	}
-	rep.Overall = Aggregate(results, phrases, b)
+	rep.Overall = aggregate(all, phrases, b)
 	wg.Wait()
 	return rep
 }

@@ -221,17 +221,35 @@ func (l *Lexical) analyze(text string) *analysis {
 	if a, ok := l.analyses.Load(text); ok {
 		return a.(*analysis)
 	}
-	a := &analysis{content: map[string]struct{}{}, nums: map[string]bool{}, words: map[string]struct{}{}}
-	for _, sent := range splitSentences(text) {
-		toks := scan(sent)
+	sents := splitSentences(text)
+	toksOf := make([][]token, len(sents))
+	total := 0
+	for i, sent := range sents {
+		toksOf[i] = scan(sent)
+		total += len(toksOf[i])
+	}
+	a := &analysis{content: make(map[string]struct{}, total), nums: map[string]bool{}, words: make(map[string]struct{}, total)}
+	// One backing array for the per-clause lists: each clause takes at most its token count.
+	backing := make([]string, 0, 4*total)
+	take := func(n int) []string {
+		s := backing[len(backing) : len(backing) : len(backing)+n]
+		backing = backing[:len(backing)+n]
+		return s
+	}
+	for i, sent := range sents {
+		toks := toksOf[i]
 		k := 0
 		for _, span := range l.clauseSpans(sent, toks) {
 			if c := trimUnit(sent[span[0]:span[1]]); c != "" {
 				a.claims = append(a.claims, c)
 			}
-			var f unitFeatures
-			var keys []string // content stems and numbers in order
-			var cues []int    // len(keys) at each negation cue
+			m := 0 // tokens in this clause
+			for q := k; q < len(toks) && toks[q].start < span[1]; q++ {
+				m++
+			}
+			f := unitFeatures{content: take(m), nums: take(m), words: take(m)}
+			keys := take(m) // content stems and numbers in order
+			var cues []int  // len(keys) at each negation cue
 			for ; k < len(toks) && toks[k].start < span[1]; k++ {
 				t := toks[k]
 				if t.start < span[0] {
