@@ -75,7 +75,15 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	src := &source{inputs: opts.Inputs, set: cfg.Prepare.AspectSet, seed: cfg.Seed, sampleSize: cfg.Prepare.SampleSize, workers: workers}
 
 	// Pass 1: validate everything and collect the split keys before any output exists.
-	scan, err := src.scan(ctx, cfg.Prepare.SplitBy)
+	newBar := func(label string, total int64, unit string) *progress.Bar {
+		if opts.Progress == nil {
+			return nil
+		}
+		return progress.NewTo(opts.Progress, label, total, unit)
+	}
+	scanBar := newBar("validate", 0, "instances")
+	scan, err := src.scan(ctx, cfg.Prepare.SplitBy, scanBar)
+	finish(scanBar)
 	if err != nil {
 		return nil, err
 	}
@@ -98,20 +106,17 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	defer dir.Abort()
 
 	// Pass 2: learn the tokenizer from the training split only.
-	tokInfo, tok, err := learnTokenizer(ctx, src, splits, cfg.Tokenizer, dir.Path(dataset.TokenizerFile))
+	tokBar := newBar("tokenizer", 0, "texts")
+	tokInfo, tok, err := learnTokenizer(ctx, src, splits, cfg.Tokenizer, dir.Path(dataset.TokenizerFile), tokBar)
+	finish(tokBar)
 	if err != nil {
 		return nil, err
 	}
 
 	// Pass 3: tokenize and write the shards.
-	var bar *progress.Bar
-	if opts.Progress != nil {
-		bar = progress.NewTo(opts.Progress, "prepare", int64(scan.counts.Instances), "instances")
-	}
+	bar := newBar("shards", int64(scan.counts.Instances), "instances")
 	tasks, err := writeShards(ctx, src, splits, tok, cfg.Prepare, dir.Tmp, bar)
-	if bar != nil {
-		bar.Finish()
-	}
+	finish(bar)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +249,13 @@ type scanResult struct {
 }
 
 // scan validates the whole input and returns the split keys and counts.
-func (s *source) scan(ctx context.Context, by string) (*scanResult, error) {
+func finish(b *progress.Bar) {
+	if b != nil {
+		b.Finish()
+	}
+}
+
+func (s *source) scan(ctx context.Context, by string, bar *progress.Bar) (*scanResult, error) {
 	res := &scanResult{inputs: []dataset.InputFile{}}
 	if len(s.inputs) == 0 {
 		// The sample's keys are known without generating it.
@@ -279,6 +290,9 @@ func (s *source) scan(ctx context.Context, by string) (*scanResult, error) {
 				return nil, err
 			}
 			info.Instances++
+			if bar != nil {
+				bar.Add(1)
+			}
 			res.counts.Instances++
 			if _, ok := seenPMID[in.PMID]; !ok {
 				seenPMID[in.PMID] = struct{}{}
@@ -371,7 +385,8 @@ func fileSHA256(path string) (string, int64, error) {
 
 // learnTokenizer trains the subword vocabulary on the training split's sentences (each abstract
 // once) and summaries, writes it to path and loads it back the way every later stage will.
-func learnTokenizer(ctx context.Context, src *source, splits *dataset.SplitAssignment, tc config.Tokenizer, path string) (dataset.TokenizerInfo, *subword.Tokenizer, error) {
+func learnTokenizer(ctx context.Context, src *source, splits *dataset.SplitAssignment, tc config.Tokenizer, path string,
+	bar *progress.Bar) (dataset.TokenizerInfo, *subword.Tokenizer, error) {
 	var readErr error
 	texts := 0
 	seen := map[string]struct{}{}
@@ -381,6 +396,9 @@ func learnTokenizer(ctx context.Context, src *source, splits *dataset.SplitAssig
 				return false
 			}
 			texts++
+			if bar != nil {
+				bar.Add(1)
+			}
 			return yield(s)
 		}
 		for run, err := range src.abstracts(ctx) {
