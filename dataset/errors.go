@@ -36,6 +36,7 @@ type ValidationError struct {
 	Msg   string // details
 }
 
+// Error formats the problem as one line: "FILE:LINE: FIELD: sentinel: details".
 func (e *ValidationError) Error() string {
 	where := fmt.Sprintf("%s:%d", e.File, e.Line)
 	if e.Field != "" {
