@@ -404,16 +404,15 @@ func (l *Lexical) clauseSpans(sentence string, toks []token) [][2]int {
 		}
 		return cum[b] - cum[a]
 	}
-	lower := asciiLower(sentence)
 	var spans [][2]int
 	start := 0
-	for pos := 0; pos < len(lower); pos++ {
-		if c := lower[pos]; c != ',' && c != ';' && c != ' ' {
+	for pos := 0; pos < len(sentence); pos++ {
+		if c := sentence[pos]; c != ',' && c != ';' && c != ' ' {
 			continue // every separator starts with one of these
 		}
 		plen := 0
 		for _, sep := range clauseSeparators {
-			if strings.HasPrefix(lower[pos:], sep) {
+			if hasPrefixFoldASCII(sentence[pos:], sep) {
 				plen = len(sep)
 				break
 			}
@@ -430,15 +429,22 @@ func (l *Lexical) clauseSpans(sentence string, toks []token) [][2]int {
 	return append(spans, [2]int{start, len(sentence)})
 }
 
-// asciiLower lower-cases ASCII letters only, so that byte offsets stay valid.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
+// hasPrefixFoldASCII reports whether s starts with the lower-case ASCII prefix, ignoring the case
+// of ASCII letters in s (byte offsets stay those of s).
+func hasPrefixFoldASCII(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
 		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
 		}
 	}
-	return string(b)
+	return true
 }
 
 func trimUnit(s string) string {
