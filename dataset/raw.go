@@ -19,8 +19,38 @@ type Abstract struct {
 
 // ReadRaw reads plain-text abstracts from a file: one abstract per file, or several separated by
 // blank lines. Each is split into sentences with SplitSentences. An abstract that yields no
-// sentence is skipped; a file without any abstract is an error.
+// sentence is skipped; a file without any abstract is an error. When path is a directory, every
+// regular file in it whose name does not start with "." is read that way, in name order.
 func ReadRaw(path string) ([]Abstract, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read raw abstracts: %w", err)
+	}
+	if !st.IsDir() {
+		return readRawFile(path)
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("read raw abstracts: %w", err)
+	}
+	var out []Abstract
+	for _, e := range entries {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		abs, err := readRawFile(filepath.Join(path, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, abs...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: %w: no text files", path, ErrEmptyDocument)
+	}
+	return out, nil
+}
+
+func readRawFile(path string) ([]Abstract, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read raw abstracts: %w", err)

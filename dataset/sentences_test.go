@@ -113,6 +113,18 @@ func TestReadRaw(t *testing.T) {
 			}
 		})
 	}
+	// A directory: every file, in name order.
+	all, err := ReadRaw(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range all {
+		ids = append(ids, a.PMID)
+	}
+	if want := []string{"batch-1", "batch-2", "trial-7"}; !slices.Equal(ids, want) {
+		t.Errorf("directory: PMIDs %v, want %v", ids, want)
+	}
 	empty := filepath.Join(dir, "empty.txt")
 	if err := os.WriteFile(empty, []byte("\n\n"), 0o644); err != nil {
 		t.Fatal(err)
