@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -100,5 +102,28 @@ func TestSyntheticLearnable(t *testing.T) {
 	}
 	if headings == 0 || headings == 400 {
 		t.Errorf("%d/400 abstracts with section headings, want some but not all", headings)
+	}
+}
+
+// TestSyntheticGolden pins the first abstracts of the default sample: a change of the generator
+// changes every experiment run on the built-in sample, so it must be deliberate. Regenerate with
+// `go test ./dataset -run TestSyntheticGolden -update`.
+func TestSyntheticGolden(t *testing.T) {
+	var got bytes.Buffer
+	if err := WriteSynthetic(&got, 3407, 3); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "golden", "synthetic-3407-3.jsonl")
+	if *update {
+		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("synthetic sample differs from %s (regenerate with -update if the change is deliberate)", path)
 	}
 }
