@@ -14,6 +14,7 @@
 package infer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,43 @@ import (
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 )
+
+// GoldTracker is the tracker "gold": it scores 1 the sentences the reference cites and 0 the
+// others, so that the summarizer can be evaluated alone on gold citations (TracSum's oracle
+// setting). It needs annotated input.
+const GoldTracker = "gold"
+
+// goldScores implements Tracker from reference instances.
+type goldScores struct {
+	byKey map[[2]string][]int
+	// pmid is the abstract being scored: ScoreBatch receives documents, not PMIDs.
+	docs map[string]string
+}
+
+func newGoldScores(instances []dataset.Instance) *goldScores {
+	g := &goldScores{byKey: map[[2]string][]int{}, docs: map[string]string{}}
+	for _, in := range instances {
+		g.byKey[[2]string{in.PMID, in.Aspect}] = in.Indexes
+		g.docs[strings.Join(in.Document, "\n")] = in.PMID
+	}
+	return g
+}
+
+// ScoreBatch implements Tracker.
+func (g *goldScores) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
+	out := make([][]float32, len(reqs))
+	for i, r := range reqs {
+		pmid, ok := g.docs[strings.Join(r.Doc, "\n")]
+		if !ok {
+			return nil, fmt.Errorf("gold tracker: abstract not in the references")
+		}
+		out[i] = make([]float32, len(r.Doc))
+		for _, j := range g.byKey[[2]string{pmid, r.Aspect}] {
+			out[i][j] = 1
+		}
+	}
+	return out, nil
+}
 
 // Prediction is one output record: the eval format (PMID, Aspect, Summary, Indexes) plus the
 // tracker's probability for every sentence of the abstract.
@@ -122,6 +160,7 @@ func (p *Pipeline) Process(a Abstract) ([]Prediction, error) {
 // Options are the command-level inputs of Run.
 type Options struct {
 	// Tracker and Summarizer are checkpoint directories; Summarizer may be empty (track-only).
+	// Tracker "gold" (GoldTracker) uses the input's reference citations instead of a model.
 	Tracker, Summarizer string
 	// Input is a prepared directory, a .jsonl/.json benchmark file, or a raw text file.
 	Input string
@@ -156,12 +195,16 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	if log == nil {
 		log = os.Stderr
 	}
-	trk, err := tracker.Load(o.Tracker)
-	if err != nil {
-		return nil, err
+	p := &Pipeline{Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
+	aspectSet := ""
+	if o.Tracker != GoldTracker {
+		trk, err := tracker.Load(o.Tracker)
+		if err != nil {
+			return nil, err
+		}
+		p.Tracker = trk
+		aspectSet = trk.Hyperparams().AspectSet
 	}
-	p := &Pipeline{Tracker: trk, Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
-	aspectSet := trk.Hyperparams().AspectSet
 	if o.Summarizer != "" {
 		s, err := summarizer.Load(o.Summarizer)
 		if err != nil {
@@ -176,13 +219,21 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		}
 		p.Summarizer = s
 		p.Decode = s.DecodeOptions()
+		aspectSet = cmp.Or(aspectSet, s.Meta.AspectSet)
 		if o.BeamSize > 0 {
 			p.Decode.BeamSize = o.BeamSize
 		}
 	}
+	aspectSet = cmp.Or(aspectSet, dataset.AspectSetTracSum)
 	abstracts, refs, err := ReadInput(o.Input, o.Split, aspectSet, cfg.Infer.Aspects)
 	if err != nil {
 		return nil, err
+	}
+	if p.Tracker == nil {
+		if refs == nil {
+			return nil, fmt.Errorf("--tracker gold needs annotated input, not raw text (%s)", o.Input)
+		}
+		p.Tracker = newGoldScores(refs)
 	}
 	if o.Refs != "" {
 		if refs == nil {

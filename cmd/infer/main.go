@@ -17,7 +17,7 @@ import (
 
 func main() {
 	fs := cli.NewFlags("tracksum-infer")
-	fs.String("tracker", "", "tracker checkpoint directory (required)")
+	fs.String("tracker", "", "tracker checkpoint directory (required); \"gold\": the input's reference citations")
 	fs.String("summarizer", "", "summarizer checkpoint directory; omit for track-only inference")
 	fs.String("input", "", "prepared directory, benchmark .jsonl file, or raw text file (required)")
 	fs.String("split", "test", "split of a prepared directory to run on")
