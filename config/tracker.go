@@ -25,6 +25,10 @@ type Tracker struct {
 	MaxLen int `mapstructure:"max_len" yaml:"max_len"`
 	// Dropout is the dropout rate used during training.
 	Dropout float64 `mapstructure:"dropout" yaml:"dropout"`
+	// Lexical adds a per-aspect linear bag-of-words term to the logit (a learned weight per aspect
+	// and token, and per aspect and hashed bigram), averaged over the sentence: the "wide" part of a
+	// wide-and-deep model, which carries most of the signal on little data.
+	Lexical bool `mapstructure:"lexical" yaml:"lexical"`
 	// NgramBuckets is the number of hash buckets of the ngram architecture's n-gram embeddings.
 	NgramBuckets int `mapstructure:"ngram_buckets" yaml:"ngram_buckets"`
 	// NgramOrder is the longest n-gram of the ngram architecture (1 = unigrams only).
@@ -64,7 +68,8 @@ func DefaultTracker() Tracker {
 		FFNDim:       512,
 		MaxLen:       64,
 		Dropout:      0.1,
-		NgramBuckets: 1 << 16,
+		Lexical:      true,
+		NgramBuckets: 1 << 14,
 		NgramOrder:   2,
 		Imbalance:    "pos_weight",
 		Oversample:   6,

@@ -63,7 +63,7 @@ func main() {
 			if task == "summarizer" {
 				return summarizer.Train(ctx, cfg, data, out)
 			}
-			_, _, err = tracker.Train(ctx, cfg, data, out, os.Stderr)
+			_, _, err = tracker.Train(ctx, cfg, data, out, tracker.TrainOptions{Log: os.Stderr})
 			return err
 		},
 	})

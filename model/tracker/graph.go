@@ -9,7 +9,6 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
-	"github.com/gomlx/gomlx/ml/layers/attention"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/nn"
 )
@@ -103,7 +102,36 @@ func LogitsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect, pos *Nod
 		x = EncoderGraph(scope.In("encoder"), hp, x, mask)
 		pooled = Squeeze(Slice(x, AxisRange(), AxisElem(0), AxisRange()), 1) // the aspect token's state
 	}
-	return HeadGraph(scope.In("head"), hp, pooled, aspect, pos)
+	head := scope.In("head")
+	logits := HeadGraph(head, hp, pooled, aspect, pos)
+	if hp.Lexical {
+		logits = Add(logits, LexicalGraph(head.In("lexical"), hp, ids, aspect))
+	}
+	return logits
+}
+
+// LexicalGraph is a per-aspect linear model over the sentence's tokens and hashed bigrams: a
+// learned weight per (aspect, token) and per (aspect, bigram bucket), summed over the sentence and
+// divided by the square root of its length (as for an L2-normalised count vector); [B].
+func LexicalGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node) *Node {
+	g := ids.Graph()
+	batch, seq := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
+	na := len(hp.Aspects)
+	valid := ConvertDType(NotEqual(ids, ZerosLike(ids)), dtypes.Float32) // [B, T]
+	asp := BroadcastToDims(ExpandAxes(aspect, -1), batch, seq)           // [B, T]
+	at := func(table, index *Node) *Node {
+		return Gather(table, Stack([]*Node{asp, index}, -1)) // [B, T]
+	}
+	sum := Mul(at(zeros(scope, g, "tokens", na, hp.VocabSize), ids), valid)
+	if seq > 1 {
+		ids64 := ConvertDType(ids, dtypes.Int64)
+		prev := Concatenate([]*Node{Zeros(g, shapes.Make(dtypes.Int64, batch, 1)), Slice(ids64, AxisRange(), AxisRange(0, seq-1))}, 1)
+		hash := ConvertDType(ModScalar(Add(MulScalar(ids64, 1000003), MulScalar(prev, 7919)), float64(hp.NgramBuckets)), dtypes.Int32)
+		ok := Mul(valid, ConvertDType(NotEqual(prev, ZerosLike(prev)), dtypes.Float32))
+		sum = Add(sum, Mul(at(zeros(scope, g, "bigrams", na, hp.NgramBuckets), hash), ok))
+	}
+	count := MaxScalar(ReduceSum(valid, -1), 1)
+	return Div(ReduceSum(sum, -1), Sqrt(count))
 }
 
 // EmbeddingsGraph builds the encoder input: a learned aspect token followed by the sentence tokens,
@@ -130,25 +158,27 @@ func EncoderGraph(scope *gomlxmodel.Scope, hp *Hyperparams, x, mask *Node) *Node
 	batch, seq, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	heads := hp.NumHeads
 	headDim := d / heads
-	// Boolean key mask broadcast over queries and heads, in the BSHD score layout [B, Sq, H, Sk].
-	keyMask := Reshape(mask, batch, 1, 1, seq)
+	// Additive key mask [B, 1, 1, S]: 0 on tokens, -1e9 on padding, broadcast over heads and queries.
+	keyBias := Reshape(MulScalar(OneMinus(ConvertDType(mask, dtypes.Float32)), -1e9), batch, 1, 1, seq)
+	scale := 1 / math.Sqrt(float64(headDim))
 	for l := range hp.NumLayers {
 		layer := scope.In("layer_%d", l)
 		h := layerNorm(layer.In("attention_norm"), x)
+		// One projection for q, k and v, then one transpose to [3, B, H, S, dh]: the attention
+		// products below then batch over (B, H) with the contracted axis last, the layout the Go
+		// backend's batched matmul kernels take without further transposes.
 		qkv := dense(layer.In("qkv"), h, 3*d, activation.TypeNone)
-		qkv = Reshape(qkv, batch, seq, 3, heads, headDim)
-		q := Squeeze(Slice(qkv, AxisRange(), AxisRange(), AxisElem(0)), 2)
-		k := Squeeze(Slice(qkv, AxisRange(), AxisRange(), AxisElem(1)), 2)
-		v := Squeeze(Slice(qkv, AxisRange(), AxisRange(), AxisElem(2)), 2)
-		att, _ := attention.Core(q, k, v, attention.LayoutBSHD, attention.CoreOptions{
-			Scale:         1 / math.Sqrt(float64(headDim)),
-			AttentionMask: keyMask,
-		})
-		att = Reshape(att, batch, seq, d)
+		qkv = TransposeAllDims(Reshape(qkv, batch, seq, 3, heads, headDim), 2, 0, 3, 1, 4)
+		q := Squeeze(Slice(qkv, AxisElem(0)), 0)
+		k := Squeeze(Slice(qkv, AxisElem(1)), 0)
+		v := Squeeze(Slice(qkv, AxisElem(2)), 0)
+		scores := Add(MulScalar(Einsum("bhqd,bhkd->bhqk", q, k), scale), keyBias)
+		att := Einsum("bhqk,bhkd->bhqd", Softmax(scores, -1), v)        // [B, H, S, dh]
+		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), batch, seq, d) // [B, S, d]
 		att = dense(layer.In("attention_output"), att, d, activation.TypeNone)
 		x = Add(x, dropout(layer, att, hp.Dropout))
 		h = layerNorm(layer.In("ffn_norm"), x)
-		h = dense(layer.In("ffn_hidden"), h, hp.FFNDim, activation.TypeGelu)
+		h = dense(layer.In("ffn_hidden"), h, hp.FFNDim, activation.TypeRelu)
 		h = dense(layer.In("ffn_output"), h, d, activation.TypeNone)
 		x = Add(x, dropout(layer, h, hp.Dropout))
 	}
@@ -179,7 +209,7 @@ func NgramPoolGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node)
 			hash = ModScalar(Add(MulScalar(hash, 1000003), MulScalar(prev, 7919)), float64(hp.NgramBuckets))
 			ok = LogicalAnd(ok, NotEqual(prev, ZerosLike(prev)))
 			e := Gather(table, ExpandAxes(ConvertDType(hash, dtypes.Int32), -1))
-			x = Add(x, Where(ExpandAxes(ok, -1), e, ZerosLike(e)))
+			x = Add(x, Mul(e, ExpandAxes(ConvertDType(ok, dtypes.Float32), -1)))
 		}
 	}
 	x = dropout(scope, x, hp.Dropout)
@@ -190,20 +220,21 @@ func NgramPoolGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node)
 	weights := MaskedSoftmax(scores, valid, -1)
 	attPool := ReduceSum(Mul(x, ExpandAxes(weights, -1)), 1)
 	count := MaxScalar(ReduceSum(ConvertDType(valid, dtypes.Float32), -1), 1)
-	meanPool := Div(MaskedReduceSum(x, ExpandAxes(valid, -1), 1), ExpandAxes(count, -1))
+	validF := ExpandAxes(ConvertDType(valid, dtypes.Float32), -1)
+	meanPool := Div(ReduceSum(Mul(x, validF), 1), ExpandAxes(count, -1))
 	return Concatenate([]*Node{attPool, meanPool}, -1)
 }
 
 // HeadGraph turns the sentence vector pooled [B, P] and the position features into a logit with an
 // aspect-specific classifier: logit = <hidden, w[aspect]> + b[aspect] + <pos, v[aspect]>, where
-// hidden = GELU(Dense([pooled, pos])). Sharing hidden across aspects and keeping only the last layer
+// hidden = ReLU(Dense([pooled, pos])). Sharing hidden across aspects and keeping only the last layer
 // per aspect suits the few examples per aspect.
 func HeadGraph(scope *gomlxmodel.Scope, hp *Hyperparams, pooled, aspect, pos *Node) *Node {
 	g := pooled.Graph()
 	na := len(hp.Aspects)
 	h := Concatenate([]*Node{pooled, pos}, -1)
 	h = dropout(scope, h, hp.Dropout)
-	h = dense(scope.In("hidden"), h, hp.DModel, activation.TypeGelu)
+	h = dense(scope.In("hidden"), h, hp.DModel, activation.TypeRelu)
 	h = dropout(scope, h, hp.Dropout)
 	idx := ExpandAxes(aspect, -1)
 	w := Gather(weight(scope, g, "aspect_weights", na, hp.DModel), idx)               // [B, d]

@@ -39,6 +39,7 @@ type Hyperparams struct {
 	FFNDim       int     `json:"ffn_dim"`
 	MaxLen       int     `json:"max_len"`
 	Dropout      float64 `json:"dropout"`
+	Lexical      bool    `json:"lexical"`
 	NgramBuckets int     `json:"ngram_buckets"`
 	NgramOrder   int     `json:"ngram_order"`
 	// AspectSet names the aspect registry (dataset.Aspects) and Aspects its codes in index order.
@@ -61,6 +62,7 @@ func NewHyperparams(c config.Tracker, vocabSize int, aspectSet string, codes, na
 		FFNDim:       c.FFNDim,
 		MaxLen:       c.MaxLen,
 		Dropout:      c.Dropout,
+		Lexical:      c.Lexical,
 		NgramBuckets: c.NgramBuckets,
 		NgramOrder:   c.NgramOrder,
 		AspectSet:    aspectSet,

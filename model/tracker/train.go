@@ -127,10 +127,20 @@ type Report struct {
 	Test           *SplitReport `json:"test,omitempty"`
 }
 
+// TrainOptions are the parts of a training run that are not configuration.
+type TrainOptions struct {
+	// Log receives progress and messages; os.Stderr when nil.
+	Log io.Writer
+	// AfterStep, when set, is called after each optimizer step (tests interrupt runs with it).
+	AfterStep func(step int)
+}
+
 // Train trains a tracker on the prepared directory dataDir with cfg.Tracker and writes the
 // checkpoint to outDir (resuming a run interrupted there). It returns the in-memory model holding
-// the best-on-dev variables, and the report also written to outDir/report.json.
-func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, log io.Writer) (*Model, *Report, error) {
+// the best-on-dev variables, and the report also written to outDir/report.json. When ctx is
+// cancelled it saves a resume point and returns an error wrapping ctx.Err().
+func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
+	log := opts.Log
 	if log == nil {
 		log = os.Stderr
 	}
@@ -190,7 +200,8 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, log 
 			}
 			return BinaryMetrics(probs, devLabels, tc.Threshold), nil
 		},
-		Select: "f1",
+		Select:    "f1",
+		AfterStep: opts.AfterStep,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -551,6 +551,11 @@ func (o *Options) adamW(opt *gomlxmodel.Scope, g *graph.Graph, vars []*gomlxmode
 	corr2 := graph.OneMinus(graph.Pow(graph.Scalar(g, dtypes.Float32, b2), t))
 	// Fold both bias corrections into the step size, as in the Adam paper's efficient form.
 	stepSize := graph.Div(graph.Mul(lr, graph.Sqrt(corr2)), corr1)
+	// Weight decay as a multiplicative shrink w*(1 - lr*wd), and the moments folded into few
+	// elementwise passes: on the Go backend the optimizer's passes over large embedding tables cost
+	// as much as the model's matmuls.
+	shrink := graph.OneMinus(graph.MulScalar(lr, o.Loop.WeightDecay))
+	eps := graph.MulScalar(graph.Sqrt(corr2), o.Loop.Epsilon)
 	for i, v := range vars {
 		dt := v.DType()
 		grad := graph.ConvertDType(grads[i], dt)
@@ -560,16 +565,15 @@ func (o *Options) adamW(opt *gomlxmodel.Scope, g *graph.Graph, vars []*gomlxmode
 		m.SetTrainable(false)
 		s.SetTrainable(false)
 		mNew := graph.Add(graph.MulScalar(m.NodeValue(g), b1), graph.MulScalar(grad, 1-b1))
-		sNew := graph.Add(graph.MulScalar(s.NodeValue(g), b2), graph.MulScalar(graph.Square(grad), 1-b2))
+		sNew := graph.Add(graph.MulScalar(s.NodeValue(g), b2), graph.MulScalar(graph.Mul(grad, grad), 1-b2))
 		m.SetNodeValue(mNew)
 		s.SetNodeValue(sNew)
-		eps := graph.Mul(graph.Scalar(g, dt, o.Loop.Epsilon), graph.ConvertDType(graph.Sqrt(corr2), dt))
-		update := graph.Mul(graph.ConvertDType(stepSize, dt), graph.Div(mNew, graph.Add(graph.Sqrt(sNew), eps)))
 		w := v.NodeValue(g)
 		if o.Loop.WeightDecay > 0 && v.Shape().Rank() >= 2 {
-			update = graph.Add(update, graph.Mul(graph.ConvertDType(lr, dt), graph.MulScalar(w, o.Loop.WeightDecay)))
+			w = graph.Mul(w, graph.ConvertDType(shrink, dt))
 		}
-		v.SetNodeValue(graph.Sub(w, update))
+		update := graph.Div(mNew, graph.Add(graph.Sqrt(sNew), graph.ConvertDType(eps, dt)))
+		v.SetNodeValue(graph.Sub(w, graph.Mul(update, graph.ConvertDType(stepSize, dt))))
 	}
 }
 
