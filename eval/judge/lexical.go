@@ -39,8 +39,9 @@ type LexicalOptions struct {
 // unit of a long summary.
 //
 // Entailment: premise entails hypothesis when
-//  1. at least Threshold of the hypothesis's distinct content words (lowercased, stop words and
-//     negation cues removed, Porter-stemmed as NLTK does) occur in the premise;
+//  1. at least Threshold of the hypothesis's distinct content words (lowercased; stop words,
+//     generic study words such as "study", "trial", "patients", and negation cues removed;
+//     Porter-stemmed as NLTK does) occur in the premise;
 //  2. every number of the hypothesis occurs in the premise, after normalisation ("1,000" = "1000",
 //     "50 %" = "50%" = "50 percent", ".5" = "0.5" = "0.50", "two".."ninety-nine" = 2..99); a percentage
 //     in the hypothesis needs a percentage in the premise, a bare number matches either;
