@@ -41,6 +41,23 @@ import (
 // setting). It needs annotated input.
 const GoldTracker = "gold"
 
+// ExtractiveSummarizer is the summarizer "extractive": the summary is the tracked sentences
+// themselves, joined with spaces (TracSum's "all cited sentences copied" baseline with --tracker
+// gold).
+const ExtractiveSummarizer = "extractive"
+
+// extractive implements Summarizer by copying the cited sentences.
+type extractive struct{}
+
+// Summarize implements Summarizer.
+func (extractive) Summarize(reqs []summarizer.Request, _ decode.Options) ([]string, error) {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		out[i] = strings.Join(r.Cited, " ")
+	}
+	return out, nil
+}
+
 // goldScores implements Tracker from reference instances.
 type goldScores struct {
 	byKey map[[2]string][]int
@@ -160,7 +177,8 @@ func (p *Pipeline) Process(a Abstract) ([]Prediction, error) {
 // Options are the command-level inputs of Run.
 type Options struct {
 	// Tracker and Summarizer are checkpoint directories; Summarizer may be empty (track-only).
-	// Tracker "gold" (GoldTracker) uses the input's reference citations instead of a model.
+	// Tracker "gold" (GoldTracker) uses the input's reference citations instead of a model;
+	// Summarizer "extractive" (ExtractiveSummarizer) copies the tracked sentences.
 	Tracker, Summarizer string
 	// Input is a prepared directory, a .jsonl/.json benchmark file, or a raw text file.
 	Input string
@@ -205,7 +223,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		p.Tracker = trk
 		aspectSet = trk.Hyperparams().AspectSet
 	}
-	if o.Summarizer != "" {
+	switch o.Summarizer {
+	case "":
+	case ExtractiveSummarizer:
+		p.Summarizer = extractive{}
+	default:
 		s, err := summarizer.Load(o.Summarizer)
 		if err != nil {
 			return nil, err

@@ -234,3 +234,19 @@ func TestGoldTrackerNeedsAnnotations(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
+
+func TestExtractiveBaseline(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "pred.jsonl")
+	cfg := config.Default()
+	if _, err := Run(context.Background(), &cfg, Options{Tracker: GoldTracker, Summarizer: ExtractiveSummarizer,
+		Input: "testdata/instances.jsonl", Out: out, Log: discard{}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"Summary":"Patients received 20 mg daily for 8 weeks.","Indexes":[1]`) {
+		t.Errorf("extractive predictions do not copy the cited sentence:\n%s", b)
+	}
+}

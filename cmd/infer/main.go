@@ -18,7 +18,7 @@ import (
 func main() {
 	fs := cli.NewFlags("tracksum-infer")
 	fs.String("tracker", "", "tracker checkpoint directory (required); \"gold\": the input's reference citations")
-	fs.String("summarizer", "", "summarizer checkpoint directory; omit for track-only inference")
+	fs.String("summarizer", "", "summarizer checkpoint directory; omit for track-only inference; \"extractive\": copy the tracked sentences")
 	fs.String("input", "", "prepared directory, benchmark .jsonl file, or raw text file (required)")
 	fs.String("split", "test", "split of a prepared directory to run on")
 	fs.String("out", "", "prediction JSONL file (required)")
