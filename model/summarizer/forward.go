@@ -32,6 +32,9 @@ type Net struct {
 	gateC   []float32
 	gateX   []float32
 	gateB   float32
+	gateF   float32
+	// followBonus is added to the copy score of a source position that follows the input token.
+	followBonus float32
 	// suppress lists ids that are never generated (special tokens other than [EOS]).
 	suppress []int32
 }
@@ -110,8 +113,10 @@ func NewNet(h Hyper, vars map[string]*tensors.Tensor) (*Net, error) {
 		gateC:   get("copy/gate_c", d),
 		gateX:   get("copy/gate_x", d),
 	}
-	if gb := get("copy/gate_b"); len(gb) == 1 {
-		n.gateB = gb[0]
+	for name, dst := range map[string]*float32{"copy/gate_b": &n.gateB, "copy/gate_follow": &n.gateF, "copy/follow_bonus": &n.followBonus} {
+		if v := get(name); len(v) == 1 {
+			*dst = v[0]
+		}
 	}
 	for l := range h.EncoderLayers {
 		pre := fmt.Sprintf("encoder/layer_%d", l)
@@ -269,15 +274,20 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 		srcLen := len(src.IDs)
 		a := make([]float32, srcLen)
 		q := qc[i*d : (i+1)*d]
+		following := float32(0)
 		for j := range srcLen {
 			a[j] = dot(q, src.copyKey[j*d:(j+1)*d]) * scale
+			if j > 0 && src.IDs[j-1] == tokens[i] && tokens[i] != h.PadID {
+				a[j] += n.followBonus
+				following = 1
+			}
 		}
 		softmax(a)
 		ctx := make([]float32, d)
 		for j, aj := range a {
 			axpy(aj, src.states[j*d:(j+1)*d], ctx)
 		}
-		gate := sigmoid(dot(s, n.gateS) + dot(ctx, n.gateC) + dot(xEmb[i*d:(i+1)*d], n.gateX) + n.gateB)
+		gate := sigmoid(dot(s, n.gateS) + dot(ctx, n.gateC) + dot(xEmb[i*d:(i+1)*d], n.gateX) + following*n.gateF + n.gateB)
 		g := gate / float32(sum)
 		clear(out)
 		for k, id := range n.genIDs {

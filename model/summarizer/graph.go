@@ -21,13 +21,17 @@ import (
 //	target:  tokens + tgt_pos;  decoder: pre-LN blocks of causal self-attention, cross-attention,
 //	         feed-forward, final LN -> state s_t
 //	output:  p(w) = g_t * softmax(s_t E^T + b)[w] + (1 - g_t) * sum_{i: src_i = w} a_t,i
-//	         where a_t is a separate copy attention of s_t over the encoder states and
-//	         g_t = sigmoid(s_t.gs + c_t.gc + x_t.gx + gb) (pointer-generator, See et al. 2017),
-//	         c_t = a_t-weighted encoder states, x_t the decoder input embedding.
+//	         where a_t is a separate copy attention of s_t over the encoder states, with a learned
+//	         bonus on positions i whose previous source token is the input token x_t (continuing
+//	         a copy), and g_t = sigmoid(s_t.gs + c_t.gc + x_t.gx + f_t.gf + gb) (pointer-generator,
+//	         See et al. 2017), c_t = a_t-weighted encoder states, x_t the decoder input embedding,
+//	         f_t = 1 when x_t occurs in the source (before a non-first position).
 const (
 	lnEpsilon = 1e-5
 	// maskBias is added to the attention scores of masked positions.
 	maskBias = -1e9
+	// followBonusInit is the initial copy-attention bonus of "follow" positions (see followGraph).
+	followBonusInit = 2.0
 	// minProb keeps log(p) finite for a target that neither softmax nor copy can produce.
 	minProb = 1e-9
 )
@@ -95,13 +99,14 @@ func TargetProbGraph(scope *model.Scope, h Hyper, b Batch) *Node {
 
 	// Copy distribution: attention of s over the encoder states, summed over the source positions
 	// holding the target token.
-	attn, ctxVec := copyAttentionGraph(scope, h, s, enc, srcBias)
+	follow := followGraph(h, b.Src, b.TgtIn)
+	attn, ctxVec := copyAttentionGraph(scope, h, s, enc, srcBias, follow)
 	same := Equal(
 		BroadcastToDims(Reshape(b.TgtOut, batch, tgtLen, 1), batch, tgtLen, srcLen),
 		BroadcastToDims(Reshape(b.Src, batch, 1, srcLen), batch, tgtLen, srcLen))
 	pCopy := ReduceSum(Mul(attn, ConvertDType(same, dtypes.Float32)), 2) // [B,T]
 
-	gate := copyGateGraph(scope, h, s, ctxVec, xEmb) // [B,T]
+	gate := copyGateGraph(scope, h, s, ctxVec, xEmb, ReduceMax(follow, 2)) // [B,T]
 	return Add(Mul(gate, pVocab), Mul(OneMinus(gate), pCopy))
 }
 
@@ -220,9 +225,26 @@ func layerNormGraph(scope *model.Scope, x *Node) *Node {
 	return nn.LayerNorm(x, []int{2}, lnEpsilon, gain, bias, nil)
 }
 
+// followGraph marks, for each decoder input token x_t and source position i, whether the source
+// token just before i is x_t: [B,T,S] float32 0/1. Position i is then the natural continuation of
+// a copy in progress ("copy the next token"), a prior that lets a small model learn to copy whole
+// spans from few examples. Shared with the Go decoder, which knows x_t at each step.
+func followGraph(h Hyper, src, tgtIn *Node) *Node {
+	g := src.Graph()
+	batch, srcLen := src.Shape().Dimensions[0], src.Shape().Dimensions[1]
+	tgtLen := tgtIn.Shape().Dimensions[1]
+	prev := Concatenate([]*Node{BroadcastToDims(Scalar(g, dtypes.Int32, h.PadID), batch, 1), Slice(src, AxisRange(), AxisRange(0, srcLen-1))}, 1)
+	same := Equal(
+		BroadcastToDims(Reshape(tgtIn, batch, tgtLen, 1), batch, tgtLen, srcLen),
+		BroadcastToDims(Reshape(prev, batch, 1, srcLen), batch, tgtLen, srcLen))
+	notPad := BroadcastToDims(Reshape(NotEqual(prev, Scalar(g, dtypes.Int32, h.PadID)), batch, 1, srcLen), batch, tgtLen, srcLen)
+	return ConvertDType(LogicalAnd(same, notPad), dtypes.Float32)
+}
+
 // copyAttentionGraph returns the copy attention [B,T,S] of decoder states s over the encoder
-// states and the attended context vectors [B,T,d].
-func copyAttentionGraph(scope *model.Scope, h Hyper, s, enc, srcBias *Node) (attn, ctxVec *Node) {
+// states (plus a learned bonus on "follow" positions, see followGraph) and the attended context
+// vectors [B,T,d].
+func copyAttentionGraph(scope *model.Scope, h Hyper, s, enc, srcBias, follow *Node) (attn, ctxVec *Node) {
 	batch, tgtLen := s.Shape().Dimensions[0], s.Shape().Dimensions[1]
 	srcLen := enc.Shape().Dimensions[1]
 	cs := scope.At("copy")
@@ -230,12 +252,15 @@ func copyAttentionGraph(scope *model.Scope, h Hyper, s, enc, srcBias *Node) (att
 	k := denseGraph(cs, "k", enc, h.DModel)
 	scores := MulScalar(Einsum("btd,bsd->bts", q, k), 1/math.Sqrt(float64(h.DModel)))
 	scores = Add(scores, BroadcastToDims(Reshape(srcBias, batch, 1, srcLen), batch, tgtLen, srcLen))
+	bonus := cs.VariableWithValue("follow_bonus", float32(followBonusInit)).ValueGraph(s.Graph())
+	scores = Add(scores, Mul(follow, BroadcastToDims(bonus, batch, tgtLen, srcLen)))
 	attn = Softmax(scores, 2)
 	return attn, Einsum("bts,bsd->btd", attn, enc)
 }
 
-// copyGateGraph returns g_t, the probability of generating from the vocabulary, [B,T].
-func copyGateGraph(scope *model.Scope, h Hyper, s, ctxVec, xEmb *Node) *Node {
+// copyGateGraph returns g_t, the probability of generating from the vocabulary, [B,T]. following
+// [B,T] is 1 when the input token occurs in the source (a copy may be in progress).
+func copyGateGraph(scope *model.Scope, h Hyper, s, ctxVec, xEmb, following *Node) *Node {
 	g := s.Graph()
 	cs := scope.At("copy")
 	d := h.DModel
@@ -243,6 +268,8 @@ func copyGateGraph(scope *model.Scope, h Hyper, s, ctxVec, xEmb *Node) *Node {
 	gc := cs.VariableWithShape("gate_c", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gx := cs.VariableWithShape("gate_x", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gb := cs.VariableWithShape("gate_b", shapes.Make(dtypes.Float32)).ValueGraph(g)
+	gf := cs.VariableWithShape("gate_follow", shapes.Make(dtypes.Float32)).ValueGraph(g)
 	z := Add(Add(Einsum("btd,d->bt", s, gs), Einsum("btd,d->bt", ctxVec, gc)), Einsum("btd,d->bt", xEmb, gx))
+	z = Add(z, Mul(following, BroadcastToDims(gf, z.Shape().Dimensions...)))
 	return Sigmoid(Add(z, BroadcastToDims(gb, z.Shape().Dimensions...)))
 }
