@@ -48,7 +48,7 @@ func TestTinyModelLearnsCopyTask(t *testing.T) {
 	h.GenIDs = []int32{h.EosID, 12, 13}
 	train, dev := copyTask(h, 256, 1), copyTask(h, 32, 2)
 	loop := config.DefaultTrainLoop()
-	loop.Epochs, loop.BatchSize, loop.WarmupSteps, loop.LearningRate, loop.Patience = 25, 16, 20, 3e-3, 0
+	loop.Epochs, loop.BatchSize, loop.WarmupSteps, loop.LearningRate, loop.Patience = 15, 16, 20, 3e-3, 0
 	res, err := TrainExamples(context.Background(), TrainOptions{
 		Backend: backend, Hyper: h, Loop: loop, Seed: 1, OutDir: t.TempDir(), Train: train, Dev: dev,
 		Suppress: []int32{0, 1, 3, 4}, Detok: detokIDs, Log: testLog(t),
