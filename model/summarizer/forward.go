@@ -251,22 +251,29 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 	}
 
 	qc := n.copyQ.apply(x, b)
-	logits := make([]float32, len(n.genIDs))
+	// Logits over the generation vocabulary for all hypotheses in one pass over the output
+	// embeddings, which are read once per step instead of once per hypothesis.
+	nGen := len(n.genIDs)
+	logits := make([]float32, b*nGen)
+	for k := range nGen {
+		e := n.outEmb[k*d : (k+1)*d]
+		for i := range b {
+			logits[i*nGen+k] = dot(x[i*d:(i+1)*d], e) + n.outBias[k]
+		}
+	}
 	scale := float32(1 / math.Sqrt(float64(d)))
 	for i, st := range states {
 		s := x[i*d : (i+1)*d]
 		out := probs[i]
-		// Distribution over the generation vocabulary (tied embeddings).
+		lg := logits[i*nGen : (i+1)*nGen]
 		maxLogit := float32(math.Inf(-1))
-		for k := range n.genIDs {
-			z := dot(s, n.outEmb[k*d:(k+1)*d]) + n.outBias[k]
-			logits[k] = z
+		for _, z := range lg {
 			maxLogit = max(maxLogit, z)
 		}
 		var sum float64
-		for k, z := range logits {
+		for k, z := range lg {
 			e := float32(math.Exp(float64(z - maxLogit)))
-			logits[k] = e
+			lg[k] = e
 			sum += float64(e)
 		}
 		// Copy attention and context.
@@ -291,7 +298,7 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 		g := gate / float32(sum)
 		clear(out)
 		for k, id := range n.genIDs {
-			out[id] = logits[k] * g
+			out[id] = lg[k] * g
 		}
 		for j, aj := range a {
 			out[src.IDs[j]] += (1 - gate) * aj
@@ -305,16 +312,22 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 // Suppress makes Step give probability 0 to ids (e.g. [PAD], [SEP]: tokens a summary never holds).
 func (n *Net) Suppress(ids []int32) { n.suppress = slices.Clone(ids) }
 
-// apply returns x [rows, in] W + b as [rows, out].
+// apply returns x [rows, in] W + b as [rows, out]. Rows are processed in blocks that share each
+// weight row while it is in cache.
 func (l linear) apply(x []float32, rows int) []float32 {
+	const block = 8
 	y := make([]float32, rows*l.out)
 	for r := range rows {
-		yr := y[r*l.out : (r+1)*l.out]
-		copy(yr, l.b)
-		xr := x[r*l.in : (r+1)*l.in]
-		for k, xv := range xr {
-			if xv != 0 {
-				axpy(xv, l.w[k*l.out:(k+1)*l.out], yr)
+		copy(y[r*l.out:(r+1)*l.out], l.b)
+	}
+	for r0 := 0; r0 < rows; r0 += block {
+		r1 := min(r0+block, rows)
+		for k := range l.in {
+			w := l.w[k*l.out : (k+1)*l.out]
+			for r := r0; r < r1; r++ {
+				if xv := x[r*l.in+k]; xv != 0 {
+					axpy(xv, w, y[r*l.out:(r+1)*l.out])
+				}
 			}
 		}
 	}
