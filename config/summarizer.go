@@ -54,9 +54,9 @@ func DefaultSummarizer() Summarizer {
 	train := DefaultTrainLoop()
 	train.LearningRate = 1e-3
 	train.WarmupSteps = 100
-	train.Epochs = 30
+	train.Epochs = 40
 	train.BatchSize = 16
-	train.Patience = 6
+	train.Patience = 10
 	return Summarizer{
 		DModel:         128,
 		Heads:          4,

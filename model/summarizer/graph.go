@@ -32,6 +32,9 @@ const (
 	maskBias = -1e9
 	// followBonusInit is the initial copy-attention bonus of "follow" positions (see followGraph).
 	followBonusInit = 2.0
+	// gateBiasInit starts the generation gate at sigmoid(-1) = 0.27: summaries copy most of their
+	// words from the tracked sentences, so the copy path gets most of the mass from the start.
+	gateBiasInit = -1.0
 	// minProb keeps log(p) finite for a target that neither softmax nor copy can produce.
 	minProb = 1e-9
 )
@@ -267,7 +270,7 @@ func copyGateGraph(scope *model.Scope, h Hyper, s, ctxVec, xEmb, following *Node
 	gs := cs.VariableWithShape("gate_s", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gc := cs.VariableWithShape("gate_c", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gx := cs.VariableWithShape("gate_x", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
-	gb := cs.VariableWithShape("gate_b", shapes.Make(dtypes.Float32)).ValueGraph(g)
+	gb := cs.VariableWithValue("gate_b", float32(gateBiasInit)).ValueGraph(g)
 	gf := cs.VariableWithShape("gate_follow", shapes.Make(dtypes.Float32)).ValueGraph(g)
 	z := Add(Add(Einsum("btd,d->bt", s, gs), Einsum("btd,d->bt", ctxVec, gc)), Einsum("btd,d->bt", xEmb, gx))
 	z = Add(z, Mul(following, BroadcastToDims(gf, z.Shape().Dimensions...)))

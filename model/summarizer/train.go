@@ -132,8 +132,8 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 	res, err := TrainExamples(ctx, TrainOptions{
 		Backend: backend, Hyper: h, Loop: cfg.Summarizer.Train, Seed: cfg.Seed, OutDir: outDir,
 		Train: train, Dev: dev, DevDecodeLimit: cfg.Summarizer.DevDecodeLimit,
-		Suppress: suppressed(tok.NumSpecial(), h.EosID),
-		Detok:    func(ids []int32) string { return strings.TrimSpace(tok.Decode(ids)) },
+		Suppress: suppressed(tok.NumSpecial(), h.EosID), NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
+		Detok: func(ids []int32) string { return strings.TrimSpace(tok.Decode(ids)) },
 	})
 	if err != nil {
 		return err
@@ -210,6 +210,8 @@ type TrainOptions struct {
 	Train, Dev []Example
 	// DevDecodeLimit caps the dev examples decoded (greedy) for ROUGE at each evaluation; 0 = all.
 	DevDecodeLimit int
+	// NoRepeatNgram is applied to the greedy dev decoding, as at inference.
+	NoRepeatNgram int
 	// Suppress are ids never generated; Detok turns generated ids into text for ROUGE.
 	Suppress []int32
 	Detok    func([]int32) string
@@ -264,7 +266,7 @@ func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error
 		if o.DevDecodeLimit > 0 && len(dev) > o.DevDecodeLimit {
 			dev = dev[:o.DevDecodeLimit]
 		}
-		preds := DecodeExamples(net, dev, decode.Options{BeamSize: 1, MaxLen: h.MaxSummaryLen, BOS: h.BosID, EOS: h.EosID})
+		preds := DecodeExamples(net, dev, decode.Options{BeamSize: 1, MaxLen: h.MaxSummaryLen, NoRepeatNgram: o.NoRepeatNgram, BOS: h.BosID, EOS: h.EosID})
 		var r1, r2, rl float64
 		for i, ex := range dev {
 			s := scorer.Score(ex.Ref, o.Detok(preds[i]))
