@@ -189,8 +189,11 @@ type Options struct {
 	// Refs, when set and the input is annotated, receives the reference instances of the input in
 	// the eval format (useful for a prepared split, whose instances are otherwise only in shards).
 	Refs string
-	// BeamSize overrides the summarizer checkpoint's beam size when > 0.
-	BeamSize int
+	// BeamSize and MaxLen (when > 0), LengthPenalty and NoRepeatNgram (when not nil) override the
+	// summarizer checkpoint's decoding defaults.
+	BeamSize, MaxLen int
+	LengthPenalty    *float64
+	NoRepeatNgram    *int
 	// Log receives progress and the final throughput line; os.Stderr when nil.
 	Log io.Writer
 }
@@ -244,6 +247,15 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		aspectSet = cmp.Or(aspectSet, s.Meta.AspectSet)
 		if o.BeamSize > 0 {
 			p.Decode.BeamSize = o.BeamSize
+		}
+		if o.MaxLen > 0 {
+			p.Decode.MaxLen = min(o.MaxLen, s.Meta.Hyper.MaxSummaryLen)
+		}
+		if o.LengthPenalty != nil {
+			p.Decode.LengthPenalty = *o.LengthPenalty
+		}
+		if o.NoRepeatNgram != nil {
+			p.Decode.NoRepeatNgram = *o.NoRepeatNgram
 		}
 	}
 	aspectSet = cmp.Or(aspectSet, dataset.AspectSetTracSum)

@@ -28,6 +28,9 @@ func main() {
 	fs.StringSlice("aspects", nil, "infer.aspects: aspect codes to summarize (default: the input's, or all for raw text)")
 	fs.Int("workers", 0, "infer.workers: abstracts processed in parallel (0 = number of CPUs)")
 	fs.Int("beam-size", 0, "beam size (default: the summarizer checkpoint's; 1 = greedy)")
+	fs.Float64("length-penalty", 1, "GNMT length penalty alpha (default: the checkpoint's)")
+	fs.Int("no-repeat-ngram", 3, "forbid repeating n-grams of this size, 0 = off (default: the checkpoint's)")
+	fs.Int("max-length", 0, "maximum summary tokens (default and upper bound: the checkpoint's max_summary_len)")
 	cli.Main(cli.Command{
 		Name:     "tracksum-infer",
 		Synopsis: "--tracker CKPT [--summarizer CKPT] --input X --out PRED.jsonl [flags]",
@@ -44,6 +47,15 @@ func main() {
 			o.Out, _ = fs.GetString("out")
 			o.Refs, _ = fs.GetString("refs")
 			o.BeamSize, _ = fs.GetInt("beam-size")
+			if fs.Changed("length-penalty") {
+				lp, _ := fs.GetFloat64("length-penalty")
+				o.LengthPenalty = &lp
+			}
+			if fs.Changed("no-repeat-ngram") {
+				n, _ := fs.GetInt("no-repeat-ngram")
+				o.NoRepeatNgram = &n
+			}
+			o.MaxLen, _ = fs.GetInt("max-length")
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}
