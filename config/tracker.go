@@ -29,6 +29,13 @@ type Tracker struct {
 	// and token, and per aspect and hashed bigram), averaged over the sentence: the "wide" part of a
 	// wide-and-deep model, which carries most of the signal on little data.
 	Lexical bool `mapstructure:"lexical" yaml:"lexical"`
+	// LexicalL2 is the L2 penalty (added to the mean loss) on the lexical weights: the
+	// regularisation of a logistic regression, which sparse features need more than weight decay.
+	LexicalL2 float64 `mapstructure:"lexical_l2" yaml:"lexical_l2"`
+	// LexicalWarmStart fits the lexical term (with the head's per-aspect position weights and bias)
+	// as a full-batch logistic regression before training, which then starts from it; the start is
+	// evaluated on dev and kept if training never beats it.
+	LexicalWarmStart bool `mapstructure:"lexical_warm_start" yaml:"lexical_warm_start"`
 	// NgramBuckets is the number of hash buckets of the ngram architecture's n-gram embeddings.
 	NgramBuckets int `mapstructure:"ngram_buckets" yaml:"ngram_buckets"`
 	// NgramOrder is the longest n-gram of the ngram architecture (1 = unigrams only).
@@ -41,6 +48,10 @@ type Tracker struct {
 	Oversample int `mapstructure:"oversample" yaml:"oversample"`
 	// PosWeight is the loss weight of positive rows when imbalance is pos_weight; 0 means #neg/#pos.
 	PosWeight float64 `mapstructure:"pos_weight" yaml:"pos_weight"`
+	// Calibrate shifts the logits after training by the constant that maximises the dev F1 at
+	// Threshold (folded into the head's bias, so the checkpoint carries it): loss weighting or
+	// oversampling for the imbalance otherwise leaves the probabilities badly placed around 0.5.
+	Calibrate bool `mapstructure:"calibrate" yaml:"calibrate"`
 	// Threshold is the probability from which a sentence counts as relevant (dev metrics, infer).
 	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
 	// Train holds the training-loop hyperparameters.
@@ -57,25 +68,28 @@ var TrackerImbalance = []string{"oversample", "pos_weight", "none"}
 func DefaultTracker() Tracker {
 	train := DefaultTrainLoop()
 	train.LearningRate = 5e-4
-	train.WarmupSteps = 100
-	train.Epochs = 20
-	train.Patience = 5
+	train.WarmupSteps = 50
+	train.Epochs = 4
+	train.Patience = 2
 	return Tracker{
-		Architecture: "transformer",
-		DModel:       128,
-		NumLayers:    2,
-		NumHeads:     4,
-		FFNDim:       512,
-		MaxLen:       64,
-		Dropout:      0.1,
-		Lexical:      true,
-		NgramBuckets: 1 << 14,
-		NgramOrder:   2,
-		Imbalance:    "pos_weight",
-		Oversample:   6,
-		PosWeight:    0,
-		Threshold:    0.5,
-		Train:        train,
+		Architecture:     "transformer",
+		DModel:           128,
+		NumLayers:        2,
+		NumHeads:         4,
+		FFNDim:           512,
+		MaxLen:           64,
+		Dropout:          0.1,
+		Lexical:          true,
+		LexicalL2:        1e-4,
+		LexicalWarmStart: true,
+		NgramBuckets:     1 << 14,
+		NgramOrder:       2,
+		Imbalance:        "pos_weight",
+		Oversample:       6,
+		PosWeight:        0,
+		Threshold:        0.5,
+		Calibrate:        true,
+		Train:            train,
 	}
 }
 
@@ -105,6 +119,9 @@ func (c Tracker) Validate() error {
 	}
 	if c.Dropout < 0 || c.Dropout >= 1 {
 		bad("dropout", "must be in [0, 1)")
+	}
+	if c.LexicalL2 < 0 {
+		bad("lexical_l2", "must be >= 0")
 	}
 	if c.NgramBuckets < 1 {
 		bad("ngram_buckets", "must be >= 1")

@@ -169,8 +169,9 @@ func ReadTensors(path string) (map[string]*tensors.Tensor, error) {
 // LoadVariablesInto creates (or overwrites) the variables of store from a safetensors file, so that
 // graphs built afterwards find them already initialised: the way a checkpoint — or a pretrained
 // backbone converted to the same variable paths — is loaded. rename maps a file's tensor name to a
-// variable path (nil: names are paths); returning "" skips the tensor. Variables whose path starts
-// with a "/optimizer" or RNG scope are created non-trainable.
+// variable path (nil: names are paths); returning "" skips the tensor. Variables
+// outside ModelScope (optimizer state, RNG) or named idf_* are created non-trainable; existing
+// variables keep their flag.
 func LoadVariablesInto(store *gomlxmodel.Store, path string, rename func(name string) string) error {
 	ts, err := ReadTensors(path)
 	if err != nil {
@@ -196,7 +197,8 @@ func LoadVariablesInto(store *gomlxmodel.Store, path string, rename func(name st
 		if err != nil {
 			return fmt.Errorf("load %s: variable %s: %w", path, p, err)
 		}
-		if !strings.HasPrefix(p, ModelScope+"/") {
+		if !strings.HasPrefix(p, ModelScope+"/") || strings.Contains(p, "/idf_") {
+			// Optimizer state, RNG, and the data statistics models keep as "idf_*" tables.
 			v.SetTrainable(false)
 		}
 	}

@@ -85,7 +85,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	loop.GradAccumulation = 1
 	stepper, err := training.NewStepper(training.Options{Backend: backend, Store: store, Loop: loop,
 		Loss: func(scope *gomlxmodel.Scope, in []*graph.Node) *graph.Node {
-			return WeightedBCEGraph(LogitsGraph(scope, hp, in[0], in[1], in[2]), in[3], in[4])
+			return LossGraph(scope, hp, cfg.Tracker.LexicalL2, in)
 		}})
 	if err != nil {
 		b.Fatal(err)

@@ -110,28 +110,51 @@ func LogitsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect, pos *Nod
 	return logits
 }
 
-// LexicalGraph is a per-aspect linear model over the sentence's tokens and hashed bigrams: a
-// learned weight per (aspect, token) and per (aspect, bigram bucket), summed over the sentence and
-// divided by the square root of its length (as for an L2-normalised count vector); [B].
+// LexicalGraph is a per-aspect logistic-regression term over the sentence's TF-IDF vector of
+// tokens and hashed bigrams: a learned weight per (aspect, token) and per (aspect, bigram bucket),
+// applied to tf*idf and divided by the vector's L2 norm (repeated tokens are counted as distinct
+// for the norm); [B]. The IDF tables (idf_tokens, idf_bigrams) are non-trainable variables that
+// Train fills from the training split (SetIDF); they are 1 when never set.
 func LexicalGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node) *Node {
 	g := ids.Graph()
 	batch, seq := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
 	na := len(hp.Aspects)
+	idfTok := scope.WithInitializer(Ones).VariableWithShape("idf_tokens", shapes.Make(dtypes.Float32, hp.VocabSize)).SetTrainable(false)
+	idfBi := scope.WithInitializer(Ones).VariableWithShape("idf_bigrams", shapes.Make(dtypes.Float32, hp.NgramBuckets)).SetTrainable(false)
 	valid := ConvertDType(NotEqual(ids, ZerosLike(ids)), dtypes.Float32) // [B, T]
 	asp := BroadcastToDims(ExpandAxes(aspect, -1), batch, seq)           // [B, T]
 	at := func(table, index *Node) *Node {
 		return Gather(table, Stack([]*Node{asp, index}, -1)) // [B, T]
 	}
-	sum := Mul(at(zeros(scope, g, "tokens", na, hp.VocabSize), ids), valid)
+	idf := Mul(Gather(idfTok.NodeValue(g), ExpandAxes(ids, -1)), valid)
+	sum := Mul(at(zeros(scope, g, "tokens", na, hp.VocabSize), ids), idf)
+	sumSq := Mul(idf, idf)
 	if seq > 1 {
-		ids64 := ConvertDType(ids, dtypes.Int64)
-		prev := Concatenate([]*Node{Zeros(g, shapes.Make(dtypes.Int64, batch, 1)), Slice(ids64, AxisRange(), AxisRange(0, seq-1))}, 1)
-		hash := ConvertDType(ModScalar(Add(MulScalar(ids64, 1000003), MulScalar(prev, 7919)), float64(hp.NgramBuckets)), dtypes.Int32)
-		ok := Mul(valid, ConvertDType(NotEqual(prev, ZerosLike(prev)), dtypes.Float32))
-		sum = Add(sum, Mul(at(zeros(scope, g, "bigrams", na, hp.NgramBuckets), hash), ok))
+		hash, ok := BigramHashGraph(ids, hp.NgramBuckets)
+		bidf := Mul(Gather(idfBi.NodeValue(g), ExpandAxes(hash, -1)), ok)
+		sum = Add(sum, Mul(at(zeros(scope, g, "bigrams", na, hp.NgramBuckets), hash), bidf))
+		sumSq = Add(sumSq, Mul(bidf, bidf))
 	}
-	count := MaxScalar(ReduceSum(valid, -1), 1)
-	return Div(ReduceSum(sum, -1), Sqrt(count))
+	norm := Sqrt(MaxScalar(ReduceSum(sumSq, -1), 1e-6))
+	return Div(ReduceSum(sum, -1), norm)
+}
+
+// BigramHashGraph returns, for each token, the hash bucket of the bigram ending at it, int32 [B, T],
+// and whether that bigram exists (both tokens are not padding), float32 [B, T]. BigramHash is the
+// same function on the host.
+func BigramHashGraph(ids *Node, buckets int) (hash, ok *Node) {
+	g := ids.Graph()
+	batch, seq := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
+	ids64 := ConvertDType(ids, dtypes.Int64)
+	prev := Concatenate([]*Node{Zeros(g, shapes.Make(dtypes.Int64, batch, 1)), Slice(ids64, AxisRange(), AxisRange(0, seq-1))}, 1)
+	hash = ConvertDType(ModScalar(Add(MulScalar(ids64, 1000003), MulScalar(prev, 7919)), float64(buckets)), dtypes.Int32)
+	ok = ConvertDType(LogicalAnd(NotEqual(ids, ZerosLike(ids)), NotEqual(prev, ZerosLike(prev))), dtypes.Float32)
+	return hash, ok
+}
+
+// BigramHash is the bucket of the bigram (prev, id), as BigramHashGraph computes it.
+func BigramHash(prev, id int32, buckets int) int32 {
+	return int32((int64(id)*1000003 + int64(prev)*7919) % int64(buckets))
 }
 
 // EmbeddingsGraph builds the encoder input: a learned aspect token followed by the sentence tokens,

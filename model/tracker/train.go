@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
@@ -174,6 +177,19 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		len(data.Train.Examples), pos, len(train), tc.Imbalance, len(data.Dev.Examples), len(data.Test.Examples))
 
 	store := gomlxmodel.NewStore()
+	if hp.Lexical {
+		idfTok, idfBi, err := SetIDF(store, hp, data.Train.Examples)
+		if err != nil {
+			return nil, nil, err
+		}
+		if tc.LexicalWarmStart && !fileExistsIn(outDir, training.StateDir) {
+			t0 := time.Now()
+			if err := fitLexical(store, hp, train, idfTok, idfBi, tc.LexicalL2); err != nil {
+				return nil, nil, err
+			}
+			fmt.Fprintf(log, "tracker: lexical warm start (logistic regression on TF-IDF, %.1fs)\n", time.Since(t0).Seconds())
+		}
+	}
 	m, err := newModel(backend, hp, data.Tokenizer, store)
 	if err != nil {
 		return nil, nil, err
@@ -188,7 +204,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		OutDir:  outDir,
 		Log:     log,
 		Loss: func(scope *gomlxmodel.Scope, in []*graph.Node) *graph.Node {
-			return WeightedBCEGraph(LogitsGraph(scope, hp, in[0], in[1], in[2]), in[3], in[4])
+			return LossGraph(scope, hp, tc.LexicalL2, in)
 		},
 		Batches: func(epoch int) ([]training.Batch, error) {
 			return TrainingBatches(train, tc.Train.BatchSize, hp.MaxTokens(), cfg.Seed, epoch), nil
@@ -200,8 +216,9 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 			}
 			return BinaryMetrics(probs, devLabels, tc.Threshold), nil
 		},
-		Select:    "f1",
-		AfterStep: opts.AfterStep,
+		Select:      "f1",
+		AfterStep:   opts.AfterStep,
+		EvalAtStart: hp.Lexical && tc.LexicalWarmStart,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -210,6 +227,16 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	// Score with the best-on-dev variables, exactly as Load will see them.
 	if err := model.LoadVariablesInto(store, filepath.Join(outDir, training.BestDir, training.BestVariables), nil); err != nil {
 		return nil, nil, err
+	}
+	if tc.Calibrate {
+		shift, err := m.calibrate(data.Dev, tc.Threshold)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := model.SaveVariables(filepath.Join(outDir, training.BestDir, training.BestVariables), store, isModelVariable); err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(log, "tracker: calibration: logit shift %+.2f (best dev F1 at threshold %.2f)\n", shift, tc.Threshold)
 	}
 	rep := &Report{Backend: backendName, Architecture: hp.Architecture, Steps: res.Steps, BestStep: res.BestStep,
 		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec, TrainSeconds: trainSeconds,
@@ -235,6 +262,134 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		}
 	}
 	return m, rep, nil
+}
+
+// SetIDF fills the lexical term's IDF tables from training examples (smoothed as scikit-learn's
+// TfidfVectorizer: ln((1+n)/(1+df)) + 1) as non-trainable variables of store.
+func SetIDF(store *gomlxmodel.Store, hp *Hyperparams, exs []Example) (idfTok, idfBi []float32, err error) {
+	dfTok := make([]float32, hp.VocabSize)
+	dfBi := make([]float32, hp.NgramBuckets)
+	seenTok, seenBi := map[int32]bool{}, map[int32]bool{}
+	for _, e := range exs {
+		clear(seenTok)
+		clear(seenBi)
+		for j, id := range e.IDs {
+			if id == 0 || int(id) >= hp.VocabSize {
+				continue
+			}
+			seenTok[id] = true
+			if j > 0 && e.IDs[j-1] != 0 {
+				seenBi[BigramHash(e.IDs[j-1], id, hp.NgramBuckets)] = true
+			}
+		}
+		for id := range seenTok {
+			dfTok[id]++
+		}
+		for h := range seenBi {
+			dfBi[h]++
+		}
+	}
+	n := float64(len(exs))
+	for _, df := range [][]float32{dfTok, dfBi} {
+		for i, d := range df {
+			df[i] = float32(math.Log((1+n)/(1+float64(d))) + 1)
+		}
+	}
+	for name, vals := range map[string][]float32{"idf_tokens": dfTok, "idf_bigrams": dfBi} {
+		path := model.ModelScope + "/head/lexical/" + name
+		t := tensors.FromFlatDataAndDimensions(vals, len(vals))
+		if err := setVariable(store, path, t, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	return dfTok, dfBi, nil
+}
+
+// setVariable creates or overwrites a variable of store with a value.
+func setVariable(store *gomlxmodel.Store, path string, t *tensors.Tensor, trainable bool) error {
+	if v := store.GetVariable(path); v != nil {
+		return v.SetValue(t)
+	}
+	v, err := store.CreateVariable(path, t)
+	if err != nil {
+		return err
+	}
+	v.SetTrainable(trainable)
+	return nil
+}
+
+func isModelVariable(path string) bool { return strings.HasPrefix(path, model.ModelScope+"/") }
+
+// calibrationShifts are the logit shifts tried by calibrate: 0 first, so that ties keep the model.
+var calibrationShifts = func() []float64 {
+	out := []float64{0}
+	for i := 1; i <= 120; i++ {
+		out = append(out, float64(i)*0.05, -float64(i)*0.05)
+	}
+	return out
+}()
+
+// calibrate finds the logit shift that maximises the dev F1 at threshold and adds it to the head's
+// per-aspect bias, so that the model itself (and every checkpoint written afterwards) carries it.
+func (m *Model) calibrate(dev SplitData, threshold float64) (float64, error) {
+	probs, err := m.ScoreExamples(dev.Examples)
+	if err != nil {
+		return 0, err
+	}
+	logits := make([]float64, len(probs))
+	for i, p := range probs {
+		q := math.Min(math.Max(float64(p), 1e-7), 1-1e-7)
+		logits[i] = math.Log(q / (1 - q))
+	}
+	cut := math.Log(threshold / (1 - threshold))
+	best, bestF1 := 0.0, -1.0
+	for _, s := range calibrationShifts {
+		var tp, fp, fn float64
+		for i, z := range logits {
+			pred, gold := z+s >= cut, dev.Examples[i].Label > 0
+			switch {
+			case pred && gold:
+				tp++
+			case pred:
+				fp++
+			case gold:
+				fn++
+			}
+		}
+		if f := f1(tp, fp, fn); f > bestF1+1e-12 {
+			best, bestF1 = s, f
+		}
+	}
+	v := m.store.GetVariable(model.ModelScope + "/head/aspect_bias")
+	if v == nil {
+		return 0, errors.New("tracker: calibrate: no head bias variable")
+	}
+	bias, err := tensors.CopyFlatData[float32](v.MustValue())
+	if err != nil {
+		return 0, err
+	}
+	for i := range bias {
+		bias[i] += float32(best)
+	}
+	if err := v.SetValue(tensors.FromFlatDataAndDimensions(bias, v.Shape().Dimensions...)); err != nil {
+		return 0, err
+	}
+	return best, nil
+}
+
+// LossGraph is the training loss of a batch (ids, aspect, pos, labels, weights): weighted BCE plus
+// the L2 penalty l2 * ||lexical weights||^2 / 2.
+func LossGraph(scope *gomlxmodel.Scope, hp *Hyperparams, l2 float64, in []*graph.Node) *graph.Node {
+	loss := WeightedBCEGraph(LogitsGraph(scope, hp, in[0], in[1], in[2]), in[3], in[4])
+	if hp.Lexical && l2 > 0 {
+		g := loss.Graph()
+		for _, name := range []string{"tokens", "bigrams"} {
+			if v := scope.Store().GetVariable(model.ModelScope + "/head/lexical/" + name); v != nil {
+				loss = graph.Add(loss, graph.MulScalar(graph.ReduceAllSum(graph.Square(v.NodeValue(g))), l2/2))
+			}
+		}
+	}
+	return loss
 }
 
 // weighTraining applies tracker.imbalance: positives repeated (oversample) or weighted (pos_weight).

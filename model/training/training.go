@@ -114,6 +114,9 @@ type Options struct {
 	// AfterStep, when set, is called after each optimizer step with the number of steps done (tests
 	// use it to interrupt a run).
 	AfterStep func(step int)
+	// EvalAtStart evaluates once before the first step of a new run, so that the initial variables
+	// (e.g. a warm start or a pretrained backbone) compete for the best checkpoint.
+	EvalAtStart bool
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -286,6 +289,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	stop := ""
+	if o.EvalAtStart && st.Step == 0 && !st.HasBest {
+		if err := evaluate(); err != nil {
+			return nil, err
+		}
+	}
 	for st.Step < total && stop == "" {
 		batches := epoch0
 		if st.Epoch > 0 {
