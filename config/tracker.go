@@ -68,7 +68,7 @@ var TrackerImbalance = []string{"oversample", "pos_weight", "none"}
 func DefaultTracker() Tracker {
 	train := DefaultTrainLoop()
 	train.LearningRate = 5e-4
-	train.WarmupSteps = 50
+	train.WarmupSteps = 100
 	train.Epochs = 4
 	train.Patience = 2
 	return Tracker{

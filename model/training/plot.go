@@ -72,7 +72,9 @@ func WritePlot(metricsPath, pngPath, selectMetric string) error {
 	}
 	slices.Sort(unit)
 	if i := slices.Index(unit, "dev "+selectMetric); i > 0 {
-		unit = append([]string{unit[i]}, slices.Delete(unit, i, i+1)...)
+		first := unit[i]
+		rest := slices.Delete(slices.Clone(unit), i, i+1)
+		unit = append([]string{first}, rest...)
 	}
 	chart := plot.Chart{Panels: []plot.Panel{
 		{Title: "loss", XLabel: "step", Series: toSeries([]string{"train loss", "dev loss"})},
