@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
@@ -301,4 +302,71 @@ func testLog(t *testing.T) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+func TestWeighTraining(t *testing.T) {
+	exs := []Example{{Label: 1}, {Label: 0}, {Label: 0}, {Label: 0}, {Label: 0}}
+	for _, tc := range []struct {
+		desc        string
+		imbalance   string
+		oversample  int
+		posWeight   float64
+		wantRows    int
+		wantPosRows int
+		wantPosW    float32
+	}{
+		{"oversample 6x", "oversample", 6, 0, 10, 6, 1},
+		{"explicit positive weight", "pos_weight", 6, 3, 5, 1, 3},
+		{"automatic positive weight is #neg/#pos", "pos_weight", 6, 0, 5, 1, 4},
+		{"none", "none", 6, 3, 5, 1, 1},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg := config.DefaultTracker()
+			cfg.Imbalance, cfg.Oversample, cfg.PosWeight = tc.imbalance, tc.oversample, tc.posWeight
+			out := weighTraining(exs, cfg)
+			pos := 0
+			for _, e := range out {
+				if e.Label > 0 {
+					pos++
+					if e.Weight != tc.wantPosW {
+						t.Errorf("positive weight %v, want %v", e.Weight, tc.wantPosW)
+					}
+				} else if e.Weight != 1 {
+					t.Errorf("negative weight %v, want 1", e.Weight)
+				}
+			}
+			if len(out) != tc.wantRows || pos != tc.wantPosRows {
+				t.Errorf("%d rows (%d positive), want %d (%d)", len(out), pos, tc.wantRows, tc.wantPosRows)
+			}
+		})
+	}
+}
+
+func TestTrainingBatchesBucketAndCover(t *testing.T) {
+	var exs []Example
+	for i := range 100 {
+		exs = append(exs, Example{IDs: make([]int32, 1+i%40), Weight: 1})
+	}
+	seen := map[int]int{}
+	a := TrainingBatches(exs, 16, 63, 3407, 0)
+	b := TrainingBatches(exs, 16, 63, 3407, 0)
+	total := 0
+	for i, bt := range a {
+		ids := bt.Inputs[0].(*tensors.Tensor)
+		T := ids.Shape().Dimensions[1]
+		if !slices.Contains(lengthBuckets, T) {
+			t.Errorf("batch %d padded to %d tokens, not a bucket length", i, T)
+		}
+		if got := b[i].Inputs[0].(*tensors.Tensor).Shape(); !got.Equal(ids.Shape()) {
+			t.Errorf("batch %d: shapes differ between two calls with the same seed", i)
+		}
+		seen[T] += bt.Examples
+		total += bt.Examples
+	}
+	if total != len(exs) {
+		t.Errorf("batches hold %d examples, want %d", total, len(exs))
+	}
+	if seen[64] != 0 {
+		t.Errorf("examples of at most 40 tokens padded beyond 48: %v", seen)
+	}
 }
