@@ -2,6 +2,11 @@
 # `make demo` runs the whole pipeline on the built-in synthetic sample; `make test` runs the tests.
 
 GO      ?= go
+# The pure-Go GoMLX backend's AVX2 matmul kernels need Go 1.26's SIMD experiment (15-25x faster
+# matmuls); model.Backend picks the sequential op scheduler in this build (platform notes: the
+# parallel one deadlocked with SIMD). Override with GOEXPERIMENT= for a plain build.
+GOEXPERIMENT ?= simd
+export GOEXPERIMENT
 BIN     := bin
 CMDS    := prepare train infer eval
 # Binaries are prefixed: a binary named `eval` would be shadowed by the shell builtin.
