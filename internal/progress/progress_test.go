@@ -1,0 +1,36 @@
+package progress
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestPlainOutput(t *testing.T) {
+	var buf bytes.Buffer
+	b := NewTo(&buf, "prepare", 10, "abstracts")
+	b.Add(4)
+	b.Status("loss %.2f", 0.5)
+	b.Finish()
+	b.Finish() // idempotent
+	out := buf.String()
+	if strings.Contains(out, "\r") {
+		t.Errorf("non-terminal output redraws with \\r: %q", out)
+	}
+	last := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
+	for _, want := range []string{"prepare", "4/10 abstracts", "40.0%", "loss 0.50"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("final line %q lacks %q", last, want)
+		}
+	}
+}
+
+func TestUnknownTotal(t *testing.T) {
+	var buf bytes.Buffer
+	b := NewTo(&buf, "scan", 0, "rows")
+	b.Set(7)
+	b.Finish()
+	if !strings.Contains(buf.String(), "7 rows") {
+		t.Errorf("output %q lacks the count", buf.String())
+	}
+}
