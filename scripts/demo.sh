@@ -19,8 +19,8 @@ CONFIG="${CONFIG:-configs/default.yaml}"
 OUT="${OUT:-runs/demo}"
 BIN="${BIN:-bin}"
 SAMPLE_SIZE="${SAMPLE_SIZE:-60}"
-DEMO_TRACKER_STEPS="${DEMO_TRACKER_STEPS:-400}"
-DEMO_SUMMARIZER_STEPS="${DEMO_SUMMARIZER_STEPS:-300}"
+DEMO_TRACKER_STEPS="${DEMO_TRACKER_STEPS:-300}"
+DEMO_SUMMARIZER_STEPS="${DEMO_SUMMARIZER_STEPS:-200}"
 
 for b in prepare train infer eval; do
 	if [ ! -x "$BIN/tracksum-$b" ]; then
