@@ -34,6 +34,8 @@ type Options struct {
 	BeamSize int
 	// MaxLen caps the generated tokens, [EOS] included.
 	MaxLen int
+	// MinLen forbids [EOS] before that many tokens were generated (1: never an empty output).
+	MinLen int
 	// LengthPenalty alpha normalises a finished hypothesis' log-probability by
 	// ((5+len)/6)^alpha (Wu et al. 2016); 0 ranks by raw log-probability.
 	LengthPenalty float64
@@ -117,9 +119,10 @@ func greedy[S any](m Model[S], inits []S, o Options) []Hypothesis {
 		m.Step(states, tokens, ps)
 		for j, i := range idx {
 			ban := banned(out[i].Tokens, o.NoRepeatNgram)
+			early := len(out[i].Tokens) < o.MinLen
 			best, bestP := int32(-1), float32(-1)
 			for w, p := range ps[j] {
-				if p > bestP && !ban[int32(w)] {
+				if p > bestP && !ban[int32(w)] && !(early && int32(w) == o.EOS) {
 					best, bestP = int32(w), p
 				}
 			}
@@ -198,6 +201,12 @@ func beam[S any](m Model[S], inits []S, o Options) []Hypothesis {
 			var cands []candidate
 			for bi, b := range it.alive {
 				ban := banned(b.tokens, o.NoRepeatNgram)
+				if len(b.tokens) < o.MinLen {
+					if ban == nil {
+						ban = map[int32]bool{}
+					}
+					ban[o.EOS] = true
+				}
 				cands = append(cands, topK(probs[row+bi], 2*k, ban, bi, b.logProb)...)
 			}
 			row += len(it.alive)

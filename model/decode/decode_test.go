@@ -53,7 +53,7 @@ const (
 func trap() *tableModel {
 	return &tableModel{vocab: 5, table: map[string][]float32{
 		key([]int32{bos}):     {0, 0, 0.6, 0.4, 0},
-		key([]int32{bos, tA}): {0, 0.4, 0.3, 0, 0.3},
+		key([]int32{bos, tA}): {0, 0.4, 0.35, 0, 0.25},
 		key([]int32{bos, tB}): {0, 0.9, 0.05, 0, 0.05},
 	}}
 }
@@ -67,6 +67,9 @@ func TestSearch(t *testing.T) {
 		{desc: "greedy takes the locally best first token", opts: Options{BeamSize: 1, MaxLen: 5}, want: []int32{tA}},
 		{desc: "beam search finds the most probable sequence", opts: Options{BeamSize: 2, MaxLen: 5}, want: []int32{tB}},
 		{desc: "max length truncates", opts: Options{BeamSize: 1, MaxLen: 1}, want: []int32{tA}},
+		// After A, [EOS] (0.4) is the most probable token; MinLen 2 forces a second token.
+		{desc: "min length delays EOS (greedy)", opts: Options{BeamSize: 1, MaxLen: 5, MinLen: 2}, want: []int32{tA, tA}},
+		{desc: "min length delays EOS (beam)", opts: Options{BeamSize: 2, MaxLen: 5, MinLen: 2}, want: []int32{tA, tA}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

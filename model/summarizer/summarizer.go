@@ -135,6 +135,7 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 	return decode.Options{
 		BeamSize:      s.Meta.BeamSize,
 		MaxLen:        s.Meta.Hyper.MaxSummaryLen,
+		MinLen:        1, // an empty summary is never right: a negative is "Unknown.", decided by the tracker
 		LengthPenalty: s.Meta.LengthPenalty,
 		NoRepeatNgram: s.Meta.NoRepeatNgram,
 		BOS:           s.Meta.Hyper.BosID,

@@ -266,7 +266,7 @@ func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error
 		if o.DevDecodeLimit > 0 && len(dev) > o.DevDecodeLimit {
 			dev = dev[:o.DevDecodeLimit]
 		}
-		preds := DecodeExamples(net, dev, decode.Options{BeamSize: 1, MaxLen: h.MaxSummaryLen, NoRepeatNgram: o.NoRepeatNgram, BOS: h.BosID, EOS: h.EosID})
+		preds := DecodeExamples(net, dev, decode.Options{BeamSize: 1, MaxLen: h.MaxSummaryLen, MinLen: 1, NoRepeatNgram: o.NoRepeatNgram, BOS: h.BosID, EOS: h.EosID})
 		var r1, r2, rl float64
 		for i, ex := range dev {
 			s := scorer.Score(ex.Ref, o.Detok(preds[i]))
