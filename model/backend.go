@@ -21,6 +21,7 @@ package model
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -77,4 +78,26 @@ func newBackend(cfg string) (b compute.Backend, err error) {
 		}
 	}()
 	return compute.NewWithConfig(cfg)
+}
+
+// SetGoParallelism sets the size of the pure-Go backend's worker pool (the fan-out of matmuls and
+// large elementwise ops inside one op; 0 runs everything on the calling goroutine) and returns
+// whether b is that backend. The backend's "parallelism=N" configuration does the same at creation
+// but prints to stdout; data-parallel training (training.Options.Shards) needs 0 only once it
+// runs two executions at once.
+func SetGoParallelism(b compute.Backend, n int) bool {
+	v := reflect.ValueOf(b)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	workers := v.Elem().FieldByName("Workers")
+	if !workers.IsValid() || workers.Kind() != reflect.Pointer || workers.IsNil() {
+		return false
+	}
+	set := workers.MethodByName("SetMaxParallelism")
+	if !set.IsValid() || set.Type().NumIn() != 1 || set.Type().In(0).Kind() != reflect.Int {
+		return false
+	}
+	set.Call([]reflect.Value{reflect.ValueOf(n)})
+	return true
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -83,7 +85,14 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 	loop := cfg.Tracker.Train
 	loop.GradAccumulation = 1
+	shards := TrainShards(backend)
+	if v := os.Getenv("TRACKSUM_BENCH_SHARDS"); v != "" {
+		if shards, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
 	stepper, err := training.NewStepper(training.Options{Backend: backend, Store: store, Loop: loop,
+		Shards: shards, Split: SplitBatch, Seed: cfg.Seed,
 		Loss: func(scope *gomlxmodel.Scope, in []*graph.Node) *graph.Node {
 			return LossGraph(scope, hp, cfg.Tracker.LexicalL2, in)
 		}})
@@ -125,10 +134,10 @@ func BenchmarkTrainStep(b *testing.B) {
 	b.ReportMetric(flops/elapsed/1e9, "model-GFLOPS")
 	b.ReportMetric(matmul, "matmul-GFLOPS")
 	b.ReportMetric(float64(examples)/cpu, "examples/cpu-s")
-	fmt.Printf("BenchmarkTrainStep: backend %s, %s, %s d=%d layers=%d heads=%d ffn=%d batch=%d (%d shapes): "+
+	fmt.Printf("BenchmarkTrainStep: backend %s, %d shard(s), GOMAXPROCS %d, %s, %s d=%d layers=%d heads=%d ffn=%d batch=%d (%d shapes): "+
 		"%.1f examples/s, %.0f tokens/s, model %.2f GFLOPS, backend matmul %.2f GFLOPS; "+
 		"process CPU %.1fs for %.1fs wall (%.1f examples per CPU-second, %.2f model GFLOP per CPU-second)\n",
-		backendName, source, hp.Architecture, hp.DModel, hp.NumLayers, hp.NumHeads, hp.FFNDim, loop.BatchSize, len(seen),
+		backendName, shards, runtime.GOMAXPROCS(0), source, hp.Architecture, hp.DModel, hp.NumLayers, hp.NumHeads, hp.FFNDim, loop.BatchSize, len(seen),
 		float64(examples)/elapsed, float64(tokens)/elapsed, flops/elapsed/1e9, matmul,
 		cpu, elapsed, float64(examples)/cpu, flops/cpu/1e9)
 }

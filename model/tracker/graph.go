@@ -7,10 +7,10 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/ml/nn"
+	"github.com/tracksum/tracksum/model/training"
 )
 
 // The graph is split in three separable parts, each under its own scope, so that a pretrained
@@ -84,11 +84,10 @@ func layerNorm(scope *gomlxmodel.Scope, x *Node) *Node {
 	return nn.LayerNorm(x, []int{-1}, 1e-5, ones(scope, g, "gain", d), zeros(scope, g, "offset", d), nil)
 }
 
+// dropout goes through training.Dropout, which data-parallel training steps need (each shard
+// draws from its own random stream).
 func dropout(scope *gomlxmodel.Scope, x *Node, rate float64) *Node {
-	if rate <= 0 || !scope.IsTraining(x.Graph()) {
-		return x
-	}
-	return layers.DropoutStatic(scope, x, rate)
+	return training.Dropout(scope, x, rate)
 }
 
 // LogitsGraph returns the relevance logit of each sentence of the batch, [B].

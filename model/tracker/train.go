@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
@@ -219,6 +220,8 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		Select:      "f1",
 		AfterStep:   opts.AfterStep,
 		EvalAtStart: hp.Lexical && tc.LexicalWarmStart,
+		Shards:      TrainShards(backend),
+		Split:       SplitBatch,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -439,6 +442,24 @@ func TrainingBatches(exs []Example, batchSize, maxTokens int, seed int64, epoch 
 		out = append(out, training.Batch{Inputs: []any{ids, aspect, pos, labels, weights}, Examples: len(sub), Tokens: tokens})
 	}
 	return out
+}
+
+// TrainShards is the number of data-parallel shards of each training batch (training.Options.Shards)
+// on backend: 2 on the pure-Go backend, whose op scheduler uses one core per execution, so that
+// two cores compute the two halves' gradients at once; 1 (no sharding) on XLA, which parallelises
+// inside ops. The shard count, not the machine, fixes the arithmetic: a 1-core machine runs the
+// two halves one after the other and gets the same numbers.
+func TrainShards(backend compute.Backend) int {
+	if backend.String() == "go" {
+		return 2
+	}
+	return 1
+}
+
+// SplitBatch cuts a training batch (ids, aspect, pos, labels, weights) into n shards of rows; each
+// shard's Weight is the sum of its loss weights, since the loss is a weighted mean.
+func SplitBatch(b training.Batch, n int) ([]training.Batch, error) {
+	return training.SplitRows(b, n, 4)
 }
 
 func labelsOf(exs []Example) []float32 {

@@ -80,6 +80,11 @@ type Batch struct {
 	Inputs []any
 	// Examples and Tokens count what the batch holds, for the examples/s and tokens/s figures.
 	Examples, Tokens int
+	// Weight is the batch's share of the loss normaliser when it is a shard (Options.Shards): the
+	// shards' losses and gradients are combined with coefficients Weight / sum of Weights. For a
+	// loss that is a plain mean over examples it is the number of examples (the default when 0);
+	// for a weighted mean, the sum of the weights.
+	Weight float64
 }
 
 // Metrics maps metric names (loss, f1, ...) to values.
@@ -117,6 +122,14 @@ type Options struct {
 	// EvalAtStart evaluates once before the first step of a new run, so that the initial variables
 	// (e.g. a warm start or a pretrained backbone) compete for the best checkpoint.
 	EvalAtStart bool
+	// Shards > 1 splits each micro-batch with Split into that many shards whose gradients are
+	// computed concurrently (one goroutine each, data parallelism on a multi-core CPU) and combined
+	// in a fixed order before one AdamW update; the result does not depend on the number of cores.
+	// The loss must draw its randomness through Dropout (see shard.go). 0 or 1: no sharding.
+	Shards int
+	// Split cuts a micro-batch into n shards (SplitRows for inputs whose axis 0 is the batch).
+	// Required when Shards > 1.
+	Split func(b Batch, n int) ([]Batch, error)
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -408,6 +421,7 @@ func (o *Options) check() error {
 type Stepper struct {
 	o                 *Options
 	stepExec, accExec *gomlxmodel.Exec
+	sharded           *shardedStepper
 }
 
 // NewStepper compiles nothing yet: graphs are built at the first step of each input shape. Only
@@ -415,6 +429,12 @@ type Stepper struct {
 func NewStepper(o Options) (*Stepper, error) {
 	s := &Stepper{o: &o}
 	var err error
+	if o.Shards > 1 {
+		if s.sharded, err = newShardedStepper(s.o); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	if s.stepExec, err = gomlxmodel.NewExec(o.Backend, o.Store, s.o.stepGraph(true)); err != nil {
 		return nil, fmt.Errorf("training: %w", err)
 	}
@@ -433,6 +453,9 @@ func NewStepper(o Options) (*Stepper, error) {
 func (s *Stepper) Step(group []Batch, lr float64) (float64, error) {
 	if len(group) == 0 || len(group) > s.o.Loop.GradAccumulation {
 		return 0, fmt.Errorf("training: step over %d micro-batches, want 1..%d", len(group), s.o.Loop.GradAccumulation)
+	}
+	if s.sharded != nil {
+		return s.sharded.step(group, lr)
 	}
 	var lossSum float64
 	for i, b := range group {
@@ -521,17 +544,23 @@ func (o *Options) stepGraph(apply bool) func(*gomlxmodel.Scope, []*graph.Node) [
 				acc.SetNodeValue(graph.ZerosLike(acc.NodeValue(g)))
 			}
 		}
-		norm := globalNorm(grads)
-		if o.Loop.ClipNorm > 0 {
-			scale := graph.Min(graph.ScalarOne(g, dtypes.Float32),
-				graph.Div(graph.Scalar(g, dtypes.Float32, o.Loop.ClipNorm), graph.AddScalar(norm, 1e-6)))
-			for i := range grads {
-				grads[i] = graph.Mul(grads[i], graph.ConvertDType(scale, grads[i].DType()))
-			}
-		}
-		o.adamW(opt, g, vars, grads, lr)
-		return []*graph.Node{loss, norm}
+		return []*graph.Node{loss, o.update(opt, g, vars, grads, lr)}
 	}
+}
+
+// update clips the gradients to the global norm Loop.ClipNorm and applies AdamW; it returns the
+// global norm before clipping.
+func (o *Options) update(opt *gomlxmodel.Scope, g *graph.Graph, vars []*gomlxmodel.Variable, grads []*graph.Node, lr *graph.Node) *graph.Node {
+	norm := globalNorm(grads)
+	if o.Loop.ClipNorm > 0 {
+		scale := graph.Min(graph.ScalarOne(g, dtypes.Float32),
+			graph.Div(graph.Scalar(g, dtypes.Float32, o.Loop.ClipNorm), graph.AddScalar(norm, 1e-6)))
+		for i := range grads {
+			grads[i] = graph.Mul(grads[i], graph.ConvertDType(scale, grads[i].DType()))
+		}
+	}
+	o.adamW(opt, g, vars, grads, lr)
+	return norm
 }
 
 func globalNorm(grads []*graph.Node) *graph.Node {
