@@ -26,19 +26,30 @@ import (
 // concurrently or one after the other.
 //
 // Randomness: the gradient graphs must not change any variable (two of them run at once), so
-// dropout cannot advance the store's RNG variable there. Each shard draws from its own stream,
-// split from the store's RNG state by shard index; the update graph then advances the store's
-// state. Losses use Dropout, which does the right thing in both kinds of graphs.
+// dropout cannot advance the store's RNG variable there. Instead every shard replays the draws the
+// unsharded step would make — same RNG state, masks of the full batch's shape — and keeps the rows
+// of its slice; the gradient graph returns the final RNG state, which the stepper stores in the
+// variable once the shards are done. The
+// dropout masks are therefore exactly those of the unsharded step, and a sharded run differs from
+// an unsharded one only by float rounding. Losses use Dropout, which does the right thing in both
+// kinds of graphs.
 
 // shardRNG maps a gradient graph being built to its shard's random stream.
 var shardRNG sync.Map // *graph.Graph -> *rngStream
 
-type rngStream struct{ state *graph.Node }
+// rngStream is the RNG state of a shard's gradient graph, threaded through its Dropout calls, with
+// where the shard's rows sit in the full batch.
+type rngStream struct {
+	state    *graph.Node
+	offset   *graph.Node // int32 scalar: the shard's first row in the full batch
+	fullRows int
+}
 
 // Dropout zeroes each element of x with probability rate in training graphs and scales the others
 // by 1/(1-rate) (layers.DropoutStatic); outside training it returns x. In the gradient graph of a
-// sharded step (Options.Shards) it draws from the shard's own random stream instead of the store's
-// RNG variable. Losses trained with Shards > 1 must use it instead of layers.Dropout.
+// sharded step (Options.Shards) axis 0 of x must be the examples: it draws the mask of the full
+// batch, exactly as the unsharded step would, and applies the shard's rows. Losses trained with
+// Shards > 1 must use it instead of layers.Dropout.
 func Dropout(scope *gomlxmodel.Scope, x *graph.Node, rate float64) *graph.Node {
 	g := x.Graph()
 	if rate <= 0 || !scope.IsTraining(g) {
@@ -49,11 +60,17 @@ func Dropout(scope *gomlxmodel.Scope, x *graph.Node, rate float64) *graph.Node {
 		return layers.DropoutStatic(scope, x, rate)
 	}
 	stream := s.(*rngStream)
+	dims := x.Shape().Dimensions
+	full := append([]int{stream.fullRows}, dims[1:]...)
 	var u *graph.Node
-	stream.state, u = graph.RandomUniform(stream.state, shapes.Make(dtypes.Float32, x.Shape().Dimensions...))
-	drop := graph.LessOrEqual(u, graph.Scalar(g, dtypes.Float32, rate))
-	kept := graph.Where(drop, graph.ZerosLike(x), x)
-	return graph.DivScalar(kept, 1-rate)
+	stream.state, u = graph.RandomUniform(stream.state, shapes.Make(dtypes.Float32, full...))
+	// The shard's rows (a Gather: the Go backend has no DynamicSlice).
+	rows := graph.Add(graph.Iota(g, shapes.Make(dtypes.Int32, dims[0], 1), 0), stream.offset)
+	u = graph.Gather(u, rows)
+	// The same operations as layers.DropoutNormalize, so that the values match bit for bit.
+	r := graph.Scalar(g, dtypes.Float32, rate)
+	kept := graph.Where(graph.LessOrEqual(u, graph.BroadcastToDims(r, dims...)), graph.ZerosLike(x), x)
+	return graph.Div(kept, graph.ConvertDType(graph.OneMinus(r), x.DType()))
 }
 
 // SplitRows cuts a batch whose inputs are all tensors with the same axis-0 size (the examples)
@@ -168,30 +185,19 @@ func newShardedStepper(o *Options) (*shardedStepper, error) {
 
 var rngPath = gomlxmodel.JoinPath("/", gomlxmodel.RNGStateVariableName)
 
-// gradGraph: inputs are the shard index (int32 scalar) then the shard's inputs; outputs are the
-// loss and the gradient of every trainable model variable. It changes no variable.
+// gradGraph: inputs are the shard's first row in the full batch (int32 scalar), a placeholder
+// whose length is the full batch's number of rows, then the shard's inputs; outputs are the loss,
+// the RNG state after the micro-batch's draws (from the store's state, read only) and the
+// gradient of every trainable model variable. It changes no variable.
 func (s *shardedStepper) gradGraph(root *gomlxmodel.Scope, inputs []*graph.Node) []*graph.Node {
 	g := inputs[0].Graph()
 	store := root.Store()
 	store.SetTraining(g, true)
-	// The shard's stream: split the store's state Shards times and pick the shard's piece.
-	state := store.GetVariable(rngPath).NodeValue(g)
-	idx := inputs[0]
-	var mine *graph.Node
-	for i := range s.o.Shards {
-		var piece *graph.Node
-		state, piece = graph.RNGStateSplit(state)
-		if mine == nil {
-			mine = piece
-			continue
-		}
-		is := graph.BroadcastToDims(graph.Equal(idx, graph.Scalar(g, dtypes.Int32, i)), piece.Shape().Dimensions...)
-		mine = graph.Where(is, piece, mine)
-	}
-	shardRNG.Store(g, &rngStream{state: mine})
+	stream := &rngStream{state: store.GetVariable(rngPath).NodeValue(g), offset: inputs[0], fullRows: inputs[1].Shape().Dimensions[0]}
+	shardRNG.Store(g, stream)
 	defer shardRNG.Delete(g)
-
-	loss := s.o.Loss(store.Scope(model.ModelScope), inputs[1:])
+	inputs = inputs[2:]
+	loss := s.o.Loss(store.Scope(model.ModelScope), inputs)
 	if loss.Rank() != 0 {
 		panic(fmt.Sprintf("training: LossFn must return a scalar, got shape %s", loss.Shape()))
 	}
@@ -215,7 +221,7 @@ func (s *shardedStepper) gradGraph(root *gomlxmodel.Scope, inputs []*graph.Node)
 	}
 	s.mu.Unlock()
 	grads := graph.Gradient(graph.ConvertDType(loss, dtypes.Float32), nodes...)
-	return append([]*graph.Node{loss}, grads...)
+	return append([]*graph.Node{loss, stream.state}, grads...)
 }
 
 func sameVars(a, b []*gomlxmodel.Variable) bool {
@@ -231,8 +237,8 @@ func sameVars(a, b []*gomlxmodel.Variable) bool {
 }
 
 // applyGraph: inputs are the learning rate, the combination coefficients [k] and the k gradient
-// sets (shard-major, each in the order of s.vars); it combines them, clips, applies AdamW and
-// advances the store's RNG state. Output: the global gradient norm.
+// sets (shard-major, each in the order of s.vars); it combines them, clips and applies AdamW.
+// Output: the global gradient norm.
 func (s *shardedStepper) applyGraph(root *gomlxmodel.Scope, inputs []*graph.Node) []*graph.Node {
 	g := inputs[0].Graph()
 	store := root.Store()
@@ -252,9 +258,6 @@ func (s *shardedStepper) applyGraph(root *gomlxmodel.Scope, inputs []*graph.Node
 			}
 		}
 	}
-	rng := store.GetVariable(rngPath)
-	next, _ := graph.RNGStateSplit(rng.NodeValue(g))
-	rng.SetNodeValue(next)
 	return []*graph.Node{s.o.update(store.Scope(OptimizerScope), g, s.vars, grads, lr)}
 }
 
@@ -267,6 +270,7 @@ func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 	var coefs []float32
 	var sets []any
 	var lossSum float64
+	var owned []*tensors.Tensor // outputs to release after the update
 	for _, b := range group {
 		shards, err := s.o.Split(b, s.o.Shards)
 		if err != nil {
@@ -283,15 +287,22 @@ func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 			total += shards[i].Weight
 		}
 		results := make([]result, len(shards))
-		run := func(i int) {
-			args := append([]any{int32(i)}, shards[i].Inputs...)
-			results[i].outs, results[i].err = s.gradExec.Call(args...)
-		}
+		args := make([][]any, len(shards))
 		keys := make([]string, len(shards))
 		compiled := true
+		placeholder := make([]uint8, b.Examples)
+		offset := 0
 		for i, sh := range shards {
-			keys[i] = shapeKey(sh.Inputs)
+			args[i] = append([]any{int32(offset), placeholder}, sh.Inputs...)
+			offset += sh.Examples
+			keys[i] = shapeKey(args[i])
 			compiled = compiled && s.seen[keys[i]]
+		}
+		if offset != b.Examples {
+			return 0, fmt.Errorf("training: Split returned shards of %d examples in all, the batch has %d", offset, b.Examples)
+		}
+		run := func(i int) {
+			results[i].outs, results[i].err = s.gradExec.Call(args[i]...)
 		}
 		if s.concurrent && compiled {
 			var wg sync.WaitGroup
@@ -315,32 +326,33 @@ func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 			c := shards[i].Weight / total
 			loss += c * float64(tensors.ToScalar[float32](r.outs[0]))
 			coefs = append(coefs, float32(c/float64(len(group))))
-			for _, t := range r.outs[1:] {
+			for _, t := range r.outs[2:] {
 				sets = append(sets, t)
 			}
+			owned = append(owned, r.outs[0])
+			owned = append(owned, r.outs[2:]...)
+			if i > 0 {
+				owned = append(owned, r.outs[1])
+			}
+		}
+		// Every shard made the same draws: advance the store's RNG as the unsharded step would,
+		// before the next micro-batch.
+		if err := s.o.Store.GetVariable(rngPath).SetValue(results[0].outs[1]); err != nil {
+			return 0, fmt.Errorf("training: RNG state: %w", err)
 		}
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
 			return 0, fmt.Errorf("loss is %v (lower the learning rate?)", loss)
 		}
 		lossSum += loss
 	}
-	args := append([]any{float32(lr), coefs}, sets...)
-	outs, err := s.applyExec.Call(args...)
+	outs, err := s.applyExec.Call(append([]any{float32(lr), coefs}, sets...)...)
 	if err != nil {
 		return 0, err
 	}
-	for _, t := range append(outs, anyTensors(sets)...) {
+	for _, t := range append(outs, owned...) {
 		_ = t.FinalizeAll()
 	}
 	return lossSum / float64(len(group)), nil
-}
-
-func anyTensors(xs []any) []*tensors.Tensor {
-	out := make([]*tensors.Tensor, len(xs))
-	for i, x := range xs {
-		out[i] = x.(*tensors.Tensor)
-	}
-	return out
 }
 
 // shapeKey identifies the compiled graph a shard's inputs select.
