@@ -17,6 +17,7 @@ BINS    := $(addprefix $(BIN)/tracksum-,$(CMDS))
 # DATA=path/to/tracsum.jsonl runs the demo on real data with the default config; CONFIG=... picks a profile.
 DATA   ?=
 CONFIG ?=
+OUT    ?= runs/demo
 
 all: build
 
@@ -34,11 +35,13 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# The tests, then the whole demo pipeline with the tiny profile (about a minute on 2 cores).
 test: fmt-check vet
 	$(GO) test -count=1 ./...
+	$(MAKE) demo CONFIG=configs/tiny.yaml OUT=runs/demo-tiny
 
 demo: build
-	DATA="$(DATA)" CONFIG="$(CONFIG)" ./scripts/demo.sh
+	DATA="$(DATA)" CONFIG="$(or $(CONFIG),configs/default.yaml)" OUT="$(OUT)" ./scripts/demo.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
