@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,7 +139,7 @@ func TestProfiles(t *testing.T) {
 				p := cfg.Prepare
 				// 8:2 train:test as in the paper, with the dev split (needed for model selection) taken
 				// from the training share.
-				if cfg.Seed != 3407 || p.SplitBy != "instance" || p.TrainRatio+p.DevRatio != 0.8 || p.DevRatio <= 0 || p.TestRatio != 0.2 {
+				if cfg.Seed != 3407 || p.SplitBy != "instance" || math.Abs(p.TrainRatio+p.DevRatio-0.8) > 1e-9 || p.DevRatio <= 0 || p.TestRatio != 0.2 {
 					t.Errorf("paper profile: seed %d, %s split %g/%g/%g; want 3407, instance (train+dev 0.8, dev > 0)/0.2", cfg.Seed, p.SplitBy, p.TrainRatio, p.DevRatio, p.TestRatio)
 				}
 			}
