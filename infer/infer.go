@@ -194,6 +194,10 @@ type Options struct {
 	BeamSize, MaxLen int
 	LengthPenalty    *float64
 	NoRepeatNgram    *int
+	// MinLenRatio (when not nil) overrides the checkpoint's summarizer.min_len_ratio.
+	MinLenRatio *float64
+	// CopyChainBonus (when not nil) overrides the checkpoint's summarizer.copy_chain_bonus.
+	CopyChainBonus *float64
 	// Log receives progress and the final throughput line; os.Stderr when nil.
 	Log io.Writer
 }
@@ -241,6 +245,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		case !cfg.Infer.FullContext && s.Meta.Hyper.FullContext:
 			fmt.Fprintf(log, "infer: summarizer %s was trained with the full abstract as context: using TTS (+) f\n", o.Summarizer)
 			p.FullContext = true
+		}
+		if o.MinLenRatio != nil {
+			s.Meta.MinLenRatio = *o.MinLenRatio
+		}
+		if o.CopyChainBonus != nil {
+			s.Meta.CopyChainBonus = *o.CopyChainBonus
+			s.Net.ChainBonus = float32(*o.CopyChainBonus)
 		}
 		p.Summarizer = s
 		p.Decode = s.DecodeOptions()

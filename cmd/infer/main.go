@@ -30,6 +30,8 @@ func main() {
 	fs.Int("beam-size", 0, "beam size (default: the summarizer checkpoint's; 1 = greedy)")
 	fs.Float64("length-penalty", 1, "GNMT length penalty alpha (default: the checkpoint's)")
 	fs.Int("no-repeat-ngram", 3, "forbid repeating n-grams of this size, 0 = off (default: the checkpoint's)")
+	fs.Float64("min-length-ratio", 0, "minimum summary tokens per tracked-sentence token (default: the checkpoint's summarizer.min_len_ratio)")
+	fs.Float64("copy-chain-bonus", 0, "copy-score bonus for continuing the longest copied span (default: the checkpoint's summarizer.copy_chain_bonus)")
 	fs.Int("max-length", 0, "maximum summary tokens (default and upper bound: the checkpoint's max_summary_len)")
 	cli.Main(cli.Command{
 		Name:     "tracksum-infer",
@@ -56,6 +58,14 @@ func main() {
 				o.NoRepeatNgram = &n
 			}
 			o.MaxLen, _ = fs.GetInt("max-length")
+			if fs.Changed("min-length-ratio") {
+				r, _ := fs.GetFloat64("min-length-ratio")
+				o.MinLenRatio = &r
+			}
+			if fs.Changed("copy-chain-bonus") {
+				c, _ := fs.GetFloat64("copy-chain-bonus")
+				o.CopyChainBonus = &c
+			}
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}

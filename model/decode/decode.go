@@ -36,6 +36,9 @@ type Options struct {
 	MaxLen int
 	// MinLen forbids [EOS] before that many tokens were generated (1: never an empty output).
 	MinLen int
+	// MinLens, when set, is a per-input MinLen (input i uses MinLens[i]), for callers that scale the
+	// minimum with each source's length; MinLen applies to inputs beyond its end.
+	MinLens []int
 	// LengthPenalty alpha normalises a finished hypothesis' log-probability by
 	// ((5+len)/6)^alpha (Wu et al. 2016); 0 ranks by raw log-probability.
 	LengthPenalty float64
@@ -62,6 +65,14 @@ func Search[S any](m Model[S], inits []S, o Options) []Hypothesis {
 		return greedy(m, inits, o)
 	}
 	return beam(m, inits, o)
+}
+
+// minLen is input i's minimum output length.
+func (o Options) minLen(i int) int {
+	if i < len(o.MinLens) {
+		return o.MinLens[i]
+	}
+	return o.MinLen
 }
 
 // lengthNorm is the GNMT length penalty denominator.
@@ -119,7 +130,7 @@ func greedy[S any](m Model[S], inits []S, o Options) []Hypothesis {
 		m.Step(states, tokens, ps)
 		for j, i := range idx {
 			ban := banned(out[i].Tokens, o.NoRepeatNgram)
-			early := len(out[i].Tokens) < o.MinLen
+			early := len(out[i].Tokens) < o.minLen(i)
 			best, bestP := int32(-1), float32(-1)
 			for w, p := range ps[j] {
 				if p > bestP && !ban[int32(w)] && !(early && int32(w) == o.EOS) {
@@ -201,7 +212,7 @@ func beam[S any](m Model[S], inits []S, o Options) []Hypothesis {
 			var cands []candidate
 			for bi, b := range it.alive {
 				ban := banned(b.tokens, o.NoRepeatNgram)
-				if len(b.tokens) < o.MinLen {
+				if len(b.tokens) < o.minLen(i) {
 					if ban == nil {
 						ban = map[int32]bool{}
 					}

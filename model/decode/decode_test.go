@@ -83,6 +83,24 @@ func TestSearch(t *testing.T) {
 	}
 }
 
+// TestPerInputMinLen decodes two copies of the trap model's input together: MinLens applies to
+// each input its own minimum, in greedy and beam search alike.
+func TestPerInputMinLen(t *testing.T) {
+	for _, beam := range []int{1, 2} {
+		m := trap()
+		o := Options{BeamSize: beam, MaxLen: 5, MinLen: 2, MinLens: []int{0}, BOS: bos, EOS: eos}
+		got := Search[*prefix](m, []*prefix{{}, {}}, o)
+		// Input 0 has no minimum (MinLens[0] = 0); input 1 is beyond MinLens and uses MinLen 2.
+		want0 := []int32{tA}
+		if beam > 1 {
+			want0 = []int32{tB}
+		}
+		if !slices.Equal(got[0].Tokens, want0) || !slices.Equal(got[1].Tokens, []int32{tA, tA}) {
+			t.Errorf("beam %d: tokens %v and %v, want %v and [%d %d]", beam, got[0].Tokens, got[1].Tokens, want0, tA, tA)
+		}
+	}
+}
+
 func TestBeamScoreIsLogProbOfBest(t *testing.T) {
 	m := trap()
 	got := Search[*prefix](m, []*prefix{{}, {}}, Options{BeamSize: 3, MaxLen: 5, BOS: bos, EOS: eos})

@@ -37,6 +37,11 @@ type Net struct {
 	followBonus float32
 	// suppress lists ids that are never generated (special tokens other than [EOS]).
 	suppress []int32
+	// ChainBonus (decoding only, 0 = off) is added to the copy score of the source positions that
+	// continue the longest span of at least two tokens copied so far: the learned follow bonus
+	// only knows the last token, so with frequent subwords ("-", "E") the copy jumps between
+	// occurrences; the chain keeps it on the span it is copying. Set it before decoding starts.
+	ChainBonus float32
 }
 
 type linear struct {
@@ -186,6 +191,9 @@ type DecState struct {
 	selfK [][]float32 // per decoder layer, [t, D]
 	selfV [][]float32
 	pos   int
+	// match[j] is the length of the longest suffix of the fed tokens that ends at source position j
+	// (maintained only when the Net's ChainBonus is set).
+	match []int32
 }
 
 // NewState starts decoding src; the first token to feed is [BOS].
@@ -195,12 +203,42 @@ func (n *Net) NewState(src *Source) *DecState {
 
 // Clone copies a hypothesis (beam search forks them); the source is shared, read-only.
 func (st *DecState) Clone() *DecState {
-	c := &DecState{Src: st.Src, pos: st.pos, selfK: make([][]float32, len(st.selfK)), selfV: make([][]float32, len(st.selfV))}
+	c := &DecState{Src: st.Src, pos: st.pos, selfK: make([][]float32, len(st.selfK)), selfV: make([][]float32, len(st.selfV)),
+		match: append([]int32(nil), st.match...)}
 	for l := range st.selfK {
 		c.selfK[l] = append([]float32(nil), st.selfK[l]...)
 		c.selfV[l] = append([]float32(nil), st.selfV[l]...)
 	}
 	return c
+}
+
+// addChain updates the copy-span matches with the fed token and adds bonus to the copy scores a of
+// the positions that continue the longest match (two tokens or more).
+func (st *DecState) addChain(a []float32, tok int32, bonus float32) {
+	ids := st.Src.IDs
+	if st.match == nil {
+		st.match = make([]int32, len(ids))
+	}
+	longest := int32(0)
+	for j := len(ids) - 1; j >= 0; j-- { // backwards: match[j-1] is still the previous step's
+		m := int32(0)
+		if ids[j] == tok {
+			m = 1
+			if j > 0 {
+				m += st.match[j-1]
+			}
+		}
+		st.match[j] = m
+		longest = max(longest, m)
+	}
+	if longest < 2 {
+		return
+	}
+	for j := 1; j < len(ids); j++ {
+		if st.match[j-1] == longest {
+			a[j] += bonus
+		}
+	}
 }
 
 // Len is the number of tokens fed so far.
@@ -288,6 +326,9 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 				a[j] += n.followBonus
 				following = 1
 			}
+		}
+		if n.ChainBonus != 0 {
+			st.addChain(a, tokens[i], n.ChainBonus)
 		}
 		softmax(a)
 		ctx := make([]float32, d)

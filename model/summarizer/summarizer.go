@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,12 @@ type Meta struct {
 	BeamSize      int     `json:"beam_size"`
 	LengthPenalty float64 `json:"length_penalty"`
 	NoRepeatNgram int     `json:"no_repeat_ngram"`
+	// MinLenRatio > 0 forbids [EOS] before ratio x (tokens of the tracked sentences) generated
+	// tokens (at most max_summary_len-1): the from-scratch model stops far too early on long
+	// inputs, and TracSum's references are about half as long as their cited sentences.
+	MinLenRatio float64 `json:"min_len_ratio,omitempty"`
+	// CopyChainBonus is the Net's ChainBonus at inference (0 = off).
+	CopyChainBonus float64 `json:"copy_chain_bonus,omitempty"`
 }
 
 // Summarizer is a loaded checkpoint, ready to summarize. It is safe for concurrent use.
@@ -105,6 +112,7 @@ func Load(dir string) (*Summarizer, error) {
 		return nil, fmt.Errorf("%s: %w", weights, err)
 	}
 	net.Suppress(suppressed(tok.NumSpecial(), m.Hyper.EosID))
+	net.ChainBonus = float32(m.CopyChainBonus)
 	return &Summarizer{Meta: m, Net: net, Tok: tok}, nil
 }
 
@@ -146,6 +154,10 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 // Summarize writes one summary per request, decoding them together (batched).
 func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, error) {
 	states := make([]*DecState, len(reqs))
+	var minLens []int
+	if s.Meta.MinLenRatio > 0 && o.MinLens == nil {
+		minLens = make([]int, len(reqs))
+	}
 	for i, r := range reqs {
 		a, ok := dataset.LookupAspect(s.Meta.AspectSet, r.Aspect)
 		if !ok {
@@ -155,8 +167,19 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 		if s.Meta.Hyper.FullContext {
 			doc = s.encodeAll(r.Document)
 		}
-		ids, seg := BuildSource(s.Meta.Hyper, s.Tok.Encode(aspectText(a.Name, a.Description)), s.encodeAll(r.Cited), doc)
+		cited := s.encodeAll(r.Cited)
+		if minLens != nil {
+			n := 0
+			for _, c := range cited {
+				n += len(c)
+			}
+			minLens[i] = MinLenFor(n, s.Meta.MinLenRatio, o.MaxLen, o.MinLen)
+		}
+		ids, seg := BuildSource(s.Meta.Hyper, s.Tok.Encode(aspectText(a.Name, a.Description)), cited, doc)
 		states[i] = s.Net.NewState(s.Net.Encode(ids, seg))
+	}
+	if minLens != nil {
+		o.MinLens = minLens
 	}
 	hyps := decode.Search(s.Net, states, o)
 	out := make([]string, len(hyps))
@@ -164,6 +187,16 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 		out[i] = strings.TrimSpace(s.Tok.Decode(h.Tokens))
 	}
 	return out, nil
+}
+
+// MinLenFor is the minimum summary length for a source whose tracked sentences have citedTokens
+// tokens: ratio x citedTokens rounded, at least floor and at most maxLen-1 (room for [EOS]).
+func MinLenFor(citedTokens int, ratio float64, maxLen, floor int) int {
+	n := max(int(math.Round(ratio*float64(citedTokens))), floor)
+	if maxLen > 0 {
+		n = min(n, maxLen-1)
+	}
+	return n
 }
 
 func (s *Summarizer) encodeAll(sents []string) [][]int32 {

@@ -95,6 +95,18 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		return out
 	}
 	train, dev := examples(trainRows), examples(devRows)
+	if n := cfg.Summarizer.CopyExamples; n > 0 {
+		// Unlabeled text of the training split only: each abstract once.
+		var abstracts [][][]int32
+		seen := map[string]bool{}
+		for _, row := range trainRows {
+			if !seen[row.PMID] {
+				seen[row.PMID] = true
+				abstracts = append(abstracts, splitOn(row.DocumentIDs, h.SepID))
+			}
+		}
+		train = append(train, CopyExamples(h, abstracts, n, cfg.Seed)...)
+	}
 	if len(train) == 0 {
 		return fmt.Errorf("%s: no summarizer training rows", dataDir)
 	}
@@ -103,7 +115,8 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		return fmt.Errorf("summarizer: %w", err)
 	}
 	meta := Meta{FormatVersion: formatVersion, Hyper: h, AspectSet: man.AspectSet,
-		BeamSize: cfg.Summarizer.BeamSize, LengthPenalty: cfg.Summarizer.LengthPenalty, NoRepeatNgram: cfg.Summarizer.NoRepeatNgram}
+		BeamSize: cfg.Summarizer.BeamSize, LengthPenalty: cfg.Summarizer.LengthPenalty, NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
+		MinLenRatio: cfg.Summarizer.MinLenRatio, CopyChainBonus: cfg.Summarizer.CopyChainBonus}
 	mb, _ := json.MarshalIndent(meta, "", "  ")
 	if err := atomicio.WriteFile(filepath.Join(outDir, MetaFile), append(mb, '\n'), 0o644); err != nil {
 		return err

@@ -1,0 +1,81 @@
+package summarizer
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestCopyExamples(t *testing.T) {
+	h := toyHyper() // sep 3
+	h.MaxSummaryLen = 5
+	abstracts := [][][]int32{{{10, 11}, {12}, {13, 14, 15}}, nil, {{20}}}
+	exs := CopyExamples(h, abstracts, 50, 7)
+	if len(exs) != 50 {
+		t.Fatalf("%d examples, want 50", len(exs))
+	}
+	for i, ex := range exs {
+		if ex.Src[0] != h.SepID {
+			t.Errorf("example %d: source %v does not start with the aspect-free [SEP]", i, ex.Src)
+		}
+		var body []int32
+		for _, id := range ex.Src[1:] {
+			if id != h.SepID {
+				body = append(body, id)
+			}
+		}
+		// The target is the copied sentences, cut to MaxSummaryLen-1 tokens.
+		if !slices.Equal(ex.Tgt, body[:min(len(body), h.MaxSummaryLen-1)]) {
+			t.Errorf("example %d: target %v is not a copy of source %v", i, ex.Tgt, ex.Src)
+		}
+	}
+	if again := CopyExamples(h, abstracts, 50, 7); !slices.EqualFunc(exs, again, func(a, b Example) bool { return slices.Equal(a.Src, b.Src) }) {
+		t.Error("same seed, different examples")
+	}
+	if got := CopyExamples(h, nil, 5, 7); got != nil {
+		t.Errorf("no abstracts: %d examples", len(got))
+	}
+}
+
+func TestMinLenFor(t *testing.T) {
+	tests := []struct {
+		desc                string
+		cited               int
+		ratio               float64
+		maxLen, floor, want int
+	}{
+		{desc: "ratio of the tracked tokens", cited: 40, ratio: 0.6, maxLen: 64, floor: 1, want: 24},
+		{desc: "capped below max length", cited: 200, ratio: 0.6, maxLen: 64, floor: 1, want: 63},
+		{desc: "at least the floor", cited: 1, ratio: 0.2, maxLen: 64, floor: 1, want: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := MinLenFor(tc.cited, tc.ratio, tc.maxLen, tc.floor); got != tc.want {
+				t.Errorf("MinLenFor = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAddChain feeds a source's tokens one by one: once two tokens match, only the position
+// continuing the longest copied span gets the bonus, even where the last token occurs twice.
+func TestAddChain(t *testing.T) {
+	src := &Source{IDs: []int32{5, 6, 7, 9, 6, 8}}
+	st := &DecState{Src: src}
+	tests := []struct {
+		desc string
+		tok  int32
+		want []float32
+	}{
+		{desc: "one token: no chain yet", tok: 5, want: []float32{0, 0, 0, 0, 0, 0}},
+		{desc: "two tokens: continue after the span 5 6, not after the other 6", tok: 6, want: []float32{0, 0, 1, 0, 0, 0}},
+		{desc: "three tokens", tok: 7, want: []float32{0, 0, 0, 1, 0, 0}},
+		{desc: "span broken", tok: 8, want: []float32{0, 0, 0, 0, 0, 0}},
+	}
+	for _, tc := range tests {
+		a := make([]float32, len(src.IDs))
+		st.addChain(a, tc.tok, 1)
+		if !slices.Equal(a, tc.want) {
+			t.Errorf("%s: bonus %v, want %v", tc.desc, a, tc.want)
+		}
+	}
+}
