@@ -34,6 +34,8 @@ type Example struct {
 	Tgt []int32
 	// Ref is the reference summary text, for dev ROUGE.
 	Ref string
+	// CitedLen is the number of tokens of the tracked sentences (for summarizer.min_len_ratio).
+	CitedLen int
 }
 
 // Train trains a summarizer on the summarizer shards of a prepared directory (train split; dev split
@@ -146,6 +148,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		Backend: backend, Hyper: h, Loop: cfg.Summarizer.Train, Seed: cfg.Seed, OutDir: outDir,
 		Train: train, Dev: dev, DevDecodeLimit: cfg.Summarizer.DevDecodeLimit,
 		Suppress: suppressed(tok.NumSpecial(), h.EosID), NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
+		MinLenRatio: cfg.Summarizer.MinLenRatio, ChainBonus: float32(cfg.Summarizer.CopyChainBonus),
 		Detok: func(ids []int32) string { return strings.TrimSpace(tok.Decode(ids)) },
 	})
 	if err != nil {
@@ -208,7 +211,11 @@ func specialIDs(tok *subword.Tokenizer) (SpecialIDs, error) {
 // MakeExample builds a training pair from token ids.
 func MakeExample(h Hyper, aspect []int32, cited, document [][]int32, summary []int32, ref string) Example {
 	src, seg := BuildSource(h, aspect, cited, document)
-	return Example{Src: src, Seg: seg, Tgt: slices.Clone(summary[:min(len(summary), h.MaxSummaryLen-1)]), Ref: ref}
+	n := 0
+	for _, c := range cited {
+		n += len(c)
+	}
+	return Example{Src: src, Seg: seg, Tgt: slices.Clone(summary[:min(len(summary), h.MaxSummaryLen-1)]), Ref: ref, CitedLen: n}
 }
 
 // TrainOptions configures TrainExamples.
@@ -223,8 +230,11 @@ type TrainOptions struct {
 	Train, Dev []Example
 	// DevDecodeLimit caps the dev examples decoded (greedy) for ROUGE at each evaluation; 0 = all.
 	DevDecodeLimit int
-	// NoRepeatNgram is applied to the greedy dev decoding, as at inference.
+	// NoRepeatNgram, MinLenRatio and ChainBonus are applied to the greedy dev decoding, as at
+	// inference, so that the checkpoint is selected under the decoding it will be used with.
 	NoRepeatNgram int
+	MinLenRatio   float64
+	ChainBonus    float32
 	// Suppress are ids never generated; Detok turns generated ids into text for ROUGE.
 	Suppress []int32
 	Detok    func([]int32) string
@@ -275,11 +285,19 @@ func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error
 			return nil, err
 		}
 		net.Suppress(o.Suppress)
+		net.ChainBonus = o.ChainBonus
 		dev := o.Dev
 		if o.DevDecodeLimit > 0 && len(dev) > o.DevDecodeLimit {
 			dev = dev[:o.DevDecodeLimit]
 		}
-		preds := DecodeExamples(net, dev, decode.Options{BeamSize: 1, MaxLen: h.MaxSummaryLen, MinLen: 1, NoRepeatNgram: o.NoRepeatNgram, BOS: h.BosID, EOS: h.EosID})
+		opts := decode.Options{BeamSize: 1, MaxLen: h.MaxSummaryLen, MinLen: 1, NoRepeatNgram: o.NoRepeatNgram, BOS: h.BosID, EOS: h.EosID}
+		if o.MinLenRatio > 0 {
+			opts.MinLens = make([]int, len(dev))
+			for i, ex := range dev {
+				opts.MinLens[i] = MinLenFor(ex.CitedLen, o.MinLenRatio, opts.MaxLen, opts.MinLen)
+			}
+		}
+		preds := DecodeExamples(net, dev, opts)
 		var r1, r2, rl float64
 		for i, ex := range dev {
 			s := scorer.Score(ex.Ref, o.Detok(preds[i]))
@@ -317,7 +335,11 @@ func DecodeExamples(net *Net, exs []Example, o decode.Options) [][]int32 {
 		for i, ex := range part {
 			states[i] = net.NewState(net.Encode(ex.Src, ex.Seg))
 		}
-		for _, hyp := range decode.Search(net, states, o) {
+		co := o
+		if o.MinLens != nil { // per-input minimums follow the chunk
+			co.MinLens = o.MinLens[min(start, len(o.MinLens)):min(start+chunk, len(o.MinLens))]
+		}
+		for _, hyp := range decode.Search(net, states, co) {
 			out = append(out, hyp.Tokens)
 		}
 	}
