@@ -29,7 +29,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/tracksum/tracksum/config"
@@ -475,7 +474,6 @@ type batch struct {
 	set   string
 	rows  [3]taskRows // per split
 	err   error
-	done  chan struct{}
 }
 
 type taskRows struct {
@@ -503,28 +501,14 @@ func writeShards(ctx context.Context, src *source, splits *dataset.SplitAssignme
 	if !ok {
 		return nil, errors.New("prepare: tokenizer has no [SEP] token")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	jobs := make(chan *batch, workers*2)
-	ordered := make(chan *batch, workers*4)
-	var readErr error
-	go func() {
-		defer close(jobs)
-		defer close(ordered)
-		cur := &batch{done: make(chan struct{})}
+	var readErr, writeErr error
+	produce := func(ctx context.Context, emit func(*batch) bool) {
+		cur := &batch{}
 		send := func() bool {
-			select {
-			case ordered <- cur:
-			case <-ctx.Done():
+			if !emit(cur) {
 				return false
 			}
-			select {
-			case jobs <- cur:
-			case <-ctx.Done():
-				return false
-			}
-			cur = &batch{done: make(chan struct{})}
+			cur = &batch{}
 			return true
 		}
 		if len(src.inputs) == 0 {
@@ -554,42 +538,36 @@ func writeShards(ctx context.Context, src *source, splits *dataset.SplitAssignme
 		if len(cur.runs) > 0 || len(cur.lines) > 0 {
 			send()
 		}
-	}()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range jobs {
-				buildRows(b, splits, tok, sep)
-				close(b.done)
-			}
-		}()
 	}
-	defer wg.Wait()
-	defer cancel()
-
+	work := func(b *batch) *batch {
+		buildRows(b, splits, tok, sep)
+		return b
+	}
 	w := newWriters(root, pc)
 	defer w.abort()
-	for b := range ordered {
-		select {
-		case <-b.done:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("prepare: %w", ctx.Err())
-		}
+	consume := func(b *batch) bool {
 		if b.err != nil {
-			return nil, b.err
+			writeErr = b.err
+			return false
 		}
 		n := 0
 		for _, r := range b.runs {
 			n += len(r)
 		}
 		if err := w.write(b); err != nil {
-			return nil, err
+			writeErr = err
+			return false
 		}
 		if bar != nil {
 			bar.Add(int64(n))
 		}
+		return true
+	}
+	if err := orderedParallel(ctx, workers, produce, work, consume); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	if writeErr != nil {
+		return nil, writeErr
 	}
 	if readErr != nil {
 		return nil, readErr
