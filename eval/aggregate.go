@@ -167,26 +167,9 @@ func bootstrapAll(rows [][NumMetrics]float64, phrases bool, b BootstrapOptions) 
 			col[r] = means[r][m]
 		}
 		slices.Sort(col)
-		ci[m] = [2]float64{quantile(col, alpha), quantile(col, 1-alpha)}
+		ci[m] = [2]float64{stats.Quantile(col, alpha), stats.Quantile(col, 1-alpha)}
 	}
 	return ci
-}
-
-// quantile is numpy.quantile(sorted, q) with method="linear", computed as stats.BootstrapCI does
-// (interpolating from the nearer end) so that the intervals match it bit for bit.
-func quantile(sorted []float64, q float64) float64 {
-	q = max(0, min(1, q))
-	pos := q * float64(len(sorted)-1)
-	i := int(math.Floor(pos))
-	if i >= len(sorted)-1 {
-		return sorted[len(sorted)-1]
-	}
-	t := pos - float64(i)
-	a, c := sorted[i], sorted[i+1]
-	if t >= 0.5 {
-		return c - (c-a)*(1-t)
-	}
-	return a + (c-a)*t
 }
 
 // Metrics lists the metrics this group reports (phrase metrics only when they apply).

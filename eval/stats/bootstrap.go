@@ -58,12 +58,14 @@ func BootstrapCI(values []float64, resamples int, seed uint64, level float64) (l
 	}
 	slices.Sort(means)
 	alpha := (1 - level) / 2
-	return quantile(means, alpha), quantile(means, 1-alpha)
+	return Quantile(means, alpha), Quantile(means, 1-alpha)
 }
 
-// quantile is numpy.quantile(sorted, q) with method="linear" on a sorted
-// slice.
-func quantile(sorted []float64, q float64) float64 {
+// Quantile is numpy.quantile(sorted, q) with method="linear" (the default)
+// on an ascending, non-empty slice; q is clamped to [0, 1]. It interpolates
+// as numpy does, so that the bootstrap intervals computed here and in eval
+// match numpy's bit for bit.
+func Quantile(sorted []float64, q float64) float64 {
 	q = max(0, min(1, q))
 	pos := q * float64(len(sorted)-1)
 	i := int(math.Floor(pos))

@@ -113,3 +113,28 @@ func TestPairedBootstrap(t *testing.T) {
 		t.Error("same seed gave different results")
 	}
 }
+
+func TestQuantile(t *testing.T) {
+	// Expected values are numpy.quantile(sorted, q) (method="linear").
+	tests := []struct {
+		desc   string
+		sorted []float64
+		q      float64
+		want   float64
+	}{
+		{"single value", []float64{7}, 0.3, 7},
+		{"minimum", []float64{1, 2, 3, 4}, 0, 1},
+		{"maximum", []float64{1, 2, 3, 4}, 1, 4},
+		{"median between two", []float64{1, 2, 3, 4}, 0.5, 2.5},
+		{"lower quartile", []float64{1, 2, 3, 4}, 0.25, 1.75},
+		{"interpolated from the upper end", []float64{0, 10}, 0.75, 7.5},
+		{"exact position", []float64{1, 2, 3, 4, 5}, 0.75, 4},
+		{"q below 0 clamped", []float64{1, 2, 3}, -0.5, 1},
+		{"q above 1 clamped", []float64{1, 2, 3}, 1.5, 3},
+	}
+	for _, tc := range tests {
+		if got := Quantile(tc.sorted, tc.q); got != tc.want {
+			t.Errorf("%s: Quantile(%v, %v) = %v, want %v", tc.desc, tc.sorted, tc.q, got, tc.want)
+		}
+	}
+}
