@@ -30,46 +30,48 @@ func betaCF(a, b, x float64) float64 {
 	const (
 		maxIter = 10000
 		eps     = 1e-16
-		tiny    = 1e-300
 	)
 	qab, qap, qam := a+b, a+1, a-1
 	c, d := 1.0, 1-qab*x/qap
-	if math.Abs(d) < tiny {
-		d = tiny
+	if math.Abs(d) < lentzTiny {
+		d = lentzTiny
 	}
 	d = 1 / d
 	h := d
+	var del float64
 	for m := 1; m <= maxIter; m++ {
 		fm := float64(m)
 		m2 := 2 * fm
-		aa := fm * (b - fm) * x / ((qam + m2) * (a + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		h *= d * c
-		aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		del := d * c
+		// Each iteration takes the even and then the odd term of the fraction.
+		c, d, del = lentzStep(fm*(b-fm)*x/((qam+m2)*(a+m2)), c, d)
+		h *= del
+		c, d, del = lentzStep(-(a+fm)*(qab+fm)*x/((a+m2)*(qap+m2)), c, d)
 		h *= del
 		if math.Abs(del-1) < eps {
 			break
 		}
 	}
 	return h
+}
+
+// lentzTiny stands in for a zero denominator in the modified Lentz method,
+// which would otherwise divide by zero.
+const lentzTiny = 1e-300
+
+// lentzStep advances the modified Lentz recurrences by one term of the
+// continued fraction, with partial numerator aa, and returns the new c and
+// d and the factor d*c by which that term changes the fraction.
+func lentzStep(aa, c, d float64) (float64, float64, float64) {
+	d = 1 + aa*d
+	if math.Abs(d) < lentzTiny {
+		d = lentzTiny
+	}
+	c = 1 + aa/c
+	if math.Abs(c) < lentzTiny {
+		c = lentzTiny
+	}
+	d = 1 / d
+	return c, d, d * c
 }
 
 // corrPValue is the two-sided p-value of a correlation r over n
