@@ -191,28 +191,13 @@ func (s *Scorer) Score(ctx context.Context, p *Pair) (Result, error) {
 	if judge.IsUnknown(predSummary) {
 		predSummary = ""
 	}
-	n := 0
-	for _, l := range refClaims {
-		ok, err := j.Entails(ctx, predSummary, l)
-		if err != nil {
-			return res, err
-		}
-		res.RefClaims = append(res.RefClaims, Claim{l, ok})
-		if ok {
-			n++
-		}
+	var n int
+	if res.RefClaims, n, err = judgeClaims(ctx, j, predSummary, refClaims); err != nil {
+		return res, err
 	}
 	res.Counts[ClaimRecall] = Ratio{n, len(refClaims)}
-	n = 0
-	for _, l := range predClaims {
-		ok, err := j.Entails(ctx, ref.Summary, l)
-		if err != nil {
-			return res, err
-		}
-		res.PredClaims = append(res.PredClaims, Claim{l, ok})
-		if ok {
-			n++
-		}
+	if res.PredClaims, n, err = judgeClaims(ctx, j, ref.Summary, predClaims); err != nil {
+		return res, err
 	}
 	res.Counts[ClaimPrecision] = Ratio{n, len(predClaims)}
 
@@ -314,6 +299,24 @@ func F1(recall, precision float64) float64 {
 		return 0
 	}
 	return 2 * recall * precision / (recall + precision)
+}
+
+// judgeClaims asks j whether premise entails each claim, in order, and returns the claims with
+// their verdicts and the number entailed; on an error, those judged so far.
+func judgeClaims(ctx context.Context, j judge.Judge, premise string, claims []string) ([]Claim, int, error) {
+	var out []Claim
+	n := 0
+	for _, l := range claims {
+		ok, err := j.Entails(ctx, premise, l)
+		if err != nil {
+			return out, n, err
+		}
+		out = append(out, Claim{l, ok})
+		if ok {
+			n++
+		}
+	}
+	return out, n, nil
 }
 
 // Evaluate scores every pair with workers goroutines (0: the judge's Concurrency, or one per CPU).
