@@ -56,6 +56,18 @@ func (c *wordCache) put(w string, ids []int32) {
 	s.mu.Unlock()
 }
 
+// appendIDs appends the ids of w to dst: the cached ones, or else those that encode appends to the
+// dst it is given, which are then cached (as a copy: dst is the caller's buffer).
+func (c *wordCache) appendIDs(dst []int32, w string, encode func(dst []int32) []int32) []int32 {
+	if ids, ok := c.get(w); ok {
+		return append(dst, ids...)
+	}
+	start := len(dst)
+	dst = encode(dst)
+	c.put(w, append([]int32(nil), dst[start:]...))
+	return dst
+}
+
 func newNativeEncoder(v *Vocab) (encoder, error) {
 	index := v.index()
 	unk, ok := index[unkToken]
@@ -108,13 +120,10 @@ func (e *bpeEncoder) encode(dst []int32, text string) []int32 {
 	var syms []bpeSymbol
 	var queue []bpeQueued
 	byteLevelPieces(text, func(piece string) {
-		if ids, ok := e.cache.get(piece); ok {
-			dst = append(dst, ids...)
-			return
-		}
-		start := len(dst)
-		dst, syms, queue = e.mergeWord(dst, piece, syms, queue)
-		e.cache.put(piece, append([]int32(nil), dst[start:]...))
+		dst = e.cache.appendIDs(dst, piece, func(dst []int32) []int32 {
+			dst, syms, queue = e.mergeWord(dst, piece, syms, queue)
+			return dst
+		})
 	})
 	return dst
 }
@@ -232,13 +241,10 @@ type wordPieceEncoder struct {
 func (e *wordPieceEncoder) encode(dst []int32, text string) []int32 {
 	var buf []byte
 	bertPieces(text, func(word string) {
-		if ids, ok := e.cache.get(word); ok {
-			dst = append(dst, ids...)
-			return
-		}
-		start := len(dst)
-		dst, buf = e.encodeWord(dst, word, buf)
-		e.cache.put(word, append([]int32(nil), dst[start:]...))
+		dst = e.cache.appendIDs(dst, word, func(dst []int32) []int32 {
+			dst, buf = e.encodeWord(dst, word, buf)
+			return dst
+		})
 	})
 	return dst
 }
