@@ -164,3 +164,34 @@ func TestWriteFileRoundTrip(t *testing.T) {
 		t.Errorf("round trip: %+v %+v", back.Prepare, back.Tokenizer)
 	}
 }
+
+// TestPaperTraining pins the TracSum paper's fine-tuning settings (§6.1, C.2, C.3) in the paper
+// profile: lr 1e-5, weight decay 0.01, warmup 200, 5 epochs, batch 32 (tracker) / 16 (summarizer),
+// gradient accumulation 2.
+func TestPaperTraining(t *testing.T) {
+	cfg, err := Load(viper.New(), filepath.Join("..", "configs", "paper.yaml"), pflag.NewFlagSet("x", pflag.ContinueOnError), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		desc  string
+		loop  TrainLoop
+		batch int
+	}{
+		{desc: "tracker", loop: cfg.Tracker.Train, batch: 32},
+		{desc: "summarizer", loop: cfg.Summarizer.Train, batch: 16},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			l := tc.loop
+			if l.LearningRate != 1e-5 || l.WeightDecay != 0.01 || l.WarmupSteps != 200 || l.Epochs != 5 ||
+				l.BatchSize != tc.batch || l.GradAccumulation != 2 {
+				t.Errorf("paper %s training: lr %g wd %g warmup %d epochs %d batch %d accumulation %d; want 1e-05 0.01 200 5 %d 2",
+					tc.desc, l.LearningRate, l.WeightDecay, l.WarmupSteps, l.Epochs, l.BatchSize, l.GradAccumulation, tc.batch)
+			}
+		})
+	}
+	if cfg.Tracker.Imbalance != "oversample" || cfg.Tracker.Oversample != 6 {
+		t.Errorf("paper tracker imbalance: %s x%d; want oversample x6", cfg.Tracker.Imbalance, cfg.Tracker.Oversample)
+	}
+}
