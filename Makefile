@@ -3,8 +3,7 @@
 
 GO      ?= go
 # The pure-Go GoMLX backend's AVX2 matmul kernels need Go 1.26's SIMD experiment (15-25x faster
-# matmuls); model.Backend picks the sequential op scheduler in this build (platform notes: the
-# parallel one deadlocked with SIMD). Override with GOEXPERIMENT= for a plain build.
+# matmuls). Override with GOEXPERIMENT= for a plain build.
 GOEXPERIMENT ?= simd
 export GOEXPERIMENT
 BIN     := bin

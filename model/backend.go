@@ -31,9 +31,11 @@ import (
 )
 
 // GoBackendConfig is the configuration of the pure-Go backend used when GOMLX_BACKEND is unset and
-// no XLA PJRT plugin is installed. A build with GOEXPERIMENT=simd uses the sequential op scheduler:
-// the parallel scheduler deadlocked there inside training steps (see docs/tracker.md).
-var GoBackendConfig = defaultGoConfig
+// no XLA PJRT plugin is installed: the sequential op scheduler, in every build. The parallel
+// scheduler's worker pool can deadlock (an op holds a slot while its matmul waits for another; seen
+// in tracker and summarizer training, plain and GOEXPERIMENT=simd builds; see docs/tracker.md).
+// Training uses both cores through data-parallel shards instead (training.Options.Shards).
+var GoBackendConfig = "go:ops_sequential"
 
 var (
 	backendOnce sync.Once

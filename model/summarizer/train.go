@@ -134,11 +134,6 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		return err
 	}
 
-	// The pure-Go backend's parallel op scheduler deadlocked in this model's training steps (the
-	// process sat idle after a few steps, stuck in workerspool); the sequential scheduler does not.
-	if _, set := os.LookupEnv("GOMLX_BACKEND"); !set {
-		os.Setenv("GOMLX_BACKEND", "go:ops_sequential")
-	}
 	backend, name, err := tsmodel.Backend()
 	if err != nil {
 		return err
