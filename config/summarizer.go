@@ -29,6 +29,10 @@ type Summarizer struct {
 	// after a [CTX] marker and with its own segment embedding.
 	FullContext bool `mapstructure:"full_context" yaml:"full_context"`
 
+	// AspectConditioning adds a learned aspect vector to every decoder input (stored in the
+	// checkpoint); without it the decoder only sees the aspect through the encoder.
+	AspectConditioning bool `mapstructure:"aspect_conditioning" yaml:"aspect_conditioning"`
+
 	// GenVocabSize is the size of the output softmax: the most frequent summary tokens of the
 	// training split (plus [EOS]). Other tokens can only be copied from the source. 0 = the whole
 	// tokenizer vocabulary.
@@ -55,6 +59,9 @@ type Summarizer struct {
 	// CopyChainBonus is added at decoding to the copy score of the source positions continuing the
 	// longest span copied so far (two tokens or more); 0 disables. Stored in the checkpoint.
 	CopyChainBonus float64 `mapstructure:"copy_chain_bonus" yaml:"copy_chain_bonus"`
+	// WordRule forbids, at decoding, word-internal subword pieces that would make a word found
+	// neither in the source nor in the training summaries. Stored in the checkpoint.
+	WordRule bool `mapstructure:"word_rule" yaml:"word_rule"`
 }
 
 // DefaultSummarizer returns the built-in summarizer settings: small enough to train on 2 CPU cores
@@ -67,24 +74,26 @@ func DefaultSummarizer() Summarizer {
 	train.BatchSize = 16
 	train.Patience = 10
 	return Summarizer{
-		DModel:         128,
-		Heads:          4,
-		FFNDim:         512,
-		EncoderLayers:  2,
-		DecoderLayers:  2,
-		Dropout:        0.1,
-		MaxSourceLen:   192,
-		MaxSummaryLen:  64,
-		FullContext:    false,
-		Train:          train,
-		GenVocabSize:   2000,
-		DevDecodeLimit: 64,
+		DModel:             128,
+		Heads:              4,
+		FFNDim:             512,
+		EncoderLayers:      2,
+		DecoderLayers:      2,
+		Dropout:            0.1,
+		MaxSourceLen:       192,
+		MaxSummaryLen:      64,
+		FullContext:        false,
+		AspectConditioning: true,
+		Train:              train,
+		GenVocabSize:       2000,
+		DevDecodeLimit:     64,
 		// Decoding: tuned on the TracSum dev split with gold citations (docs/summarizer.md).
 		BeamSize:       4,
 		LengthPenalty:  2.0,
 		NoRepeatNgram:  4,
 		MinLenRatio:    0.6,
 		CopyChainBonus: 8,
+		WordRule:       true,
 	}
 }
 

@@ -198,6 +198,8 @@ type Options struct {
 	MinLenRatio *float64
 	// CopyChainBonus (when not nil) overrides the checkpoint's summarizer.copy_chain_bonus.
 	CopyChainBonus *float64
+	// WordRule (when not nil) overrides the checkpoint's summarizer.word_rule.
+	WordRule *bool
 	// Log receives progress and the final throughput line; os.Stderr when nil.
 	Log io.Writer
 }
@@ -252,6 +254,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		if o.CopyChainBonus != nil {
 			s.Meta.CopyChainBonus = *o.CopyChainBonus
 			s.Net.ChainBonus = float32(*o.CopyChainBonus)
+		}
+		if o.WordRule != nil {
+			s.SetWordRule(*o.WordRule)
 		}
 		p.Summarizer = s
 		p.Decode = s.DecodeOptions()

@@ -32,6 +32,7 @@ func main() {
 	fs.Int("no-repeat-ngram", 3, "forbid repeating n-grams of this size, 0 = off (default: the checkpoint's)")
 	fs.Float64("min-length-ratio", 0, "minimum summary tokens per tracked-sentence token (default: the checkpoint's summarizer.min_len_ratio)")
 	fs.Float64("copy-chain-bonus", 0, "copy-score bonus for continuing the longest copied span (default: the checkpoint's summarizer.copy_chain_bonus)")
+	fs.Bool("word-rule", false, "forbid subword pieces that glue a word found neither in the source nor in the training summaries (default: the checkpoint's summarizer.word_rule)")
 	fs.Int("max-length", 0, "maximum summary tokens (default and upper bound: the checkpoint's max_summary_len)")
 	cli.Main(cli.Command{
 		Name:     "tracksum-infer",
@@ -65,6 +66,10 @@ func main() {
 			if fs.Changed("copy-chain-bonus") {
 				c, _ := fs.GetFloat64("copy-chain-bonus")
 				o.CopyChainBonus = &c
+			}
+			if fs.Changed("word-rule") {
+				w, _ := fs.GetBool("word-rule")
+				o.WordRule = &w
 			}
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)

@@ -125,7 +125,7 @@ func BenchmarkDecode(b *testing.B) {
 	exs := randomExamples(h, 7, 120, 1)
 	srcs := make([]*Source, len(exs))
 	for i, ex := range exs {
-		srcs[i] = net.Encode(ex.Src, ex.Seg)
+		srcs[i] = net.Encode(ex.Src, ex.Seg, 0)
 	}
 	probs := make([][]float32, len(srcs))
 	for i := range probs {

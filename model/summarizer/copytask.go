@@ -33,7 +33,9 @@ func CopyExamples(h Hyper, abstracts [][][]int32, n int, seed int64) []Example {
 		for _, s := range sents {
 			tgt = append(tgt, s...)
 		}
-		out = append(out, MakeExample(h, nil, sents, sents, slices.Clone(tgt), ""))
+		ex := MakeExample(h, nil, sents, sents, slices.Clone(tgt), "")
+		ex.Aspect = h.copyAspect()
+		out = append(out, ex)
 	}
 	return out
 }

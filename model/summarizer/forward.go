@@ -22,6 +22,7 @@ type Net struct {
 	srcPos  []float32 // [P, D]
 	tgtPos  []float32 // [P, D]
 	segment []float32 // [2, D]
+	aspect  []float32 // [NumAspects+1, D], nil without aspect conditioning
 	enc     []encLayer
 	encLN   layerNorm
 	dec     []decLayer
@@ -42,6 +43,9 @@ type Net struct {
 	// only knows the last token, so with frequent subwords ("-", "E") the copy jumps between
 	// occurrences; the chain keeps it on the span it is copying. Set it before decoding starts.
 	ChainBonus float32
+	// Words (decoding only, nil = off) forbids word-internal pieces that would glue a word found
+	// neither in the source nor in the training summaries (see WordRule). Set it before decoding.
+	Words *WordRule
 }
 
 type linear struct {
@@ -118,6 +122,9 @@ func NewNet(h Hyper, vars map[string]*tensors.Tensor) (*Net, error) {
 		gateC:   get("copy/gate_c", d),
 		gateX:   get("copy/gate_x", d),
 	}
+	if h.NumAspects > 0 {
+		n.aspect = get("embed/aspect", h.NumAspects+1, d)
+	}
 	for name, dst := range map[string]*float32{"copy/gate_b": &n.gateB, "copy/gate_follow": &n.gateF, "copy/follow_bonus": &n.followBonus} {
 		if v := get(name); len(v) == 1 {
 			*dst = v[0]
@@ -146,15 +153,18 @@ func NewNet(h Hyper, vars map[string]*tensors.Tensor) (*Net, error) {
 
 // Source is an encoded source sequence with everything the decoder reads from it, computed once.
 type Source struct {
-	IDs     []int32
+	IDs []int32
+	// Aspect is the aspect index the decoder is conditioned on (Hyper.NumAspects > 0).
+	Aspect  int32
 	states  []float32   // [S, D] final encoder states
 	crossK  [][]float32 // per decoder layer, [S, D]
 	crossV  [][]float32
 	copyKey []float32 // [S, D]
 }
 
-// Encode runs the encoder over one source (ids and segment ids, same length, no padding).
-func (n *Net) Encode(ids, seg []int32) *Source {
+// Encode runs the encoder over one source (ids and segment ids, same length, no padding) whose
+// summary is for the aspect of index aspect (ignored by a model without aspect conditioning).
+func (n *Net) Encode(ids, seg []int32, aspect int32) *Source {
 	h := n.H
 	d, s := h.DModel, len(ids)
 	x := make([]float32, s*d)
@@ -176,7 +186,10 @@ func (n *Net) Encode(ids, seg []int32) *Source {
 		addTo(x, l.ffnOut.apply(hid, s))
 	}
 	n.encLN.apply(x, x, d)
-	src := &Source{IDs: ids, states: x, copyKey: n.copyK.apply(x, s)}
+	if n.aspect != nil && (aspect < 0 || int(aspect) > h.NumAspects) {
+		panic(fmt.Sprintf("summarizer: aspect index %d outside [0, %d]", aspect, h.NumAspects))
+	}
+	src := &Source{IDs: ids, Aspect: aspect, states: x, copyKey: n.copyK.apply(x, s)}
 	for _, l := range n.dec {
 		src.crossK = append(src.crossK, l.cross.k.apply(x, s))
 		src.crossV = append(src.crossV, l.cross.v.apply(x, s))
@@ -194,6 +207,8 @@ type DecState struct {
 	// match[j] is the length of the longest suffix of the fed tokens that ends at source position j
 	// (maintained only when the Net's ChainBonus is set).
 	match []int32
+	// word is the piece sequence of the word being written (maintained only with a WordRule).
+	word []int32
 }
 
 // NewState starts decoding src; the first token to feed is [BOS].
@@ -204,7 +219,7 @@ func (n *Net) NewState(src *Source) *DecState {
 // Clone copies a hypothesis (beam search forks them); the source is shared, read-only.
 func (st *DecState) Clone() *DecState {
 	c := &DecState{Src: st.Src, pos: st.pos, selfK: make([][]float32, len(st.selfK)), selfV: make([][]float32, len(st.selfV)),
-		match: append([]int32(nil), st.match...)}
+		match: append([]int32(nil), st.match...), word: append([]int32(nil), st.word...)}
 	for l := range st.selfK {
 		c.selfK[l] = append([]float32(nil), st.selfK[l]...)
 		c.selfV[l] = append([]float32(nil), st.selfV[l]...)
@@ -257,6 +272,10 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 		row := x[i*d : (i+1)*d]
 		copy(row, n.tokens[int(tokens[i])*d:int(tokens[i]+1)*d])
 		addTo(row, n.tgtPos[st.pos*d:(st.pos+1)*d])
+		if n.aspect != nil {
+			a := int(st.Src.Aspect)
+			addTo(row, n.aspect[a*d:(a+1)*d])
+		}
 	}
 	xEmb := append([]float32(nil), x...)
 	y := make([]float32, b*d)
@@ -346,6 +365,10 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 		}
 		for _, id := range n.suppress {
 			out[id] = 0
+		}
+		if n.Words != nil {
+			st.word = n.Words.next(st.word, tokens[i], h.BosID)
+			n.Words.apply(out, st.word, src.IDs)
 		}
 	}
 }

@@ -43,18 +43,22 @@ func TestGraphMatchesForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		desc   string
-		genIDs []int32
+		desc       string
+		genIDs     []int32
+		numAspects int
 	}{
 		{desc: "whole vocabulary", genIDs: nil},
 		// 33 is outside the generation vocabulary: only copying can produce it (it is not in the
 		// source either, so its probability is ~0); 17 and 9 are both generated and copied.
 		{desc: "generation vocabulary", genIDs: []int32{2, 5, 9, 17, 20, 21}},
+		{desc: "aspect vectors", genIDs: []int32{2, 5, 9, 17, 20, 21}, numAspects: 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			h := toyHyper()
 			h.GenIDs = tc.genIDs
+			h.NumAspects = tc.numAspects
+			const aspect = 2
 			src := []int32{5, 9, 3, 17, 17, 22, 4, 30, 31, 9, 5}
 			seg := []int32{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}
 			tgtIn := []int32{h.BosID, 17, 9, 33, 5, 22}
@@ -75,7 +79,11 @@ func TestGraphMatchesForward(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Call([][]int32{src}, [][]int32{seg}, [][]int32{tgtIn}, [][]int32{tgtOut}, [][]int32{tgtGen}, [][]float32{inGen})
+			inputs := []any{[][]int32{src}, [][]int32{seg}, [][]int32{tgtIn}, [][]int32{tgtOut}, [][]int32{tgtGen}, [][]float32{inGen}}
+			if h.NumAspects > 0 {
+				inputs = append(inputs, []int32{aspect})
+			}
+			out, err := exec.Call(inputs...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +91,7 @@ func TestGraphMatchesForward(t *testing.T) {
 			tensors.MustConstFlatData(out[0], func(flat []float32) { want = append(want, flat...) })
 
 			net := netFromStore(t, h, store)
-			st := net.NewState(net.Encode(src, seg))
+			st := net.NewState(net.Encode(src, seg, aspect))
 			probs := [][]float32{make([]float32, h.VocabSize)}
 			for i, tok := range tgtIn {
 				net.Step([]*DecState{st}, []int32{tok}, probs)

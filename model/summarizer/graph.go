@@ -46,13 +46,18 @@ const (
 //	TgtOut:   [batch, tgtLen]   summary ids + [EOS]; PadID marks positions without a loss
 //	TgtGen:   [batch, tgtLen]   position of TgtOut in the generation vocabulary (0 when absent)
 //	InGen:    [batch, tgtLen]   float32 1 when TgtOut is in the generation vocabulary, else 0
+//	Aspect:   [batch]           aspect index (Hyper.NumAspects > 0 only; nil otherwise)
 type Batch struct {
-	Src, Seg, TgtIn, TgtOut, TgtGen, InGen *Node
+	Src, Seg, TgtIn, TgtOut, TgtGen, InGen, Aspect *Node
 }
 
 // BatchFromInputs names the graph inputs of a batch, in the order of training.Batch.Inputs.
 func BatchFromInputs(inputs []*Node) Batch {
-	return Batch{Src: inputs[0], Seg: inputs[1], TgtIn: inputs[2], TgtOut: inputs[3], TgtGen: inputs[4], InGen: inputs[5]}
+	b := Batch{Src: inputs[0], Seg: inputs[1], TgtIn: inputs[2], TgtOut: inputs[3], TgtGen: inputs[4], InGen: inputs[5]}
+	if len(inputs) > 6 {
+		b.Aspect = inputs[6]
+	}
+	return b
 }
 
 // LossGraph returns the mean negative log-likelihood per target token of the batch under the
@@ -83,7 +88,7 @@ func TargetProbGraph(scope *model.Scope, h Hyper, b Batch) *Node {
 	srcBias := Where(srcValid, ZerosLike(ConvertDType(b.Src, dtypes.Float32)), Scalar(g, dtypes.Float32, maskBias)) // [B,S]
 
 	enc := EncoderGraph(scope, h, b.Src, b.Seg, srcBias)
-	xEmb := targetEmbedGraph(scope, h, b.TgtIn)
+	xEmb := targetEmbedGraph(scope, h, b.TgtIn, b.Aspect)
 	s := DecoderGraph(scope, h, xEmb, enc, srcBias)
 
 	// Vocabulary distribution over the generation vocabulary (tied embeddings), probability of the
@@ -138,8 +143,9 @@ func EncoderGraph(scope *model.Scope, h Hyper, src, seg, srcBias *Node) *Node {
 	return layerNormGraph(scope.At("encoder").At("ln"), x)
 }
 
-// targetEmbedGraph embeds the decoder input: [batch, tgtLen] -> [batch, tgtLen, d].
-func targetEmbedGraph(scope *model.Scope, h Hyper, tgtIn *Node) *Node {
+// targetEmbedGraph embeds the decoder input: [batch, tgtLen] -> [batch, tgtLen, d], plus the
+// aspect vector of each example ([batch] indices) when the model has them.
+func targetEmbedGraph(scope *model.Scope, h Hyper, tgtIn, aspect *Node) *Node {
 	g := tgtIn.Graph()
 	batch, tgtLen := tgtIn.Shape().Dimensions[0], tgtIn.Shape().Dimensions[1]
 	d := h.DModel
@@ -147,7 +153,12 @@ func targetEmbedGraph(scope *model.Scope, h Hyper, tgtIn *Node) *Node {
 	tokens := es.VariableWithShape("tokens", shapes.Make(dtypes.Float32, h.VocabSize, d)).ValueGraph(g)
 	pos := es.VariableWithShape("tgt_pos", shapes.Make(dtypes.Float32, h.maxPositions(), d)).ValueGraph(g)
 	x := Gather(tokens, Reshape(tgtIn, batch, tgtLen, 1))
-	return Add(x, BroadcastToDims(Reshape(Slice(pos, AxisRange(0, tgtLen)), 1, tgtLen, d), batch, tgtLen, d))
+	x = Add(x, BroadcastToDims(Reshape(Slice(pos, AxisRange(0, tgtLen)), 1, tgtLen, d), batch, tgtLen, d))
+	if h.NumAspects > 0 {
+		table := es.VariableWithShape("aspect", shapes.Make(dtypes.Float32, h.NumAspects+1, d)).ValueGraph(g)
+		x = Add(x, BroadcastToDims(Reshape(Gather(table, Reshape(aspect, batch, 1)), batch, 1, d), batch, tgtLen, d))
+	}
+	return x
 }
 
 // DecoderGraph runs the decoder stack over embedded inputs x [batch, tgtLen, d] attending to the

@@ -24,6 +24,12 @@ type Hyper struct {
 	EosID int32 `json:"eos_id"`
 	SepID int32 `json:"sep_id"`
 	CtxID int32 `json:"ctx_id"`
+	// NumAspects > 0 conditions the decoder on the aspect: a learned vector per aspect (row
+	// NumAspects is the aspect-free copy task) is added to every decoder input. The encoder reads
+	// the aspect's text too, but a small decoder trained on a few hundred summaries did not learn
+	// to look it up there and opened every summary the same way ("The study aims to evaluate")
+	// whatever the aspect. 0 (checkpoints written before) means no aspect vector.
+	NumAspects int `json:"num_aspects,omitempty"`
 	// Dropout is only used while training; kept for the record.
 	Dropout float64 `json:"dropout"`
 	// GenIDs is the generation vocabulary, sorted: the ids the output softmax covers (the most
@@ -57,6 +63,9 @@ func (h Hyper) genIndex() map[int32]int32 {
 // maxPositions sizes the learned position tables; the decoder needs one more slot for [BOS].
 func (h Hyper) maxPositions() int { return max(h.MaxSourceLen, h.MaxSummaryLen+1) }
 
+// copyAspect is the aspect index of the self-supervised copy examples (no aspect).
+func (h Hyper) copyAspect() int32 { return int32(h.NumAspects) }
+
 // headDim is the width of one attention head.
 func (h Hyper) headDim() int { return h.DModel / h.Heads }
 
@@ -71,6 +80,8 @@ func (h Hyper) validate() error {
 		return fmt.Errorf("ffn_dim, encoder_layers and decoder_layers must be > 0")
 	case h.MaxSourceLen <= 0 || h.MaxSummaryLen <= 0:
 		return fmt.Errorf("max_source_len and max_summary_len must be > 0")
+	case h.NumAspects < 0:
+		return fmt.Errorf("num_aspects must be >= 0, got %d", h.NumAspects)
 	}
 	for _, id := range h.GenIDs {
 		if id < 0 || int(id) >= h.VocabSize {

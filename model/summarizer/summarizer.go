@@ -61,6 +61,10 @@ type Meta struct {
 	MinLenRatio float64 `json:"min_len_ratio,omitempty"`
 	// CopyChainBonus is the Net's ChainBonus at inference (0 = off).
 	CopyChainBonus float64 `json:"copy_chain_bonus,omitempty"`
+	// WordRule turns on the Net's WordRule at inference; KnownWords are the multi-piece words of
+	// the training summaries it admits besides the source's.
+	WordRule   bool      `json:"word_rule,omitempty"`
+	KnownWords [][]int32 `json:"known_words,omitempty"`
 }
 
 // Summarizer is a loaded checkpoint, ready to summarize. It is safe for concurrent use.
@@ -113,7 +117,18 @@ func Load(dir string) (*Summarizer, error) {
 	}
 	net.Suppress(suppressed(tok.NumSpecial(), m.Hyper.EosID))
 	net.ChainBonus = float32(m.CopyChainBonus)
-	return &Summarizer{Meta: m, Net: net, Tok: tok}, nil
+	s := &Summarizer{Meta: m, Net: net, Tok: tok}
+	s.SetWordRule(m.WordRule)
+	return s, nil
+}
+
+// SetWordRule turns the decoding word rule (WordRule) on or off.
+func (s *Summarizer) SetWordRule(on bool) {
+	s.Meta.WordRule = on
+	s.Net.Words = nil
+	if on {
+		s.Net.Words = NewWordRule(s.Tok, s.Meta.KnownWords)
+	}
 }
 
 // modelVars keeps the model-scope variables, keyed relative to the scope.
@@ -176,7 +191,7 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 			minLens[i] = MinLenFor(n, s.Meta.MinLenRatio, o.MaxLen, o.MinLen)
 		}
 		ids, seg := BuildSource(s.Meta.Hyper, s.Tok.Encode(aspectText(a.Name, a.Description)), cited, doc)
-		states[i] = s.Net.NewState(s.Net.Encode(ids, seg))
+		states[i] = s.Net.NewState(s.Net.Encode(ids, seg, aspectIndex(s.Meta.AspectSet, r.Aspect)))
 	}
 	if minLens != nil {
 		o.MinLens = minLens
@@ -187,6 +202,16 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 		out[i] = strings.TrimSpace(s.Tok.Decode(h.Tokens))
 	}
 	return out, nil
+}
+
+// aspectIndex is the position of code in its aspect set (the row of the decoder's aspect vector).
+func aspectIndex(set, code string) int32 {
+	for i, a := range dataset.Aspects(set) {
+		if a.Code == code {
+			return int32(i)
+		}
+	}
+	return -1
 }
 
 // MinLenFor is the minimum summary length for a source whose tracked sentences have citedTokens

@@ -36,6 +36,9 @@ type Example struct {
 	Ref string
 	// CitedLen is the number of tokens of the tracked sentences (for summarizer.min_len_ratio).
 	CitedLen int
+	// Aspect is the aspect index the decoder is conditioned on (Hyper.NumAspects for the
+	// aspect-free copy examples; unused without aspect conditioning).
+	Aspect int32
 }
 
 // Train trains a summarizer on the summarizer shards of a prepared directory (train split; dev split
@@ -60,8 +63,13 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		return fmt.Errorf("summarizer: %w", err)
 	}
 	aspectIDs := map[string][]int32{}
-	for _, a := range dataset.Aspects(man.AspectSet) {
+	aspectIndex := map[string]int32{}
+	for i, a := range dataset.Aspects(man.AspectSet) {
 		aspectIDs[a.Code] = tok.Encode(aspectText(a.Name, a.Description))
+		aspectIndex[a.Code] = int32(i)
+	}
+	if cfg.Summarizer.AspectConditioning {
+		h.NumAspects = len(aspectIDs)
 	}
 	load := func(split string) ([]dataset.SummarizerRow, error) {
 		var out []dataset.SummarizerRow
@@ -89,10 +97,16 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		summaries[i] = r.SummaryIDs
 	}
 	h.GenIDs = GenVocabulary(summaries, cfg.Summarizer.GenVocabSize, h)
+	knownWords := KnownWords(tok, summaries)
+	var words *WordRule
+	if cfg.Summarizer.WordRule {
+		words = NewWordRule(tok, knownWords)
+	}
 	examples := func(rows []dataset.SummarizerRow) []Example {
 		out := make([]Example, len(rows))
 		for i, row := range rows {
 			out[i] = MakeExample(h, aspectIDs[row.Aspect], splitOn(row.CitedIDs, h.SepID), splitOn(row.DocumentIDs, h.SepID), row.SummaryIDs, row.Summary)
+			out[i].Aspect = aspectIndex[row.Aspect]
 		}
 		return out
 	}
@@ -118,7 +132,8 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 	}
 	meta := Meta{FormatVersion: formatVersion, Hyper: h, AspectSet: man.AspectSet,
 		BeamSize: cfg.Summarizer.BeamSize, LengthPenalty: cfg.Summarizer.LengthPenalty, NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
-		MinLenRatio: cfg.Summarizer.MinLenRatio, CopyChainBonus: cfg.Summarizer.CopyChainBonus}
+		MinLenRatio: cfg.Summarizer.MinLenRatio, CopyChainBonus: cfg.Summarizer.CopyChainBonus,
+		WordRule: cfg.Summarizer.WordRule, KnownWords: knownWords}
 	mb, _ := json.MarshalIndent(meta, "", "  ")
 	if err := atomicio.WriteFile(filepath.Join(outDir, MetaFile), append(mb, '\n'), 0o644); err != nil {
 		return err
@@ -143,7 +158,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		Backend: backend, Hyper: h, Loop: cfg.Summarizer.Train, Seed: cfg.Seed, OutDir: outDir,
 		Train: train, Dev: dev, DevDecodeLimit: cfg.Summarizer.DevDecodeLimit,
 		Suppress: suppressed(tok.NumSpecial(), h.EosID), NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
-		MinLenRatio: cfg.Summarizer.MinLenRatio, ChainBonus: float32(cfg.Summarizer.CopyChainBonus),
+		MinLenRatio: cfg.Summarizer.MinLenRatio, ChainBonus: float32(cfg.Summarizer.CopyChainBonus), Words: words,
 		Detok: func(ids []int32) string { return strings.TrimSpace(tok.Decode(ids)) },
 	})
 	if err != nil {
@@ -230,6 +245,8 @@ type TrainOptions struct {
 	NoRepeatNgram int
 	MinLenRatio   float64
 	ChainBonus    float32
+	// Words is the decoding word rule of the dev decoding (nil = off).
+	Words *WordRule
 	// Suppress are ids never generated; Detok turns generated ids into text for ROUGE.
 	Suppress []int32
 	Detok    func([]int32) string
@@ -281,6 +298,7 @@ func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error
 		}
 		net.Suppress(o.Suppress)
 		net.ChainBonus = o.ChainBonus
+		net.Words = o.Words
 		dev := o.Dev
 		if o.DevDecodeLimit > 0 && len(dev) > o.DevDecodeLimit {
 			dev = dev[:o.DevDecodeLimit]
@@ -328,7 +346,7 @@ func DecodeExamples(net *Net, exs []Example, o decode.Options) [][]int32 {
 		part := exs[start:min(start+chunk, len(exs))]
 		states := make([]*DecState, len(part))
 		for i, ex := range part {
-			states[i] = net.NewState(net.Encode(ex.Src, ex.Seg))
+			states[i] = net.NewState(net.Encode(ex.Src, ex.Seg, ex.Aspect))
 		}
 		co := o
 		if o.MinLens != nil { // per-input minimums follow the chunk
@@ -407,6 +425,7 @@ func padBatch(h Hyper, genIndex map[int32]int32, exs []Example, idx []int) train
 	tgtLen = min(roundUp(tgtLen, tgtBucket), h.MaxSummaryLen)
 	src, seg, tin, tout := make([][]int32, len(idx)), make([][]int32, len(idx)), make([][]int32, len(idx)), make([][]int32, len(idx))
 	tgen, ingen := make([][]int32, len(idx)), make([][]float32, len(idx))
+	aspects := make([]int32, len(idx))
 	tokens := 0
 	for k, i := range idx {
 		ex := exs[i]
@@ -430,9 +449,14 @@ func padBatch(h Hyper, genIndex map[int32]int32, exs []Example, idx []int) train
 				tgen[k][j], ingen[k][j] = gi, 1
 			}
 		}
+		aspects[k] = ex.Aspect
 		tokens += len(ex.Src) + len(ex.Tgt) + 1
 	}
-	return training.Batch{Inputs: []any{src, seg, tin, tout, tgen, ingen}, Examples: len(idx), Tokens: tokens}
+	inputs := []any{src, seg, tin, tout, tgen, ingen}
+	if h.NumAspects > 0 {
+		inputs = append(inputs, aspects)
+	}
+	return training.Batch{Inputs: inputs, Examples: len(idx), Tokens: tokens}
 }
 
 func formatMetrics(m training.Metrics) string {
