@@ -3,7 +3,6 @@ package tracker
 import (
 	"math"
 
-	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
@@ -69,13 +68,14 @@ func ones(scope *gomlxmodel.Scope, g *Graph, name string, dims ...int) *Node {
 	return scope.WithInitializer(Ones).VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
 }
 
-// dense is x @ W + b over the last axis of x (weights [in, out], bias [out]).
+// dense is x @ W + b over the last axis of x (weights [in, out], bias [out]), then act; its
+// gradient is laid out for the Go backend (denseFast).
 func dense(scope *gomlxmodel.Scope, x *Node, out int, act activation.Type) *Node {
 	g := x.Graph()
 	in := x.Shape().Dimensions[x.Rank()-1]
 	w := weight(scope, g, "weights", in, out)
 	b := zeros(scope, g, "biases", out)
-	return nn.Dense(x, w, b, compute.DenseLayoutInputOutputs, act)
+	return denseFast(x, w, b, act)
 }
 
 func layerNorm(scope *gomlxmodel.Scope, x *Node) *Node {
@@ -194,8 +194,8 @@ func EncoderGraph(scope *gomlxmodel.Scope, hp *Hyperparams, x, mask *Node) *Node
 		q := Squeeze(Slice(qkv, AxisElem(0)), 0)
 		k := Squeeze(Slice(qkv, AxisElem(1)), 0)
 		v := Squeeze(Slice(qkv, AxisElem(2)), 0)
-		scores := Add(MulScalar(Einsum("bhqd,bhkd->bhqk", q, k), scale), keyBias)
-		att := Einsum("bhqk,bhkd->bhqd", Softmax(scores, -1), v)        // [B, H, S, dh]
+		scores := Add(MulScalar(attentionScores(q, k), scale), keyBias)
+		att := attentionValues(Softmax(scores, -1), v)                  // [B, H, S, dh]
 		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), batch, seq, d) // [B, S, d]
 		att = dense(layer.In("attention_output"), att, d, activation.TypeNone)
 		x = Add(x, dropout(layer, att, hp.Dropout))

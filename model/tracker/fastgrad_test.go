@@ -1,0 +1,102 @@
+package tracker
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gomlx/compute"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/nn"
+	"github.com/tracksum/tracksum/model"
+)
+
+func randomTensor(rng *rand.Rand, dims ...int) *tensors.Tensor {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return tensors.FromFlatDataAndDimensions(v, dims...)
+}
+
+// TestFastGradients checks that the values and gradients of the ops of fastgrad.go equal those of
+// the GoMLX ops they replace (up to float rounding), on random inputs.
+func TestFastGradients(t *testing.T) {
+	backend, _, err := model.Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each case builds the op twice, with the fast gradient and the GoMLX reference, from the same
+	// inputs; the loss is <op(inputs), r> with a fixed random r (the last input).
+	tests := []struct {
+		desc   string
+		dims   [][]int
+		fast   func(in []*Node) *Node
+		gomlxF func(in []*Node) *Node
+	}{
+		{
+			desc: "dense 3-D input, in < out, ReLU",
+			dims: [][]int{{3, 5, 8}, {8, 12}, {12}, {3, 5, 12}},
+			fast: func(in []*Node) *Node { return denseFast(in[0], in[1], in[2], activation.TypeRelu) },
+			gomlxF: func(in []*Node) *Node {
+				return nn.Dense(in[0], in[1], in[2], compute.DenseLayoutInputOutputs, activation.TypeRelu)
+			},
+		},
+		{
+			desc: "dense 2-D input, in > out, no activation",
+			dims: [][]int{{7, 12}, {12, 4}, {4}, {7, 4}},
+			fast: func(in []*Node) *Node { return denseFast(in[0], in[1], in[2], activation.TypeNone) },
+			gomlxF: func(in []*Node) *Node {
+				return nn.Dense(in[0], in[1], in[2], compute.DenseLayoutInputOutputs, activation.TypeNone)
+			},
+		},
+		{
+			desc:   "attention scores",
+			dims:   [][]int{{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 5, 6}},
+			fast:   func(in []*Node) *Node { return attentionScores(in[0], in[1]) },
+			gomlxF: func(in []*Node) *Node { return Einsum("bhqd,bhkd->bhqk", in[0], in[1]) },
+		},
+		{
+			desc:   "attention values",
+			dims:   [][]int{{2, 3, 5, 6}, {2, 3, 6, 4}, {2, 3, 5, 4}},
+			fast:   func(in []*Node) *Node { return attentionValues(in[0], in[1]) },
+			gomlxF: func(in []*Node) *Node { return Einsum("bhqk,bhkd->bhqd", in[0], in[1]) },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			args := make([]any, len(tc.dims))
+			for i, d := range tc.dims {
+				args[i] = randomTensor(rng, d...)
+			}
+			build := func(op func([]*Node) *Node) func([]*Node) []*Node {
+				return func(in []*Node) []*Node {
+					n := len(in) - 1
+					y := op(in[:n])
+					loss := ReduceAllSum(Mul(y, in[n]))
+					return append([]*Node{y}, Gradient(loss, in[:n]...)...)
+				}
+			}
+			fast := MustNewExec(backend, build(tc.fast)).MustExec(args...)
+			ref := MustNewExec(backend, build(tc.gomlxF)).MustExec(args...)
+			for i := range ref {
+				if !fast[i].Shape().Equal(ref[i].Shape()) {
+					t.Fatalf("output %d: shape %s, want %s", i, fast[i].Shape(), ref[i].Shape())
+				}
+				got, want := tensors.MustCopyFlatData[float32](fast[i]), tensors.MustCopyFlatData[float32](ref[i])
+				for j := range want {
+					if d := math.Abs(float64(got[j] - want[j])); d > 1e-5*(1+math.Abs(float64(want[j]))) {
+						t.Fatalf("output %d (0: value, then gradients) element %d: %g, want %g", i, j, got[j], want[j])
+					}
+				}
+			}
+		})
+	}
+}
