@@ -36,7 +36,7 @@ import (
 var customVJPs sync.Map // *Node -> func(node, v *Node) []*Node
 
 func init() {
-	for _, t := range []NodeType{NodeTypeDotGeneral, NodeTypeBroadcastInDim} {
+	for _, t := range []NodeType{NodeTypeDotGeneral, NodeTypeBroadcastInDim, NodeTypeMax, NodeTypeMul} {
 		orig := VJPRegistration[t]
 		VJPRegistration[t] = func(node *Node, vjps []*Node, outputShape shapes.Shape) []*Node {
 			if f, ok := customVJPs.Load(node); ok && outputShape.IsScalar() {
@@ -47,8 +47,8 @@ func init() {
 	}
 }
 
-// withGradient registers grad as the gradient function of node (of type DotGeneral or
-// BroadcastInDim): given the gradient v of the loss with respect to node, it returns the gradients
+// withGradient registers grad as the gradient function of node (of one of the types wrapped by
+// init): given the gradient v of the loss with respect to node, it returns the gradients
 // with respect to node.Inputs(), in order.
 func withGradient(node *Node, want NodeType, grad func(node, v *Node) []*Node) *Node {
 	if node.Type() != want {
@@ -104,7 +104,11 @@ func denseFast(x, w, b *Node, act activation.Type) *Node {
 	decomposed := func() *Node {
 		y := matmul(Reshape(x, n, in), w)
 		y = Add(y, broadcastRows(b, n))
-		y = activation.Apply(act, y)
+		if act == activation.TypeRelu {
+			y = relu(y)
+		} else {
+			y = activation.Apply(act, y)
+		}
 		return Reshape(y, append(append([]int{}, lead...), out)...)
 	}
 	cfg := compute.DenseConfig{Activation: act.ToBackend(), WeightLayout: compute.DenseLayoutInputOutputs}
@@ -134,4 +138,47 @@ func attentionValues(p, values *Node) *Node {
 		dv := DotGeneral(Transpose(p, 2, 3), []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1}) // Σ_q p[q,k] v[q,e]
 		return []*Node{dp, dv}
 	})
+}
+
+// relu is max(x, 0) with a two-pass gradient, v where x >= 0 (as GoMLX's, 1 at 0) else 0; GoMLX's
+// own goes through a difference, a sign-based indicator and a product.
+func relu(x *Node) *Node {
+	y := Max(x, ScalarZero(x.Graph(), x.DType()))
+	return withGradient(y, NodeTypeMax, func(node, v *Node) []*Node {
+		x := node.Inputs()[0]
+		zero := ScalarZero(x.Graph(), x.DType())
+		return []*Node{Where(GreaterOrEqual(x, zero), v, zero), nil}
+	})
+}
+
+// layerNormFast is nn.LayerNorm over the last axis of x (gain and offset [d]): the forward pass is
+// the backend's fused op; the gradient uses the closed form
+//
+//	dx = (g - mean(g) - x̂ · mean(g · x̂)) / σ,   g = dL/dx̂ = dL/dy · gain
+//
+// with the means over the last axis as products with ones, and the gain and offset gradients as
+// row sums (broadcastRows): about ten elementwise passes, where GoMLX's decomposition takes more
+// and reduces with the slow generic ReduceSum.
+func layerNormFast(x, gain, offset *Node, epsilon float64) *Node {
+	d := x.Shape().Dimensions[x.Rank()-1]
+	n := x.Shape().Size() / d
+	decomposed := func() *Node {
+		g := x.Graph()
+		x2 := Reshape(x, n, d)
+		ones := Ones(g, shapes.Make(x.DType(), 1, d))
+		meanLast := func(v *Node) *Node { // [n, d] -> [n, 1]
+			return MulScalar(DotGeneral(v, []int{1}, nil, ones, []int{1}, nil), 1/float64(d))
+		}
+		xc := Sub(x2, StopGradient(meanLast(x2)))
+		rstd := StopGradient(Rsqrt(AddScalar(meanLast(Mul(xc, xc)), epsilon)))
+		xhat := withGradient(Mul(xc, rstd), NodeTypeMul, func(node, v *Node) []*Node {
+			rstd := node.Inputs()[1]
+			dx := Sub(Sub(v, meanLast(v)), Mul(node, meanLast(Mul(v, node))))
+			return []*Node{Mul(dx, rstd), nil}
+		})
+		y := Add(Mul(xhat, broadcastRows(gain, n)), broadcastRows(offset, n))
+		return Reshape(y, x.Shape().Dimensions...)
+	}
+	y, _ := InternalFusedOpCaller(func() *Node { return BackendFusedLayerNorm(x, []int{-1}, epsilon, gain, offset) }, decomposed, true)
+	return y
 }

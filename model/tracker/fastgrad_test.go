@@ -57,6 +57,14 @@ func TestFastGradients(t *testing.T) {
 			},
 		},
 		{
+			desc: "layer norm 3-D input",
+			dims: [][]int{{3, 5, 16}, {16}, {16}, {3, 5, 16}},
+			fast: func(in []*Node) *Node { return layerNormFast(in[0], in[1], in[2], 1e-5) },
+			gomlxF: func(in []*Node) *Node {
+				return nn.LayerNorm(in[0], []int{-1}, 1e-5, in[1], in[2], nil)
+			},
+		},
+		{
 			desc:   "attention scores",
 			dims:   [][]int{{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 5, 6}},
 			fast:   func(in []*Node) *Node { return attentionScores(in[0], in[1]) },

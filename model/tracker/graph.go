@@ -8,7 +8,6 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -81,7 +80,7 @@ func dense(scope *gomlxmodel.Scope, x *Node, out int, act activation.Type) *Node
 func layerNorm(scope *gomlxmodel.Scope, x *Node) *Node {
 	g := x.Graph()
 	d := x.Shape().Dimensions[x.Rank()-1]
-	return nn.LayerNorm(x, []int{-1}, 1e-5, ones(scope, g, "gain", d), zeros(scope, g, "offset", d), nil)
+	return layerNormFast(x, ones(scope, g, "gain", d), zeros(scope, g, "offset", d), 1e-5)
 }
 
 // dropout goes through training.Dropout, which data-parallel training steps need (each shard

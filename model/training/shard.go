@@ -153,6 +153,9 @@ type shardedStepper struct {
 	mu   sync.Mutex
 	vars []*gomlxmodel.Variable // trainable variables, in the order of the gradient outputs
 	seen map[string]bool        // input shapes whose gradient graph is compiled
+
+	host   *hostAdamW // the update on the host, once the variables are known
+	noHost bool       // the update runs as a graph (applyExec)
 }
 
 func newShardedStepper(o *Options) (*shardedStepper, error) {
@@ -345,14 +348,40 @@ func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 		}
 		lossSum += loss
 	}
-	outs, err := s.applyExec.Call(append([]any{float32(lr), coefs}, sets...)...)
-	if err != nil {
+	if err := s.apply(lr, coefs, sets); err != nil {
 		return 0, err
 	}
-	for _, t := range append(outs, owned...) {
+	for _, t := range owned {
 		_ = t.FinalizeAll()
 	}
 	return lossSum / float64(len(group)), nil
+}
+
+// apply combines the gradient sets, clips and applies AdamW: on the host when the backend shares
+// its buffers with Go (hostAdamW), else with the update graph.
+func (s *shardedStepper) apply(lr float64, coefs []float32, sets []any) error {
+	if s.host == nil && !s.noHost && canUpdateOnHost(s.o, s.vars) {
+		var err error
+		if s.host, err = newHostAdamW(s.o, s.vars); err != nil {
+			return err
+		}
+	}
+	if s.host == nil {
+		s.noHost = true
+		outs, err := s.applyExec.Call(append([]any{float32(lr), coefs}, sets...)...)
+		if err != nil {
+			return err
+		}
+		for _, t := range outs {
+			_ = t.FinalizeAll()
+		}
+		return nil
+	}
+	ts := make([]*tensors.Tensor, len(sets))
+	for i, t := range sets {
+		ts[i] = t.(*tensors.Tensor)
+	}
+	return s.host.apply(s.vars, lr, coefs, ts)
 }
 
 // shapeKey identifies the compiled graph a shard's inputs select.

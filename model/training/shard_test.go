@@ -27,6 +27,13 @@ func tensorSplit(b Batch, n int) ([]Batch, error) {
 // toySteps runs the first steps of the toy task's first epoch and returns the variables.
 func toySteps(t *testing.T, shards int, dropout, concurrent bool) map[string][]float32 {
 	t.Helper()
+	return toyStepsUpdate(t, shards, dropout, concurrent, false)
+}
+
+// toyStepsUpdate is toySteps, with the update of sharded steps forced to the graph (graphUpdate)
+// instead of the host (on backends that share buffers, checked).
+func toyStepsUpdate(t *testing.T, shards int, dropout, concurrent, graphUpdate bool) map[string][]float32 {
+	t.Helper()
 	o, store := toyOptions(t, t.TempDir(), toyLoop())
 	o.Shards, o.Split = shards, tensorSplit
 	if dropout {
@@ -43,6 +50,7 @@ func toySteps(t *testing.T, shards int, dropout, concurrent bool) map[string][]f
 	}
 	if st.sharded != nil {
 		st.sharded.concurrent = concurrent
+		st.sharded.noHost = graphUpdate
 	}
 	batches, err := o.Batches(0)
 	if err != nil {
@@ -52,6 +60,9 @@ func toySteps(t *testing.T, shards int, dropout, concurrent bool) map[string][]f
 		if _, err := st.Step(batches[i:i+2], 0.1); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if st.sharded != nil && !graphUpdate && o.Backend.HasSharedBuffers() && st.sharded.host == nil {
+		t.Fatal("the sharded update did not run on the host")
 	}
 	return variables(t, store)
 }
@@ -76,6 +87,7 @@ func TestShardedStep(t *testing.T) {
 		{desc: "dropout: 2 shards equal the full batch", shards: 2, dropout: true, concurrent: true, want: fullDropout, tol: 1e-5},
 		{desc: "dropout: 3 uneven shards equal the full batch", shards: 3, dropout: true, concurrent: true, want: fullDropout, tol: 1e-5},
 		{desc: "dropout: concurrent and sequential shards are bit-identical", shards: 2, dropout: true, want: toySteps(t, 2, true, true), tol: 0},
+		{desc: "dropout: update on the host equals the update graph", shards: 2, dropout: true, concurrent: true, want: toyStepsUpdate(t, 2, true, true, true), tol: 1e-6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
