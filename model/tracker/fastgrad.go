@@ -28,19 +28,29 @@ import (
 // contraction over tokens makes it unavoidable, and sums as products with ones. The gradients are
 // mathematically those of GoMLX; only the order of float additions differs.
 //
+// The fused ops (dense, layer norm, softmax) get their gradient directly from the fused node's
+// inputs and output; GoMLX instead recomputes a decomposed forward pass for them in the backward
+// pass (for a ReLU dense layer that is a second matmul; for softmax an exp in float64).
+//
 // The hook: GoMLX looks a node's gradient up in graph.VJPRegistration by node type. init wraps
 // the entries of the node types used here; a node built by this file is found in customVJPs and
 // gets its own gradient, every other node (the summarizer's, GoMLX's own layers) the original one.
+// Backends without a fused op (InternalFusedOpCaller falls back) get the decomposed versions below,
+// with the same gradients.
 
 // customVJPs maps a node built here to its gradient function.
 var customVJPs sync.Map // *Node -> func(node, v *Node) []*Node
 
 func init() {
-	for _, t := range []NodeType{NodeTypeDotGeneral, NodeTypeBroadcastInDim, NodeTypeMax, NodeTypeMul} {
-		orig := VJPRegistration[t]
+	for _, t := range []NodeType{NodeTypeDotGeneral, NodeTypeBroadcastInDim, NodeTypeMax, NodeTypeMul,
+		NodeTypeFusedDense, NodeTypeFusedLayerNorm, NodeTypeFusedSoftmax} {
+		orig, registered := VJPRegistration[t]
 		VJPRegistration[t] = func(node *Node, vjps []*Node, outputShape shapes.Shape) []*Node {
 			if f, ok := customVJPs.Load(node); ok && outputShape.IsScalar() {
 				return f.(func(node, v *Node) []*Node)(node, vjps[0])
+			}
+			if !registered {
+				panic(fmt.Sprintf("graph has node %s with type %q, for which no gradient is defined", node, node.Type()))
 			}
 			return orig(node, vjps, outputShape)
 		}
@@ -68,19 +78,23 @@ func sumRows(v *Node) *Node {
 // matmul is x [n, in] @ w [in, out] with a gradient that needs no transpose for x and one
 // transpose of the smaller of x and the output gradient for w.
 func matmul(x, w *Node) *Node {
-	in, out := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
 	y := DotGeneral(x, []int{1}, nil, w, []int{0}, nil)
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
-		x, w := node.Inputs()[0], node.Inputs()[1]
-		dx := DotGeneral(v, []int{1}, nil, w, []int{1}, nil) // [n, in]: v @ w^T, both contracted on their last axis
-		var dw *Node
-		if in <= out {
-			dw = DotGeneral(Transpose(x, 0, 1), []int{1}, nil, v, []int{0}, nil) // x^T [in, n] @ v [n, out]
-		} else {
-			dw = Transpose(DotGeneral(Transpose(v, 0, 1), []int{1}, nil, x, []int{0}, nil), 0, 1) // (v^T x)^T: the transposes are [n, out] and [out, in]
-		}
+		dx, dw := matmulGrads(node.Inputs()[0], node.Inputs()[1], v)
 		return []*Node{dx, dw}
 	})
+}
+
+// matmulGrads returns the gradients of x [n, in] @ w [in, out] given v = dL/dy [n, out].
+func matmulGrads(x, w, v *Node) (dx, dw *Node) {
+	in, out := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
+	dx = DotGeneral(v, []int{1}, nil, w, []int{1}, nil) // [n, in]: v @ w^T, both contracted on their last axis
+	if in <= out {
+		dw = DotGeneral(Transpose(x, 0, 1), []int{1}, nil, v, []int{0}, nil) // x^T [in, n] @ v [n, out]
+	} else {
+		dw = Transpose(DotGeneral(Transpose(v, 0, 1), []int{1}, nil, x, []int{0}, nil), 0, 1) // (v^T x)^T: the transposes are [n, out] and [out, in]
+	}
+	return dx, dw
 }
 
 // broadcastRows repeats b [k] on n rows, [n, k]; its gradient sums the rows with a product.
@@ -93,14 +107,12 @@ func broadcastRows(b *Node, n int) *Node {
 }
 
 // denseFast is nn.Dense (x @ w + b, then act, over the last axis of x; w [in, out], b [out]): the
-// forward pass is the backend's fused dense op, the gradient that of matmul and broadcastRows.
+// backend's fused dense op, whose gradient is that of matmul, broadcastRows and relu, computed from
+// the fused node's inputs and output.
 func denseFast(x, w, b *Node, act activation.Type) *Node {
 	in, out := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
 	lead := x.Shape().Dimensions[:x.Rank()-1]
-	n := 1
-	for _, d := range lead {
-		n *= d
-	}
+	n := x.Shape().Size() / in
 	decomposed := func() *Node {
 		y := matmul(Reshape(x, n, in), w)
 		y = Add(y, broadcastRows(b, n))
@@ -111,9 +123,24 @@ func denseFast(x, w, b *Node, act activation.Type) *Node {
 		}
 		return Reshape(y, append(append([]int{}, lead...), out)...)
 	}
+	if act != activation.TypeRelu && act != activation.TypeNone {
+		return decomposed()
+	}
 	cfg := compute.DenseConfig{Activation: act.ToBackend(), WeightLayout: compute.DenseLayoutInputOutputs}
-	y, _ := InternalFusedOpCaller(func() *Node { return BackendFusedDense(x, w, b, cfg) }, decomposed, true)
-	return y
+	y, fused := InternalFusedOpCaller(func() *Node { return BackendFusedDense(x, w, b, cfg) }, decomposed, false)
+	if !fused {
+		return y
+	}
+	return withGradient(y, NodeTypeFusedDense, func(node, v *Node) []*Node {
+		x, w := node.Inputs()[0], node.Inputs()[1]
+		v2 := Reshape(v, n, out)
+		if act == activation.TypeRelu {
+			zero := ScalarZero(v.Graph(), v.DType())
+			v2 = Where(GreaterThan(Reshape(node, n, out), zero), v2, zero)
+		}
+		dx, dw := matmulGrads(Reshape(x, n, in), w, v2)
+		return []*Node{Reshape(dx, x.Shape().Dimensions...), dw, sumRows(v2)}
+	})
 }
 
 // attentionScores is q·k over the last axis for every (batch, head): q [B, H, Sq, e], k [B, H,
@@ -151,34 +178,76 @@ func relu(x *Node) *Node {
 	})
 }
 
-// layerNormFast is nn.LayerNorm over the last axis of x (gain and offset [d]): the forward pass is
-// the backend's fused op; the gradient uses the closed form
+// layerNormFast is nn.LayerNorm over the last axis of x (gain and offset [d]): the backend's fused
+// op, with the gradient in closed form
 //
 //	dx = (g - mean(g) - x̂ · mean(g · x̂)) / σ,   g = dL/dx̂ = dL/dy · gain
 //
-// with the means over the last axis as products with ones, and the gain and offset gradients as
-// row sums (broadcastRows): about ten elementwise passes, where GoMLX's decomposition takes more
-// and reduces with the slow generic ReduceSum.
+// where x̂ = (x - mean(x)) / σ is recomputed from x, the means over the last axis are products with
+// ones, and the gain and offset gradients are row sums: about ten elementwise passes, where GoMLX's
+// decomposition takes more and reduces with the slow generic ReduceSum.
 func layerNormFast(x, gain, offset *Node, epsilon float64) *Node {
 	d := x.Shape().Dimensions[x.Rank()-1]
 	n := x.Shape().Size() / d
+	// normalize returns x̂ [n, d] and 1/σ [n, 1] of x2 [n, d].
+	normalize := func(x2 *Node) (xhat, rstd *Node) {
+		xc := Sub(x2, meanLast(x2))
+		rstd = Rsqrt(AddScalar(meanLast(Mul(xc, xc)), epsilon))
+		return Mul(xc, rstd), rstd
+	}
 	decomposed := func() *Node {
-		g := x.Graph()
 		x2 := Reshape(x, n, d)
-		ones := Ones(g, shapes.Make(x.DType(), 1, d))
-		meanLast := func(v *Node) *Node { // [n, d] -> [n, 1]
-			return MulScalar(DotGeneral(v, []int{1}, nil, ones, []int{1}, nil), 1/float64(d))
-		}
-		xc := Sub(x2, StopGradient(meanLast(x2)))
-		rstd := StopGradient(Rsqrt(AddScalar(meanLast(Mul(xc, xc)), epsilon)))
-		xhat := withGradient(Mul(xc, rstd), NodeTypeMul, func(node, v *Node) []*Node {
-			rstd := node.Inputs()[1]
-			dx := Sub(Sub(v, meanLast(v)), Mul(node, meanLast(Mul(v, node))))
-			return []*Node{Mul(dx, rstd), nil}
+		_, rstd := normalize(x2)
+		xhat := withGradient(Mul(Sub(x2, StopGradient(meanLast(x2))), StopGradient(rstd)), NodeTypeMul, func(node, v *Node) []*Node {
+			return []*Node{normGrad(node, node.Inputs()[1], v), nil}
 		})
 		y := Add(Mul(xhat, broadcastRows(gain, n)), broadcastRows(offset, n))
 		return Reshape(y, x.Shape().Dimensions...)
 	}
-	y, _ := InternalFusedOpCaller(func() *Node { return BackendFusedLayerNorm(x, []int{-1}, epsilon, gain, offset) }, decomposed, true)
-	return y
+	y, fused := InternalFusedOpCaller(func() *Node { return BackendFusedLayerNorm(x, []int{-1}, epsilon, gain, offset) }, decomposed, false)
+	if !fused {
+		return y
+	}
+	return withGradient(y, NodeTypeFusedLayerNorm, func(node, v *Node) []*Node {
+		x, gain := node.Inputs()[0], node.Inputs()[1]
+		v2 := Reshape(v, n, d)
+		xhat, rstd := normalize(Reshape(x, n, d))
+		g := Mul(v2, Reshape(gain, 1, d))
+		dx := normGrad(xhat, rstd, g)
+		return []*Node{Reshape(dx, x.Shape().Dimensions...), sumRows(Mul(v2, xhat)), sumRows(v2)}
+	})
+}
+
+// sumLast is the sum of v [n, d] over its last axis, [n, 1], as a product with ones.
+func sumLast(v *Node) *Node {
+	ones := Ones(v.Graph(), shapes.Make(v.DType(), 1, v.Shape().Dimensions[1]))
+	return DotGeneral(v, []int{1}, nil, ones, []int{1}, nil)
+}
+
+// meanLast is the mean of v [n, d] over its last axis, [n, 1].
+func meanLast(v *Node) *Node {
+	return MulScalar(sumLast(v), 1/float64(v.Shape().Dimensions[1]))
+}
+
+// normGrad is the gradient of a layer normalisation with respect to its input, given x̂ [n, d], 1/σ
+// [n, 1] and g = dL/dx̂ [n, d].
+func normGrad(xhat, rstd, g *Node) *Node {
+	return Mul(Sub(Sub(g, meanLast(g)), Mul(xhat, meanLast(Mul(g, xhat)))), rstd)
+}
+
+// softmaxFast is Softmax over the last axis: the backend's fused op, with the gradient
+// p · (v - Σ_last v·p), the sum as a product with ones (GoMLX recomputes the decomposed softmax,
+// exp in float64 included, in the backward pass).
+func softmaxFast(x *Node) *Node {
+	d := x.Shape().Dimensions[x.Rank()-1]
+	n := x.Shape().Size() / d
+	y, fused := InternalFusedOpCaller(func() *Node { return BackendFusedSoftmax(x, x.Rank()-1) }, func() *Node { return Softmax(x, -1) }, false)
+	if !fused {
+		return y
+	}
+	return withGradient(y, NodeTypeFusedSoftmax, func(node, v *Node) []*Node {
+		p, v2 := Reshape(node, n, d), Reshape(v, n, d)
+		dx := Mul(p, Sub(v2, sumLast(Mul(v2, p))))
+		return []*Node{Reshape(dx, x.Shape().Dimensions...)}
+	})
 }

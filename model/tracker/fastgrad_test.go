@@ -65,6 +65,12 @@ func TestFastGradients(t *testing.T) {
 			},
 		},
 		{
+			desc:   "softmax over the last axis",
+			dims:   [][]int{{2, 3, 5, 7}, {2, 3, 5, 7}},
+			fast:   func(in []*Node) *Node { return softmaxFast(in[0]) },
+			gomlxF: func(in []*Node) *Node { return Softmax(in[0], -1) },
+		},
+		{
 			desc:   "attention scores",
 			dims:   [][]int{{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 5, 6}},
 			fast:   func(in []*Node) *Node { return attentionScores(in[0], in[1]) },
@@ -77,34 +83,39 @@ func TestFastGradients(t *testing.T) {
 			gomlxF: func(in []*Node) *Node { return Einsum("bhqk,bhkd->bhqd", in[0], in[1]) },
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(1, 2))
-			args := make([]any, len(tc.dims))
-			for i, d := range tc.dims {
-				args[i] = randomTensor(rng, d...)
-			}
-			build := func(op func([]*Node) *Node) func([]*Node) []*Node {
-				return func(in []*Node) []*Node {
-					n := len(in) - 1
-					y := op(in[:n])
-					loss := ReduceAllSum(Mul(y, in[n]))
-					return append([]*Node{y}, Gradient(loss, in[:n]...)...)
+	// Without fused ops (GOMLX_FUSION=false: what a backend without them gets) the ops fall back to
+	// decomposed graphs with their own gradients.
+	for _, fusion := range []string{"true", "false"} {
+		t.Setenv(FusionEnv, fusion)
+		for _, tc := range tests {
+			t.Run(tc.desc+", fusion "+fusion, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(1, 2))
+				args := make([]any, len(tc.dims))
+				for i, d := range tc.dims {
+					args[i] = randomTensor(rng, d...)
 				}
-			}
-			fast := MustNewExec(backend, build(tc.fast)).MustExec(args...)
-			ref := MustNewExec(backend, build(tc.gomlxF)).MustExec(args...)
-			for i := range ref {
-				if !fast[i].Shape().Equal(ref[i].Shape()) {
-					t.Fatalf("output %d: shape %s, want %s", i, fast[i].Shape(), ref[i].Shape())
-				}
-				got, want := tensors.MustCopyFlatData[float32](fast[i]), tensors.MustCopyFlatData[float32](ref[i])
-				for j := range want {
-					if d := math.Abs(float64(got[j] - want[j])); d > 1e-5*(1+math.Abs(float64(want[j]))) {
-						t.Fatalf("output %d (0: value, then gradients) element %d: %g, want %g", i, j, got[j], want[j])
+				build := func(op func([]*Node) *Node) func([]*Node) []*Node {
+					return func(in []*Node) []*Node {
+						n := len(in) - 1
+						y := op(in[:n])
+						loss := ReduceAllSum(Mul(y, in[n]))
+						return append([]*Node{y}, Gradient(loss, in[:n]...)...)
 					}
 				}
-			}
-		})
+				fast := MustNewExec(backend, build(tc.fast)).MustExec(args...)
+				ref := MustNewExec(backend, build(tc.gomlxF)).MustExec(args...)
+				for i := range ref {
+					if !fast[i].Shape().Equal(ref[i].Shape()) {
+						t.Fatalf("output %d: shape %s, want %s", i, fast[i].Shape(), ref[i].Shape())
+					}
+					got, want := tensors.MustCopyFlatData[float32](fast[i]), tensors.MustCopyFlatData[float32](ref[i])
+					for j := range want {
+						if d := math.Abs(float64(got[j] - want[j])); d > 1e-5*(1+math.Abs(float64(want[j]))) {
+							t.Fatalf("output %d (0: value, then gradients) element %d: %g, want %g", i, j, got[j], want[j])
+						}
+					}
+				}
+			})
+		}
 	}
 }
