@@ -194,7 +194,7 @@ func EncoderGraph(scope *gomlxmodel.Scope, hp *Hyperparams, x, mask *Node) *Node
 		k := Squeeze(Slice(qkv, AxisElem(1)), 0)
 		v := Squeeze(Slice(qkv, AxisElem(2)), 0)
 		scores := Add(MulScalar(attentionScores(q, k), scale), keyBias)
-		att := attentionValues(softmaxFast(scores), v)                 // [B, H, S, dh]
+		att := attentionValues(softmaxFast(scores), v)                  // [B, H, S, dh]
 		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), batch, seq, d) // [B, S, d]
 		att = dense(layer.In("attention_output"), att, d, activation.TypeNone)
 		x = Add(x, dropout(layer, att, hp.Dropout))
