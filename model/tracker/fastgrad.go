@@ -2,7 +2,9 @@ package tracker
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
+	"weak"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/shapes"
@@ -38,15 +40,16 @@ import (
 // Backends without a fused op (InternalFusedOpCaller falls back) get the decomposed versions below,
 // with the same gradients.
 
-// customVJPs maps a node built here to its gradient function.
-var customVJPs sync.Map // *Node -> func(node, v *Node) []*Node
+// customVJPs maps a node built here to its gradient function. The key is a weak pointer and the
+// entry is deleted when the node is collected, so the map keeps no graph alive.
+var customVJPs sync.Map // weak.Pointer[Node] -> func(node, v *Node) []*Node
 
 func init() {
 	for _, t := range []NodeType{NodeTypeDotGeneral, NodeTypeBroadcastInDim, NodeTypeMax, NodeTypeMul,
 		NodeTypeFusedDense, NodeTypeFusedLayerNorm, NodeTypeFusedSoftmax} {
 		orig, registered := VJPRegistration[t]
 		VJPRegistration[t] = func(node *Node, vjps []*Node, outputShape shapes.Shape) []*Node {
-			if f, ok := customVJPs.Load(node); ok && outputShape.IsScalar() {
+			if f, ok := customVJPs.Load(weak.Make(node)); ok && outputShape.IsScalar() {
 				return f.(func(node, v *Node) []*Node)(node, vjps[0])
 			}
 			if !registered {
@@ -64,7 +67,9 @@ func withGradient(node *Node, want NodeType, grad func(node, v *Node) []*Node) *
 	if node.Type() != want {
 		panic(fmt.Sprintf("tracker: fastgrad: expected a %s node, got %s", want, node.Type()))
 	}
-	customVJPs.Store(node, grad)
+	key := weak.Make(node)
+	customVJPs.Store(key, grad)
+	runtime.AddCleanup(node, func(key weak.Pointer[Node]) { customVJPs.Delete(key) }, key)
 	return node
 }
 
@@ -248,6 +253,6 @@ func softmaxFast(x *Node) *Node {
 	return withGradient(y, NodeTypeFusedSoftmax, func(node, v *Node) []*Node {
 		p, v2 := Reshape(node, n, d), Reshape(v, n, d)
 		dx := Mul(p, Sub(v2, sumLast(Mul(v2, p))))
-		return []*Node{Reshape(dx, x.Shape().Dimensions...)}
+		return []*Node{Reshape(dx, node.Shape().Dimensions...)}
 	})
 }
