@@ -21,7 +21,8 @@ import (
 // core (its parallel op scheduler deadlocked in the SIMD build), so a training step uses about one
 // core. A sharded step cuts each micro-batch into shards, runs the gradient graph of every shard
 // on its own goroutine, then combines the gradients in a fixed order (Σ coefficient_s ·
-// gradient_s, s = 0, 1, ...) and applies one AdamW update in a separate graph. The combined
+// gradient_s, s = 0, 1, ...) and applies one AdamW update, on the host when the backend shares
+// its buffers with Go (hostadam.go), else in a separate graph. The combined
 // gradient is the full batch's up to float rounding, and it is the same whether the shards ran
 // concurrently or one after the other.
 //
