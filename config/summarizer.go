@@ -71,6 +71,7 @@ func DefaultSummarizer() Summarizer {
 	train.LearningRate = 1e-3
 	train.WarmupSteps = 100
 	train.Epochs = 40
+	train.MaxSteps = 1100 // about 25 epochs of the TracSum summaries plus the copy examples
 	train.BatchSize = 16
 	train.Patience = 10
 	return Summarizer{
@@ -81,12 +82,15 @@ func DefaultSummarizer() Summarizer {
 		DecoderLayers:      2,
 		Dropout:            0.1,
 		MaxSourceLen:       192,
-		MaxSummaryLen:      64,
+		MaxSummaryLen:      96,
 		FullContext:        false,
 		AspectConditioning: true,
 		Train:              train,
 		GenVocabSize:       2000,
-		DevDecodeLimit:     64,
+		// About one per training summary on TracSum: the copy examples train the decoder to copy
+		// long spans in order (and its later positions, which few summaries reach).
+		CopyExamples:   356,
+		DevDecodeLimit: 64,
 		// Decoding: tuned on the TracSum dev split with gold citations (docs/summarizer.md).
 		BeamSize:       4,
 		LengthPenalty:  2.0,
