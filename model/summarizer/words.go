@@ -14,7 +14,9 @@ import (
 // in the source, or is (the start of) a word of the training summaries. Without it the copy
 // attention, which scores each piece on its own, jumped between occurrences of frequent pieces and
 // wrote "theective", "in-1-1)" or "hyperg, 46". Punctuation that can end any word (". , ; :")
-// is always allowed. A WordRule is read-only and safe for concurrent use.
+// is always allowed. The rule also forbids writing the piece just written again ("to to", "study
+// study", which the minimum length pushed the model into) unless the source repeats it too. A
+// WordRule is read-only and safe for concurrent use.
 type WordRule struct {
 	cont []bool // id is a word-internal piece
 	free []bool // id is word-ending punctuation, allowed after anything
@@ -112,6 +114,11 @@ func (r *WordRule) apply(probs []float32, word, src []int32) {
 	}
 	key := pieceKey(make([]byte, 0, 4*(len(word)+1)), word)
 	var removed float64
+	// The piece just written again ("to to", "study study") only when the source repeats it too.
+	if w := len(word); w > 0 && !repeatsIn(src, word[w-1]) {
+		removed += float64(probs[word[w-1]])
+		probs[word[w-1]] = 0
+	}
 	for _, id := range r.contIDs {
 		p := probs[id]
 		if p == 0 || slices.Contains(allowed, id) {
@@ -137,6 +144,16 @@ func (r *WordRule) apply(probs []float32, word, src []int32) {
 	for i := range probs {
 		probs[i] *= scale
 	}
+}
+
+// repeatsIn reports whether id occurs twice in a row in src.
+func repeatsIn(src []int32, id int32) bool {
+	for j := 1; j < len(src); j++ {
+		if src[j] == id && src[j-1] == id {
+			return true
+		}
+	}
+	return false
 }
 
 // pieceKey appends the little-endian bytes of ids to dst: a map key for a piece sequence.

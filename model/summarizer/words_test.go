@@ -69,6 +69,7 @@ func TestWordRule(t *testing.T) {
 				{"word-internal piece at the start", nil, pembro[1], false},
 				{"punctuation after any word", dabra[:1], comma[0], true},
 				{"a new word", pembro[:1], dabra[0], true},
+				{"the piece just written again", dabra[:1], dabra[0], false},
 			}
 			for _, tc := range tests {
 				probs := make([]float32, tok.VocabSize())
@@ -88,6 +89,34 @@ func TestWordRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWordRuleRepeat checks that a piece may follow itself only when the source repeats it.
+func TestWordRuleRepeat(t *testing.T) {
+	tok := wordTokenizer(t, subword.KindBPE)
+	rule := NewWordRule(tok, nil)
+	week := tok.Encode("and")
+	if len(week) != 1 {
+		t.Fatalf("test needs a one-piece word, %q is %v", "and", week)
+	}
+	tests := []struct {
+		desc    string
+		src     string
+		allowed bool
+	}{
+		{"source never repeats it", "patients and nurses.", false},
+		{"source repeats it", "patients and and nurses.", true},
+	}
+	for _, tc := range tests {
+		probs := make([]float32, tok.VocabSize())
+		for i := range probs {
+			probs[i] = 1 / float32(len(probs))
+		}
+		rule.apply(probs, week, tok.Encode(tc.src))
+		if got := probs[week[len(week)-1]] > 0; got != tc.allowed {
+			t.Errorf("%s: %q again allowed = %v, want %v", tc.desc, "week", got, tc.allowed)
+		}
 	}
 }
 
