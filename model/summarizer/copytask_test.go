@@ -73,9 +73,23 @@ func TestAddChain(t *testing.T) {
 	}
 	for _, tc := range tests {
 		a := make([]float32, len(src.IDs))
-		st.addChain(a, tc.tok, 1)
+		st.addChain(a, tc.tok, 1, 3)
 		if !slices.Equal(a, tc.want) {
 			t.Errorf("%s: bonus %v, want %v", tc.desc, a, tc.want)
 		}
+	}
+}
+
+// TestAddChainAcrossSeparator checks that a span reaching the end of a tracked sentence continues
+// with the first token of the next one, not with the [SEP] (id 3 here) between them.
+func TestAddChainAcrossSeparator(t *testing.T) {
+	st := &DecState{Src: &Source{IDs: []int32{5, 6, 3, 7, 8}}}
+	a := make([]float32, 5)
+	for _, tok := range []int32{5, 6} {
+		clear(a)
+		st.addChain(a, tok, 1, 3)
+	}
+	if want := []float32{0, 0, 0, 1, 0}; !slices.Equal(a, want) {
+		t.Errorf("bonus after copying 5 6 = %v, want %v (the sentence after [SEP])", a, want)
 	}
 }

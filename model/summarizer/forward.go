@@ -228,8 +228,9 @@ func (st *DecState) Clone() *DecState {
 }
 
 // addChain updates the copy-span matches with the fed token and adds bonus to the copy scores a of
-// the positions that continue the longest match (two tokens or more).
-func (st *DecState) addChain(a []float32, tok int32, bonus float32) {
+// the positions that continue the longest match (two tokens or more); a match that ends a tracked
+// sentence continues after the sep token that follows it.
+func (st *DecState) addChain(a []float32, tok int32, bonus float32, sep int32) {
 	ids := st.Src.IDs
 	if st.match == nil {
 		st.match = make([]int32, len(ids))
@@ -250,7 +251,14 @@ func (st *DecState) addChain(a []float32, tok int32, bonus float32) {
 		return
 	}
 	for j := 1; j < len(ids); j++ {
-		if st.match[j-1] == longest {
+		if st.match[j-1] != longest {
+			continue
+		}
+		// A span that reaches the end of a tracked sentence continues with the next one: the
+		// [SEP] between them is layout, never generated.
+		if ids[j] == sep && j+1 < len(ids) {
+			a[j+1] += bonus
+		} else {
 			a[j] += bonus
 		}
 	}
@@ -347,7 +355,7 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 			}
 		}
 		if n.ChainBonus != 0 {
-			st.addChain(a, tokens[i], n.ChainBonus)
+			st.addChain(a, tokens[i], n.ChainBonus, h.SepID)
 		}
 		softmax(a)
 		ctx := make([]float32, d)
