@@ -63,10 +63,8 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		return fmt.Errorf("summarizer: %w", err)
 	}
 	aspectIDs := map[string][]int32{}
-	aspectIndex := map[string]int32{}
-	for i, a := range dataset.Aspects(man.AspectSet) {
+	for _, a := range dataset.Aspects(man.AspectSet) {
 		aspectIDs[a.Code] = tok.Encode(aspectText(a.Name, a.Description))
-		aspectIndex[a.Code] = int32(i)
 	}
 	if cfg.Summarizer.AspectConditioning {
 		h.NumAspects = len(aspectIDs)
@@ -106,7 +104,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		out := make([]Example, len(rows))
 		for i, row := range rows {
 			out[i] = MakeExample(h, aspectIDs[row.Aspect], splitOn(row.CitedIDs, h.SepID), splitOn(row.DocumentIDs, h.SepID), row.SummaryIDs, row.Summary)
-			out[i].Aspect = aspectIndex[row.Aspect]
+			out[i].Aspect = aspectIndex(man.AspectSet, row.Aspect)
 		}
 		return out
 	}
