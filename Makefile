@@ -7,11 +7,11 @@ GO      ?= go
 GOEXPERIMENT ?= simd
 export GOEXPERIMENT
 BIN     := bin
-CMDS    := prepare train infer eval
+CMDS    := prepare train infer eval serve
 # Binaries are prefixed: a binary named `eval` would be shadowed by the shell builtin.
 BINS    := $(addprefix $(BIN)/tracksum-,$(CMDS))
 
-.PHONY: all build test vet fmt-check demo bench clean
+.PHONY: all build test vet fmt-check demo bench crashtest clean fuzz
 
 # DATA=path/to/tracsum.jsonl runs the demo on real data with the default config; CONFIG=... picks a profile.
 DATA   ?=
@@ -44,6 +44,26 @@ demo: build
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+# Crash-safety check, not part of `make test` (about 10 minutes on 2 cores): CRASHTEST_N random
+# SIGKILLs per command during prepare, train (tiny profile) and eval; see scripts/crashtest.
+CRASHTEST_N ?= 10
+crashtest: build
+	CRASHTEST=1 CRASHTEST_N=$(CRASHTEST_N) $(GO) test -count=1 -v -timeout 2h ./scripts/crashtest
+
+# Native Go fuzzing of every input parser, one target after the other, FUZZTIME each (not part of
+# `make test` or CI). Seeds and past crashers live in each package's testdata/fuzz/FuzzXxx and run
+# with every `go test`; a crash found here writes its input there: fix it and commit the file.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./dataset:FuzzStreamInstances ./dataset:FuzzReadRaw ./dataset:FuzzSplitSentences \
+	./dataset:FuzzReadShards ./model:FuzzReadTensors ./eval:FuzzRead ./eval/judge:FuzzParseClaims \
+	./eval/judge:FuzzParseVerdict ./subword:FuzzEncode
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
+	done
 
 clean:
 	rm -rf $(BIN)

@@ -14,8 +14,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -57,6 +60,7 @@ func Default() Config {
 // Validate checks every section and returns all problems found, each naming its key.
 func (c *Config) Validate() error {
 	return errors.Join(
+		finite(*c),
 		c.Prepare.Validate(),
 		c.Tokenizer.Validate(),
 		c.Tracker.Validate(),
@@ -64,6 +68,24 @@ func (c *Config) Validate() error {
 		c.Infer.Validate(),
 		c.Eval.Validate(),
 	)
+}
+
+// finite reports every float setting that is NaN or infinite: range checks written as
+// `x < lo || x > hi` let NaN through (every comparison with NaN is false), so it is refused here once
+// for all keys, before the sections' own checks.
+func finite(c Config) error {
+	leaves := map[string]reflect.Value{}
+	leafKeys("", reflect.ValueOf(c), leaves)
+	keys := slices.Sorted(maps.Keys(leaves))
+	var errs []error
+	for _, key := range keys {
+		if v := leaves[key]; v.Kind() == reflect.Float64 || v.Kind() == reflect.Float32 {
+			if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+				errs = append(errs, fmt.Errorf("%s: must be a finite number, got %g", key, f))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Load resolves the configuration into v (a fresh viper.New() per command, never the global one).
@@ -90,14 +112,14 @@ func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string
 			return nil, fmt.Errorf("config: bind --%s: %w", name, err)
 		}
 	}
+	if err := checkEnv(os.Environ(), v.GetString); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	var cfg Config
 	err := v.UnmarshalExact(&cfg, func(dc *mapstructure.DecoderConfig) {
 		dc.ErrorUnused = true
 		dc.WeaklyTypedInput = true
-		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(
-			mapstructure.StringToTimeDurationHookFunc(),
-			mapstructure.StringToSliceHookFunc(","),
-		)
+		dc.DecodeHook = decodeHook()
 	})
 	if err != nil {
 		where := "defaults"

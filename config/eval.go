@@ -26,7 +26,65 @@ type Eval struct {
 	Lexical EvalLexical `mapstructure:"lexical" yaml:"lexical"`
 	// LLM configures the llm judge.
 	LLM EvalLLM `mapstructure:"llm" yaml:"llm"`
+	// Metrics lists the optional LLM metrics computed besides the built-in ones, through the
+	// endpoint of eval.llm: "fm" (ScholarSum's facet-aware metric) and "qa" (LongSumEval).
+	Metrics []string `mapstructure:"metrics" yaml:"metrics"`
+	// FM configures the facet-aware metric.
+	FM EvalFM `mapstructure:"fm" yaml:"fm"`
+	// QA configures the LongSumEval QA metric and tracksum-infer --refine.
+	QA EvalQA `mapstructure:"qa" yaml:"qa"`
 }
+
+// EvalFM configures the facet-aware metric (package eval/facet).
+type EvalFM struct {
+	// WeightBackground, WeightMethod, WeightResult and WeightConclusion weigh the facets in the
+	// overall score (ScholarSum's linear fit: 0.1, 0.3, 0.3, 0.3); the weights of the facets the
+	// reference lacks are left out and the rest renormalised.
+	WeightBackground float64 `mapstructure:"weight_background" yaml:"weight_background"`
+	WeightMethod     float64 `mapstructure:"weight_method" yaml:"weight_method"`
+	WeightResult     float64 `mapstructure:"weight_result" yaml:"weight_result"`
+	WeightConclusion float64 `mapstructure:"weight_conclusion" yaml:"weight_conclusion"`
+	// Temperature is sent with every request (0: the most deterministic answers).
+	Temperature float64 `mapstructure:"temperature" yaml:"temperature"`
+	// MaxTokens bounds each answer (0: the endpoint's default).
+	MaxTokens int `mapstructure:"max_tokens" yaml:"max_tokens"`
+}
+
+// EvalQA configures the LongSumEval QA metric (package eval/qaeval) and its refinement loop.
+type EvalQA struct {
+	// SourceQuestions is the number of questions asked about the source (coverage; the paper
+	// uses 6-12 for long documents).
+	SourceQuestions int `mapstructure:"source_questions" yaml:"source_questions"`
+	// SummaryQuestions is the number of question-answer pairs drawn from the summary
+	// (consistency; the paper finds 5-7 best).
+	SummaryQuestions int `mapstructure:"summary_questions" yaml:"summary_questions"`
+	// Source is the text coverage questions are drawn from: "cited" (the reference's cited
+	// sentences in eval, the prediction's in refine: the aspect's evidence) or "document" (the
+	// whole abstract). Consistency is always checked against the whole abstract.
+	Source string `mapstructure:"source" yaml:"source"`
+	// Similarity compares a summary answer with the source's: "rouge1" (ROUGE-1 F1) or
+	// "jaccard" (token-set overlap, the paper's partial match).
+	Similarity string `mapstructure:"similarity" yaml:"similarity"`
+	// Threshold is tau: answer pairs with similarity <= it are inconsistent (paper: 0.6).
+	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
+	// CoverageTarget and ConsistencyTarget are the refinement's quality thresholds T_cov and
+	// T_cons (paper: 0.60 and 0.73): a summary meeting both is not refined.
+	CoverageTarget    float64 `mapstructure:"coverage_target" yaml:"coverage_target"`
+	ConsistencyTarget float64 `mapstructure:"consistency_target" yaml:"consistency_target"`
+	// Temperature is sent with every request.
+	Temperature float64 `mapstructure:"temperature" yaml:"temperature"`
+	// MaxTokens bounds each answer (0: the endpoint's default).
+	MaxTokens int `mapstructure:"max_tokens" yaml:"max_tokens"`
+}
+
+// EvalMetrics lists the accepted values of eval.metrics.
+var EvalMetrics = []string{"fm", "qa"}
+
+// EvalQASources lists the accepted values of eval.qa.source.
+var EvalQASources = []string{"cited", "document"}
+
+// EvalQASimilarities lists the accepted values of eval.qa.similarity.
+var EvalQASimilarities = []string{"rouge1", "jaccard"}
 
 // EvalBootstrap configures the percentile bootstrap of report.json and `eval compare`.
 type EvalBootstrap struct {
@@ -94,6 +152,11 @@ func DefaultEval() Eval {
 			Backoff:     500 * time.Millisecond,
 			Timeout:     60 * time.Second,
 		},
+		Metrics: []string{},
+		FM: EvalFM{WeightBackground: 0.1, WeightMethod: 0.3, WeightResult: 0.3, WeightConclusion: 0.3,
+			Temperature: 0, MaxTokens: 512},
+		QA: EvalQA{SourceQuestions: 8, SummaryQuestions: 6, Source: "cited", Similarity: "rouge1", Threshold: 0.6,
+			CoverageTarget: 0.6, ConsistencyTarget: 0.73, Temperature: 0, MaxTokens: 1024},
 	}
 }
 
@@ -135,6 +198,60 @@ func (c Eval) Validate() error {
 	}
 	if c.LLM.Timeout <= 0 {
 		bad("llm.timeout", "must be > 0")
+	}
+	for _, m := range c.Metrics {
+		if !slices.Contains(EvalMetrics, m) {
+			bad("metrics", "unknown metric %q (known: %v)", m, EvalMetrics)
+		}
+	}
+	for _, w := range []struct {
+		key string
+		v   float64
+	}{{"weight_background", c.FM.WeightBackground}, {"weight_method", c.FM.WeightMethod},
+		{"weight_result", c.FM.WeightResult}, {"weight_conclusion", c.FM.WeightConclusion}} {
+		if w.v < 0 {
+			bad("fm."+w.key, "must be >= 0")
+		}
+	}
+	if c.FM.WeightBackground+c.FM.WeightMethod+c.FM.WeightResult+c.FM.WeightConclusion <= 0 {
+		bad("fm.weight_*", "at least one facet weight must be > 0")
+	}
+	for _, t := range []struct {
+		key string
+		v   float64
+	}{{"fm.temperature", c.FM.Temperature}, {"qa.temperature", c.QA.Temperature}} {
+		if t.v < 0 || t.v > 2 {
+			bad(t.key, "must be in [0, 2]")
+		}
+	}
+	if c.FM.MaxTokens < 0 {
+		bad("fm.max_tokens", "must be >= 0")
+	}
+	if c.QA.MaxTokens < 0 {
+		bad("qa.max_tokens", "must be >= 0")
+	}
+	if c.QA.SourceQuestions < 1 {
+		bad("qa.source_questions", "must be >= 1")
+	}
+	if c.QA.SummaryQuestions < 1 {
+		bad("qa.summary_questions", "must be >= 1")
+	}
+	if !slices.Contains(EvalQASources, c.QA.Source) {
+		bad("qa.source", "must be one of %v, got %q", EvalQASources, c.QA.Source)
+	}
+	if !slices.Contains(EvalQASimilarities, c.QA.Similarity) {
+		bad("qa.similarity", "must be one of %v, got %q", EvalQASimilarities, c.QA.Similarity)
+	}
+	for _, t := range []struct {
+		key string
+		v   float64
+	}{{"qa.threshold", c.QA.Threshold}, {"qa.coverage_target", c.QA.CoverageTarget}, {"qa.consistency_target", c.QA.ConsistencyTarget}} {
+		if t.v < 0 || t.v > 1 {
+			bad(t.key, "must be in [0, 1]")
+		}
+	}
+	if len(c.Metrics) > 0 && c.LLM.Model == "" {
+		bad("llm.model", "must be set when eval.metrics is not empty (the LLM metrics use the eval.llm endpoint)")
 	}
 	if c.Judge == "llm" {
 		if c.LLM.BaseURL == "" {

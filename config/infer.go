@@ -16,13 +16,16 @@ type Infer struct {
 	// FullContext feeds the full abstract to the summarizer as well (TTS (+) f); the summarizer
 	// checkpoint must have been trained that way.
 	FullContext bool `mapstructure:"full_context" yaml:"full_context"`
-	// Workers is the number of abstracts processed in parallel (0 = number of CPUs).
+	// Workers is the number of abstracts processed in parallel (0 = number of CPUs, or
+	// eval.llm.concurrency for the LLM methods).
 	Workers int `mapstructure:"workers" yaml:"workers"`
+	// LLM configures the LLM methods (see InferLLM).
+	LLM InferLLM `mapstructure:"llm" yaml:"llm"`
 }
 
 // DefaultInfer returns the built-in infer settings.
 func DefaultInfer() Infer {
-	return Infer{Threshold: 0.5, Aspects: []string{}, FullContext: false, Workers: 0}
+	return Infer{Threshold: 0.5, Aspects: []string{}, FullContext: false, Workers: 0, LLM: DefaultInferLLM()}
 }
 
 // Validate reports invalid infer settings, naming each key.
@@ -34,5 +37,5 @@ func (c Infer) Validate() error {
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("infer.workers: must be >= 0"))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, c.LLM.Validate())...)
 }

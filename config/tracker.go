@@ -64,13 +64,16 @@ var TrackerArchitectures = []string{"transformer", "ngram"}
 // TrackerImbalance lists the accepted values of tracker.imbalance.
 var TrackerImbalance = []string{"oversample", "pos_weight", "none"}
 
-// DefaultTracker returns the built-in tracker settings: the 2-layer d=128 encoder.
+// DefaultTracker returns the built-in tracker settings: the 2-layer d=128 encoder. They equal
+// configs/default.yaml (TestDefaultsInTwoPlaces), so a run without --config trains the tracker the
+// README's figures describe.
 func DefaultTracker() Tracker {
 	train := DefaultTrainLoop()
 	train.LearningRate = 5e-4
 	train.WarmupSteps = 100
 	train.Epochs = 4
 	train.Patience = 2
+	train.MaxSteps = 1100
 	return Tracker{
 		Architecture:     "transformer",
 		DModel:           128,
@@ -78,17 +81,17 @@ func DefaultTracker() Tracker {
 		NumHeads:         4,
 		FFNDim:           512,
 		MaxLen:           64,
-		Dropout:          0.1,
+		Dropout:          0.2,
 		Lexical:          true,
-		LexicalL2:        1e-4,
+		LexicalL2:        4e-5,
 		LexicalWarmStart: true,
 		NgramBuckets:     1 << 14,
 		NgramOrder:       2,
 		Imbalance:        "pos_weight",
 		Oversample:       6,
-		PosWeight:        0,
+		PosWeight:        3,
 		Threshold:        0.5,
-		Calibrate:        true,
+		Calibrate:        false,
 		Train:            train,
 	}
 }

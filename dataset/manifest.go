@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,6 +36,10 @@ const (
 	TokenizerFile = "tokenizer.json"
 	ConfigFile    = "config.yaml"
 )
+
+// ErrShardMismatch marks a shard that does not match its manifest entry (sha256, row count) or a
+// manifest entry that is inconsistent: the prepared directory was modified after prepare wrote it.
+var ErrShardMismatch = errors.New("shard does not match manifest.json")
 
 // Manifest describes a prepared directory (OUT/manifest.json): where every shard is, how many rows
 // and positives it holds and its sha256, plus what produced it (config, seed, input checksums).
@@ -136,6 +141,14 @@ func (m *Manifest) Shards(task, split string) ([]ShardInfo, error) {
 	s, ok := t.Splits[split]
 	if !ok {
 		return nil, fmt.Errorf("manifest: task %q has no split %q", task, split)
+	}
+	for _, sh := range s.Shards {
+		if !filepath.IsLocal(filepath.FromSlash(sh.Path)) {
+			return nil, fmt.Errorf("manifest: task %q split %q: %w: shard path %q leaves the prepared directory", task, split, ErrShardMismatch, sh.Path)
+		}
+		if sh.Rows < 0 {
+			return nil, fmt.Errorf("manifest: task %q split %q: %w: shard %s has %d rows", task, split, ErrShardMismatch, sh.Path, sh.Rows)
+		}
 	}
 	return s.Shards, nil
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ReadInstances reads a TracSum or PCoA JSONL file strictly (see StreamInstances), detecting the
@@ -212,6 +213,10 @@ func (v *Validator) parseRecord(file string, line int, b []byte) (Instance, stri
 	fail := func(field string, err error, format string, args ...any) (Instance, string, error) {
 		return Instance{}, "", &ValidationError{File: file, Line: line, Field: field, Err: err, Msg: fmt.Sprintf(format, args...)}
 	}
+	if !utf8.Valid(b) {
+		// encoding/json turns each undecodable byte into U+FFFD without a word.
+		warnf("%s:%d: invalid UTF-8 (not UTF-8 text?): the undecodable bytes become U+FFFD", file, line)
+	}
 	var raw rawInstance
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -258,6 +263,9 @@ func (v *Validator) parseRecord(file string, line int, b []byte) (Instance, stri
 	for i, s := range in.Document {
 		if strings.TrimSpace(s) == "" {
 			return fail(fmt.Sprintf("Document[%d]", i), ErrEmptyField, "empty sentence")
+		}
+		if n := longestWord(s); n > MaxWordBytes {
+			warnf("%s:%d: Document[%d]: a word of %d bytes; the tokenizer breaks words longer than %d bytes into pieces", file, line, i, n, MaxWordBytes)
 		}
 	}
 	set := v.set
@@ -341,6 +349,20 @@ func jsonTypeName(goType string) string {
 		return "a boolean"
 	}
 	return goType
+}
+
+// longestWord returns the length in bytes of the longest run of s without an ASCII space.
+func longestWord(s string) int {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	return longest
 }
 
 // docHash identifies a document by its sentences (boundaries included).

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tracksum/tracksum/subword"
 )
 
 // SplitSentences splits a raw abstract into sentences the way TracSum's documents are split: at
@@ -13,7 +15,19 @@ import (
 // SETTING, AND PARTICIPANTS:" always starts a new sentence and stays attached to it, as in the
 // benchmark; "95% CI: 1.2-3.4" is not a heading. Whitespace (newlines included) is collapsed.
 func SplitSentences(text string) []string {
-	text = collapseSpaces(CleanText(text))
+	out, _ := splitSentences(text)
+	return out
+}
+
+// MaxWordBytes is the longest word (run of bytes without a space) that SplitSentences returns:
+// longer runs are broken with a space, as the tokenizer's Clean does (the same limit), so that an
+// unbroken multi-megabyte "word" costs linear time and bounded memory downstream.
+const MaxWordBytes = subword.MaxWordBytes
+
+// splitSentences is SplitSentences that also returns the number of words it broke because they
+// were longer than MaxWordBytes, for callers that warn about them.
+func splitSentences(text string) ([]string, int) {
+	text, broken := subword.BreakLongWords(collapseSpaces(CleanText(text)))
 	var out []string
 	emit := func(s string) {
 		if s = strings.TrimSpace(s); s != "" {
@@ -55,7 +69,7 @@ func SplitSentences(text string) []string {
 		i = j
 	}
 	emit(text[start:])
-	return out
+	return out, broken
 }
 
 // abbreviations never end a sentence when followed by a capital ("et al. Smith", "vs. Placebo").

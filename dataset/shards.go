@@ -47,13 +47,58 @@ func ReadShards[T any](dir, task, split string) iter.Seq2[T, error] {
 			return
 		}
 		for _, sh := range shards {
-			for row, err := range ReadShardFile[T](filepath.Join(dir, sh.Path)) {
+			path := filepath.Join(dir, sh.Path)
+			if err := verifyShard(path, sh); err != nil {
+				yield(zero, err)
+				return
+			}
+			rows := 0
+			for row, err := range ReadShardFile[T](path) {
+				if err == nil {
+					rows++
+				}
 				if !yield(row, err) || err != nil {
 					return
 				}
 			}
+			if rows != sh.Rows {
+				yield(zero, fmt.Errorf("%s: %w: %d rows read, manifest.json says %d", path, ErrShardMismatch, rows, sh.Rows))
+				return
+			}
 		}
 	}
+}
+
+// verifyShard checks a shard file against its manifest entry before any row is read: its sha256
+// (one sequential pass, far cheaper than the training it feeds) and the row count of its Parquet
+// footer. A shard swapped in from another prepared directory, truncated or edited fails here with
+// one error naming the file, instead of training silently on the wrong rows.
+func verifyShard(path string, sh ShardInfo) error {
+	if sh.SHA256 == "" {
+		return fmt.Errorf("%s: %w: manifest.json lists no sha256 for it", path, ErrShardMismatch)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read shard: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	size, err := io.Copy(h, f)
+	if err != nil {
+		return fmt.Errorf("read shard %s: %w", path, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sh.SHA256 {
+		return fmt.Errorf("%s: %w: sha256 %s, manifest.json says %s (file replaced or modified after prepare; re-run prepare)",
+			path, ErrShardMismatch, got, sh.SHA256)
+	}
+	pf, err := parquet.OpenFile(f, size)
+	if err != nil {
+		return fmt.Errorf("read shard %s: %w", path, err)
+	}
+	if n := pf.NumRows(); n != int64(sh.Rows) {
+		return fmt.Errorf("%s: %w: %d rows, manifest.json says %d", path, ErrShardMismatch, n, sh.Rows)
+	}
+	return nil
 }
 
 func taskRowType(task string) reflect.Type {

@@ -17,9 +17,11 @@ func Command() cli.Command {
 	fs.String("ref", "", "references JSONL (TracSum/PCoA layout, with Document)")
 	fs.String("judge", "lexical", "judge: lexical (offline proxy) or llm (OpenAI-compatible endpoint, eval.llm.*)")
 	fs.String("out", "", "output directory for report.json, instances.jsonl, report.html, config.yaml")
+	fs.Bool("overwrite", false, "replace --out when it is a non-empty directory other than a previous eval output")
 	fs.String("missing", "error", "a reference without prediction: error, or empty (scored as \"Unknown.\")")
 	fs.Int("workers", 0, "instances scored at once (0: one per CPU, or eval.llm.concurrency)")
-	keys := map[string]string{"judge": "eval.judge", "missing": "eval.missing", "workers": "eval.workers"}
+	fs.StringSlice("metric", nil, "eval.metrics: LLM metrics to add through the eval.llm endpoint: fm (facet-aware, ScholarSum), qa (LongSumEval)")
+	keys := map[string]string{"judge": "eval.judge", "missing": "eval.missing", "workers": "eval.workers", "metric": "eval.metrics"}
 	return cli.Command{
 		Name:     "tracksum-eval",
 		Synopsis: "--pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm] [--out DIR]\n       tracksum-eval compare A.jsonl B.jsonl --ref REF.jsonl\n       tracksum-eval agreement --scores instances.jsonl --human H.jsonl",
@@ -41,7 +43,8 @@ func Command() cli.Command {
 			if err != nil {
 				return err
 			}
-			_, err = Run(ctx, Options{Pred: pred, Ref: ref, Out: out, Config: cfg, Stdout: os.Stdout, Stderr: os.Stderr})
+			overwrite, _ := fs.GetBool("overwrite")
+			_, err = Run(ctx, Options{Pred: pred, Ref: ref, Out: out, Overwrite: overwrite, Config: cfg, Stdout: os.Stdout, Stderr: os.Stderr})
 			return err
 		},
 	}

@@ -113,8 +113,7 @@ func Agreement(scoresPath, humanPath string) ([]Correlation, error) {
 	if common == 0 {
 		return nil, fmt.Errorf("agreement: no (PMID, Aspect) in common between %s and %s", scoresPath, humanPath)
 	}
-	for m := range NumMetrics {
-		name := m.String()
+	for _, name := range agreementMetrics() {
 		var x, y []float64
 		var keys []Key
 		for k, hs := range human {
@@ -203,7 +202,7 @@ func readScores(path string) (map[Key]map[string]float64, error) {
 			}
 		}
 		for name, v := range raw {
-			if _, ok := ParseMetric(name); !ok {
+			if _, ok := ParseMetric(name); !ok && !slices.Contains(LLMMetricNames, name) {
 				continue
 			}
 			var x float64
@@ -238,4 +237,14 @@ func WriteAgreement(w io.Writer, cs []Correlation) error {
 		fmt.Fprintf(tw, "mean\t\t%.3f\t\t%.3f\t\t%.3f\t\t\n", sr/float64(k), ss/float64(k), sk/float64(k))
 	}
 	return tw.Flush()
+}
+
+// agreementMetrics lists the metrics `agreement` correlates: the built-in ones, then the LLM
+// metrics (fm, its facets, qa_coverage, qa_consistency) where both files have them.
+func agreementMetrics() []string {
+	var out []string
+	for m := range NumMetrics {
+		out = append(out, m.String())
+	}
+	return append(out, LLMMetricNames...)
 }

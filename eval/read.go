@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/judge"
+	"github.com/tracksum/tracksum/internal/cli"
 )
 
 // Sentinel errors of the evaluator's input checks; errors wrap them with the file and line.
@@ -27,6 +28,8 @@ var (
 	ErrUnknownInstance = errors.New("prediction for an instance absent from the references")
 	// ErrMalformed marks a record that is not valid JSON of the expected shape.
 	ErrMalformed = errors.New("malformed record")
+	// ErrNoInstances marks a reference file without any record: there is nothing to score.
+	ErrNoInstances = errors.New("no instances")
 )
 
 // Record is one JSONL record with where it came from.
@@ -89,11 +92,18 @@ func Read(r io.Reader, name string) ([]Record, error) {
 func parseRecord(b []byte) (Record, error) {
 	var raw struct {
 		dataset.Instance
+		// Summary shadows Instance.Summary so that a missing field can be told from an empty one
+		// (track-only predictions write ""): a missing one is an error, not an empty summary.
+		Summary *string   `json:"Summary"`
 		Phrases *[]string `json:"Phrases"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return Record{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
+	if raw.Summary == nil {
+		return Record{}, fmt.Errorf("%w: field Summary is missing (track-only predictions write \"Summary\": \"\")", ErrMalformed)
+	}
+	raw.Instance.Summary = *raw.Summary
 	rec := Record{Instance: raw.Instance}
 	if raw.Phrases != nil {
 		rec.HasPhrases = true
@@ -108,6 +118,23 @@ func parseRecord(b []byte) (Record, error) {
 	return rec, nil
 }
 
+// checkOutDir refuses an --out directory that holds --pred or --ref (or is one of them, after
+// symlinks, by inode): Run replaces the directory as a whole, which would delete the input.
+func checkOutDir(out, pred, ref string) error {
+	if out == "" {
+		return nil
+	}
+	for _, in := range []struct{ flag, path string }{{"--pred", pred}, {"--ref", ref}} {
+		switch cli.Within(in.path, out) {
+		case cli.SameFile:
+			return fmt.Errorf("--out %s is the %s file: refusing to overwrite an input", out, in.flag)
+		case cli.InsideDir:
+			return fmt.Errorf("%s %s is inside --out %s, which is replaced as a whole: refusing to delete an input; choose another --out", in.flag, in.path, out)
+		}
+	}
+	return nil
+}
+
 // Pair is a reference and the prediction scored against it.
 type Pair struct {
 	Ref  Record
@@ -120,6 +147,10 @@ type Pair struct {
 // document. A reference without prediction is an error (ErrMissing) unless missingEmpty, which
 // scores it against an empty ("Unknown.", no citation) prediction.
 func Join(refs, preds []Record, missingEmpty bool) ([]Pair, error) {
+	if len(refs) == 0 {
+		// Zero instances would report every metric as 0 (or NaN) with exit 0.
+		return nil, fmt.Errorf("references: %w: the file holds no record", ErrNoInstances)
+	}
 	byKey := make(map[Key]int, len(refs))
 	for i := range refs {
 		r := &refs[i]

@@ -3,11 +3,13 @@ package eval
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/eval/judge"
@@ -52,6 +54,8 @@ type Options struct {
 	Out string
 	// Config is the resolved configuration (its Eval section drives the evaluation).
 	Config *config.Config
+	// Overwrite allows replacing an existing non-empty Out that is not a previous eval output.
+	Overwrite bool
 	// Stdout receives the tables; Stderr the progress line (nil: none).
 	Stdout, Stderr io.Writer
 }
@@ -61,6 +65,10 @@ type Outcome struct {
 	Pairs   []Pair
 	Results []Result
 	Report  *Report
+	// LLM holds the optional LLM metrics (eval.metrics) by pair, and LLMReport their aggregate;
+	// both nil when none was asked.
+	LLM       []LLMResult
+	LLMReport *LLMReport
 }
 
 // Evaluation runs the evaluation of pred against ref with the eval settings, without writing
@@ -69,6 +77,9 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 	refs, err := ReadFile(ref)
 	if err != nil {
 		return nil, fmt.Errorf("references: %w", err)
+	}
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("references: %s: %w: the file holds no record", ref, ErrNoInstances)
 	}
 	preds, err := ReadFile(pred)
 	if err != nil {
@@ -110,7 +121,28 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 		}
 	}
 	rep := BuildReport(results, phrases, settings.Bootstrap, settings)
-	return &Outcome{Pairs: pairs, Results: results, Report: rep}, nil
+	out := &Outcome{Pairs: pairs, Results: results, Report: rep}
+	if len(cfg.Metrics) > 0 {
+		client, err := NewLLMClient(cfg)
+		if err != nil {
+			return nil, err
+		}
+		var tick func()
+		var bar *progress.Bar
+		if stderr != nil {
+			bar = progress.NewTo(stderr, "llm metrics", int64(len(pairs)), "instances")
+			tick = func() { bar.Add(1) }
+		}
+		out.LLM, err = LLMMetrics(ctx, client, pairs, cfg, tick)
+		if bar != nil {
+			bar.Finish()
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.LLMReport = BuildLLMReport(pairs, out.LLM, cfg.Metrics, client, settings.Bootstrap)
+	}
+	return out, nil
 }
 
 func bootstrapOptions(cfg config.Eval) BootstrapOptions {
@@ -118,7 +150,26 @@ func bootstrapOptions(cfg config.Eval) BootstrapOptions {
 }
 
 // Run evaluates, prints the tables and writes the output directory.
+//
+// The output directory is locked and checked before the evaluation starts (so that a wrong --out
+// fails at once and no other run can write it meanwhile), written in full to a temporary sibling
+// and put in place in one step at the end: a failed or interrupted run (a full disk included)
+// leaves the previous content of --out as it was, and two runs on one --out never mix their
+// files. An existing non-empty --out is only replaced when it is a previous eval output or with
+// Options.Overwrite.
 func Run(ctx context.Context, opts Options) (*Outcome, error) {
+	if err := checkOutDir(opts.Out, opts.Pred, opts.Ref); err != nil {
+		return nil, err
+	}
+	var dir *atomicio.Dir
+	if opts.Out != "" {
+		var err error
+		dir, err = atomicio.NewDirWith(opts.Out, atomicio.DirOptions{Overwrite: opts.Overwrite, Replaceable: IsOutputDir})
+		if err != nil {
+			return nil, fmt.Errorf("eval: %w", err)
+		}
+		defer dir.Abort()
+	}
 	out, err := Evaluation(ctx, opts.Pred, opts.Ref, opts.Config.Eval, opts.Stderr)
 	if err != nil {
 		return nil, err
@@ -127,18 +178,51 @@ func Run(ctx context.Context, opts Options) (*Outcome, error) {
 		if err := WriteTables(opts.Stdout, out.Report); err != nil {
 			return nil, err
 		}
+		if out.LLMReport != nil {
+			if err := WriteLLMTables(opts.Stdout, out.LLMReport, out.Report.Overall.Level); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if opts.Out == "" {
+	if dir == nil {
 		return out, nil
 	}
-	if err := WriteOutputs(opts.Out, out, opts.Config); err != nil {
+	if err := writeOutputs(dir.Tmp, out, opts.Config); err != nil {
+		return nil, fmt.Errorf("eval: %s: %w", opts.Out, err)
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if err := dir.Commit(); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
 	}
 	return out, nil
 }
 
+// OutputFiles are the files WriteOutputs creates (llm_metrics.json only with eval.metrics).
+var OutputFiles = []string{"report.json", "instances.jsonl", "report.html", "config.yaml", "llm_metrics.json"}
+
+// IsOutputDir reports whether directory entries are those of a previous eval output (report.json
+// and nothing but OutputFiles), which Run may replace without --overwrite; anything else (a
+// prepared directory, a checkpoint, a user's files) needs --overwrite.
+func IsOutputDir(entries []os.DirEntry) bool {
+	report := false
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !slices.Contains(OutputFiles, e.Name()) {
+			return false
+		}
+		report = report || e.Name() == "report.json"
+	}
+	return report
+}
+
+// writeOutputs is WriteOutputs; tests replace it to fail half-way as a full disk would.
+var writeOutputs = WriteOutputs
+
 // WriteOutputs writes report.json, instances.jsonl, report.html and the resolved config.yaml into
-// dir (each file through a temporary file and a rename).
+// dir (each file through a temporary file and a rename). Run calls it on a temporary directory that
+// it commits afterwards; called directly on a live directory, a failure can leave some files new
+// and others old.
 func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
 	rj, err := ReportJSON(out.Report)
 	if err != nil {
@@ -148,9 +232,21 @@ func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
 		return err
 	}
 	if err := atomicio.WriteWith(filepath.Join(dir, "instances.jsonl"), 0o644, func(w io.Writer) error {
+		if out.LLM != nil {
+			return WriteInstancesLLM(w, out.Results, out.LLM)
+		}
 		return WriteInstances(w, out.Results)
 	}); err != nil {
 		return err
+	}
+	if out.LLMReport != nil {
+		b, err := json.MarshalIndent(out.LLMReport, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := atomicio.WriteFile(filepath.Join(dir, "llm_metrics.json"), append(b, '\n'), 0o644); err != nil {
+			return err
+		}
 	}
 	var page bytes.Buffer
 	if err := report.Write(&page, Page(out)); err != nil {
@@ -182,6 +278,12 @@ func Page(out *Outcome) report.Page {
 	metrics := rep.Overall.Metrics()
 	for _, m := range metrics {
 		p.Metrics = append(p.Metrics, m.String())
+	}
+	if out.LLMReport != nil {
+		for _, s := range out.LLMReport.Overall {
+			p.Metrics = append(p.Metrics, s.Name)
+		}
+		p.Subtitle += fmt.Sprintf(" · LLM metrics %v (%s)", out.LLMReport.Metrics, out.LLMReport.Model)
 	}
 	p.Columns = []string{"n"}
 	for _, m := range metrics {
@@ -221,6 +323,9 @@ func Page(out *Outcome) report.Page {
 		}
 		for _, m := range metrics {
 			card.Scores = append(card.Scores, report.Score{Name: m.String(), Value: res.Values[m]})
+		}
+		if out.LLM != nil {
+			addLLMCard(&card, &out.LLM[i])
 		}
 		p.Abstracts[k].Cards = append(p.Abstracts[k].Cards, card)
 	}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -29,7 +30,10 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/eval/qaeval"
+	"github.com/tracksum/tracksum/infer/llmmethods"
 	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/internal/progress"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -93,11 +97,20 @@ func (g *goldScores) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 // Prediction is one output record: the eval format (PMID, Aspect, Summary, Indexes) plus the
 // tracker's probability for every sentence of the abstract.
 type Prediction struct {
-	PMID    string    `json:"PMID"`
-	Aspect  string    `json:"Aspect"`
-	Summary string    `json:"Summary"`
-	Indexes []int     `json:"Indexes"`
-	Scores  []float32 `json:"Scores"`
+	PMID    string `json:"PMID"`
+	Aspect  string `json:"Aspect"`
+	Summary string `json:"Summary"`
+	Indexes []int  `json:"Indexes"`
+	// Scores is left out by the end-to-end LLM methods, which have no tracker.
+	Scores []float32 `json:"Scores,omitempty"`
+	// Phrases are the contributory phrases of PCoA's attribution strategies (--method
+	// intrinsic|prior|posthoc), read by eval's phrase metrics.
+	Phrases []string `json:"Phrases,omitempty"`
+	// Problems lists what could not be read in an LLM's answers (llmmethods.Problem*).
+	Problems []string `json:"Problems,omitempty"`
+	// Refinement keeps every round of --refine (summaries, QA scores, feedback); Summary is then
+	// the best round's summary.
+	Refinement *qaeval.Refinement `json:"Refinement,omitempty"`
 }
 
 // Abstract is one abstract to process with the aspects to summarize for it, in output order.
@@ -125,10 +138,19 @@ type Pipeline struct {
 	Threshold  float64
 	// FullContext passes the whole abstract to the summarizer as well.
 	FullContext bool
+	// Predictor, when not nil, replaces the tracker and the summarizer (--method).
+	Predictor Predictor
 }
+
+// ErrBadScore marks a tracker score that is not a probability (NaN, infinite or outside [0, 1]):
+// the model diverged or its checkpoint is corrupt.
+var ErrBadScore = errors.New("tracker score is not a probability")
 
 // Process runs Track-then-Sum on one abstract: one prediction per aspect, in order.
 func (p *Pipeline) Process(a Abstract) ([]Prediction, error) {
+	if p.Predictor != nil {
+		return p.Predictor.Predict(a)
+	}
 	reqs := make([]tracker.Request, len(a.Aspects))
 	for i, asp := range a.Aspects {
 		reqs[i] = tracker.Request{Doc: a.Document, Aspect: asp}
@@ -136,6 +158,21 @@ func (p *Pipeline) Process(a Abstract) ([]Prediction, error) {
 	scores, err := p.Tracker.ScoreBatch(reqs)
 	if err != nil {
 		return nil, fmt.Errorf("abstract %s: %w", a.PMID, err)
+	}
+	if len(scores) != len(a.Aspects) {
+		return nil, fmt.Errorf("abstract %s: tracker returned %d score lists for %d aspects", a.PMID, len(scores), len(a.Aspects))
+	}
+	for i, asp := range a.Aspects {
+		if len(scores[i]) != len(a.Document) {
+			return nil, fmt.Errorf("abstract %s, aspect %s: tracker returned %d scores for %d sentences", a.PMID, asp, len(scores[i]), len(a.Document))
+		}
+		// A diverged model (NaN/Inf weights) would otherwise surface only when the predictions are
+		// written, as "json: unsupported value: NaN", after the whole run.
+		for j, s := range scores[i] {
+			if f := float64(s); math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1 {
+				return nil, fmt.Errorf("abstract %s, aspect %s: %w: sentence %d scored %g (want a probability in [0, 1])", a.PMID, asp, ErrBadScore, j, s)
+			}
+		}
 	}
 	out := make([]Prediction, len(a.Aspects))
 	var sreqs []summarizer.Request
@@ -200,6 +237,12 @@ type Options struct {
 	CopyChainBonus *float64
 	// WordRule (when not nil) overrides the checkpoint's summarizer.word_rule.
 	WordRule *bool
+	// Method, when set, is an end-to-end LLM method (llmmethods.Methods) run instead of a tracker
+	// and a summarizer, which must then be empty.
+	Method string
+	// Refine, when > 0, refines every positive prediction with LongSumEval's QA feedback for at
+	// most Refine rounds (see Refine).
+	Refine int
 	// Log receives progress and the final throughput line; os.Stderr when nil.
 	Log io.Writer
 }
@@ -222,9 +265,34 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	if log == nil {
 		log = os.Stderr
 	}
+	inputs := map[string]string{"--input": o.Input, "--tracker": o.Tracker, "--summarizer": o.Summarizer}
+	if o.Tracker == GoldTracker || o.Tracker == LLMComponent {
+		inputs["--tracker"] = ""
+	}
+	if o.Summarizer == ExtractiveSummarizer || o.Summarizer == LLMComponent {
+		inputs["--summarizer"] = ""
+	}
+	if o.Method != "" && (o.Tracker != "" || o.Summarizer != "") {
+		return nil, fmt.Errorf("--method %s replaces the tracker and the summarizer: leave out --tracker and --summarizer", o.Method)
+	}
+	if o.Method != "" {
+		if _, err := llmmethods.ParseMethod(o.Method); err != nil {
+			return nil, fmt.Errorf("--method: %w", err)
+		}
+	}
+	if err := cli.CheckOutputs(inputs, map[string]string{"--out": o.Out, "--refs": o.Refs}); err != nil {
+		return nil, err
+	}
+	// Open the prediction file's temporary sibling now, so that an unwritable --out fails before
+	// the models are loaded rather than after the whole inference.
+	out, err := startJSONL[Prediction](o.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer out.abort()
 	p := &Pipeline{Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
 	aspectSet := ""
-	if o.Tracker != GoldTracker {
+	if o.Tracker != GoldTracker && o.Tracker != LLMComponent && o.Method == "" {
 		trk, err := tracker.Load(o.Tracker)
 		if err != nil {
 			return nil, err
@@ -236,6 +304,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	case "":
 	case ExtractiveSummarizer:
 		p.Summarizer = extractive{}
+	case LLMComponent:
+		// Set up with the tracker llm, once the input is read.
 	default:
 		s, err := summarizer.Load(o.Summarizer)
 		if err != nil {
@@ -274,12 +344,26 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 			p.Decode.NoRepeatNgram = *o.NoRepeatNgram
 		}
 	}
+	// Without a checkpoint to name it (gold or LLM components, --method), prepare.aspect_set
+	// says which registry the input uses, so that --aspects OB works on PCoA data.
+	if aspectSet == "" && cfg.Prepare.AspectSet != "auto" {
+		aspectSet = cfg.Prepare.AspectSet
+	}
 	aspectSet = cmp.Or(aspectSet, dataset.AspectSetTracSum)
 	abstracts, refs, err := ReadInput(o.Input, o.Split, aspectSet, cfg.Infer.Aspects)
 	if err != nil {
 		return nil, err
 	}
-	if p.Tracker == nil {
+	if len(abstracts) == 0 {
+		return nil, fmt.Errorf("%w: %s: no instances to run on", ErrInput, o.Input)
+	}
+	var lr *llmRun
+	if usesLLM(o) {
+		if lr, err = setupLLM(ctx, cfg, o, p, aspectSet, abstracts, log); err != nil {
+			return nil, err
+		}
+	}
+	if p.Tracker == nil && p.Predictor == nil {
 		if refs == nil {
 			return nil, fmt.Errorf("--tracker gold needs annotated input, not raw text (%s)", o.Input)
 		}
@@ -294,6 +378,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		}
 	}
 	workers := cfg.Infer.Workers
+	if workers <= 0 && lr != nil {
+		workers = lr.client.Concurrency()
+	}
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
@@ -306,12 +393,22 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	for _, r := range results {
 		preds = append(preds, r...)
 	}
-	if err := writeJSONL(o.Out, preds); err != nil {
+	if o.Refine > 0 {
+		if _, err := Refine(ctx, cfg, abstracts, preds, o.Refine, log); err != nil {
+			return nil, err
+		}
+	}
+	if err := out.commit(preds); err != nil {
 		return nil, err
 	}
 	st := &Stats{Abstracts: len(abstracts), Predictions: len(preds), Elapsed: time.Since(start)}
 	fmt.Fprintf(log, "infer: %d abstracts, %d predictions in %.1fs: %.2f abstracts/s (%d workers) -> %s\n",
 		st.Abstracts, st.Predictions, st.Elapsed.Seconds(), st.AbstractsPerSec(), workers, o.Out)
+	if lr != nil {
+		if err := lr.finish(st, log); err != nil {
+			return nil, err
+		}
+	}
 	return st, nil
 }
 
@@ -391,6 +488,66 @@ func writeJSONL[T any](path string, recs []T) error {
 	})
 }
 
+// pendingJSONL is a JSONL output whose temporary file already exists: atomicio.WriteWith runs in
+// a goroutine and waits, inside its write callback, for the records (commit) or a failure (abort).
+type pendingJSONL[T any] struct {
+	recs chan []T
+	done chan error
+	sent bool
+}
+
+// startJSONL creates path's temporary file (and its directory) and returns once it exists, or
+// with the error that prevented it. path must not be an existing directory.
+func startJSONL[T any](path string) (*pendingJSONL[T], error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("--out %s is a directory, want a file", path)
+	}
+	p := &pendingJSONL[T]{recs: make(chan []T, 1), done: make(chan error, 1)}
+	ready := make(chan struct{})
+	go func() {
+		p.done <- atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
+			close(ready)
+			recs, ok := <-p.recs
+			if !ok {
+				return errAborted
+			}
+			enc := json.NewEncoder(w)
+			enc.SetEscapeHTML(false)
+			for _, r := range recs {
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-ready:
+		return p, nil
+	case err := <-p.done:
+		return nil, fmt.Errorf("--out %s: %w", path, err)
+	}
+}
+
+var errAborted = errors.New("aborted")
+
+// commit writes recs and renames the file into place.
+func (p *pendingJSONL[T]) commit(recs []T) error {
+	p.sent = true
+	p.recs <- recs
+	return <-p.done
+}
+
+// abort removes the temporary file unless commit ran; safe to defer.
+func (p *pendingJSONL[T]) abort() {
+	if p.sent {
+		return
+	}
+	p.sent = true
+	close(p.recs)
+	<-p.done
+}
+
 // ErrInput marks an input that is none of the accepted kinds.
 var ErrInput = errors.New("bad input")
 
@@ -431,14 +588,14 @@ func ReadInput(path, split, aspectSet string, aspects []string) ([]Abstract, []d
 		if err != nil {
 			return nil, nil, err
 		}
-		codes := aspects
+		codes, err := NormalizeAspects(aspects, aspectSet)
+		if err != nil {
+			return nil, nil, err
+		}
 		if len(codes) == 0 {
 			for _, a := range dataset.Aspects(aspectSet) {
 				codes = append(codes, a.Code)
 			}
-		}
-		if err := checkAspects(codes, aspectSet); err != nil {
-			return nil, nil, err
 		}
 		out := make([]Abstract, len(raws))
 		for i, r := range raws {
@@ -446,22 +603,38 @@ func ReadInput(path, split, aspectSet string, aspects []string) ([]Abstract, []d
 		}
 		return out, nil, nil
 	}
-	if err := checkAspects(aspects, aspectSet); err != nil {
+	codes, err := NormalizeAspects(aspects, aspectSet)
+	if err != nil {
 		return nil, nil, err
 	}
-	if len(aspects) > 0 {
-		instances = slices.DeleteFunc(instances, func(in dataset.Instance) bool { return !slices.Contains(aspects, in.Aspect) })
+	if len(codes) > 0 {
+		instances = slices.DeleteFunc(instances, func(in dataset.Instance) bool { return !slices.Contains(codes, in.Aspect) })
+		if len(instances) == 0 {
+			return nil, nil, fmt.Errorf("%w: %s has no instance of the aspects %s", ErrInput, path, strings.Join(codes, ","))
+		}
 	}
 	return groupInstances(instances), instances, nil
 }
 
-func checkAspects(codes []string, set string) error {
-	for _, c := range codes {
-		if _, ok := dataset.LookupAspect(set, c); !ok {
-			return fmt.Errorf("%w: unknown aspect %q for aspect set %s", ErrInput, c, set)
+// NormalizeAspects maps aspect codes or names, in any case ("A", "aims", "Side effects"), to the
+// canonical codes of set (instances carry canonical codes, so "A" would otherwise match nothing),
+// dropping repeats. An unknown aspect is an ErrInput error listing the set's codes.
+func NormalizeAspects(aspects []string, set string) ([]string, error) {
+	var codes []string
+	for _, c := range aspects {
+		a, ok := dataset.LookupAspect(set, strings.TrimSpace(c))
+		if !ok {
+			var known []string
+			for _, a := range dataset.Aspects(set) {
+				known = append(known, a.Code+" ("+a.Name+")")
+			}
+			return nil, fmt.Errorf("%w: --aspects: unknown aspect %q for the %s aspect set; known: %s", ErrInput, c, set, strings.Join(known, ", "))
+		}
+		if !slices.Contains(codes, a.Code) {
+			codes = append(codes, a.Code)
 		}
 	}
-	return nil
+	return codes, nil
 }
 
 // groupInstances turns instances into abstracts (first-seen order) with their aspects (input

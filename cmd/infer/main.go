@@ -6,6 +6,11 @@
 //
 // X is a prepared directory (its --split), a TracSum/PCoA JSONL file, or raw text abstracts (one per
 // file or separated by blank lines). Without --summarizer it is track-only inference.
+//
+//	tracksum-infer --method prompt|intrinsic|prior|posthoc --llm-model M --input X --out PRED.jsonl
+//
+// runs an LLM method through the OpenAI-compatible endpoint of eval.llm instead (package
+// infer/llmmethods); --tracker llm and --summarizer llm prompt one component of Track-then-Sum.
 package main
 
 import (
@@ -17,8 +22,13 @@ import (
 
 func main() {
 	fs := cli.NewFlags("tracksum-infer")
-	fs.String("tracker", "", "tracker checkpoint directory (required); \"gold\": the input's reference citations")
-	fs.String("summarizer", "", "summarizer checkpoint directory; omit for track-only inference; \"extractive\": copy the tracked sentences")
+	fs.String("tracker", "", "tracker checkpoint directory (required without --method); \"gold\": the input's reference citations; \"llm\": prompted")
+	fs.String("summarizer", "", "summarizer checkpoint directory; omit for track-only inference; \"extractive\": copy the tracked sentences; \"llm\": prompted")
+	fs.String("method", "", "LLM method instead of --tracker/--summarizer: prompt (TracSum two-shot), intrinsic, prior or posthoc (PCoA attribution)")
+	fs.String("llm-model", "", "infer.llm.model: model name at the eval.llm.base_url endpoint (default: eval.llm.model)")
+	fs.String("demos", "", "infer.llm.demos: demonstrations of --method prompt: prepared directory (train split) or JSONL (default: --input's train split)")
+	fs.Float64("temperature", 1, "infer.llm.temperature: sampling temperature of the LLM methods (TracSum: 1.0)")
+	fs.Int("refine", 0, "refine each positive summary with LongSumEval QA feedback for at most N rounds (eval.qa.*, endpoint eval.llm, model infer.llm.model)")
 	fs.String("input", "", "prepared directory, benchmark .jsonl file, or raw text file (required)")
 	fs.String("split", "test", "split of a prepared directory to run on")
 	fs.String("out", "", "prediction JSONL file (required)")
@@ -35,8 +45,9 @@ func main() {
 	fs.Bool("word-rule", false, "forbid subword pieces that glue a word found neither in the source nor in the training summaries (default: the checkpoint's summarizer.word_rule)")
 	fs.Int("max-length", 0, "maximum summary tokens (default and upper bound: the checkpoint's max_summary_len)")
 	cli.Main(cli.Command{
-		Name:     "tracksum-infer",
-		Synopsis: "--tracker CKPT [--summarizer CKPT] --input X --out PRED.jsonl [flags]",
+		Name: "tracksum-infer",
+		Synopsis: "--tracker CKPT|gold|llm [--summarizer CKPT|extractive|llm] --input X --out PRED.jsonl [flags]\n" +
+			"       tracksum-infer --method prompt|intrinsic|prior|posthoc --llm-model M --input X --out PRED.jsonl [flags]",
 		Description: "Track-then-Sum inference. For each abstract and aspect the tracker scores every sentence, those with\n" +
 			"probability >= threshold are kept and summarized; when none is kept the summary is \"Unknown.\" with no\n" +
 			"citation. Output: one JSON object per (PMID, aspect) with Summary, Indexes and per-sentence Scores.",
@@ -49,6 +60,11 @@ func main() {
 			o.Split, _ = fs.GetString("split")
 			o.Out, _ = fs.GetString("out")
 			o.Refs, _ = fs.GetString("refs")
+			o.Method, _ = fs.GetString("method")
+			o.Refine, _ = fs.GetInt("refine")
+			if o.Refine < 0 {
+				return cli.Usagef("--refine must be >= 0")
+			}
 			o.BeamSize, _ = fs.GetInt("beam-size")
 			if fs.Changed("length-penalty") {
 				lp, _ := fs.GetFloat64("length-penalty")
@@ -74,11 +90,12 @@ func main() {
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}
-			if o.Tracker == "" || o.Input == "" || o.Out == "" {
-				return cli.Usagef("--tracker, --input and --out are required")
+			if (o.Tracker == "" && o.Method == "") || o.Input == "" || o.Out == "" {
+				return cli.Usagef("--tracker (or --method), --input and --out are required")
 			}
 			keys := map[string]string{"threshold": "infer.threshold", "full-context": "infer.full_context",
-				"aspects": "infer.aspects", "workers": "infer.workers"}
+				"aspects": "infer.aspects", "workers": "infer.workers", "llm-model": "infer.llm.model",
+				"demos": "infer.llm.demos", "temperature": "infer.llm.temperature"}
 			for name := range keys {
 				if !fs.Changed(name) {
 					delete(keys, name) // only flags actually passed override the profile

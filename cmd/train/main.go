@@ -28,6 +28,7 @@ func main() {
 	fs.Float64("learning-rate", 0, "TASK.train.learning_rate")
 	fs.Int("eval-every", 0, "TASK.train.eval_every (0: each epoch)")
 	fs.String("architecture", "", "tracker.architecture: transformer or ngram")
+	fs.Bool("allow-changed-config", false, "resume a checkpoint although seed or TASK settings differ from its config.yaml (refused by default)")
 	cli.Main(cli.Command{
 		Name:     "tracksum-train",
 		Synopsis: "--task tracker|summarizer --data PREPARED_DIR --out CHECKPOINT_DIR [--config FILE] [flags]",
@@ -60,10 +61,11 @@ func main() {
 			if err != nil {
 				return err
 			}
+			allow, _ := fs.GetBool("allow-changed-config")
 			if task == "summarizer" {
-				return summarizer.Train(ctx, cfg, data, out)
+				return summarizer.Train(ctx, cfg, data, out, summarizer.RunOptions{AllowChangedConfig: allow, Log: os.Stderr})
 			}
-			_, _, err = tracker.Train(ctx, cfg, data, out, tracker.TrainOptions{Log: os.Stderr})
+			_, _, err = tracker.Train(ctx, cfg, data, out, tracker.TrainOptions{Log: os.Stderr, AllowChangedConfig: allow})
 			return err
 		},
 	})

@@ -38,7 +38,7 @@ func command(stdout, stderr io.Writer) cli.Command {
 	fs := cli.NewFlags("tracksum-prepare")
 	input := fs.String("input", "", "TracSum/PCoA JSONL file(s), comma-separated; the built-in synthetic sample when empty")
 	out := fs.String("out", "", "prepared directory to create (required unless --write-sample)")
-	overwrite := fs.Bool("overwrite", false, "replace --out if it exists")
+	overwrite := fs.Bool("overwrite", false, "replace --out (or the --write-sample file) if it exists")
 	writeSample := fs.String("write-sample", "", "only write the synthetic sample as TracSum JSONL to this file, then exit")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	// Defaults shown by --help are the built-in ones; a flag only overrides the config when passed.
@@ -79,6 +79,9 @@ func command(stdout, stderr io.Writer) cli.Command {
 			if *writeSample != "" {
 				if *input != "" || *out != "" {
 					return cli.Usagef("--write-sample cannot be combined with --input or --out")
+				}
+				if _, err := os.Lstat(*writeSample); err == nil && !*overwrite {
+					return fmt.Errorf("--write-sample %s already exists: refusing to replace it without --overwrite", *writeSample)
 				}
 				err := atomicio.WriteWith(*writeSample, 0o644, func(w io.Writer) error {
 					return dataset.WriteSynthetic(w, cfg.Seed, cfg.Prepare.SampleSize)

@@ -73,6 +73,14 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	}
 	src := &source{inputs: opts.Inputs, set: cfg.Prepare.AspectSet, seed: cfg.Seed, sampleSize: cfg.Prepare.SampleSize, workers: workers}
 
+	// Lock and check the output before the long passes: a file or a foreign directory at --out, or
+	// another run writing it, fails now, and no other run can take the output until Commit.
+	dir, err := atomicio.NewDir(opts.Out, opts.Overwrite)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	defer dir.Abort()
+
 	// Pass 1: validate everything and collect the split keys before any output exists.
 	newBar := func(label string, total int64, unit string) *progress.Bar {
 		if opts.Progress == nil {
@@ -97,12 +105,6 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	if len(splits.IDs[dataset.SplitTrain]) == 0 {
 		return nil, errors.New("prepare: the training split is empty (too few abstracts for prepare.train_ratio)")
 	}
-
-	dir, err := atomicio.NewDir(opts.Out, opts.Overwrite)
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	defer dir.Abort()
 
 	// Pass 2: learn the tokenizer from the training split only.
 	tokBar := newBar("tokenizer", 0, "texts")
@@ -153,10 +155,6 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	// MkdirTemp creates the directory private; the result is an ordinary output directory.
-	if err := os.Chmod(dir.Tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	if err := dir.Commit(); err != nil {

@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -162,6 +163,28 @@ func TestLLMClientErrorNotRetried(t *testing.T) {
 	}
 }
 
+// TestLLMRefusalNotCached: a refusal to decompose is asked again and never cached.
+func TestLLMRefusalNotCached(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		content := "I'm sorry, I can't help with that."
+		if n.Add(1) > 1 {
+			content = `["A."]`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"choices":[{"message":{"role":"assistant","content":%q}}]}`, content)
+	}))
+	defer srv.Close()
+	j := newTestLLM(t, srv.URL, t.TempDir())
+	claims, err := j.Decompose(context.Background(), "A.")
+	if err != nil || !slices.Equal(claims, []string{"A."}) || n.Load() != 2 {
+		t.Fatalf("Decompose after a refusal = %q, %v (%d requests)", claims, err, n.Load())
+	}
+	if s := j.Stats(); s.Unusable != 1 || s.Requests != 2 {
+		t.Errorf("stats: %+v", s)
+	}
+}
+
 func TestParseClaimsAndVerdict(t *testing.T) {
 	claims := []struct {
 		desc   string
@@ -172,6 +195,8 @@ func TestParseClaimsAndVerdict(t *testing.T) {
 		{"code block", "```json\n[\"A.\"]\n```", []string{"A."}},
 		{"bulleted lines", "- A.\n- B.\n", []string{"A.", "B."}},
 		{"numbered lines", "1. A.\n2) B.", []string{"A.", "B."}},
+		{"refusal", "I'm sorry, but I can't split this summary.", nil},
+		{"refusal as a list", `I cannot do that. ["A."]`, nil},
 	}
 	for _, c := range claims {
 		if got := ParseClaims(c.answer); !slices.Equal(got, c.want) {
@@ -185,6 +210,7 @@ func TestParseClaimsAndVerdict(t *testing.T) {
 	}{
 		{"yes", "Yes.", true, true}, {"no", "no", false, true}, {"bold", "**Yes**", true, true},
 		{"label", "Entailment", true, true}, {"neutral", "neutral", false, true}, {"other", "maybe", false, false},
+		{"refusal", "I'm sorry, I cannot judge this.", false, false},
 	}
 	for _, c := range verdicts {
 		if yes, ok := ParseVerdict(c.answer); yes != c.yes || ok != c.ok {

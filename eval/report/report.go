@@ -56,6 +56,17 @@ type Card struct {
 	Ref, Pred, Valid        []int
 	RefClaims, PredClaims   []Claim
 	Scores                  []Score
+	// Details are extra tables shown under the scores (e.g. the facet segments and grades of the
+	// facet-aware metric, the questions and answers of the QA metric).
+	Details []Detail
+}
+
+// Detail is a titled table of a card, with a note under it (e.g. why a metric is undefined).
+type Detail struct {
+	Title string
+	Head  []string
+	Rows  [][]string
+	Note  string
 }
 
 // Claim is a subclaim with the judge's verdict.
@@ -154,6 +165,10 @@ table.summary th:first-child, table.summary td:first-child { text-align: left; }
 .spurious { background: #f9d0d0; border-left-color: #c33; }
 .missed { background: #dde6ff; border-left-color: #36c; }
 .hidden { display: none; }
+.detail { font-size: .85em; margin-top: .3em; }
+.detail table { border-collapse: collapse; margin: .2em 0; }
+.detail td, .detail th { border: 1px solid #ddd; padding: 1px 4px; vertical-align: top; text-align: left; }
+.detail .note { color: #666; margin: .2em 0; }
 </style>
 </head>
 <body>
@@ -183,7 +198,10 @@ table.summary th:first-child, table.summary td:first-child { text-align: left; }
 <div class="predsum"><b>Prediction</b> [{{ints .Pred}}]: {{if .PredNegative}}<span class="neg">{{.PredSummary}}</span>{{else}}{{.PredSummary}}{{end}}</div>
 {{if .PredClaims}}<ul class="claims">{{range .PredClaims}}<li class="{{if .Entailed}}yes{{else}}no{{end}}">{{.Text}}</li>{{end}}</ul>{{end}}
 <div class="scores">{{range $k, $s := .Scores}}{{if $k}} · {{end}}{{$s.Name}} {{pct $s.Value}}{{end}}</div>
-</div>
+{{range .Details}}<details class="detail"><summary>{{.Title}}</summary>{{if .Rows}}<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}{{if .Note}}<p class="note">{{.Note}}</p>{{end}}</details>
+{{end}}</div>
 {{end}}</div>
 </section>
 {{end}}

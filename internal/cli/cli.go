@@ -7,8 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -50,7 +53,8 @@ func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, 
 }
 
 // Main parses the command line, runs the command and exits: 0 on success, 2 on a usage error, 1 on
-// any other error, 130 when interrupted. Errors are printed as one line prefixed by the command name.
+// any other error, 130 when interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM (128 + the signal's
+// number, the shell convention). Errors are printed as one line prefixed by the command name.
 func Main(cmd Command) {
 	os.Exit(run(cmd, os.Args[1:]))
 }
@@ -80,8 +84,18 @@ func run(cmd Command, args []string) int {
 		fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", cmd.Name)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(signalError{sig})
+		case <-ctx.Done():
+		}
+	}()
 	err := cmd.Run(ctx, fs.Args())
 	switch {
 	case err == nil:
@@ -92,6 +106,10 @@ func run(cmd Command, args []string) int {
 		return 2
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		fmt.Fprintf(os.Stderr, "%s: interrupted: %v\n", cmd.Name, err)
+		var se signalError
+		if errors.As(context.Cause(ctx), &se) && se.sig == syscall.SIGTERM {
+			return 143
+		}
 		return 130
 	default:
 		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.Name, err)
@@ -102,4 +120,117 @@ func run(cmd Command, args []string) int {
 // Usagef returns an ErrUsage error with a message, e.g. Usagef("--out is required").
 func Usagef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// signalError is the cancellation cause of a command's context when a signal stopped it, so that the
+// exit code can tell SIGTERM (143) from SIGINT (130).
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "received " + e.sig.String() }
+
+// CheckOutputs refuses outputs that would replace an input, before any work is done. inputs and
+// outputs map a flag name (e.g. "--input") to its path; empty paths are skipped. An output is
+// refused when it is the same file as an input (after symlinks, by device and inode, so that a
+// symlink or a hard link to an input is caught), when it lies inside an input directory (a
+// prepared directory or a checkpoint: writing there would change what was read), or when two
+// outputs are the same file.
+func CheckOutputs(inputs, outputs map[string]string) error {
+	outNames := slices.Sorted(maps.Keys(outputs))
+	inNames := slices.Sorted(maps.Keys(inputs))
+	for i, on := range outNames {
+		out := outputs[on]
+		if out == "" {
+			continue
+		}
+		for _, in := range inNames {
+			if inputs[in] == "" {
+				continue
+			}
+			switch where := Within(out, inputs[in]); where {
+			case SameFile:
+				return fmt.Errorf("%s %s is the same file as %s %s: refusing to overwrite an input", on, out, in, inputs[in])
+			case InsideDir:
+				return fmt.Errorf("%s %s is inside the %s directory %s: refusing to write into an input; choose another path", on, out, in, inputs[in])
+			}
+		}
+		for _, other := range outNames[i+1:] {
+			if outputs[other] != "" && sameOutput(out, outputs[other]) {
+				return fmt.Errorf("%s and %s are the same file (%s): give them different paths", on, other, out)
+			}
+		}
+	}
+	return nil
+}
+
+// sameOutput reports whether two output paths, which need not exist yet, name one file.
+func sameOutput(a, b string) bool {
+	if Within(a, b) == SameFile {
+		return true
+	}
+	ra, errA := resolve(a)
+	rb, errB := resolve(b)
+	return errA == nil && errB == nil && ra == rb
+}
+
+// Relation says where a path lies relative to another (see Within).
+type Relation int
+
+// Relations returned by Within.
+const (
+	// Apart: neither the same file nor inside the other path's directory.
+	Apart Relation = iota
+	// SameFile: both paths name one file or directory (symlinks followed, compared by inode).
+	SameFile
+	// InsideDir: the path is below the other, which is a directory.
+	InsideDir
+)
+
+// Within reports whether path is the same file as other or lies inside the directory other. Both
+// are resolved on disk: path need not exist (its deepest existing ancestor is resolved and the rest
+// appended), other must exist (a missing other is Apart). Symlinks anywhere on either path are
+// followed, and files are compared by device and inode (os.SameFile), not by name.
+func Within(path, other string) Relation {
+	ost, err := os.Stat(other)
+	if err != nil {
+		return Apart
+	}
+	p, err := resolve(path)
+	if err != nil {
+		return Apart
+	}
+	for first := true; ; first = false {
+		if st, err := os.Stat(p); err == nil && os.SameFile(st, ost) {
+			if first {
+				return SameFile
+			}
+			return InsideDir
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return Apart
+		}
+		p = parent
+	}
+}
+
+// resolve returns path made absolute with the symlinks of its deepest existing ancestor resolved,
+// so that ".." after a symlinked directory is read the way the kernel reads it.
+func resolve(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	p := abs
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }

@@ -6,15 +6,16 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX itself.
-	"github.com/gomlx/gomlx/ml/layers"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/gomlx/gomlx/ml/nn"
+	"github.com/tracksum/tracksum/model/layers"
 )
 
 // The network, written once here for training (GoMLX graph, differentiable) and once in forward.go
 // for inference (plain Go, with a KV cache). Both read the same variables, named below; the test
-// TestGraphMatchesForward checks that they compute the same probabilities.
+// TestGraphMatchesForward checks that they compute the same probabilities. The layers come from
+// model/layers (gradients laid out for the Go backend), with the summarizer's variable names
+// (vars: "q_w", "q_b", layer norms "gain" and "bias").
 //
 //	source:  tokens + src_pos + segment (0 = aspect and tracked sentences, 1 = full abstract)
 //	encoder: pre-LN blocks of self-attention and ReLU feed-forward, final LN
@@ -27,6 +28,7 @@ import (
 //	         See et al. 2017), c_t = a_t-weighted encoder states, x_t the decoder input embedding,
 //	         f_t = 1 when x_t occurs in the source (before a non-first position).
 const (
+	// lnEpsilon is the layer norms' epsilon (vars.NormEpsilon), shared with forward.go.
 	lnEpsilon = 1e-5
 	// maskBias is added to the attention scores of masked positions.
 	maskBias = -1e9
@@ -38,6 +40,14 @@ const (
 	// minProb keeps log(p) finite for a target that neither softmax nor copy can produce.
 	minProb = 1e-9
 )
+
+// vars names and initialises the summarizer's layers: dense variables name_w and name_b in the
+// enclosing scope, weights with the store's default (He) initializer.
+var vars = func() layers.Vars {
+	v := layers.Suffixed()
+	v.NormEpsilon = lnEpsilon
+	return v
+}()
 
 // Batch holds the tensors of one training batch, as graph nodes.
 //
@@ -101,9 +111,14 @@ func TargetProbGraph(scope *model.Scope, h Hyper, b Batch) *Node {
 	if len(h.GenIDs) > 0 {
 		outEmb = Gather(tokens, Reshape(Const(g, genIDs), nGen, 1))
 	}
-	logits := Add(Einsum("btd,vd->btv", s, outEmb), BroadcastToDims(Reshape(outBias, 1, 1, nGen), batch, tgtLen, nGen))
-	logp := LogSoftmax(logits, 2)
-	pVocab := Mul(Exp(ReduceSum(Mul(OneHot(b.TgtGen, nGen, dtypes.Float32), logp), 2)), b.InGen) // [B,T]
+	// One row per target position: [n, nGen] with n = batch·tgtLen; the target's probability is
+	// gathered from the softmax (its gradient a scatter into one entry per row, where a one-hot
+	// product would cost passes over all nGen entries).
+	n := batch * tgtLen
+	logits := Add(layers.ProductTransposed(Reshape(s, n, d), outEmb), layers.BroadcastRows(outBias, n))
+	rows := Iota(g, shapes.Make(dtypes.Int32, n, 1), 0)
+	target := Concatenate([]*Node{rows, Reshape(b.TgtGen, n, 1)}, 1)
+	pVocab := Mul(Reshape(Gather(layers.SoftmaxLast(logits), target), batch, tgtLen), b.InGen) // [B,T]
 
 	// Copy distribution: attention of s over the encoder states, summed over the source positions
 	// holding the target token.
@@ -112,7 +127,7 @@ func TargetProbGraph(scope *model.Scope, h Hyper, b Batch) *Node {
 	same := Equal(
 		BroadcastToDims(Reshape(b.TgtOut, batch, tgtLen, 1), batch, tgtLen, srcLen),
 		BroadcastToDims(Reshape(b.Src, batch, 1, srcLen), batch, tgtLen, srcLen))
-	pCopy := ReduceSum(Mul(attn, ConvertDType(same, dtypes.Float32)), 2) // [B,T]
+	pCopy := layers.SumLast(Mul(attn, ConvertDType(same, dtypes.Float32))) // [B,T]
 
 	gate := copyGateGraph(scope, h, s, ctxVec, xEmb, ReduceMax(follow, 2)) // [B,T]
 	return Add(Mul(gate, pVocab), Mul(OneMinus(gate), pCopy))
@@ -129,18 +144,18 @@ func EncoderGraph(scope *model.Scope, h Hyper, src, seg, srcBias *Node) *Node {
 	segTable := es.VariableWithShape("segment", shapes.Make(dtypes.Float32, 2, d)).ValueGraph(g)
 	x := Gather(tokens, Reshape(src, batch, srcLen, 1))
 	x = Add(x, Gather(segTable, Reshape(seg, batch, srcLen, 1)))
-	x = Add(x, BroadcastToDims(Reshape(Slice(pos, AxisRange(0, srcLen)), 1, srcLen, d), batch, srcLen, d))
-	x = layers.DropoutStatic(scope, x, h.Dropout)
+	x = Add(x, broadcastPositions(pos, batch, srcLen))
+	x = layers.Dropout(scope, x, h.Dropout)
 
-	bias := keyBias(srcBias, h.Heads, srcLen)
+	bias := Reshape(srcBias, batch, 1, 1, srcLen) // broadcast over heads and queries
 	for l := range h.EncoderLayers {
 		ls := scope.At("encoder").At("layer_%d", l)
-		y := layerNormGraph(ls.At("ln1"), x)
-		x = Add(x, layers.DropoutStatic(ls, attentionGraph(ls.At("self"), h, y, y, bias), h.Dropout))
-		y = layerNormGraph(ls.At("ln2"), x)
-		x = Add(x, layers.DropoutStatic(ls, ffnGraph(ls.At("ffn"), h, y), h.Dropout))
+		y := vars.LayerNorm(ls.At("ln1"), x)
+		x = Add(x, layers.Dropout(ls, vars.MultiHeadAttention(ls.At("self"), y, y, bias, h.Heads), h.Dropout))
+		y = vars.LayerNorm(ls.At("ln2"), x)
+		x = Add(x, layers.Dropout(ls, ffnGraph(ls.At("ffn"), h, y), h.Dropout))
 	}
-	return layerNormGraph(scope.At("encoder").At("ln"), x)
+	return vars.LayerNorm(scope.At("encoder").At("ln"), x)
 }
 
 // targetEmbedGraph embeds the decoder input: [batch, tgtLen] -> [batch, tgtLen, d], plus the
@@ -153,7 +168,7 @@ func targetEmbedGraph(scope *model.Scope, h Hyper, tgtIn, aspect *Node) *Node {
 	tokens := es.VariableWithShape("tokens", shapes.Make(dtypes.Float32, h.VocabSize, d)).ValueGraph(g)
 	pos := es.VariableWithShape("tgt_pos", shapes.Make(dtypes.Float32, h.maxPositions(), d)).ValueGraph(g)
 	x := Gather(tokens, Reshape(tgtIn, batch, tgtLen, 1))
-	x = Add(x, BroadcastToDims(Reshape(Slice(pos, AxisRange(0, tgtLen)), 1, tgtLen, d), batch, tgtLen, d))
+	x = Add(x, broadcastPositions(pos, batch, tgtLen))
 	if h.NumAspects > 0 {
 		table := es.VariableWithShape("aspect", shapes.Make(dtypes.Float32, h.NumAspects+1, d)).ValueGraph(g)
 		x = Add(x, BroadcastToDims(Reshape(Gather(table, Reshape(aspect, batch, 1)), batch, 1, d), batch, tgtLen, d))
@@ -167,76 +182,40 @@ func DecoderGraph(scope *model.Scope, h Hyper, x, enc, srcBias *Node) *Node {
 	g := x.Graph()
 	tgtLen := x.Shape().Dimensions[1]
 	batch, srcLen := enc.Shape().Dimensions[0], enc.Shape().Dimensions[1]
-	x = layers.DropoutStatic(scope, x, h.Dropout)
+	x = layers.Dropout(scope, x, h.Dropout)
 
 	// Causal mask: position t sees positions <= t.
 	row := Iota(g, shapes.Make(dtypes.Int32, tgtLen, tgtLen), 0)
 	col := Iota(g, shapes.Make(dtypes.Int32, tgtLen, tgtLen), 1)
 	causal := Where(GreaterOrEqual(row, col), Zeros(g, shapes.Make(dtypes.Float32, tgtLen, tgtLen)),
 		BroadcastToDims(Scalar(g, dtypes.Float32, maskBias), tgtLen, tgtLen))
-	selfBias := BroadcastToDims(Reshape(causal, 1, 1, tgtLen, tgtLen), batch, h.Heads, tgtLen, tgtLen)
-	crossBias := BroadcastToDims(Reshape(srcBias, batch, 1, 1, srcLen), batch, h.Heads, tgtLen, srcLen)
+	// Both biases broadcast in the additions to the scores [B, H, T, ·].
+	selfBias := Reshape(causal, 1, 1, tgtLen, tgtLen)
+	crossBias := Reshape(srcBias, batch, 1, 1, srcLen)
 
 	for l := range h.DecoderLayers {
 		ls := scope.At("decoder").At("layer_%d", l)
-		y := layerNormGraph(ls.At("ln1"), x)
-		x = Add(x, layers.DropoutStatic(ls, attentionGraph(ls.At("self"), h, y, y, selfBias), h.Dropout))
-		y = layerNormGraph(ls.At("ln2"), x)
-		x = Add(x, layers.DropoutStatic(ls, attentionGraph(ls.At("cross"), h, y, enc, crossBias), h.Dropout))
-		y = layerNormGraph(ls.At("ln3"), x)
-		x = Add(x, layers.DropoutStatic(ls, ffnGraph(ls.At("ffn"), h, y), h.Dropout))
+		y := vars.LayerNorm(ls.At("ln1"), x)
+		x = Add(x, layers.Dropout(ls, vars.MultiHeadAttention(ls.At("self"), y, y, selfBias, h.Heads), h.Dropout))
+		y = vars.LayerNorm(ls.At("ln2"), x)
+		x = Add(x, layers.Dropout(ls, vars.MultiHeadAttention(ls.At("cross"), y, enc, crossBias, h.Heads), h.Dropout))
+		y = vars.LayerNorm(ls.At("ln3"), x)
+		x = Add(x, layers.Dropout(ls, ffnGraph(ls.At("ffn"), h, y), h.Dropout))
 	}
-	return layerNormGraph(scope.At("decoder").At("ln"), x)
+	return vars.LayerNorm(scope.At("decoder").At("ln"), x)
 }
 
-// keyBias broadcasts a [batch, keys] additive mask to [batch, heads, queries, keys].
-func keyBias(bias *Node, heads, queries int) *Node {
-	batch, keys := bias.Shape().Dimensions[0], bias.Shape().Dimensions[1]
-	return BroadcastToDims(Reshape(bias, batch, 1, 1, keys), batch, heads, queries, keys)
+// broadcastPositions repeats the first length rows of a position table [maxLen, d] for every
+// example: [batch, length, d] (its gradient sums over the examples as a product, BroadcastRows).
+func broadcastPositions(table *Node, batch, length int) *Node {
+	d := table.Shape().Dimensions[1]
+	rows := Reshape(Slice(table, AxisRange(0, length)), length*d)
+	return Reshape(layers.BroadcastRows(rows, batch), batch, length, d)
 }
 
-// attentionGraph is multi-head attention of queries xq [B,T,d] over xkv [B,S,d] with an additive
-// bias [B,H,T,S].
-func attentionGraph(scope *model.Scope, h Hyper, xq, xkv, bias *Node) *Node {
-	batch, tq := xq.Shape().Dimensions[0], xq.Shape().Dimensions[1]
-	tk := xkv.Shape().Dimensions[1]
-	hd := h.headDim()
-	q := Reshape(denseGraph(scope, "q", xq, h.DModel), batch, tq, h.Heads, hd)
-	k := Reshape(denseGraph(scope, "k", xkv, h.DModel), batch, tk, h.Heads, hd)
-	v := Reshape(denseGraph(scope, "v", xkv, h.DModel), batch, tk, h.Heads, hd)
-	scores := MulScalar(Einsum("bthd,bshd->bhts", q, k), 1/math.Sqrt(float64(hd)))
-	probs := Softmax(Add(scores, bias), 3)
-	out := Reshape(Einsum("bhts,bshd->bthd", probs, v), batch, tq, h.DModel)
-	return denseGraph(scope, "o", out, h.DModel)
-}
-
-// ffnGraph is the position-wise feed-forward block: ReLU(x W1 + b1) W2 + b2.
+// ffnGraph is the position-wise feed-forward block: ReLU(x in_w + in_b) out_w + out_b.
 func ffnGraph(scope *model.Scope, h Hyper, x *Node) *Node {
-	return denseGraph(scope, "out", activation.Relu(denseGraph(scope, "in", x, h.FFNDim)), h.DModel)
-}
-
-// denseGraph is x [B,T,in] W [in,out] + b, with variables name_w and name_b.
-func denseGraph(scope *model.Scope, name string, x *Node, out int) *Node {
-	g := x.Graph()
-	in := x.Shape().Dimensions[2]
-	w := scope.VariableWithShape(name+"_w", shapes.Make(dtypes.Float32, in, out)).ValueGraph(g)
-	b := scope.VariableWithShape(name+"_b", shapes.Make(dtypes.Float32, out)).ValueGraph(g)
-	y := Einsum("bti,io->bto", x, w)
-	dims := y.Shape().Dimensions
-	return Add(y, BroadcastToDims(Reshape(b, 1, 1, out), dims...))
-}
-
-// layerNormGraph normalises the last axis, with learned gain (init 1) and bias (init 0).
-func layerNormGraph(scope *model.Scope, x *Node) *Node {
-	g := x.Graph()
-	d := x.Shape().Dimensions[2]
-	ones := make([]float32, d)
-	for i := range ones {
-		ones[i] = 1
-	}
-	gain := scope.VariableWithValue("gain", ones).ValueGraph(g)
-	bias := scope.VariableWithShape("bias", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
-	return nn.LayerNorm(x, []int{2}, lnEpsilon, gain, bias, nil)
+	return vars.FeedForward(scope, x, h.FFNDim, "in", "out")
 }
 
 // followGraph marks, for each decoder input token x_t and source position i, whether the source
@@ -261,15 +240,18 @@ func followGraph(h Hyper, src, tgtIn *Node) *Node {
 func copyAttentionGraph(scope *model.Scope, h Hyper, s, enc, srcBias, follow *Node) (attn, ctxVec *Node) {
 	batch, tgtLen := s.Shape().Dimensions[0], s.Shape().Dimensions[1]
 	srcLen := enc.Shape().Dimensions[1]
+	d := h.DModel
 	cs := scope.At("copy")
-	q := denseGraph(cs, "q", s, h.DModel)
-	k := denseGraph(cs, "k", enc, h.DModel)
-	scores := MulScalar(Einsum("btd,bsd->bts", q, k), 1/math.Sqrt(float64(h.DModel)))
-	scores = Add(scores, BroadcastToDims(Reshape(srcBias, batch, 1, srcLen), batch, tgtLen, srcLen))
+	// One attention "head" over the whole width: [B, 1, T, S].
+	q := Reshape(vars.Dense(cs, "q", s, d, activation.TypeNone), batch, 1, tgtLen, d)
+	k := Reshape(vars.Dense(cs, "k", enc, d, activation.TypeNone), batch, 1, srcLen, d)
+	scores := MulScalar(layers.AttentionScores(q, k), 1/math.Sqrt(float64(d)))
+	scores = Add(scores, Reshape(srcBias, batch, 1, 1, srcLen))
 	bonus := cs.VariableWithValue("follow_bonus", float32(followBonusInit)).ValueGraph(s.Graph())
-	scores = Add(scores, Mul(follow, BroadcastToDims(bonus, batch, tgtLen, srcLen)))
-	attn = Softmax(scores, 2)
-	return attn, Einsum("bts,bsd->btd", attn, enc)
+	scores = Add(scores, Reshape(Mul(follow, BroadcastToDims(bonus, batch, tgtLen, srcLen)), batch, 1, tgtLen, srcLen))
+	p := layers.SoftmaxLast(scores)
+	ctxVec = layers.AttentionValues(p, Reshape(enc, batch, 1, srcLen, d))
+	return Reshape(p, batch, tgtLen, srcLen), Reshape(ctxVec, batch, tgtLen, d)
 }
 
 // copyGateGraph returns g_t, the probability of generating from the vocabulary, [B,T]. following
@@ -283,7 +265,11 @@ func copyGateGraph(scope *model.Scope, h Hyper, s, ctxVec, xEmb, following *Node
 	gx := cs.VariableWithShape("gate_x", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gb := cs.VariableWithValue("gate_b", float32(gateBiasInit)).ValueGraph(g)
 	gf := cs.VariableWithShape("gate_follow", shapes.Make(dtypes.Float32)).ValueGraph(g)
-	z := Add(Add(Einsum("btd,d->bt", s, gs), Einsum("btd,d->bt", ctxVec, gc)), Einsum("btd,d->bt", xEmb, gx))
+	batch, tgtLen := s.Shape().Dimensions[0], s.Shape().Dimensions[1]
+	dot := func(x, w *Node) *Node { // x [B,T,d] · w [d] -> [B,T]
+		return Reshape(layers.Product(Reshape(x, batch*tgtLen, d), Reshape(w, d, 1)), batch, tgtLen)
+	}
+	z := Add(Add(dot(s, gs), dot(ctxVec, gc)), dot(xEmb, gx))
 	z = Add(z, Mul(following, BroadcastToDims(gf, z.Shape().Dimensions...)))
 	return Sigmoid(Add(z, BroadcastToDims(gb, z.Shape().Dimensions...)))
 }

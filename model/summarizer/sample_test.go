@@ -30,7 +30,7 @@ func TestTinyConfigLearnsSample(t *testing.T) {
 	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: prep}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Train(context.Background(), cfg, prep, out); err != nil {
+	if err := Train(context.Background(), cfg, prep, out, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(out, training.BestDir, "metrics.json"))

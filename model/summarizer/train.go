@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -41,10 +43,32 @@ type Example struct {
 	Aspect int32
 }
 
+// RunOptions are the parts of a Train run that are not configuration.
+type RunOptions struct {
+	// AllowChangedConfig lets a rerun into a checkpoint with training progress continue although
+	// seed or summarizer settings differ from those it was trained with (see
+	// training.CheckConfig); by default that is refused.
+	AllowChangedConfig bool
+	// Log receives messages; os.Stderr when nil.
+	Log io.Writer
+}
+
 // Train trains a summarizer on the summarizer shards of a prepared directory (train split; dev split
 // for evaluation) and writes a checkpoint directory that infer loads with Load. Rerunning the same
-// command after an interruption resumes from the saved state.
-func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) error {
+// command after an interruption resumes from the saved state; a directory holding another kind of
+// output, a checkpoint made with another model or tokenizer, or (unless opts.AllowChangedConfig)
+// with other settings, is refused.
+func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts RunOptions) error {
+	log := opts.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	// Held for the whole run: no other run may train into, or replace, the same directory.
+	lock, err := training.LockOutDir(outDir, MetaFile, "summarizer")
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	man, err := dataset.ReadManifest(dataDir)
 	if err != nil {
 		return err
@@ -125,25 +149,11 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 		return fmt.Errorf("%s: no summarizer training rows", dataDir)
 	}
 
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return fmt.Errorf("summarizer: %w", err)
-	}
 	meta := Meta{FormatVersion: formatVersion, Hyper: h, AspectSet: man.AspectSet,
 		BeamSize: cfg.Summarizer.BeamSize, LengthPenalty: cfg.Summarizer.LengthPenalty, NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
 		MinLenRatio: cfg.Summarizer.MinLenRatio, CopyChainBonus: cfg.Summarizer.CopyChainBonus,
 		WordRule: cfg.Summarizer.WordRule, KnownWords: knownWords}
-	mb, _ := json.MarshalIndent(meta, "", "  ")
-	if err := atomicio.WriteFile(filepath.Join(outDir, MetaFile), append(mb, '\n'), 0o644); err != nil {
-		return err
-	}
-	tb, err := os.ReadFile(tokPath)
-	if err != nil {
-		return fmt.Errorf("summarizer: %w", err)
-	}
-	if err := atomicio.WriteFile(filepath.Join(outDir, TokenizerFile), tb, 0o644); err != nil {
-		return err
-	}
-	if err := cfg.WriteFile(filepath.Join(outDir, ConfigFile)); err != nil {
+	if err := writeCheckpointFiles(outDir, meta, tokPath, cfg, opts.AllowChangedConfig, log); err != nil {
 		return err
 	}
 
@@ -165,6 +175,48 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string) erro
 	fmt.Fprintf(os.Stderr, "summarizer: %s after %d/%d steps; best dev at step %d: %s; %.1f examples/s\n",
 		res.Stop, res.Steps, res.TotalSteps, res.BestStep, formatMetrics(res.Best), res.ExamplesPerSec)
 	return nil
+}
+
+// writeCheckpointFiles writes summarizer.json, tokenizer.json and config.yaml into outDir, after
+// checking that a checkpoint already there (being resumed) was made with the same model and
+// tokenizer and, unless allowChanged, the same settings. The caller holds outDir's lock.
+func writeCheckpointFiles(outDir string, meta Meta, tokPath string, cfg *config.Config, allowChanged bool, log io.Writer) error {
+	tb, err := os.ReadFile(tokPath)
+	if err != nil {
+		return fmt.Errorf("summarizer: %w", err)
+	}
+	if ob, err := os.ReadFile(filepath.Join(outDir, MetaFile)); err == nil {
+		var old Meta
+		if err := json.Unmarshal(ob, &old); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrNotSummarizer, filepath.Join(outDir, MetaFile), err)
+		}
+		if err := training.CheckConfig(outDir, ConfigFile, cfg, "summarizer", allowChanged, log); err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(old.Hyper, meta.Hyper) || old.AspectSet != meta.AspectSet {
+			return fmt.Errorf("%w: %s was trained with another model or data (summarizer.json differs); use another --out or delete it", training.ErrResume, outDir)
+		}
+		if oldTok, err := os.ReadFile(filepath.Join(outDir, TokenizerFile)); err != nil || !slices.Equal(oldTok, tb) {
+			return fmt.Errorf("%w: %s was trained with another tokenizer than %s; use another --out or delete it", training.ErrResume, outDir, tokPath)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("summarizer: %w", err)
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("summarizer: %w", err)
+	}
+	mb, _ := json.MarshalIndent(meta, "", "  ")
+	if err := atomicio.WriteFile(filepath.Join(outDir, MetaFile), append(mb, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := atomicio.WriteFile(filepath.Join(outDir, TokenizerFile), tb, 0o644); err != nil {
+		return err
+	}
+	y, err := cfg.YAML()
+	if err != nil {
+		return err
+	}
+	return atomicio.WriteFile(filepath.Join(outDir, ConfigFile), y, 0o644)
 }
 
 // GenVocabulary returns the size most frequent tokens of the summaries (ties by id) plus [EOS],
@@ -252,6 +304,9 @@ type TrainOptions struct {
 	Log io.Writer
 	// AfterStep is passed to the training loop (tests).
 	AfterStep func(step int)
+	// Shards is the number of data-parallel shards of each batch (training.Options.Shards); 0 =
+	// training.DataParallelShards(Backend), 2 on the pure-Go backend.
+	Shards int
 }
 
 // TrainExamples runs the shared training loop on examples. The best dev checkpoint (by ROUGE-L F of
@@ -317,6 +372,10 @@ func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error
 		n := float64(len(dev))
 		return training.Metrics{"loss": sum / max(count, 1), "rouge1": r1 / n, "rouge2": r2 / n, "rougeL": rl / n}, nil
 	}
+	shards := o.Shards
+	if shards == 0 {
+		shards = training.DataParallelShards(o.Backend)
+	}
 	return training.Run(ctx, training.Options{
 		Backend: o.Backend,
 		Store:   store,
@@ -333,6 +392,8 @@ func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error
 		OutDir:    o.OutDir,
 		Log:       o.Log,
 		AfterStep: o.AfterStep,
+		Shards:    shards,
+		Split:     h.SplitBatch,
 	})
 }
 

@@ -1,14 +1,12 @@
 package tracker
 
 import (
-	"math"
-
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/layers"
 )
 
 // The graph is split in three separable parts, each under its own scope, so that a pretrained
@@ -48,45 +46,16 @@ func PositionFeatures(index, docLength int) [NumPosFeatures]float32 {
 	return f
 }
 
-func normalInit(store *gomlxmodel.Store, stddev float64) gomlxmodel.VariableInitializer {
-	return func(g *Graph, shape shapes.Shape) *Node {
-		return MulScalar(store.RandomNormal(g, shape), stddev)
-	}
-}
+// vars names and initialises the tracker's layers (checkpoint paths: /model/encoder/layer_0/qkv/weights, ...).
+var vars = layers.Scoped(0.02)
 
 func weight(scope *gomlxmodel.Scope, g *Graph, name string, dims ...int) *Node {
-	return scope.WithInitializer(normalInit(scope.Store(), 0.02)).
+	return scope.WithInitializer(layers.NormalInit(scope.Store(), 0.02)).
 		VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
 }
 
 func zeros(scope *gomlxmodel.Scope, g *Graph, name string, dims ...int) *Node {
 	return scope.WithInitializer(Zeros).VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
-}
-
-func ones(scope *gomlxmodel.Scope, g *Graph, name string, dims ...int) *Node {
-	return scope.WithInitializer(Ones).VariableWithShape(name, shapes.Make(dtypes.Float32, dims...)).NodeValue(g)
-}
-
-// dense is x @ W + b over the last axis of x (weights [in, out], bias [out]), then act; its
-// gradient is laid out for the Go backend (denseFast).
-func dense(scope *gomlxmodel.Scope, x *Node, out int, act activation.Type) *Node {
-	g := x.Graph()
-	in := x.Shape().Dimensions[x.Rank()-1]
-	w := weight(scope, g, "weights", in, out)
-	b := zeros(scope, g, "biases", out)
-	return denseFast(x, w, b, act)
-}
-
-func layerNorm(scope *gomlxmodel.Scope, x *Node) *Node {
-	g := x.Graph()
-	d := x.Shape().Dimensions[x.Rank()-1]
-	return layerNormFast(x, ones(scope, g, "gain", d), zeros(scope, g, "offset", d), 1e-5)
-}
-
-// dropout goes through training.Dropout, which data-parallel training steps need (each shard
-// draws from its own random stream).
-func dropout(scope *gomlxmodel.Scope, x *Node, rate float64) *Node {
-	return training.Dropout(scope, x, rate)
 }
 
 // LogitsGraph returns the relevance logit of each sentence of the batch, [B].
@@ -168,42 +137,27 @@ func EmbeddingsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node
 	aspects := Reshape(Gather(asp, ExpandAxes(aspect, -1)), batch, 1, d) // [B, 1, d]
 	x = Concatenate([]*Node{aspects, tokens}, 1)
 	x = Add(x, ExpandAxes(Slice(posEmb, AxisRange(0, seq)), 0))
-	x = layerNorm(scope.In("norm"), x)
-	x = dropout(scope, x, hp.Dropout)
+	x = vars.LayerNorm(scope.In("norm"), x)
+	x = layers.Dropout(scope, x, hp.Dropout)
 	mask = Concatenate([]*Node{Ones(g, shapes.Make(dtypes.Bool, batch, 1)), NotEqual(ids, ZerosLike(ids))}, 1)
 	return x, mask
 }
 
 // EncoderGraph applies hp.NumLayers pre-norm transformer layers to x [B, S, d] under mask [B, S].
 func EncoderGraph(scope *gomlxmodel.Scope, hp *Hyperparams, x, mask *Node) *Node {
-	batch, seq, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
-	heads := hp.NumHeads
-	headDim := d / heads
+	batch, seq := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 	// Additive key mask [B, 1, 1, S]: 0 on tokens, -1e9 on padding, broadcast over heads and queries.
 	keyBias := Reshape(MulScalar(OneMinus(ConvertDType(mask, dtypes.Float32)), -1e9), batch, 1, 1, seq)
-	scale := 1 / math.Sqrt(float64(headDim))
 	for l := range hp.NumLayers {
 		layer := scope.In("layer_%d", l)
-		h := layerNorm(layer.In("attention_norm"), x)
-		// One projection for q, k and v, then one transpose to [3, B, H, S, dh]: the attention
-		// products below then batch over (B, H) with the contracted axis last, the layout the Go
-		// backend's batched matmul kernels take without further transposes.
-		qkv := dense(layer.In("qkv"), h, 3*d, activation.TypeNone)
-		qkv = TransposeAllDims(Reshape(qkv, batch, seq, 3, heads, headDim), 2, 0, 3, 1, 4)
-		q := Squeeze(Slice(qkv, AxisElem(0)), 0)
-		k := Squeeze(Slice(qkv, AxisElem(1)), 0)
-		v := Squeeze(Slice(qkv, AxisElem(2)), 0)
-		scores := Add(MulScalar(attentionScores(q, k), scale), keyBias)
-		att := attentionValues(softmaxFast(scores), v)                  // [B, H, S, dh]
-		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), batch, seq, d) // [B, S, d]
-		att = dense(layer.In("attention_output"), att, d, activation.TypeNone)
-		x = Add(x, dropout(layer, att, hp.Dropout))
-		h = layerNorm(layer.In("ffn_norm"), x)
-		h = dense(layer.In("ffn_hidden"), h, hp.FFNDim, activation.TypeRelu)
-		h = dense(layer.In("ffn_output"), h, d, activation.TypeNone)
-		x = Add(x, dropout(layer, h, hp.Dropout))
+		h := vars.LayerNorm(layer.In("attention_norm"), x)
+		att := vars.FusedSelfAttention(layer, h, keyBias, hp.NumHeads, "qkv", "attention_output")
+		x = Add(x, layers.Dropout(layer, att, hp.Dropout))
+		h = vars.LayerNorm(layer.In("ffn_norm"), x)
+		h = vars.FeedForward(layer, h, hp.FFNDim, "ffn_hidden", "ffn_output")
+		x = Add(x, layers.Dropout(layer, h, hp.Dropout))
 	}
-	return layerNorm(scope.In("final_norm"), x)
+	return vars.LayerNorm(scope.In("final_norm"), x)
 }
 
 // NgramPoolGraph is the lighter architecture: each token is the sum of its unigram embedding and
@@ -233,9 +187,9 @@ func NgramPoolGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node)
 			x = Add(x, Mul(e, ExpandAxes(ConvertDType(ok, dtypes.Float32), -1)))
 		}
 	}
-	x = dropout(scope, x, hp.Dropout)
+	x = layers.Dropout(scope, x, hp.Dropout)
 	// Aspect-conditioned attention pooling: score_t = <tanh(x_t W), q_aspect>.
-	keys := Tanh(dense(scope.In("attention_keys"), x, d, activation.TypeNone))                        // [B, T, d]
+	keys := Tanh(vars.Dense(scope, "attention_keys", x, d, activation.TypeNone))                      // [B, T, d]
 	queries := Gather(weight(scope, g, "aspect_queries", len(hp.Aspects), d), ExpandAxes(aspect, -1)) // [B, d]
 	scores := ReduceSum(Mul(keys, ExpandAxes(queries, 1)), -1)                                        // [B, T]
 	weights := MaskedSoftmax(scores, valid, -1)
@@ -254,9 +208,9 @@ func HeadGraph(scope *gomlxmodel.Scope, hp *Hyperparams, pooled, aspect, pos *No
 	g := pooled.Graph()
 	na := len(hp.Aspects)
 	h := Concatenate([]*Node{pooled, pos}, -1)
-	h = dropout(scope, h, hp.Dropout)
-	h = dense(scope.In("hidden"), h, hp.DModel, activation.TypeRelu)
-	h = dropout(scope, h, hp.Dropout)
+	h = layers.Dropout(scope, h, hp.Dropout)
+	h = vars.Dense(scope, "hidden", h, hp.DModel, activation.TypeRelu)
+	h = layers.Dropout(scope, h, hp.Dropout)
 	idx := ExpandAxes(aspect, -1)
 	w := Gather(weight(scope, g, "aspect_weights", na, hp.DModel), idx)               // [B, d]
 	b := Gather(zeros(scope, g, "aspect_bias", na, 1), idx)                           // [B, 1]

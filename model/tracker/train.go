@@ -137,6 +137,10 @@ type TrainOptions struct {
 	Log io.Writer
 	// AfterStep, when set, is called after each optimizer step (tests interrupt runs with it).
 	AfterStep func(step int)
+	// AllowChangedConfig lets a rerun into a checkpoint with training progress continue although
+	// seed or tracker settings differ from those it was trained with (see training.CheckConfig);
+	// by default that is refused.
+	AllowChangedConfig bool
 }
 
 // Train trains a tracker on the prepared directory dataDir with cfg.Tracker and writes the
@@ -149,6 +153,12 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		log = os.Stderr
 	}
 	tc := cfg.Tracker
+	// Held for the whole run: no other run may train into, or replace, the same directory.
+	lock, err := training.LockOutDir(outDir, HyperparamsFile, "tracker")
+	if err != nil {
+		return nil, nil, checkpointErr(err)
+	}
+	defer lock.Release()
 	backend, backendName, err := model.Backend()
 	if err != nil {
 		return nil, nil, err
@@ -163,8 +173,12 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		codes[i], names[i] = a.Code, a.Name
 	}
 	hp := NewHyperparams(tc, data.Tokenizer.VocabSize(), data.Manifest.AspectSet, codes, names)
-	if err := prepareCheckpointDir(outDir, hp, dataDir, cfg); err != nil {
-		return nil, nil, err
+	if err := prepareCheckpointDir(outDir, hp, dataDir, cfg, opts.AllowChangedConfig, log); err != nil {
+		return nil, nil, checkpointErr(err)
+	}
+	resume, err := training.ReadResumePoint(outDir)
+	if err != nil {
+		return nil, nil, checkpointErr(err)
 	}
 
 	train := weighTraining(data.Train.Examples, tc)
@@ -183,7 +197,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		if err != nil {
 			return nil, nil, err
 		}
-		if tc.LexicalWarmStart && !fileExistsIn(outDir, training.StateDir) {
+		if tc.LexicalWarmStart && resume == nil {
 			t0 := time.Now()
 			if err := fitLexical(store, hp, train, idfTok, idfBi, tc.LexicalL2); err != nil {
 				return nil, nil, err
@@ -450,10 +464,7 @@ func TrainingBatches(exs []Example, batchSize, maxTokens int, seed int64, epoch 
 // inside ops. The shard count, not the machine, fixes the arithmetic: a 1-core machine runs the
 // two halves one after the other and gets the same numbers.
 func TrainShards(backend compute.Backend) int {
-	if backend.String() == "go" {
-		return 2
-	}
-	return 1
+	return training.DataParallelShards(backend)
 }
 
 // SplitBatch cuts a training batch (ids, aspect, pos, labels, weights) into n shards of rows; each
@@ -470,9 +481,19 @@ func labelsOf(exs []Example) []float32 {
 	return out
 }
 
+// checkpointErr marks the training loop's refusals to resume (training.ErrResume) as
+// ErrCheckpoint too, the sentinel callers of this package test for.
+func checkpointErr(err error) error {
+	if errors.Is(err, training.ErrResume) && !errors.Is(err, ErrCheckpoint) {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	return err
+}
+
 // prepareCheckpointDir writes hparams.json, tokenizer.json and config.yaml into outDir, or checks
-// that an existing checkpoint there (being resumed) was made with the same settings and tokenizer.
-func prepareCheckpointDir(outDir string, hp *Hyperparams, dataDir string, cfg *config.Config) error {
+// that an existing checkpoint there (being resumed) was made with the same model settings,
+// tokenizer and (unless allowChanged) configuration. The caller holds outDir's lock.
+func prepareCheckpointDir(outDir string, hp *Hyperparams, dataDir string, cfg *config.Config, allowChanged bool, log io.Writer) error {
 	tokSrc := filepath.Join(dataDir, dataset.TokenizerFile)
 	tokBytes, err := os.ReadFile(tokSrc)
 	if err != nil {
@@ -482,6 +503,9 @@ func prepareCheckpointDir(outDir string, hp *Hyperparams, dataDir string, cfg *c
 		old, err := readHyperparams(outDir)
 		if err != nil {
 			return fmt.Errorf("output %s exists and is not a tracker checkpoint: %w", outDir, err)
+		}
+		if err := training.CheckConfig(outDir, ConfigFile, cfg, "tracker", allowChanged, log); err != nil {
+			return err
 		}
 		if !reflect.DeepEqual(old, hp) {
 			return fmt.Errorf("%w: %s was trained with other model settings or data (hparams.json differs); use another --out or delete it", ErrCheckpoint, outDir)
@@ -500,5 +524,9 @@ func prepareCheckpointDir(outDir string, hp *Hyperparams, dataDir string, cfg *c
 	if err := atomicio.WriteFile(filepath.Join(outDir, TokenizerFile), tokBytes, 0o644); err != nil {
 		return err
 	}
-	return cfg.WriteFile(filepath.Join(outDir, ConfigFile))
+	y, err := cfg.YAML()
+	if err != nil {
+		return err
+	}
+	return atomicio.WriteFile(filepath.Join(outDir, ConfigFile), y, 0o644)
 }

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/layers"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/layers"
 )
 
 // Data parallelism on a CPU (Options.Shards). The pure-Go backend runs most ops of a graph on one
@@ -32,46 +33,20 @@ import (
 // of its slice; the gradient graph returns the final RNG state, which the stepper stores in the
 // variable once the shards are done. The
 // dropout masks are therefore exactly those of the unsharded step, and a sharded run differs from
-// an unsharded one only by float rounding. Losses use Dropout, which does the right thing in both
-// kinds of graphs.
+// an unsharded one only by float rounding. Losses use layers.Dropout (model/layers), which does
+// the right thing in both kinds of graphs; the stepper binds each shard's stream to its gradient
+// graph (layers.BindShardStream).
 
-// shardRNG maps a gradient graph being built to its shard's random stream.
-var shardRNG sync.Map // *graph.Graph -> *rngStream
-
-// rngStream is the RNG state of a shard's gradient graph, threaded through its Dropout calls, with
-// where the shard's rows sit in the full batch.
-type rngStream struct {
-	state    *graph.Node
-	offset   *graph.Node // int32 scalar: the shard's first row in the full batch
-	fullRows int
-}
-
-// Dropout zeroes each element of x with probability rate in training graphs and scales the others
-// by 1/(1-rate) (layers.DropoutStatic); outside training it returns x. In the gradient graph of a
-// sharded step (Options.Shards) axis 0 of x must be the examples: it draws the mask of the full
-// batch, exactly as the unsharded step would, and applies the shard's rows. Losses trained with
-// Shards > 1 must use it instead of layers.Dropout.
-func Dropout(scope *gomlxmodel.Scope, x *graph.Node, rate float64) *graph.Node {
-	g := x.Graph()
-	if rate <= 0 || !scope.IsTraining(g) {
-		return x
+// DataParallelShards is the number of data-parallel shards of each training batch (Options.Shards)
+// that suits backend: 2 on the pure-Go backend, whose op scheduler uses one core per execution, so
+// that two cores compute the two halves' gradients at once; 1 (no sharding) on XLA, which
+// parallelises inside ops. The shard count, not the machine, fixes the arithmetic: a 1-core
+// machine runs the two halves one after the other and gets the same numbers.
+func DataParallelShards(backend compute.Backend) int {
+	if backend.String() == "go" {
+		return 2
 	}
-	s, ok := shardRNG.Load(g)
-	if !ok {
-		return layers.DropoutStatic(scope, x, rate)
-	}
-	stream := s.(*rngStream)
-	dims := x.Shape().Dimensions
-	full := append([]int{stream.fullRows}, dims[1:]...)
-	var u *graph.Node
-	stream.state, u = graph.RandomUniform(stream.state, shapes.Make(dtypes.Float32, full...))
-	// The shard's rows (a Gather: the Go backend has no DynamicSlice).
-	rows := graph.Add(graph.Iota(g, shapes.Make(dtypes.Int32, dims[0], 1), 0), stream.offset)
-	u = graph.Gather(u, rows)
-	// The same operations as layers.DropoutNormalize, so that the values match bit for bit.
-	r := graph.Scalar(g, dtypes.Float32, rate)
-	kept := graph.Where(graph.LessOrEqual(u, graph.BroadcastToDims(r, dims...)), graph.ZerosLike(x), x)
-	return graph.Div(kept, graph.ConvertDType(graph.OneMinus(r), x.DType()))
+	return 1
 }
 
 // SplitRows cuts a batch whose inputs are all tensors with the same axis-0 size (the examples)
@@ -197,9 +172,8 @@ func (s *shardedStepper) gradGraph(root *gomlxmodel.Scope, inputs []*graph.Node)
 	g := inputs[0].Graph()
 	store := root.Store()
 	store.SetTraining(g, true)
-	stream := &rngStream{state: store.GetVariable(rngPath).NodeValue(g), offset: inputs[0], fullRows: inputs[1].Shape().Dimensions[0]}
-	shardRNG.Store(g, stream)
-	defer shardRNG.Delete(g)
+	stream := &layers.ShardStream{State: store.GetVariable(rngPath).NodeValue(g), Offset: inputs[0], FullRows: inputs[1].Shape().Dimensions[0]}
+	defer layers.BindShardStream(g, stream)()
 	inputs = inputs[2:]
 	loss := s.o.Loss(store.Scope(model.ModelScope), inputs)
 	if loss.Rank() != 0 {
@@ -209,7 +183,7 @@ func (s *shardedStepper) gradGraph(root *gomlxmodel.Scope, inputs []*graph.Node)
 	var nodes []*graph.Node
 	for v := range store.IterVariables() {
 		if v.ChangedInGraph(g) {
-			panic(fmt.Sprintf("training: with Options.Shards > 1 the loss must not change variables, but it changes %s (draw dropout with training.Dropout)", v.Path()))
+			panic(fmt.Sprintf("training: with Options.Shards > 1 the loss must not change variables, but it changes %s (draw dropout with layers.Dropout of model/layers)", v.Path()))
 		}
 		if v.Trainable && strings.HasPrefix(v.Path(), model.ModelScope+"/") && v.InUseByGraph(g) {
 			vars = append(vars, v)
@@ -225,7 +199,7 @@ func (s *shardedStepper) gradGraph(root *gomlxmodel.Scope, inputs []*graph.Node)
 	}
 	s.mu.Unlock()
 	grads := graph.Gradient(graph.ConvertDType(loss, dtypes.Float32), nodes...)
-	return append([]*graph.Node{loss, stream.state}, grads...)
+	return append([]*graph.Node{loss, stream.State}, grads...)
 }
 
 func sameVars(a, b []*gomlxmodel.Variable) bool {

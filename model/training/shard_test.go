@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/model/layers"
 )
 
 // tensorSplit converts the toy task's Go-slice inputs to tensors, then splits the rows.
@@ -38,7 +39,7 @@ func toyStepsUpdate(t *testing.T, shards int, dropout, concurrent, graphUpdate b
 	o.Shards, o.Split = shards, tensorSplit
 	if dropout {
 		o.Loss = func(scope *gomlxmodel.Scope, in []*graph.Node) *graph.Node {
-			return bce(logitsGraph(scope, Dropout(scope, in[0], 0.3)), in[1])
+			return bce(logitsGraph(scope, layers.Dropout(scope, in[0], 0.3)), in[1])
 		}
 	}
 	if err := store.SetRNGStateFromSeed(o.Seed); err != nil {

@@ -10,7 +10,10 @@
 //   - seeded initialisation and dropout (Options.Seed);
 //   - dev evaluation every N optimizer steps (or each epoch), best-on-dev checkpoint, early stopping;
 //   - resumable runs: Ctrl-C (context cancellation) saves the full state (model, optimizer, RNG,
-//     position in the epoch); rerunning the same command continues from that step;
+//     position in the epoch), and so does every evaluation; rerunning the same command continues
+//     from the last one saved (after a kill, from the last evaluation) with the same result as an
+//     uninterrupted run. The state directory is replaced atomically; a directory with progress but
+//     no usable state is refused (ErrResume), never restarted from step 0 (see resume.go);
 //   - a progress bar with loss and examples/s, metrics appended to OUT/metrics.jsonl and a PNG plot of
 //     the train/dev curves (OUT/curves.png) at the end.
 //
@@ -125,7 +128,7 @@ type Options struct {
 	// Shards > 1 splits each micro-batch with Split into that many shards whose gradients are
 	// computed concurrently (one goroutine each, data parallelism on a multi-core CPU) and combined
 	// in a fixed order before one AdamW update; the result does not depend on the number of cores.
-	// The loss must draw its randomness through Dropout (see shard.go). 0 or 1: no sharding.
+	// The loss must draw its randomness through layers.Dropout (see shard.go). 0 or 1: no sharding.
 	Shards int
 	// Split cuts a micro-batch into n shards (SplitRows for inputs whose axis 0 is the batch).
 	// Required when Shards > 1.
@@ -173,6 +176,16 @@ type state struct {
 	Done         bool    `json:"done"`
 	Stop         string  `json:"stop,omitempty"`
 	Best         Metrics `json:"best,omitempty"`
+	// The train row of the next evaluation covers all steps since the last one, across an
+	// interruption: the loss sum and counts of those steps, and the training seconds they took.
+	WindowLoss     float64 `json:"window_loss_sum,omitempty"`
+	WindowLossN    int     `json:"window_loss_steps,omitempty"`
+	WindowExamples int     `json:"window_examples,omitempty"`
+	WindowSeconds  float64 `json:"window_seconds,omitempty"`
+	// Fresh marks the resume point written when a run starts from step 0, before anything else
+	// reaches OutDir: a run killed before its first real resume point starts over (it has only
+	// state.json), instead of finding progress without a resume point.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Run trains until the planned steps are done, early stopping triggers, or ctx is cancelled (then it
@@ -191,12 +204,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	st := state{}
 	res := &Result{}
-	statePath := filepath.Join(o.OutDir, StateDir, "state.json")
-	if b, err := os.ReadFile(statePath); err == nil {
-		if err := json.Unmarshal(b, &st); err != nil {
-			return nil, fmt.Errorf("training: resume point %s: %w", statePath, err)
-		}
-		if err := model.LoadVariablesInto(o.Store, filepath.Join(o.OutDir, StateDir, "variables.safetensors"), nil); err != nil {
+	saved, err := readState(o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	if saved != nil && !saved.Fresh {
+		st = *saved
+		if err := model.LoadVariablesInto(o.Store, filepath.Join(o.OutDir, StateDir, stateVariables), nil); err != nil {
 			return nil, fmt.Errorf("training: resume point: %w", err)
 		}
 		res.Resumed = true
@@ -204,10 +218,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			fmt.Fprintf(log, "training: %s already finished at step %d (%s); best step %d\n", o.OutDir, st.Step, st.Stop, st.BestStep)
 			return &Result{Steps: st.Step, TotalSteps: st.Step, BestStep: st.BestStep, Best: st.Best, Stop: st.Stop, Resumed: true}, nil
 		}
+		// Rows written after this resume point was saved (by the killed run) come again.
+		if err := truncateMetrics(o.OutDir, st.Step); err != nil {
+			return nil, err
+		}
 		fmt.Fprintf(log, "training: resuming %s at step %d (epoch %d, batch %d)\n", o.OutDir, st.Step, st.Epoch+1, st.BatchInEpoch)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("training: %w", err)
 	} else {
+		// A new run, or one killed before its first resume point: whatever it left is redone.
+		for _, p := range []string{filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, BestDir)} {
+			if err := os.RemoveAll(p); err != nil {
+				return nil, fmt.Errorf("training: %w", err)
+			}
+		}
+		if err := o.saveFresh(); err != nil {
+			return nil, err
+		}
 		if err := o.Store.SetRNGStateFromSeed(o.Seed); err != nil {
 			return nil, fmt.Errorf("training: seed: %w", err)
 		}
@@ -254,14 +279,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	bar := progress.NewTo(log, "train", int64(total), "steps")
 	bar.Set(int64(st.Step))
 	var (
-		trainLoss     float64
-		trainLossN    int
+		trainLoss     = st.WindowLoss
+		trainLossN    = st.WindowLossN
 		examples      int
 		tokens        int
 		trainTime     time.Duration
-		windowStart   = time.Now()
-		windowExample int
+		windowStart   = time.Now().Add(-time.Duration(st.WindowSeconds * float64(time.Second)))
+		windowExample = st.WindowExamples
 	)
+	// window records the current evaluation window in st, for a resume point saved mid-window.
+	window := func() {
+		st.WindowLoss, st.WindowLossN, st.WindowExamples = trainLoss, trainLossN, windowExample
+		st.WindowSeconds = time.Since(windowStart).Seconds()
+	}
 
 	evaluate := func() error {
 		t0 := time.Now()
@@ -288,6 +318,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		trainLoss, trainLossN = 0, 0
 		windowStart, windowExample = time.Now(), 0
+		st.WindowLoss, st.WindowLossN, st.WindowExamples, st.WindowSeconds = 0, 0, 0, 0
 		st.LastEvalStep = st.Step
 		if improved {
 			st.HasBest, st.BestScore, st.BestStep, st.BadEvals, st.Best = true, score, st.Step, 0, m
@@ -360,6 +391,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.ExamplesPerSec = float64(examples) / max(trainTime.Seconds(), 1e-9)
 	res.TokensPerSec = float64(tokens) / max(trainTime.Seconds(), 1e-9)
 	if stop == "interrupted" {
+		window()
 		if err := o.saveState(st); err != nil {
 			return nil, err
 		}
@@ -631,24 +663,32 @@ func (o *Options) saveBest(m Metrics) error {
 }
 
 // saveState writes all variables (model, optimizer, RNG) and the loop position into a fresh
-// directory that replaces state/ only when complete, so variables and position always match.
+// directory that replaces state/ only when complete (atomicio.Dir: one complete version is on disk
+// at every instant), so variables and position always match.
 func (o *Options) saveState(st state) error {
 	d, err := atomicio.NewDir(filepath.Join(o.OutDir, StateDir), true)
 	if err != nil {
 		return fmt.Errorf("training: save state: %w", err)
 	}
 	defer d.Abort()
-	if err := model.SaveVariables(d.Path("variables.safetensors"), o.Store, nil); err != nil {
-		return fmt.Errorf("training: save state: %w", err)
+	if !st.Fresh {
+		if err := model.SaveVariables(d.Path(stateVariables), o.Store, nil); err != nil {
+			return fmt.Errorf("training: save state: %w", err)
+		}
 	}
 	b, _ := json.MarshalIndent(st, "", "  ")
-	if err := atomicio.WriteFile(d.Path("state.json"), append(b, '\n'), 0o644); err != nil {
+	if err := atomicio.WriteFile(d.Path(stateFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("training: save state: %w", err)
 	}
 	if err := d.Commit(); err != nil {
 		return fmt.Errorf("training: save state: %w", err)
 	}
 	return nil
+}
+
+// saveFresh writes the resume point of a run that starts from step 0 (see state.Fresh).
+func (o *Options) saveFresh() error {
+	return o.saveState(state{Fresh: true})
 }
 
 func formatMetrics(m Metrics) string {

@@ -1,4 +1,4 @@
-package tracker
+package layers
 
 import (
 	"math"
@@ -26,7 +26,8 @@ func randomTensor(rng *rand.Rand, dims ...int) *tensors.Tensor {
 }
 
 // TestFastGradients checks that the values and gradients of the ops of fastgrad.go equal those of
-// the GoMLX ops they replace (up to float rounding), on random inputs.
+// the GoMLX ops they replace (up to float rounding), on random inputs. (Moved here with the ops
+// from model/tracker, where it began.)
 func TestFastGradients(t *testing.T) {
 	backend, _, err := model.Backend()
 	if err != nil {
@@ -43,7 +44,7 @@ func TestFastGradients(t *testing.T) {
 		{
 			desc: "dense 3-D input, in < out, ReLU",
 			dims: [][]int{{3, 5, 8}, {8, 12}, {12}, {3, 5, 12}},
-			fast: func(in []*Node) *Node { return denseFast(in[0], in[1], in[2], activation.TypeRelu) },
+			fast: func(in []*Node) *Node { return Dense(in[0], in[1], in[2], activation.TypeRelu) },
 			gomlxF: func(in []*Node) *Node {
 				return nn.Dense(in[0], in[1], in[2], compute.DenseLayoutInputOutputs, activation.TypeRelu)
 			},
@@ -51,7 +52,7 @@ func TestFastGradients(t *testing.T) {
 		{
 			desc: "dense 2-D input, in > out, no activation",
 			dims: [][]int{{7, 12}, {12, 4}, {4}, {7, 4}},
-			fast: func(in []*Node) *Node { return denseFast(in[0], in[1], in[2], activation.TypeNone) },
+			fast: func(in []*Node) *Node { return Dense(in[0], in[1], in[2], activation.TypeNone) },
 			gomlxF: func(in []*Node) *Node {
 				return nn.Dense(in[0], in[1], in[2], compute.DenseLayoutInputOutputs, activation.TypeNone)
 			},
@@ -59,7 +60,7 @@ func TestFastGradients(t *testing.T) {
 		{
 			desc: "layer norm 3-D input",
 			dims: [][]int{{3, 5, 16}, {16}, {16}, {3, 5, 16}},
-			fast: func(in []*Node) *Node { return layerNormFast(in[0], in[1], in[2], 1e-5) },
+			fast: func(in []*Node) *Node { return LayerNorm(in[0], in[1], in[2], 1e-5) },
 			gomlxF: func(in []*Node) *Node {
 				return nn.LayerNorm(in[0], []int{-1}, 1e-5, in[1], in[2], nil)
 			},
@@ -67,19 +68,70 @@ func TestFastGradients(t *testing.T) {
 		{
 			desc:   "softmax over the last axis",
 			dims:   [][]int{{2, 3, 5, 7}, {2, 3, 5, 7}},
-			fast:   func(in []*Node) *Node { return softmaxFast(in[0]) },
+			fast:   func(in []*Node) *Node { return SoftmaxLast(in[0]) },
 			gomlxF: func(in []*Node) *Node { return Softmax(in[0], -1) },
+		},
+		{
+			desc:   "product",
+			dims:   [][]int{{7, 5}, {5, 3}, {7, 3}},
+			fast:   func(in []*Node) *Node { return Product(in[0], in[1]) },
+			gomlxF: func(in []*Node) *Node { return Einsum("nd,dm->nm", in[0], in[1]) },
+		},
+		{
+			desc:   "product with the transposed weights, n·m small (transpose of v)",
+			dims:   [][]int{{3, 8}, {4, 8}, {3, 4}},
+			fast:   func(in []*Node) *Node { return ProductTransposed(in[0], in[1]) },
+			gomlxF: func(in []*Node) *Node { return Einsum("nd,md->nm", in[0], in[1]) },
+		},
+		{
+			desc:   "product with the transposed weights, output softmax shape (transposes of x and xᵀv)",
+			dims:   [][]int{{12, 4}, {30, 4}, {12, 30}},
+			fast:   func(in []*Node) *Node { return ProductTransposed(in[0], in[1]) },
+			gomlxF: func(in []*Node) *Node { return Einsum("nd,md->nm", in[0], in[1]) },
+		},
+		{
+			desc:   "sum over the last axis",
+			dims:   [][]int{{2, 3, 5}, {2, 3}},
+			fast:   func(in []*Node) *Node { return SumLast(in[0]) },
+			gomlxF: func(in []*Node) *Node { return ReduceSum(in[0], -1) },
+		},
+		{
+			desc:   "broadcast of a vector over rows",
+			dims:   [][]int{{6}, {4, 6}},
+			fast:   func(in []*Node) *Node { return BroadcastRows(in[0], 4) },
+			gomlxF: func(in []*Node) *Node { return BroadcastToDims(Reshape(in[0], 1, 6), 4, 6) },
+		},
+		{
+			desc: "attention with a key bias",
+			dims: [][]int{{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 6, 4}, {2, 1, 1, 6}, {2, 3, 5, 4}},
+			fast: func(in []*Node) *Node { return Attention(in[0], in[1], in[2], in[3]) },
+			gomlxF: func(in []*Node) *Node {
+				scores := Add(MulScalar(Einsum("bhqd,bhkd->bhqk", in[0], in[1]), 0.5), in[3])
+				return Einsum("bhqk,bhkd->bhqd", Softmax(scores, -1), in[2])
+			},
+		},
+		{
+			desc:   "attention scores, long sequences (transposes of q and of dkᵀ)",
+			dims:   [][]int{{2, 2, 9, 3}, {2, 2, 11, 3}, {2, 2, 9, 11}},
+			fast:   func(in []*Node) *Node { return AttentionScores(in[0], in[1]) },
+			gomlxF: func(in []*Node) *Node { return Einsum("bhqd,bhkd->bhqk", in[0], in[1]) },
+		},
+		{
+			desc:   "attention values, long sequences (transposes of v and of dvᵀ)",
+			dims:   [][]int{{2, 2, 9, 11}, {2, 2, 11, 3}, {2, 2, 9, 3}},
+			fast:   func(in []*Node) *Node { return AttentionValues(in[0], in[1]) },
+			gomlxF: func(in []*Node) *Node { return Einsum("bhqk,bhkd->bhqd", in[0], in[1]) },
 		},
 		{
 			desc:   "attention scores",
 			dims:   [][]int{{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 5, 6}},
-			fast:   func(in []*Node) *Node { return attentionScores(in[0], in[1]) },
+			fast:   func(in []*Node) *Node { return AttentionScores(in[0], in[1]) },
 			gomlxF: func(in []*Node) *Node { return Einsum("bhqd,bhkd->bhqk", in[0], in[1]) },
 		},
 		{
 			desc:   "attention values",
 			dims:   [][]int{{2, 3, 5, 6}, {2, 3, 6, 4}, {2, 3, 5, 4}},
-			fast:   func(in []*Node) *Node { return attentionValues(in[0], in[1]) },
+			fast:   func(in []*Node) *Node { return AttentionValues(in[0], in[1]) },
 			gomlxF: func(in []*Node) *Node { return Einsum("bhqk,bhkd->bhqd", in[0], in[1]) },
 		},
 	}

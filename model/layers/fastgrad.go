@@ -1,4 +1,4 @@
-package tracker
+package layers
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ import (
 //
 // The hook: GoMLX looks a node's gradient up in graph.VJPRegistration by node type. init wraps
 // the entries of the node types used here; a node built by this file is found in customVJPs and
-// gets its own gradient, every other node (the summarizer's, GoMLX's own layers) the original one.
+// gets its own gradient, every other node (GoMLX's own layers, plain graph ops) the original one.
 // Backends without a fused op (InternalFusedOpCaller falls back) get the decomposed versions below,
 // with the same gradients.
 
@@ -65,7 +65,7 @@ func init() {
 // with respect to node.Inputs(), in order.
 func withGradient(node *Node, want NodeType, grad func(node, v *Node) []*Node) *Node {
 	if node.Type() != want {
-		panic(fmt.Sprintf("tracker: fastgrad: expected a %s node, got %s", want, node.Type()))
+		panic(fmt.Sprintf("layers: expected a %s node, got %s", want, node.Type()))
 	}
 	key := weak.Make(node)
 	customVJPs.Store(key, grad)
@@ -80,9 +80,9 @@ func sumRows(v *Node) *Node {
 	return Reshape(DotGeneral(ones, []int{1}, nil, v, []int{0}, nil), k)
 }
 
-// matmul is x [n, in] @ w [in, out] with a gradient that needs no transpose for x and one
+// Product is x [n, in] @ w [in, out] with a gradient that needs no transpose for x and one
 // transpose of the smaller of x and the output gradient for w.
-func matmul(x, w *Node) *Node {
+func Product(x, w *Node) *Node {
 	y := DotGeneral(x, []int{1}, nil, w, []int{0}, nil)
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
 		dx, dw := matmulGrads(node.Inputs()[0], node.Inputs()[1], v)
@@ -102,8 +102,9 @@ func matmulGrads(x, w, v *Node) (dx, dw *Node) {
 	return dx, dw
 }
 
-// broadcastRows repeats b [k] on n rows, [n, k]; its gradient sums the rows with a product.
-func broadcastRows(b *Node, n int) *Node {
+// BroadcastRows repeats b [k] on n rows, [n, k]; its gradient sums the rows with a product (GoMLX:
+// a ReduceSum through the backend's generic iterator).
+func BroadcastRows(b *Node, n int) *Node {
 	k := b.Shape().Dimensions[0]
 	y := BroadcastToDims(Reshape(b, 1, k), n, k)
 	return withGradient(y, NodeTypeBroadcastInDim, func(node, v *Node) []*Node {
@@ -111,16 +112,16 @@ func broadcastRows(b *Node, n int) *Node {
 	})
 }
 
-// denseFast is nn.Dense (x @ w + b, then act, over the last axis of x; w [in, out], b [out]): the
-// backend's fused dense op, whose gradient is that of matmul, broadcastRows and relu, computed from
+// Dense is nn.Dense (x @ w + b, then act, over the last axis of x; w [in, out], b [out]): the
+// backend's fused dense op, whose gradient is that of Product, BroadcastRows and relu, computed from
 // the fused node's inputs and output.
-func denseFast(x, w, b *Node, act activation.Type) *Node {
+func Dense(x, w, b *Node, act activation.Type) *Node {
 	in, out := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
 	lead := x.Shape().Dimensions[:x.Rank()-1]
 	n := x.Shape().Size() / in
 	decomposed := func() *Node {
-		y := matmul(Reshape(x, n, in), w)
-		y = Add(y, broadcastRows(b, n))
+		y := Product(Reshape(x, n, in), w)
+		y = Add(y, BroadcastRows(b, n))
 		if act == activation.TypeRelu {
 			y = relu(y)
 		} else {
@@ -148,28 +149,38 @@ func denseFast(x, w, b *Node, act activation.Type) *Node {
 	})
 }
 
-// attentionScores is q·k over the last axis for every (batch, head): q [B, H, Sq, e], k [B, H,
+// AttentionScores is q·k over the last axis for every (batch, head): q [B, H, Sq, e], k [B, H,
 // Sk, e] -> [B, H, Sq, Sk] (einsum bhqe,bhke->bhqk).
-func attentionScores(q, k *Node) *Node {
+func AttentionScores(q, k *Node) *Node {
 	y := DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1})
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
 		q, k := node.Inputs()[0], node.Inputs()[1]
-		dq := DotGeneral(v, []int{3}, []int{0, 1}, k, []int{2}, []int{0, 1})                  // Σ_k v[q,k] k[k,e]
-		dk := DotGeneral(Transpose(v, 2, 3), []int{3}, []int{0, 1}, q, []int{2}, []int{0, 1}) // Σ_q v[q,k] q[q,e]
-		return []*Node{dq, dk}
+		dq := DotGeneral(v, []int{3}, []int{0, 1}, k, []int{2}, []int{0, 1}) // Σ_k v[q,k] k[k,e]
+		return []*Node{dq, tokenContraction(v, q)}                           // dk = Σ_q v[q,k] q[q,e]
 	})
 }
 
-// attentionValues is the attention-weighted sum of the values: p [B, H, Sq, Sk], v [B, H, Sk, e]
+// AttentionValues is the attention-weighted sum of the values: p [B, H, Sq, Sk], v [B, H, Sk, e]
 // -> [B, H, Sq, e] (einsum bhqk,bhke->bhqe).
-func attentionValues(p, values *Node) *Node {
+func AttentionValues(p, values *Node) *Node {
 	y := DotGeneral(p, []int{3}, []int{0, 1}, values, []int{2}, []int{0, 1})
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
 		p, values := node.Inputs()[0], node.Inputs()[1]
-		dp := DotGeneral(v, []int{3}, []int{0, 1}, values, []int{3}, []int{0, 1})             // Σ_e v[q,e] values[k,e]
-		dv := DotGeneral(Transpose(p, 2, 3), []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1}) // Σ_q p[q,k] v[q,e]
-		return []*Node{dp, dv}
+		dp := DotGeneral(v, []int{3}, []int{0, 1}, values, []int{3}, []int{0, 1}) // Σ_e v[q,e] values[k,e]
+		return []*Node{dp, tokenContraction(p, v)}                                // dv = Σ_q p[q,k] v[q,e]
 	})
+}
+
+// tokenContraction is Σ_q a[b,h,q,k] c[b,h,q,e] -> [B, H, Sk, e], a contraction over the query
+// axis that the kernels take only with it last in the left operand: a transpose of a [Sq, Sk]
+// when that is smallest, else of c [Sq, e] and of the product [e, Sk] (long sequences: Sq·Sk >
+// (Sq + Sk)·e; the tracker's up to 64 tokens and 32-wide heads never are).
+func tokenContraction(a, c *Node) *Node {
+	sq, sk, e := a.Shape().Dimensions[2], a.Shape().Dimensions[3], c.Shape().Dimensions[3]
+	if sq*sk <= (sq+sk)*e {
+		return DotGeneral(Transpose(a, 2, 3), []int{3}, []int{0, 1}, c, []int{2}, []int{0, 1})
+	}
+	return Transpose(DotGeneral(Transpose(c, 2, 3), []int{3}, []int{0, 1}, a, []int{2}, []int{0, 1}), 2, 3) // (cᵀ a)ᵀ
 }
 
 // relu is max(x, 0) with a two-pass gradient, v where x >= 0 (as GoMLX's, 1 at 0) else 0; GoMLX's
@@ -183,7 +194,7 @@ func relu(x *Node) *Node {
 	})
 }
 
-// layerNormFast is nn.LayerNorm over the last axis of x (gain and offset [d]): the backend's fused
+// LayerNorm is nn.LayerNorm over the last axis of x (gain and offset [d]): the backend's fused
 // op, with the gradient in closed form
 //
 //	dx = (g - mean(g) - x̂ · mean(g · x̂)) / σ,   g = dL/dx̂ = dL/dy · gain
@@ -191,7 +202,7 @@ func relu(x *Node) *Node {
 // where x̂ = (x - mean(x)) / σ is recomputed from x, the means over the last axis are products with
 // ones, and the gain and offset gradients are row sums: about ten elementwise passes, where GoMLX's
 // decomposition takes more and reduces with the slow generic ReduceSum.
-func layerNormFast(x, gain, offset *Node, epsilon float64) *Node {
+func LayerNorm(x, gain, offset *Node, epsilon float64) *Node {
 	d := x.Shape().Dimensions[x.Rank()-1]
 	n := x.Shape().Size() / d
 	// normalize returns x̂ [n, d] and 1/σ [n, 1] of x2 [n, d].
@@ -206,7 +217,7 @@ func layerNormFast(x, gain, offset *Node, epsilon float64) *Node {
 		xhat := withGradient(Mul(Sub(x2, StopGradient(meanLast(x2))), StopGradient(rstd)), NodeTypeMul, func(node, v *Node) []*Node {
 			return []*Node{normGrad(node, node.Inputs()[1], v), nil}
 		})
-		y := Add(Mul(xhat, broadcastRows(gain, n)), broadcastRows(offset, n))
+		y := Add(Mul(xhat, BroadcastRows(gain, n)), BroadcastRows(offset, n))
 		return Reshape(y, x.Shape().Dimensions...)
 	}
 	y, fused := InternalFusedOpCaller(func() *Node { return BackendFusedLayerNorm(x, []int{-1}, epsilon, gain, offset) }, decomposed, false)
@@ -240,10 +251,10 @@ func normGrad(xhat, rstd, g *Node) *Node {
 	return Mul(Sub(Sub(g, meanLast(g)), Mul(xhat, meanLast(Mul(g, xhat)))), rstd)
 }
 
-// softmaxFast is Softmax over the last axis: the backend's fused op, with the gradient
+// SoftmaxLast is Softmax over the last axis: the backend's fused op, with the gradient
 // p · (v - Σ_last v·p), the sum as a product with ones (GoMLX recomputes the decomposed softmax,
 // exp in float64 included, in the backward pass).
-func softmaxFast(x *Node) *Node {
+func SoftmaxLast(x *Node) *Node {
 	d := x.Shape().Dimensions[x.Rank()-1]
 	n := x.Shape().Size() / d
 	y, fused := InternalFusedOpCaller(func() *Node { return BackendFusedSoftmax(x, x.Rank()-1) }, func() *Node { return Softmax(x, -1) }, false)
@@ -255,4 +266,40 @@ func softmaxFast(x *Node) *Node {
 		dx := Mul(p, Sub(v2, sumLast(Mul(v2, p))))
 		return []*Node{Reshape(dx, node.Shape().Dimensions...)}
 	})
+}
+
+// ProductTransposed is x [n, d] @ wᵀ for w [m, d], [n, m] (both operands contracted on their last
+// axis, the layout the backend's kernels take as they are): tied output embeddings. Its
+// gradients: dx = v @ w, the layout of Product; dw = vᵀ @ x, which needs the token axis n last in
+// one operand: a transpose of v [n, m], or when that is larger, of x [n, d] and of the product
+// (xᵀ v) [d, m] (an output softmax has m >> d).
+func ProductTransposed(x, w *Node) *Node {
+	y := DotGeneral(x, []int{1}, nil, w, []int{1}, nil)
+	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
+		x, w := node.Inputs()[0], node.Inputs()[1]
+		n, d, m := x.Shape().Dimensions[0], x.Shape().Dimensions[1], w.Shape().Dimensions[0]
+		dx := DotGeneral(v, []int{1}, nil, w, []int{0}, nil) // [n, m] @ [m, d]
+		var dw *Node
+		if n*m <= n*d+d*m {
+			dw = DotGeneral(Transpose(v, 0, 1), []int{1}, nil, x, []int{0}, nil) // vᵀ [m, n] @ x [n, d]
+		} else {
+			dw = Transpose(DotGeneral(Transpose(x, 0, 1), []int{1}, nil, v, []int{0}, nil), 0, 1) // (xᵀ [d, n] @ v [n, m])ᵀ
+		}
+		return []*Node{dx, dw}
+	})
+}
+
+// SumLast is the sum of x over its last axis (the other axes kept), as a product with a vector of
+// ones; its gradient broadcasts v back over the summed axis. GoMLX's ReduceSum runs through the
+// Go backend's generic iterator, 20-30x slower, forward and in the gradient of a broadcast.
+func SumLast(x *Node) *Node {
+	dims := x.Shape().Dimensions
+	d := dims[len(dims)-1]
+	n := x.Shape().Size() / d
+	ones := Ones(x.Graph(), shapes.Make(x.DType(), 1, d))
+	y := DotGeneral(Reshape(x, n, d), []int{1}, nil, ones, []int{1}, nil) // [n, 1]
+	y = withGradient(y, NodeTypeDotGeneral, func(_, v *Node) []*Node {
+		return []*Node{BroadcastToDims(v, n, d), nil}
+	})
+	return Reshape(y, dims[:len(dims)-1]...)
 }

@@ -1,0 +1,12 @@
+// Command tracksum-serve is an OpenAI-compatible chat-completions server over a tracksum
+// checkpoint (docs/serve.md), so that the LLM methods run offline on a local model.
+//
+//	tracksum-serve --summarizer CKPT [--tracker CKPT] [--listen 127.0.0.1:8000] [--model-name NAME]
+package main
+
+import (
+	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/serve"
+)
+
+func main() { cli.Main(serve.Command()) }

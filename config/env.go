@@ -1,0 +1,94 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+)
+
+// BenchEnvPrefix prefixes environment variables read by benchmarks (e.g. TRACKSUM_BENCH_ABSTRACTS);
+// they are not config keys, so checkEnv leaves them alone.
+const BenchEnvPrefix = EnvPrefix + "_BENCH_"
+
+// envKey returns the environment variable that overrides a dotted config key.
+func envKey(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// leafKeys lists every leaf of a config struct as a dotted key with its Go type and value.
+func leafKeys(prefix string, val reflect.Value, out map[string]reflect.Value) {
+	t := val.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("mapstructure"), ",")[0]
+		if tag == "" || tag == "-" {
+			continue
+		}
+		key := tag
+		if prefix != "" {
+			key = prefix + "." + tag
+		}
+		fv := val.Field(i)
+		if fv.Kind() == reflect.Struct && f.Type.String() != "time.Duration" {
+			leafKeys(key, fv, out)
+			continue
+		}
+		out[key] = fv
+	}
+}
+
+// decodeHook is the conversion applied to every value from a profile or the environment.
+func decodeHook() mapstructure.DecodeHookFunc {
+	return mapstructure.ComposeDecodeHookFunc(
+		mapstructure.StringToTimeDurationHookFunc(),
+		mapstructure.StringToSliceHookFunc(","),
+	)
+}
+
+// checkEnv checks every TRACKSUM_* variable of environ ("NAME=value" entries, as os.Environ) before
+// viper reads them: a name that is no config key is an error (viper would silently ignore it), and
+// a value that does not parse as its key's type is reported as the variable's fault rather than the
+// config file's. Variables that name secrets (the values of *_env keys, e.g. TRACKSUM_LLM_API_KEY
+// from eval.llm.api_key_env, as resolved by lookup and by default) and benchmark knobs are not
+// config keys and are skipped.
+func checkEnv(environ []string, lookup func(key string) string) error {
+	leaves := map[string]reflect.Value{}
+	leafKeys("", reflect.ValueOf(Default()), leaves)
+	known := map[string]string{}
+	var exempt []string
+	for key, v := range leaves {
+		known[envKey(key)] = key
+		if strings.HasSuffix(key, "_env") && v.Kind() == reflect.String {
+			exempt = append(exempt, v.String(), lookup(key))
+		}
+	}
+	var errs []error
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix+"_") || strings.HasPrefix(name, BenchEnvPrefix) || slices.Contains(exempt, name) {
+			continue
+		}
+		key, ok := known[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("environment variable %s: no such config key (variables are %s_SECTION_KEY, e.g. %s)",
+				name, EnvPrefix, envKey("tracker.train.learning_rate")))
+			continue
+		}
+		target := reflect.New(leaves[key].Type())
+		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+			Result: target.Interface(), WeaklyTypedInput: true, DecodeHook: decodeHook(),
+		})
+		if err == nil {
+			err = dec.Decode(value)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("environment variable %s (%s): cannot use %q as %s", name, key, value, leaves[key].Type()))
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}

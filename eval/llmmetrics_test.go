@@ -1,0 +1,209 @@
+package eval
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/serve"
+	"github.com/tracksum/tracksum/serve/servetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
+
+// between returns the text of s between after and before.
+func between(s, after, before string) string {
+	i := strings.Index(s, after)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(after):]
+	if j := strings.Index(s, before); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+// scriptedLLM is a real HTTP endpoint that follows the FM and QA prompts mechanically: an
+// extraction puts the whole text in the "result" facet, a grade is 4 for identical segments and 2
+// otherwise, every text gets one question, and answers repeat the text.
+func scriptedLLM(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		p := req.Messages[len(req.Messages)-1].Content
+		var answer string
+		switch {
+		case strings.Contains(p, "Copy out the part"):
+			b, _ := json.Marshal(map[string]string{"background": "", "method": "", "result": between(p, "Text:\n", "\n\nJSON:"), "conclusion": ""})
+			answer = string(b)
+		case strings.Contains(p, "Grade how well"):
+			answer = "2"
+			if between(p, "Text 1:\n", "\n\nText 2:") == between(p, "Text 2:\n", "\n\nGrade:") {
+				answer = "4"
+			}
+		case strings.Contains(p, "questions that test"):
+			answer = "Question [1]: What does the text say?\nAnswer: " + between(p, "Text:\n", "\n\nQuestions:")
+		case strings.Contains(p, "Answer each question"):
+			answer = "Question: What does the text say?\nAnswer: what the text says"
+		default:
+			answer = "unexpected prompt"
+		}
+		b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": answer}}}})
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func llmConfig(t *testing.T, url string) *config.Config {
+	cfg := config.Default()
+	cfg.Eval.Metrics = []string{"fm", "qa"}
+	cfg.Eval.LLM.BaseURL, cfg.Eval.LLM.Model, cfg.Eval.LLM.CacheDir = url, "m", t.TempDir()
+	cfg.Eval.LLM.MaxRetries, cfg.Eval.Bootstrap.Resamples = 0, 50
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &cfg
+}
+
+func readLines(t *testing.T, path string) []map[string]json.RawMessage {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]json.RawMessage
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestLLMMetricsScripted checks the numbers FM and QA give through the whole eval path (real
+// HTTP, instances.jsonl, llm_metrics.json, report.html, agreement).
+func TestLLMMetricsScripted(t *testing.T) {
+	srv, _ := scriptedLLM(t)
+	cfg := llmConfig(t, srv.URL)
+	out := filepath.Join(t.TempDir(), "eval")
+	o, err := Run(context.Background(), Options{Pred: "testdata/pred.jsonl", Ref: "testdata/ref.jsonl", Out: out, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := readLines(t, filepath.Join(out, "instances.jsonl"))
+	var human strings.Builder
+	defined := 0
+	for i, l := range lines {
+		p := &o.Pairs[i]
+		var scores map[string]float64
+		json.Unmarshal(l["scores"], &scores)
+		fm, ok := scores["fm"]
+		// Only the result facet is extracted: 4/4 for identical summaries, 2/4 otherwise, and
+		// 1/4 (no request) for a negative prediction; undefined for a negative reference.
+		var want float64
+		switch {
+		case p.Ref.Negative():
+			if ok {
+				t.Errorf("%s/%s: fm %v for a negative reference", p.Ref.PMID, p.Ref.Aspect, fm)
+			}
+			continue
+		case p.Pred.Negative():
+			want = 0.25
+		case p.Ref.Summary == p.Pred.Summary:
+			want = 1
+		default:
+			want = 0.5
+		}
+		if !ok || math.Abs(fm-want) > 1e-12 {
+			t.Errorf("%s/%s: fm = %v (%v), want %v", p.Ref.PMID, p.Ref.Aspect, fm, ok, want)
+		}
+		if _, ok := l["fm_detail"]; !ok {
+			t.Errorf("instances.jsonl line %d has no fm_detail object", i+1)
+		}
+		if _, ok := scores["qa_coverage"]; !ok && !p.Ref.Negative() {
+			t.Errorf("%s/%s: no qa_coverage", p.Ref.PMID, p.Ref.Aspect)
+		}
+		defined++
+		fmt.Fprintf(&human, `{"PMID":%q,"Aspect":%q,"fm":%g}`+"\n", p.Ref.PMID, p.Ref.Aspect, 2*fm+1)
+	}
+	if defined < 3 {
+		t.Fatalf("only %d instances with FM", defined)
+	}
+	for _, f := range []string{"llm_metrics.json", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "report.html" && (!strings.Contains(string(b), "Facet-aware metric (FM)") || !strings.Contains(string(b), "QA coverage")) {
+			t.Errorf("report.html shows no LLM metric details")
+		}
+	}
+	// agreement correlates fm with human scores (here a linear function of it: r = 1).
+	hp := filepath.Join(t.TempDir(), "human.jsonl")
+	os.WriteFile(hp, []byte(human.String()), 0o644)
+	cs, err := Agreement(filepath.Join(out, "instances.jsonl"), hp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Metric != "fm" || cs[0].N != defined || math.Abs(cs[0].Pearson-1) > 1e-9 {
+		t.Errorf("agreement = %+v, want fm with r = 1 over %d instances", cs, defined)
+	}
+}
+
+// TestLLMMetricsAgainstTrackSumServe runs fm and qa against a real tracksum-serve on a tiny model:
+// its answers follow the serving convention, not the metrics' formats, so they are counted as
+// malformed; the run completes, and a rerun is answered from the cache without any request.
+func TestLLMMetricsAgainstTrackSumServe(t *testing.T) {
+	o := serve.DefaultOptions()
+	o.ModelName = "tiny"
+	url, srv := servetest.Start(t, o)
+	cfg := llmConfig(t, url)
+	cfg.Eval.LLM.Model = "tiny"
+	run := func() *Outcome {
+		out, err := Run(context.Background(), Options{Pred: "testdata/pred.jsonl", Ref: "testdata/ref.jsonl", Out: filepath.Join(t.TempDir(), "eval"), Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	first := run()
+	served := srv.Stats().Served
+	if first.LLMReport.Client.Requests == 0 || served != first.LLMReport.Client.Requests {
+		t.Errorf("first run: client %+v, server served %d", first.LLMReport.Client, served)
+	}
+	if first.LLMReport.Malformed == 0 {
+		t.Errorf("a seq2seq summarizer answered every metric prompt in format?")
+	}
+	second := run()
+	if c := second.LLMReport.Client; c.Requests != 0 || c.CacheHits != c.Calls || c.Calls != first.LLMReport.Client.Calls {
+		t.Errorf("rerun: client %+v, want every call from the cache", c)
+	}
+	if srv.Stats().Served != served {
+		t.Errorf("the server got %d requests on the rerun", srv.Stats().Served-served)
+	}
+}

@@ -1,0 +1,96 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPredictionWithoutSummary is the regression test of issue 10 item 14: a prediction with no
+// Summary field was scored as an empty summary. It is an error naming file:line; an explicitly
+// empty summary (track-only inference) is still accepted.
+func TestPredictionWithoutSummary(t *testing.T) {
+	for _, tc := range []struct {
+		desc, data, want string
+	}{
+		{"no Summary field", "{\"PMID\":\"1\",\"Aspect\":\"a\",\"Summary\":\"x\",\"Indexes\":[0]}\n{\"PMID\":\"1\",\"Aspect\":\"i\",\"Indexes\":[0]}\n",
+			"pred.jsonl:2: malformed record: field Summary is missing"},
+		{"Summary null", `{"PMID":"1","Aspect":"a","Summary":null,"Indexes":[]}`, "pred.jsonl:1: malformed record: field Summary is missing"},
+		{"empty Summary is fine", `{"PMID":"1","Aspect":"a","Summary":"","Indexes":[0]}`, ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Read(strings.NewReader(tc.data), "pred.jsonl")
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestEmptyFilesAreAnError is the regression test of issue 10 item 14: an eval with both files
+// empty exited 0.
+func TestEmptyFilesAreAnError(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.jsonl")
+	if err := os.WriteFile(empty, []byte("\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Options{Pred: empty, Ref: empty, Config: testConfig()})
+	if !errors.Is(err, ErrNoInstances) || !strings.Contains(err.Error(), empty) {
+		t.Fatalf("err = %v, want ErrNoInstances naming %s", err, empty)
+	}
+	if _, err := Join(nil, nil, true); !errors.Is(err, ErrNoInstances) {
+		t.Errorf("Join with no references: err = %v, want ErrNoInstances", err)
+	}
+}
+
+// TestOutDirHoldsAnInput is eval's part of the regression test of issue 10 item 3: --out is
+// replaced as a whole, so an --out that holds (or is) --pred or --ref is refused before any work
+// and the input survives.
+func TestOutDirHoldsAnInput(t *testing.T) {
+	pred, err := os.ReadFile("testdata/pred.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc string
+		out  func(dir, pred string) string
+		want string
+	}{
+		{"pred inside --out", func(dir, _ string) string { return dir }, "--pred " + "%s is inside --out"},
+		{"pred is report.json of --out", func(dir, _ string) string { return dir }, "is inside --out"},
+		{"--out is the pred file", func(_, pred string) string { return pred }, "is the --pred file"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			name := "pred.jsonl"
+			if strings.Contains(tc.desc, "report.json") {
+				name = "report.json"
+			}
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, pred, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := strings.ReplaceAll(tc.want, "%s", p)
+			_, err := Run(context.Background(), Options{Pred: p, Ref: "testdata/ref.jsonl", Out: tc.out(dir, p), Config: testConfig()})
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v\nwant one containing %q", err, want)
+			}
+			if b, _ := os.ReadFile(p); string(b) != string(pred) {
+				t.Fatal("the prediction file was modified")
+			}
+		})
+	}
+}

@@ -1,0 +1,76 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// Issue 10 item 7: `train --task tracker --out SUMMARIZER_CHECKPOINT` must be refused before
+// anything is written there.
+func TestTrainIntoSummarizerCheckpointRefused(t *testing.T) {
+	out := t.TempDir()
+	meta := filepath.Join(out, "summarizer.json")
+	os.WriteFile(meta, []byte("{}\n"), 0o644)
+	_, _, err := Train(context.Background(), tinyConfig(t), filepath.Join(out, "no-data"), out, TrainOptions{Log: testLog(t)})
+	if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "holds a summarizer checkpoint") {
+		t.Fatalf("err = %v, want ErrCheckpoint naming the summarizer checkpoint", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 1 {
+		t.Errorf("wrote into the summarizer checkpoint: %v", entries)
+	}
+}
+
+// Issue 10 item 6: resuming with a changed --learning-rate (or --seed, --max-steps...) proceeded
+// and config.yaml then recorded settings that were not those trained with.
+func TestResumeWithChangedConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	data := syntheticPrepared(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cfg := tinyConfig(t)
+	cfg.Tracker.Train.MaxSteps = 2
+	if _, _, err := Train(context.Background(), cfg, data, out, TrainOptions{Log: testLog(t)}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(out, ConfigFile))
+	changed := *cfg
+	changed.Seed++
+	changed.Tracker.Train.MaxSteps = 3
+	_, _, err := Train(context.Background(), &changed, data, out, TrainOptions{Log: testLog(t), AfterStep: func(int) { t.Error("trained") }})
+	if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "tracker.train.max_steps: 2 -> 3") ||
+		!strings.Contains(err.Error(), "seed: ") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err = %v, want a one-line refusal listing seed and tracker.train.max_steps", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, ConfigFile)); string(after) != string(before) {
+		t.Error("a refused run changed config.yaml")
+	}
+	steps := 0
+	_, rep, err := Train(context.Background(), &changed, data, out, TrainOptions{Log: testLog(t), AllowChangedConfig: true,
+		AfterStep: func(int) { steps++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run had finished: nothing is trained again, and config.yaml says what the next steps
+	// would use while config.step-2.yaml keeps what steps 1..2 used.
+	if steps != 0 || rep.Steps != 2 {
+		t.Errorf("trained %d more steps, report %d steps", steps, rep.Steps)
+	}
+	now, err := config.ReadFile(filepath.Join(out, ConfigFile))
+	if err != nil || now.Tracker.Train.MaxSteps != 3 {
+		t.Errorf("config.yaml: %+v, %v", now, err)
+	}
+	if kept, _ := os.ReadFile(filepath.Join(out, "config.step-2.yaml")); string(kept) != string(before) {
+		t.Error("config.step-2.yaml does not hold the settings trained with")
+	}
+	if _, err := training.ReadResumePoint(out); err != nil {
+		t.Error(err)
+	}
+}

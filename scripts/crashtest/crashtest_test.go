@@ -1,0 +1,352 @@
+package crashtest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// Settings from the environment: CRASHTEST=1 turns the test on, CRASHTEST_N
+// is the number of kills per command (default 10), CRASHTEST_SEED seeds the kill times
+// (default: the clock, printed so that a failure can be replayed).
+type settings struct {
+	root string
+	n    int
+	rng  *rand.Rand
+	work string
+}
+
+func setup(t *testing.T) *settings {
+	if os.Getenv("CRASHTEST") != "1" {
+		t.Skip("crash-safety check: run with CRASHTEST=1 (make crashtest)")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"prepare", "train", "eval"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", "tracksum-"+c)); err != nil {
+			t.Fatalf("bin/tracksum-%s missing: run make build first (%v)", c, err)
+		}
+	}
+	n := 10
+	if v := os.Getenv("CRASHTEST_N"); v != "" {
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("CRASHTEST_N=%q: want a positive integer", v)
+		}
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CRASHTEST_SEED"); v != "" {
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("CRASHTEST_SEED=%q: %v", v, err)
+		}
+	}
+	t.Logf("%d kills per command, CRASHTEST_SEED=%d", n, seed)
+	return &settings{root: root, n: n, rng: rand.New(rand.NewPCG(seed, 0)), work: t.TempDir()}
+}
+
+func (s *settings) cmd(name string, args ...string) *exec.Cmd {
+	c := exec.Command(filepath.Join(s.root, "bin", "tracksum-"+name), append([]string{"--config", filepath.Join(s.root, "configs", "tiny.yaml")}, args...)...)
+	c.Dir = s.root
+	// The commands read TRACKSUM_* settings from the environment: none may leak in from the shell.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TRACKSUM_") {
+			c.Env = append(c.Env, kv)
+		}
+	}
+	return c
+}
+
+// run runs a command to completion and returns how long it took.
+func (s *settings) run(t *testing.T, name string, args ...string) time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	out, err := s.cmd(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tracksum-%s %v: %v\n%s", name, args, err, tail(out))
+	}
+	return time.Since(t0)
+}
+
+// killAfter starts a command and SIGKILLs it after d; it reports whether the kill happened (false:
+// the command had finished, successfully, before).
+func (s *settings) killAfter(t *testing.T, d time.Duration, name string, args ...string) bool {
+	t.Helper()
+	c := s.cmd(name, args...)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("tracksum-%s %v failed before the kill: %v\n%s", name, args, err, tail(out.Bytes()))
+		}
+		return false
+	case <-time.After(d):
+		c.Process.Kill()
+		<-done
+		return true
+	}
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// tree maps the relative path of each regular file under dir to a digest of its content, with
+// normalize applied to the content first (nil: none); nil when dir does not exist.
+func tree(t *testing.T, dir string, normalize func(rel string, b []byte) []byte) map[string]string {
+	t.Helper()
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if normalize != nil {
+			b = normalize(rel, b)
+			if b == nil {
+				return nil
+			}
+		}
+		sum := sha256.Sum256(b)
+		out[rel] = hex.EncodeToString(sum[:8])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func same(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// diff names the files whose digests differ.
+func diff(a, b map[string]string) string {
+	var d []string
+	for k := range a {
+		if a[k] != b[k] {
+			d = append(d, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			d = append(d, k)
+		}
+	}
+	slices.Sort(d)
+	return strings.Join(d, ", ")
+}
+
+// onlyEntry fails unless dir holds exactly one entry, name: no temporary, aside copy or lock file
+// left after a complete rerun.
+func onlyEntry(t *testing.T, dir, name string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != name {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("%s holds %v after the rerun, want only %s", dir, names, name)
+	}
+}
+
+func cp(t *testing.T, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+}
+
+// replaceTrials runs the directory-replacing command `args --out OUT` with kills: odd trials
+// replace a copy of prev, even ones start with no output. After each kill OUT must be the previous
+// version (or absent when there was none) or the new one, and a rerun must produce exactly want.
+func (s *settings) replaceTrials(t *testing.T, name string, args []string, prev, want string, took time.Duration) {
+	prevTree, wantTree := tree(t, prev, nil), tree(t, want, nil)
+	killed := 0
+	for i := range s.n {
+		parent := filepath.Join(s.work, fmt.Sprintf("%s-%d", name, i))
+		os.MkdirAll(parent, 0o755)
+		out := filepath.Join(parent, "out")
+		var before map[string]string
+		if i%2 == 1 {
+			cp(t, prev, out)
+			before = prevTree
+		}
+		full := append(slices.Clone(args), "--out", out)
+		// Half the kills anywhere in the run, half near its end, where the output is written
+		// and committed.
+		d := time.Duration(s.rng.Float64() * 1.2 * float64(took))
+		if i%4 >= 2 {
+			d = time.Duration((0.8 + 0.25*s.rng.Float64()) * float64(took))
+		}
+		if s.killAfter(t, d, name, full...) {
+			killed++
+		}
+		got := tree(t, out, nil)
+		if !same(got, before) && !same(got, wantTree) {
+			t.Errorf("%s trial %d (kill after %v): output is neither the previous nor the new version (differs from the new in: %s)", name, i, d, diff(got, wantTree))
+		}
+		s.run(t, name, full...)
+		if got := tree(t, out, nil); !same(got, wantTree) {
+			t.Errorf("%s trial %d: rerun differs from an uninterrupted run in %s", name, i, diff(got, wantTree))
+		}
+		onlyEntry(t, parent, "out")
+	}
+	t.Logf("%s: %d trials, %d killed mid-run (the others finished first), uninterrupted run %v", name, s.n, killed, took.Round(time.Millisecond))
+}
+
+func TestCrashPrepare(t *testing.T) {
+	s := setup(t)
+	prev, want := filepath.Join(s.work, "ref-prev"), filepath.Join(s.work, "ref-new")
+	s.run(t, "prepare", "--quiet", "--sample-size", "3000", "--seed", "11", "--out", prev)
+	took := s.run(t, "prepare", "--quiet", "--sample-size", "3000", "--out", want)
+	s.replaceTrials(t, "prepare", []string{"--quiet", "--sample-size", "3000", "--overwrite"}, prev, want, took)
+}
+
+func TestCrashEval(t *testing.T) {
+	s := setup(t)
+	ref := filepath.Join(s.work, "ref.jsonl")
+	s.run(t, "prepare", "--sample-size", "3000", "--write-sample", ref)
+	// The previous version scores the references against themselves, the new one against the
+	// first half of them (the rest scored as empty predictions).
+	b, err := os.ReadFile(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	half := filepath.Join(s.work, "half.jsonl")
+	os.WriteFile(half, bytes.Join(lines[:len(lines)/2], nil), 0o644)
+	prev, want := filepath.Join(s.work, "ref-prev"), filepath.Join(s.work, "ref-new")
+	s.run(t, "eval", "--pred", ref, "--ref", ref, "--out", prev)
+	args := []string{"--pred", half, "--ref", ref, "--missing", "empty"}
+	took := s.run(t, "eval", append(slices.Clone(args), "--out", want)...)
+	// Settings name the files, not the output: both versions are comparable file by file.
+	s.replaceTrials(t, "eval", args, prev, want, took)
+}
+
+// timingFree drops the fields that measure time (throughput, durations) from a checkpoint's JSON
+// files, and the plot drawn from them; everything else must be bit-identical after a resume.
+func timingFree(rel string, b []byte) []byte {
+	timing := []string{"examples_per_sec", "tokens_per_sec", "train_seconds", "eval_seconds"}
+	switch {
+	case rel == training.PlotFile:
+		return nil
+	case strings.HasSuffix(rel, ".jsonl"):
+		var out bytes.Buffer
+		for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+			out.Write(dropKeys(line, timing))
+			out.WriteByte('\n')
+		}
+		return out.Bytes()
+	case rel == "report.json":
+		return dropKeys(b, timing)
+	}
+	return b
+}
+
+func dropKeys(b []byte, keys []string) []byte {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return b // compared as is, and any difference shows
+	}
+	for _, k := range keys {
+		delete(m, k)
+	}
+	out, _ := json.Marshal(m)
+	return out
+}
+
+func TestCrashTrain(t *testing.T) {
+	s := setup(t)
+	data := filepath.Join(s.work, "prepared")
+	s.run(t, "prepare", "--quiet", "--out", data)
+	ref := filepath.Join(s.work, "ref-ck")
+	took := s.run(t, "train", "--data", data, "--out", ref)
+	want := tree(t, ref, timingFree)
+	if want[filepath.Join(training.BestDir, training.BestVariables)] == "" {
+		t.Fatalf("reference checkpoint has no best weights: %v", want)
+	}
+	killed, resumes := 0, 0
+	for i := 0; killed < s.n && i < 5*s.n; i++ {
+		parent := filepath.Join(s.work, fmt.Sprintf("train-%d", i))
+		out := filepath.Join(parent, "ck")
+		// One or two kills, then a run to the end.
+		for k := range 1 + i%2 {
+			d := time.Duration((0.05 + 0.95*s.rng.Float64()) * float64(took))
+			if !s.killAfter(t, d, "train", "--data", data, "--out", out) {
+				break
+			}
+			killed++
+			// The directory must be resumable: a complete resume point (or none with no
+			// progress), complete best weights when present.
+			rp, err := training.ReadResumePoint(out)
+			if err != nil {
+				t.Errorf("train trial %d kill %d (after %v): %v", i, k+1, d, err)
+				continue
+			}
+			if rp != nil {
+				resumes++
+				if _, err := model.ReadTensors(filepath.Join(out, training.StateDir, "variables.safetensors")); err != nil {
+					t.Errorf("train trial %d kill %d: resume point unreadable: %v", i, k+1, err)
+				}
+			}
+			if best := filepath.Join(out, training.BestDir, training.BestVariables); fileExists(best) {
+				if _, err := model.ReadTensors(best); err != nil {
+					t.Errorf("train trial %d kill %d: best weights unreadable: %v", i, k+1, err)
+				}
+			}
+		}
+		s.run(t, "train", "--data", data, "--out", out)
+		if got := tree(t, out, timingFree); !same(got, want) {
+			t.Errorf("train trial %d: rerun differs from an uninterrupted run in %s", i, diff(got, want))
+		}
+		onlyEntry(t, parent, "ck")
+	}
+	t.Logf("train: %d kills (%d with a resume point to continue from), uninterrupted run %v", killed, resumes, took.Round(time.Millisecond))
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

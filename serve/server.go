@@ -1,0 +1,473 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Listen is the TCP address, e.g. 127.0.0.1:8000 (port 0: any free port).
+	Listen string
+	// ModelName is the id served by /v1/models; a request naming another model gets 404
+	// (an empty "model" field is accepted).
+	ModelName string
+	// Workers is the number of requests the model runs at once.
+	Workers int
+	// Queue is the number of admitted requests that may wait for a worker; beyond Workers+Queue
+	// a request is answered 429 with Retry-After.
+	Queue int
+	// MaxBodyBytes bounds a request body (413 beyond).
+	MaxBodyBytes int64
+	// RequestTimeout bounds a request from admission to answer, queueing included (504 beyond).
+	RequestTimeout time.Duration
+	// ShutdownTimeout bounds the drain of in-flight requests after SIGTERM/SIGINT.
+	ShutdownTimeout time.Duration
+	// RetryAfter is the Retry-After of a 429 answer (rounded up to whole seconds, at least 1).
+	RetryAfter time.Duration
+	// APIKey, when not empty, is the bearer token every /v1 request must carry (401 otherwise).
+	APIKey string
+	// LogPrompts adds the messages to the access log lines (off by default: prompts may hold
+	// private text).
+	LogPrompts bool
+	// Log receives one JSON line per request (and one when listening and when stopped).
+	Log io.Writer
+}
+
+// DefaultOptions returns the defaults of tracksum-serve's flags.
+func DefaultOptions() Options {
+	return Options{
+		Listen: "127.0.0.1:8000", ModelName: "tracksum", Workers: 2, Queue: 16, MaxBodyBytes: 1 << 20,
+		RequestTimeout: 120 * time.Second, ShutdownTimeout: 30 * time.Second, RetryAfter: time.Second,
+	}
+}
+
+// Validate reports invalid options, naming the flag.
+func (o Options) Validate() error {
+	var errs []error
+	if o.ModelName == "" {
+		errs = append(errs, errors.New("--model-name must not be empty"))
+	}
+	if o.Workers < 1 {
+		errs = append(errs, errors.New("--workers must be >= 1"))
+	}
+	if o.Queue < 0 {
+		errs = append(errs, errors.New("--queue must be >= 0"))
+	}
+	if o.MaxBodyBytes < 1 {
+		errs = append(errs, errors.New("--max-body-bytes must be >= 1"))
+	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, errors.New("--request-timeout must be > 0"))
+	}
+	if o.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("--shutdown-timeout must be > 0"))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is an OpenAI-compatible chat-completions server over a Backend.
+type Server struct {
+	opts    Options
+	backend Backend
+	// admitted counts the requests past admission (running or waiting for a worker).
+	admitted atomic.Int64
+	slots    chan struct{}
+	ids      atomic.Uint64
+	created  int64
+	logMu    sync.Mutex
+	// Counters for Stats.
+	served, rejected, failed atomic.Int64
+}
+
+// New returns a server for backend; it listens on nothing until Serve.
+func New(backend Backend, o Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = time.Second
+	}
+	return &Server{opts: o, backend: backend, slots: make(chan struct{}, o.Workers), created: time.Now().Unix()}, nil
+}
+
+// Stats counts the chat requests a server answered.
+type Stats struct {
+	// Served were answered 200; Rejected got 429 (queue full); Failed got another error status.
+	Served, Rejected, Failed int64
+}
+
+// Stats returns the counters so far.
+func (s *Server) Stats() Stats {
+	return Stats{Served: s.served.Load(), Rejected: s.rejected.Load(), Failed: s.failed.Load()}
+}
+
+// Handler returns the HTTP routes: POST /v1/chat/completions, GET /v1/models, GET /health.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.chat)
+	mux.HandleFunc("/v1/models", s.models)
+	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"status\":\"ok\",\"in_flight\":%d}\n", s.admitted.Load())
+	})
+	return s.logged(mux)
+}
+
+// Serve answers requests on ln until ctx is cancelled, then stops accepting connections, drains
+// the requests in flight (at most ShutdownTimeout) and returns nil; an unfinished drain is an
+// error.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// The body must arrive within the request timeout; the answer may take the request
+		// timeout plus the time to write it.
+		ReadTimeout:    s.opts.RequestTimeout,
+		WriteTimeout:   s.opts.RequestTimeout + 10*time.Second,
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	s.event("listening", map[string]any{"addr": ln.Addr().String(), "model": s.opts.ModelName,
+		"workers": s.opts.Workers, "queue": s.opts.Queue})
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.event("draining", map[string]any{"in_flight": s.admitted.Load()})
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %d requests still in flight after %s: %w", s.admitted.Load(), s.opts.ShutdownTimeout, err)
+	}
+	s.event("stopped", map[string]any{"served": s.served.Load(), "rejected": s.rejected.Load(), "failed": s.failed.Load()})
+	return nil
+}
+
+// ListenAndServe listens on Options.Listen and calls Serve.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", s.opts.Listen, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use GET")
+		return
+	}
+	if !s.authorized(w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelInfo{{
+		ID: s.opts.ModelName, Object: "model", Created: s.created, OwnedBy: "tracksum",
+	}}})
+}
+
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.opts.APIKey == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.APIKey)) == 1 {
+		return true
+	}
+	s.fail(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "missing or wrong API key")
+	return false
+}
+
+// chat is POST /v1/chat/completions.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	info := logInfo(r)
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use POST")
+		return
+	}
+	if !s.authorized(w, r) {
+		return
+	}
+	// Admission: a request beyond the running and queued ones is turned away at once, so that a
+	// burst cannot pile up unbounded goroutines and memory.
+	n := s.admitted.Add(1)
+	defer s.admitted.Add(-1)
+	if n > int64(s.opts.Workers+s.opts.Queue) {
+		s.rejected.Add(1)
+		secs := int((s.opts.RetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		s.fail(w, http.StatusTooManyRequests, "rate_limit_error", "queue_full",
+			fmt.Sprintf("server busy: %d requests running and %d queued; retry later", s.opts.Workers, s.opts.Queue))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			s.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				fmt.Sprintf("request body over %d bytes", s.opts.MaxBodyBytes))
+			return
+		}
+		s.fail(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "reading the body: "+err.Error())
+		return
+	}
+	var req chatRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		s.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "invalid JSON body: "+err.Error())
+		return
+	}
+	info.model, info.stream = req.Model, req.Stream
+	if s.opts.LogPrompts {
+		info.messages = req.Messages
+	}
+	if msg := validate(&req); msg != "" {
+		s.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", msg)
+		return
+	}
+	if req.Model != "" && req.Model != s.opts.ModelName {
+		s.fail(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
+			fmt.Sprintf("model %q is not served here (this server serves %q)", req.Model, s.opts.ModelName))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+	defer cancel()
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		s.timeout(w, r, "waiting for a worker")
+		return
+	}
+	p := Params{}
+	if req.MaxTokens != nil {
+		p.MaxTokens = *req.MaxTokens
+	}
+	if req.MaxCompletion != nil {
+		p.MaxTokens = *req.MaxCompletion
+	}
+	type result struct {
+		c   Completion
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The worker slot is held until the model is done, even when the client has given up,
+		// so that the number of running decodes never exceeds Workers.
+		defer func() { <-s.slots }()
+		c, err := s.backend.Complete(ctx, req.Messages, p)
+		done <- result{c, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		s.timeout(w, r, "running the model")
+		return
+	}
+	if res.err != nil {
+		var br badRequest
+		if errors.As(res.err, &br) {
+			s.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", br.Error())
+			return
+		}
+		s.fail(w, http.StatusInternalServerError, "server_error", "model_error", res.err.Error())
+		return
+	}
+	c := res.c
+	finish := "stop"
+	if c.Truncated {
+		finish = "length"
+	}
+	if cut, ok := applyStop(c.Content, req.Stop); ok {
+		c.Content, finish = cut, "stop"
+	}
+	info.promptTokens, info.completionTokens = c.PromptTokens, c.CompletionTokens
+	id := fmt.Sprintf("chatcmpl-%d-%d", s.created, s.ids.Add(1))
+	u := usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, TotalTokens: c.PromptTokens + c.CompletionTokens}
+	s.served.Add(1)
+	if req.Stream {
+		s.stream(w, id, c.Content, finish, u, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+	writeJSON(w, http.StatusOK, chatResponse{
+		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: s.opts.ModelName,
+		Choices: []chatChoice{{Index: 0, Message: Message{Role: "assistant", Content: c.Content}, FinishReason: finish}},
+		Usage:   u,
+	})
+}
+
+// validate returns what is wrong with a request ("" when nothing).
+func validate(req *chatRequest) string {
+	if len(req.Messages) == 0 {
+		return "messages must not be empty"
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "system", "user", "assistant", "developer", "tool":
+		default:
+			return fmt.Sprintf("messages[%d]: unknown role %q", i, m.Role)
+		}
+	}
+	if req.N != nil && *req.N != 1 {
+		return "n must be 1 (the summarizer decodes one answer)"
+	}
+	if req.MaxTokens != nil && *req.MaxTokens < 1 {
+		return "max_tokens must be >= 1"
+	}
+	if req.MaxCompletion != nil && *req.MaxCompletion < 1 {
+		return "max_completion_tokens must be >= 1"
+	}
+	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 2) {
+		return "temperature must be in [0, 2]"
+	}
+	if req.TopP != nil && (*req.TopP <= 0 || *req.TopP > 1) {
+		return "top_p must be in (0, 1]"
+	}
+	return ""
+}
+
+// applyStop cuts content before the first occurrence of any stop string.
+func applyStop(content string, stop []string) (string, bool) {
+	cut := -1
+	for _, s := range stop {
+		if s == "" {
+			continue
+		}
+		if i := strings.Index(content, s); i >= 0 && (cut < 0 || i < cut) {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		return content, false
+	}
+	return content[:cut], true
+}
+
+// stream writes the answer as server-sent events: a first chunk with the role, one chunk per word
+// of the content, a last chunk with the finish reason (and usage when asked), then [DONE]. The
+// answer is complete before the first chunk is sent: the summarizer decodes the whole summary at
+// once (beam search), so streaming changes the framing, not the latency.
+func (s *Server) stream(w http.ResponseWriter, id, content, finish string, u usage, withUsage bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	created := time.Now().Unix()
+	send := func(ch chunkResponse) bool {
+		b, _ := json.Marshal(ch)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	base := func() chunkResponse {
+		return chunkResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelName}
+	}
+	first := base()
+	first.Choices = []chunkChoice{{Delta: delta{Role: "assistant"}}}
+	if !send(first) {
+		return
+	}
+	for _, piece := range splitWords(content) {
+		ch := base()
+		ch.Choices = []chunkChoice{{Delta: delta{Content: piece}}}
+		if !send(ch) {
+			return
+		}
+	}
+	last := base()
+	last.Choices = []chunkChoice{{Delta: delta{}, FinishReason: &finish}}
+	if !send(last) {
+		return
+	}
+	if withUsage {
+		uc := base()
+		uc.Choices = []chunkChoice{}
+		uc.Usage = &u
+		if !send(uc) {
+			return
+		}
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
+
+// splitWords cuts s into pieces that each start at a word (the spaces before a word go with it),
+// so that the pieces concatenate back to s.
+func splitWords(s string) []string {
+	var out []string
+	start := 0
+	for i := 1; i < len(s); i++ {
+		if (s[i-1] == ' ' || s[i-1] == '\n') && s[i] != ' ' && s[i] != '\n' {
+			out = append(out, s[start:i])
+			start = i
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+func (s *Server) timeout(w http.ResponseWriter, r *http.Request, while string) {
+	if r.Context().Err() != nil {
+		// The client went away: nobody reads the answer. 499 in the log, as nginx does.
+		s.failed.Add(1)
+		if sw, ok := w.(*statusWriter); ok {
+			sw.status = 499
+		}
+		return
+	}
+	s.fail(w, http.StatusGatewayTimeout, "timeout_error", "timeout",
+		fmt.Sprintf("request timed out after %s %s", s.opts.RequestTimeout, while))
+}
+
+func (s *Server) fail(w http.ResponseWriter, status int, typ, code, msg string) {
+	if status != http.StatusTooManyRequests {
+		s.failed.Add(1)
+	}
+	var e apiError
+	e.Error.Message, e.Error.Type, e.Error.Code = msg, typ, code
+	if sw, ok := w.(*statusWriter); ok {
+		sw.info.err = msg
+	}
+	writeJSON(w, status, e)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

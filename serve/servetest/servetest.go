@@ -1,0 +1,133 @@
+// Package servetest trains tiny tracksum checkpoints once per test binary and serves them with a
+// real tracksum-serve on 127.0.0.1, so that the LLM methods are tested end to end over real HTTP.
+//
+// # Example
+//
+//	func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
+//
+//	func TestSomething(t *testing.T) {
+//		url, srv := servetest.Start(t, serve.DefaultOptions())
+//		// url is http://127.0.0.1:PORT/v1
+//	}
+package servetest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/model/summarizer"
+	"github.com/tracksum/tracksum/model/tracker"
+	"github.com/tracksum/tracksum/serve"
+)
+
+var (
+	once       sync.Once
+	dir        string
+	summ, trk  string
+	prepared   string
+	trainError error
+)
+
+// Main runs the tests and then removes the checkpoints trained for them; call it from TestMain.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	return code
+}
+
+// RepoRoot is the repository's root directory (where configs/ lives).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Checkpoints returns a tiny summarizer and a tiny tracker trained for a few steps on the built-in
+// synthetic sample with configs/tiny.yaml (once per test binary, a few seconds on 2 cores), and
+// the prepared directory they were trained on. The models are barely trained: the tests check
+// the plumbing, not the summaries' quality.
+func Checkpoints(t testing.TB) (summarizerDir, trackerDir, preparedDir string) {
+	t.Helper()
+	once.Do(func() {
+		dir, trainError = os.MkdirTemp("", "tracksum-servetest-")
+		if trainError != nil {
+			return
+		}
+		trainError = train(dir)
+	})
+	if trainError != nil {
+		t.Fatalf("training the tiny checkpoints: %v", trainError)
+	}
+	return summ, trk, prepared
+}
+
+func train(dir string) error {
+	cfg, err := config.ReadFile(filepath.Join(RepoRoot(), "configs", "tiny.yaml"))
+	if err != nil {
+		return err
+	}
+	cfg.Prepare.SampleSize = 24
+	cfg.Summarizer.Train.MaxSteps = 4
+	cfg.Summarizer.DevDecodeLimit = 2
+	cfg.Tracker.Train.MaxSteps = 2
+	ctx := context.Background()
+	p := filepath.Join(dir, "prepared")
+	if _, err := prepare.Run(ctx, cfg, prepare.Options{Out: p}); err != nil {
+		return err
+	}
+	s, tr := filepath.Join(dir, "summarizer"), filepath.Join(dir, "tracker")
+	if err := summarizer.Train(ctx, cfg, p, s, summarizer.RunOptions{}); err != nil {
+		return err
+	}
+	if _, _, err := tracker.Train(ctx, cfg, p, tr, tracker.TrainOptions{Log: io.Discard}); err != nil {
+		return err
+	}
+	summ, trk, prepared = s, tr, p
+	return nil
+}
+
+// Start serves the tiny checkpoints (tracker included) with o on 127.0.0.1 (o.Listen is ignored)
+// and returns the base URL, http://127.0.0.1:PORT/v1, and the server. The server is shut down,
+// and its Serve error checked, when the test ends.
+func Start(t testing.TB, o serve.Options) (string, *serve.Server) {
+	t.Helper()
+	s, tr, _ := Checkpoints(t)
+	b, err := serve.LoadTrackSum(s, tr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StartBackend(t, b, o)
+}
+
+// StartBackend serves b like Start.
+func StartBackend(t testing.TB, b serve.Backend, o serve.Options) (string, *serve.Server) {
+	t.Helper()
+	srv, err := serve.New(b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String() + "/v1", srv
+}
