@@ -72,6 +72,10 @@ func CompareCommand() cli.Command {
 			if err != nil {
 				return err
 			}
+			if err := cli.CheckOutputs(map[string]string{"A": args[0], "B": args[1], "--ref": ref},
+				map[string]string{"--out": fs.Lookup("out").Value.String()}); err != nil {
+				return err
+			}
 			c, err := Compare(ctx, args[0], args[1], ref, cfg.Eval)
 			if err != nil {
 				return err
@@ -100,6 +104,10 @@ func AgreementCommand() cli.Command {
 			human, _ := fs.GetString("human")
 			if scores == "" || human == "" || len(args) > 0 {
 				return cli.Usagef("--scores and --human are required")
+			}
+			if err := cli.CheckOutputs(map[string]string{"--scores": scores, "--human": human},
+				map[string]string{"--out": fs.Lookup("out").Value.String()}); err != nil {
+				return err
 			}
 			cs, err := Agreement(scores, human)
 			if err != nil {

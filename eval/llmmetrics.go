@@ -344,8 +344,12 @@ func addLLMCard(card *report.Card, r *LLMResult) {
 		if fm.Skipped != "" {
 			notes = append(notes, "not scored: "+fm.Skipped)
 		}
-		if len(fm.Malformed) > 0 {
-			notes = append(notes, "malformed answers: "+strings.Join(fm.Malformed, ", "))
+		for _, step := range fm.Malformed {
+			if a, ok := fm.Unparsed[step]; ok {
+				notes = append(notes, fmt.Sprintf("malformed %s: %q", step, clipText(a, 120)))
+			} else {
+				notes = append(notes, "malformed "+step)
+			}
 		}
 		d.Note = strings.Join(notes, "; ")
 		card.Details = append(card.Details, d)
@@ -363,16 +367,19 @@ func addLLMCard(card *report.Card, r *LLMResult) {
 			}
 			cons.Rows = append(cons.Rows, []string{c.Question, c.SummaryAnswer, c.SourceAnswer, mark})
 		}
-		if len(qa.Malformed) > 0 {
-			cons.Note = "malformed answers: " + strings.Join(qa.Malformed, ", ")
+		var notes []string
+		for _, step := range qa.Malformed {
+			notes = append(notes, fmt.Sprintf("malformed %s: %q", step, clipText(qa.Unparsed[step], 120)))
 		}
+		cons.Note = strings.Join(notes, "; ")
 		card.Details = append(card.Details, cov, cons)
 	}
 }
 
 func clipText(s string, n int) string {
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	return s[:n] + "..."
+	return string(r[:n]) + "..."
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -205,5 +206,50 @@ func TestLLMMetricsAgainstTrackSumServe(t *testing.T) {
 	}
 	if srv.Stats().Served != served {
 		t.Errorf("the server got %d requests on the rerun", srv.Stats().Served-served)
+	}
+}
+
+// TestLLMMetricsFailingEndpoint: an endpoint that starts failing stops the run with an error naming
+// it and the status, and the answers received before stay cached (a rerun after the endpoint
+// recovers asks only for the rest).
+func TestLLMMetricsFailingEndpoint(t *testing.T) {
+	good, _ := scriptedLLM(t)
+	var n, fail atomic.Int64
+	fail.Store(1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > 3 && fail.Load() == 1 {
+			http.Error(w, "overloaded", http.StatusInternalServerError)
+			return
+		}
+		// Forward to the scripted endpoint.
+		resp, err := http.Post(good.URL+r.URL.Path, "application/json", r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		io.Copy(w, resp.Body)
+	}))
+	defer srv.Close()
+	cfg := llmConfig(t, srv.URL)
+	cfg.Eval.Metrics = []string{"fm"}
+	cfg.Eval.LLM.Concurrency = 1
+	_, err := Run(context.Background(), Options{Pred: "testdata/pred.jsonl", Ref: "testdata/ref.jsonl", Config: cfg})
+	if err == nil || !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "500") {
+		t.Fatalf("error = %v, want one naming %s and the status 500", err, srv.URL)
+	}
+	cached, _ := filepath.Glob(filepath.Join(cfg.Eval.LLM.CacheDir, "*", "*.json"))
+	if len(cached) != 3 {
+		t.Errorf("%d cached answers, want the 3 received before the failure", len(cached))
+	}
+	fail.Store(0)
+	before := n.Load()
+	out, err := Run(context.Background(), Options{Pred: "testdata/pred.jsonl", Ref: "testdata/ref.jsonl", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := out.LLMReport.Client; c.CacheHits < 3 || c.Requests != n.Load()-before {
+		t.Errorf("rerun: client %+v, want the 3 cached answers reused", c)
 	}
 }

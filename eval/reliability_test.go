@@ -94,3 +94,50 @@ func TestOutDirHoldsAnInput(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareOutIsAnInput covers `eval compare --out` and `eval agreement --out` for issue 10
+// item 3: the JSON output may not replace one of the files it reads.
+func TestCompareOutIsAnInput(t *testing.T) {
+	pred, err := os.ReadFile("testdata/pred.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := filepath.Join(t.TempDir(), "a.jsonl")
+	if err := os.WriteFile(a, pred, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc string
+		cmd  func() (args []string, run func([]string) error)
+		want string
+	}{
+		{"compare --out A", func() ([]string, func([]string) error) {
+			c := CompareCommand()
+			return []string{a, "testdata/pred.jsonl", "--ref", "testdata/ref.jsonl", "--out", a}, func(args []string) error {
+				if err := c.Flags.Parse(args); err != nil {
+					return err
+				}
+				return c.Run(context.Background(), c.Flags.Args())
+			}
+		}, "--out " + a + " is the same file as A"},
+		{"agreement --out --scores", func() ([]string, func([]string) error) {
+			c := AgreementCommand()
+			return []string{"--scores", a, "--human", "testdata/pred.jsonl", "--out", a}, func(args []string) error {
+				if err := c.Flags.Parse(args); err != nil {
+					return err
+				}
+				return c.Run(context.Background(), c.Flags.Args())
+			}
+		}, "--out " + a + " is the same file as --scores"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			args, run := tc.cmd()
+			if err := run(args); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant one containing %q", err, tc.want)
+			}
+			if b, _ := os.ReadFile(a); string(b) != string(pred) {
+				t.Fatal("the input was modified")
+			}
+		})
+	}
+}

@@ -134,9 +134,16 @@ func loadDemos(cfg *config.Config, o Options, aspectSet string, abstracts []Abst
 			}
 			seen[code] = true
 			pos, neg := demos.Has(code)
-			if !pos || !neg {
+			var missing []string
+			if !pos {
+				missing = append(missing, "positive")
+			}
+			if !neg {
+				missing = append(missing, "negative")
+			}
+			if len(missing) > 0 {
 				fmt.Fprintf(log, "infer: warning: %s has no %s demonstration of aspect %s: its prompts have fewer than two shots\n",
-					src, map[bool]string{true: "negative", false: "positive"}[pos], code)
+					src, strings.Join(missing, " or "), code)
 			}
 		}
 	}

@@ -90,6 +90,9 @@ const Unknown = dataset.UnknownSummary
 //     and answers "Summary: S\nCitations: [i, j]" with the prompt's own sentence numbers; when the
 //     tracker keeps no sentence the answer is "Summary: Unknown.\nCitations: Null." (TracSum's
 //     format, appendix G);
+//   - without numbered sentences but with JSON lists of strings (TracSum's summarizer prompts,
+//     appendix G.2-G.3), it summarizes the first list's sentences (the last list, when there are
+//     two or more, is the full-context abstract) and answers "Summary: S";
 //   - otherwise it answers with the summarizer's summary of the message's sentences, for the
 //     message's aspect (or DefaultAspect).
 func (t *TrackSum) Complete(_ context.Context, messages []Message, p Params) (Completion, error) {
@@ -124,6 +127,16 @@ func (t *TrackSum) Complete(_ context.Context, messages []Message, p Params) (Co
 	}
 	var c Completion
 	c.PromptTokens = prompt
+	if !task.Numbered() && len(task.Lists) > 0 {
+		doc := task.Lists[len(task.Lists)-1]
+		s, n, err := summarize(task.Lists[0], doc)
+		if err != nil {
+			return c, err
+		}
+		c.Content = "Summary: " + s
+		c.CompletionTokens, c.Truncated = len(t.Summarizer.Tok.Encode(c.Content)), n >= o.MaxLen
+		return c, nil
+	}
 	if !task.Numbered() {
 		sents := dataset.SplitSentences(user)
 		if len(sents) == 0 {

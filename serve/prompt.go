@@ -17,6 +17,9 @@ type Task struct {
 	Labels []int
 	// Sentences are the numbered sentences, without their markers.
 	Sentences []string
+	// Lists are the JSON lists of strings found one per line in a message without numbered
+	// sentences (e.g. TracSum's summarizer prompt: the tracked sentences, then the full abstract).
+	Lists [][]string
 	// Aspect is the aspect code named by the message ("" when none is named).
 	Aspect string
 	// Text is the whole message: what a message without numbered sentences is summarized from.
@@ -43,14 +46,47 @@ var explicitAspect = regexp.MustCompile(`(?im)^\s*aspect\s*:\s*(.+?)\s*$`)
 //     items start with "0: " (TracSum's prompt layout, appendix G). Earlier runs (the
 //     demonstrations of a few-shot prompt) are ignored, so a few-shot prompt is answered about its
 //     last document;
+//   - without numbered sentences, the JSON lists of strings written one per line are Lists;
 //   - the aspect is the one named by the last "Aspect: X" line (code or name), else the first aspect of
 //     set whose name (or its singular, e.g. "aim") occurs as a word in the message outside the
-//     numbered sentences.
+//     numbered sentences and the lists.
 func ParseTask(text, set string) Task {
 	t := Task{Text: text}
 	t.Labels, t.Sentences = lastNumberedRun(text)
-	t.Aspect = findAspect(text, set, t.Sentences)
+	skip := t.Sentences
+	if !t.Numbered() {
+		t.Lists = stringLists(text)
+		for _, l := range t.Lists {
+			skip = append(skip, l...)
+		}
+	}
+	t.Aspect = findAspect(text, set, skip)
 	return t
+}
+
+// stringLists returns the JSON lists of non-empty strings written one per line in text.
+func stringLists(text string) [][]string {
+	var out [][]string
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.Trim(strings.TrimSpace(line), "'")
+		if !strings.HasPrefix(trimmed, "[") || !strings.HasSuffix(trimmed, "]") {
+			continue
+		}
+		list, ok := jsonList(trimmed)
+		if !ok {
+			continue
+		}
+		var items []string
+		for _, s := range list {
+			if s = strings.TrimSpace(s); s != "" {
+				items = append(items, s)
+			}
+		}
+		if len(items) > 0 {
+			out = append(out, items)
+		}
+	}
+	return out
 }
 
 type numbered struct {

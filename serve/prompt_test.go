@@ -13,6 +13,7 @@ func TestParseTask(t *testing.T) {
 		text   string
 		labels []int
 		sents  []string
+		lists  [][]string
 		aspect string
 	}{
 		{desc: "bracket markers and an Aspect line",
@@ -39,11 +40,22 @@ func TestParseTask(t *testing.T) {
 		{desc: "an unknown Aspect line falls back to names in the text",
 			text:   "Aspect: colour\nWhat was the intervention?",
 			aspect: "i"},
+		{desc: "sentence lists without numbers: lists, aspect from the instructions",
+			text:  "Summarize the Outcomes of the study.\nSentences:\n[\"Pain fell.\", \"Sleep improved.\"]\n\nFull abstract:\n[\"We studied X.\",\"Pain fell.\",\"Sleep improved.\"]\n",
+			lists: [][]string{{"Pain fell.", "Sleep improved."}, {"We studied X.", "Pain fell.", "Sleep improved."}}, aspect: "o"},
 		{desc: "empty", text: ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			got := ParseTask(tc.text, dataset.AspectSetTracSum)
+			if len(got.Lists) != len(tc.lists) {
+				t.Errorf("Lists = %q, want %q", got.Lists, tc.lists)
+			}
+			for i := range min(len(got.Lists), len(tc.lists)) {
+				if !slices.Equal(got.Lists[i], tc.lists[i]) {
+					t.Errorf("Lists[%d] = %q, want %q", i, got.Lists[i], tc.lists[i])
+				}
+			}
 			if !slices.Equal(got.Labels, tc.labels) || !slices.Equal(got.Sentences, tc.sents) || got.Aspect != tc.aspect {
 				t.Errorf("ParseTask = labels %v sentences %q aspect %q, want %v %q %q", got.Labels, got.Sentences, got.Aspect, tc.labels, tc.sents, tc.aspect)
 			}

@@ -250,6 +250,14 @@ func TestWithoutTrackerCitesEverySentence(t *testing.T) {
 	if m == nil || m[2] != "[10, 11, 12]" || m[1] == "" || m[1] == serve.Unknown {
 		t.Errorf("answer %q, want a summary citing [10, 11, 12]", c.Content)
 	}
+	// A summarizer prompt with sentence lists (no numbers) gets "Summary: ..." and no citations.
+	lc, err := b.Complete(context.Background(), []serve.Message{{Role: "user", Content: "Summarize the Outcomes.\nSentences:\n[\"Pain fell by 30%.\", \"Sleep improved.\"]\n"}}, serve.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(lc.Content, "Summary: ") || strings.Contains(lc.Content, "Citations") || len(lc.Content) <= len("Summary: ") {
+		t.Errorf("list prompt answered %q", lc.Content)
+	}
 	if _, err := serve.LoadTrackSum(summ, "", "zz"); err == nil || !strings.Contains(err.Error(), "zz") {
 		t.Errorf("unknown default aspect: error %v", err)
 	}

@@ -2,6 +2,7 @@ package subword
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +43,40 @@ func FuzzEncode(f *testing.F) {
 			if d := tok.Decode(got); d != c {
 				t.Fatalf("Decode(Encode(%q)) = %q, want %q", s, d, c)
 			}
+		}
+	})
+}
+
+// FuzzCleanLongWords repeats an arbitrary string until it is longer than MaxWordBytes, so that
+// Clean has to break words (issue 10 item 12), and checks that Clean stays idempotent, leaves no
+// word over MaxWordBytes, changes nothing but spaces, and that byte-level decoding returns it.
+//
+//	go test ./subword -run '^$' -fuzz '^FuzzCleanLongWords$' -fuzztime 60s
+func FuzzCleanLongWords(f *testing.F) {
+	for _, s := range []string{"x", "e\u0301", "😀", "中文", "a b", "\u0301", "ﬁ", "Ω", "\u1100\u1161"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" {
+			return
+		}
+		long := strings.Repeat(s, MaxWordBytes/len(s)+2)
+		c := Clean(long)
+		if Clean(c) != c {
+			t.Fatalf("Clean not idempotent on %q", s)
+		}
+		for _, w := range strings.Split(c, " ") {
+			if len(w) > MaxWordBytes {
+				t.Fatalf("word of %d bytes after Clean", len(w))
+			}
+		}
+		unbroken, _ := BreakLongWords(c)
+		if unbroken != c {
+			t.Fatalf("Clean left a word to break")
+		}
+		tok := sharedTokenizer(t, KindBPE)
+		if d := tok.Decode(tok.Encode(long)); d != c {
+			t.Fatalf("Decode(Encode) differs from Clean for %q", s)
 		}
 	})
 }

@@ -102,3 +102,81 @@ func TestEmojiRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestUTF8GuardNeverBreaksCharacters is the decoding side of issue 10 item 14 (emoji): the
+// summarizer generated the first byte of an emoji and went on with another piece, which Decode
+// rendered as U+FFFD. A random walk that only takes pieces the guard allows, over a vocabulary
+// learned without any emoji, never produces U+FFFD; the guard allows an emoji's own pieces in
+// order and forbids [EOS] in the middle of it.
+func TestUTF8GuardNeverBreaksCharacters(t *testing.T) {
+	v, err := Train(slices.Values(append(genCorpus(5, 300), "émigré naïve", "中文字符")), TrainOptions{VocabSize: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := v.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := tok.NewUTF8Guard()
+	eos, _ := tok.SpecialID("[SEP]")
+	// An emoji's own pieces are allowed one after the other; [EOS] and a new word are not.
+	ids := tok.Encode("x 😀")
+	if len(ids) != 7 {
+		t.Fatalf("%d pieces for \"x 😀\", want 7 (a vocabulary without emoji merges)", len(ids))
+	}
+	var s UTF8State
+	for k, id := range ids {
+		if !g.Allowed(s, id, eos) {
+			t.Fatalf("piece %d (%q) of the emoji refused", k, tok.TokenString(id))
+		}
+		s = g.Next(s, id)
+		// ids are "Ġ" "x" "Ġ" and the emoji's 4 bytes: after its 1st, 2nd and 3rd byte it is open.
+		if k >= len(ids)-4 && k < len(ids)-1 {
+			if g.Allowed(s, eos, eos) || g.Allowed(s, ids[1], eos) {
+				t.Fatalf("after piece %d of the emoji, [EOS] or a new word is allowed", k)
+			}
+		}
+	}
+	if s.N != 0 {
+		t.Fatalf("state after the whole emoji: %d pending bytes", s.N)
+	}
+	// Random walk under Apply with uniform probabilities.
+	probs := make([]float32, tok.VocabSize())
+	var seq []int32
+	s = UTF8State{}
+	rng := uint64(1)
+	for step := 0; step < 3000 || s.N != 0; step++ {
+		for i := range probs {
+			probs[i] = 1 / float32(len(probs))
+		}
+		g.Apply(probs, s, eos)
+		var allowed []int32
+		for id, p := range probs {
+			if p > 0 && int32(id) != eos {
+				allowed = append(allowed, int32(id))
+			}
+		}
+		rng = rng*6364136223846793005 + 1442695040888963407
+		id := allowed[int(rng>>33)%len(allowed)]
+		seq = append(seq, id)
+		s = g.Next(s, id)
+	}
+	if d := tok.Decode(seq); strings.ContainsRune(d, '\uFFFD') {
+		t.Fatalf("guarded walk decodes with U+FFFD: %.200q", d)
+	}
+	// Without the guard the same walk breaks characters: the test can fail.
+	var bad []int32
+	for id := tok.NumSpecial(); id < tok.VocabSize(); id++ {
+		if b := g.bytes[id]; len(b) > 0 && b[0] >= 0xF0 {
+			bad = append(bad, int32(id), int32(tok.NumSpecial()+'a'))
+			break
+		}
+	}
+	if len(bad) > 0 && !strings.ContainsRune(tok.Decode(bad), '\uFFFD') {
+		t.Error("an unguarded broken character should decode with U+FFFD")
+	}
+}

@@ -122,6 +122,26 @@ type Assessment struct {
 	Skipped string `json:"skipped,omitempty"`
 	// Malformed lists the steps whose answers could not be parsed, e.g. "extract reference".
 	Malformed []string `json:"malformed,omitempty"`
+	// Unparsed holds the start of each malformed extraction answer by step, for inspection.
+	Unparsed map[string]string `json:"unparsed,omitempty"`
+}
+
+// clip keeps the start of a malformed answer for the record.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "..."
+}
+
+// unparsed records a malformed answer of step.
+func (a *Assessment) unparsed(step, answer string) {
+	a.Malformed = append(a.Malformed, step)
+	if a.Unparsed == nil {
+		a.Unparsed = map[string]string{}
+	}
+	a.Unparsed[step] = clip(answer, 300)
 }
 
 // Segments are the extracted segments of one text, by Facet.
@@ -131,28 +151,28 @@ type Segments [NumFacets]string
 // (or empty). An error is returned only when the endpoint fails (unreachable, HTTP error,
 // cancelled); a malformed answer is recorded in the Assessment.
 func (m *Metric) Score(ctx context.Context, reference, candidate string) (Assessment, error) {
-	var res Assessment
+	res := Assessment{Facets: []FacetScore{}}
 	if negative(reference) {
 		res.Skipped = "reference is negative (Unknown.)"
 		return res, nil
 	}
-	ref, ok, err := m.extract(ctx, reference)
+	ref, answer, ok, err := m.extract(ctx, reference)
 	if err != nil {
 		return res, err
 	}
 	if !ok {
-		res.Malformed = append(res.Malformed, "extract reference")
+		res.unparsed("extract reference", answer)
 		res.Skipped = "reference facets could not be extracted"
 		return res, nil
 	}
 	var cand Segments
 	if !negative(candidate) {
-		cand, ok, err = m.extract(ctx, candidate)
+		cand, answer, ok, err = m.extract(ctx, candidate)
 		if err != nil {
 			return res, err
 		}
 		if !ok {
-			res.Malformed = append(res.Malformed, "extract candidate")
+			res.unparsed("extract candidate", answer)
 			res.Skipped = "candidate facets could not be extracted"
 			return res, nil
 		}
@@ -203,14 +223,14 @@ func (m *Metric) request(prompt string) llm.Request {
 	return llm.Request{Messages: []llm.Message{{Role: "user", Content: prompt}}, Temperature: &t, MaxTokens: m.opts.MaxTokens}
 }
 
-// extract asks for the segments of text; ok is false when the answer stayed malformed.
-func (m *Metric) extract(ctx context.Context, text string) (Segments, bool, error) {
+// extract asks for the segments of text; ok is false when the answer is malformed.
+func (m *Metric) extract(ctx context.Context, text string) (Segments, string, bool, error) {
 	answer, err := ask(ctx, m.client, m.request(ExtractPrompt(text)))
 	if err != nil {
-		return Segments{}, false, err
+		return Segments{}, "", false, err
 	}
 	s, ok := ParseSegments(answer)
-	return s, ok, nil
+	return s, answer, ok, nil
 }
 
 // ask sends req and returns the answer. A refusal that persists after the client's retries is

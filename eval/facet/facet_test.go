@@ -194,6 +194,11 @@ func TestScore(t *testing.T) {
 			if strings.Join(got.Malformed, ",") != strings.Join(tc.malformed, ",") {
 				t.Errorf("malformed = %v, want %v", got.Malformed, tc.malformed)
 			}
+			for _, step := range got.Malformed {
+				if strings.HasPrefix(step, "extract") && got.Unparsed[step] == "" {
+					t.Errorf("malformed %s: answer not kept", step)
+				}
+			}
 			if len(sc.prompts) != tc.requests {
 				t.Errorf("%d requests, want %d", len(sc.prompts), tc.requests)
 			}

@@ -120,6 +120,21 @@ type Assessment struct {
 	Feedback    Feedback          `json:"feedback"`
 	// Malformed lists the steps whose answers could not be parsed.
 	Malformed []string `json:"malformed,omitempty"`
+	// Unparsed holds the start of each malformed answer by step, for inspection.
+	Unparsed map[string]string `json:"unparsed,omitempty"`
+}
+
+// unparsed records a malformed answer of step.
+func (a *Assessment) unparsed(step, answer string) {
+	a.Malformed = append(a.Malformed, step)
+	if a.Unparsed == nil {
+		a.Unparsed = map[string]string{}
+	}
+	r := []rune(answer)
+	if len(r) > 300 {
+		answer = string(r[:300]) + "..."
+	}
+	a.Unparsed[step] = answer
 }
 
 // Metric computes the QA scores with an LLM.
@@ -147,7 +162,7 @@ func ptr(v float64) *float64 { return &v }
 // questions come from (empty: coverage undefined), document the text consistency is checked
 // against. An error is returned only when the endpoint fails.
 func (m *Metric) Assess(ctx context.Context, focus, source, document, summary string) (Assessment, error) {
-	a := Assessment{Feedback: Feedback{Unanswered: []string{}, Inconsistent: []Correction{}}}
+	a := Assessment{CoverageQA: []CoverageItem{}, Facts: []ConsistencyItem{}, Feedback: Feedback{Unanswered: []string{}, Inconsistent: []Correction{}}}
 	neg := Negative(summary)
 	if strings.TrimSpace(source) != "" {
 		answer, err := m.ask(ctx, GeneratePrompt(focus, source, m.opts.SourceQuestions, "source"))
@@ -157,7 +172,7 @@ func (m *Metric) Assess(ctx context.Context, focus, source, document, summary st
 		qs := ParseQA(answer)
 		switch {
 		case len(qs) == 0:
-			a.Malformed = append(a.Malformed, "source questions")
+			a.unparsed("source questions", answer)
 		case neg:
 			// Nothing can be answered from a negative summary: no request needed.
 			for _, q := range qs {
@@ -172,7 +187,7 @@ func (m *Metric) Assess(ctx context.Context, focus, source, document, summary st
 			}
 			ans, ok := ParseAnswers(answer, len(qs))
 			if !ok {
-				a.Malformed = append(a.Malformed, "answers from the summary")
+				a.unparsed("answers from the summary", answer)
 				break
 			}
 			n := 0
@@ -197,7 +212,7 @@ func (m *Metric) Assess(ctx context.Context, focus, source, document, summary st
 	}
 	facts := ParseQA(answer)
 	if len(facts) == 0 {
-		a.Malformed = append(a.Malformed, "summary questions")
+		a.unparsed("summary questions", answer)
 		return a, nil
 	}
 	answer, err = m.ask(ctx, AnswerPrompt("document", document, questions(facts)))
@@ -206,7 +221,7 @@ func (m *Metric) Assess(ctx context.Context, focus, source, document, summary st
 	}
 	ans, ok := ParseAnswers(answer, len(facts))
 	if !ok {
-		a.Malformed = append(a.Malformed, "answers from the document")
+		a.unparsed("answers from the document", answer)
 		return a, nil
 	}
 	var sum float64

@@ -191,6 +191,9 @@ func TestAssess(t *testing.T) {
 	if a3.Coverage != nil || a3.Consistency != nil || !slices.Equal(a3.Malformed, []string{"source questions", "answers from the document"}) {
 		t.Errorf("malformed: coverage %v consistency %v malformed %v", a3.Coverage, a3.Consistency, a3.Malformed)
 	}
+	if a3.Unparsed["source questions"] != "I cannot do that here." || a3.Unparsed["answers from the document"] != "no answers" {
+		t.Errorf("unparsed answers = %q", a3.Unparsed)
+	}
 }
 
 func TestRefine(t *testing.T) {
@@ -238,8 +241,14 @@ func TestRefine(t *testing.T) {
 			}
 		})
 	}
+	// Malformed assessments leave nothing to improve: no revision is asked.
+	bad := &script{rules: [][2]string{{"Instructions", "Summary: text\nCitations: [1]"}}}
+	r, err := New(bad, DefaultOptions()).Refine(context.Background(), "", evidence, doc, "S0", 3)
+	if err != nil || len(r.Rounds) != 1 || r.Stop != "no score to improve: source questions, summary questions" || len(bad.prompts) != 2 {
+		t.Errorf("malformed assessment: stop %q, %d rounds, %d requests, %v", r.Stop, len(r.Rounds), len(bad.prompts), err)
+	}
 	sc := &script{rules: rules("S1")}
-	r, err := New(sc, DefaultOptions()).Refine(context.Background(), "", evidence, doc, "Unknown.", 3)
+	r, err = New(sc, DefaultOptions()).Refine(context.Background(), "", evidence, doc, "Unknown.", 3)
 	if err != nil || len(r.Rounds) != 1 || r.Final() != "Unknown." {
 		t.Errorf("negative summary refined: %+v, %v", r, err)
 	}

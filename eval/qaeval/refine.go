@@ -78,6 +78,13 @@ func (m *Metric) Refine(ctx context.Context, focus, source, document, summary st
 	}
 	for i := 1; ; i++ {
 		cur := r.Rounds[r.Best]
+		if quality(cur.Assessment) < 0 {
+			r.Stop = "no score to improve: " + strings.Join(cur.Assessment.Malformed, ", ")
+			if len(cur.Assessment.Malformed) == 0 {
+				r.Stop = "no score to improve"
+			}
+			return r, nil
+		}
 		if m.meets(cur.Assessment) {
 			r.Stop = "targets met"
 			return r, nil

@@ -117,6 +117,7 @@ func Load(dir string) (*Summarizer, error) {
 	}
 	net.Suppress(suppressed(tok.NumSpecial(), m.Hyper.EosID))
 	net.ChainBonus = float32(m.CopyChainBonus)
+	net.UTF8 = tok.NewUTF8Guard()
 	s := &Summarizer{Meta: m, Net: net, Tok: tok}
 	s.SetWordRule(m.WordRule)
 	return s, nil

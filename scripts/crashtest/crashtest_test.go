@@ -198,13 +198,13 @@ func cp(t *testing.T, from, to string) {
 	}
 }
 
-// replaceTrials runs the directory-replacing command `args --out OUT` with kills: odd trials
-// replace a copy of prev, even ones start with no output. After each kill OUT must be the previous
+// replaceTrials runs the directory-replacing command `args --out OUT` with kills, until s.n of them
+// landed while it ran: odd trials replace a copy of prev, even ones start with no output. After each kill OUT must be the previous
 // version (or absent when there was none) or the new one, and a rerun must produce exactly want.
 func (s *settings) replaceTrials(t *testing.T, name string, args []string, prev, want string, took time.Duration) {
 	prevTree, wantTree := tree(t, prev, nil), tree(t, want, nil)
-	killed := 0
-	for i := range s.n {
+	killed, i := 0, 0
+	for ; killed < s.n && i < 4*s.n; i++ {
 		parent := filepath.Join(s.work, fmt.Sprintf("%s-%d", name, i))
 		os.MkdirAll(parent, 0o755)
 		out := filepath.Join(parent, "out")
@@ -227,13 +227,17 @@ func (s *settings) replaceTrials(t *testing.T, name string, args []string, prev,
 		if !same(got, before) && !same(got, wantTree) {
 			t.Errorf("%s trial %d (kill after %v): output is neither the previous nor the new version (differs from the new in: %s)", name, i, d, diff(got, wantTree))
 		}
-		s.run(t, name, full...)
+		// The machine's load changes: the next kill times follow the latest full run.
+		took = s.run(t, name, full...)
 		if got := tree(t, out, nil); !same(got, wantTree) {
 			t.Errorf("%s trial %d: rerun differs from an uninterrupted run in %s", name, i, diff(got, wantTree))
 		}
 		onlyEntry(t, parent, "out")
 	}
-	t.Logf("%s: %d trials, %d killed mid-run (the others finished first), uninterrupted run %v", name, s.n, killed, took.Round(time.Millisecond))
+	t.Logf("%s: %d kills in %d trials (the other trials finished before their kill), last uninterrupted run %v", name, killed, i, took.Round(time.Millisecond))
+	if killed < s.n {
+		t.Errorf("%s: only %d of %d kills landed before the command finished", name, killed, s.n)
+	}
 }
 
 func TestCrashPrepare(t *testing.T) {
@@ -297,24 +301,38 @@ func dropKeys(b []byte, keys []string) []byte {
 	return out
 }
 
+// TestCrashTrain kills training runs of each task (CRASHTEST_N kills each) and checks after each
+// kill that the checkpoint directory is resumable, then that a rerun ends bit-identical to an
+// uninterrupted run (timing fields aside).
 func TestCrashTrain(t *testing.T) {
 	s := setup(t)
 	data := filepath.Join(s.work, "prepared")
 	s.run(t, "prepare", "--quiet", "--out", data)
-	ref := filepath.Join(s.work, "ref-ck")
-	took := s.run(t, "train", "--data", data, "--out", ref)
+	for _, task := range []struct {
+		name string
+		n    int
+	}{{"tracker", s.n}, {"summarizer", s.n}} {
+		t.Run(task.name, func(t *testing.T) { s.trainTrials(t, task.name, task.n, data) })
+	}
+}
+
+func (s *settings) trainTrials(t *testing.T, task string, n int, data string) {
+	args := []string{"--task", task, "--data", data}
+	ref := filepath.Join(s.work, "ref-"+task)
+	took := s.run(t, "train", append(slices.Clone(args), "--out", ref)...)
 	want := tree(t, ref, timingFree)
 	if want[filepath.Join(training.BestDir, training.BestVariables)] == "" {
 		t.Fatalf("reference checkpoint has no best weights: %v", want)
 	}
-	killed, resumes := 0, 0
-	for i := 0; killed < s.n && i < 5*s.n; i++ {
-		parent := filepath.Join(s.work, fmt.Sprintf("train-%d", i))
+	killed, resumes, i := 0, 0, 0
+	for ; killed < n && i < 5*n; i++ {
+		parent := filepath.Join(s.work, fmt.Sprintf("%s-%d", task, i))
 		out := filepath.Join(parent, "ck")
+		full := append(slices.Clone(args), "--out", out)
 		// One or two kills, then a run to the end.
 		for k := range 1 + i%2 {
 			d := time.Duration((0.05 + 0.95*s.rng.Float64()) * float64(took))
-			if !s.killAfter(t, d, "train", "--data", data, "--out", out) {
+			if !s.killAfter(t, d, "train", full...) {
 				break
 			}
 			killed++
@@ -322,28 +340,32 @@ func TestCrashTrain(t *testing.T) {
 			// progress), complete best weights when present.
 			rp, err := training.ReadResumePoint(out)
 			if err != nil {
-				t.Errorf("train trial %d kill %d (after %v): %v", i, k+1, d, err)
+				t.Errorf("%s trial %d kill %d (after %v): %v", task, i, k+1, d, err)
 				continue
 			}
 			if rp != nil {
 				resumes++
 				if _, err := model.ReadTensors(filepath.Join(out, training.StateDir, "variables.safetensors")); err != nil {
-					t.Errorf("train trial %d kill %d: resume point unreadable: %v", i, k+1, err)
+					t.Errorf("%s trial %d kill %d: resume point unreadable: %v", task, i, k+1, err)
 				}
 			}
 			if best := filepath.Join(out, training.BestDir, training.BestVariables); fileExists(best) {
 				if _, err := model.ReadTensors(best); err != nil {
-					t.Errorf("train trial %d kill %d: best weights unreadable: %v", i, k+1, err)
+					t.Errorf("%s trial %d kill %d: best weights unreadable: %v", task, i, k+1, err)
 				}
 			}
 		}
-		s.run(t, "train", "--data", data, "--out", out)
+		s.run(t, "train", full...)
 		if got := tree(t, out, timingFree); !same(got, want) {
-			t.Errorf("train trial %d: rerun differs from an uninterrupted run in %s", i, diff(got, want))
+			t.Errorf("%s trial %d: rerun differs from an uninterrupted run in %s", task, i, diff(got, want))
 		}
 		onlyEntry(t, parent, "ck")
 	}
-	t.Logf("train: %d kills (%d with a resume point to continue from), uninterrupted run %v", killed, resumes, took.Round(time.Millisecond))
+	t.Logf("train %s: %d kills in %d trials (%d left a resume point to continue from, the others none yet), uninterrupted run %v",
+		task, killed, i, resumes, took.Round(time.Millisecond))
+	if killed < n {
+		t.Errorf("train %s: only %d of %d kills landed before the command finished", task, killed, n)
+	}
 }
 
 func fileExists(path string) bool {
