@@ -30,6 +30,9 @@ type Prepare struct {
 	RowGroupRows int `mapstructure:"row_group_rows" yaml:"row_group_rows"`
 	// Workers is the number of goroutines that tokenize abstracts; 0 means one per CPU.
 	Workers int `mapstructure:"workers" yaml:"workers"`
+	// Folds is the number of cross-validation folds (by PMID, seeded) recorded in splits.json for
+	// `tracksum-train cv`; 0 means none. The train/dev/test split is made as without folds.
+	Folds int `mapstructure:"folds" yaml:"folds"`
 }
 
 // DefaultPrepare returns the built-in prepare settings.
@@ -82,6 +85,9 @@ func (c Prepare) Validate() error {
 	}
 	if c.RowGroupRows <= 0 {
 		errs = append(errs, fmt.Errorf("prepare.row_group_rows: must be > 0, got %d", c.RowGroupRows))
+	}
+	if c.Folds < 0 || c.Folds == 1 {
+		errs = append(errs, fmt.Errorf("prepare.folds: must be 0 (no folds) or >= 2, got %d", c.Folds))
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("prepare.workers: must be >= 0 (0 = one per CPU), got %d", c.Workers))

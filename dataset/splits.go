@@ -27,7 +27,10 @@ type SplitAssignment struct {
 	Seed   int64              `json:"seed"`
 	Ratios map[string]float64 `json:"ratios"`
 	// IDs lists the group keys of each split, sorted.
-	IDs    map[string][]string `json:"ids"`
+	IDs map[string][]string `json:"ids"`
+	// Folds are the cross-validation folds by PMID (prepare --folds K); nil without folds, so
+	// that splits.json is unchanged then.
+	Folds  *Folds `json:"folds,omitempty"`
 	lookup map[string]uint8
 }
 

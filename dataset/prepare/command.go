@@ -24,6 +24,7 @@ var flagKeys = map[string]string{
 	"sample-size":    "prepare.sample_size",
 	"rows-per-shard": "prepare.rows_per_shard",
 	"workers":        "prepare.workers",
+	"folds":          "prepare.folds",
 	"tokenizer":      "tokenizer.kind",
 	"vocab-size":     "tokenizer.vocab_size",
 }
@@ -52,6 +53,7 @@ func command(stdout, stderr io.Writer) cli.Command {
 	fs.Int("sample-size", d.Prepare.SampleSize, "synthetic abstracts when there is no --input (config: prepare.sample_size)")
 	fs.Int("rows-per-shard", d.Prepare.RowsPerShard, "rows per Parquet shard (config: prepare.rows_per_shard)")
 	fs.Int("workers", d.Prepare.Workers, "tokenizing goroutines, 0 = one per CPU (config: prepare.workers)")
+	fs.Int("folds", d.Prepare.Folds, "cross-validation folds by PMID recorded in splits.json, 0 = none (config: prepare.folds)")
 	fs.String("tokenizer", d.Tokenizer.Kind, "bpe or wordpiece (config: tokenizer.kind)")
 	fs.Int("vocab-size", d.Tokenizer.VocabSize, "tokenizer vocabulary size (config: tokenizer.vocab_size)")
 	return cli.Command{

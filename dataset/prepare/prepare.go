@@ -101,6 +101,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
+	if cfg.Prepare.Folds > 0 {
+		if splits.Folds, err = dataset.MakeFolds(dataset.GroupPMIDs(splits.By, scan.keys), cfg.Prepare.Folds, cfg.Seed); err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+	}
 	scan.keys = nil
 	if len(splits.IDs[dataset.SplitTrain]) == 0 {
 		return nil, errors.New("prepare: the training split is empty (too few abstracts for prepare.train_ratio)")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -412,5 +413,52 @@ func TestRunNastyText(t *testing.T) {
 	}
 	if n != 12 {
 		t.Errorf("%d tracker rows, want 12", n)
+	}
+}
+
+// TestRunFolds checks prepare --folds: the folds are recorded in splits.json, grouped by PMID,
+// cover every abstract, are reproducible byte for byte, and leave the train/dev/test split and
+// every shard exactly as without folds.
+func TestRunFolds(t *testing.T) {
+	for _, by := range []string{dataset.SplitByPMID, dataset.SplitByInstance} {
+		t.Run(by, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testConfig()
+			cfg.Prepare.SplitBy = by
+			run(t, cfg, nil, filepath.Join(dir, "plain"))
+			cfg.Prepare.Folds = 3
+			run(t, cfg, nil, filepath.Join(dir, "a"))
+			run(t, cfg, nil, filepath.Join(dir, "b"))
+			sameTree(t, filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+			// Only splits.json (the folds), config.yaml and manifest.json (the folds key) differ.
+			sameTree(t, filepath.Join(dir, "plain"), filepath.Join(dir, "a"), dataset.SplitsFile, dataset.ConfigFile, dataset.ManifestFile)
+			if !reflect.DeepEqual(readSplits(t, filepath.Join(dir, "plain")), readSplits(t, filepath.Join(dir, "a"))) {
+				t.Error("folds changed the train/dev/test split")
+			}
+			folds, err := dataset.ReadFolds(filepath.Join(dir, "a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if folds.K != 3 || folds.Seed != cfg.Seed {
+				t.Errorf("k %d seed %d", folds.K, folds.Seed)
+			}
+			n := 0
+			for _, s := range folds.Sizes() {
+				n += s
+			}
+			if n != cfg.Prepare.SampleSize {
+				t.Errorf("%d abstracts in folds, want %d", n, cfg.Prepare.SampleSize)
+			}
+			for _, split := range dataset.Splits {
+				for _, r := range readAll[dataset.TrackerRow](t, filepath.Join(dir, "a"), dataset.TaskTracker, split) {
+					if folds.Fold(r.PMID) < 0 {
+						t.Fatalf("%s row of PMID %s has no fold", split, r.PMID)
+					}
+				}
+			}
+			if _, err := dataset.ReadFolds(filepath.Join(dir, "plain")); err == nil {
+				t.Error("a directory prepared without --folds has folds")
+			}
+		})
 	}
 }

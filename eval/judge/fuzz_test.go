@@ -26,10 +26,10 @@ func FuzzParseClaims(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, answer string) {
 		for _, c := range ParseClaims(answer) {
-			// Not TrimSpace(c) == c: ParseClaims strips list markers after trimming, so "1\rX" gives
-			// "\rX" (testdata/fuzz/FuzzParseClaims/561cdf7d929c97a6), harmless for a judge prompt.
-			if strings.TrimSpace(c) == "" {
-				t.Fatalf("claim %q is blank", c)
+			// testdata/fuzz/FuzzParseClaims/561cdf7d929c97a6: "0\r0000" once gave "\r0000" (list
+			// markers stripped after trimming).
+			if c == "" || strings.TrimSpace(c) != c {
+				t.Fatalf("claim %q is blank or untrimmed", c)
 			}
 			if utf8.ValidString(answer) && !utf8.ValidString(c) {
 				t.Fatalf("claim %q is invalid UTF-8 from a valid answer", c)

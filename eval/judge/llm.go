@@ -126,8 +126,7 @@ func ParseClaims(answer string) []string {
 	}
 	var out []string
 	for _, line := range strings.Split(answer, "\n") {
-		line = strings.TrimSpace(line)
-		line = strings.TrimLeft(line, "-*•0123456789.) ")
+		line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "-*•0123456789.) "))
 		if line != "" && !strings.HasPrefix(line, "```") {
 			out = append(out, line)
 		}

@@ -131,11 +131,16 @@ func greedy[S any](m Model[S], inits []S, o Options) []Hypothesis {
 		for j, i := range idx {
 			ban := banned(out[i].Tokens, o.NoRepeatNgram)
 			early := len(out[i].Tokens) < o.minLen(i)
-			best, bestP := int32(-1), float32(-1)
+			best, bestP := int32(-1), float32(0)
 			for w, p := range ps[j] {
 				if p > bestP && !ban[int32(w)] && !(early && int32(w) == o.EOS) {
 					best, bestP = int32(w), p
 				}
+			}
+			if best < 0 {
+				// Every token is banned or has probability zero: stop rather than write one the
+				// model ruled out.
+				best, bestP = o.EOS, 1e-30
 			}
 			out[i].LogProb += math.Log(max(float64(bestP), 1e-30))
 			if best == o.EOS || step == o.MaxLen-1 {
@@ -218,7 +223,14 @@ func beam[S any](m Model[S], inits []S, o Options) []Hypothesis {
 					}
 					ban[o.EOS] = true
 				}
-				cands = append(cands, topK(probs[row+bi], 2*k, ban, bi, b.logProb)...)
+				c := topK(probs[row+bi], 2*k, ban, bi, b.logProb)
+				if len(c) == 0 {
+					// Nothing the model allows may follow (every possible token is banned): the
+					// hypothesis ends here, as if [EOS] came next.
+					it.finished = append(it.finished, Hypothesis{Tokens: slices.Clone(b.tokens), LogProb: b.logProb,
+						Score: b.logProb / lengthNorm(len(b.tokens)+1, o.LengthPenalty)})
+				}
+				cands = append(cands, c...)
 			}
 			row += len(it.alive)
 			slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.logProb, a.logProb) })
@@ -287,7 +299,10 @@ func topK(p []float32, n int, ban map[int32]bool, parent int, base float64) []ca
 	}
 	best := make([]tp, 0, n+1)
 	for w, pw := range p {
-		if ban[int32(w)] || (len(best) == n && pw <= best[n-1].p) {
+		// A zero-probability token is never a continuation: the model (or a constraint such as
+		// the UTF-8 guard) ruled it out, and picking it only because the ban left fewer than n
+		// candidates writes garbage (e.g. a broken character).
+		if pw <= 0 || ban[int32(w)] || (len(best) == n && pw <= best[n-1].p) {
 			continue
 		}
 		pos, _ := slices.BinarySearchFunc(best, pw, func(a tp, t float32) int { return cmp.Compare(t, a.p) })

@@ -142,6 +142,22 @@ func TestNoRepeatNgram(t *testing.T) {
 	}
 }
 
+// TestNoRepeatNeverPicksImpossibleToken is the regression test of the broken emoji: when the
+// no-repeat ban leaves no token of non-zero probability, decoding stops instead of writing a token
+// the model gave probability zero (a stray byte of a character, for the summarizer).
+func TestNoRepeatNeverPicksImpossibleToken(t *testing.T) {
+	m := &tableModel{vocab: 5, table: map[string][]float32{
+		key([]int32{bos}):     {0, 0, 1, 0, 0},
+		key([]int32{bos, tA}): {0, 0, 1, 0, 0},
+	}}
+	for _, beam := range []int{1, 2} {
+		got := Search[*prefix](m, []*prefix{{}}, Options{BeamSize: beam, MaxLen: 4, NoRepeatNgram: 1, BOS: bos, EOS: eos})
+		if !slices.Equal(got[0].Tokens, []int32{tA}) {
+			t.Errorf("beam %d: tokens = %v, want [%d]", beam, got[0].Tokens, tA)
+		}
+	}
+}
+
 func TestLengthPenaltyFavoursLonger(t *testing.T) {
 	// Stopping now: 0.5. Continuing with C then stopping: 0.45*1. With alpha = 0 the short
 	// sequence wins; a strong length penalty prefers the longer one.

@@ -141,6 +141,10 @@ type TrainOptions struct {
 	// seed or tracker settings differ from those it was trained with (see training.CheckConfig);
 	// by default that is refused.
 	AllowChangedConfig bool
+	// Data, when set, is trained and scored on instead of the shards of dataDir (the
+	// cross-validation harness passes each fold's partition of them); dataDir still supplies the
+	// tokenizer, which Data must have been read with.
+	Data *Data
 }
 
 // Train trains a tracker on the prepared directory dataDir with cfg.Tracker and writes the
@@ -164,9 +168,11 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		return nil, nil, err
 	}
 	fmt.Fprintf(log, "tracker: backend %s\n", backendName)
-	data, err := ReadData(dataDir, tc.MaxLen-1)
-	if err != nil {
-		return nil, nil, err
+	data := opts.Data
+	if data == nil {
+		if data, err = ReadData(dataDir, tc.MaxLen-1); err != nil {
+			return nil, nil, err
+		}
 	}
 	codes, names := make([]string, len(data.Aspects)), make([]string, len(data.Aspects))
 	for i, a := range data.Aspects {
