@@ -96,7 +96,7 @@ func ReadFolds(dir string) (*Folds, error) {
 	path := filepath.Join(dir, SplitsFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s is not a prepared directory (run tracksum-prepare --folds K): %w", dir, err)
 	}
 	var s struct {
 		Folds *Folds `json:"folds"`

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"text/tabwriter"
@@ -59,7 +60,78 @@ func Compare(ctx context.Context, a, b, ref string, cfg config.Eval) (*Compariso
 		d, p := stats.PairedBootstrap(va, vb, cfg.Bootstrap.Resamples, cfg.Bootstrap.Seed)
 		c.Metrics = append(c.Metrics, Difference{Metric: m.String(), A: stats.Mean(va), B: stats.Mean(vb), Diff: d, P: p})
 	}
+	// The tracker's sentence-level F1 is a micro average over all sentences, not a mean of
+	// per-instance values: its bootstrap resamples instances and recomputes micro F1 from the
+	// resampled citation counts.
+	ca, cb := sentenceCounts(oa.Results), sentenceCounts(ob.Results)
+	d, p := pairedBootstrapMicroF1(ca, cb, cfg.Bootstrap.Resamples, cfg.Bootstrap.Seed)
+	c.Metrics = append(c.Metrics, Difference{Metric: SentenceMicroF1, A: microF1(ca, nil), B: microF1(cb, nil), Diff: d, P: p})
 	return c, nil
+}
+
+// SentenceMicroF1 is the comparison row of the sentence-level micro F1 of the citations: over all
+// instances, 2·TP / (2·TP + FP + FN) with TP the cited sentences in both the prediction and the
+// reference — the tracker's sentence F1 when the prediction's Indexes are its tracked sentences.
+const SentenceMicroF1 = "sentence_micro_f1"
+
+// sentenceCounts returns each instance's (TP, FP, FN) of cited sentences.
+func sentenceCounts(rs []Result) [][3]float64 {
+	out := make([][3]float64, len(rs))
+	for i, r := range rs {
+		tp := 0
+		for _, c := range r.PredIndexes {
+			if _, ok := slices.BinarySearch(r.RefIndexes, c); ok {
+				tp++
+			}
+		}
+		out[i] = [3]float64{float64(tp), float64(len(r.PredIndexes) - tp), float64(len(r.RefIndexes) - tp)}
+	}
+	return out
+}
+
+// microF1 is the micro F1 of the instances idx of counts (all of them when idx is nil); 0 when
+// nothing is cited on either side.
+func microF1(counts [][3]float64, idx []int) float64 {
+	var tp, fp, fn float64
+	add := func(c [3]float64) { tp, fp, fn = tp+c[0], fp+c[1], fn+c[2] }
+	if idx == nil {
+		for _, c := range counts {
+			add(c)
+		}
+	} else {
+		for _, i := range idx {
+			add(counts[i])
+		}
+	}
+	if 2*tp+fp+fn == 0 {
+		return 0
+	}
+	return 2 * tp / (2*tp + fp + fn)
+}
+
+// pairedBootstrapMicroF1 is stats.PairedBootstrap for a micro F1: the same instances are drawn
+// for both systems, the difference of their micro F1s is recomputed on each draw, and p counts
+// the draws whose difference lies at least |observed| from the observed one (null imposed by
+// centring), p = (count + 1) / (resamples + 1). Mismatched or empty input gives (NaN, NaN).
+func pairedBootstrapMicroF1(a, b [][3]float64, resamples int, seed uint64) (diff, p float64) {
+	n := len(a)
+	if n == 0 || n != len(b) || resamples < 1 {
+		return math.NaN(), math.NaN()
+	}
+	diff = microF1(a, nil) - microF1(b, nil)
+	obs := math.Abs(diff)
+	rng := rand.New(rand.NewPCG(seed, 0x5e47e2ce))
+	idx := make([]int, n)
+	count := 0
+	for range resamples {
+		for i := range idx {
+			idx[i] = rng.IntN(n)
+		}
+		if math.Abs(microF1(a, idx)-microF1(b, idx)-diff) >= obs {
+			count++
+		}
+	}
+	return diff, float64(count+1) / float64(resamples+1)
 }
 
 // WriteComparison prints the comparison as a table (percent points; * marks p < 0.05).

@@ -166,7 +166,8 @@ func TestCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.N != 9 || len(c.Metrics) != int(RougeLsumF)+1 {
+	// One row per metric, then the sentence-level micro F1.
+	if c.N != 9 || len(c.Metrics) != int(RougeLsumF)+2 || c.Metrics[len(c.Metrics)-1].Metric != SentenceMicroF1 {
 		t.Fatalf("n %d, %d metrics", c.N, len(c.Metrics))
 	}
 	for _, d := range c.Metrics {

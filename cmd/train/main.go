@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/model/cv"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 )
@@ -28,6 +29,9 @@ func main() {
 	fs.Float64("learning-rate", 0, "TASK.train.learning_rate")
 	fs.Int("eval-every", 0, "TASK.train.eval_every (0: each epoch)")
 	fs.String("architecture", "", "tracker.architecture: transformer or ngram")
+	fs.Int("folds", 0, "cross-validate the tracker on the K folds of --data (prepare --folds K): --out gets cv.json, oof.jsonl, fold-k/")
+	fs.String("cv-model", cv.ModelTracker, "with --folds: tracker (the configured tracker) or lexical (TF-IDF + logistic regression baseline)")
+	fs.Float64("dev-share", cv.DefaultDevShare, "with --folds: share of the training folds' abstracts used as dev (model selection)")
 	fs.Bool("allow-changed-config", false, "resume a checkpoint although seed or TASK settings differ from its config.yaml (refused by default)")
 	cli.Main(cli.Command{
 		Name:     "tracksum-train",
@@ -62,6 +66,15 @@ func main() {
 				return err
 			}
 			allow, _ := fs.GetBool("allow-changed-config")
+			if folds, _ := fs.GetInt("folds"); folds != 0 || fs.Changed("cv-model") || fs.Changed("dev-share") {
+				if task != "tracker" || folds < 2 {
+					return cli.Usagef("--folds K (K >= 2) cross-validates --task tracker only; --cv-model and --dev-share need it")
+				}
+				m, _ := fs.GetString("cv-model")
+				share, _ := fs.GetFloat64("dev-share")
+				_, err := cv.Run(ctx, cfg, cv.Options{Data: data, Out: out, Folds: folds, Model: m, DevShare: share, AllowChangedConfig: allow, Log: os.Stderr})
+				return err
+			}
 			if task == "summarizer" {
 				return summarizer.Train(ctx, cfg, data, out, summarizer.RunOptions{AllowChangedConfig: allow, Log: os.Stderr})
 			}

@@ -27,7 +27,10 @@ import (
 // The functions below build the same forward values as the GoMLX ops they replace (the same
 // DotGeneral or fused op) but attach their own gradient: products laid out so the kernels take
 // the operands as they are (lhs contracted on its last axis), one explicit transpose where a
-// contraction over tokens makes it unavoidable, and sums as products with ones. The gradients are
+// contraction over tokens makes it unavoidable, sums as products with ones, and per-row values
+// ([n, 1]) repeated to full shape by products with ones before an elementwise op (expandLast):
+// the backend's elementwise ops are fast on operands of one shape and go through a generic
+// index iterator when they broadcast. The gradients are
 // mathematically those of GoMLX; only the order of float additions differs.
 //
 // The fused ops (dense, layer norm, softmax) get their gradient directly from the fused node's
@@ -207,9 +210,9 @@ func LayerNorm(x, gain, offset *Node, epsilon float64) *Node {
 	n := x.Shape().Size() / d
 	// normalize returns x̂ [n, d] and 1/σ [n, 1] of x2 [n, d].
 	normalize := func(x2 *Node) (xhat, rstd *Node) {
-		xc := Sub(x2, meanLast(x2))
+		xc := Sub(x2, expandLast(meanLast(x2), d))
 		rstd = Rsqrt(AddScalar(meanLast(Mul(xc, xc)), epsilon))
-		return Mul(xc, rstd), rstd
+		return Mul(xc, expandLast(rstd, d)), rstd
 	}
 	decomposed := func() *Node {
 		x2 := Reshape(x, n, d)
@@ -228,7 +231,7 @@ func LayerNorm(x, gain, offset *Node, epsilon float64) *Node {
 		x, gain := node.Inputs()[0], node.Inputs()[1]
 		v2 := Reshape(v, n, d)
 		xhat, rstd := normalize(Reshape(x, n, d))
-		g := Mul(v2, Reshape(gain, 1, d))
+		g := Mul(v2, expandRows(gain, n))
 		dx := normGrad(xhat, rstd, g)
 		return []*Node{Reshape(dx, x.Shape().Dimensions...), sumRows(Mul(v2, xhat)), sumRows(v2)}
 	})
@@ -240,6 +243,23 @@ func sumLast(v *Node) *Node {
 	return DotGeneral(v, []int{1}, nil, ones, []int{1}, nil)
 }
 
+// expandLast repeats v [n, 1] along a last axis of d, [n, d], as the product v @ ones[1, d] (exact:
+// one product by 1 per element). The elementwise op that takes it then sees operands of the same
+// shape, the Go backend's fast path; with an implicit broadcast ([n, d] op [n, 1]) it goes through
+// a generic index iterator, several times slower (11% of a summarizer training step).
+func expandLast(v *Node, d int) *Node {
+	ones := Ones(v.Graph(), shapes.Make(v.DType(), 1, d))
+	return DotGeneral(v, []int{1}, nil, ones, []int{0}, nil)
+}
+
+// expandRows repeats b [d] on n rows, [n, d], as the product ones[n, 1] @ b[1, d] (see expandLast;
+// no gradient of its own is needed where it is used, in gradients).
+func expandRows(b *Node, n int) *Node {
+	d := b.Shape().Dimensions[0]
+	ones := Ones(b.Graph(), shapes.Make(b.DType(), n, 1))
+	return DotGeneral(ones, []int{1}, nil, Reshape(b, 1, d), []int{0}, nil)
+}
+
 // meanLast is the mean of v [n, d] over its last axis, [n, 1].
 func meanLast(v *Node) *Node {
 	return MulScalar(sumLast(v), 1/float64(v.Shape().Dimensions[1]))
@@ -248,7 +268,8 @@ func meanLast(v *Node) *Node {
 // normGrad is the gradient of a layer normalisation with respect to its input, given x̂ [n, d], 1/σ
 // [n, 1] and g = dL/dx̂ [n, d].
 func normGrad(xhat, rstd, g *Node) *Node {
-	return Mul(Sub(Sub(g, meanLast(g)), Mul(xhat, meanLast(Mul(g, xhat)))), rstd)
+	d := g.Shape().Dimensions[1]
+	return Mul(Sub(Sub(g, expandLast(meanLast(g), d)), Mul(xhat, expandLast(meanLast(Mul(g, xhat)), d))), expandLast(rstd, d))
 }
 
 // SoftmaxLast is Softmax over the last axis: the backend's fused op, with the gradient
@@ -263,7 +284,7 @@ func SoftmaxLast(x *Node) *Node {
 	}
 	return withGradient(y, NodeTypeFusedSoftmax, func(node, v *Node) []*Node {
 		p, v2 := Reshape(node, n, d), Reshape(v, n, d)
-		dx := Mul(p, Sub(v2, sumLast(Mul(v2, p))))
+		dx := Mul(p, Sub(v2, expandLast(sumLast(Mul(v2, p)), d)))
 		return []*Node{Reshape(dx, node.Shape().Dimensions...)}
 	})
 }

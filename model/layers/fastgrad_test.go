@@ -123,6 +123,15 @@ func TestFastGradients(t *testing.T) {
 			gomlxF: func(in []*Node) *Node { return Einsum("bhqk,bhkd->bhqd", in[0], in[1]) },
 		},
 		{
+			desc: "attention with a causal bias",
+			dims: [][]int{{2, 3, 5, 4}, {2, 3, 5, 4}, {2, 3, 5, 4}, {1, 1, 5, 5}, {2, 3, 5, 4}},
+			fast: func(in []*Node) *Node { return Attention(in[0], in[1], in[2], in[3]) },
+			gomlxF: func(in []*Node) *Node {
+				scores := Add(MulScalar(Einsum("bhqd,bhkd->bhqk", in[0], in[1]), 0.5), in[3])
+				return Einsum("bhqk,bhkd->bhqd", Softmax(scores, -1), in[2])
+			},
+		},
+		{
 			desc:   "attention scores",
 			dims:   [][]int{{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 5, 6}},
 			fast:   func(in []*Node) *Node { return AttentionScores(in[0], in[1]) },

@@ -2,6 +2,7 @@ package layers
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -146,7 +147,29 @@ func MergeHeads(x *Node) *Node {
 func Attention(q, k, values, bias *Node) *Node {
 	scores := MulScalar(AttentionScores(q, k), 1/math.Sqrt(float64(q.Shape().Dimensions[3])))
 	if bias != nil {
-		scores = Add(scores, bias)
+		scores = Add(scores, expandBias(bias, scores.Shape().Dimensions))
 	}
 	return AttentionValues(SoftmaxLast(scores), values)
+}
+
+// expandBias repeats an attention bias [B, 1, 1, S] (keys) or [1, 1, T, S] (causal) to the scores'
+// shape dims = [B, H, T, S] as a product with ones (exact: one product by 1 per element), so that
+// the addition to the scores runs on the Go backend's same-shape path instead of its generic
+// broadcasting iterator (see expandLast). Other shapes are returned as they are (the addition
+// broadcasts them).
+func expandBias(bias *Node, dims []int) *Node {
+	b, h, t, s := dims[0], dims[1], dims[2], dims[3]
+	bd := bias.Shape().Dimensions
+	g := bias.Graph()
+	switch {
+	case slices.Equal(bd, dims):
+		return bias
+	case slices.Equal(bd, []int{b, 1, 1, s}):
+		ones := Ones(g, shapes.Make(bias.DType(), b, h*t, 1))
+		return Reshape(DotGeneral(ones, []int{2}, []int{0}, Reshape(bias, b, 1, s), []int{1}, []int{0}), dims...)
+	case slices.Equal(bd, []int{1, 1, t, s}):
+		ones := Ones(g, shapes.Make(bias.DType(), b*h, 1))
+		return Reshape(DotGeneral(ones, []int{1}, nil, Reshape(bias, 1, t*s), []int{0}, nil), dims...)
+	}
+	return bias
 }

@@ -145,7 +145,8 @@ type Result struct {
 	// Stop says why training ended: "completed", "early_stopping" or "interrupted".
 	Stop string
 	// ExamplesPerSec and TokensPerSec are the training throughput of this invocation (graph
-	// compilation included), excluding evaluation time.
+	// compilation included), excluding evaluation time: for a resumed run, of the steps after the
+	// resume point only. (The train rows of metrics.jsonl cover whole evaluation windows.)
 	ExamplesPerSec, TokensPerSec float64
 	// Resumed is true when the run continued from a saved state.
 	Resumed bool
@@ -276,6 +277,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return err
 	}
 
+	resumedAt := st.Step
 	bar := progress.NewTo(log, "train", int64(total), "steps")
 	bar.Set(int64(st.Step))
 	var (
@@ -414,8 +416,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		fmt.Fprintf(log, "training: plot: %v\n", err)
 	}
 	res.Steps, res.BestStep, res.Best, res.Stop = st.Step, st.BestStep, st.Best, stop
-	fmt.Fprintf(log, "training: %s after %d steps; best dev %s=%.4f at step %d; %.1f examples/s, %.0f tokens/s\n",
-		stop, st.Step, o.Select, st.BestScore, st.BestStep, res.ExamplesPerSec, res.TokensPerSec)
+	scope := ""
+	if res.Resumed {
+		scope = fmt.Sprintf(" (steps %d-%d of this resumed run)", resumedAt+1, st.Step)
+	}
+	fmt.Fprintf(log, "training: %s after %d steps; best dev %s=%.4f at step %d; %.1f examples/s, %.0f tokens/s%s\n",
+		stop, st.Step, o.Select, st.BestScore, st.BestStep, res.ExamplesPerSec, res.TokensPerSec, scope)
 	return res, nil
 }
 

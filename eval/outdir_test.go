@@ -1,0 +1,136 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
+)
+
+func runInto(out string, overwrite bool) error {
+	_, err := Run(context.Background(), Options{Pred: "testdata/pred.jsonl", Ref: "testdata/ref.jsonl", Out: out, Overwrite: overwrite, Config: testConfig()})
+	return err
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// Issue 10 item 14: `eval --out` into a prepared directory overwrote its config.yaml. A non-empty
+// directory that is not a previous eval output is refused unless --overwrite; a previous eval
+// output is replaced as a whole.
+func TestRunOutIntoForeignDirectoryRefused(t *testing.T) {
+	parent := t.TempDir()
+	prepared := filepath.Join(parent, "prepared")
+	os.MkdirAll(prepared, 0o755)
+	for name, content := range map[string]string{"config.yaml": "seed: 1\n", "manifest.json": "{}\n"} {
+		os.WriteFile(filepath.Join(prepared, name), []byte(content), 0o644)
+	}
+	err := runInto(prepared, false)
+	if err == nil || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("err = %v, want a refusal naming --overwrite", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(prepared, "config.yaml")); string(got) != "seed: 1\n" {
+		t.Errorf("config.yaml changed to %q", got)
+	}
+	if got := listDir(t, parent); !slices.Equal(got, []string{"prepared"}) {
+		t.Errorf("left behind: %v", got)
+	}
+
+	evalDir := filepath.Join(parent, "eval")
+	for i := range 2 { // the second run replaces the first's output without --overwrite
+		if err := runInto(evalDir, false); err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+	}
+	if got := listDir(t, evalDir); !slices.Equal(got, []string{"config.yaml", "instances.jsonl", "report.html", "report.json"}) {
+		t.Errorf("eval output holds %v", got)
+	}
+	// A user's file beside a previous output makes it foreign.
+	os.WriteFile(filepath.Join(evalDir, "notes.txt"), []byte("mine"), 0o644)
+	if err := runInto(evalDir, false); err == nil {
+		t.Error("replaced an eval directory holding a user's file without --overwrite")
+	}
+	if err := runInto(prepared, true); err != nil {
+		t.Fatalf("--overwrite: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(prepared, "manifest.json")); !os.IsNotExist(err) {
+		t.Error("--overwrite kept a file of the replaced directory")
+	}
+	file := filepath.Join(parent, "file")
+	os.WriteFile(file, []byte("keep"), 0o644)
+	if err := runInto(file, true); !errors.Is(err, atomicio.ErrNotDir) {
+		t.Errorf("--out FILE: %v, want ErrNotDir", err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != "keep" {
+		t.Errorf("--out FILE changed it to %q", got)
+	}
+}
+
+// Issue 10 item 14: a full disk left a partial eval directory. A write error half-way leaves
+// --out as it was (absent, or the previous complete output).
+func TestRunWriteErrorLeavesNoPartialOutput(t *testing.T) {
+	full := errors.New("no space left on device")
+	defer func(w func(string, *Outcome, *config.Config) error) { writeOutputs = w }(writeOutputs)
+	writeOutputs = func(dir string, out *Outcome, cfg *config.Config) error {
+		if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte("{"), 0o644); err != nil {
+			return err
+		}
+		return full
+	}
+	parent := t.TempDir()
+	out := filepath.Join(parent, "eval")
+	if err := runInto(out, false); !errors.Is(err, full) {
+		t.Fatalf("err = %v, want the write error", err)
+	}
+	if got := listDir(t, parent); len(got) != 0 {
+		t.Fatalf("left behind: %v", got)
+	}
+	writeOutputs = WriteOutputs
+	if err := runInto(out, false); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(out, "report.json"))
+	writeOutputs = func(dir string, o *Outcome, cfg *config.Config) error { return full }
+	if err := runInto(out, false); !errors.Is(err, full) {
+		t.Fatalf("err = %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, "report.json")); string(after) != string(before) || len(before) == 0 {
+		t.Error("a failed run changed the previous output")
+	}
+	if got := listDir(t, parent); !slices.Equal(got, []string{"eval"}) {
+		t.Errorf("left behind: %v", got)
+	}
+}
+
+// Issue 10 item 4: two eval runs on one --out mixed report.json, instances.jsonl and report.html
+// of different runs. While a run holds the output, another fails at once and writes nothing.
+func TestRunLockedOutput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "eval")
+	l, err := atomicio.Acquire(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := runInto(out, true); !errors.Is(err, atomicio.ErrLocked) || !strings.Contains(err.Error(), "another tracksum run holds") {
+		t.Fatalf("err = %v, want ErrLocked", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("a locked-out run wrote the output")
+	}
+}

@@ -1,0 +1,536 @@
+// Package cv cross-validates the tracker by abstract: for each fold k of a prepared directory made
+// with `tracksum-prepare --folds K`, it trains on the other folds (less a dev part carved from them
+// by PMID, on which the model is selected), scores fold k, and writes CK/cv.json (per-fold figures
+// and their mean ± sd) with the out-of-fold predictions (CK/oof.jsonl) and the matching references
+// (CK/references.jsonl) that `tracksum-eval` scores directly. Every model run on the same prepared
+// directory sees the same folds and the same dev parts, so two runs compare pairwise
+// (`tracksum-eval compare`).
+//
+// Models: ModelTracker (the configured tracker, trained with tracker.Train into CK/fold-k) and
+// ModelLexical (the TF-IDF + logistic-regression baseline: the tracker's lexical warm start
+// alone). The predictions copy the tracked sentences as the summary ("tracker + copy"), or
+// "Unknown." when none is tracked.
+//
+// A finished fold (CK/fold-k.json) is not redone when the command is run again; an interrupted
+// tracker fold resumes from its checkpoint's resume point.
+//
+// # Example
+//
+//	rep, err := cv.Run(ctx, cfg, cv.Options{Data: "prepared/tracsum", Out: "checkpoints/cv-tracker", Folds: 5})
+package cv
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/tracker"
+)
+
+// Models of the harness (Options.Model).
+const (
+	// ModelTracker is the tracker of cfg.Tracker, trained per fold.
+	ModelTracker = "tracker"
+	// ModelLexical is the TF-IDF + logistic-regression baseline (tracker.FitLexicalBaseline).
+	ModelLexical = "lexical"
+)
+
+// Files written into the output directory.
+const (
+	ReportFile      = "cv.json"
+	PredictionsFile = "oof.jsonl"
+	ReferencesFile  = "references.jsonl"
+	SettingsFile    = "cv-settings.json"
+)
+
+// DefaultDevShare is the share of the training folds' abstracts carved out as the dev part.
+const DefaultDevShare = 0.1
+
+// devStream is the PCG stream of the dev carving (seeded with cfg.Seed and the fold).
+const devStream = 0xde5
+
+// ErrSettings marks a rerun into an output directory made with other settings.
+var ErrSettings = errors.New("cross-validation settings differ")
+
+// Options are the parts of a cross-validation run that are not configuration.
+type Options struct {
+	// Data is the prepared directory; it must have folds (prepare --folds K).
+	Data string
+	// Out is the output directory (CK).
+	Out string
+	// Folds, when > 0, must equal the number of folds of Data (a guard against a wrong directory).
+	Folds int
+	// Model is ModelTracker (default when empty) or ModelLexical.
+	Model string
+	// DevShare is the share of the training folds' abstracts used as dev; 0 means DefaultDevShare.
+	DevShare float64
+	// AllowChangedConfig is passed to tracker.Train for the fold checkpoints.
+	AllowChangedConfig bool
+	// Log receives progress; os.Stderr when nil.
+	Log io.Writer
+}
+
+// Stat is the mean and sample standard deviation (n-1) of a figure over the folds.
+type Stat struct {
+	Mean float64 `json:"mean"`
+	SD   float64 `json:"sd"`
+}
+
+// FoldResult is what one fold produced (CK/fold-k.json).
+type FoldResult struct {
+	Fold int `json:"fold"`
+	// TrainAbstracts, DevAbstracts and TestAbstracts count the PMIDs of each part.
+	TrainAbstracts int `json:"train_abstracts"`
+	DevAbstracts   int `json:"dev_abstracts"`
+	TestAbstracts  int `json:"test_abstracts"`
+	// Steps and BestStep come from the tracker's training (0 for the lexical baseline).
+	Steps        int                  `json:"steps"`
+	BestStep     int                  `json:"best_step"`
+	TrainSeconds float64              `json:"train_seconds"`
+	Dev          *tracker.SplitReport `json:"dev"`
+	Test         *tracker.SplitReport `json:"test"`
+	// Scores holds the probability of every test row, in Keys order.
+	Keys   []tracker.RowKey `json:"keys,omitempty"`
+	Scores []float32        `json:"scores,omitempty"`
+}
+
+// Report is CK/cv.json.
+type Report struct {
+	Model     string  `json:"model"`
+	Data      string  `json:"data"`
+	K         int     `json:"k"`
+	FoldSeed  int64   `json:"fold_seed"`
+	Seed      int64   `json:"seed"`
+	DevShare  float64 `json:"dev_share"`
+	Threshold float64 `json:"threshold"`
+	// Folds holds each fold's dev and test figures (the scores are left out).
+	Folds []FoldResult `json:"folds"`
+	// Summary holds mean ± sd over the folds' test figures: sentence_precision, sentence_recall,
+	// sentence_f1, sentence_auc, exact_match, instance_f1 and f1/ASPECT per aspect.
+	Summary map[string]Stat `json:"summary"`
+	// Pooled scores all out-of-fold predictions together.
+	Pooled      *tracker.SplitReport `json:"pooled"`
+	Predictions string               `json:"predictions"`
+	References  string               `json:"references"`
+	// WallSeconds is the time of this invocation (resumed folds cost nothing).
+	WallSeconds float64 `json:"wall_seconds"`
+}
+
+// Run cross-validates opts.Model on opts.Data and writes opts.Out (see the package comment).
+func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error) {
+	start := time.Now()
+	log := opts.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	if opts.Model == "" {
+		opts.Model = ModelTracker
+	}
+	if opts.Model != ModelTracker && opts.Model != ModelLexical {
+		return nil, fmt.Errorf("cv: unknown model %q (want %s or %s)", opts.Model, ModelTracker, ModelLexical)
+	}
+	if opts.DevShare == 0 {
+		opts.DevShare = DefaultDevShare
+	}
+	if opts.DevShare <= 0 || opts.DevShare >= 1 {
+		return nil, fmt.Errorf("cv: dev share must be in (0, 1), got %g", opts.DevShare)
+	}
+	if opts.Data == "" || opts.Out == "" {
+		return nil, errors.New("cv: no prepared directory or no output directory")
+	}
+	folds, err := dataset.ReadFolds(opts.Data)
+	if err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+	if opts.Folds > 0 && opts.Folds != folds.K {
+		return nil, fmt.Errorf("cv: --folds %d, but %s was prepared with %d folds", opts.Folds, opts.Data, folds.K)
+	}
+	tc := cfg.Tracker
+	all, err := readRows(opts.Data, tc.MaxLen-1)
+	if err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+	for _, k := range all.keys {
+		if folds.Fold(k.PMID) < 0 {
+			return nil, fmt.Errorf("cv: %s: PMID %s of the tracker shards is in no fold of %s", opts.Data, k.PMID, dataset.SplitsFile)
+		}
+	}
+	insts, err := readInstances(opts.Data)
+	if err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+	lock, err := atomicio.Acquire(opts.Out)
+	if err != nil {
+		return nil, fmt.Errorf("cv: %s: %w", opts.Out, err)
+	}
+	defer lock.Release()
+	if err := checkSettings(opts, cfg); err != nil {
+		return nil, err
+	}
+
+	results := make([]FoldResult, folds.K)
+	for k := range folds.K {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cv: %w", err)
+		}
+		path := filepath.Join(opts.Out, fmt.Sprintf("fold-%d.json", k))
+		if r, err := readFoldResult(path); err == nil {
+			fmt.Fprintf(log, "cv: fold %d/%d already done (%s): test sentence F1 %.4f\n", k+1, folds.K, path, r.Test.Sentence["f1"])
+			results[k] = *r
+			continue
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("cv: %w", err)
+		}
+		data, parts := all.partition(folds, k, opts.DevShare, cfg.Seed)
+		fmt.Fprintf(log, "cv: fold %d/%d (%s): %d train, %d dev, %d test abstracts\n", k+1, folds.K, opts.Model,
+			parts[0], parts[1], parts[2])
+		r := FoldResult{Fold: k, TrainAbstracts: parts[0], DevAbstracts: parts[1], TestAbstracts: parts[2],
+			Keys: data.Test.Keys}
+		t0 := time.Now()
+		var devProbs []float32
+		switch opts.Model {
+		case ModelLexical:
+			b, err := tracker.FitLexicalBaseline(tc, data)
+			if err != nil {
+				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+			}
+			devProbs, r.Scores = b.Score(data.Dev.Examples), b.Score(data.Test.Examples)
+		default:
+			m, rep, err := tracker.Train(ctx, cfg, opts.Data, filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k)),
+				tracker.TrainOptions{Log: log, Data: data, AllowChangedConfig: opts.AllowChangedConfig})
+			if err != nil {
+				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+			}
+			r.Steps, r.BestStep = rep.Steps, rep.BestStep
+			if devProbs, err = m.ScoreExamples(data.Dev.Examples); err != nil {
+				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+			}
+			if r.Scores, err = m.ScoreExamples(data.Test.Examples); err != nil {
+				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+			}
+		}
+		r.TrainSeconds = time.Since(t0).Seconds()
+		r.Dev = tracker.EvaluateScores(data.Dev, devProbs, tc.Threshold)
+		r.Test = tracker.EvaluateScores(data.Test, r.Scores, tc.Threshold)
+		if err := writeJSON(path, &r); err != nil {
+			return nil, fmt.Errorf("cv: %w", err)
+		}
+		fmt.Fprintf(log, "cv: fold %d/%d: test sentence F1 %.4f (P %.4f R %.4f, AUC %.4f), exact-set match %.4f, %.0fs\n",
+			k+1, folds.K, r.Test.Sentence["f1"], r.Test.Sentence["precision"], r.Test.Sentence["recall"],
+			r.Test.Sentence["auc"], r.Test.ExactMatch, r.TrainSeconds)
+		results[k] = r
+	}
+
+	preds, refs, pooled, err := outOfFold(results, all, insts, tc.Threshold)
+	if err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+	if err := writeJSONL(filepath.Join(opts.Out, PredictionsFile), preds); err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+	if err := writeJSONL(filepath.Join(opts.Out, ReferencesFile), refs); err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+	rep := &Report{Model: opts.Model, Data: opts.Data, K: folds.K, FoldSeed: folds.Seed, Seed: cfg.Seed,
+		DevShare: opts.DevShare, Threshold: tc.Threshold, Pooled: pooled, Predictions: PredictionsFile,
+		References: ReferencesFile, Summary: summarize(results)}
+	for _, r := range results {
+		r.Keys, r.Scores = nil, nil
+		rep.Folds = append(rep.Folds, r)
+	}
+	rep.WallSeconds = time.Since(start).Seconds()
+	if err := writeJSON(filepath.Join(opts.Out, ReportFile), rep); err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+	s := rep.Summary
+	fmt.Fprintf(log, "cv: %s, %d folds: sentence F1 %.4f ± %.4f (P %.4f R %.4f AUC %.4f), exact-set match %.4f ± %.4f; pooled F1 %.4f\n",
+		opts.Model, folds.K, s["sentence_f1"].Mean, s["sentence_f1"].SD, s["sentence_precision"].Mean, s["sentence_recall"].Mean,
+		s["sentence_auc"].Mean, s["exact_match"].Mean, s["exact_match"].SD, pooled.Sentence["f1"])
+	return rep, nil
+}
+
+// rows are all tracker rows of a prepared directory (train, dev and test splits together).
+type rows struct {
+	base     *tracker.Data
+	examples []tracker.Example
+	keys     []tracker.RowKey
+}
+
+func readRows(dir string, maxTokens int) (*rows, error) {
+	d, err := tracker.ReadData(dir, maxTokens)
+	if err != nil {
+		return nil, err
+	}
+	r := &rows{base: d}
+	for _, s := range []tracker.SplitData{d.Train, d.Dev, d.Test} {
+		r.examples = append(r.examples, s.Examples...)
+		r.keys = append(r.keys, s.Keys...)
+	}
+	return r, nil
+}
+
+// partition returns the training data of fold k: the test part is fold k, the dev part a seeded
+// share of the other folds' PMIDs, the train part the rest. parts counts their abstracts.
+func (r *rows) partition(folds *dataset.Folds, k int, devShare float64, seed int64) (*tracker.Data, [3]int) {
+	var others []string
+	for i, ids := range folds.IDs {
+		if i != k {
+			others = append(others, ids...)
+		}
+	}
+	slices.Sort(others)
+	rng := rand.New(rand.NewPCG(uint64(seed), devStream+uint64(k)))
+	rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	nDev := min(max(1, int(math.Round(float64(len(others))*devShare))), len(others)-1)
+	dev := map[string]bool{}
+	for _, id := range others[:nDev] {
+		dev[id] = true
+	}
+	d := &tracker.Data{Manifest: r.base.Manifest, Tokenizer: r.base.Tokenizer, Aspects: r.base.Aspects}
+	for i, key := range r.keys {
+		dst := &d.Train
+		switch {
+		case folds.Fold(key.PMID) == k:
+			dst = &d.Test
+		case dev[key.PMID]:
+			dst = &d.Dev
+		}
+		dst.Examples = append(dst.Examples, r.examples[i])
+		dst.Keys = append(dst.Keys, key)
+	}
+	return d, [3]int{len(others) - nDev, nDev, len(folds.IDs[k])}
+}
+
+// readInstances reads every instance (document, reference summary and citations) from the
+// end_to_end shards, negatives included, keyed by (PMID, aspect).
+func readInstances(dir string) (map[[2]string]dataset.Instance, error) {
+	out := map[[2]string]dataset.Instance{}
+	for _, split := range dataset.Splits {
+		for row, err := range dataset.ReadShards[dataset.EndToEndRow](dir, dataset.TaskEndToEnd, split) {
+			if err != nil {
+				return nil, err
+			}
+			idx := make([]int, len(row.Citations))
+			for i, c := range row.Citations {
+				idx[i] = int(c)
+			}
+			out[[2]string{row.PMID, row.Aspect}] = dataset.Instance{PMID: row.PMID, Aspect: row.Aspect,
+				Document: row.Document, Summary: row.Summary, Indexes: idx}
+		}
+	}
+	return out, nil
+}
+
+// outOfFold joins the folds' test scores into one prediction per instance (tracked sentences at
+// threshold, copied as the summary), the matching references, and the pooled figures. Records are
+// ordered by PMID, then by the aspect order of the aspect set.
+func outOfFold(results []FoldResult, all *rows, insts map[[2]string]dataset.Instance, threshold float64) ([]infer.Prediction, []dataset.Instance, *tracker.SplitReport, error) {
+	type scored struct {
+		index int
+		p     float32
+	}
+	byInst := map[[2]string][]scored{}
+	var pooled tracker.SplitData
+	var probs []float32
+	label := map[tracker.RowKey]tracker.Example{}
+	for i, k := range all.keys {
+		label[k] = all.examples[i]
+	}
+	for _, r := range results {
+		if len(r.Keys) != len(r.Scores) {
+			return nil, nil, nil, fmt.Errorf("fold %d: %d keys but %d scores", r.Fold, len(r.Keys), len(r.Scores))
+		}
+		for i, k := range r.Keys {
+			key := [2]string{k.PMID, k.Aspect}
+			byInst[key] = append(byInst[key], scored{k.SentenceIndex, r.Scores[i]})
+			ex, ok := label[k]
+			if !ok {
+				return nil, nil, nil, fmt.Errorf("fold %d: row %s/%s/%d is not in the prepared directory", r.Fold, k.PMID, k.Aspect, k.SentenceIndex)
+			}
+			pooled.Examples = append(pooled.Examples, ex)
+			pooled.Keys = append(pooled.Keys, k)
+			probs = append(probs, r.Scores[i])
+		}
+	}
+	order := map[string]int{}
+	for i, a := range all.base.Aspects {
+		order[a.Code] = i
+	}
+	keys := make([][2]string, 0, len(byInst))
+	for k := range byInst {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int {
+		if c := strings.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return order[a[1]] - order[b[1]]
+	})
+	preds := make([]infer.Prediction, 0, len(keys))
+	refs := make([]dataset.Instance, 0, len(keys))
+	for _, key := range keys {
+		ref, ok := insts[key]
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("instance %s/%s has tracker rows but no end_to_end row", key[0], key[1])
+		}
+		sc := byInst[key]
+		if len(sc) != len(ref.Document) {
+			return nil, nil, nil, fmt.Errorf("instance %s/%s: %d scored sentences for a %d-sentence abstract", key[0], key[1], len(sc), len(ref.Document))
+		}
+		p := infer.Prediction{PMID: key[0], Aspect: key[1], Indexes: []int{}, Scores: make([]float32, len(sc))}
+		for _, s := range sc {
+			p.Scores[s.index] = s.p
+		}
+		var cited []string
+		for i, s := range p.Scores {
+			if float64(s) >= threshold {
+				p.Indexes = append(p.Indexes, i)
+				cited = append(cited, ref.Document[i])
+			}
+		}
+		p.Summary = dataset.UnknownSummary
+		if len(cited) > 0 {
+			p.Summary = strings.Join(cited, " ") // what infer's extractive summarizer writes
+		}
+		preds = append(preds, p)
+		refs = append(refs, ref)
+	}
+	return preds, refs, tracker.EvaluateScores(pooled, probs, threshold), nil
+}
+
+// summarize returns mean ± sd over the folds of the test figures.
+func summarize(results []FoldResult) map[string]Stat {
+	vals := map[string][]float64{}
+	for _, r := range results {
+		for _, m := range []string{"precision", "recall", "f1", "auc"} {
+			vals["sentence_"+m] = append(vals["sentence_"+m], r.Test.Sentence[m])
+		}
+		vals["exact_match"] = append(vals["exact_match"], r.Test.ExactMatch)
+		vals["instance_f1"] = append(vals["instance_f1"], r.Test.InstanceF1)
+		for a, m := range r.Test.PerAspect {
+			vals["f1/"+a] = append(vals["f1/"+a], m["f1"])
+		}
+	}
+	out := map[string]Stat{}
+	for name, v := range vals {
+		out[name] = meanSD(v)
+	}
+	return out
+}
+
+// meanSD returns the mean and the sample standard deviation (0 for fewer than 2 values).
+func meanSD(v []float64) Stat {
+	var s Stat
+	for _, x := range v {
+		s.Mean += x
+	}
+	s.Mean /= float64(len(v))
+	if len(v) > 1 {
+		var ss float64
+		for _, x := range v {
+			ss += (x - s.Mean) * (x - s.Mean)
+		}
+		s.SD = math.Sqrt(ss / float64(len(v)-1))
+	}
+	return s
+}
+
+// checkSettings records the settings of the run in CK/cv-settings.json, or checks that an
+// existing output directory was made with the same ones: finished folds are reused, so they must
+// come from the same model, data, folds and configuration.
+func checkSettings(opts Options, cfg *config.Config) error {
+	y, err := cfg.YAML()
+	if err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	splits, err := os.ReadFile(filepath.Join(opts.Data, dataset.SplitsFile))
+	if err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	man, err := os.ReadFile(filepath.Join(opts.Data, dataset.ManifestFile))
+	if err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	sum := func(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+	settings := map[string]any{"model": opts.Model, "dev_share": opts.DevShare, "config_sha256": sum(y),
+		"splits_sha256": sum(splits), "manifest_sha256": sum(man)}
+	b, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	b = append(b, '\n')
+	path := filepath.Join(opts.Out, SettingsFile)
+	old, err := os.ReadFile(path)
+	switch {
+	case err == nil && !bytes.Equal(old, b):
+		return fmt.Errorf("cv: %w: %s was made with another model, dev share, prepared directory or config (%s); use another --out or delete it",
+			ErrSettings, opts.Out, SettingsFile)
+	case err == nil:
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("cv: %w", err)
+	}
+	if entries, err := os.ReadDir(opts.Out); err != nil || len(entries) > 0 {
+		return fmt.Errorf("cv: %s is not empty and is not a cross-validation output (no %s)", opts.Out, SettingsFile)
+	}
+	if err := atomicio.WriteFile(filepath.Join(opts.Out, "config.yaml"), y, 0o644); err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	return atomicio.WriteFile(path, b, 0o644)
+}
+
+func readFoldResult(path string) (*FoldResult, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r FoldResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w (delete it to redo the fold)", path, err)
+	}
+	if r.Test == nil || len(r.Keys) != len(r.Scores) {
+		return nil, fmt.Errorf("%s: incomplete fold result (delete it to redo the fold)", path)
+	}
+	return &r, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicio.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func writeJSONL[T any](path string, recs []T) error {
+	return atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, r := range recs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,312 @@
+package cv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/eval"
+	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/model/tracker"
+)
+
+// tinyConfig loads configs/tiny.yaml, the profile CI trains with.
+func tinyConfig(t testing.TB) *config.Config {
+	t.Helper()
+	cfg, err := config.Load(viper.New(), "../../configs/tiny.yaml", pflag.NewFlagSet("t", pflag.ContinueOnError), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// preparedWithFolds prepares the built-in sample (tiny profile) with k folds.
+func preparedWithFolds(t *testing.T, cfg *config.Config, k int) string {
+	t.Helper()
+	c := *cfg
+	c.Prepare.Folds = k
+	dir := filepath.Join(t.TempDir(), "prepared")
+	if _, err := prepare.Run(context.Background(), &c, prepare.Options{Out: dir}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func readReport(t *testing.T, dir string) *Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func readPredictions(t *testing.T, path string) []infer.Prediction {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []infer.Prediction
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var p infer.Prediction
+		if err := json.Unmarshal(line, &p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestCrossValidateSample runs the tracker and the lexical baseline through 3-fold CV on the
+// built-in sample and checks cv.json, the out-of-fold files (scored by eval, compared pairwise),
+// the fold checkpoints, and resuming.
+func TestCrossValidateSample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 3 tiny trackers (~15 s)")
+	}
+	ctx := context.Background()
+	cfg := tinyConfig(t)
+	data := preparedWithFolds(t, cfg, 3)
+	folds, err := dataset.ReadFolds(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	outTracker, outLexical := filepath.Join(root, "tracker"), filepath.Join(root, "lexical")
+	var log bytes.Buffer
+	rep, err := Run(ctx, cfg, Options{Data: data, Out: outTracker, Folds: 3, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lex, err := Run(ctx, cfg, Options{Data: data, Out: outLexical, Model: ModelLexical, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	instances := cfg.Prepare.SampleSize * len(dataset.Aspects(dataset.AspectSetTracSum))
+	for _, r := range []*Report{rep, lex} {
+		onDisk := readReport(t, filepath.Join(root, r.Model))
+		if onDisk.K != 3 || len(onDisk.Folds) != 3 || onDisk.Threshold != 0.5 || onDisk.Pooled.Instances != instances {
+			t.Fatalf("%s: k %d, %d folds, threshold %v, %d pooled instances", r.Model, onDisk.K, len(onDisk.Folds), onDisk.Threshold, onDisk.Pooled.Instances)
+		}
+		var f1s []float64
+		n := 0
+		for k, f := range onDisk.Folds {
+			if f.Fold != k || f.TestAbstracts != len(folds.IDs[k]) || f.TrainAbstracts+f.DevAbstracts+f.TestAbstracts != cfg.Prepare.SampleSize {
+				t.Errorf("%s fold %d: %+v", r.Model, k, f)
+			}
+			if f.Keys != nil || f.Scores != nil {
+				t.Errorf("%s fold %d: cv.json carries the scores", r.Model, k)
+			}
+			f1s = append(f1s, f.Test.Sentence["f1"])
+			n += f.Test.Instances
+		}
+		if n != instances {
+			t.Errorf("%s: %d test instances over the folds, want %d", r.Model, n, instances)
+		}
+		want := meanSD(f1s)
+		if got := onDisk.Summary["sentence_f1"]; math.Abs(got.Mean-want.Mean) > 1e-12 || math.Abs(got.SD-want.SD) > 1e-12 || got.SD == 0 {
+			t.Errorf("%s: sentence_f1 %+v, want %+v (non-zero sd)", r.Model, got, want)
+		}
+		for _, key := range []string{"sentence_precision", "sentence_recall", "sentence_auc", "exact_match", "instance_f1"} {
+			if _, ok := onDisk.Summary[key]; !ok {
+				t.Errorf("%s: summary lacks %s", r.Model, key)
+			}
+		}
+		for _, a := range dataset.Aspects(dataset.AspectSetTracSum) {
+			if _, ok := onDisk.Summary["f1/"+a.Code]; !ok {
+				t.Errorf("%s: summary lacks f1/%s", r.Model, a.Code)
+			}
+		}
+		if f1 := onDisk.Summary["sentence_f1"].Mean; f1 < 0.8 {
+			t.Errorf("%s: mean F1 %.3f, want >= 0.8 on the learnable sample", r.Model, f1)
+		}
+	}
+
+	// Out-of-fold predictions: one per instance, in the eval format, scored by eval, and paired
+	// with the other model's through the same references.
+	preds := readPredictions(t, filepath.Join(outTracker, PredictionsFile))
+	if len(preds) != instances {
+		t.Fatalf("%d predictions, want %d", len(preds), instances)
+	}
+	for _, p := range preds {
+		if (len(p.Indexes) == 0) != (p.Summary == dataset.UnknownSummary) || len(p.Scores) == 0 {
+			t.Fatalf("prediction %s/%s: summary %q, indexes %v, %d scores", p.PMID, p.Aspect, p.Summary, p.Indexes, len(p.Scores))
+		}
+	}
+	refTracker, _ := os.ReadFile(filepath.Join(outTracker, ReferencesFile))
+	refLexical, _ := os.ReadFile(filepath.Join(outLexical, ReferencesFile))
+	if len(refTracker) == 0 || !bytes.Equal(refTracker, refLexical) {
+		t.Fatal("the two runs' references differ or are empty")
+	}
+	ec := cfg.Eval
+	ec.Bootstrap.Resamples = 200
+	out, err := eval.Evaluation(ctx, filepath.Join(outTracker, PredictionsFile), filepath.Join(outTracker, ReferencesFile), ec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results) != instances {
+		t.Errorf("eval scored %d instances, want %d", len(out.Results), instances)
+	}
+	cmp, err := eval.Compare(ctx, filepath.Join(outTracker, PredictionsFile), filepath.Join(outLexical, PredictionsFile),
+		filepath.Join(outTracker, ReferencesFile), ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := cmp.Metrics[len(cmp.Metrics)-1]
+	// eval's sentence-level micro F1 of the OOF files is the tracker's pooled sentence F1.
+	if last.Metric != eval.SentenceMicroF1 || math.Abs(last.A-rep.Pooled.Sentence["f1"]) > 1e-9 || math.Abs(last.B-lex.Pooled.Sentence["f1"]) > 1e-9 {
+		t.Errorf("compare %s: A %v B %v, want the pooled F1s %v and %v", last.Metric, last.A, last.B, rep.Pooled.Sentence["f1"], lex.Pooled.Sentence["f1"])
+	}
+
+	// The OOF scores are those of the fold's checkpoint.
+	m, err := tracker.Load(filepath.Join(outTracker, "fold-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := readInstances(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, p := range preds {
+		if folds.Fold(p.PMID) != 1 || checked == 3 {
+			continue
+		}
+		checked++
+		probs, err := m.Score(insts[[2]string{p.PMID, p.Aspect}].Document, p.Aspect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range probs {
+			if math.Abs(float64(probs[i]-p.Scores[i])) > 1e-6 {
+				t.Fatalf("%s/%s sentence %d: checkpoint %v, OOF %v", p.PMID, p.Aspect, i, probs[i], p.Scores[i])
+			}
+		}
+	}
+
+	// Resume: finished folds are not redone; a missing fold result is redone from its
+	// checkpoint, and the report is the same.
+	fold0, _ := os.Stat(filepath.Join(outTracker, "fold-0.json"))
+	if err := os.Remove(filepath.Join(outTracker, "fold-2.json")); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	again, err := Run(ctx, cfg, Options{Data: data, Out: outTracker, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(log.String(), "already done"); n != 2 || strings.Contains(log.String(), "lexical warm start") {
+		t.Errorf("rerun: %d folds skipped, want 2:\n%s", n, log.String())
+	}
+	if st, _ := os.Stat(filepath.Join(outTracker, "fold-0.json")); !st.ModTime().Equal(fold0.ModTime()) {
+		t.Error("a finished fold was rewritten")
+	}
+	again.WallSeconds, rep.WallSeconds = 0, 0
+	for i := range again.Folds {
+		again.Folds[i].TrainSeconds, rep.Folds[i].TrainSeconds = 0, 0
+	}
+	a, _ := json.Marshal(again)
+	b, _ := json.Marshal(rep)
+	if !bytes.Equal(a, b) {
+		t.Errorf("resumed report differs:\n%s\n%s", a, b)
+	}
+
+	// Another model or K into the same output is refused.
+	if _, err := Run(ctx, cfg, Options{Data: data, Out: outTracker, Model: ModelLexical}); !errors.Is(err, ErrSettings) {
+		t.Errorf("another model into the same output: %v", err)
+	}
+	if _, err := Run(ctx, cfg, Options{Data: data, Out: outTracker, Folds: 5}); err == nil || !strings.Contains(err.Error(), "prepared with 3 folds") {
+		t.Errorf("wrong --folds: %v", err)
+	}
+}
+
+// TestPartition checks the dev carving: seeded, by PMID, disjoint from the test fold and from
+// the training part, and different per fold.
+func TestPartition(t *testing.T) {
+	cfg := tinyConfig(t)
+	data := preparedWithFolds(t, cfg, 3)
+	folds, err := dataset.ReadFolds(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := readRows(data, cfg.Tracker.MaxLen-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pmids := func(s tracker.SplitData) []string {
+		var out []string
+		for _, k := range s.Keys {
+			out = append(out, k.PMID)
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	var devs [][]string
+	for k := range folds.K {
+		d, parts := all.partition(folds, k, 0.1, cfg.Seed)
+		train, dev, test := pmids(d.Train), pmids(d.Dev), pmids(d.Test)
+		if !slices.Equal(test, folds.IDs[k]) {
+			t.Errorf("fold %d: test PMIDs are not the fold", k)
+		}
+		if parts != [3]int{len(train), len(dev), len(test)} || len(dev) == 0 {
+			t.Errorf("fold %d: parts %v for %d/%d/%d PMIDs", k, parts, len(train), len(dev), len(test))
+		}
+		for _, id := range dev {
+			if _, in := slices.BinarySearch(train, id); in || folds.Fold(id) == k {
+				t.Errorf("fold %d: dev PMID %s also in train or test", k, id)
+			}
+		}
+		if len(d.Train.Examples)+len(d.Dev.Examples)+len(d.Test.Examples) != len(all.examples) {
+			t.Errorf("fold %d: rows lost", k)
+		}
+		again, _ := all.partition(folds, k, 0.1, cfg.Seed)
+		if !slices.Equal(pmids(again.Dev), dev) {
+			t.Errorf("fold %d: dev part not reproducible", k)
+		}
+		devs = append(devs, dev)
+	}
+	if slices.Equal(devs[0], devs[1]) {
+		t.Error("folds 0 and 1 carve the same dev part")
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	cfg := tinyConfig(t)
+	plain := filepath.Join(t.TempDir(), "plain")
+	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: plain}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc string
+		opts Options
+		want string
+	}{
+		{"no folds", Options{Data: plain, Out: filepath.Join(t.TempDir(), "o")}, "no folds (prepare the directory with --folds K)"},
+		{"unknown model", Options{Data: plain, Out: "x", Model: "bert"}, `cv: unknown model "bert"`},
+		{"bad dev share", Options{Data: plain, Out: "x", DevShare: 1.5}, "cv: dev share must be in (0, 1), got 1.5"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if _, err := Run(context.Background(), cfg, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
