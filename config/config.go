@@ -24,6 +24,7 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -160,19 +161,15 @@ func setDefaults(v *viper.Viper, prefix string, val reflect.Value) {
 // YAML renders the resolved config as YAML with the same keys a profile uses.
 func (c *Config) YAML() ([]byte, error) { return yaml.Marshal(c) }
 
-// WriteFile writes the resolved config to path (temp file + rename, so a crash leaves no half file).
+// WriteFile writes the resolved config to path through a hidden temporary file in the same
+// directory (internal/atomicio), so a crash leaves no half-written file and no visible leftover.
 func (c *Config) WriteFile(path string) error {
 	b, err := c.YAML()
 	if err != nil {
 		return fmt.Errorf("config: render: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("config: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("config: write %s: %w", path, err)
+	if err := atomicio.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return nil
 }

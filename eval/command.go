@@ -129,5 +129,11 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return atomicio.WriteFile(filepath.Clean(path), append(b, '\n'), 0o644)
+	path = filepath.Clean(path)
+	lock, err := atomicio.LockFile(path)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	return atomicio.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -474,8 +474,13 @@ func cmpErr(prev, err error) error {
 	return err
 }
 
-// writeJSONL writes one JSON object per line, atomically.
+// writeJSONL writes one JSON object per line, atomically, under path's lock.
 func writeJSONL[T any](path string, recs []T) error {
+	lock, err := atomicio.LockFile(path)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	return atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
@@ -502,10 +507,14 @@ func startJSONL[T any](path string) (*pendingJSONL[T], error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("--out %s is a directory, want a file", path)
 	}
+	lock, err := atomicio.LockFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--out %s: %w", path, err)
+	}
 	p := &pendingJSONL[T]{recs: make(chan []T, 1), done: make(chan error, 1)}
 	ready := make(chan struct{})
 	go func() {
-		p.done <- atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
+		err := atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
 			close(ready)
 			recs, ok := <-p.recs
 			if !ok {
@@ -520,6 +529,9 @@ func startJSONL[T any](path string) (*pendingJSONL[T], error) {
 			}
 			return nil
 		})
+		// Released before done is sent: once commit returns, another run may take the output.
+		lock.Release()
+		p.done <- err
 	}()
 	select {
 	case <-ready:

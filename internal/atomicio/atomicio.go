@@ -389,3 +389,19 @@ func (d *Dir) Abort() {
 	}
 	d.lock.Release()
 }
+
+// LockFile takes the lock of a single-file output (see Acquire) and removes the .NAME.tmp-* files
+// that a killed writer of path left behind: with the lock held, no live process is writing one.
+// Hold it from the first check of path until the file is renamed into place, so that two runs on
+// one output fail clearly instead of the last writer silently winning.
+func LockFile(path string) (*Lock, error) {
+	l, err := Acquire(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := removeStaleDirs(path); err != nil {
+		l.Release()
+		return nil, fmt.Errorf("remove leftovers of %s: %w", path, err)
+	}
+	return l, nil
+}

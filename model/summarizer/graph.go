@@ -15,7 +15,7 @@ import (
 // for inference (plain Go, with a KV cache). Both read the same variables, named below; the test
 // TestGraphMatchesForward checks that they compute the same probabilities. The layers come from
 // model/layers (gradients laid out for the Go backend), with the summarizer's variable names
-// (vars: "q_w", "q_b", layer norms "gain" and "bias").
+// (layerVars: "q_w", "q_b", layer norms "gain" and "bias").
 //
 //	source:  tokens + src_pos + segment (0 = aspect and tracked sentences, 1 = full abstract)
 //	encoder: pre-LN blocks of self-attention and ReLU feed-forward, final LN
@@ -28,7 +28,7 @@ import (
 //	         See et al. 2017), c_t = a_t-weighted encoder states, x_t the decoder input embedding,
 //	         f_t = 1 when x_t occurs in the source (before a non-first position).
 const (
-	// lnEpsilon is the layer norms' epsilon (vars.NormEpsilon), shared with forward.go.
+	// lnEpsilon is the layer norms' epsilon (layerVars.NormEpsilon), shared with forward.go.
 	lnEpsilon = 1e-5
 	// maskBias is added to the attention scores of masked positions.
 	maskBias = -1e9
@@ -41,9 +41,9 @@ const (
 	minProb = 1e-9
 )
 
-// vars names and initialises the summarizer's layers: dense variables name_w and name_b in the
+// layerVars names and initialises the summarizer's layers: dense variables name_w and name_b in the
 // enclosing scope, weights with the store's default (He) initializer.
-var vars = func() layers.Vars {
+var layerVars = func() layers.Vars {
 	v := layers.Suffixed()
 	v.NormEpsilon = lnEpsilon
 	return v
@@ -150,12 +150,12 @@ func EncoderGraph(scope *model.Scope, h Hyper, src, seg, srcBias *Node) *Node {
 	bias := Reshape(srcBias, batch, 1, 1, srcLen) // broadcast over heads and queries
 	for l := range h.EncoderLayers {
 		ls := scope.At("encoder").At("layer_%d", l)
-		y := vars.LayerNorm(ls.At("ln1"), x)
-		x = Add(x, layers.Dropout(ls, vars.MultiHeadAttention(ls.At("self"), y, y, bias, h.Heads), h.Dropout))
-		y = vars.LayerNorm(ls.At("ln2"), x)
+		y := layerVars.LayerNorm(ls.At("ln1"), x)
+		x = Add(x, layers.Dropout(ls, layerVars.MultiHeadAttention(ls.At("self"), y, y, bias, h.Heads), h.Dropout))
+		y = layerVars.LayerNorm(ls.At("ln2"), x)
 		x = Add(x, layers.Dropout(ls, ffnGraph(ls.At("ffn"), h, y), h.Dropout))
 	}
-	return vars.LayerNorm(scope.At("encoder").At("ln"), x)
+	return layerVars.LayerNorm(scope.At("encoder").At("ln"), x)
 }
 
 // targetEmbedGraph embeds the decoder input: [batch, tgtLen] -> [batch, tgtLen, d], plus the
@@ -195,14 +195,14 @@ func DecoderGraph(scope *model.Scope, h Hyper, x, enc, srcBias *Node) *Node {
 
 	for l := range h.DecoderLayers {
 		ls := scope.At("decoder").At("layer_%d", l)
-		y := vars.LayerNorm(ls.At("ln1"), x)
-		x = Add(x, layers.Dropout(ls, vars.MultiHeadAttention(ls.At("self"), y, y, selfBias, h.Heads), h.Dropout))
-		y = vars.LayerNorm(ls.At("ln2"), x)
-		x = Add(x, layers.Dropout(ls, vars.MultiHeadAttention(ls.At("cross"), y, enc, crossBias, h.Heads), h.Dropout))
-		y = vars.LayerNorm(ls.At("ln3"), x)
+		y := layerVars.LayerNorm(ls.At("ln1"), x)
+		x = Add(x, layers.Dropout(ls, layerVars.MultiHeadAttention(ls.At("self"), y, y, selfBias, h.Heads), h.Dropout))
+		y = layerVars.LayerNorm(ls.At("ln2"), x)
+		x = Add(x, layers.Dropout(ls, layerVars.MultiHeadAttention(ls.At("cross"), y, enc, crossBias, h.Heads), h.Dropout))
+		y = layerVars.LayerNorm(ls.At("ln3"), x)
 		x = Add(x, layers.Dropout(ls, ffnGraph(ls.At("ffn"), h, y), h.Dropout))
 	}
-	return vars.LayerNorm(scope.At("decoder").At("ln"), x)
+	return layerVars.LayerNorm(scope.At("decoder").At("ln"), x)
 }
 
 // broadcastPositions repeats the first length rows of a position table [maxLen, d] for every
@@ -215,7 +215,7 @@ func broadcastPositions(table *Node, batch, length int) *Node {
 
 // ffnGraph is the position-wise feed-forward block: ReLU(x in_w + in_b) out_w + out_b.
 func ffnGraph(scope *model.Scope, h Hyper, x *Node) *Node {
-	return vars.FeedForward(scope, x, h.FFNDim, "in", "out")
+	return layerVars.FeedForward(scope, x, h.FFNDim, "in", "out")
 }
 
 // followGraph marks, for each decoder input token x_t and source position i, whether the source
@@ -243,8 +243,8 @@ func copyAttentionGraph(scope *model.Scope, h Hyper, s, enc, srcBias, follow *No
 	d := h.DModel
 	cs := scope.At("copy")
 	// One attention "head" over the whole width: [B, 1, T, S].
-	q := Reshape(vars.Dense(cs, "q", s, d, activation.TypeNone), batch, 1, tgtLen, d)
-	k := Reshape(vars.Dense(cs, "k", enc, d, activation.TypeNone), batch, 1, srcLen, d)
+	q := Reshape(layerVars.Dense(cs, "q", s, d, activation.TypeNone), batch, 1, tgtLen, d)
+	k := Reshape(layerVars.Dense(cs, "k", enc, d, activation.TypeNone), batch, 1, srcLen, d)
 	scores := MulScalar(layers.AttentionScores(q, k), 1/math.Sqrt(float64(d)))
 	scores = Add(scores, Reshape(srcBias, batch, 1, 1, srcLen))
 	bonus := cs.VariableWithValue("follow_bonus", float32(followBonusInit)).ValueGraph(s.Graph())

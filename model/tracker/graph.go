@@ -46,8 +46,8 @@ func PositionFeatures(index, docLength int) [NumPosFeatures]float32 {
 	return f
 }
 
-// vars names and initialises the tracker's layers (checkpoint paths: /model/encoder/layer_0/qkv/weights, ...).
-var vars = layers.Scoped(0.02)
+// layerVars names and initialises the tracker's layers (checkpoint paths: /model/encoder/layer_0/qkv/weights, ...).
+var layerVars = layers.Scoped(0.02)
 
 func weight(scope *gomlxmodel.Scope, g *Graph, name string, dims ...int) *Node {
 	return scope.WithInitializer(layers.NormalInit(scope.Store(), 0.02)).
@@ -137,7 +137,7 @@ func EmbeddingsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node
 	aspects := Reshape(Gather(asp, ExpandAxes(aspect, -1)), batch, 1, d) // [B, 1, d]
 	x = Concatenate([]*Node{aspects, tokens}, 1)
 	x = Add(x, ExpandAxes(Slice(posEmb, AxisRange(0, seq)), 0))
-	x = vars.LayerNorm(scope.In("norm"), x)
+	x = layerVars.LayerNorm(scope.In("norm"), x)
 	x = layers.Dropout(scope, x, hp.Dropout)
 	mask = Concatenate([]*Node{Ones(g, shapes.Make(dtypes.Bool, batch, 1)), NotEqual(ids, ZerosLike(ids))}, 1)
 	return x, mask
@@ -150,14 +150,14 @@ func EncoderGraph(scope *gomlxmodel.Scope, hp *Hyperparams, x, mask *Node) *Node
 	keyBias := Reshape(MulScalar(OneMinus(ConvertDType(mask, dtypes.Float32)), -1e9), batch, 1, 1, seq)
 	for l := range hp.NumLayers {
 		layer := scope.In("layer_%d", l)
-		h := vars.LayerNorm(layer.In("attention_norm"), x)
-		att := vars.FusedSelfAttention(layer, h, keyBias, hp.NumHeads, "qkv", "attention_output")
+		h := layerVars.LayerNorm(layer.In("attention_norm"), x)
+		att := layerVars.FusedSelfAttention(layer, h, keyBias, hp.NumHeads, "qkv", "attention_output")
 		x = Add(x, layers.Dropout(layer, att, hp.Dropout))
-		h = vars.LayerNorm(layer.In("ffn_norm"), x)
-		h = vars.FeedForward(layer, h, hp.FFNDim, "ffn_hidden", "ffn_output")
+		h = layerVars.LayerNorm(layer.In("ffn_norm"), x)
+		h = layerVars.FeedForward(layer, h, hp.FFNDim, "ffn_hidden", "ffn_output")
 		x = Add(x, layers.Dropout(layer, h, hp.Dropout))
 	}
-	return vars.LayerNorm(scope.In("final_norm"), x)
+	return layerVars.LayerNorm(scope.In("final_norm"), x)
 }
 
 // NgramPoolGraph is the lighter architecture: each token is the sum of its unigram embedding and
@@ -189,7 +189,7 @@ func NgramPoolGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node)
 	}
 	x = layers.Dropout(scope, x, hp.Dropout)
 	// Aspect-conditioned attention pooling: score_t = <tanh(x_t W), q_aspect>.
-	keys := Tanh(vars.Dense(scope, "attention_keys", x, d, activation.TypeNone))                      // [B, T, d]
+	keys := Tanh(layerVars.Dense(scope, "attention_keys", x, d, activation.TypeNone))                 // [B, T, d]
 	queries := Gather(weight(scope, g, "aspect_queries", len(hp.Aspects), d), ExpandAxes(aspect, -1)) // [B, d]
 	scores := ReduceSum(Mul(keys, ExpandAxes(queries, 1)), -1)                                        // [B, T]
 	weights := MaskedSoftmax(scores, valid, -1)
@@ -209,7 +209,7 @@ func HeadGraph(scope *gomlxmodel.Scope, hp *Hyperparams, pooled, aspect, pos *No
 	na := len(hp.Aspects)
 	h := Concatenate([]*Node{pooled, pos}, -1)
 	h = layers.Dropout(scope, h, hp.Dropout)
-	h = vars.Dense(scope, "hidden", h, hp.DModel, activation.TypeRelu)
+	h = layerVars.Dense(scope, "hidden", h, hp.DModel, activation.TypeRelu)
 	h = layers.Dropout(scope, h, hp.Dropout)
 	idx := ExpandAxes(aspect, -1)
 	w := Gather(weight(scope, g, "aspect_weights", na, hp.DModel), idx)               // [B, d]

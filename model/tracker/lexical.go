@@ -2,8 +2,6 @@ package tracker
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
@@ -125,9 +123,4 @@ func toFloat32(xs []float64) []float32 {
 		out[i] = float32(x)
 	}
 	return out
-}
-
-func fileExistsIn(dir, name string) bool {
-	_, err := os.Stat(filepath.Join(dir, name))
-	return err == nil
 }
