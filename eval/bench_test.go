@@ -12,7 +12,7 @@ import (
 
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/judge"
-	"github.com/tracksum/tracksum/eval/rouge"
+	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 // syntheticPairs builds n (reference, prediction) pairs from templates: abstracts of 8-12

@@ -14,9 +14,9 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/eval/judge"
 	"github.com/tracksum/tracksum/eval/report"
-	"github.com/tracksum/tracksum/eval/rouge"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/progress"
+	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 // NewJudge builds the judge named by cfg.Judge. The llm judge's API key is read from the

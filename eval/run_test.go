@@ -16,9 +16,9 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/eval/judge"
 	"github.com/tracksum/tracksum/eval/judge/llmtest"
-	"github.com/tracksum/tracksum/eval/rouge"
 	"github.com/tracksum/tracksum/eval/stats"
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 func testConfig() *config.Config {

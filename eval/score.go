@@ -11,8 +11,8 @@ import (
 
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/judge"
-	"github.com/tracksum/tracksum/eval/rouge"
-	"github.com/tracksum/tracksum/eval/wordtok"
+	"github.com/tracksum/tracksum/textmetrics/rouge"
+	"github.com/tracksum/tracksum/textmetrics/wordtok"
 )
 
 // Metric names one score. Per instance every metric is a fraction in [0, 1]; over a group of

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/judge"
-	"github.com/tracksum/tracksum/eval/rouge"
+	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 // tableJudge is a judge whose answers are written in the test: it decomposes summaries as listed

@@ -1,6 +1,7 @@
 // Command tracksum-train trains a model on a prepared directory with GoMLX:
 //
 //	tracksum-train --task tracker --data PREPARED_DIR --out checkpoints/NAME [--config FILE] [flags]
+//	tracksum-train --task tracker --folds K [--cv-model lexical] --data PREPARED_DIR --out checkpoints/CV   # model/cv
 //
 // The checkpoint directory receives everything needed to use the model without the training config
 // (hyperparameters, tokenizer, resolved config, best-on-dev variables) plus metrics.jsonl, curves.png
@@ -34,8 +35,9 @@ func main() {
 	fs.Float64("dev-share", cv.DefaultDevShare, "with --folds: share of the training folds' abstracts used as dev (model selection)")
 	fs.Bool("allow-changed-config", false, "resume a checkpoint although seed or TASK settings differ from its config.yaml (refused by default)")
 	cli.Main(cli.Command{
-		Name:     "tracksum-train",
-		Synopsis: "--task tracker|summarizer --data PREPARED_DIR --out CHECKPOINT_DIR [--config FILE] [flags]",
+		Name: "tracksum-train",
+		Synopsis: "--task tracker|summarizer --data PREPARED_DIR --out CHECKPOINT_DIR [--config FILE] [flags]\n" +
+			"       tracksum-train --task tracker --folds K [--cv-model tracker|lexical] --data PREPARED_DIR --out CV_DIR",
 		Description: "Trains the tracker (sentence relevance) or the summarizer on a prepared directory. The backend is\n" +
 			"GOMLX_BACKEND when set (e.g. xla:cuda), else xla:cpu when a PJRT plugin is installed, else the pure-Go backend.",
 		Flags: fs,

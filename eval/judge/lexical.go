@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/tracksum/tracksum/eval/porter"
+	"github.com/tracksum/tracksum/textmetrics/porter"
 )
 
 // LexicalOptions configures the lexical judge (config keys eval.lexical.*).

@@ -34,8 +34,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tracksum/tracksum/eval/rouge"
 	"github.com/tracksum/tracksum/llm"
+	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 // Chatter is the part of *llm.Client the metric uses.

@@ -310,3 +310,21 @@ func TestRunErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestMeanSD(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		v    []float64
+		want Stat
+	}{
+		{"sample sd (n-1)", []float64{1, 2, 3, 4}, Stat{2.5, 1.2909944487358056}},
+		{"one value", []float64{0.7}, Stat{0.7, 0}},
+		{"constant", []float64{0.5, 0.5, 0.5}, Stat{0.5, 0}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := meanSD(tc.v); math.Abs(got.Mean-tc.want.Mean) > 1e-12 || math.Abs(got.SD-tc.want.SD) > 1e-12 {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -10,8 +10,8 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare"
-	"github.com/tracksum/tracksum/eval/rouge"
 	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 // TestTinyConfigLearnsSample trains the tiny profile's summarizer on the built-in synthetic sample

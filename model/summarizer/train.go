@@ -20,12 +20,12 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/eval/rouge"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	tsmodel "github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/subword"
+	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 // Example is one training pair in token ids.

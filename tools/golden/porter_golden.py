@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Regenerates eval/porter/testdata/stems.tsv: a generated vocabulary stemmed
+"""Regenerates textmetrics/porter/testdata/stems.tsv: a generated vocabulary stemmed
 by NLTK's PorterStemmer (default NLTK_EXTENSIONS mode).
 
 Run from the repository root with Debian's python3 and python3-nltk:
 
-    /usr/bin/python3 tools/golden/porter_golden.py eval/porter/testdata/stems.tsv
+    /usr/bin/python3 tools/golden/porter_golden.py textmetrics/porter/testdata/stems.tsv
 
 The vocabulary is deterministic (fixed seed): clinical words, their
 inflections and derivations, the examples of Porter's paper, every suffix of
@@ -209,7 +209,7 @@ def main():
     words = vocabulary()
     with open(sys.argv[1], "w", encoding="utf-8") as f:
         f.write("# word<TAB>stem by nltk %s PorterStemmer (NLTK_EXTENSIONS); regenerate: "
-                "/usr/bin/python3 tools/golden/porter_golden.py eval/porter/testdata/stems.tsv\n"
+                "/usr/bin/python3 tools/golden/porter_golden.py textmetrics/porter/testdata/stems.tsv\n"
                 % nltk.__version__)
         for w in words:
             f.write("%s\t%s\n" % (w, stemmer.stem(w)))

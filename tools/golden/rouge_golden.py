@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Regenerates eval/rouge/testdata/golden.json: generated (reference,
+"""Regenerates textmetrics/rouge/testdata/golden.json: generated (reference,
 prediction) pairs scored by Google's rouge-score, with and without stemming.
 
 Google's code is not part of this repository. Copy rouge_scorer.py,
@@ -7,7 +7,7 @@ scoring.py, tokenize.py and tokenizers.py from
 github.com/google-research/google-research/tree/master/rouge into
 REF_DIR/rouge/ (plus an empty __init__.py), then from the repository root:
 
-    /usr/bin/python3 tools/golden/rouge_golden.py REF_DIR eval/rouge/testdata/golden.json
+    /usr/bin/python3 tools/golden/rouge_golden.py REF_DIR textmetrics/rouge/testdata/golden.json
 
 Needs Debian's python3-nltk, python3-absl and python3-six (python3-numpy only
 if your scoring.py imports it). Pairs are deterministic (fixed seed).

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Regenerates eval/wordtok/testdata/golden.json: generated sentences and
+"""Regenerates textmetrics/wordtok/testdata/golden.json: generated sentences and
 their tokens from NLTK's word_tokenize(text, preserve_line=True) (Debian's
 NLTK has no punkt model, so sentence splitting is not applied).
 
 Run from the repository root with Debian's python3 and python3-nltk:
 
-    /usr/bin/python3 tools/golden/wordtok_golden.py eval/wordtok/testdata/golden.json
+    /usr/bin/python3 tools/golden/wordtok_golden.py textmetrics/wordtok/testdata/golden.json
 """
 
 import json

@@ -3,7 +3,7 @@ package rouge
 import (
 	"unicode/utf8"
 
-	"github.com/tracksum/tracksum/eval/porter"
+	"github.com/tracksum/tracksum/textmetrics/porter"
 )
 
 // minStemLen is rouge-score's rule: only tokens longer than 3 characters are

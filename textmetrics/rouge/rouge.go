@@ -15,7 +15,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/tracksum/tracksum/eval/porter"
+	"github.com/tracksum/tracksum/textmetrics/porter"
 )
 
 // Score is one ROUGE variant's precision, recall and F-measure (the harmonic
