@@ -1,0 +1,79 @@
+package infer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tracksum/tracksum/serve"
+	"github.com/tracksum/tracksum/serve/servetest"
+)
+
+// TestLLMMethodsAgainstTrackSumServe runs every LLM inference method end to end against a real
+// tracksum-serve (tiny checkpoints, 127.0.0.1, real HTTP): each run completes with one prediction
+// per instance and its stats file, the requests reach the server, and a rerun is answered from the
+// cache (the server sees no new request) with identical predictions. The tiny seq2seq model cannot
+// follow every instruction, so malformed answers are allowed here: they must be counted, not fatal.
+func TestLLMMethodsAgainstTrackSumServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains tiny checkpoints (-short)")
+	}
+	o := serve.DefaultOptions()
+	o.ModelName = "tiny"
+	url, srv := servetest.Start(t, o)
+	for _, tc := range []struct {
+		desc string
+		opts Options
+	}{
+		{"prompt", Options{Method: "prompt"}},
+		{"intrinsic", Options{Method: "intrinsic"}},
+		{"prior", Options{Method: "prior"}},
+		{"posthoc", Options{Method: "posthoc"}},
+		{"tracker and summarizer llm", Options{Tracker: LLMComponent, Summarizer: LLMComponent}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg := refineConfig(t, url, "tiny")
+			cfg.Infer.LLM.Demos = "testdata/instances.jsonl"
+			run := func(out string) []byte {
+				opts := tc.opts
+				opts.Input, opts.Out, opts.Log = "testdata/instances.jsonl", out, discard{}
+				if _, err := Run(context.Background(), cfg, opts); err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			before := srv.Stats().Served
+			out := filepath.Join(t.TempDir(), "pred.jsonl")
+			first := run(out)
+			sent := srv.Stats().Served - before
+			if sent == 0 {
+				t.Fatal("no request reached tracksum-serve")
+			}
+			if n := len(readPredictions(t, out)); n != 3 {
+				t.Fatalf("%d predictions, want 3", n)
+			}
+			var st LLMStats
+			b, err := os.ReadFile(StatsPath(out))
+			if err != nil || json.Unmarshal(b, &st) != nil {
+				t.Fatalf("stats file: %v", err)
+			}
+			if st.Client.Requests != sent || st.Model != "tiny" {
+				t.Errorf("stats say %d requests to %q; the server saw %d", st.Client.Requests, st.Model, sent)
+			}
+			again := run(filepath.Join(t.TempDir(), "again.jsonl"))
+			if got := srv.Stats().Served - before; got != sent {
+				t.Errorf("the rerun sent %d requests, want 0 (cache)", got-sent)
+			}
+			if !bytes.Equal(first, again) {
+				t.Errorf("the rerun's predictions differ:\n%s\n%s", first, again)
+			}
+		})
+	}
+}
