@@ -52,6 +52,16 @@ type Tracker struct {
 	// Threshold (folded into the head's bias, so the checkpoint carries it): loss weighting or
 	// oversampling for the imbalance otherwise leaves the probabilities badly placed around 0.5.
 	Calibrate bool `mapstructure:"calibrate" yaml:"calibrate"`
+	// LexicalCalibrationFolds, when >= 2, adds to each aspect's bias of the lexical warm start (and
+	// of the TF-IDF + LR baseline) the logit shift that maximises the F1 at Threshold of the
+	// regression's out-of-fold scores in an inner K-fold by abstract of the train split; 0 = off.
+	// Only the train split is read, so dev and test stay unseen.
+	LexicalCalibrationFolds int `mapstructure:"lexical_calibration_folds" yaml:"lexical_calibration_folds"`
+	// ContextRescoring adds, in the cross-validation harness (model/cv), a second stage over the
+	// tracker's logits that sees each sentence's instance (its logit against the abstract's best,
+	// its neighbours' logits): tracker.ContextRescorer, fitted on the out-of-fold lexical logits
+	// of the inner folds of lexical_calibration_folds (which must be >= 2).
+	ContextRescoring bool `mapstructure:"context_rescoring" yaml:"context_rescoring"`
 	// Threshold is the probability from which a sentence counts as relevant (dev metrics, infer).
 	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
 	// Train holds the training-loop hyperparameters.
@@ -93,6 +103,9 @@ func DefaultTracker() Tracker {
 		Threshold:        0.5,
 		Calibrate:        false,
 		Train:            train,
+
+		LexicalCalibrationFolds: 0,
+		ContextRescoring:        false,
 	}
 }
 
@@ -143,6 +156,12 @@ func (c Tracker) Validate() error {
 	}
 	if c.Threshold <= 0 || c.Threshold >= 1 {
 		bad("threshold", "must be in (0, 1)")
+	}
+	if c.LexicalCalibrationFolds < 0 || c.LexicalCalibrationFolds == 1 {
+		bad("lexical_calibration_folds", fmt.Sprintf("must be 0 (off) or >= 2, got %d", c.LexicalCalibrationFolds))
+	}
+	if c.ContextRescoring && c.LexicalCalibrationFolds < 2 {
+		bad("context_rescoring", "needs lexical_calibration_folds >= 2 (its inner folds give the out-of-fold logits it is fitted on)")
 	}
 	errs = append(errs, c.Train.Validate("tracker.train"))
 	return errors.Join(errs...)

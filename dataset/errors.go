@@ -23,6 +23,14 @@ var (
 	ErrNegativeSummary   = errors.New("summary does not match citations")
 )
 
+// ErrInput marks an input path that ReadInput cannot use: missing, or a prepared split without
+// instances.
+var ErrInput = errors.New("bad input")
+
+// ErrMalformedRecord marks a prediction or reference record (ReadRecords) that is not valid JSON of
+// the expected shape; the error names the file and line.
+var ErrMalformedRecord = errors.New("malformed record")
+
 // ErrSchemaVersion is returned by ReadManifest for a manifest written by another shard schema.
 var ErrSchemaVersion = errors.New("unsupported shard schema version")
 

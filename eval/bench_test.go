@@ -84,7 +84,7 @@ func syntheticPairs(n int) []Pair {
 			slices.Sort(pred.Indexes)
 			pred.Indexes = slices.Compact(pred.Indexes)
 		}
-		pairs[i] = Pair{Ref: Record{Instance: ref}, Pred: Record{Instance: pred}}
+		pairs[i] = Pair{Ref: dataset.Record{Instance: ref}, Pred: dataset.Record{Instance: pred}}
 	}
 	return pairs
 }
@@ -93,7 +93,7 @@ func syntheticPairs(n int) []Pair {
 // judge's caches do not flatter the figure), with predictions perturbed as in syntheticPairs.
 func devPairs(b *testing.B, n int) []Pair {
 	path := filepath.Join("..", "..", "shared", "data", "tracsum", "tracsum-dev.jsonl")
-	refs, err := ReadFile(path)
+	refs, err := dataset.ReadRecordsFile(path)
 	if err != nil {
 		b.Skipf("TracSum dev data not available at %s: %v", path, err)
 	}
@@ -117,11 +117,11 @@ func devPairs(b *testing.B, n int) []Pair {
 			ref := r
 			ref.Document = doc
 			ref.PMID = fmt.Sprintf("%s-%d", r.PMID, c)
-			if !ref.Negative() {
+			if !ref.IsNegative() {
 				ref.Summary += tag
 			}
-			pred := Record{Instance: dataset.Instance{PMID: ref.PMID, Aspect: r.Aspect, Summary: ref.Summary, Indexes: slices.Clone(r.Indexes)}}
-			if !ref.Negative() {
+			pred := dataset.Record{Instance: dataset.Instance{PMID: ref.PMID, Aspect: r.Aspect, Summary: ref.Summary, Indexes: slices.Clone(r.Indexes)}}
+			if !ref.IsNegative() {
 				switch rng.IntN(4) {
 				case 0:
 					w := strings.Fields(ref.Summary)

@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 
@@ -10,7 +9,8 @@ import (
 	"github.com/tracksum/tracksum/internal/cli"
 )
 
-// Command is `tracksum-eval --pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm] [--out DIR]`.
+// Command is `tracksum-eval --pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm] [--out DIR]`,
+// with the subcommands compare (CompareCommand) and agreement (AgreementCommand).
 func Command() cli.Command {
 	fs := cli.NewFlags("tracksum-eval")
 	fs.String("pred", "", "predictions JSONL (PMID, Aspect, Summary, Indexes, optional Phrases)")
@@ -28,7 +28,8 @@ func Command() cli.Command {
 		Description: "Scores predictions against references with TracSum claim/citation metrics, exact citation " +
 			"metrics, ROUGE and (when references carry Phrases) PCoA phrase metrics; prints Table 3 and Table 5 " +
 			"style tables. Metric definitions: docs/eval.md.",
-		Flags: fs,
+		Flags:       fs,
+		Subcommands: []cli.Command{CompareCommand(), AgreementCommand()},
 		Run: func(ctx context.Context, args []string) error {
 			pred, _ := fs.GetString("pred")
 			ref, _ := fs.GetString("ref")
@@ -121,13 +122,11 @@ func AgreementCommand() cli.Command {
 	}
 }
 
+// writeJSON writes v to the optional --out file path (nothing when empty) under the file's lock,
+// so that two runs writing the same file never interleave.
 func writeJSON(path string, v any) error {
 	if path == "" {
 		return nil
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
 	}
 	path = filepath.Clean(path)
 	lock, err := atomicio.LockFile(path)
@@ -135,5 +134,5 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	defer lock.Release()
-	return atomicio.WriteFile(path, append(b, '\n'), 0o644)
+	return atomicio.WriteJSON(path, v)
 }

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/stats"
 )
 
@@ -187,7 +188,7 @@ func Agreement(scoresPath, humanPath string) ([]Correlation, error) {
 	}
 	for _, name := range agreementMetrics() {
 		var x, y []float64
-		var keys []Key
+		var keys []dataset.Key
 		for k, hs := range human {
 			if _, ok := hs[name]; !ok {
 				continue
@@ -200,7 +201,7 @@ func Agreement(scoresPath, humanPath string) ([]Correlation, error) {
 			continue
 		}
 		// Map order is random: sort the instances so that the figures are reproducible bit for bit.
-		slices.SortFunc(keys, func(a, b Key) int {
+		slices.SortFunc(keys, func(a, b dataset.Key) int {
 			if a.PMID != b.PMID {
 				if a.PMID < b.PMID {
 					return -1
@@ -242,13 +243,13 @@ func Agreement(scoresPath, humanPath string) ([]Correlation, error) {
 func nan() float64 { return math.NaN() }
 
 // readScores reads PMID, Aspect and metric values from JSONL (top-level or under "scores").
-func readScores(path string) (map[Key]map[string]float64, error) {
+func readScores(path string) (map[dataset.Key]map[string]float64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	out := map[Key]map[string]float64{}
+	out := map[dataset.Key]map[string]float64{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -260,7 +261,7 @@ func readScores(path string) (map[Key]map[string]float64, error) {
 		if err := json.Unmarshal(b, &raw); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w: %v", path, line, ErrMalformed, err)
 		}
-		var k Key
+		var k dataset.Key
 		if json.Unmarshal(raw["PMID"], &k.PMID) != nil || json.Unmarshal(raw["Aspect"], &k.Aspect) != nil || k.PMID == "" || k.Aspect == "" {
 			return nil, fmt.Errorf("%s:%d: %w: PMID and Aspect must be non-empty strings", path, line, ErrMalformed)
 		}

@@ -6,12 +6,13 @@
 // # Inputs
 //
 // Predictions and references are JSONL with TracSum's field names (PMID, Aspect, Summary, Indexes,
-// optional Phrases); a reference file is itself a valid prediction file. References must carry
-// Document. Records are joined on (PMID, Aspect). A duplicate record, a prediction for an unknown
-// instance or a cited index outside the reference's document is an error naming the file and line;
-// a reference without prediction is an error unless missing=empty, which scores it against
-// "Unknown." with no citation. Unknown extra fields (e.g. infer's per-sentence Scores) are ignored;
-// repeated indices count once.
+// optional Phrases), read by dataset.ReadRecords (the prediction record is dataset.Prediction; a
+// negative follows dataset.IsNegative); a reference file is itself a valid prediction file.
+// References must carry Document. Records are joined on (PMID, Aspect). A duplicate record, a
+// prediction for an unknown instance or a cited index outside the reference's document is an error
+// naming the file and line; a reference without prediction is an error unless missing=empty, which
+// scores it against "Unknown." with no citation. Unknown extra fields (e.g. infer's per-sentence
+// Scores) are ignored; repeated indices count once.
 //
 // # Metrics of one instance
 //

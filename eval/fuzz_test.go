@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracksum/tracksum/dataset"
 )
 
-// FuzzRead feeds arbitrary bytes to the prediction/reference reader: either records with a PMID,
+// FuzzRead feeds arbitrary bytes to the prediction/reference reader (dataset.ReadRecords): either records with a PMID,
 // an Aspect and a Summary field, or one error naming the file and line; Join on the result must
 // not panic either. Seeds: testdata/fuzz/FuzzRead.
 //
@@ -22,7 +24,7 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add([]byte(`{"PMID":"1","Aspect":"a","Indexes":[0]}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err := Read(bytes.NewReader(data), "pred.jsonl")
+		recs, err := dataset.ReadRecords(bytes.NewReader(data), "pred.jsonl")
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "pred.jsonl:") {
 				t.Fatalf("error does not name file:line: %v", err)
@@ -34,7 +36,7 @@ func FuzzRead(f *testing.F) {
 				t.Fatalf("record without PMID/Aspect/line accepted: %+v", r)
 			}
 		}
-		refs := make([]Record, len(recs))
+		refs := make([]dataset.Record, len(recs))
 		copy(refs, recs)
 		pairs, err := Join(refs, recs, false)
 		if err == nil && len(pairs) != len(refs) {

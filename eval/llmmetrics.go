@@ -174,7 +174,7 @@ func scoreLLM(ctx context.Context, fm *facet.Metric, qa *qaeval.Metric, p *Pair,
 			// The aspect's evidence: the reference's cited sentences (none for a negative
 			// reference, so coverage is undefined there).
 			var cited []string
-			if !p.Ref.Negative() {
+			if !p.Ref.IsNegative() {
 				for _, i := range p.Ref.Indexes {
 					cited = append(cited, p.Ref.Document[i])
 				}

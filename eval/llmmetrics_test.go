@@ -128,12 +128,12 @@ func TestLLMMetricsScripted(t *testing.T) {
 		// 1/4 (no request) for a negative prediction; undefined for a negative reference.
 		var want float64
 		switch {
-		case p.Ref.Negative():
+		case p.Ref.IsNegative():
 			if ok {
 				t.Errorf("%s/%s: fm %v for a negative reference", p.Ref.PMID, p.Ref.Aspect, fm)
 			}
 			continue
-		case p.Pred.Negative():
+		case p.Pred.IsNegative():
 			want = 0.25
 		case p.Ref.Summary == p.Pred.Summary:
 			want = 1
@@ -146,7 +146,7 @@ func TestLLMMetricsScripted(t *testing.T) {
 		if _, ok := l["fm_detail"]; !ok {
 			t.Errorf("instances.jsonl line %d has no fm_detail object", i+1)
 		}
-		if _, ok := scores["qa_coverage"]; !ok && !p.Ref.Negative() {
+		if _, ok := scores["qa_coverage"]; !ok && !p.Ref.IsNegative() {
 			t.Errorf("%s/%s: no qa_coverage", p.Ref.PMID, p.Ref.Aspect)
 		}
 		defined++

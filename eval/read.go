@@ -1,18 +1,12 @@
 package eval
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/eval/judge"
 	"github.com/tracksum/tracksum/internal/cli"
 )
 
@@ -26,97 +20,12 @@ var (
 	ErrIndexRange = errors.New("cited index outside the document")
 	// ErrUnknownInstance marks a prediction whose (PMID, Aspect) is not in the references.
 	ErrUnknownInstance = errors.New("prediction for an instance absent from the references")
-	// ErrMalformed marks a record that is not valid JSON of the expected shape.
-	ErrMalformed = errors.New("malformed record")
+	// ErrMalformed marks a record that is not valid JSON of the expected shape (the reader's
+	// dataset.ErrMalformedRecord) or a reference that cannot be scored.
+	ErrMalformed = dataset.ErrMalformedRecord
 	// ErrNoInstances marks a reference file without any record: there is nothing to score.
 	ErrNoInstances = errors.New("no instances")
 )
-
-// Record is one JSONL record with where it came from.
-type Record struct {
-	dataset.Instance
-	// File and Line locate the record (Line is 1-based; 0 for a synthesized empty prediction).
-	File string
-	Line int
-	// HasPhrases is set when the record carries a Phrases field (even an empty list).
-	HasPhrases bool
-}
-
-// Key identifies an instance: the join key of predictions and references.
-type Key struct {
-	PMID   string
-	Aspect string
-}
-
-// Key returns the record's (PMID, Aspect).
-func (r *Record) Key() Key { return Key{r.PMID, r.Aspect} }
-
-// Negative reports whether the record is a negative instance: summary "Unknown." (or empty) and no
-// citation.
-func (r *Record) Negative() bool { return len(r.Indexes) == 0 && judge.IsUnknown(r.Summary) }
-
-// ReadFile reads a prediction or reference JSONL file. Unknown extra fields (e.g. the per-sentence
-// Scores written by infer) are ignored; blank lines are skipped. Errors name the file and line.
-func ReadFile(path string) ([]Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return Read(f, path)
-}
-
-// Read reads JSONL records from r; name is used in error messages.
-func Read(r io.Reader, name string) ([]Record, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	var out []Record
-	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			rec, perr := parseRecord(b)
-			if perr != nil {
-				return nil, fmt.Errorf("%s:%d: %w", name, line, perr)
-			}
-			rec.File, rec.Line = name, line
-			out = append(out, rec)
-		}
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-	}
-}
-
-func parseRecord(b []byte) (Record, error) {
-	var raw struct {
-		dataset.Instance
-		// Summary shadows Instance.Summary so that a missing field can be told from an empty one
-		// (track-only predictions write ""): a missing one is an error, not an empty summary.
-		Summary *string   `json:"Summary"`
-		Phrases *[]string `json:"Phrases"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return Record{}, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if raw.Summary == nil {
-		return Record{}, fmt.Errorf("%w: field Summary is missing (track-only predictions write \"Summary\": \"\")", ErrMalformed)
-	}
-	raw.Instance.Summary = *raw.Summary
-	rec := Record{Instance: raw.Instance}
-	if raw.Phrases != nil {
-		rec.HasPhrases = true
-		rec.Phrases = *raw.Phrases
-	}
-	switch {
-	case rec.PMID == "":
-		return rec, fmt.Errorf("%w: field PMID is missing or empty", ErrMalformed)
-	case rec.Aspect == "":
-		return rec, fmt.Errorf("%w: field Aspect is missing or empty", ErrMalformed)
-	}
-	return rec, nil
-}
 
 // checkOutDir refuses an --out directory that holds --pred or --ref (or is one of them, after
 // symlinks, by inode): Run replaces the directory as a whole, which would delete the input.
@@ -137,8 +46,8 @@ func checkOutDir(out, pred, ref string) error {
 
 // Pair is a reference and the prediction scored against it.
 type Pair struct {
-	Ref  Record
-	Pred Record
+	Ref  dataset.Record
+	Pred dataset.Record
 }
 
 // Join pairs predictions with references on (PMID, Aspect), in reference order, and checks them:
@@ -146,12 +55,12 @@ type Pair struct {
 // prediction must match a reference, appear once and cite only sentences of the reference's
 // document. A reference without prediction is an error (ErrMissing) unless missingEmpty, which
 // scores it against an empty ("Unknown.", no citation) prediction.
-func Join(refs, preds []Record, missingEmpty bool) ([]Pair, error) {
+func Join(refs, preds []dataset.Record, missingEmpty bool) ([]Pair, error) {
 	if len(refs) == 0 {
 		// Zero instances would report every metric as 0 (or NaN) with exit 0.
 		return nil, fmt.Errorf("references: %w: the file holds no record", ErrNoInstances)
 	}
-	byKey := make(map[Key]int, len(refs))
+	byKey := make(map[dataset.Key]int, len(refs))
 	for i := range refs {
 		r := &refs[i]
 		if j, dup := byKey[r.Key()]; dup {
@@ -165,7 +74,7 @@ func Join(refs, preds []Record, missingEmpty bool) ([]Pair, error) {
 		if err := checkIndexes(r, len(r.Document)); err != nil {
 			return nil, err
 		}
-		if len(r.Indexes) == 0 != judge.IsUnknown(r.Summary) {
+		if !dataset.NegativeConsistent(r.Summary, r.Indexes) {
 			return nil, fmt.Errorf("%s:%d: %w: summary and citations disagree: a positive reference needs citations, a negative one (\"Unknown.\") none (summary %q, %d citations)",
 				r.File, r.Line, ErrMalformed, clip(r.Summary, 40), len(r.Indexes))
 		}
@@ -198,7 +107,7 @@ func Join(refs, preds []Record, missingEmpty bool) ([]Pair, error) {
 			missing = append(missing, fmt.Sprintf("%s:%d (PMID %s aspect %q)", refs[j].File, refs[j].Line, refs[j].PMID, refs[j].Aspect))
 			continue
 		}
-		empty := Record{Instance: dataset.Instance{PMID: refs[j].PMID, Aspect: refs[j].Aspect, Summary: dataset.UnknownSummary}}
+		empty := dataset.Record{Instance: dataset.Instance{PMID: refs[j].PMID, Aspect: refs[j].Aspect, Summary: dataset.UnknownSummary}}
 		pairs[j] = Pair{Ref: refs[j], Pred: empty}
 	}
 	if len(missing) > 0 {
@@ -215,7 +124,7 @@ func Join(refs, preds []Record, missingEmpty bool) ([]Pair, error) {
 
 // checkIndexes rejects citations outside a document of n sentences and drops repeated indices
 // (citations are a set).
-func checkIndexes(r *Record, n int) error {
+func checkIndexes(r *dataset.Record, n int) error {
 	for _, i := range r.Indexes {
 		if i < 0 || i >= n {
 			return fmt.Errorf("%s:%d: %w: index %d, the document of PMID %s has %d sentences (0..%d)",

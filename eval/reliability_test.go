@@ -9,33 +9,6 @@ import (
 	"testing"
 )
 
-// TestPredictionWithoutSummary is the regression test of issue 10 item 14: a prediction with no
-// Summary field was scored as an empty summary. It is an error naming file:line; an explicitly
-// empty summary (track-only inference) is still accepted.
-func TestPredictionWithoutSummary(t *testing.T) {
-	for _, tc := range []struct {
-		desc, data, want string
-	}{
-		{"no Summary field", "{\"PMID\":\"1\",\"Aspect\":\"a\",\"Summary\":\"x\",\"Indexes\":[0]}\n{\"PMID\":\"1\",\"Aspect\":\"i\",\"Indexes\":[0]}\n",
-			"pred.jsonl:2: malformed record: field Summary is missing"},
-		{"Summary null", `{"PMID":"1","Aspect":"a","Summary":null,"Indexes":[]}`, "pred.jsonl:1: malformed record: field Summary is missing"},
-		{"empty Summary is fine", `{"PMID":"1","Aspect":"a","Summary":"","Indexes":[0]}`, ""},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			_, err := Read(strings.NewReader(tc.data), "pred.jsonl")
-			if tc.want == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v\nwant one containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
 // TestEmptyFilesAreAnError is the regression test of issue 10 item 14: an eval with both files
 // empty exited 0.
 func TestEmptyFilesAreAnError(t *testing.T) {

@@ -3,7 +3,6 @@ package eval
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/judge"
 	"github.com/tracksum/tracksum/eval/report"
 	"github.com/tracksum/tracksum/internal/atomicio"
@@ -74,14 +74,14 @@ type Outcome struct {
 // Evaluation runs the evaluation of pred against ref with the eval settings, without writing
 // anything: it is the library form of `tracksum-eval`.
 func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr io.Writer) (*Outcome, error) {
-	refs, err := ReadFile(ref)
+	refs, err := dataset.ReadRecordsFile(ref)
 	if err != nil {
 		return nil, fmt.Errorf("references: %w", err)
 	}
 	if len(refs) == 0 {
 		return nil, fmt.Errorf("references: %s: %w: the file holds no record", ref, ErrNoInstances)
 	}
-	preds, err := ReadFile(pred)
+	preds, err := dataset.ReadRecordsFile(pred)
 	if err != nil {
 		return nil, fmt.Errorf("predictions: %w", err)
 	}
@@ -240,11 +240,7 @@ func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
 		return err
 	}
 	if out.LLMReport != nil {
-		b, err := json.MarshalIndent(out.LLMReport, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := atomicio.WriteFile(filepath.Join(dir, "llm_metrics.json"), append(b, '\n'), 0o644); err != nil {
+		if err := atomicio.WriteJSON(filepath.Join(dir, "llm_metrics.json"), out.LLMReport); err != nil {
 			return err
 		}
 	}

@@ -146,7 +146,7 @@ func (s *Scorer) Score(ctx context.Context, p *Pair) (Result, error) {
 	ref, pred := &p.Ref, &p.Pred
 	res := Result{
 		PMID: ref.PMID, Aspect: ref.Aspect,
-		RefNegative: ref.Negative(), PredNegative: pred.Negative(),
+		RefNegative: ref.IsNegative(), PredNegative: pred.IsNegative(),
 		HasPhrases: s.Phrases,
 		RefIndexes: ref.Indexes, PredIndexes: pred.Indexes,
 	}
@@ -188,7 +188,7 @@ func (s *Scorer) Score(ctx context.Context, p *Pair) (Result, error) {
 		return res, err
 	}
 	predSummary := pred.Summary
-	if judge.IsUnknown(predSummary) {
+	if dataset.IsUnknownSummary(predSummary) {
 		predSummary = ""
 	}
 	var n int
@@ -263,7 +263,7 @@ func sentencesPerLine(summary string) string {
 }
 
 // phraseCounts implements PCoA Algorithm 1, lines 14-17, on distinct lowercased NLTK tokens.
-func phraseCounts(ref, pred *Record, predSummary string) (hit, nRef, nPred int) {
+func phraseCounts(ref, pred *dataset.Record, predSummary string) (hit, nRef, nPred int) {
 	refTok := tokenSet(ref.Phrases...)
 	predTok := tokenSet(pred.Phrases...)
 	sumTok := tokenSet(predSummary)

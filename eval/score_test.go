@@ -53,8 +53,8 @@ func TestScoreHandComputed(t *testing.T) {
 	}
 	s := &Scorer{Judge: j, Rouge: rouge.New(rouge.Options{Stem: true})}
 	p := &Pair{
-		Ref:  Record{Instance: dataset.Instance{PMID: "1", Aspect: "p", Document: doc, Summary: refSum, Indexes: []int{1, 5}}},
-		Pred: Record{Instance: dataset.Instance{PMID: "1", Aspect: "p", Summary: predSum, Indexes: []int{1, 3, 5}}},
+		Ref:  dataset.Record{Instance: dataset.Instance{PMID: "1", Aspect: "p", Document: doc, Summary: refSum, Indexes: []int{1, 5}}},
+		Pred: dataset.Record{Instance: dataset.Instance{PMID: "1", Aspect: "p", Summary: predSum, Indexes: []int{1, 3, 5}}},
 	}
 	r, err := s.Score(context.Background(), p)
 	if err != nil {
@@ -83,13 +83,13 @@ func TestScoreHandComputed(t *testing.T) {
 
 func TestScoreNegatives(t *testing.T) {
 	doc := []string{"a", "b", "c"}
-	pos := func(idx ...int) Record {
-		return Record{Instance: dataset.Instance{PMID: "1", Aspect: "d", Document: doc, Summary: "Something b.", Indexes: idx}}
+	pos := func(idx ...int) dataset.Record {
+		return dataset.Record{Instance: dataset.Instance{PMID: "1", Aspect: "d", Document: doc, Summary: "Something b.", Indexes: idx}}
 	}
-	neg := Record{Instance: dataset.Instance{PMID: "1", Aspect: "d", Document: doc, Summary: "Unknown."}}
+	neg := dataset.Record{Instance: dataset.Instance{PMID: "1", Aspect: "d", Document: doc, Summary: "Unknown."}}
 	cases := []struct {
 		desc      string
-		ref, pred Record
+		ref, pred dataset.Record
 		want      float64
 		citeRec   Ratio
 		citePrec  Ratio
@@ -120,8 +120,8 @@ func TestScorePositiveWithoutCitations(t *testing.T) {
 	j := &tableJudge{claims: map[string][]string{"A b.": {"A b."}}, yes: map[[2]string]bool{{"A b.", "A b."}: true}}
 	s := &Scorer{Judge: j, Rouge: rouge.New(rouge.Options{})}
 	r, err := s.Score(context.Background(), &Pair{
-		Ref:  Record{Instance: dataset.Instance{PMID: "1", Aspect: "a", Document: doc, Summary: "A b.", Indexes: []int{0}}},
-		Pred: Record{Instance: dataset.Instance{PMID: "1", Aspect: "a", Summary: "A b."}},
+		Ref:  dataset.Record{Instance: dataset.Instance{PMID: "1", Aspect: "a", Document: doc, Summary: "A b.", Indexes: []int{0}}},
+		Pred: dataset.Record{Instance: dataset.Instance{PMID: "1", Aspect: "a", Summary: "A b."}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -140,11 +140,11 @@ func lexical() judge.Judge {
 
 func readPairs(t *testing.T, ref, pred string, missingEmpty bool) []Pair {
 	t.Helper()
-	refs, err := ReadFile(ref)
+	refs, err := dataset.ReadRecordsFile(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	preds, err := ReadFile(pred)
+	preds, err := dataset.ReadRecordsFile(pred)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,12 +176,12 @@ func TestReadJoinErrors(t *testing.T) {
 		{"missing predictions", "testdata/partial.jsonl", false, ErrMissing,
 			"missing prediction for 5 reference instance(s): testdata/ref.jsonl:4 (PMID 1001 aspect \"s\")"},
 	}
-	refs, err := ReadFile("testdata/ref.jsonl")
+	refs, err := dataset.ReadRecordsFile("testdata/ref.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		preds, err := ReadFile(c.pred)
+		preds, err := dataset.ReadRecordsFile(c.pred)
 		if err == nil {
 			_, err = Join(refs, preds, c.empty)
 		}
@@ -206,7 +206,7 @@ func TestReferenceErrors(t *testing.T) {
 		{"no document", "testdata/malformed/ref_no_document.jsonl", "ref_no_document.jsonl:1: malformed record: reference has no Document"},
 	}
 	for _, c := range cases {
-		refs, err := ReadFile(c.ref)
+		refs, err := dataset.ReadRecordsFile(c.ref)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,8 +4,9 @@
 // When no sentence is kept the prediction is the negative one: summary "Unknown." and no citation.
 // Without a summarizer it is track-only inference: Summary is left empty, for citation metrics.
 //
-// Input is a prepared directory (one split of it), a TracSum/PCoA JSONL file, or raw text abstracts;
-// output is JSONL in the format of package eval, plus the per-sentence tracker Scores.
+// Input is a prepared directory (one split of it), a TracSum/PCoA JSONL file (or any other
+// dataset.Formats entry), or raw text abstracts, read by dataset.ReadInput; output is JSONL of
+// dataset.Prediction records, which eval reads, with the per-sentence tracker Scores.
 //
 // # Example
 //
@@ -30,7 +31,6 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/eval/qaeval"
 	"github.com/tracksum/tracksum/infer/llmmethods"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
@@ -94,24 +94,10 @@ func (g *goldScores) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	return out, nil
 }
 
-// Prediction is one output record: the eval format (PMID, Aspect, Summary, Indexes) plus the
-// tracker's probability for every sentence of the abstract.
-type Prediction struct {
-	PMID    string `json:"PMID"`
-	Aspect  string `json:"Aspect"`
-	Summary string `json:"Summary"`
-	Indexes []int  `json:"Indexes"`
-	// Scores is left out by the end-to-end LLM methods, which have no tracker.
-	Scores []float32 `json:"Scores,omitempty"`
-	// Phrases are the contributory phrases of PCoA's attribution strategies (--method
-	// intrinsic|prior|posthoc), read by eval's phrase metrics.
-	Phrases []string `json:"Phrases,omitempty"`
-	// Problems lists what could not be read in an LLM's answers (llmmethods.Problem*).
-	Problems []string `json:"Problems,omitempty"`
-	// Refinement keeps every round of --refine (summaries, QA scores, feedback); Summary is then
-	// the best round's summary.
-	Refinement *qaeval.Refinement `json:"Refinement,omitempty"`
-}
+// Prediction is the output record, dataset.Prediction.
+//
+// Deprecated: use dataset.Prediction; this alias remains while model/cv still names it.
+type Prediction = dataset.Prediction
 
 // Abstract is one abstract to process with the aspects to summarize for it, in output order.
 type Abstract struct {
@@ -147,7 +133,7 @@ type Pipeline struct {
 var ErrBadScore = errors.New("tracker score is not a probability")
 
 // Process runs Track-then-Sum on one abstract: one prediction per aspect, in order.
-func (p *Pipeline) Process(a Abstract) ([]Prediction, error) {
+func (p *Pipeline) Process(a Abstract) ([]dataset.Prediction, error) {
 	if p.Predictor != nil {
 		return p.Predictor.Predict(a)
 	}
@@ -174,11 +160,11 @@ func (p *Pipeline) Process(a Abstract) ([]Prediction, error) {
 			}
 		}
 	}
-	out := make([]Prediction, len(a.Aspects))
+	out := make([]dataset.Prediction, len(a.Aspects))
 	var sreqs []summarizer.Request
 	var sidx []int
 	for i, asp := range a.Aspects {
-		pred := Prediction{PMID: a.PMID, Aspect: asp, Indexes: []int{}, Scores: scores[i]}
+		pred := dataset.Prediction{PMID: a.PMID, Aspect: asp, Indexes: []int{}, Scores: scores[i]}
 		var cited []string
 		for j, s := range scores[i] {
 			if float64(s) >= p.Threshold {
@@ -285,7 +271,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	}
 	// Open the prediction file's temporary sibling now, so that an unwritable --out fails before
 	// the models are loaded rather than after the whole inference.
-	out, err := startJSONL[Prediction](o.Out)
+	out, err := startJSONL[dataset.Prediction](o.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -312,9 +298,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 			return nil, err
 		}
 		switch {
-		case cfg.Infer.FullContext && !s.Meta.Hyper.FullContext:
+		case cfg.Infer.FullContext && !s.Meta.Hyperparams.FullContext:
 			return nil, fmt.Errorf("--full-context: summarizer %s was trained without the abstract as context (summarizer.full_context: false)", o.Summarizer)
-		case !cfg.Infer.FullContext && s.Meta.Hyper.FullContext:
+		case !cfg.Infer.FullContext && s.Meta.Hyperparams.FullContext:
 			fmt.Fprintf(log, "infer: summarizer %s was trained with the full abstract as context: using TTS (+) f\n", o.Summarizer)
 			p.FullContext = true
 		}
@@ -335,7 +321,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 			p.Decode.BeamSize = o.BeamSize
 		}
 		if o.MaxLen > 0 {
-			p.Decode.MaxLen = min(o.MaxLen, s.Meta.Hyper.MaxSummaryLen)
+			p.Decode.MaxLen = min(o.MaxLen, s.Meta.Hyperparams.MaxSummaryLen)
 		}
 		if o.LengthPenalty != nil {
 			p.Decode.LengthPenalty = *o.LengthPenalty
@@ -389,7 +375,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	var preds []Prediction
+	var preds []dataset.Prediction
 	for _, r := range results {
 		preds = append(preds, r...)
 	}
@@ -414,8 +400,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 
 // RunPipeline processes abstracts with workers goroutines and returns the predictions of each
 // abstract in input order. bar, when not nil, advances per abstract.
-func RunPipeline(ctx context.Context, p *Pipeline, abstracts []Abstract, workers int, bar *progress.Bar) ([][]Prediction, error) {
-	results := make([][]Prediction, len(abstracts))
+func RunPipeline(ctx context.Context, p *Pipeline, abstracts []Abstract, workers int, bar *progress.Bar) ([][]dataset.Prediction, error) {
+	results := make([][]dataset.Prediction, len(abstracts))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -560,46 +546,20 @@ func (p *pendingJSONL[T]) abort() {
 	<-p.done
 }
 
-// ErrInput marks an input that is none of the accepted kinds.
-var ErrInput = errors.New("bad input")
+// ErrInput marks an input that is none of the accepted kinds (dataset.ErrInput), or an aspect
+// choice that does not fit it.
+var ErrInput = dataset.ErrInput
 
-// ReadInput reads the abstracts to process and, for annotated input, the reference instances.
-// aspects restricts (or, for raw text, chooses) the aspects; empty means the instances' own aspects
-// for annotated input and every aspect of aspectSet for raw text.
+// ReadInput reads the abstracts to process and, for annotated input, the reference instances, with
+// dataset.ReadInput (which picks the reader by the path's kind). aspects restricts (or, for raw
+// text, chooses) the aspects; empty means the instances' own aspects for annotated input and every
+// aspect of aspectSet for raw text.
 func ReadInput(path, split, aspectSet string, aspects []string) ([]Abstract, []dataset.Instance, error) {
-	st, err := os.Stat(path)
+	instances, raws, err := dataset.ReadInput(path, split)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInput, err)
+		return nil, nil, err
 	}
-	var instances []dataset.Instance
-	switch {
-	case st.IsDir():
-		if split == "" {
-			split = dataset.SplitTest
-		}
-		for row, err := range dataset.ReadShards[dataset.EndToEndRow](path, dataset.TaskEndToEnd, split) {
-			if err != nil {
-				return nil, nil, err
-			}
-			in := dataset.Instance{PMID: row.PMID, Aspect: row.Aspect, Document: row.Document, Summary: row.Summary, Indexes: []int{}}
-			for _, c := range row.Citations {
-				in.Indexes = append(in.Indexes, int(c))
-			}
-			instances = append(instances, in)
-		}
-		if len(instances) == 0 {
-			return nil, nil, fmt.Errorf("%w: %s: split %q has no instances", ErrInput, path, split)
-		}
-	case strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json"):
-		instances, err = dataset.ReadInstances(path)
-		if err != nil {
-			return nil, nil, err
-		}
-	default:
-		raws, err := dataset.ReadRaw(path)
-		if err != nil {
-			return nil, nil, err
-		}
+	if raws != nil {
 		codes, err := NormalizeAspects(aspects, aspectSet)
 		if err != nil {
 			return nil, nil, err

@@ -54,17 +54,17 @@ func TestProcess(t *testing.T) {
 		desc        string
 		summarizer  bool
 		fullContext bool
-		want        []Prediction
+		want        []dataset.Prediction
 	}{
-		{desc: "track-then-sum", summarizer: true, want: []Prediction{
+		{desc: "track-then-sum", summarizer: true, want: []dataset.Prediction{
 			{PMID: "1", Aspect: "i", Summary: "i: s1 s2 | 0", Indexes: []int{1, 2}, Scores: []float32{0.1, 0.9, 0.5}},
 			{PMID: "1", Aspect: "s", Summary: dataset.UnknownSummary, Indexes: []int{}, Scores: []float32{0.2, 0.3, 0.49}},
 		}},
-		{desc: "full context passes the abstract", summarizer: true, fullContext: true, want: []Prediction{
+		{desc: "full context passes the abstract", summarizer: true, fullContext: true, want: []dataset.Prediction{
 			{PMID: "1", Aspect: "i", Summary: "i: s1 s2 | 3", Indexes: []int{1, 2}, Scores: []float32{0.1, 0.9, 0.5}},
 			{PMID: "1", Aspect: "s", Summary: dataset.UnknownSummary, Indexes: []int{}, Scores: []float32{0.2, 0.3, 0.49}},
 		}},
-		{desc: "track-only leaves summaries empty", want: []Prediction{
+		{desc: "track-only leaves summaries empty", want: []dataset.Prediction{
 			{PMID: "1", Aspect: "i", Summary: "", Indexes: []int{1, 2}, Scores: []float32{0.1, 0.9, 0.5}},
 			{PMID: "1", Aspect: "s", Summary: dataset.UnknownSummary, Indexes: []int{}, Scores: []float32{0.2, 0.3, 0.49}},
 		}},

@@ -2,7 +2,6 @@ package infer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +26,7 @@ const LLMComponent = "llm"
 // Predictor predicts every aspect of an abstract at once; it replaces the tracker and summarizer
 // of a Pipeline (the end-to-end LLM methods of --method).
 type Predictor interface {
-	Predict(a Abstract) ([]Prediction, error)
+	Predict(a Abstract) ([]dataset.Prediction, error)
 }
 
 // usesLLM reports whether the options need the LLM endpoint.
@@ -201,12 +200,8 @@ func (r *llmRun) finish(st *Stats, log io.Writer) error {
 	if st.Predictions > 0 {
 		s.RequestsPerPrediction = float64(cs.Calls) / float64(st.Predictions)
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
 	path := StatsPath(r.opts.Out)
-	if err := atomicio.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := atomicio.WriteJSON(path, s); err != nil {
 		return fmt.Errorf("infer: %s: %w", path, err)
 	}
 	fmt.Fprintf(log, "infer: llm %s: %s; %s -> %s\n", r.client.Model(), rep, cs, path)
@@ -243,8 +238,8 @@ type llmPredictor struct {
 }
 
 // Predict implements Predictor.
-func (l *llmPredictor) Predict(a Abstract) ([]Prediction, error) {
-	out := make([]Prediction, len(a.Aspects))
+func (l *llmPredictor) Predict(a Abstract) ([]dataset.Prediction, error) {
+	out := make([]dataset.Prediction, len(a.Aspects))
 	err := runAspects(len(a.Aspects), func(i int) error {
 		asp, err := resolveAspect(l.set, a.Aspects[i])
 		if err != nil {
@@ -254,7 +249,7 @@ func (l *llmPredictor) Predict(a Abstract) ([]Prediction, error) {
 		if err != nil {
 			return err
 		}
-		out[i] = Prediction{PMID: a.PMID, Aspect: a.Aspects[i], Summary: o.Summary, Indexes: o.Indexes,
+		out[i] = dataset.Prediction{PMID: a.PMID, Aspect: a.Aspects[i], Summary: o.Summary, Indexes: o.Indexes,
 			Phrases: o.Phrases, Problems: o.Problems}
 		return nil
 	})

@@ -53,15 +53,15 @@ func llmConfig(t *testing.T, srv *llmtest.Server) *config.Config {
 	return &cfg
 }
 
-func readPreds(t *testing.T, path string) []Prediction {
+func readPreds(t *testing.T, path string) []dataset.Prediction {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []Prediction
+	var out []dataset.Prediction
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var p Prediction
+		var p dataset.Prediction
 		if err := json.Unmarshal([]byte(line), &p); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

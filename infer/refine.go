@@ -1,7 +1,9 @@
 package infer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval"
 	"github.com/tracksum/tracksum/eval/qaeval"
 	"github.com/tracksum/tracksum/llm"
@@ -31,7 +34,7 @@ type RefineStats struct {
 // feedback) for inspection. Coverage questions come from the prediction's cited sentences
 // (eval.qa.source: cited) or the whole abstract (document); consistency is checked against the
 // whole abstract. Negative predictions ("Unknown.") are left as they are.
-func Refine(ctx context.Context, cfg *config.Config, abstracts []Abstract, preds []Prediction, rounds int, log io.Writer) (*RefineStats, error) {
+func Refine(ctx context.Context, cfg *config.Config, abstracts []Abstract, preds []dataset.Prediction, rounds int, log io.Writer) (*RefineStats, error) {
 	opts := cfg.Eval.LLM.ClientOptions(cfg.Infer.LLM.Model)
 	if opts.Model == "" {
 		return nil, fmt.Errorf("--refine: needs a model: --llm-model, infer.llm.model or eval.llm.model")
@@ -46,7 +49,7 @@ func Refine(ctx context.Context, cfg *config.Config, abstracts []Abstract, preds
 	}
 	var todo []int
 	for i := range preds {
-		if !qaeval.Negative(preds[i].Summary) {
+		if !dataset.IsUnknownSummary(preds[i].Summary) {
 			todo = append(todo, i)
 		}
 	}
@@ -88,7 +91,16 @@ func Refine(ctx context.Context, cfg *config.Config, abstracts []Abstract, preds
 					mu.Unlock()
 					return
 				}
-				p.Refinement = r
+				record, err := refinementJSON(r)
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("--refine: PMID %s aspect %s: %w", p.PMID, p.Aspect, err)
+						cancel()
+					}
+					mu.Unlock()
+					return
+				}
+				p.Refinement = record
 				p.Summary = r.Final()
 				st.Rounds += len(r.Rounds) - 1
 				if r.Best > 0 {
@@ -109,4 +121,17 @@ func Refine(ctx context.Context, cfg *config.Config, abstracts []Abstract, preds
 	fmt.Fprintf(log, "infer: refine: %d predictions, %d revisions asked, %d improved in %.1fs; %s\n",
 		st.Refined, st.Rounds, st.Improved, st.Elapsed.Seconds(), st.Client)
 	return st, nil
+}
+
+// refinementJSON encodes a refinement record for dataset.Prediction.Refinement the way the
+// predictions file is written (no HTML escaping), so the file holds it byte for byte as if the
+// record were a field of its own.
+func refinementJSON(r *qaeval.Refinement) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

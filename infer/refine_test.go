@@ -13,24 +13,32 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/eval/qaeval"
 	"github.com/tracksum/tracksum/serve"
 	"github.com/tracksum/tracksum/serve/servetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
 
-func readPredictions(t *testing.T, path string) []Prediction {
+// refinedPrediction is a prediction with its Refinement read back as the record qaeval wrote.
+type refinedPrediction struct {
+	dataset.Prediction
+	Refinement *qaeval.Refinement `json:"Refinement,omitempty"`
+}
+
+func readPredictions(t *testing.T, path string) []refinedPrediction {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []Prediction
+	var out []refinedPrediction
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
-		var p Prediction
+		var p refinedPrediction
 		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +139,7 @@ func TestRefineAgainstTrackSumServe(t *testing.T) {
 	o.ModelName = "tiny"
 	url, srv := servetest.Start(t, o)
 	cfg := refineConfig(t, url, "tiny")
-	run := func() []Prediction {
+	run := func() []refinedPrediction {
 		out := filepath.Join(t.TempDir(), "pred.jsonl")
 		if _, err := Run(context.Background(), cfg, Options{Tracker: GoldTracker, Summarizer: ExtractiveSummarizer,
 			Input: "testdata/instances.jsonl", Out: out, Refine: 1, Log: discard{}}); err != nil {

@@ -8,25 +8,8 @@
 package main
 
 import (
-	"os"
-
 	"github.com/tracksum/tracksum/eval"
 	"github.com/tracksum/tracksum/internal/cli"
 )
 
-func main() {
-	cmd := eval.Command()
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "compare":
-			cmd = eval.CompareCommand()
-		case "agreement":
-			cmd = eval.AgreementCommand()
-		}
-		if cmd.Name != "tracksum-eval" {
-			// The subcommand's own flag set parses what follows its name.
-			os.Args = append(os.Args[:1], os.Args[2:]...)
-		}
-	}
-	cli.Main(cmd)
-}
+func main() { cli.Main(eval.Command()) }

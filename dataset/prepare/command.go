@@ -13,7 +13,8 @@ import (
 	"github.com/tracksum/tracksum/internal/cli"
 )
 
-// flagKeys binds the command's flags to config keys (flag > env > --config file > defaults).
+// flagKeys binds the command's flags to config keys (flag > env > --config file > defaults);
+// cli.LoadConfig applies only the flags given.
 var flagKeys = map[string]string{
 	"seed":           "seed",
 	"split-by":       "prepare.split_by",
@@ -68,13 +69,7 @@ func command(stdout, stderr io.Writer) cli.Command {
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %q", args)
 			}
-			keys := map[string]string{}
-			for flag, key := range flagKeys {
-				if fs.Changed(flag) {
-					keys[flag] = key
-				}
-			}
-			cfg, err := cli.LoadConfig(fs, keys)
+			cfg, err := cli.LoadConfig(fs, flagKeys)
 			if err != nil {
 				return err
 			}

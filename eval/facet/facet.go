@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/llm"
 )
 
@@ -152,7 +153,7 @@ type Segments [NumFacets]string
 // cancelled); a malformed answer is recorded in the Assessment.
 func (m *Metric) Score(ctx context.Context, reference, candidate string) (Assessment, error) {
 	res := Assessment{Facets: []FacetScore{}}
-	if negative(reference) {
+	if dataset.IsUnknownSummary(reference) {
 		res.Skipped = "reference is negative (Unknown.)"
 		return res, nil
 	}
@@ -166,7 +167,7 @@ func (m *Metric) Score(ctx context.Context, reference, candidate string) (Assess
 		return res, nil
 	}
 	var cand Segments
-	if !negative(candidate) {
+	if !dataset.IsUnknownSummary(candidate) {
 		cand, answer, ok, err = m.extract(ctx, candidate)
 		if err != nil {
 			return res, err
@@ -210,12 +211,6 @@ func (m *Metric) Score(ctx context.Context, reference, candidate string) (Assess
 	}
 	res.Overall, res.Defined = num/den, true
 	return res, nil
-}
-
-// negative reports whether a summary is empty or TracSum's negative "Unknown.".
-func negative(s string) bool {
-	s = strings.TrimSpace(s)
-	return s == "" || strings.EqualFold(strings.TrimRight(s, ". "), "unknown")
 }
 
 func (m *Metric) request(prompt string) llm.Request {

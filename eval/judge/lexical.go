@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/textmetrics/porter"
 )
 
@@ -89,7 +90,7 @@ func (l *Lexical) Concurrency() int { return l.opts.Workers }
 // Decompose implements Judge: sentences, then clauses. A negative summary ("Unknown.") or an empty
 // one has no subclaims.
 func (l *Lexical) Decompose(_ context.Context, summary string) ([]string, error) {
-	if IsUnknown(summary) {
+	if dataset.IsUnknownSummary(summary) {
 		return nil, nil
 	}
 	return slices.Clone(l.analyze(summary).claims), nil
@@ -98,14 +99,6 @@ func (l *Lexical) Decompose(_ context.Context, summary string) ([]string, error)
 // Entails implements Judge.
 func (l *Lexical) Entails(_ context.Context, premise, hypothesis string) (bool, error) {
 	return l.entails(l.analyze(premise), l.analyze(hypothesis)), nil
-}
-
-// IsUnknown reports whether a summary is empty or the negative answer "Unknown." (any case, the
-// final period optional).
-func IsUnknown(summary string) bool {
-	s := strings.TrimSpace(summary)
-	s = strings.TrimSpace(strings.TrimSuffix(s, "."))
-	return s == "" || strings.EqualFold(s, "unknown")
 }
 
 func (l *Lexical) entails(p, h *analysis) bool {

@@ -172,18 +172,3 @@ func TestScanNumbers(t *testing.T) {
 		}
 	}
 }
-
-func TestIsUnknown(t *testing.T) {
-	for _, c := range []struct {
-		desc string
-		in   string
-		want bool
-	}{
-		{"canonical", "Unknown.", true}, {"lower case, no period", "unknown", true}, {"blank", " ", true},
-		{"a summary", "Unknown effects were seen.", false},
-	} {
-		if got := IsUnknown(c.in); got != c.want {
-			t.Errorf("%s: IsUnknown(%q) = %v", c.desc, c.in, got)
-		}
-	}
-}

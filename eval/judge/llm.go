@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/llm"
 )
 
@@ -51,7 +52,7 @@ func (j *LLM) Concurrency() int { return j.client.Concurrency() }
 
 // Decompose implements Judge with the decomposition prompt (PCoA's Table 7, reworded).
 func (j *LLM) Decompose(ctx context.Context, summary string) ([]string, error) {
-	if IsUnknown(summary) {
+	if dataset.IsUnknownSummary(summary) {
 		return nil, nil
 	}
 	answer, err := j.ask(ctx, DecomposePrompt(summary), func(a string) bool { return len(ParseClaims(a)) > 0 })

@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/llm"
 	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
@@ -149,12 +150,6 @@ func New(client Chatter, o Options) *Metric {
 	return &Metric{client: client, opts: o, rouge: rouge.New(rouge.Options{Stem: true})}
 }
 
-// Negative reports whether a summary is empty or TracSum's negative "Unknown.".
-func Negative(s string) bool {
-	s = strings.TrimSpace(s)
-	return s == "" || strings.EqualFold(strings.TrimRight(s, ". "), "unknown")
-}
-
 func ptr(v float64) *float64 { return &v }
 
 // Assess evaluates summary. focus names what the summary is about (e.g. "Intervention: treatment
@@ -163,7 +158,7 @@ func ptr(v float64) *float64 { return &v }
 // against. An error is returned only when the endpoint fails.
 func (m *Metric) Assess(ctx context.Context, focus, source, document, summary string) (Assessment, error) {
 	a := Assessment{CoverageQA: []CoverageItem{}, Facts: []ConsistencyItem{}, Feedback: Feedback{Unanswered: []string{}, Inconsistent: []Correction{}}}
-	neg := Negative(summary)
+	neg := dataset.IsUnknownSummary(summary)
 	if strings.TrimSpace(source) != "" {
 		answer, err := m.ask(ctx, GeneratePrompt(focus, source, m.opts.SourceQuestions, "source"))
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/tracksum/tracksum/dataset"
 )
 
 // Round is one step of a refinement: the summary of that round, its assessment, and (from round
@@ -69,7 +71,7 @@ func (m *Metric) Refine(ctx context.Context, focus, source, document, summary st
 	}
 	r := &Refinement{Rounds: []Round{{Round: 0, Summary: summary, Assessment: a}}}
 	switch {
-	case Negative(summary):
+	case dataset.IsUnknownSummary(summary):
 		r.Stop = "negative summary: not refined"
 		return r, nil
 	case rounds < 1:

@@ -3,6 +3,7 @@
 package atomicio
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,17 @@ func WriteWith(path string, perm os.FileMode, write func(w io.Writer) error) err
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// WriteJSON writes v as indented JSON (two spaces, a final newline) to path through WriteFile: the
+// one format of every JSON file tracksum writes (checkpoint metadata, reports, manifests), so that
+// they read alike and the same value always gives the same bytes.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // ErrLocked reports an output that another run is creating or replacing.

@@ -51,6 +51,25 @@ func TestWriteFileReplaces(t *testing.T) {
 	}
 }
 
+// TestWriteJSON pins the one JSON layout (two-space indent, final newline) and checks that a value
+// that cannot be encoded leaves an existing file untouched.
+func TestWriteJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.json")
+	if err := WriteJSON(path, map[string]any{"b": []int{1}, "a": "x<y"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"a\": \"x\\u003cy\",\n  \"b\": [\n    1\n  ]\n}\n"
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if err := WriteJSON(path, map[string]any{"f": func() {}}); err == nil {
+		t.Fatal("unencodable value: no error")
+	}
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Errorf("after a failed write: %q, want the previous content", got)
+	}
+}
+
 func TestDir(t *testing.T) {
 	tests := []struct {
 		desc      string

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -35,6 +36,9 @@ type Command struct {
 	// Run does the work. ctx is cancelled on SIGINT/SIGTERM so that long work can stop cleanly
 	// (training saves a checkpoint first).
 	Run func(ctx context.Context, args []string) error
+	// Subcommands are run instead when the first argument is their last word (e.g. the Name
+	// "tracksum-eval compare" is run by "tracksum-eval compare ..."); each parses its own flags.
+	Subcommands []Command
 }
 
 // NewFlags returns an empty flag set for a command, with --config already defined.
@@ -46,10 +50,23 @@ func NewFlags(name string) *pflag.FlagSet {
 }
 
 // LoadConfig resolves the configuration for a command whose flags were parsed: --config file, then
-// TRACKSUM_* environment variables, then the flags named in flagKeys (flag name -> dotted key).
+// TRACKSUM_* environment variables, then the flags named in flagKeys (flag name -> dotted config
+// key). It is the one place where flags meet config keys, and it applies only the flags actually
+// given on the command line: a flag left out never overrides the profile or the environment with
+// its default, so flag defaults are documentation only. A flagKeys name the flag set lacks is an
+// error (a programming mistake caught by the commands' tests).
 func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, error) {
+	given := map[string]string{}
+	for name, key := range flagKeys {
+		if fs.Lookup(name) == nil {
+			return nil, fmt.Errorf("config: flag --%s bound to %q is not defined", name, key)
+		}
+		if fs.Changed(name) {
+			given[name] = key
+		}
+	}
 	file, _ := fs.GetString("config")
-	return config.Load(viper.New(), file, fs, flagKeys)
+	return config.Load(viper.New(), file, fs, given)
 }
 
 // Main parses the command line, runs the command and exits: 0 on success, 2 on a usage error, 1 on
@@ -60,6 +77,13 @@ func Main(cmd Command) {
 }
 
 func run(cmd Command, args []string) int {
+	if len(args) > 0 {
+		for _, sub := range cmd.Subcommands {
+			if args[0] == sub.Name[strings.LastIndexByte(sub.Name, ' ')+1:] {
+				return run(sub, args[1:])
+			}
+		}
+	}
 	fs := cmd.Flags
 	if fs == nil {
 		fs = NewFlags(cmd.Name)
@@ -71,6 +95,13 @@ func run(cmd Command, args []string) int {
 		fmt.Fprintf(os.Stderr, "Usage: %s %s\n\n", cmd.Name, cmd.Synopsis)
 		if cmd.Description != "" {
 			fmt.Fprintf(os.Stderr, "%s\n\n", cmd.Description)
+		}
+		if len(cmd.Subcommands) > 0 {
+			fmt.Fprintf(os.Stderr, "Subcommands (each with its own --help):\n")
+			for _, sub := range cmd.Subcommands {
+				fmt.Fprintf(os.Stderr, "  %-12s %s\n", sub.Name[strings.LastIndexByte(sub.Name, ' ')+1:], sub.Description)
+			}
+			fmt.Fprintln(os.Stderr)
 		}
 		fmt.Fprintf(os.Stderr, "Flags:\n%s", fs.FlagUsages())
 		fmt.Fprintf(os.Stderr, "\nEvery config key can also be set with an environment variable %s_SECTION_KEY\n"+

@@ -100,11 +100,16 @@ type FoldResult struct {
 	DevAbstracts   int `json:"dev_abstracts"`
 	TestAbstracts  int `json:"test_abstracts"`
 	// Steps and BestStep come from the tracker's training (0 for the lexical baseline).
-	Steps        int                  `json:"steps"`
-	BestStep     int                  `json:"best_step"`
-	TrainSeconds float64              `json:"train_seconds"`
-	Dev          *tracker.SplitReport `json:"dev"`
-	Test         *tracker.SplitReport `json:"test"`
+	Steps    int `json:"steps"`
+	BestStep int `json:"best_step"`
+	// CalibrationShifts are the lexical baseline's per-aspect logit shifts (aspect-set order) when
+	// tracker.lexical_calibration_folds is on; the tracker logs its own.
+	CalibrationShifts []float64 `json:"calibration_shifts,omitempty"`
+	// Context is the fold's context rescorer (tracker.context_rescoring), fitted on the train part.
+	Context      *tracker.ContextRescorer `json:"context,omitempty"`
+	TrainSeconds float64                  `json:"train_seconds"`
+	Dev          *tracker.SplitReport     `json:"dev"`
+	Test         *tracker.SplitReport     `json:"test"`
 	// Scores holds the probability of every test row, in Keys order.
 	Keys   []tracker.RowKey `json:"keys,omitempty"`
 	Scores []float32        `json:"scores,omitempty"`
@@ -210,11 +215,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		var devProbs []float32
 		switch opts.Model {
 		case ModelLexical:
-			b, err := tracker.FitLexicalBaseline(tc, data)
+			b, err := tracker.FitLexicalBaseline(tc, data, cfg.Seed)
 			if err != nil {
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
 			}
 			devProbs, r.Scores = b.Score(data.Dev.Examples), b.Score(data.Test.Examples)
+			r.CalibrationShifts = b.Shifts
 		default:
 			m, rep, err := tracker.Train(ctx, cfg, opts.Data, filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k)),
 				tracker.TrainOptions{Log: log, Data: data, AllowChangedConfig: opts.AllowChangedConfig})
@@ -229,10 +235,15 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
 			}
 		}
+		if tc.ContextRescoring {
+			if devProbs, err = rescore(tc, data, cfg.Seed, devProbs, &r); err != nil {
+				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+			}
+		}
 		r.TrainSeconds = time.Since(t0).Seconds()
 		r.Dev = tracker.EvaluateScores(data.Dev, devProbs, tc.Threshold)
 		r.Test = tracker.EvaluateScores(data.Test, r.Scores, tc.Threshold)
-		if err := writeJSON(path, &r); err != nil {
+		if err := atomicio.WriteJSON(path, &r); err != nil {
 			return nil, fmt.Errorf("cv: %w", err)
 		}
 		fmt.Fprintf(log, "cv: fold %d/%d: test sentence F1 %.4f (P %.4f R %.4f, AUC %.4f), exact-set match %.4f, %.0fs\n",
@@ -259,7 +270,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		rep.Folds = append(rep.Folds, r)
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
-	if err := writeJSON(filepath.Join(opts.Out, ReportFile), rep); err != nil {
+	if err := atomicio.WriteJSON(filepath.Join(opts.Out, ReportFile), rep); err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
 	}
 	s := rep.Summary
@@ -267,6 +278,20 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		opts.Model, folds.K, s["sentence_f1"].Mean, s["sentence_f1"].SD, s["sentence_precision"].Mean, s["sentence_recall"].Mean,
 		s["sentence_auc"].Mean, s["exact_match"].Mean, s["exact_match"].SD, pooled.Sentence["f1"])
 	return rep, nil
+}
+
+// rescore fits the fold's context rescorer on its train part (tracker.FitContextRescorer) and
+// applies it to the model's test scores (r.Scores, replaced) and dev scores (returned).
+func rescore(tc config.Tracker, data *tracker.Data, seed int64, devProbs []float32, r *FoldResult) ([]float32, error) {
+	c, err := tracker.FitContextRescorer(tc, data, seed)
+	if err != nil {
+		return nil, err
+	}
+	if r.Scores, err = c.Rescore(tracker.Logits(r.Scores), data.Test.Examples, data.Test.Keys); err != nil {
+		return nil, err
+	}
+	r.Context = c
+	return c.Rescore(tracker.Logits(devProbs), data.Dev.Examples, data.Dev.Keys)
 }
 
 // rows are all tracker rows of a prepared directory (train, dev and test splits together).
@@ -512,14 +537,6 @@ func readFoldResult(path string) (*FoldResult, error) {
 		return nil, fmt.Errorf("%s: incomplete fold result (delete it to redo the fold)", path)
 	}
 	return &r, nil
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicio.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func writeJSONL[T any](path string, recs []T) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -326,5 +327,69 @@ func TestMeanSD(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestLexicalCalibrationAndContext runs the lexical baseline with tracker.lexical_calibration_folds
+// and tracker.context_rescoring: every fold records its shifts and rescorer, the rescored
+// out-of-fold scores differ from the plain run's, and context rescoring without calibration folds
+// is refused by the configuration.
+func TestLexicalCalibrationAndContext(t *testing.T) {
+	cfg := tinyConfig(t)
+	data := preparedWithFolds(t, cfg, 3)
+	root := t.TempDir()
+	var log bytes.Buffer
+	plain, err := Run(context.Background(), cfg, Options{Data: data, Out: filepath.Join(root, "plain"), Model: ModelLexical, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *cfg
+	c.Tracker.LexicalCalibrationFolds, c.Tracker.ContextRescoring = 3, true
+	if err := c.Tracker.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "context")
+	rep, err := Run(context.Background(), &c, Options{Data: data, Out: out, Model: ModelLexical, Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aspects := len(dataset.Aspects(dataset.AspectSetTracSum))
+	changed := 0
+	for k := range 3 {
+		b, err := os.ReadFile(filepath.Join(out, fmt.Sprintf("fold-%d.json", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f FoldResult
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.CalibrationShifts) != aspects || f.Context == nil || len(f.Context.Weights) != aspects || len(f.Context.Shifts) != aspects {
+			t.Fatalf("fold %d: shifts %v, rescorer %+v", k, f.CalibrationShifts, f.Context)
+		}
+		b, err = os.ReadFile(filepath.Join(root, "plain", fmt.Sprintf("fold-%d.json", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p FoldResult
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(p.Scores, f.Scores) {
+			changed++
+		}
+	}
+	if changed != 3 {
+		t.Errorf("%d of 3 folds' scores changed by calibration and rescoring", changed)
+	}
+	t.Logf("sentence F1 plain %.3f, calibrated + context %.3f", plain.Summary["sentence_f1"].Mean, rep.Summary["sentence_f1"].Mean)
+
+	c.Tracker.LexicalCalibrationFolds = 0
+	if err := c.Tracker.Validate(); err == nil || !strings.Contains(err.Error(), "tracker.context_rescoring") {
+		t.Errorf("context rescoring without calibration folds: %v", err)
+	}
+	c.Tracker.LexicalCalibrationFolds = 1
+	if err := c.Tracker.Validate(); err == nil || !strings.Contains(err.Error(), "tracker.lexical_calibration_folds") {
+		t.Errorf("one calibration fold: %v", err)
 	}
 }

@@ -18,9 +18,9 @@ import (
 
 // defaultHyper is the default config's network with an 8000-token vocabulary and a generation
 // vocabulary of the default size.
-func defaultHyper() Hyper {
+func defaultHyper() Hyperparams {
 	c := config.DefaultSummarizer()
-	h := HyperFromConfig(c, 8000, SpecialIDs{Pad: 0, Bos: 1, Eos: 2, Sep: 3, Ctx: 4})
+	h := NewHyperparams(c, 8000, SpecialIDs{Pad: 0, Bos: 1, Eos: 2, Sep: 3, Ctx: 4})
 	for id := range int32(c.GenVocabSize) {
 		h.GenIDs = append(h.GenIDs, id)
 	}
@@ -28,7 +28,7 @@ func defaultHyper() Hyper {
 }
 
 // randomExamples makes n examples with sources of srcLen and summaries of tgtLen random tokens.
-func randomExamples(h Hyper, n, srcLen, tgtLen int) []Example {
+func randomExamples(h Hyperparams, n, srcLen, tgtLen int) []Example {
 	rng := rand.New(rand.NewPCG(3, 4))
 	out := make([]Example, n)
 	for i := range out {

@@ -12,7 +12,7 @@ import (
 // long spans in order, which the 356 TracSum training summaries alone do not: the from-scratch
 // model wrote fluent openings and then jumped between source positions. Targets are cut to
 // MaxSummaryLen-1 tokens, like the summaries. The choice is deterministic for a seed.
-func CopyExamples(h Hyper, abstracts [][][]int32, n int, seed int64) []Example {
+func CopyExamples(h Hyperparams, abstracts [][][]int32, n int, seed int64) []Example {
 	var docs [][][]int32
 	for _, a := range abstracts {
 		if len(a) > 0 {

@@ -15,7 +15,7 @@ import (
 // then costs one token's worth of work plus attention over the cached keys (a KV cache), so time per
 // generated token stays flat as the output grows. A Net is read-only and safe for concurrent use.
 type Net struct {
-	H       Hyper
+	H       Hyperparams
 	tokens  []float32 // [V, D]
 	genIDs  []int32   // generation vocabulary
 	outEmb  []float32 // [G, D]: rows of tokens for genIDs (tied output projection)
@@ -78,7 +78,7 @@ type decLayer struct {
 
 // NewNet builds the Go network from the model's variables, keyed by their path relative to the
 // model scope (e.g. "embed/tokens", "encoder/layer_0/self/q_w").
-func NewNet(h Hyper, vars map[string]*tensors.Tensor) (*Net, error) {
+func NewNet(h Hyperparams, vars map[string]*tensors.Tensor) (*Net, error) {
 	if err := h.validate(); err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func NewNet(h Hyper, vars map[string]*tensors.Tensor) (*Net, error) {
 // Source is an encoded source sequence with everything the decoder reads from it, computed once.
 type Source struct {
 	IDs []int32
-	// Aspect is the aspect index the decoder is conditioned on (Hyper.NumAspects > 0).
+	// Aspect is the aspect index the decoder is conditioned on (Hyperparams.NumAspects > 0).
 	Aspect  int32
 	states  []float32   // [S, D] final encoder states
 	crossK  [][]float32 // per decoder layer, [S, D]

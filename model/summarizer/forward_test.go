@@ -12,13 +12,13 @@ import (
 )
 
 // toyHyper is a network small enough to build and run in a test in a second.
-func toyHyper() Hyper {
-	return Hyper{VocabSize: 40, DModel: 16, Heads: 2, FFNDim: 32, EncoderLayers: 2, DecoderLayers: 2,
+func toyHyper() Hyperparams {
+	return Hyperparams{VocabSize: 40, DModel: 16, Heads: 2, FFNDim: 32, EncoderLayers: 2, DecoderLayers: 2,
 		MaxSourceLen: 24, MaxSummaryLen: 12, PadID: 0, BosID: 1, EosID: 2, SepID: 3, CtxID: 4}
 }
 
 // netFromStore copies a store's model variables into a Go Net.
-func netFromStore(t *testing.T, h Hyper, store *gomlxmodel.Store) *Net {
+func netFromStore(t *testing.T, h Hyperparams, store *gomlxmodel.Store) *Net {
 	t.Helper()
 	vars := map[string]*tensors.Tensor{}
 	for v := range store.IterVariables() {

@@ -56,7 +56,7 @@ var layerVars = func() layers.Vars {
 //	TgtOut:   [batch, tgtLen]   summary ids + [EOS]; PadID marks positions without a loss
 //	TgtGen:   [batch, tgtLen]   position of TgtOut in the generation vocabulary (0 when absent)
 //	InGen:    [batch, tgtLen]   float32 1 when TgtOut is in the generation vocabulary, else 0
-//	Aspect:   [batch]           aspect index (Hyper.NumAspects > 0 only; nil otherwise)
+//	Aspect:   [batch]           aspect index (Hyperparams.NumAspects > 0 only; nil otherwise)
 type Batch struct {
 	Src, Seg, TgtIn, TgtOut, TgtGen, InGen, Aspect *Node
 }
@@ -72,14 +72,14 @@ func BatchFromInputs(inputs []*Node) Batch {
 
 // LossGraph returns the mean negative log-likelihood per target token of the batch under the
 // copy-augmented output distribution.
-func LossGraph(scope *model.Scope, h Hyper, b Batch) *Node {
+func LossGraph(scope *model.Scope, h Hyperparams, b Batch) *Node {
 	nll, mask := TokenNLLGraph(scope, h, b)
 	return Div(ReduceAllSum(Mul(nll, mask)), Max(ReduceAllSum(mask), OnesLike(ReduceAllSum(mask))))
 }
 
 // TokenNLLGraph returns the per-token negative log-likelihood [batch, tgtLen] and the float mask of
 // the positions that count (target not padding).
-func TokenNLLGraph(scope *model.Scope, h Hyper, b Batch) (nll, mask *Node) {
+func TokenNLLGraph(scope *model.Scope, h Hyperparams, b Batch) (nll, mask *Node) {
 	probs := TargetProbGraph(scope, h, b)
 	g := probs.Graph()
 	nll = Neg(Log(Max(probs, Scalar(g, dtypes.Float32, minProb))))
@@ -88,7 +88,7 @@ func TokenNLLGraph(scope *model.Scope, h Hyper, b Batch) (nll, mask *Node) {
 }
 
 // TargetProbGraph returns p(TgtOut[b,t] | TgtIn[b,:t+1], Src[b]) for every position, [batch, tgtLen].
-func TargetProbGraph(scope *model.Scope, h Hyper, b Batch) *Node {
+func TargetProbGraph(scope *model.Scope, h Hyperparams, b Batch) *Node {
 	g := b.Src.Graph()
 	batch, srcLen := b.Src.Shape().Dimensions[0], b.Src.Shape().Dimensions[1]
 	tgtLen := b.TgtIn.Shape().Dimensions[1]
@@ -134,7 +134,7 @@ func TargetProbGraph(scope *model.Scope, h Hyper, b Batch) *Node {
 }
 
 // EncoderGraph embeds and encodes the source: [batch, srcLen] ids -> [batch, srcLen, d].
-func EncoderGraph(scope *model.Scope, h Hyper, src, seg, srcBias *Node) *Node {
+func EncoderGraph(scope *model.Scope, h Hyperparams, src, seg, srcBias *Node) *Node {
 	g := src.Graph()
 	batch, srcLen := src.Shape().Dimensions[0], src.Shape().Dimensions[1]
 	d := h.DModel
@@ -160,7 +160,7 @@ func EncoderGraph(scope *model.Scope, h Hyper, src, seg, srcBias *Node) *Node {
 
 // targetEmbedGraph embeds the decoder input: [batch, tgtLen] -> [batch, tgtLen, d], plus the
 // aspect vector of each example ([batch] indices) when the model has them.
-func targetEmbedGraph(scope *model.Scope, h Hyper, tgtIn, aspect *Node) *Node {
+func targetEmbedGraph(scope *model.Scope, h Hyperparams, tgtIn, aspect *Node) *Node {
 	g := tgtIn.Graph()
 	batch, tgtLen := tgtIn.Shape().Dimensions[0], tgtIn.Shape().Dimensions[1]
 	d := h.DModel
@@ -178,7 +178,7 @@ func targetEmbedGraph(scope *model.Scope, h Hyper, tgtIn, aspect *Node) *Node {
 
 // DecoderGraph runs the decoder stack over embedded inputs x [batch, tgtLen, d] attending to the
 // encoder states enc [batch, srcLen, d]; it returns the final states [batch, tgtLen, d].
-func DecoderGraph(scope *model.Scope, h Hyper, x, enc, srcBias *Node) *Node {
+func DecoderGraph(scope *model.Scope, h Hyperparams, x, enc, srcBias *Node) *Node {
 	g := x.Graph()
 	tgtLen := x.Shape().Dimensions[1]
 	batch, srcLen := enc.Shape().Dimensions[0], enc.Shape().Dimensions[1]
@@ -214,7 +214,7 @@ func broadcastPositions(table *Node, batch, length int) *Node {
 }
 
 // ffnGraph is the position-wise feed-forward block: ReLU(x in_w + in_b) out_w + out_b.
-func ffnGraph(scope *model.Scope, h Hyper, x *Node) *Node {
+func ffnGraph(scope *model.Scope, h Hyperparams, x *Node) *Node {
 	return layerVars.FeedForward(scope, x, h.FFNDim, "in", "out")
 }
 
@@ -222,7 +222,7 @@ func ffnGraph(scope *model.Scope, h Hyper, x *Node) *Node {
 // token just before i is x_t: [B,T,S] float32 0/1. Position i is then the natural continuation of
 // a copy in progress ("copy the next token"), a prior that lets a small model learn to copy whole
 // spans from few examples. Shared with the Go decoder, which knows x_t at each step.
-func followGraph(h Hyper, src, tgtIn *Node) *Node {
+func followGraph(h Hyperparams, src, tgtIn *Node) *Node {
 	g := src.Graph()
 	batch, srcLen := src.Shape().Dimensions[0], src.Shape().Dimensions[1]
 	tgtLen := tgtIn.Shape().Dimensions[1]
@@ -237,7 +237,7 @@ func followGraph(h Hyper, src, tgtIn *Node) *Node {
 // copyAttentionGraph returns the copy attention [B,T,S] of decoder states s over the encoder
 // states (plus a learned bonus on "follow" positions, see followGraph) and the attended context
 // vectors [B,T,d].
-func copyAttentionGraph(scope *model.Scope, h Hyper, s, enc, srcBias, follow *Node) (attn, ctxVec *Node) {
+func copyAttentionGraph(scope *model.Scope, h Hyperparams, s, enc, srcBias, follow *Node) (attn, ctxVec *Node) {
 	batch, tgtLen := s.Shape().Dimensions[0], s.Shape().Dimensions[1]
 	srcLen := enc.Shape().Dimensions[1]
 	d := h.DModel
@@ -256,7 +256,7 @@ func copyAttentionGraph(scope *model.Scope, h Hyper, s, enc, srcBias, follow *No
 
 // copyGateGraph returns g_t, the probability of generating from the vocabulary, [B,T]. following
 // [B,T] is 1 when the input token occurs in the source (a copy may be in progress).
-func copyGateGraph(scope *model.Scope, h Hyper, s, ctxVec, xEmb, following *Node) *Node {
+func copyGateGraph(scope *model.Scope, h Hyperparams, s, ctxVec, xEmb, following *Node) *Node {
 	g := s.Graph()
 	cs := scope.At("copy")
 	d := h.DModel

@@ -6,9 +6,10 @@ import (
 	"github.com/tracksum/tracksum/config"
 )
 
-// Hyper holds everything needed to rebuild the network from its weights. It is written into the
-// checkpoint (summarizer.json) so that inference never needs the training config.
-type Hyper struct {
+// Hyperparams holds everything needed to rebuild the network from its weights. It is written into
+// the checkpoint (summarizer.json, under "hyper") so that inference never needs the training
+// config. The tracker's counterpart is tracker.Hyperparams (hparams.json).
+type Hyperparams struct {
 	VocabSize     int  `json:"vocab_size"`
 	DModel        int  `json:"d_model"`
 	Heads         int  `json:"heads"`
@@ -40,7 +41,7 @@ type Hyper struct {
 }
 
 // genIDs returns the generation vocabulary (every id when GenIDs is empty).
-func (h Hyper) genIDs() []int32 {
+func (h Hyperparams) genIDs() []int32 {
 	if len(h.GenIDs) > 0 {
 		return h.GenIDs
 	}
@@ -52,7 +53,7 @@ func (h Hyper) genIDs() []int32 {
 }
 
 // genIndex maps ids to their position in the generation vocabulary.
-func (h Hyper) genIndex() map[int32]int32 {
+func (h Hyperparams) genIndex() map[int32]int32 {
 	m := make(map[int32]int32, len(h.genIDs()))
 	for i, id := range h.genIDs() {
 		m[id] = int32(i)
@@ -61,16 +62,16 @@ func (h Hyper) genIndex() map[int32]int32 {
 }
 
 // maxPositions sizes the learned position tables; the decoder needs one more slot for [BOS].
-func (h Hyper) maxPositions() int { return max(h.MaxSourceLen, h.MaxSummaryLen+1) }
+func (h Hyperparams) maxPositions() int { return max(h.MaxSourceLen, h.MaxSummaryLen+1) }
 
 // copyAspect is the aspect index of the self-supervised copy examples (no aspect).
-func (h Hyper) copyAspect() int32 { return int32(h.NumAspects) }
+func (h Hyperparams) copyAspect() int32 { return int32(h.NumAspects) }
 
 // headDim is the width of one attention head.
-func (h Hyper) headDim() int { return h.DModel / h.Heads }
+func (h Hyperparams) headDim() int { return h.DModel / h.Heads }
 
-// validate checks a Hyper read from a checkpoint or built from a config.
-func (h Hyper) validate() error {
+// validate checks Hyperparams read from a checkpoint or built from a config.
+func (h Hyperparams) validate() error {
 	switch {
 	case h.VocabSize <= 0:
 		return fmt.Errorf("vocab_size must be > 0, got %d", h.VocabSize)
@@ -96,10 +97,10 @@ func (h Hyper) validate() error {
 	return nil
 }
 
-// HyperFromConfig builds the network's hyperparameters from the summarizer config and the
+// NewHyperparams builds the network's hyperparameters from the summarizer config and the
 // tokenizer's vocabulary size and special ids.
-func HyperFromConfig(c config.Summarizer, vocabSize int, special SpecialIDs) Hyper {
-	return Hyper{
+func NewHyperparams(c config.Summarizer, vocabSize int, special SpecialIDs) Hyperparams {
+	return Hyperparams{
 		VocabSize:     vocabSize,
 		DModel:        c.DModel,
 		Heads:         c.Heads,

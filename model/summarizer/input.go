@@ -12,7 +12,7 @@ import "slices"
 
 // BuildSource returns the encoder ids and segment ids for an aspect (its encoded description),
 // the tracked sentences and, for a full-context model, all sentences of the abstract.
-func BuildSource(h Hyper, aspect []int32, cited, document [][]int32) (ids, seg []int32) {
+func BuildSource(h Hyperparams, aspect []int32, cited, document [][]int32) (ids, seg []int32) {
 	part := func(sents [][]int32) []int32 {
 		var out []int32
 		for i, s := range sents {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -23,7 +24,7 @@ func TestTrainIntoTrackerCheckpointRefused(t *testing.T) {
 		os.WriteFile(filepath.Join(out, name), []byte(content), 0o644)
 	}
 	var log bytes.Buffer
-	err := Train(context.Background(), &cfg, filepath.Join(out, "no-data"), out, RunOptions{Log: &log})
+	_, _, err := Train(context.Background(), &cfg, filepath.Join(out, "no-data"), out, TrainOptions{Log: &log})
 	if !errors.Is(err, training.ErrResume) || !strings.Contains(err.Error(), "holds a tracker checkpoint") {
 		t.Fatalf("err = %v, want a refusal naming the tracker checkpoint", err)
 	}
@@ -44,9 +45,9 @@ func TestTrainIntoTrackerCheckpointRefused(t *testing.T) {
 func TestWriteCheckpointFilesResumeChecks(t *testing.T) {
 	base := config.Default()
 	base.Summarizer.BeamSize = 4
-	meta := Meta{FormatVersion: formatVersion, Hyper: Hyper{VocabSize: 100}, AspectSet: "tracsum"}
+	meta := Meta{FormatVersion: formatVersion, Hyperparams: Hyperparams{VocabSize: 100}, AspectSet: "tracsum"}
 	otherModel := meta
-	otherModel.Hyper.VocabSize = 101
+	otherModel.Hyperparams.VocabSize = 101
 	changed := base
 	changed.Summarizer.BeamSize = 5
 	for _, tc := range []struct {
@@ -75,7 +76,7 @@ func TestWriteCheckpointFilesResumeChecks(t *testing.T) {
 			os.MkdirAll(filepath.Join(out, training.StateDir), 0o755)
 			os.WriteFile(filepath.Join(out, training.StateDir, "state.json"), []byte(`{"step": 3}`), 0o644)
 			os.WriteFile(filepath.Join(out, training.StateDir, "variables.safetensors"), nil, 0o644)
-			before, _ := os.ReadFile(filepath.Join(out, ConfigFile))
+			before, _ := os.ReadFile(filepath.Join(out, checkpoint.ConfigFile))
 			os.WriteFile(tokPath, []byte(tc.tok), 0o644)
 			err := writeCheckpointFiles(out, tc.meta, tokPath, &tc.cfg, tc.allow, &bytes.Buffer{})
 			if tc.want == "" {
@@ -87,7 +88,7 @@ func TestWriteCheckpointFilesResumeChecks(t *testing.T) {
 			if !errors.Is(err, training.ErrResume) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrResume containing %q", err, tc.want)
 			}
-			if after, _ := os.ReadFile(filepath.Join(out, ConfigFile)); string(after) != string(before) {
+			if after, _ := os.ReadFile(filepath.Join(out, checkpoint.ConfigFile)); string(after) != string(before) {
 				t.Error("a refused rerun changed config.yaml")
 			}
 		})

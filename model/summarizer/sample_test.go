@@ -10,7 +10,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare"
-	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
@@ -30,16 +30,25 @@ func TestTinyConfigLearnsSample(t *testing.T) {
 	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: prep}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Train(context.Background(), cfg, prep, out, RunOptions{}); err != nil {
+	_, rep, err := Train(context.Background(), cfg, prep, out, TrainOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(out, training.BestDir, "metrics.json"))
+	b, err := os.ReadFile(filepath.Join(out, checkpoint.BestDir, checkpoint.BestMetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var best map[string]float64
 	if err := json.Unmarshal(b, &best); err != nil {
 		t.Fatalf("%s: %v", b, err)
+	}
+	// The returned report, also in report.json, holds the best dev evaluation.
+	var saved Report
+	if err := checkpoint.ReadJSON(filepath.Join(out, checkpoint.ReportFile), &saved, true); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Dev["rougeL"] != best["rougeL"] || saved.Dev["rougeL"] != best["rougeL"] || saved.BestStep != rep.BestStep {
+		t.Errorf("report dev rougeL %v (saved %v, step %d/%d), best/metrics.json %v", rep.Dev["rougeL"], saved.Dev["rougeL"], saved.BestStep, rep.BestStep, best["rougeL"])
 	}
 
 	// Chance level: the most frequent training summary predicted for every dev example.

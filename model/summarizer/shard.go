@@ -11,7 +11,7 @@ import (
 // (training.Options.Shards). The loss is a mean over target tokens, so each shard's Weight is its
 // number of target tokens (TgtOut not padding): the step's Σ (W_s / W) · loss_s is then the full
 // batch's mean.
-func (h Hyper) SplitBatch(b training.Batch, n int) ([]training.Batch, error) {
+func (h Hyperparams) SplitBatch(b training.Batch, n int) ([]training.Batch, error) {
 	tb := b
 	tb.Inputs = make([]any, len(b.Inputs))
 	for i, in := range b.Inputs {

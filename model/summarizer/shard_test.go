@@ -22,7 +22,7 @@ func shardSteps(t *testing.T, shards int) ([]float64, map[string][]float32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Hyper{VocabSize: 200, DModel: 32, Heads: 2, FFNDim: 64, EncoderLayers: 1, DecoderLayers: 1, Dropout: 0.2,
+	h := Hyperparams{VocabSize: 200, DModel: 32, Heads: 2, FFNDim: 64, EncoderLayers: 1, DecoderLayers: 1, Dropout: 0.2,
 		MaxSourceLen: 64, MaxSummaryLen: 24, PadID: 0, BosID: 1, EosID: 2, SepID: 3, CtxID: 4, NumAspects: 3}
 	for id := range int32(60) {
 		h.GenIDs = append(h.GenIDs, id)

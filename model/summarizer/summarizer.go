@@ -18,7 +18,6 @@
 package summarizer
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -29,28 +28,23 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/dataset"
 	tsmodel "github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
-	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/subword"
 )
 
-// File names of a summarizer checkpoint directory, next to the training loop's best/, state/,
-// metrics.jsonl and curves.png.
-const (
-	MetaFile      = "summarizer.json"
-	TokenizerFile = "tokenizer.json"
-	ConfigFile    = "config.yaml"
-	formatVersion = 1
-)
+// formatVersion is the version of summarizer.json (checkpoint.SummarizerFile) this build writes
+// and reads; the checkpoint's other files are named by package checkpoint.
+const formatVersion = 1
 
 // ErrNotSummarizer marks a directory that is not a trained summarizer checkpoint.
 var ErrNotSummarizer = errors.New("not a summarizer checkpoint")
 
 // Meta is summarizer.json: what inference needs besides the weights and the tokenizer.
 type Meta struct {
-	FormatVersion int    `json:"format_version"`
-	Hyper         Hyper  `json:"hyper"`
-	AspectSet     string `json:"aspect_set"`
+	FormatVersion int         `json:"format_version"`
+	Hyperparams   Hyperparams `json:"hyper"`
+	AspectSet     string      `json:"aspect_set"`
 	// Decoding defaults, from the training config.
 	BeamSize      int     `json:"beam_size"`
 	LengthPenalty float64 `json:"length_penalty"`
@@ -84,38 +78,37 @@ type Request struct {
 
 // Load reads a checkpoint directory written by Train.
 func Load(dir string) (*Summarizer, error) {
-	metaPath := filepath.Join(dir, MetaFile)
-	b, err := os.ReadFile(metaPath)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, dir, err)
-	}
+	metaPath := filepath.Join(dir, checkpoint.SummarizerFile)
 	var m Meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, metaPath, err)
+	var pathErr *os.PathError
+	if err := checkpoint.ReadJSON(metaPath, &m, false); errors.As(err, &pathErr) {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, dir, err)
+	} else if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotSummarizer, err)
 	}
 	if m.FormatVersion != formatVersion {
 		return nil, fmt.Errorf("%w: %s: format version %d, this build reads %d", ErrNotSummarizer, metaPath, m.FormatVersion, formatVersion)
 	}
-	if err := m.Hyper.validate(); err != nil {
+	if err := m.Hyperparams.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, metaPath, err)
 	}
-	tok, err := subword.Load(filepath.Join(dir, TokenizerFile))
+	tok, err := subword.Load(filepath.Join(dir, checkpoint.TokenizerFile))
 	if err != nil {
 		return nil, err
 	}
-	if tok.VocabSize() != m.Hyper.VocabSize {
-		return nil, fmt.Errorf("%w: %s: tokenizer has %d ids, model %d", ErrNotSummarizer, dir, tok.VocabSize(), m.Hyper.VocabSize)
+	if tok.VocabSize() != m.Hyperparams.VocabSize {
+		return nil, fmt.Errorf("%w: %s: tokenizer has %d ids, model %d", ErrNotSummarizer, dir, tok.VocabSize(), m.Hyperparams.VocabSize)
 	}
-	weights := filepath.Join(dir, training.BestDir, training.BestVariables)
+	weights := checkpoint.BestWeights(dir)
 	ts, err := tsmodel.ReadTensors(weights)
 	if err != nil {
 		return nil, fmt.Errorf("summarizer %s: %w", dir, err)
 	}
-	net, err := NewNet(m.Hyper, modelVars(ts))
+	net, err := NewNet(m.Hyperparams, modelVars(ts))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", weights, err)
 	}
-	net.Suppress(suppressed(tok.NumSpecial(), m.Hyper.EosID))
+	net.Suppress(suppressed(tok.NumSpecial(), m.Hyperparams.EosID))
 	net.ChainBonus = float32(m.CopyChainBonus)
 	net.UTF8 = tok.NewUTF8Guard()
 	s := &Summarizer{Meta: m, Net: net, Tok: tok}
@@ -158,12 +151,12 @@ func suppressed(numSpecial int, eos int32) []int32 {
 func (s *Summarizer) DecodeOptions() decode.Options {
 	return decode.Options{
 		BeamSize:      s.Meta.BeamSize,
-		MaxLen:        s.Meta.Hyper.MaxSummaryLen,
+		MaxLen:        s.Meta.Hyperparams.MaxSummaryLen,
 		MinLen:        1, // an empty summary is never right: a negative is "Unknown.", decided by the tracker
 		LengthPenalty: s.Meta.LengthPenalty,
 		NoRepeatNgram: s.Meta.NoRepeatNgram,
-		BOS:           s.Meta.Hyper.BosID,
-		EOS:           s.Meta.Hyper.EosID,
+		BOS:           s.Meta.Hyperparams.BosID,
+		EOS:           s.Meta.Hyperparams.EosID,
 	}
 }
 
@@ -180,7 +173,7 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 			return nil, fmt.Errorf("summarize: unknown aspect %q (aspect set %s)", r.Aspect, s.Meta.AspectSet)
 		}
 		var doc [][]int32
-		if s.Meta.Hyper.FullContext {
+		if s.Meta.Hyperparams.FullContext {
 			doc = s.encodeAll(r.Document)
 		}
 		cited := s.encodeAll(r.Cited)
@@ -191,7 +184,7 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 			}
 			minLens[i] = MinLenFor(n, s.Meta.MinLenRatio, o.MaxLen, o.MinLen)
 		}
-		ids, seg := BuildSource(s.Meta.Hyper, s.Tok.Encode(aspectText(a.Name, a.Description)), cited, doc)
+		ids, seg := BuildSource(s.Meta.Hyperparams, s.Tok.Encode(aspectText(a.Name, a.Description)), cited, doc)
 		states[i] = s.Net.NewState(s.Net.Encode(ids, seg, aspectIndex(s.Meta.AspectSet, r.Aspect)))
 	}
 	if minLens != nil {

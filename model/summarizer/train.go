@@ -3,7 +3,6 @@ package summarizer
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified.
@@ -20,8 +20,8 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/internal/atomicio"
 	tsmodel "github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/subword"
@@ -38,53 +38,121 @@ type Example struct {
 	Ref string
 	// CitedLen is the number of tokens of the tracked sentences (for summarizer.min_len_ratio).
 	CitedLen int
-	// Aspect is the aspect index the decoder is conditioned on (Hyper.NumAspects for the
+	// Aspect is the aspect index the decoder is conditioned on (Hyperparams.NumAspects for the
 	// aspect-free copy examples; unused without aspect conditioning).
 	Aspect int32
 }
 
-// RunOptions are the parts of a Train run that are not configuration.
-type RunOptions struct {
+// Data is what Train reads from a prepared directory: its manifest, its tokenizer and the
+// summarizer rows of the train and dev splits.
+type Data struct {
+	Manifest  *dataset.Manifest
+	Tokenizer *subword.Tokenizer
+	// TokenizerPath is the tokenizer's file, copied into the checkpoint.
+	TokenizerPath string
+	Train, Dev    []dataset.SummarizerRow
+}
+
+// ReadData reads the summarizer shards (train and dev splits) and the tokenizer of the prepared
+// directory dir. A row whose aspect is not in the manifest's aspect set is an error naming it.
+func ReadData(dir string) (*Data, error) {
+	man, err := dataset.ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	tokPath := filepath.Join(dir, dataset.TokenizerFile)
+	tok, err := subword.Load(tokPath)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, a := range dataset.Aspects(man.AspectSet) {
+		known[a.Code] = true
+	}
+	load := func(split string) ([]dataset.SummarizerRow, error) {
+		var out []dataset.SummarizerRow
+		for row, err := range dataset.ReadShards[dataset.SummarizerRow](dir, dataset.TaskSummarizer, split) {
+			if err != nil {
+				return nil, err
+			}
+			if !known[row.Aspect] {
+				return nil, fmt.Errorf("%s: summarizer row %s/%s: unknown aspect %q", dir, row.PMID, row.Aspect, row.Aspect)
+			}
+			out = append(out, row)
+		}
+		return out, nil
+	}
+	d := &Data{Manifest: man, Tokenizer: tok, TokenizerPath: tokPath}
+	if d.Train, err = load(dataset.SplitTrain); err != nil {
+		return nil, err
+	}
+	if d.Dev, err = load(dataset.SplitDev); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// TrainOptions are the parts of a Train run that are not configuration (the same shape as
+// tracker.TrainOptions).
+type TrainOptions struct {
+	// Log receives progress and messages; os.Stderr when nil.
+	Log io.Writer
+	// AfterStep, when set, is called after each optimizer step (tests interrupt runs with it).
+	AfterStep func(step int)
 	// AllowChangedConfig lets a rerun into a checkpoint with training progress continue although
 	// seed or summarizer settings differ from those it was trained with (see
 	// training.CheckConfig); by default that is refused.
 	AllowChangedConfig bool
-	// Log receives messages; os.Stderr when nil.
-	Log io.Writer
+	// Data, when set, is trained on instead of the shards of dataDir (ReadData).
+	Data *Data
+}
+
+// Report is written to report.json in the checkpoint at the end of training and returned by Train.
+type Report struct {
+	Backend        string  `json:"backend"`
+	Steps          int     `json:"steps"`
+	TotalSteps     int     `json:"total_steps"`
+	BestStep       int     `json:"best_step"`
+	Stop           string  `json:"stop"`
+	ExamplesPerSec float64 `json:"examples_per_sec"`
+	TokensPerSec   float64 `json:"tokens_per_sec"`
+	TrainSeconds   float64 `json:"train_seconds"`
+	// Dev holds the best dev evaluation's metrics (loss, rouge1, rouge2, rougeL of greedy decoding).
+	Dev map[string]float64 `json:"dev"`
 }
 
 // Train trains a summarizer on the summarizer shards of a prepared directory (train split; dev split
 // for evaluation) and writes a checkpoint directory that infer loads with Load. Rerunning the same
 // command after an interruption resumes from the saved state; a directory holding another kind of
 // output, a checkpoint made with another model or tokenizer, or (unless opts.AllowChangedConfig)
-// with other settings, is refused.
-func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts RunOptions) error {
+// with other settings, is refused. It returns the summarizer loaded from the checkpoint (the
+// best-on-dev variables) and the report also written to outDir/report.json. When ctx is cancelled
+// it saves a resume point and returns an error wrapping ctx.Err().
+func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Summarizer, *Report, error) {
 	log := opts.Log
 	if log == nil {
 		log = os.Stderr
 	}
 	// Held for the whole run: no other run may train into, or replace, the same directory.
-	lock, err := training.LockOutDir(outDir, MetaFile, "summarizer")
+	lock, err := training.LockOutDir(outDir, checkpoint.SummarizerFile, "summarizer")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer lock.Release()
-	man, err := dataset.ReadManifest(dataDir)
-	if err != nil {
-		return err
+	data := opts.Data
+	if data == nil {
+		if data, err = ReadData(dataDir); err != nil {
+			return nil, nil, err
+		}
 	}
-	tokPath := filepath.Join(dataDir, dataset.TokenizerFile)
-	tok, err := subword.Load(tokPath)
-	if err != nil {
-		return err
-	}
+	man, tok := data.Manifest, data.Tokenizer
 	special, err := specialIDs(tok)
 	if err != nil {
-		return fmt.Errorf("%s: %w", tokPath, err)
+		return nil, nil, fmt.Errorf("%s: %w", data.TokenizerPath, err)
 	}
-	h := HyperFromConfig(cfg.Summarizer, tok.VocabSize(), special)
+	h := NewHyperparams(cfg.Summarizer, tok.VocabSize(), special)
 	if err := h.validate(); err != nil {
-		return fmt.Errorf("summarizer: %w", err)
+		return nil, nil, fmt.Errorf("summarizer: %w", err)
 	}
 	aspectIDs := map[string][]int32{}
 	for _, a := range dataset.Aspects(man.AspectSet) {
@@ -93,27 +161,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if cfg.Summarizer.AspectConditioning {
 		h.NumAspects = len(aspectIDs)
 	}
-	load := func(split string) ([]dataset.SummarizerRow, error) {
-		var out []dataset.SummarizerRow
-		for row, err := range dataset.ReadShards[dataset.SummarizerRow](dataDir, dataset.TaskSummarizer, split) {
-			if err != nil {
-				return nil, err
-			}
-			if _, ok := aspectIDs[row.Aspect]; !ok {
-				return nil, fmt.Errorf("%s: summarizer row %s/%s: unknown aspect %q", dataDir, row.PMID, row.Aspect, row.Aspect)
-			}
-			out = append(out, row)
-		}
-		return out, nil
-	}
-	trainRows, err := load(dataset.SplitTrain)
-	if err != nil {
-		return err
-	}
-	devRows, err := load(dataset.SplitDev)
-	if err != nil {
-		return err
-	}
+	trainRows, devRows := data.Train, data.Dev
 	summaries := make([][]int32, len(trainRows))
 	for i, r := range trainRows {
 		summaries[i] = r.SummaryIDs
@@ -146,35 +194,47 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		train = append(train, CopyExamples(h, abstracts, n, cfg.Seed)...)
 	}
 	if len(train) == 0 {
-		return fmt.Errorf("%s: no summarizer training rows", dataDir)
+		return nil, nil, fmt.Errorf("%s: no summarizer training rows", dataDir)
 	}
 
-	meta := Meta{FormatVersion: formatVersion, Hyper: h, AspectSet: man.AspectSet,
+	meta := Meta{FormatVersion: formatVersion, Hyperparams: h, AspectSet: man.AspectSet,
 		BeamSize: cfg.Summarizer.BeamSize, LengthPenalty: cfg.Summarizer.LengthPenalty, NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
 		MinLenRatio: cfg.Summarizer.MinLenRatio, CopyChainBonus: cfg.Summarizer.CopyChainBonus,
 		WordRule: cfg.Summarizer.WordRule, KnownWords: knownWords}
-	if err := writeCheckpointFiles(outDir, meta, tokPath, cfg, opts.AllowChangedConfig, log); err != nil {
-		return err
+	if err := writeCheckpointFiles(outDir, meta, data.TokenizerPath, cfg, opts.AllowChangedConfig, log); err != nil {
+		return nil, nil, err
 	}
 
 	backend, name, err := tsmodel.Backend()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	fmt.Fprintf(os.Stderr, "summarizer: %d train / %d dev examples, vocab %d, backend %s\n", len(train), len(dev), h.VocabSize, name)
-	res, err := TrainExamples(ctx, TrainOptions{
-		Backend: backend, Hyper: h, Loop: cfg.Summarizer.Train, Seed: cfg.Seed, OutDir: outDir,
+	fmt.Fprintf(log, "summarizer: %d train / %d dev examples, vocab %d, backend %s\n", len(train), len(dev), h.VocabSize, name)
+	t0 := time.Now()
+	res, err := TrainExamples(ctx, ExamplesOptions{
+		Backend: backend, Hyperparams: h, Loop: cfg.Summarizer.Train, Seed: cfg.Seed, OutDir: outDir,
 		Train: train, Dev: dev, DevDecodeLimit: cfg.Summarizer.DevDecodeLimit,
 		Suppress: suppressed(tok.NumSpecial(), h.EosID), NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
 		MinLenRatio: cfg.Summarizer.MinLenRatio, ChainBonus: float32(cfg.Summarizer.CopyChainBonus), Words: words,
-		Detok: func(ids []int32) string { return strings.TrimSpace(tok.Decode(ids)) },
+		Detok:     func(ids []int32) string { return strings.TrimSpace(tok.Decode(ids)) },
+		Log:       log,
+		AfterStep: opts.AfterStep,
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	fmt.Fprintf(os.Stderr, "summarizer: %s after %d/%d steps; best dev at step %d: %s; %.1f examples/s\n",
+	rep := &Report{Backend: name, Steps: res.Steps, TotalSteps: res.TotalSteps, BestStep: res.BestStep, Stop: res.Stop,
+		ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec, TrainSeconds: time.Since(t0).Seconds(), Dev: res.Best}
+	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), rep); err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(log, "summarizer: %s after %d/%d steps; best dev at step %d: %s; %.1f examples/s\n",
 		res.Stop, res.Steps, res.TotalSteps, res.BestStep, formatMetrics(res.Best), res.ExamplesPerSec)
-	return nil
+	s, err := Load(outDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, rep, nil
 }
 
 // writeCheckpointFiles writes summarizer.json, tokenizer.json and config.yaml into outDir, after
@@ -185,43 +245,35 @@ func writeCheckpointFiles(outDir string, meta Meta, tokPath string, cfg *config.
 	if err != nil {
 		return fmt.Errorf("summarizer: %w", err)
 	}
-	if ob, err := os.ReadFile(filepath.Join(outDir, MetaFile)); err == nil {
-		var old Meta
-		if err := json.Unmarshal(ob, &old); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrNotSummarizer, filepath.Join(outDir, MetaFile), err)
-		}
-		if err := training.CheckConfig(outDir, ConfigFile, cfg, "summarizer", allowChanged, log); err != nil {
+	metaPath := filepath.Join(outDir, checkpoint.SummarizerFile)
+	var old Meta
+	var pathErr *os.PathError
+	switch err := checkpoint.ReadJSON(metaPath, &old, false); {
+	case errors.Is(err, os.ErrNotExist): // a new checkpoint
+	case errors.As(err, &pathErr):
+		return fmt.Errorf("summarizer: %w", err)
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrNotSummarizer, err)
+	default: // being resumed
+		if err := training.CheckConfig(outDir, checkpoint.ConfigFile, cfg, "summarizer", allowChanged, log); err != nil {
 			return err
 		}
-		if !reflect.DeepEqual(old.Hyper, meta.Hyper) || old.AspectSet != meta.AspectSet {
+		if !reflect.DeepEqual(old.Hyperparams, meta.Hyperparams) || old.AspectSet != meta.AspectSet {
 			return fmt.Errorf("%w: %s was trained with another model or data (summarizer.json differs); use another --out or delete it", training.ErrResume, outDir)
 		}
-		if oldTok, err := os.ReadFile(filepath.Join(outDir, TokenizerFile)); err != nil || !slices.Equal(oldTok, tb) {
+		if !checkpoint.SameTokenizer(outDir, tb) {
 			return fmt.Errorf("%w: %s was trained with another tokenizer than %s; use another --out or delete it", training.ErrResume, outDir, tokPath)
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	}
+	if err := checkpoint.Write(outDir, checkpoint.Files{MetaFile: checkpoint.SummarizerFile, Meta: meta, Tokenizer: tb, Config: cfg}); err != nil {
 		return fmt.Errorf("summarizer: %w", err)
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return fmt.Errorf("summarizer: %w", err)
-	}
-	mb, _ := json.MarshalIndent(meta, "", "  ")
-	if err := atomicio.WriteFile(filepath.Join(outDir, MetaFile), append(mb, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := atomicio.WriteFile(filepath.Join(outDir, TokenizerFile), tb, 0o644); err != nil {
-		return err
-	}
-	y, err := cfg.YAML()
-	if err != nil {
-		return err
-	}
-	return atomicio.WriteFile(filepath.Join(outDir, ConfigFile), y, 0o644)
+	return nil
 }
 
 // GenVocabulary returns the size most frequent tokens of the summaries (ties by id) plus [EOS],
 // sorted; nil (the whole vocabulary) when size is 0 or not smaller than the vocabulary.
-func GenVocabulary(summaries [][]int32, size int, h Hyper) []int32 {
+func GenVocabulary(summaries [][]int32, size int, h Hyperparams) []int32 {
 	if size <= 0 || size >= h.VocabSize {
 		return nil
 	}
@@ -269,7 +321,7 @@ func specialIDs(tok *subword.Tokenizer) (SpecialIDs, error) {
 }
 
 // MakeExample builds a training pair from token ids.
-func MakeExample(h Hyper, aspect []int32, cited, document [][]int32, summary []int32, ref string) Example {
+func MakeExample(h Hyperparams, aspect []int32, cited, document [][]int32, summary []int32, ref string) Example {
 	src, seg := BuildSource(h, aspect, cited, document)
 	n := 0
 	for _, c := range cited {
@@ -279,12 +331,12 @@ func MakeExample(h Hyper, aspect []int32, cited, document [][]int32, summary []i
 }
 
 // TrainOptions configures TrainExamples.
-type TrainOptions struct {
-	Backend compute.Backend
-	Hyper   Hyper
-	Loop    config.TrainLoop
-	Seed    int64
-	OutDir  string
+type ExamplesOptions struct {
+	Backend     compute.Backend
+	Hyperparams Hyperparams
+	Loop        config.TrainLoop
+	Seed        int64
+	OutDir      string
 	// Train and Dev are the examples; Dev may be empty (then the train loss is not evaluated and the
 	// last step is kept as best).
 	Train, Dev []Example
@@ -311,8 +363,8 @@ type TrainOptions struct {
 
 // TrainExamples runs the shared training loop on examples. The best dev checkpoint (by ROUGE-L F of
 // greedy decoding) is written to OutDir/best/model.safetensors.
-func TrainExamples(ctx context.Context, o TrainOptions) (*training.Result, error) {
-	h := o.Hyper
+func TrainExamples(ctx context.Context, o ExamplesOptions) (*training.Result, error) {
+	h := o.Hyperparams
 	store := gomlxmodel.NewStore()
 	batchSize := o.Loop.BatchSize
 	devBatches := makeBatches(h, o.Dev, batchSize, nil)
@@ -419,7 +471,7 @@ func DecodeExamples(net *Net, exs []Example, o decode.Options) [][]int32 {
 }
 
 // netFromVariables copies the store's current model variables into a Go Net.
-func netFromVariables(h Hyper, store *gomlxmodel.Store) (*Net, error) {
+func netFromVariables(h Hyperparams, store *gomlxmodel.Store) (*Net, error) {
 	vars := map[string]*tensors.Tensor{}
 	for v := range store.IterVariables() {
 		rel, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/")
@@ -445,7 +497,7 @@ const (
 // makeBatches groups examples into padded batches. With rng (training) examples are shuffled, then
 // sorted by length within windows of 20 batches (so batches hold similar lengths and padding stays
 // small) and the batch order is shuffled; without rng (dev) order is by length.
-func makeBatches(h Hyper, exs []Example, batchSize int, rng *rand.Rand) []training.Batch {
+func makeBatches(h Hyperparams, exs []Example, batchSize int, rng *rand.Rand) []training.Batch {
 	idx := make([]int, len(exs))
 	for i := range idx {
 		idx[i] = i
@@ -474,7 +526,7 @@ func makeBatches(h Hyper, exs []Example, batchSize int, rng *rand.Rand) []traini
 func roundUp(n, step int) int { return (n + step - 1) / step * step }
 
 // padBatch pads the examples at idx into the four [batch, len] int32 inputs of the loss graph.
-func padBatch(h Hyper, genIndex map[int32]int32, exs []Example, idx []int) training.Batch {
+func padBatch(h Hyperparams, genIndex map[int32]int32, exs []Example, idx []int) training.Batch {
 	srcLen, tgtLen := 1, 1
 	for _, i := range idx {
 		srcLen = max(srcLen, len(exs[i].Src))

@@ -14,7 +14,7 @@ import (
 // copyTask makes examples whose summary is "12 13" followed by the rare tokens of the cited
 // sentence (ids >= 30) in order: the model must learn a fixed phrase and to copy tokens that each
 // occur only a few times in training, which is what the copy mechanism is for.
-func copyTask(h Hyper, n int, seed uint64) []Example {
+func copyTask(h Hyperparams, n int, seed uint64) []Example {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var out []Example
 	for range n {
@@ -42,15 +42,15 @@ func TestTinyModelLearnsCopyTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Hyper{VocabSize: 200, DModel: 32, Heads: 2, FFNDim: 64, EncoderLayers: 1, DecoderLayers: 1,
+	h := Hyperparams{VocabSize: 200, DModel: 32, Heads: 2, FFNDim: 64, EncoderLayers: 1, DecoderLayers: 1,
 		MaxSourceLen: 32, MaxSummaryLen: 12, PadID: 0, BosID: 1, EosID: 2, SepID: 3, CtxID: 4}
 	// The output softmax covers only the fixed phrase and [EOS]: the rare tokens can only be copied.
 	h.GenIDs = []int32{h.EosID, 12, 13}
 	train, dev := copyTask(h, 256, 1), copyTask(h, 32, 2)
 	loop := config.DefaultTrainLoop()
 	loop.Epochs, loop.BatchSize, loop.WarmupSteps, loop.LearningRate, loop.Patience = 15, 16, 20, 3e-3, 0
-	res, err := TrainExamples(context.Background(), TrainOptions{
-		Backend: backend, Hyper: h, Loop: loop, Seed: 1, OutDir: t.TempDir(), Train: train, Dev: dev,
+	res, err := TrainExamples(context.Background(), ExamplesOptions{
+		Backend: backend, Hyperparams: h, Loop: loop, Seed: 1, OutDir: t.TempDir(), Train: train, Dev: dev,
 		Suppress: []int32{0, 1, 3, 4}, Detok: detokIDs, Log: testLog(t),
 	})
 	if err != nil {

@@ -19,28 +19,34 @@ type LexicalBaseline struct {
 	idfTok, idfBi  []float32
 	tokens, bigram []float32 // [aspect, vocab] and [aspect, bucket] weights
 	pos, bias      []float32 // [aspect, NumPosFeatures] and [aspect]
+	// Shifts are the per-aspect logit shifts of lexical_calibration_folds (already in the bias;
+	// nil when off), in the order of the aspect set.
+	Shifts []float64
 }
 
 // FitLexicalBaseline fits the baseline on data.Train with the settings of tc (imbalance,
-// pos_weight, lexical_l2, ngram_buckets); data.Dev and data.Test are not used.
-func FitLexicalBaseline(tc config.Tracker, data *Data) (*LexicalBaseline, error) {
+// pos_weight, lexical_l2, ngram_buckets, lexical_calibration_folds, whose inner folds are dealt
+// with seed); data.Dev and data.Test are not used.
+func FitLexicalBaseline(tc config.Tracker, data *Data, seed int64) (*LexicalBaseline, error) {
 	if len(data.Train.Examples) == 0 {
 		return nil, fmt.Errorf("%w: no training rows for the lexical baseline", ErrPrepared)
 	}
-	codes, names := make([]string, len(data.Aspects)), make([]string, len(data.Aspects))
-	for i, a := range data.Aspects {
-		codes[i], names[i] = a.Code, a.Name
-	}
-	hp := NewHyperparams(tc, data.Tokenizer.VocabSize(), data.Manifest.AspectSet, codes, names)
+	hp := baselineHyperparams(tc, data)
 	store := gomlxmodel.NewStore()
 	idfTok, idfBi, err := SetIDF(store, hp, data.Train.Examples)
 	if err != nil {
 		return nil, err
 	}
-	if err := fitLexical(store, hp, weighTraining(data.Train.Examples, tc), idfTok, idfBi, tc.LexicalL2); err != nil {
+	var shifts []float64
+	if tc.LexicalCalibrationFolds > 0 {
+		if shifts, err = lexicalCalibration(hp, tc, data.Train, tc.LexicalCalibrationFolds, seed); err != nil {
+			return nil, err
+		}
+	}
+	b := &LexicalBaseline{hp: hp, idfTok: idfTok, idfBi: idfBi, Shifts: shifts}
+	if err := fitLexical(store, hp, weighTraining(data.Train.Examples, tc), idfTok, idfBi, tc.LexicalL2, shifts); err != nil {
 		return nil, err
 	}
-	b := &LexicalBaseline{hp: hp, idfTok: idfTok, idfBi: idfBi}
 	head := model.ModelScope + "/head/"
 	for _, v := range []struct {
 		path string
@@ -75,4 +81,13 @@ func (b *LexicalBaseline) Score(exs []Example) []float32 {
 		out[i] = float32(1 / (1 + math.Exp(-s)))
 	}
 	return out
+}
+
+// baselineHyperparams returns the hyperparameters Train would use for data with tc.
+func baselineHyperparams(tc config.Tracker, data *Data) *Hyperparams {
+	codes, names := make([]string, len(data.Aspects)), make([]string, len(data.Aspects))
+	for i, a := range data.Aspects {
+		codes[i], names[i] = a.Code, a.Name
+	}
+	return NewHyperparams(tc, data.Tokenizer.VocabSize(), data.Manifest.AspectSet, codes, names)
 }

@@ -1,10 +1,7 @@
 package tracker
 
 import (
-	"encoding/json"
 	"slices"
-
-	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // SplitReport holds the tracker's scores on one split.
@@ -96,12 +93,4 @@ func EvaluateScores(s SplitData, probs []float32, threshold float64) *SplitRepor
 		}
 	}
 	return r
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicio.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -1,7 +1,6 @@
 package tracker
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // Architectures (tracker.architecture).
@@ -18,18 +17,11 @@ const (
 	ArchNgram       = "ngram"
 )
 
-// Files of a checkpoint directory besides the training loop's (best/, state/, metrics.jsonl, ...).
-const (
-	HyperparamsFile = "hparams.json"
-	TokenizerFile   = "tokenizer.json"
-	ConfigFile      = "config.yaml"
-	ReportFile      = "report.json"
-)
-
 // ErrCheckpoint marks a checkpoint directory that is missing, incomplete or incompatible.
 var ErrCheckpoint = errors.New("tracker checkpoint")
 
-// Hyperparams is everything needed to rebuild the graph, saved as hparams.json in a checkpoint.
+// Hyperparams is everything needed to rebuild the graph, saved as hparams.json
+// (checkpoint.HyperparamsFile) in a checkpoint.
 type Hyperparams struct {
 	Architecture string  `json:"architecture"`
 	VocabSize    int     `json:"vocab_size"`
@@ -90,25 +82,14 @@ func (hp *Hyperparams) AspectIndex(aspect string) (int, bool) {
 // MaxTokens is the number of sentence tokens kept (the aspect token takes one of MaxLen).
 func (hp *Hyperparams) MaxTokens() int { return hp.MaxLen - 1 }
 
-func (hp *Hyperparams) write(dir string) error {
-	b, _ := json.MarshalIndent(hp, "", "  ")
-	return atomicio.WriteFile(filepath.Join(dir, HyperparamsFile), append(b, '\n'), 0o644)
-}
-
 func readHyperparams(dir string) (*Hyperparams, error) {
-	path := filepath.Join(dir, HyperparamsFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
+	path := filepath.Join(dir, checkpoint.HyperparamsFile)
+	var hp Hyperparams
+	if err := checkpoint.ReadJSON(path, &hp, true); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s has no %s (not a tracker checkpoint, or training never started)", ErrCheckpoint, dir, HyperparamsFile)
+			return nil, fmt.Errorf("%w: %s has no %s (not a tracker checkpoint, or training never started)", ErrCheckpoint, dir, checkpoint.HyperparamsFile)
 		}
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
-	}
-	var hp Hyperparams
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&hp); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCheckpoint, path, err)
 	}
 	if hp.Architecture != ArchTransformer && hp.Architecture != ArchNgram {
 		return nil, fmt.Errorf("%w: %s: unknown architecture %q", ErrCheckpoint, path, hp.Architecture)

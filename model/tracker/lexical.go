@@ -1,10 +1,15 @@
 package tracker
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -37,11 +42,69 @@ func lexicalFeatures(e Example, hp *Hyperparams, idfTok, idfBi []float32) ([]int
 	return idx, val
 }
 
+// lexicalWeights are the fitted parameters of the per-aspect logistic regression: W [aspect,
+// vocab+buckets], P [aspect, NumPosFeatures] and B [aspect].
+type lexicalWeights struct {
+	W, P, B []float64
+}
+
+// logit returns the regression's logit of e, computed as fitLexical's objective computes it.
+func (w *lexicalWeights) logit(e Example, hp *Hyperparams, idfTok, idfBi []float32) float64 {
+	a, nf := int(e.Aspect), hp.VocabSize+hp.NgramBuckets
+	s := w.B[a]
+	idx, val := lexicalFeatures(e, hp, idfTok, idfBi)
+	for j, k := range idx {
+		s += w.W[a*nf+k] * val[j]
+	}
+	for j, f := range e.Pos {
+		s += w.P[a*NumPosFeatures+j] * float64(f)
+	}
+	return s
+}
+
 // fitLexical fits, per aspect, a logistic regression on the lexical features plus the position
 // features: the same objective as the model's loss (weighted BCE normalised by the total weight,
 // plus l2/2 times the squared lexical weights) restricted to the lexical weights, the head's
-// position weights and its bias, which it writes into store as the warm start.
-func fitLexical(store *gomlxmodel.Store, hp *Hyperparams, exs []Example, idfTok, idfBi []float32, l2 float64) error {
+// position weights and its bias, which it writes into store as the warm start. shifts, when not
+// nil, is added to the fitted per-aspect bias (lexicalCalibration).
+func fitLexical(store *gomlxmodel.Store, hp *Hyperparams, exs []Example, idfTok, idfBi []float32, l2 float64, shifts []float64) error {
+	na, nf := len(hp.Aspects), hp.VocabSize+hp.NgramBuckets
+	w := fitLexicalWeights(hp, exs, idfTok, idfBi, l2)
+	W, P, B := w.W, w.P, w.B
+	if shifts != nil {
+		if len(shifts) != na {
+			return fmt.Errorf("tracker: %d calibration shifts for %d aspects", len(shifts), na)
+		}
+		for a := range B {
+			B[a] += shifts[a]
+		}
+	}
+	tok := make([]float32, na*hp.VocabSize)
+	bi := make([]float32, na*hp.NgramBuckets)
+	for a := range na {
+		for k := range hp.VocabSize {
+			tok[a*hp.VocabSize+k] = float32(W[a*nf+k])
+		}
+		for k := range hp.NgramBuckets {
+			bi[a*hp.NgramBuckets+k] = float32(W[a*nf+hp.VocabSize+k])
+		}
+	}
+	head := model.ModelScope + "/head/"
+	for path, t := range map[string]*tensors.Tensor{
+		head + "lexical/tokens":          tensors.FromFlatDataAndDimensions(tok, na, hp.VocabSize),
+		head + "lexical/bigrams":         tensors.FromFlatDataAndDimensions(bi, na, hp.NgramBuckets),
+		head + "aspect_position_weights": tensors.FromFlatDataAndDimensions(toFloat32(P), na, NumPosFeatures),
+		head + "aspect_bias":             tensors.FromFlatDataAndDimensions(toFloat32(B), na, 1),
+	} {
+		if err := setVariable(store, path, t, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fitLexicalWeights solves fitLexical's regression (full-batch Adagrad, lexicalFitIterations).
+func fitLexicalWeights(hp *Hyperparams, exs []Example, idfTok, idfBi []float32, l2 float64) *lexicalWeights {
 	na, nf := len(hp.Aspects), hp.VocabSize+hp.NgramBuckets
 	type row struct {
 		idx []int
@@ -93,28 +156,7 @@ func fitLexical(store *gomlxmodel.Store, hp *Hyperparams, exs []Example, idfTok,
 		adagrad(P, gP, hP, 0)
 		adagrad(B, gB, hB, 0)
 	}
-	tok := make([]float32, na*hp.VocabSize)
-	bi := make([]float32, na*hp.NgramBuckets)
-	for a := range na {
-		for k := range hp.VocabSize {
-			tok[a*hp.VocabSize+k] = float32(W[a*nf+k])
-		}
-		for k := range hp.NgramBuckets {
-			bi[a*hp.NgramBuckets+k] = float32(W[a*nf+hp.VocabSize+k])
-		}
-	}
-	head := model.ModelScope + "/head/"
-	for path, t := range map[string]*tensors.Tensor{
-		head + "lexical/tokens":          tensors.FromFlatDataAndDimensions(tok, na, hp.VocabSize),
-		head + "lexical/bigrams":         tensors.FromFlatDataAndDimensions(bi, na, hp.NgramBuckets),
-		head + "aspect_position_weights": tensors.FromFlatDataAndDimensions(toFloat32(P), na, NumPosFeatures),
-		head + "aspect_bias":             tensors.FromFlatDataAndDimensions(toFloat32(B), na, 1),
-	} {
-		if err := setVariable(store, path, t, true); err != nil {
-			return err
-		}
-	}
-	return nil
+	return &lexicalWeights{W: W, P: P, B: B}
 }
 
 func toFloat32(xs []float64) []float32 {
@@ -123,4 +165,111 @@ func toFloat32(xs []float64) []float32 {
 		out[i] = float32(x)
 	}
 	return out
+}
+
+// calibrationStream is the PCG stream of lexicalCalibration's inner folds (seeded with the seed).
+const calibrationStream = 0xca1
+
+// lexicalCalibration returns, per aspect, the logit shift that maximises the F1 at threshold of
+// the lexical regression's out-of-fold scores on train: its abstracts (PMIDs of train.Keys) are
+// shuffled with seed and dealt into `folds` inner folds, the regression (IDF, imbalance weighting
+// of tc, fit) is redone on all but one inner fold and scores the held-out one. Only train is
+// read, so a model calibrated this way has seen nothing of its dev or test data. The positive
+// weight (tc.PosWeight) pulls the fitted probabilities up and the L2 penalty pulls them towards
+// the prior, so the F1-optimal cut is rarely at 0.5 and differs per aspect; shifting the bias
+// keeps 0.5 as the operating threshold. Shifts come from calibrationShifts (0 first, so an aspect
+// with no better shift keeps its bias).
+func lexicalCalibration(hp *Hyperparams, tc config.Tracker, train SplitData, folds int, seed int64) ([]float64, error) {
+	logits, err := lexicalOOF(hp, tc, train, folds, seed)
+	if err != nil {
+		return nil, err
+	}
+	return bestShifts(logits, train.Examples, len(hp.Aspects), tc.Threshold), nil
+}
+
+// lexicalOOF returns the lexical regression's out-of-fold logit of every row of train, from the
+// inner K-fold by abstract that lexicalCalibration describes.
+func lexicalOOF(hp *Hyperparams, tc config.Tracker, train SplitData, folds int, seed int64) ([]float64, error) {
+	if len(train.Keys) != len(train.Examples) {
+		return nil, fmt.Errorf("tracker: calibration: %d keys for %d rows", len(train.Keys), len(train.Examples))
+	}
+	var pmids []string
+	seen := map[string]bool{}
+	for _, k := range train.Keys {
+		if !seen[k.PMID] {
+			seen[k.PMID] = true
+			pmids = append(pmids, k.PMID)
+		}
+	}
+	if folds < 2 || len(pmids) < folds {
+		return nil, fmt.Errorf("tracker: calibration: %d inner folds need at least 2 folds and as many abstracts (have %d)", folds, len(pmids))
+	}
+	slices.Sort(pmids)
+	rng := rand.New(rand.NewPCG(uint64(seed), calibrationStream))
+	rng.Shuffle(len(pmids), func(i, j int) { pmids[i], pmids[j] = pmids[j], pmids[i] })
+	fold := make(map[string]int, len(pmids))
+	for i, id := range pmids {
+		fold[id] = i % folds
+	}
+	logits := make([]float64, len(train.Examples))
+	for f := range folds {
+		var fit, held []int
+		for i, k := range train.Keys {
+			if fold[k.PMID] == f {
+				held = append(held, i)
+			} else {
+				fit = append(fit, i)
+			}
+		}
+		exs := make([]Example, len(fit))
+		for j, i := range fit {
+			exs[j] = train.Examples[i]
+		}
+		idfTok, idfBi := idfTables(hp, exs)
+		w := fitLexicalWeights(hp, weighTraining(exs, tc), idfTok, idfBi, tc.LexicalL2)
+		for _, i := range held {
+			logits[i] = w.logit(train.Examples[i], hp, idfTok, idfBi)
+		}
+	}
+	return logits, nil
+}
+
+// bestShifts returns, per aspect, the first shift of calibrationShifts with the highest F1 of
+// (logit + shift >= logit(threshold)) against the labels of exs.
+func bestShifts(logits []float64, exs []Example, aspects int, threshold float64) []float64 {
+	cut := math.Log(threshold / (1 - threshold))
+	out := make([]float64, aspects)
+	for a := range aspects {
+		bestF1 := -1.0
+		for _, s := range calibrationShifts {
+			var tp, fp, fn float64
+			for i, z := range logits {
+				if int(exs[i].Aspect) != a {
+					continue
+				}
+				pred, gold := z+s >= cut, exs[i].Label > 0
+				switch {
+				case pred && gold:
+					tp++
+				case pred:
+					fp++
+				case gold:
+					fn++
+				}
+			}
+			if f := f1(tp, fp, fn); f > bestF1+1e-12 {
+				out[a], bestF1 = s, f
+			}
+		}
+	}
+	return out
+}
+
+// formatShifts renders per-aspect shifts as "code:+0.00 ..." for the training log.
+func formatShifts(hp *Hyperparams, shifts []float64) string {
+	parts := make([]string, len(shifts))
+	for a, s := range shifts {
+		parts[a] = fmt.Sprintf("%s:%+.2f", hp.Aspects[a], s)
+	}
+	return strings.Join(parts, " ")
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/model"
-	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/subword"
 )
 
@@ -52,7 +52,7 @@ func Load(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok, err := subword.Load(filepath.Join(dir, TokenizerFile))
+	tok, err := subword.Load(filepath.Join(dir, checkpoint.TokenizerFile))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
@@ -64,10 +64,10 @@ func Load(dir string) (*Model, error) {
 		return nil, err
 	}
 	store := gomlxmodel.NewStore()
-	varsPath := filepath.Join(dir, training.BestDir, training.BestVariables)
+	varsPath := checkpoint.BestWeights(dir)
 	if err := model.LoadVariablesInto(store, varsPath, nil); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s has no %s (training has not reached its first evaluation)", ErrCheckpoint, dir, filepath.Join(training.BestDir, training.BestVariables))
+			return nil, fmt.Errorf("%w: %s has no %s (training has not reached its first evaluation)", ErrCheckpoint, dir, filepath.Join(checkpoint.BestDir, checkpoint.BestVariables))
 		}
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}

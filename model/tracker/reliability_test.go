@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -40,7 +41,7 @@ func TestResumeWithChangedConfig(t *testing.T) {
 	if _, _, err := Train(context.Background(), cfg, data, out, TrainOptions{Log: testLog(t)}); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(filepath.Join(out, ConfigFile))
+	before, _ := os.ReadFile(filepath.Join(out, checkpoint.ConfigFile))
 	changed := *cfg
 	changed.Seed++
 	changed.Tracker.Train.MaxSteps = 3
@@ -49,7 +50,7 @@ func TestResumeWithChangedConfig(t *testing.T) {
 		!strings.Contains(err.Error(), "seed: ") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("err = %v, want a one-line refusal listing seed and tracker.train.max_steps", err)
 	}
-	if after, _ := os.ReadFile(filepath.Join(out, ConfigFile)); string(after) != string(before) {
+	if after, _ := os.ReadFile(filepath.Join(out, checkpoint.ConfigFile)); string(after) != string(before) {
 		t.Error("a refused run changed config.yaml")
 	}
 	steps := 0
@@ -63,7 +64,7 @@ func TestResumeWithChangedConfig(t *testing.T) {
 	if steps != 0 || rep.Steps != 2 {
 		t.Errorf("trained %d more steps, report %d steps", steps, rep.Steps)
 	}
-	now, err := config.ReadFile(filepath.Join(out, ConfigFile))
+	now, err := config.ReadFile(filepath.Join(out, checkpoint.ConfigFile))
 	if err != nil || now.Tracker.Train.MaxSteps != 3 {
 		t.Errorf("config.yaml: %+v, %v", now, err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare"
-	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // tinyConfig loads configs/tiny.yaml, the profile CI trains with.
@@ -79,8 +79,8 @@ func TestTrainTinySynthetic(t *testing.T) {
 	if f1 := rep.Dev.Sentence["f1"]; f1 < 0.9 {
 		t.Errorf("dev F1 %.3f, want >= 0.9 on the synthetic sample", f1)
 	}
-	for _, f := range []string{HyperparamsFile, TokenizerFile, ConfigFile, ReportFile, training.MetricsFile, training.PlotFile,
-		filepath.Join(training.BestDir, training.BestVariables)} {
+	for _, f := range []string{checkpoint.HyperparamsFile, checkpoint.TokenizerFile, checkpoint.ConfigFile, checkpoint.ReportFile, checkpoint.MetricsFile, checkpoint.PlotFile,
+		filepath.Join(checkpoint.BestDir, checkpoint.BestVariables)} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("checkpoint: %v", err)
 		}

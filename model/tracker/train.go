@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +19,8 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/subword"
 )
@@ -158,7 +157,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	}
 	tc := cfg.Tracker
 	// Held for the whole run: no other run may train into, or replace, the same directory.
-	lock, err := training.LockOutDir(outDir, HyperparamsFile, "tracker")
+	lock, err := training.LockOutDir(outDir, checkpoint.HyperparamsFile, "tracker")
 	if err != nil {
 		return nil, nil, checkpointErr(err)
 	}
@@ -205,7 +204,15 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		}
 		if tc.LexicalWarmStart && resume == nil {
 			t0 := time.Now()
-			if err := fitLexical(store, hp, train, idfTok, idfBi, tc.LexicalL2); err != nil {
+			var shifts []float64
+			if tc.LexicalCalibrationFolds > 0 {
+				if shifts, err = lexicalCalibration(hp, tc, data.Train, tc.LexicalCalibrationFolds, cfg.Seed); err != nil {
+					return nil, nil, err
+				}
+				fmt.Fprintf(log, "tracker: lexical calibration (%d inner folds of the train split): per-aspect logit shifts %s\n",
+					tc.LexicalCalibrationFolds, formatShifts(hp, shifts))
+			}
+			if err := fitLexical(store, hp, train, idfTok, idfBi, tc.LexicalL2, shifts); err != nil {
 				return nil, nil, err
 			}
 			fmt.Fprintf(log, "tracker: lexical warm start (logistic regression on TF-IDF, %.1fs)\n", time.Since(t0).Seconds())
@@ -248,7 +255,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	}
 	trainSeconds := time.Since(t0).Seconds()
 	// Score with the best-on-dev variables, exactly as Load will see them.
-	if err := model.LoadVariablesInto(store, filepath.Join(outDir, training.BestDir, training.BestVariables), nil); err != nil {
+	if err := model.LoadVariablesInto(store, checkpoint.BestWeights(outDir), nil); err != nil {
 		return nil, nil, err
 	}
 	if tc.Calibrate {
@@ -256,7 +263,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := model.SaveVariables(filepath.Join(outDir, training.BestDir, training.BestVariables), store, isModelVariable); err != nil {
+		if err := model.SaveVariables(checkpoint.BestWeights(outDir), store, isModelVariable); err != nil {
 			return nil, nil, err
 		}
 		fmt.Fprintf(log, "tracker: calibration: logit shift %+.2f (best dev F1 at threshold %.2f)\n", shift, tc.Threshold)
@@ -272,7 +279,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 			return nil, nil, err
 		}
 	}
-	if err := writeJSON(filepath.Join(outDir, ReportFile), rep); err != nil {
+	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), rep); err != nil {
 		return nil, nil, err
 	}
 	for _, sr := range []struct {
@@ -290,8 +297,21 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 // SetIDF fills the lexical term's IDF tables from training examples (smoothed as scikit-learn's
 // TfidfVectorizer: ln((1+n)/(1+df)) + 1) as non-trainable variables of store.
 func SetIDF(store *gomlxmodel.Store, hp *Hyperparams, exs []Example) (idfTok, idfBi []float32, err error) {
-	dfTok := make([]float32, hp.VocabSize)
-	dfBi := make([]float32, hp.NgramBuckets)
+	dfTok, dfBi := idfTables(hp, exs)
+	for name, vals := range map[string][]float32{"idf_tokens": dfTok, "idf_bigrams": dfBi} {
+		path := model.ModelScope + "/head/lexical/" + name
+		t := tensors.FromFlatDataAndDimensions(vals, len(vals))
+		if err := setVariable(store, path, t, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	return dfTok, dfBi, nil
+}
+
+// idfTables returns SetIDF's token and bigram IDF tables of exs.
+func idfTables(hp *Hyperparams, exs []Example) (dfTok, dfBi []float32) {
+	dfTok = make([]float32, hp.VocabSize)
+	dfBi = make([]float32, hp.NgramBuckets)
 	seenTok, seenBi := map[int32]bool{}, map[int32]bool{}
 	for _, e := range exs {
 		clear(seenTok)
@@ -318,14 +338,7 @@ func SetIDF(store *gomlxmodel.Store, hp *Hyperparams, exs []Example) (idfTok, id
 			df[i] = float32(math.Log((1+n)/(1+float64(d))) + 1)
 		}
 	}
-	for name, vals := range map[string][]float32{"idf_tokens": dfTok, "idf_bigrams": dfBi} {
-		path := model.ModelScope + "/head/lexical/" + name
-		t := tensors.FromFlatDataAndDimensions(vals, len(vals))
-		if err := setVariable(store, path, t, false); err != nil {
-			return nil, nil, err
-		}
-	}
-	return dfTok, dfBi, nil
+	return dfTok, dfBi
 }
 
 // setVariable creates or overwrites a variable of store with a value.
@@ -501,7 +514,7 @@ func checkpointErr(err error) error {
 // tokenizer and (unless allowChanged) configuration. The caller holds outDir's lock.
 func prepareCheckpointDir(outDir string, hp *Hyperparams, dataDir string, cfg *config.Config, allowChanged bool, log io.Writer) error {
 	tokSrc := filepath.Join(dataDir, dataset.TokenizerFile)
-	tokBytes, err := os.ReadFile(tokSrc)
+	tokBytes, err := checkpoint.ReadTokenizer(dataDir)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPrepared, err)
 	}
@@ -510,29 +523,15 @@ func prepareCheckpointDir(outDir string, hp *Hyperparams, dataDir string, cfg *c
 		if err != nil {
 			return fmt.Errorf("output %s exists and is not a tracker checkpoint: %w", outDir, err)
 		}
-		if err := training.CheckConfig(outDir, ConfigFile, cfg, "tracker", allowChanged, log); err != nil {
+		if err := training.CheckConfig(outDir, checkpoint.ConfigFile, cfg, "tracker", allowChanged, log); err != nil {
 			return err
 		}
 		if !reflect.DeepEqual(old, hp) {
 			return fmt.Errorf("%w: %s was trained with other model settings or data (hparams.json differs); use another --out or delete it", ErrCheckpoint, outDir)
 		}
-		oldTok, err := os.ReadFile(filepath.Join(outDir, TokenizerFile))
-		if err != nil || !slices.Equal(oldTok, tokBytes) {
+		if !checkpoint.SameTokenizer(outDir, tokBytes) {
 			return fmt.Errorf("%w: %s was trained with another tokenizer than %s; use another --out or delete it", ErrCheckpoint, outDir, tokSrc)
 		}
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return err
-	}
-	if err := hp.write(outDir); err != nil {
-		return err
-	}
-	if err := atomicio.WriteFile(filepath.Join(outDir, TokenizerFile), tokBytes, 0o644); err != nil {
-		return err
-	}
-	y, err := cfg.YAML()
-	if err != nil {
-		return err
-	}
-	return atomicio.WriteFile(filepath.Join(outDir, ConfigFile), y, 0o644)
+	return checkpoint.Write(outDir, checkpoint.Files{MetaFile: checkpoint.HyperparamsFile, Meta: hp, Tokenizer: tokBytes, Config: cfg})
 }

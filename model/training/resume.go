@@ -13,7 +13,9 @@ import (
 	"strings"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -29,13 +31,11 @@ const (
 )
 
 // checkpointMarkers names the file that identifies each kind of directory a training --out may
-// already be. The names are those of the packages that write them (tracker.HyperparamsFile,
-// summarizer.MetaFile, dataset.ManifestFile, eval's report.json), which import this package and so
-// cannot be imported from it.
+// already be. eval's report.json is spelled out: eval is a later stage, not imported by models.
 var checkpointMarkers = []struct{ file, kind string }{
-	{"hparams.json", "a tracker checkpoint"},
-	{"summarizer.json", "a summarizer checkpoint"},
-	{"manifest.json", "a prepared directory"},
+	{checkpoint.HyperparamsFile, "a tracker checkpoint"},
+	{checkpoint.SummarizerFile, "a summarizer checkpoint"},
+	{dataset.ManifestFile, "a prepared directory"},
 	{"report.json", "an eval output"},
 }
 

@@ -48,16 +48,12 @@ package training
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -66,8 +62,8 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/internal/progress"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // LossFn builds the graph of the mean training loss of one micro-batch. inputs are the batch's
@@ -152,13 +148,13 @@ type Result struct {
 	Resumed bool
 }
 
-// File and directory names inside Options.OutDir.
+// File and directory names inside Options.OutDir; the checkpoint layout is package checkpoint's.
 const (
-	BestDir       = "best"
-	BestVariables = "model.safetensors"
-	StateDir      = "state"
-	MetricsFile   = "metrics.jsonl"
-	PlotFile      = "curves.png"
+	BestDir       = checkpoint.BestDir
+	BestVariables = checkpoint.BestVariables
+	StateDir      = checkpoint.StateDir
+	MetricsFile   = checkpoint.MetricsFile
+	PlotFile      = checkpoint.PlotFile
 )
 
 // OptimizerScope holds AdamW's moments, step counter and gradient accumulators.
@@ -187,242 +183,6 @@ type state struct {
 	// reaches OutDir: a run killed before its first real resume point starts over (it has only
 	// state.json), instead of finding progress without a resume point.
 	Fresh bool `json:"fresh,omitempty"`
-}
-
-// Run trains until the planned steps are done, early stopping triggers, or ctx is cancelled (then it
-// saves a resume point and returns an error wrapping ctx.Err()). If OutDir holds a resume point, it
-// continues from it.
-func Run(ctx context.Context, o Options) (*Result, error) {
-	if err := o.check(); err != nil {
-		return nil, err
-	}
-	log := o.Log
-	if log == nil {
-		log = os.Stderr
-	}
-	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
-		return nil, fmt.Errorf("training: %w", err)
-	}
-	st := state{}
-	res := &Result{}
-	saved, err := readState(o.OutDir)
-	if err != nil {
-		return nil, err
-	}
-	if saved != nil && !saved.Fresh {
-		st = *saved
-		if err := model.LoadVariablesInto(o.Store, filepath.Join(o.OutDir, StateDir, stateVariables), nil); err != nil {
-			return nil, fmt.Errorf("training: resume point: %w", err)
-		}
-		res.Resumed = true
-		if st.Done {
-			fmt.Fprintf(log, "training: %s already finished at step %d (%s); best step %d\n", o.OutDir, st.Step, st.Stop, st.BestStep)
-			return &Result{Steps: st.Step, TotalSteps: st.Step, BestStep: st.BestStep, Best: st.Best, Stop: st.Stop, Resumed: true}, nil
-		}
-		// Rows written after this resume point was saved (by the killed run) come again.
-		if err := truncateMetrics(o.OutDir, st.Step); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(log, "training: resuming %s at step %d (epoch %d, batch %d)\n", o.OutDir, st.Step, st.Epoch+1, st.BatchInEpoch)
-	} else {
-		// A new run, or one killed before its first resume point: whatever it left is redone.
-		for _, p := range []string{filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, BestDir)} {
-			if err := os.RemoveAll(p); err != nil {
-				return nil, fmt.Errorf("training: %w", err)
-			}
-		}
-		if err := o.saveFresh(); err != nil {
-			return nil, err
-		}
-		if err := o.Store.SetRNGStateFromSeed(o.Seed); err != nil {
-			return nil, fmt.Errorf("training: seed: %w", err)
-		}
-	}
-
-	epoch0, err := o.Batches(0)
-	if err != nil {
-		return nil, fmt.Errorf("training: batches: %w", err)
-	}
-	if len(epoch0) == 0 {
-		return nil, errors.New("training: no training batches")
-	}
-	accum := o.Loop.GradAccumulation
-	stepsPerEpoch := (len(epoch0) + accum - 1) / accum
-	total := stepsPerEpoch * o.Loop.Epochs
-	if o.Loop.MaxSteps > 0 {
-		total = min(total, o.Loop.MaxSteps)
-	}
-	res.TotalSteps = total
-	evalEvery := o.Loop.EvalEvery
-	if evalEvery <= 0 {
-		evalEvery = stepsPerEpoch
-	}
-
-	stepper, err := NewStepper(o)
-	if err != nil {
-		return nil, err
-	}
-
-	metricsOut, err := os.OpenFile(filepath.Join(o.OutDir, MetricsFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("training: %w", err)
-	}
-	defer metricsOut.Close()
-	writeRow := func(row map[string]any) error {
-		b, err := json.Marshal(row)
-		if err != nil {
-			return err
-		}
-		_, err = metricsOut.Write(append(b, '\n'))
-		return err
-	}
-
-	resumedAt := st.Step
-	bar := progress.NewTo(log, "train", int64(total), "steps")
-	bar.Set(int64(st.Step))
-	var (
-		trainLoss     = st.WindowLoss
-		trainLossN    = st.WindowLossN
-		examples      int
-		tokens        int
-		trainTime     time.Duration
-		windowStart   = time.Now().Add(-time.Duration(st.WindowSeconds * float64(time.Second)))
-		windowExample = st.WindowExamples
-	)
-	// window records the current evaluation window in st, for a resume point saved mid-window.
-	window := func() {
-		st.WindowLoss, st.WindowLossN, st.WindowExamples = trainLoss, trainLossN, windowExample
-		st.WindowSeconds = time.Since(windowStart).Seconds()
-	}
-
-	evaluate := func() error {
-		t0 := time.Now()
-		m, err := o.Evaluate(ctx)
-		if err != nil {
-			return fmt.Errorf("training: evaluate at step %d: %w", st.Step, err)
-		}
-		score, ok := m[o.Select]
-		if !ok {
-			return fmt.Errorf("training: evaluate did not return the selection metric %q", o.Select)
-		}
-		improved := !st.HasBest || (o.Minimize && score < st.BestScore) || (!o.Minimize && score > st.BestScore)
-		trainRow := map[string]any{"split": "train", "step": st.Step, "epoch": st.Epoch + 1,
-			"lr": o.lr(st.Step, total), "examples_per_sec": float64(windowExample) / max(time.Since(windowStart).Seconds(), 1e-9)}
-		if trainLossN > 0 {
-			trainRow["loss"] = trainLoss / float64(trainLossN)
-		}
-		devRow := map[string]any{"split": "dev", "step": st.Step, "epoch": st.Epoch + 1, "eval_seconds": time.Since(t0).Seconds()}
-		for k, v := range m {
-			devRow[k] = v
-		}
-		if err := errors.Join(writeRow(trainRow), writeRow(devRow)); err != nil {
-			return fmt.Errorf("training: %s: %w", MetricsFile, err)
-		}
-		trainLoss, trainLossN = 0, 0
-		windowStart, windowExample = time.Now(), 0
-		st.WindowLoss, st.WindowLossN, st.WindowExamples, st.WindowSeconds = 0, 0, 0, 0
-		st.LastEvalStep = st.Step
-		if improved {
-			st.HasBest, st.BestScore, st.BestStep, st.BadEvals, st.Best = true, score, st.Step, 0, m
-			if err := o.saveBest(m); err != nil {
-				return err
-			}
-		} else {
-			st.BadEvals++
-		}
-		fmt.Fprintf(log, "\nstep %d epoch %d: dev %s   best %s=%.4f at step %d\n", st.Step, st.Epoch+1, formatMetrics(m), o.Select, st.BestScore, st.BestStep)
-		return o.saveState(st)
-	}
-
-	stop := ""
-	if o.EvalAtStart && st.Step == 0 && !st.HasBest {
-		if err := evaluate(); err != nil {
-			return nil, err
-		}
-	}
-	for st.Step < total && stop == "" {
-		batches := epoch0
-		if st.Epoch > 0 {
-			if batches, err = o.Batches(st.Epoch); err != nil {
-				return nil, fmt.Errorf("training: batches of epoch %d: %w", st.Epoch+1, err)
-			}
-		}
-		for st.BatchInEpoch < len(batches) && st.Step < total {
-			if ctx.Err() != nil {
-				stop = "interrupted"
-				break
-			}
-			t0 := time.Now()
-			group := batches[st.BatchInEpoch:min(st.BatchInEpoch+accum, len(batches))]
-			lr := o.lr(st.Step, total)
-			loss, err := stepper.Step(group, lr)
-			if err != nil {
-				return nil, fmt.Errorf("training: step %d: %w", st.Step+1, err)
-			}
-			for _, b := range group {
-				examples += b.Examples
-				windowExample += b.Examples
-				tokens += b.Tokens
-			}
-			trainTime += time.Since(t0)
-			st.BatchInEpoch += len(group)
-			st.Step++
-			trainLoss += loss
-			trainLossN++
-			bar.Set(int64(st.Step))
-			bar.Status("loss %.4f lr %.2e %.0f ex/s", loss, lr, float64(examples)/max(trainTime.Seconds(), 1e-9))
-			if o.AfterStep != nil {
-				o.AfterStep(st.Step)
-			}
-			if st.Step%evalEvery == 0 || st.Step == total {
-				if err := evaluate(); err != nil {
-					return nil, err
-				}
-				if o.Loop.Patience > 0 && st.BadEvals >= o.Loop.Patience {
-					stop = "early_stopping"
-					break
-				}
-			}
-		}
-		if stop == "" && st.BatchInEpoch >= len(batches) {
-			st.Epoch++
-			st.BatchInEpoch = 0
-		}
-	}
-	bar.Finish()
-	res.ExamplesPerSec = float64(examples) / max(trainTime.Seconds(), 1e-9)
-	res.TokensPerSec = float64(tokens) / max(trainTime.Seconds(), 1e-9)
-	if stop == "interrupted" {
-		window()
-		if err := o.saveState(st); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(log, "training: interrupted at step %d; state saved in %s, rerun the same command to continue\n", st.Step, filepath.Join(o.OutDir, StateDir))
-		return nil, fmt.Errorf("training stopped at step %d: %w", st.Step, ctx.Err())
-	}
-	if st.LastEvalStep != st.Step {
-		if err := evaluate(); err != nil {
-			return nil, err
-		}
-	}
-	if stop == "" {
-		stop = "completed"
-	}
-	st.Done, st.Stop = true, stop
-	if err := o.saveState(st); err != nil {
-		return nil, err
-	}
-	if err := WritePlot(filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, PlotFile), o.Select); err != nil {
-		fmt.Fprintf(log, "training: plot: %v\n", err)
-	}
-	res.Steps, res.BestStep, res.Best, res.Stop = st.Step, st.BestStep, st.Best, stop
-	scope := ""
-	if res.Resumed {
-		scope = fmt.Sprintf(" (steps %d-%d of this resumed run)", resumedAt+1, st.Step)
-	}
-	fmt.Fprintf(log, "training: %s after %d steps; best dev %s=%.4f at step %d; %.1f examples/s, %.0f tokens/s%s\n",
-		stop, st.Step, o.Select, st.BestScore, st.BestStep, res.ExamplesPerSec, res.TokensPerSec, scope)
-	return res, nil
 }
 
 func (o *Options) check() error {
@@ -664,8 +424,7 @@ func (o *Options) saveBest(m Metrics) error {
 	}); err != nil {
 		return fmt.Errorf("training: best checkpoint: %w", err)
 	}
-	b, _ := json.MarshalIndent(m, "", "  ")
-	return atomicio.WriteFile(filepath.Join(dir, "metrics.json"), append(b, '\n'), 0o644)
+	return atomicio.WriteJSON(filepath.Join(dir, checkpoint.BestMetricsFile), m)
 }
 
 // saveState writes all variables (model, optimizer, RNG) and the loop position into a fresh
@@ -682,8 +441,7 @@ func (o *Options) saveState(st state) error {
 			return fmt.Errorf("training: save state: %w", err)
 		}
 	}
-	b, _ := json.MarshalIndent(st, "", "  ")
-	if err := atomicio.WriteFile(d.Path(stateFile), append(b, '\n'), 0o644); err != nil {
+	if err := atomicio.WriteJSON(d.Path(stateFile), st); err != nil {
 		return fmt.Errorf("training: save state: %w", err)
 	}
 	if err := d.Commit(); err != nil {

@@ -86,7 +86,7 @@ func train(dir string) error {
 		return err
 	}
 	s, tr := filepath.Join(dir, "summarizer"), filepath.Join(dir, "tracker")
-	if err := summarizer.Train(ctx, cfg, p, s, summarizer.RunOptions{}); err != nil {
+	if _, _, err := summarizer.Train(ctx, cfg, p, s, summarizer.TrainOptions{Log: io.Discard}); err != nil {
 		return err
 	}
 	if _, _, err := tracker.Train(ctx, cfg, p, tr, tracker.TrainOptions{Log: io.Discard}); err != nil {

@@ -1,0 +1,120 @@
+package dataset
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Prediction is one record of a predictions JSONL file, as infer writes it and eval reads it (with
+// ReadRecords): the instance key, the summary and the cited sentence indices, plus what a method
+// adds. A negative prediction follows IsNegative: no citation and an unknown summary.
+type Prediction struct {
+	PMID    string `json:"PMID"`
+	Aspect  string `json:"Aspect"`
+	Summary string `json:"Summary"`
+	Indexes []int  `json:"Indexes"`
+	// Scores is the tracker's probability for every sentence of the abstract; left out by the
+	// end-to-end LLM methods, which have no tracker.
+	Scores []float32 `json:"Scores,omitempty"`
+	// Phrases are the contributory phrases of PCoA's attribution strategies (--method
+	// intrinsic|prior|posthoc), read by eval's phrase metrics.
+	Phrases []string `json:"Phrases,omitempty"`
+	// Problems lists what could not be read in an LLM's answers (llmmethods.Problem*).
+	Problems []string `json:"Problems,omitempty"`
+	// Refinement keeps every round of infer --refine (an eval/qaeval.Refinement; Summary is then
+	// the best round's summary). It is kept as JSON so that the data layer does not depend on the
+	// metric that produced it; eval ignores it.
+	Refinement json.RawMessage `json:"Refinement,omitempty"`
+}
+
+// Record is one line of a prediction or reference JSONL file as ReadRecords reads it: the
+// Instance fields it holds, where it came from, and whether it had Phrases.
+type Record struct {
+	Instance
+	// File and Line locate the record (Line is 1-based; 0 for a synthesized empty prediction).
+	File string
+	Line int
+	// HasPhrases is set when the record carries a Phrases field (even an empty list).
+	HasPhrases bool
+}
+
+// Key identifies an instance: the join key of predictions and references.
+type Key struct {
+	PMID   string
+	Aspect string
+}
+
+// Key returns the record's (PMID, Aspect).
+func (r *Record) Key() Key { return Key{r.PMID, r.Aspect} }
+
+// ReadRecordsFile reads a prediction or reference JSONL file with ReadRecords.
+func ReadRecordsFile(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadRecords(f, path)
+}
+
+// ReadRecords reads prediction or reference JSONL records from r; name is used in error messages.
+// It is the lenient sibling of StreamInstances, for files a method wrote rather than benchmark
+// files: unknown extra fields (e.g. infer's per-sentence Scores) are ignored, Document and Indexes
+// may be absent, Summary may be empty (track-only predictions) but must be present, PMID and
+// Aspect must be non-empty, and aspect codes are kept as written. Blank lines are skipped. An error
+// is one line, "NAME:LINE: malformed record: problem", wrapping ErrMalformedRecord (or the read
+// error).
+func ReadRecords(r io.Reader, name string) ([]Record, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var out []Record
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			rec, perr := parseRecord(b)
+			if perr != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, line, perr)
+			}
+			rec.File, rec.Line = name, line
+			out = append(out, rec)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+	}
+}
+
+func parseRecord(b []byte) (Record, error) {
+	var raw struct {
+		Instance
+		// Summary shadows Instance.Summary so that a missing field can be told from an empty one
+		// (track-only predictions write ""): a missing one is an error, not an empty summary.
+		Summary *string   `json:"Summary"`
+		Phrases *[]string `json:"Phrases"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return Record{}, fmt.Errorf("%w: %v", ErrMalformedRecord, err)
+	}
+	if raw.Summary == nil {
+		return Record{}, fmt.Errorf("%w: field Summary is missing (track-only predictions write \"Summary\": \"\")", ErrMalformedRecord)
+	}
+	raw.Instance.Summary = *raw.Summary
+	rec := Record{Instance: raw.Instance}
+	if raw.Phrases != nil {
+		rec.HasPhrases = true
+		rec.Phrases = *raw.Phrases
+	}
+	switch {
+	case rec.PMID == "":
+		return rec, fmt.Errorf("%w: field PMID is missing or empty", ErrMalformedRecord)
+	case rec.Aspect == "":
+		return rec, fmt.Errorf("%w: field Aspect is missing or empty", ErrMalformedRecord)
+	}
+	return rec, nil
+}

@@ -1,0 +1,97 @@
+package infer
+
+import (
+	"context"
+
+	"github.com/tracksum/tracksum/internal/cli"
+)
+
+// inferFlagKeys binds tracksum-infer's flags to config keys (cli.LoadConfig applies those given).
+var inferFlagKeys = map[string]string{
+	"threshold":    "infer.threshold",
+	"full-context": "infer.full_context",
+	"aspects":      "infer.aspects",
+	"workers":      "infer.workers",
+	"llm-model":    "infer.llm.model",
+	"demos":        "infer.llm.demos",
+	"temperature":  "infer.llm.temperature",
+}
+
+// Command returns tracksum-infer: Track-then-Sum inference with checkpoints, or an LLM method.
+func Command() cli.Command {
+	fs := cli.NewFlags("tracksum-infer")
+	fs.String("tracker", "", "tracker checkpoint directory (required without --method); \"gold\": the input's reference citations; \"llm\": prompted")
+	fs.String("summarizer", "", "summarizer checkpoint directory; omit for track-only inference; \"extractive\": copy the tracked sentences; \"llm\": prompted")
+	fs.String("method", "", "LLM method instead of --tracker/--summarizer: prompt (TracSum two-shot), intrinsic, prior or posthoc (PCoA attribution)")
+	fs.String("llm-model", "", "infer.llm.model: model name at the eval.llm.base_url endpoint (default: eval.llm.model)")
+	fs.String("demos", "", "infer.llm.demos: demonstrations of --method prompt: prepared directory (train split) or JSONL (default: --input's train split)")
+	fs.Float64("temperature", 1, "infer.llm.temperature: sampling temperature of the LLM methods (TracSum: 1.0)")
+	fs.Int("refine", 0, "refine each positive summary with LongSumEval QA feedback for at most N rounds (eval.qa.*, endpoint eval.llm, model infer.llm.model)")
+	fs.String("input", "", "prepared directory, benchmark .jsonl file, or raw text file (required)")
+	fs.String("split", "test", "split of a prepared directory to run on")
+	fs.String("out", "", "prediction JSONL file (required)")
+	fs.String("refs", "", "also write the input's reference instances here (eval format)")
+	fs.Float64("threshold", 0.5, "infer.threshold: keep sentences with probability >= this")
+	fs.Bool("full-context", false, "infer.full_context: give the summarizer the whole abstract too (TTS (+) f)")
+	fs.StringSlice("aspects", nil, "infer.aspects: aspect codes to summarize (default: the input's, or all for raw text)")
+	fs.Int("workers", 0, "infer.workers: abstracts processed in parallel (0 = number of CPUs)")
+	fs.Int("beam-size", 0, "beam size (default: the summarizer checkpoint's; 1 = greedy)")
+	fs.Float64("length-penalty", 1, "GNMT length penalty alpha (default: the checkpoint's)")
+	fs.Int("no-repeat-ngram", 3, "forbid repeating n-grams of this size, 0 = off (default: the checkpoint's)")
+	fs.Float64("min-length-ratio", 0, "minimum summary tokens per tracked-sentence token (default: the checkpoint's summarizer.min_len_ratio)")
+	fs.Float64("copy-chain-bonus", 0, "copy-score bonus for continuing the longest copied span (default: the checkpoint's summarizer.copy_chain_bonus)")
+	fs.Bool("word-rule", false, "forbid subword pieces that glue a word found neither in the source nor in the training summaries (default: the checkpoint's summarizer.word_rule)")
+	fs.Int("max-length", 0, "maximum summary tokens (default and upper bound: the checkpoint's max_summary_len)")
+	return cli.Command{
+		Name: "tracksum-infer",
+		Synopsis: "--tracker CKPT|gold|llm [--summarizer CKPT|extractive|llm] --input X --out PRED.jsonl [flags]\n" +
+			"       tracksum-infer --method prompt|intrinsic|prior|posthoc --llm-model M --input X --out PRED.jsonl [flags]",
+		Description: "Track-then-Sum inference. For each abstract and aspect the tracker scores every sentence, those with\n" +
+			"probability >= threshold are kept and summarized; when none is kept the summary is \"Unknown.\" with no\n" +
+			"citation. Output: one JSON object per (PMID, aspect) with Summary, Indexes and per-sentence Scores.",
+		Flags: fs,
+		Run: func(ctx context.Context, args []string) error {
+			var o Options
+			o.Tracker, _ = fs.GetString("tracker")
+			o.Summarizer, _ = fs.GetString("summarizer")
+			o.Input, _ = fs.GetString("input")
+			o.Split, _ = fs.GetString("split")
+			o.Out, _ = fs.GetString("out")
+			o.Refs, _ = fs.GetString("refs")
+			o.Method, _ = fs.GetString("method")
+			o.Refine, _ = fs.GetInt("refine")
+			if o.Refine < 0 {
+				return cli.Usagef("--refine must be >= 0")
+			}
+			o.BeamSize, _ = fs.GetInt("beam-size")
+			o.MaxLen, _ = fs.GetInt("max-length")
+			// Decoding overrides: nil (the checkpoint's value) unless the flag was given.
+			o.LengthPenalty = given(fs.Changed("length-penalty"), func() (float64, error) { return fs.GetFloat64("length-penalty") })
+			o.NoRepeatNgram = given(fs.Changed("no-repeat-ngram"), func() (int, error) { return fs.GetInt("no-repeat-ngram") })
+			o.MinLenRatio = given(fs.Changed("min-length-ratio"), func() (float64, error) { return fs.GetFloat64("min-length-ratio") })
+			o.CopyChainBonus = given(fs.Changed("copy-chain-bonus"), func() (float64, error) { return fs.GetFloat64("copy-chain-bonus") })
+			o.WordRule = given(fs.Changed("word-rule"), func() (bool, error) { return fs.GetBool("word-rule") })
+			if len(args) > 0 {
+				return cli.Usagef("unexpected arguments %v", args)
+			}
+			if (o.Tracker == "" && o.Method == "") || o.Input == "" || o.Out == "" {
+				return cli.Usagef("--tracker (or --method), --input and --out are required")
+			}
+			cfg, err := cli.LoadConfig(fs, inferFlagKeys)
+			if err != nil {
+				return err
+			}
+			_, err = Run(ctx, cfg, o)
+			return err
+		},
+	}
+}
+
+// given returns a pointer to the flag's value when the flag was given, nil otherwise.
+func given[T any](changed bool, get func() (T, error)) *T {
+	if !changed {
+		return nil
+	}
+	v, _ := get() // the flag is defined with type T: no error
+	return &v
+}

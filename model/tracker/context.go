@@ -1,0 +1,181 @@
+package tracker
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tracksum/tracksum/config"
+)
+
+// NumContextFeatures is the number of features of a sentence's context rescoring.
+const NumContextFeatures = 6
+
+// contextPad stands for the logit of the missing neighbour of a first or last sentence: far
+// below any cut, as a sentence that is certainly not relevant.
+const contextPad = -8
+
+// contextFitIterations of full-batch Adagrad fit the 7 weights per aspect of a rescorer.
+const contextFitIterations = 300
+
+// contextL2 is the rescorer's L2 penalty on its feature weights (not the bias).
+const contextL2 = 1e-3
+
+// ContextRescorer is a second stage over a tracker's logits that sees the whole abstract: per
+// aspect, a logistic regression on a sentence's features within its instance (PMID, aspect):
+// its logit z, z minus the instance's highest logit, whether it is that highest one, the highest
+// logit itself, and the logits of the previous and next sentences (contextPad when there is
+// none). A sentence-level model scores each sentence alone; relevant sentences come in runs and
+// an instance's best sentence is relevant more often than its logit says, which this recovers.
+// The rescorer is fitted on out-of-fold logits of the training split only (FitContextRescorer),
+// and Shifts (bestShifts of its own scores) keep 0.5 as the operating threshold.
+type ContextRescorer struct {
+	// Weights holds, per aspect, NumContextFeatures weights then the bias.
+	Weights [][]float64 `json:"weights"`
+	// Shifts are the per-aspect logit shifts added after the regression.
+	Shifts []float64 `json:"shifts"`
+}
+
+// contextFeatures returns the features of every row given the rows' logits and keys (rows of an
+// instance may come in any order; their sentence indexes locate the neighbours).
+func contextFeatures(logits []float64, keys []RowKey) [][NumContextFeatures]float64 {
+	type inst struct {
+		max float64
+		at  map[int]float64
+	}
+	insts := map[[2]string]*inst{}
+	for i, k := range keys {
+		key := [2]string{k.PMID, k.Aspect}
+		in := insts[key]
+		if in == nil {
+			in = &inst{max: math.Inf(-1), at: map[int]float64{}}
+			insts[key] = in
+		}
+		in.max = math.Max(in.max, logits[i])
+		in.at[k.SentenceIndex] = logits[i]
+	}
+	out := make([][NumContextFeatures]float64, len(logits))
+	for i, k := range keys {
+		in := insts[[2]string{k.PMID, k.Aspect}]
+		z := logits[i]
+		top := 0.0
+		if z == in.max {
+			top = 1
+		}
+		prev, ok := in.at[k.SentenceIndex-1]
+		if !ok {
+			prev = contextPad
+		}
+		next, ok := in.at[k.SentenceIndex+1]
+		if !ok {
+			next = contextPad
+		}
+		out[i] = [NumContextFeatures]float64{z, z - in.max, top, in.max, prev, next}
+	}
+	return out
+}
+
+// fitContextRescorer fits a rescorer on rows (logits, their examples for the labels and aspects,
+// their keys for the instances) of `aspects` aspects, with decision threshold threshold.
+func fitContextRescorer(logits []float64, exs []Example, keys []RowKey, aspects int, threshold float64) *ContextRescorer {
+	feats := contextFeatures(logits, keys)
+	c := &ContextRescorer{Weights: make([][]float64, aspects)}
+	n := make([]float64, aspects)
+	for _, e := range exs {
+		n[e.Aspect]++
+	}
+	const lr = 0.5
+	for a := range aspects {
+		w, h := make([]float64, NumContextFeatures+1), make([]float64, NumContextFeatures+1)
+		g := make([]float64, NumContextFeatures+1)
+		for range contextFitIterations {
+			if n[a] == 0 {
+				break
+			}
+			clear(g)
+			for i, e := range exs {
+				if int(e.Aspect) != a {
+					continue
+				}
+				d := (sigmoid(contextLogit(w, feats[i])) - float64(e.Label)) / n[a]
+				for j, f := range feats[i] {
+					g[j] += d * f
+				}
+				g[NumContextFeatures] += d
+			}
+			for j := range w {
+				gj := g[j]
+				if j < NumContextFeatures {
+					gj += contextL2 * w[j]
+				}
+				h[j] += gj * gj
+				w[j] -= lr * gj / math.Sqrt(h[j]+1e-12)
+			}
+		}
+		c.Weights[a] = w
+	}
+	scores := make([]float64, len(logits))
+	for i, e := range exs {
+		scores[i] = contextLogit(c.Weights[e.Aspect], feats[i])
+	}
+	c.Shifts = bestShifts(scores, exs, aspects, threshold)
+	return c
+}
+
+// Rescore returns the rescored probability of every row (logits of the first stage, the rows'
+// examples for their aspects, keys for their instances). All rows of an instance must be given
+// together: the features compare a sentence with the rest of its abstract.
+func (c *ContextRescorer) Rescore(logits []float64, exs []Example, keys []RowKey) ([]float32, error) {
+	if len(exs) != len(logits) || len(keys) != len(logits) {
+		return nil, fmt.Errorf("tracker: context rescoring: %d logits, %d examples, %d keys", len(logits), len(exs), len(keys))
+	}
+	feats := contextFeatures(logits, keys)
+	out := make([]float32, len(logits))
+	for i, e := range exs {
+		a := int(e.Aspect)
+		if a < 0 || a >= len(c.Weights) || len(c.Weights[a]) != NumContextFeatures+1 || a >= len(c.Shifts) {
+			return nil, fmt.Errorf("tracker: context rescoring: row %d has aspect %d, the rescorer has %d", i, a, len(c.Weights))
+		}
+		out[i] = float32(sigmoid(contextLogit(c.Weights[a], feats[i]) + c.Shifts[a]))
+	}
+	return out, nil
+}
+
+// FitContextRescorer fits a ContextRescorer on data.Train only: the out-of-fold logits of the
+// lexical regression in tc.LexicalCalibrationFolds inner folds by abstract (dealt with seed),
+// shifted by their per-aspect calibration as the calibrated warm start is, so that the rescorer
+// sees logits placed as the model's. It needs lexical_calibration_folds >= 2.
+func FitContextRescorer(tc config.Tracker, data *Data, seed int64) (*ContextRescorer, error) {
+	if tc.LexicalCalibrationFolds < 2 {
+		return nil, fmt.Errorf("tracker: context rescoring needs tracker.lexical_calibration_folds >= 2, got %d", tc.LexicalCalibrationFolds)
+	}
+	hp := baselineHyperparams(tc, data)
+	logits, err := lexicalOOF(hp, tc, data.Train, tc.LexicalCalibrationFolds, seed)
+	if err != nil {
+		return nil, err
+	}
+	shifts := bestShifts(logits, data.Train.Examples, len(hp.Aspects), tc.Threshold)
+	for i, e := range data.Train.Examples {
+		logits[i] += shifts[e.Aspect]
+	}
+	return fitContextRescorer(logits, data.Train.Examples, data.Train.Keys, len(hp.Aspects), tc.Threshold), nil
+}
+
+// Logits returns the logit of each probability (clamped away from 0 and 1).
+func Logits(probs []float32) []float64 {
+	out := make([]float64, len(probs))
+	for i, p := range probs {
+		q := math.Min(math.Max(float64(p), 1e-7), 1-1e-7)
+		out[i] = math.Log(q / (1 - q))
+	}
+	return out
+}
+
+func contextLogit(w []float64, f [NumContextFeatures]float64) float64 {
+	s := w[NumContextFeatures]
+	for j, x := range f {
+		s += w[j] * x
+	}
+	return s
+}
+
+func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }

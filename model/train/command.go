@@ -1,0 +1,163 @@
+// Package train is the tracksum-train stage: its Command trains any task of the registry of
+// package model/training (training.Register), or cross-validates one (training.RegisterCrossValidation).
+// The model packages register themselves when linked in, so the command names none of them:
+//
+//	import (
+//		_ "github.com/tracksum/tracksum/model/cv"         // --folds K for the tracker
+//		_ "github.com/tracksum/tracksum/model/summarizer" // --task summarizer
+//		_ "github.com/tracksum/tracksum/model/tracker"    // --task tracker
+//	)
+//
+//	func main() { cli.Main(train.Command()) }
+package train
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// DefaultTask is the --task default when it is registered (else the first registered task).
+const DefaultTask = "tracker"
+
+// loopFlags are the training-loop flags, bound to TASK.train.<key> for the chosen task.
+var loopFlags = map[string]string{
+	"epochs":        "epochs",
+	"max-steps":     "max_steps",
+	"batch-size":    "batch_size",
+	"learning-rate": "learning_rate",
+	"eval-every":    "eval_every",
+}
+
+// Command returns tracksum-train over the tasks registered so far (call it from main, after the
+// model packages' init functions ran).
+func Command() cli.Command {
+	tasks := training.Tasks()
+	cvs := training.CrossValidations()
+	names := make([]string, len(tasks))
+	for i, t := range tasks {
+		names[i] = t.Name
+	}
+	def := ""
+	if len(names) > 0 {
+		def = names[0]
+	}
+	if i := slices.Index(names, DefaultTask); i >= 0 {
+		def = DefaultTask
+		names = append(append([]string{DefaultTask}, names[:i]...), names[i+1:]...) // the default first in --help
+	}
+	// One set of --folds flags serves every cross-validation; the defaults are the first one's.
+	var cvTasks, cvModels, cvUsage []string
+	cvModel, devShare := "", 0.0
+	for _, cv := range cvs {
+		cvTasks = append(cvTasks, cv.Task)
+		for _, m := range cv.Models {
+			if !slices.Contains(cvModels, m) {
+				cvModels = append(cvModels, m)
+			}
+		}
+		if cv.ModelsUsage != "" {
+			cvUsage = append(cvUsage, cv.ModelsUsage)
+		}
+		if cvModel == "" {
+			cvModel, devShare = cv.DefaultModel, cv.DefaultDevShare
+		}
+	}
+
+	fs := cli.NewFlags("tracksum-train")
+	fs.String("task", def, "model to train: "+orList(names))
+	fs.String("data", "", "prepared directory (output of tracksum-prepare)")
+	fs.String("out", "", "checkpoint directory, e.g. checkpoints/"+def)
+	fs.Int64("seed", 3407, "random seed (initialisation, shuffling, dropout)")
+	fs.Int("epochs", 0, "TASK.train.epochs")
+	fs.Int("max-steps", 0, "TASK.train.max_steps (0: epochs decide)")
+	fs.Int("batch-size", 0, "TASK.train.batch_size")
+	fs.Float64("learning-rate", 0, "TASK.train.learning_rate")
+	fs.Int("eval-every", 0, "TASK.train.eval_every (0: each epoch)")
+	for _, t := range tasks {
+		for _, f := range t.Flags {
+			if fs.Lookup(f.Name) == nil {
+				fs.String(f.Name, "", f.Usage)
+			}
+		}
+	}
+	if len(cvs) > 0 {
+		fs.Int("folds", 0, "cross-validate --task "+orList(cvTasks)+" on the K folds of --data (prepare --folds K): --out gets cv.json, oof.jsonl, fold-k/")
+		fs.String("cv-model", cvModel, "with --folds: "+orList(cvModels)+" ("+strings.Join(cvUsage, "; ")+")")
+		fs.Float64("dev-share", devShare, "with --folds: share of the training folds' abstracts used as dev (model selection)")
+	}
+	fs.Bool("allow-changed-config", false, "resume a checkpoint although seed or TASK settings differ from its config.yaml (refused by default)")
+
+	synopsis := "--task " + strings.Join(names, "|") + " --data PREPARED_DIR --out CHECKPOINT_DIR [--config FILE] [flags]"
+	for _, cv := range cvs {
+		synopsis += "\n       tracksum-train --task " + cv.Task + " --folds K [--cv-model " + strings.Join(cv.Models, "|") + "] --data PREPARED_DIR --out CV_DIR"
+	}
+	desc := "Trains a model on a prepared directory. Tasks:\n"
+	for _, t := range tasks {
+		desc += fmt.Sprintf("  %-12s %s (config section %s)\n", t.Name, t.Description, t.Section)
+	}
+	desc += "The backend is GOMLX_BACKEND when set (e.g. xla:cuda), else xla:cpu when a PJRT plugin is installed,\n" +
+		"else the pure-Go backend."
+	return cli.Command{
+		Name:        "tracksum-train",
+		Synopsis:    synopsis,
+		Description: desc,
+		Flags:       fs,
+		Run: func(ctx context.Context, args []string) error {
+			name, _ := fs.GetString("task")
+			data, _ := fs.GetString("data")
+			out, _ := fs.GetString("out")
+			task, ok := training.LookupTask(name)
+			switch {
+			case len(args) > 0:
+				return cli.Usagef("unexpected arguments %v", args)
+			case !ok:
+				return cli.Usagef("--task must be %s, got %q", orList(names), name)
+			case data == "" || out == "":
+				return cli.Usagef("--data and --out are required")
+			}
+			keys := map[string]string{"seed": "seed"}
+			for flag, key := range loopFlags {
+				keys[flag] = task.Section + ".train." + key
+			}
+			for _, f := range task.Flags {
+				keys[f.Name] = f.Key
+			}
+			cfg, err := cli.LoadConfig(fs, keys)
+			if err != nil {
+				return err
+			}
+			req := training.Request{Data: data, Out: out, Log: os.Stderr}
+			req.AllowChangedConfig, _ = fs.GetBool("allow-changed-config")
+			if len(cvs) > 0 {
+				req.Folds, _ = fs.GetInt("folds")
+				if req.Folds != 0 || fs.Changed("cv-model") || fs.Changed("dev-share") {
+					i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name })
+					if i < 0 || req.Folds < 2 {
+						return cli.Usagef("--folds K (K >= 2) cross-validates --task %s only; --cv-model and --dev-share need it", orList(cvTasks))
+					}
+					req.Model, _ = fs.GetString("cv-model")
+					req.DevShare, _ = fs.GetFloat64("dev-share")
+					return cvs[i].Run(ctx, cfg, req)
+				}
+			}
+			return task.Train(ctx, cfg, req)
+		},
+	}
+}
+
+// orList writes names as "a", "a or b", "a, b or c".
+func orList(names []string) string {
+	switch len(names) {
+	case 0:
+		return "(none registered)"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}

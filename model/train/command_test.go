@@ -1,0 +1,126 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// Two toy tasks stand for the models: the command must reach them through the registry only.
+var got struct {
+	task string
+	cfg  *config.Config
+	req  training.Request
+}
+
+func init() {
+	record := func(name string) func(context.Context, *config.Config, training.Request) error {
+		return func(_ context.Context, cfg *config.Config, r training.Request) error {
+			got.task, got.cfg, got.req = name, cfg, r
+			if r.Data == "fail" {
+				return errors.New("fail: no shards")
+			}
+			return nil
+		}
+	}
+	training.Register(training.Task{Name: "toy-sum", Section: "summarizer", Description: "toy", Train: record("toy-sum")})
+	training.Register(training.Task{Name: "toy-track", Section: "tracker", Description: "toy",
+		Flags: []training.TaskFlag{{Name: "architecture", Key: "tracker.architecture", Usage: "toy"}}, Train: record("toy-track")})
+	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-track", Models: []string{"a", "b"}, DefaultModel: "a",
+		DefaultDevShare: 0.25, Run: record("toy-track cv")})
+}
+
+func TestCommand(t *testing.T) {
+	def := config.Default()
+	for _, tc := range []struct {
+		desc  string
+		args  []string
+		task  string // the registered function that ran
+		usage string // a usage error containing this
+		err   string // another error containing this
+		check func(t *testing.T)
+	}{
+		{desc: "defaults kept when no flag is given", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o"}, task: "toy-sum",
+			check: func(t *testing.T) {
+				if got.cfg.Summarizer.Train.Epochs != def.Summarizer.Train.Epochs || got.cfg.Seed != def.Seed {
+					t.Errorf("epochs %d seed %d, want the defaults", got.cfg.Summarizer.Train.Epochs, got.cfg.Seed)
+				}
+				if got.req.Data != "d" || got.req.Out != "o" || got.req.Log == nil {
+					t.Errorf("request %+v", got.req)
+				}
+			}},
+		{desc: "loop flags bound to the task's section", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--epochs", "3", "--seed", "5"}, task: "toy-sum",
+			check: func(t *testing.T) {
+				if got.cfg.Summarizer.Train.Epochs != 3 || got.cfg.Tracker.Train.Epochs != def.Tracker.Train.Epochs || got.cfg.Seed != 5 {
+					t.Errorf("summarizer epochs %d tracker epochs %d seed %d", got.cfg.Summarizer.Train.Epochs, got.cfg.Tracker.Train.Epochs, got.cfg.Seed)
+				}
+			}},
+		{desc: "task flag", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--architecture", "ngram", "--batch-size", "8"}, task: "toy-track",
+			check: func(t *testing.T) {
+				if got.cfg.Tracker.Architecture != "ngram" || got.cfg.Tracker.Train.BatchSize != 8 {
+					t.Errorf("architecture %q batch %d", got.cfg.Tracker.Architecture, got.cfg.Tracker.Train.BatchSize)
+				}
+			}},
+		{desc: "cross-validation", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--folds", "3", "--cv-model", "b"}, task: "toy-track cv",
+			check: func(t *testing.T) {
+				if got.req.Folds != 3 || got.req.Model != "b" || got.req.DevShare != 0.25 {
+					t.Errorf("request %+v", got.req)
+				}
+			}},
+		{desc: "unknown task", args: []string{"--task", "nope", "--data", "d", "--out", "o"}, usage: `--task must be`},
+		{desc: "no --out", args: []string{"--task", "toy-sum", "--data", "d"}, usage: "--data and --out are required"},
+		{desc: "arguments", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "x"}, usage: "unexpected arguments"},
+		{desc: "folds of a task without cross-validation", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--folds", "3"}, usage: "cross-validates --task"},
+		{desc: "one fold", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--folds", "1"}, usage: "K >= 2"},
+		{desc: "dev share without folds", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--dev-share", "0.2"}, usage: "need it"},
+		{desc: "training error", args: []string{"--task", "toy-sum", "--data", "fail", "--out", "o"}, task: "toy-sum", err: "no shards"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			got.task, got.cfg = "", nil
+			cmd := Command()
+			if err := cmd.Flags.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Run(context.Background(), cmd.Flags.Args())
+			switch {
+			case tc.usage != "":
+				if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), tc.usage) {
+					t.Fatalf("err = %v, want a usage error with %q", err, tc.usage)
+				}
+			case tc.err != "":
+				if err == nil || errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			}
+			if got.task != tc.task {
+				t.Errorf("ran %q, want %q", got.task, tc.task)
+			}
+			if tc.check != nil && got.cfg != nil {
+				tc.check(t)
+			}
+		})
+	}
+}
+
+// TestHelpListsTasks: --help names every registered task and the cross-validation, from the registry.
+func TestHelpListsTasks(t *testing.T) {
+	cmd := Command()
+	for _, want := range []string{"toy-sum", "toy-track"} {
+		if !strings.Contains(cmd.Synopsis, want) || !strings.Contains(cmd.Description, want) {
+			t.Errorf("help lacks %q:\n%s\n%s", want, cmd.Synopsis, cmd.Description)
+		}
+	}
+	if f := cmd.Flags.Lookup("cv-model"); f == nil || f.DefValue != "a" {
+		t.Errorf("--cv-model: %+v, want default a", f)
+	}
+	if f := cmd.Flags.Lookup("task"); f == nil || f.Usage != "model to train: toy-sum or toy-track" {
+		t.Errorf("--task usage: %+v", f)
+	}
+}

@@ -1,0 +1,138 @@
+package training
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tracksum/tracksum/config"
+)
+
+// A Task is a model that tracksum-train can train (--task Name). Each model package registers its
+// task in an init function and cmd/train links it in with a blank import, so that adding a model
+// needs no edit to the command (package model/train).
+type Task struct {
+	// Name is the --task value, e.g. "tracker".
+	Name string
+	// Section is the config section of the model's settings: the command binds --epochs,
+	// --max-steps, --batch-size, --learning-rate and --eval-every to Section.train.*.
+	Section string
+	// Description is one line for --help.
+	Description string
+	// Flags are the task's own string flags, each bound to a config key when the task is trained.
+	Flags []TaskFlag
+	// Train trains the model on the prepared directory req.Data into the checkpoint req.Out.
+	Train func(ctx context.Context, cfg *config.Config, req Request) error
+}
+
+// TaskFlag is a flag of one task, bound to the config key Key (e.g. "architecture" ->
+// "tracker.architecture"). Its value is a string; the config loader converts it to the key's type.
+type TaskFlag struct {
+	Name, Key, Usage string
+}
+
+// Request is what tracksum-train asks of a task or of a cross-validation besides the config.
+type Request struct {
+	// Data is the prepared directory, Out the checkpoint (or cross-validation) directory.
+	Data, Out string
+	// AllowChangedConfig: see tracker.TrainOptions.AllowChangedConfig.
+	AllowChangedConfig bool
+	// Log receives progress and messages.
+	Log io.Writer
+	// Folds, Model and DevShare configure a cross-validation (--folds K, --cv-model, --dev-share);
+	// unused by Task.Train.
+	Folds    int
+	Model    string
+	DevShare float64
+}
+
+// CrossValidation is K-fold cross-validation of a task on the folds of a prepared directory
+// (tracksum-train --folds K); package model/cv registers the tracker's.
+type CrossValidation struct {
+	// Task is the name of the task cross-validated.
+	Task string
+	// Models are the accepted --cv-model values, DefaultModel the one used when none is given.
+	Models       []string
+	DefaultModel string
+	// ModelsUsage says what each model is, for --help.
+	ModelsUsage string
+	// DefaultDevShare is the --dev-share default: the share of the training folds used as dev.
+	DefaultDevShare float64
+	// Run cross-validates into req.Out.
+	Run func(ctx context.Context, cfg *config.Config, req Request) error
+}
+
+var registry struct {
+	sync.Mutex
+	tasks map[string]Task
+	cvs   map[string]CrossValidation
+}
+
+// Register adds a task to the registry. It panics on an empty or duplicate name or a missing
+// Train function, programming errors found as soon as the binary starts (as database/sql.Register).
+func Register(t Task) {
+	registry.Lock()
+	defer registry.Unlock()
+	if t.Name == "" || t.Section == "" || t.Train == nil {
+		panic(fmt.Sprintf("training.Register: task %q needs a name, a config section and a Train function", t.Name))
+	}
+	if _, dup := registry.tasks[t.Name]; dup {
+		panic(fmt.Sprintf("training.Register: task %q registered twice", t.Name))
+	}
+	if registry.tasks == nil {
+		registry.tasks = map[string]Task{}
+	}
+	registry.tasks[t.Name] = t
+}
+
+// RegisterCrossValidation adds the cross-validation of a task. It panics on a second one for the
+// same task or a missing Run function.
+func RegisterCrossValidation(cv CrossValidation) {
+	registry.Lock()
+	defer registry.Unlock()
+	if cv.Task == "" || cv.Run == nil || !slices.Contains(cv.Models, cv.DefaultModel) {
+		panic(fmt.Sprintf("training.RegisterCrossValidation: %q needs a task, a Run function and a default among its models", cv.Task))
+	}
+	if _, dup := registry.cvs[cv.Task]; dup {
+		panic(fmt.Sprintf("training.RegisterCrossValidation: task %q registered twice", cv.Task))
+	}
+	if registry.cvs == nil {
+		registry.cvs = map[string]CrossValidation{}
+	}
+	registry.cvs[cv.Task] = cv
+}
+
+// Tasks returns the registered tasks sorted by name.
+func Tasks() []Task {
+	registry.Lock()
+	defer registry.Unlock()
+	out := make([]Task, 0, len(registry.tasks))
+	for _, t := range registry.tasks {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Task) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// LookupTask returns the registered task called name.
+func LookupTask(name string) (Task, bool) {
+	registry.Lock()
+	defer registry.Unlock()
+	t, ok := registry.tasks[name]
+	return t, ok
+}
+
+// CrossValidations returns the registered cross-validations sorted by task name.
+func CrossValidations() []CrossValidation {
+	registry.Lock()
+	defer registry.Unlock()
+	out := make([]CrossValidation, 0, len(registry.cvs))
+	for _, cv := range registry.cvs {
+		out = append(out, cv)
+	}
+	slices.SortFunc(out, func(a, b CrossValidation) int { return strings.Compare(a.Task, b.Task) })
+	return out
+}
