@@ -11,6 +11,11 @@
 // alone). The predictions copy the tracked sentences as the summary ("tracker + copy"), or
 // "Unknown." when none is tracked.
 //
+// With tracker.lexical_calibration_folds the warm start (and the baseline) carries per-aspect
+// bias shifts chosen by an inner K-fold of the fold's train part; with tracker.context_rescoring
+// each fold's scores are rescored by a tracker.ContextRescorer fitted on that train part too
+// (recorded in CK/fold-k.json). Neither reads the fold's dev part or its held-out fold.
+//
 // A finished fold (CK/fold-k.json) is not redone when the command is run again; an interrupted
 // tracker fold resumes from its checkpoint's resume point.
 //
