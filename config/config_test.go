@@ -194,4 +194,31 @@ func TestPaperTraining(t *testing.T) {
 	if cfg.Tracker.Imbalance != "oversample" || cfg.Tracker.Oversample != 6 {
 		t.Errorf("paper tracker imbalance: %s x%d; want oversample x6", cfg.Tracker.Imbalance, cfg.Tracker.Oversample)
 	}
+	// The paper's recipe has neither of the project's additions over the tracker's scores.
+	if cfg.Tracker.LexicalCalibrationFolds != 0 || cfg.Tracker.ContextRescoring || cfg.Tracker.Calibrate {
+		t.Errorf("paper tracker: lexical_calibration_folds %d, context_rescoring %v, calibrate %v; want 0, false, false",
+			cfg.Tracker.LexicalCalibrationFolds, cfg.Tracker.ContextRescoring, cfg.Tracker.Calibrate)
+	}
+}
+
+// TestDefaultTrackerRescoring pins the default tracker recipe that docs/tracker.md's
+// cross-validation figures describe: per-aspect calibration by 5 inner folds and context
+// rescoring (configs/default.yaml agrees: TestDefaultsInTwoPlaces), and that turning the
+// calibration off alone is refused while rescoring is on.
+func TestDefaultTrackerRescoring(t *testing.T) {
+	d := DefaultTracker()
+	if d.LexicalCalibrationFolds != 5 || !d.ContextRescoring {
+		t.Errorf("default tracker: lexical_calibration_folds %d, context_rescoring %v; want 5, true", d.LexicalCalibrationFolds, d.ContextRescoring)
+	}
+	if err := d.Validate(); err != nil {
+		t.Errorf("default tracker: %v", err)
+	}
+	d.LexicalCalibrationFolds = 0
+	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "tracker.context_rescoring") {
+		t.Errorf("calibration off, rescoring on: %v", err)
+	}
+	d.ContextRescoring = false
+	if err := d.Validate(); err != nil {
+		t.Errorf("both off (the plain TF-IDF + LR recipe): %v", err)
+	}
 }

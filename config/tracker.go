@@ -57,10 +57,11 @@ type Tracker struct {
 	// regression's out-of-fold scores in an inner K-fold by abstract of the train split; 0 = off.
 	// Only the train split is read, so dev and test stay unseen.
 	LexicalCalibrationFolds int `mapstructure:"lexical_calibration_folds" yaml:"lexical_calibration_folds"`
-	// ContextRescoring adds, in the cross-validation harness (model/cv), a second stage over the
-	// tracker's logits that sees each sentence's instance (its logit against the abstract's best,
-	// its neighbours' logits): tracker.ContextRescorer, fitted on the out-of-fold lexical logits
-	// of the inner folds of lexical_calibration_folds (which must be >= 2).
+	// ContextRescoring adds a second stage over the tracker's logits that sees each sentence's
+	// instance (its logit against the abstract's best, its neighbours' logits):
+	// tracker.ContextRescorer, fitted by tracksum-train on the out-of-fold lexical logits of the
+	// inner folds of lexical_calibration_folds (which must be >= 2) of the train split, stored in
+	// the checkpoint (context.json) and applied by infer and serve to each abstract.
 	ContextRescoring bool `mapstructure:"context_rescoring" yaml:"context_rescoring"`
 	// Threshold is the probability from which a sentence counts as relevant (dev metrics, infer).
 	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
@@ -104,8 +105,8 @@ func DefaultTracker() Tracker {
 		Calibrate:        false,
 		Train:            train,
 
-		LexicalCalibrationFolds: 0,
-		ContextRescoring:        false,
+		LexicalCalibrationFolds: 5,
+		ContextRescoring:        true,
 	}
 }
 

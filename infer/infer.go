@@ -94,11 +94,6 @@ func (g *goldScores) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	return out, nil
 }
 
-// Prediction is the output record, dataset.Prediction.
-//
-// Deprecated: use dataset.Prediction; this alias remains while model/cv still names it.
-type Prediction = dataset.Prediction
-
 // Abstract is one abstract to process with the aspects to summarize for it, in output order.
 type Abstract struct {
 	PMID     string

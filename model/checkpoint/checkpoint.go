@@ -12,6 +12,7 @@
 //	DIR/best/model.safetensors           the best-on-dev variables (best/metrics.json: their dev metrics)
 //	DIR/state/                           the resume point
 //	DIR/report.json                      the end-of-training report (when the model writes one)
+//	DIR/context.json                     the tracker's context rescorer (tracker.context_rescoring)
 //
 // The names are those of the checkpoints already on disk: changing one would orphan them. For the
 // same reason the variables inside best/model.safetensors keep the names each model was first
@@ -55,6 +56,9 @@ const (
 	StateDir      = "state"
 	// BestMetricsFile, inside BestDir, holds the dev metrics of the best variables.
 	BestMetricsFile = "metrics.json"
+	// ContextFile is the tracker's second stage over its logits (tracker.ContextRescorer), written
+	// when tracker.context_rescoring is on; a checkpoint without it scores with the logits alone.
+	ContextFile = "context.json"
 )
 
 // BestWeights returns the path of the best-on-dev variables of the checkpoint dir.

@@ -14,7 +14,8 @@
 // With tracker.lexical_calibration_folds the warm start (and the baseline) carries per-aspect
 // bias shifts chosen by an inner K-fold of the fold's train part; with tracker.context_rescoring
 // each fold's scores are rescored by a tracker.ContextRescorer fitted on that train part too
-// (recorded in CK/fold-k.json). Neither reads the fold's dev part or its held-out fold.
+// (stored in the fold checkpoint CK/fold-k/context.json, which infer applies, and recorded in
+// CK/fold-k.json). Neither reads the fold's dev part or its held-out fold.
 //
 // A finished fold (CK/fold-k.json) is not redone when the command is run again; an interrupted
 // tracker fold resumes from its checkpoint's resume point.
@@ -43,7 +44,6 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/tracker"
 )
@@ -224,24 +224,26 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 			if err != nil {
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
 			}
-			devProbs, r.Scores = b.Score(data.Dev.Examples), b.Score(data.Test.Examples)
-			r.CalibrationShifts = b.Shifts
+			r.CalibrationShifts, r.Context = b.Shifts, b.Context
+			if devProbs, err = b.ScoreSplit(data.Dev); err != nil {
+				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+			}
+			if r.Scores, err = b.ScoreSplit(data.Test); err != nil {
+				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+			}
 		default:
+			// The fold checkpoint carries the context rescorer (tracker.context_rescoring), and
+			// ScoreSplit scores as infer does with it: OOF scores = infer --tracker fold-k.
 			m, rep, err := tracker.Train(ctx, cfg, opts.Data, filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k)),
 				tracker.TrainOptions{Log: log, Data: data, AllowChangedConfig: opts.AllowChangedConfig})
 			if err != nil {
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
 			}
-			r.Steps, r.BestStep = rep.Steps, rep.BestStep
-			if devProbs, err = m.ScoreExamples(data.Dev.Examples); err != nil {
+			r.Steps, r.BestStep, r.Context = rep.Steps, rep.BestStep, m.Context()
+			if devProbs, err = m.ScoreSplit(data.Dev); err != nil {
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
 			}
-			if r.Scores, err = m.ScoreExamples(data.Test.Examples); err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-		}
-		if tc.ContextRescoring {
-			if devProbs, err = rescore(tc, data, cfg.Seed, devProbs, &r); err != nil {
+			if r.Scores, err = m.ScoreSplit(data.Test); err != nil {
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
 			}
 		}
@@ -283,20 +285,6 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		opts.Model, folds.K, s["sentence_f1"].Mean, s["sentence_f1"].SD, s["sentence_precision"].Mean, s["sentence_recall"].Mean,
 		s["sentence_auc"].Mean, s["exact_match"].Mean, s["exact_match"].SD, pooled.Sentence["f1"])
 	return rep, nil
-}
-
-// rescore fits the fold's context rescorer on its train part (tracker.FitContextRescorer) and
-// applies it to the model's test scores (r.Scores, replaced) and dev scores (returned).
-func rescore(tc config.Tracker, data *tracker.Data, seed int64, devProbs []float32, r *FoldResult) ([]float32, error) {
-	c, err := tracker.FitContextRescorer(tc, data, seed)
-	if err != nil {
-		return nil, err
-	}
-	if r.Scores, err = c.Rescore(tracker.Logits(r.Scores), data.Test.Examples, data.Test.Keys); err != nil {
-		return nil, err
-	}
-	r.Context = c
-	return c.Rescore(tracker.Logits(devProbs), data.Dev.Examples, data.Dev.Keys)
 }
 
 // rows are all tracker rows of a prepared directory (train, dev and test splits together).
@@ -374,7 +362,7 @@ func readInstances(dir string) (map[[2]string]dataset.Instance, error) {
 // outOfFold joins the folds' test scores into one prediction per instance (tracked sentences at
 // threshold, copied as the summary), the matching references, and the pooled figures. Records are
 // ordered by PMID, then by the aspect order of the aspect set.
-func outOfFold(results []FoldResult, all *rows, insts map[[2]string]dataset.Instance, threshold float64) ([]infer.Prediction, []dataset.Instance, *tracker.SplitReport, error) {
+func outOfFold(results []FoldResult, all *rows, insts map[[2]string]dataset.Instance, threshold float64) ([]dataset.Prediction, []dataset.Instance, *tracker.SplitReport, error) {
 	type scored struct {
 		index int
 		p     float32
@@ -416,7 +404,7 @@ func outOfFold(results []FoldResult, all *rows, insts map[[2]string]dataset.Inst
 		}
 		return order[a[1]] - order[b[1]]
 	})
-	preds := make([]infer.Prediction, 0, len(keys))
+	preds := make([]dataset.Prediction, 0, len(keys))
 	refs := make([]dataset.Instance, 0, len(keys))
 	for _, key := range keys {
 		ref, ok := insts[key]
@@ -427,7 +415,7 @@ func outOfFold(results []FoldResult, all *rows, insts map[[2]string]dataset.Inst
 		if len(sc) != len(ref.Document) {
 			return nil, nil, nil, fmt.Errorf("instance %s/%s: %d scored sentences for a %d-sentence abstract", key[0], key[1], len(sc), len(ref.Document))
 		}
-		p := infer.Prediction{PMID: key[0], Aspect: key[1], Indexes: []int{}, Scores: make([]float32, len(sc))}
+		p := dataset.Prediction{PMID: key[0], Aspect: key[1], Indexes: []int{}, Scores: make([]float32, len(sc))}
 		for _, s := range sc {
 			p.Scores[s.index] = s.p
 		}

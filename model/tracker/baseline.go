@@ -22,11 +22,15 @@ type LexicalBaseline struct {
 	// Shifts are the per-aspect logit shifts of lexical_calibration_folds (already in the bias;
 	// nil when off), in the order of the aspect set.
 	Shifts []float64
+	// Context is the context rescorer of tracker.context_rescoring (nil when off), fitted on the
+	// same inner folds as Shifts and applied by ScoreSplit.
+	Context *ContextRescorer
 }
 
 // FitLexicalBaseline fits the baseline on data.Train with the settings of tc (imbalance,
 // pos_weight, lexical_l2, ngram_buckets, lexical_calibration_folds, whose inner folds are dealt
-// with seed); data.Dev and data.Test are not used.
+// with seed, and context_rescoring, fitted on the same inner folds); data.Dev and data.Test are
+// not used.
 func FitLexicalBaseline(tc config.Tracker, data *Data, seed int64) (*LexicalBaseline, error) {
 	if len(data.Train.Examples) == 0 {
 		return nil, fmt.Errorf("%w: no training rows for the lexical baseline", ErrPrepared)
@@ -38,12 +42,19 @@ func FitLexicalBaseline(tc config.Tracker, data *Data, seed int64) (*LexicalBase
 		return nil, err
 	}
 	var shifts []float64
-	if tc.LexicalCalibrationFolds > 0 {
-		if shifts, err = lexicalCalibration(hp, tc, data.Train, tc.LexicalCalibrationFolds, seed); err != nil {
+	var context *ContextRescorer
+	if tc.LexicalCalibrationFolds > 0 || tc.ContextRescoring {
+		// One inner K-fold for both, as in Train.
+		oof, err := lexicalOOF(hp, tc, data.Train, tc.LexicalCalibrationFolds, seed)
+		if err != nil {
 			return nil, err
 		}
+		shifts = bestShifts(oof, data.Train.Examples, len(hp.Aspects), tc.Threshold)
+		if tc.ContextRescoring {
+			context = contextFromOOF(oof, data.Train, len(hp.Aspects), tc.Threshold)
+		}
 	}
-	b := &LexicalBaseline{hp: hp, idfTok: idfTok, idfBi: idfBi, Shifts: shifts}
+	b := &LexicalBaseline{hp: hp, idfTok: idfTok, idfBi: idfBi, Shifts: shifts, Context: context}
 	if err := fitLexical(store, hp, weighTraining(data.Train.Examples, tc), idfTok, idfBi, tc.LexicalL2, shifts); err != nil {
 		return nil, err
 	}
@@ -81,6 +92,16 @@ func (b *LexicalBaseline) Score(exs []Example) []float32 {
 		out[i] = float32(1 / (1 + math.Exp(-s)))
 	}
 	return out
+}
+
+// ScoreSplit returns the probability of each row of s: Score, then the context rescorer (when
+// the baseline has one) over the rows of each instance (s.Keys), as Model.ScoreSplit.
+func (b *LexicalBaseline) ScoreSplit(s SplitData) ([]float32, error) {
+	probs := b.Score(s.Examples)
+	if b.Context == nil {
+		return probs, nil
+	}
+	return b.Context.Rescore(Logits(probs), s.Examples, s.Keys)
 }
 
 // baselineHyperparams returns the hyperparameters Train would use for data with tc.

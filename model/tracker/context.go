@@ -1,10 +1,14 @@
 package tracker
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 
-	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // NumContextFeatures is the number of features of a sentence's context rescoring.
@@ -26,8 +30,10 @@ const contextL2 = 1e-3
 // logit itself, and the logits of the previous and next sentences (contextPad when there is
 // none). A sentence-level model scores each sentence alone; relevant sentences come in runs and
 // an instance's best sentence is relevant more often than its logit says, which this recovers.
-// The rescorer is fitted on out-of-fold logits of the training split only (FitContextRescorer),
-// and Shifts (bestShifts of its own scores) keep 0.5 as the operating threshold.
+// The rescorer is fitted on out-of-fold logits of the training split only (contextFromOOF),
+// and Shifts (bestShifts of its own scores) keep 0.5 as the operating threshold. Train stores it
+// in the checkpoint (checkpoint.ContextFile) and Load attaches it to the Model, whose ScoreBatch
+// and ScoreSplit apply it; ScoreExamples (single rows, no instance) never does.
 type ContextRescorer struct {
 	// Weights holds, per aspect, NumContextFeatures weights then the bias.
 	Weights [][]float64 `json:"weights"`
@@ -140,24 +146,75 @@ func (c *ContextRescorer) Rescore(logits []float64, exs []Example, keys []RowKey
 	return out, nil
 }
 
-// FitContextRescorer fits a ContextRescorer on data.Train only: the out-of-fold logits of the
-// lexical regression in tc.LexicalCalibrationFolds inner folds by abstract (dealt with seed),
-// shifted by their per-aspect calibration as the calibrated warm start is, so that the rescorer
-// sees logits placed as the model's. It needs lexical_calibration_folds >= 2.
-func FitContextRescorer(tc config.Tracker, data *Data, seed int64) (*ContextRescorer, error) {
-	if tc.LexicalCalibrationFolds < 2 {
-		return nil, fmt.Errorf("tracker: context rescoring needs tracker.lexical_calibration_folds >= 2, got %d", tc.LexicalCalibrationFolds)
+// contextFromOOF fits the rescorer on the inner out-of-fold lexical logits of the train split
+// (lexicalOOF of tracker.lexical_calibration_folds inner folds by abstract), shifted by their
+// per-aspect calibration as the calibrated warm start is, so that the rescorer sees logits placed
+// as the model's (the shifts lexicalCalibration computes from the same logits). Only the train
+// split is read. Train and FitLexicalBaseline call it when
+// tracker.context_rescoring is on, sharing the inner folds with the calibration.
+func contextFromOOF(logits []float64, train SplitData, aspects int, threshold float64) *ContextRescorer {
+	shifts := bestShifts(logits, train.Examples, aspects, threshold)
+	shifted := make([]float64, len(logits))
+	for i, e := range train.Examples {
+		shifted[i] = logits[i] + shifts[e.Aspect]
 	}
-	hp := baselineHyperparams(tc, data)
-	logits, err := lexicalOOF(hp, tc, data.Train, tc.LexicalCalibrationFolds, seed)
-	if err != nil {
+	return fitContextRescorer(shifted, train.Examples, train.Keys, aspects, threshold)
+}
+
+// check reports a rescorer that cannot score `aspects` aspects (wrong sizes, non-finite values).
+func (c *ContextRescorer) check(aspects int) error {
+	if len(c.Weights) != aspects || len(c.Shifts) != aspects {
+		return fmt.Errorf("context rescorer has %d weight rows and %d shifts for %d aspects", len(c.Weights), len(c.Shifts), aspects)
+	}
+	for a, w := range c.Weights {
+		if len(w) != NumContextFeatures+1 {
+			return fmt.Errorf("context rescorer: aspect %d has %d weights, want %d", a, len(w), NumContextFeatures+1)
+		}
+		for _, x := range append(slices.Clone(w), c.Shifts[a]) {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("context rescorer: aspect %d has a non-finite weight or shift", a)
+			}
+		}
+	}
+	return nil
+}
+
+// readContextRescorer reads the rescorer of the checkpoint dir (checkpoint.ContextFile) for a
+// model of `aspects` aspects; it returns nil, nil when the checkpoint has none (trained without
+// tracker.context_rescoring, or before it existed).
+func readContextRescorer(dir string, aspects int) (*ContextRescorer, error) {
+	path := filepath.Join(dir, checkpoint.ContextFile)
+	var c ContextRescorer
+	if err := checkpoint.ReadJSON(path, &c, true); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
 		return nil, err
 	}
-	shifts := bestShifts(logits, data.Train.Examples, len(hp.Aspects), tc.Threshold)
-	for i, e := range data.Train.Examples {
-		logits[i] += shifts[e.Aspect]
+	if err := c.check(aspects); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return fitContextRescorer(logits, data.Train.Examples, data.Train.Keys, len(hp.Aspects), tc.Threshold), nil
+	return &c, nil
+}
+
+// rescoreRequests applies the rescorer to ScoreBatch's probabilities: each request is one
+// instance (all sentences of an abstract, one aspect), rescored on its own.
+func (c *ContextRescorer) rescoreRequests(probs []float32, exs []Example, reqs []Request) error {
+	k := 0
+	for _, r := range reqs {
+		n := len(r.Doc)
+		keys := make([]RowKey, n)
+		for i := range keys {
+			keys[i] = RowKey{Aspect: r.Aspect, SentenceIndex: i}
+		}
+		p, err := c.Rescore(Logits(probs[k:k+n]), exs[k:k+n], keys)
+		if err != nil {
+			return err
+		}
+		copy(probs[k:k+n], p)
+		k += n
+	}
+	return nil
 }
 
 // Logits returns the logit of each probability (clamped away from 0 and 1).

@@ -19,9 +19,9 @@ type SplitReport struct {
 	PerAspect map[string]map[string]float64 `json:"per_aspect"`
 }
 
-// Evaluate scores a split with the model at threshold.
+// Evaluate scores a split with the model at threshold (ScoreSplit: as infer scores it).
 func (m *Model) Evaluate(s SplitData, threshold float64) (*SplitReport, error) {
-	probs, err := m.ScoreExamples(s.Examples)
+	probs, err := m.ScoreSplit(s)
 	if err != nil {
 		return nil, err
 	}

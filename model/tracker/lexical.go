@@ -178,7 +178,8 @@ const calibrationStream = 0xca1
 // weight (tc.PosWeight) pulls the fitted probabilities up and the L2 penalty pulls them towards
 // the prior, so the F1-optimal cut is rarely at 0.5 and differs per aspect; shifting the bias
 // keeps 0.5 as the operating threshold. Shifts come from calibrationShifts (0 first, so an aspect
-// with no better shift keeps its bias).
+// with no better shift keeps its bias). Train and FitLexicalBaseline compute the same shifts from
+// one lexicalOOF that they share with the context rescorer (contextFromOOF).
 func lexicalCalibration(hp *Hyperparams, tc config.Tracker, train SplitData, folds int, seed int64) ([]float64, error) {
 	logits, err := lexicalOOF(hp, tc, train, folds, seed)
 	if err != nil {

@@ -28,6 +28,8 @@ type Model struct {
 	store   *gomlxmodel.Store
 	mu      sync.Mutex
 	exec    *gomlxmodel.Exec
+	// context, when not nil, rescores each instance's probabilities (ScoreBatch, ScoreSplit).
+	context *ContextRescorer
 }
 
 // newModel wraps a store whose /model variables hold (or will hold) the tracker's weights.
@@ -43,7 +45,8 @@ func newModel(backend compute.Backend, hp *Hyperparams, tok *subword.Tokenizer, 
 }
 
 // Load rebuilds a tracker from a checkpoint directory written by Train (hparams.json,
-// tokenizer.json, best/model.safetensors); it needs nothing else. The backend is model.Backend().
+// tokenizer.json, best/model.safetensors, and context.json when it was trained with
+// tracker.context_rescoring); it needs nothing else. The backend is model.Backend().
 func Load(dir string) (*Model, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: %s is not a directory", ErrCheckpoint, dir)
@@ -78,6 +81,9 @@ func Load(dir string) (*Model, error) {
 	if err := m.checkVariables(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, varsPath, err)
 	}
+	if m.context, err = readContextRescorer(dir, len(hp.Aspects)); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
 	return m, nil
 }
 
@@ -105,6 +111,9 @@ func (m *Model) Hyperparams() Hyperparams { return *m.hp }
 // Tokenizer returns the model's tokenizer.
 func (m *Model) Tokenizer() *subword.Tokenizer { return m.tok }
 
+// Context returns the model's context rescorer, nil when it has none.
+func (m *Model) Context() *ContextRescorer { return m.context }
+
 // Threshold returns the decision threshold the model was trained with (tracker.threshold).
 func (m *Model) Threshold() float64 { return m.hp.Threshold }
 
@@ -124,7 +133,9 @@ func (m *Model) Score(doc []string, aspect string) ([]float32, error) {
 	return out[0], nil
 }
 
-// ScoreBatch scores several requests at once (sentences of all requests share graph calls).
+// ScoreBatch scores several requests at once (sentences of all requests share graph calls). Each
+// request is one instance: with a context rescorer, its sentences are rescored together, so a
+// request must hold the whole abstract.
 func (m *Model) ScoreBatch(reqs []Request) ([][]float32, error) {
 	var exs []Example
 	for ri, r := range reqs {
@@ -139,6 +150,11 @@ func (m *Model) ScoreBatch(reqs []Request) ([][]float32, error) {
 	probs, err := m.ScoreExamples(exs)
 	if err != nil {
 		return nil, err
+	}
+	if m.context != nil {
+		if err := m.context.rescoreRequests(probs, exs, reqs); err != nil {
+			return nil, err
+		}
 	}
 	out := make([][]float32, len(reqs))
 	k := 0
@@ -162,7 +178,19 @@ func truncate(ids []int32, n int) []int32 {
 	return ids
 }
 
-// ScoreExamples returns the probability of each example, in order. Examples are grouped by padded
+// ScoreSplit returns the probability of each row of s as ScoreBatch gives it for the row's
+// abstract: ScoreExamples, then the context rescorer (when the model has one) over the rows of
+// each instance (s.Keys), which must all be in s.
+func (m *Model) ScoreSplit(s SplitData) ([]float32, error) {
+	probs, err := m.ScoreExamples(s.Examples)
+	if err != nil || m.context == nil {
+		return probs, err
+	}
+	return m.context.Rescore(Logits(probs), s.Examples, s.Keys)
+}
+
+// ScoreExamples returns the probability of each example, in order, from the network alone (no
+// context rescoring: an example is scored without its abstract). Examples are grouped by padded
 // length and scored in batches of at most 64 (rows padded to a power of two), deterministically:
 // the same examples give bit-identical probabilities from the same variables.
 func (m *Model) ScoreExamples(exs []Example) ([]float32, error) {

@@ -197,18 +197,35 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		len(data.Train.Examples), pos, len(train), tc.Imbalance, len(data.Dev.Examples), len(data.Test.Examples))
 
 	store := gomlxmodel.NewStore()
+	warmStart := hp.Lexical && tc.LexicalWarmStart && resume == nil
+	// The calibration of the warm start and the context rescorer read the same inner folds of the
+	// train split: their out-of-fold lexical logits are computed once.
+	var oof []float64
+	if (warmStart && tc.LexicalCalibrationFolds > 0) || tc.ContextRescoring {
+		t0 := time.Now()
+		if oof, err = lexicalOOF(hp, tc, data.Train, tc.LexicalCalibrationFolds, cfg.Seed); err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(log, "tracker: lexical regression in %d inner folds of the train split (%.1fs)\n",
+			tc.LexicalCalibrationFolds, time.Since(t0).Seconds())
+	}
+	rescorer, err := writeContextRescorer(outDir, tc, oof, data.Train, len(hp.Aspects))
+	if err != nil {
+		return nil, nil, err
+	}
+	if rescorer != nil {
+		fmt.Fprintf(log, "tracker: context rescorer fitted on the train split's inner out-of-fold logits (%s)\n", checkpoint.ContextFile)
+	}
 	if hp.Lexical {
 		idfTok, idfBi, err := SetIDF(store, hp, data.Train.Examples)
 		if err != nil {
 			return nil, nil, err
 		}
-		if tc.LexicalWarmStart && resume == nil {
+		if warmStart {
 			t0 := time.Now()
 			var shifts []float64
 			if tc.LexicalCalibrationFolds > 0 {
-				if shifts, err = lexicalCalibration(hp, tc, data.Train, tc.LexicalCalibrationFolds, cfg.Seed); err != nil {
-					return nil, nil, err
-				}
+				shifts = bestShifts(oof, data.Train.Examples, len(hp.Aspects), tc.Threshold)
 				fmt.Fprintf(log, "tracker: lexical calibration (%d inner folds of the train split): per-aspect logit shifts %s\n",
 					tc.LexicalCalibrationFolds, formatShifts(hp, shifts))
 			}
@@ -222,6 +239,9 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err != nil {
 		return nil, nil, err
 	}
+	// Model selection on dev stays on the network's own scores (ScoreExamples below): the
+	// rescorer does not depend on the variables, and the report and Load apply it.
+	m.context = rescorer
 	devLabels := labelsOf(data.Dev.Examples)
 	t0 := time.Now()
 	res, err := training.Run(ctx, training.Options{
@@ -292,6 +312,29 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		}
 	}
 	return m, rep, nil
+}
+
+// writeContextRescorer fits the context rescorer of tc.ContextRescoring on the inner out-of-fold
+// logits oof of train (contextFromOOF) and writes it into the checkpoint outDir before training,
+// so that every best/ variables written afterwards are scored with it. With context rescoring off
+// it removes a rescorer left by an earlier run into outDir (a rerun with a changed config), which
+// Load would otherwise apply, and returns nil.
+func writeContextRescorer(outDir string, tc config.Tracker, oof []float64, train SplitData, aspects int) (*ContextRescorer, error) {
+	path := filepath.Join(outDir, checkpoint.ContextFile)
+	if !tc.ContextRescoring {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		return nil, nil
+	}
+	if len(oof) != len(train.Examples) {
+		return nil, fmt.Errorf("tracker: context rescoring: %d out-of-fold logits for %d train rows", len(oof), len(train.Examples))
+	}
+	c := contextFromOOF(oof, train, aspects, tc.Threshold)
+	if err := checkpoint.WriteJSON(path, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // SetIDF fills the lexical term's IDF tables from training examples (smoothed as scikit-learn's
