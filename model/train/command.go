@@ -90,12 +90,25 @@ func Command() cli.Command {
 		fs.Int("folds", 0, "cross-validate --task "+orList(cvTasks)+" on the K folds of --data (prepare --folds K): --out gets cv.json, oof.jsonl, fold-k/")
 		fs.String("cv-model", cvModel, "with --folds: "+orList(cvModels)+" ("+strings.Join(cvUsage, "; ")+")")
 		fs.Float64("dev-share", devShare, "with --folds: share of the training folds' abstracts used as dev (model selection)")
+		var finals []string
+		for _, cv := range cvs {
+			if cv.Final != nil {
+				finals = append(finals, cv.Task+": "+cv.FinalUsage)
+			}
+		}
+		if len(finals) > 0 {
+			fs.Bool("final", false, "train the final model with the step count chosen by the cross-validation --folds-from CV: "+strings.Join(finals, "; "))
+			fs.String("folds-from", "", "with --final: the cross-validation directory (the --out of train --folds K on the same --data and config)")
+		}
 	}
 	fs.Bool("allow-changed-config", false, "resume a checkpoint although seed or TASK settings differ from its config.yaml (refused by default)")
 
 	synopsis := "--task " + strings.Join(names, "|") + " --data PREPARED_DIR --out CHECKPOINT_DIR [--config FILE] [flags]"
 	for _, cv := range cvs {
 		synopsis += "\n       tracksum-train --task " + cv.Task + " --folds K [--cv-model " + strings.Join(cv.Models, "|") + "] --data PREPARED_DIR --out CV_DIR"
+		if cv.Final != nil {
+			synopsis += "\n       tracksum-train --task " + cv.Task + " --final --folds-from CV_DIR --data PREPARED_DIR --out CHECKPOINT_DIR"
+		}
 	}
 	desc := "Trains a model on a prepared directory. Tasks:\n"
 	for _, t := range tasks {
@@ -121,6 +134,16 @@ func Command() cli.Command {
 			case data == "" || out == "":
 				return cli.Usagef("--data and --out are required")
 			}
+			// A flag of another task (e.g. --architecture with --task summarizer) would be ignored
+			// silently: refuse it instead.
+			for _, t := range tasks {
+				for _, f := range t.Flags {
+					own := slices.ContainsFunc(task.Flags, func(g training.TaskFlag) bool { return g.Name == f.Name })
+					if fs.Changed(f.Name) && !own {
+						return cli.Usagef("--%s applies to --task %s, not %s", f.Name, t.Name, task.Name)
+					}
+				}
+			}
 			keys := map[string]string{"seed": "seed"}
 			for flag, key := range loopFlags {
 				keys[flag] = task.Section + ".train." + key
@@ -134,6 +157,22 @@ func Command() cli.Command {
 			}
 			req := training.Request{Data: data, Out: out, Log: os.Stderr}
 			req.AllowChangedConfig, _ = fs.GetBool("allow-changed-config")
+			if fs.Lookup("final") != nil {
+				final, _ := fs.GetBool("final")
+				req.FoldsFrom, _ = fs.GetString("folds-from")
+				if final || req.FoldsFrom != "" {
+					i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name && cv.Final != nil })
+					switch {
+					case !final || req.FoldsFrom == "":
+						return cli.Usagef("--final and --folds-from CV_DIR go together")
+					case i < 0:
+						return cli.Usagef("--final trains --task %s only", orList(finalTasks(cvs)))
+					case fs.Changed("folds") || fs.Changed("cv-model") || fs.Changed("dev-share"):
+						return cli.Usagef("--final takes its folds from --folds-from: leave out --folds, --cv-model and --dev-share")
+					}
+					return cvs[i].Final(ctx, cfg, req)
+				}
+			}
 			if len(cvs) > 0 {
 				req.Folds, _ = fs.GetInt("folds")
 				if req.Folds != 0 || fs.Changed("cv-model") || fs.Changed("dev-share") {
@@ -149,6 +188,17 @@ func Command() cli.Command {
 			return task.Train(ctx, cfg, req)
 		},
 	}
+}
+
+// finalTasks returns the tasks whose cross-validation has a final training.
+func finalTasks(cvs []training.CrossValidation) []string {
+	var out []string
+	for _, cv := range cvs {
+		if cv.Final != nil {
+			out = append(out, cv.Task)
+		}
+	}
+	return out
 }
 
 // orList writes names as "a", "a or b", "a, b or c".

@@ -72,6 +72,7 @@ func TestCommand(t *testing.T) {
 					t.Errorf("request %+v", got.req)
 				}
 			}},
+		{desc: "another task's flag", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--architecture", "ngram"}, usage: "--architecture applies to --task toy-track, not toy-sum"},
 		{desc: "unknown task", args: []string{"--task", "nope", "--data", "d", "--out", "o"}, usage: `--task must be`},
 		{desc: "no --out", args: []string{"--task", "toy-sum", "--data", "d"}, usage: "--data and --out are required"},
 		{desc: "arguments", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "x"}, usage: "unexpected arguments"},
