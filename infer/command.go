@@ -20,7 +20,7 @@ var inferFlagKeys = map[string]string{
 // Command returns tracksum-infer: Track-then-Sum inference with checkpoints, or an LLM method.
 func Command() cli.Command {
 	fs := cli.NewFlags("tracksum-infer")
-	fs.String("tracker", "", "tracker checkpoint directory (required without --method); \"gold\": the input's reference citations; \"llm\": prompted")
+	fs.String("tracker", "", "tracker checkpoint directory, or a cross-validation directory (train --folds K: the mean of its fold-k checkpoints' probabilities) (required without --method); \"gold\": the input's reference citations; \"llm\": prompted")
 	fs.String("summarizer", "", "summarizer checkpoint directory; omit for track-only inference; \"extractive\": copy the tracked sentences; \"llm\": prompted")
 	fs.String("method", "", "LLM method instead of --tracker/--summarizer: prompt (TracSum two-shot), intrinsic, prior or posthoc (PCoA attribution)")
 	fs.String("llm-model", "", "infer.llm.model: model name at the eval.llm.base_url endpoint (default: eval.llm.model)")

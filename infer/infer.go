@@ -195,6 +195,7 @@ func (p *Pipeline) Process(a Abstract) ([]dataset.Prediction, error) {
 // Options are the command-level inputs of Run.
 type Options struct {
 	// Tracker and Summarizer are checkpoint directories; Summarizer may be empty (track-only).
+	// Tracker may also be a tracker cross-validation directory (LoadEnsemble).
 	// Tracker "gold" (GoldTracker) uses the input's reference citations instead of a model;
 	// Summarizer "extractive" (ExtractiveSummarizer) copies the tracked sentences.
 	Tracker, Summarizer string
@@ -274,12 +275,10 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	p := &Pipeline{Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
 	aspectSet := ""
 	if o.Tracker != GoldTracker && o.Tracker != LLMComponent && o.Method == "" {
-		trk, err := tracker.Load(o.Tracker)
-		if err != nil {
+		// A cross-validation directory (cv.json) is the ensemble of its fold checkpoints.
+		if p.Tracker, aspectSet, err = loadTracker(o.Tracker, log); err != nil {
 			return nil, err
 		}
-		p.Tracker = trk
-		aspectSet = trk.Hyperparams().AspectSet
 	}
 	switch o.Summarizer {
 	case "":

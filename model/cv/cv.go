@@ -20,6 +20,10 @@
 // A finished fold (CK/fold-k.json) is not redone when the command is run again; an interrupted
 // tracker fold resumes from its checkpoint's resume point.
 //
+// Final (tracksum-train --task tracker --final --folds-from CK) then trains one tracker on every
+// abstract for the step count the folds chose (ChosenSteps); infer --tracker CK scores with the
+// mean of the fold checkpoints (infer.LoadEnsemble).
+//
 // # Example
 //
 //	rep, err := cv.Run(ctx, cfg, cv.Options{Data: "prepared/tracsum", Out: "checkpoints/cv-tracker", Folds: 5})

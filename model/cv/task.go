@@ -7,7 +7,8 @@ import (
 	"github.com/tracksum/tracksum/model/training"
 )
 
-// init registers the cross-validation of the tracker: tracksum-train --task tracker --folds K.
+// init registers the cross-validation of the tracker (tracksum-train --task tracker --folds K) and
+// its final training (--final --folds-from CV).
 func init() {
 	training.RegisterCrossValidation(training.CrossValidation{
 		Task:            "tracker",
@@ -20,5 +21,11 @@ func init() {
 				AllowChangedConfig: r.AllowChangedConfig, Log: r.Log})
 			return err
 		},
+		Final: func(ctx context.Context, cfg *config.Config, r training.Request) error {
+			_, _, err := Final(ctx, cfg, FinalOptions{Data: r.Data, Out: r.Out, CV: r.FoldsFrom,
+				AllowChangedConfig: r.AllowChangedConfig, Log: r.Log})
+			return err
+		},
+		FinalUsage: "one tracker on every abstract of --data (all splits; no held-out evaluation) for the lower median of the folds' best-on-dev steps (fold-k.json)",
 	})
 }

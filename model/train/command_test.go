@@ -32,7 +32,7 @@ func init() {
 	training.Register(training.Task{Name: "toy-track", Section: "tracker", Description: "toy",
 		Flags: []training.TaskFlag{{Name: "architecture", Key: "tracker.architecture", Usage: "toy"}}, Train: record("toy-track")})
 	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-track", Models: []string{"a", "b"}, DefaultModel: "a",
-		DefaultDevShare: 0.25, Run: record("toy-track cv")})
+		DefaultDevShare: 0.25, Run: record("toy-track cv"), Final: record("toy-track final"), FinalUsage: "toy final"})
 }
 
 func TestCommand(t *testing.T) {
@@ -79,6 +79,16 @@ func TestCommand(t *testing.T) {
 		{desc: "folds of a task without cross-validation", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--folds", "3"}, usage: "cross-validates --task"},
 		{desc: "one fold", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--folds", "1"}, usage: "K >= 2"},
 		{desc: "dev share without folds", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--dev-share", "0.2"}, usage: "need it"},
+		{desc: "final", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--final", "--folds-from", "cv", "--max-steps", "9"}, task: "toy-track final",
+			check: func(t *testing.T) {
+				if got.req.FoldsFrom != "cv" || got.req.Data != "d" || got.req.Out != "o" || got.req.Folds != 0 {
+					t.Errorf("request %+v", got.req)
+				}
+			}},
+		{desc: "final without --folds-from", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--final"}, usage: "go together"},
+		{desc: "--folds-from without --final", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--folds-from", "cv"}, usage: "go together"},
+		{desc: "final of a task without one", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--final", "--folds-from", "cv"}, usage: "--final trains --task toy-track only"},
+		{desc: "final with --folds", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--final", "--folds-from", "cv", "--folds", "3"}, usage: "leave out --folds"},
 		{desc: "training error", args: []string{"--task", "toy-sum", "--data", "fail", "--out", "o"}, task: "toy-sum", err: "no shards"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -117,6 +127,9 @@ func TestHelpListsTasks(t *testing.T) {
 		if !strings.Contains(cmd.Synopsis, want) || !strings.Contains(cmd.Description, want) {
 			t.Errorf("help lacks %q:\n%s\n%s", want, cmd.Synopsis, cmd.Description)
 		}
+	}
+	if f := cmd.Flags.Lookup("final"); f == nil || !strings.Contains(f.Usage, "toy-track: toy final") || !strings.Contains(cmd.Synopsis, "--final --folds-from CV_DIR") {
+		t.Errorf("--final: %+v\n%s", f, cmd.Synopsis)
 	}
 	if f := cmd.Flags.Lookup("cv-model"); f == nil || f.DefValue != "a" {
 		t.Errorf("--cv-model: %+v, want default a", f)

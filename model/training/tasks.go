@@ -47,6 +47,9 @@ type Request struct {
 	Folds    int
 	Model    string
 	DevShare float64
+	// FoldsFrom is the cross-validation directory of a final training (--final --folds-from CV);
+	// unused by Task.Train.
+	FoldsFrom string
 }
 
 // CrossValidation is K-fold cross-validation of a task on the folds of a prepared directory
@@ -63,6 +66,11 @@ type CrossValidation struct {
 	DefaultDevShare float64
 	// Run cross-validates into req.Out.
 	Run func(ctx context.Context, cfg *config.Config, req Request) error
+	// Final, when set, trains the final model into req.Out on every abstract of req.Data for the
+	// step count the cross-validation req.FoldsFrom chose (tracksum-train --final --folds-from CV).
+	Final func(ctx context.Context, cfg *config.Config, req Request) error
+	// FinalUsage says, for --help, what Final trains on and how it picks the step count.
+	FinalUsage string
 }
 
 var registry struct {

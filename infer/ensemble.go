@@ -1,0 +1,149 @@
+package infer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/tracker"
+)
+
+// CVReportFile is the report a cross-validation directory holds (model/cv's cv.json, written last
+// by `tracksum-train --task tracker --folds K`). Its presence makes --tracker DIR an ensemble of
+// the fold checkpoints DIR/fold-k. (Package model/cv imports infer in its tests, so infer reads
+// the two fields it needs itself rather than importing cv.)
+const CVReportFile = "cv.json"
+
+// ErrEnsemble marks a cross-validation directory that cannot be used as an ensemble tracker.
+var ErrEnsemble = errors.New("tracker ensemble")
+
+// Ensemble is a tracker made of the K fold checkpoints of a cross-validation: the probability of a
+// sentence is the mean of the folds' probabilities (each fold applying its own context rescorer,
+// as infer --tracker fold-k would). It implements Tracker and is safe for concurrent use.
+type Ensemble struct {
+	members []*tracker.Model
+	dirs    []string
+}
+
+// IsCrossValidation reports whether dir is a finished cross-validation output (it holds cv.json).
+func IsCrossValidation(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, CVReportFile))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// LoadEnsemble loads every fold checkpoint dir/fold-k (k < K of dir/cv.json) of a tracker
+// cross-validation. It fails when cv.json is unreadable or not the tracker's, when a fold
+// checkpoint is missing or incomplete, and when the folds disagree on what makes their
+// probabilities comparable per sentence: the aspect set and its order, the tokenizer (file and
+// vocabulary size) and the sentence length kept (max_len).
+func LoadEnsemble(dir string) (*Ensemble, error) {
+	path := filepath.Join(dir, CVReportFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnsemble, err)
+	}
+	var rep struct {
+		Model string `json:"model"`
+		K     int    `json:"k"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrEnsemble, path, err)
+	}
+	switch {
+	case rep.Model != "tracker":
+		return nil, fmt.Errorf("%w: %s: model %q has no fold checkpoints (only a --cv-model tracker cross-validation does)", ErrEnsemble, path, rep.Model)
+	case rep.K < 2:
+		return nil, fmt.Errorf("%w: %s: k = %d, want >= 2", ErrEnsemble, path, rep.K)
+	}
+	e := &Ensemble{}
+	var first tracker.Hyperparams
+	var firstTok []byte
+	for k := range rep.K {
+		fold := filepath.Join(dir, fmt.Sprintf("fold-%d", k))
+		m, err := tracker.Load(fold)
+		if err != nil {
+			return nil, fmt.Errorf("%w: fold %d of %s: %w", ErrEnsemble, k, dir, err)
+		}
+		tok, err := os.ReadFile(filepath.Join(fold, checkpoint.TokenizerFile))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEnsemble, err)
+		}
+		hp := m.Hyperparams()
+		if k == 0 {
+			first, firstTok = hp, tok
+		} else {
+			switch {
+			case hp.AspectSet != first.AspectSet || !reflect.DeepEqual(hp.Aspects, first.Aspects) || !reflect.DeepEqual(hp.AspectNames, first.AspectNames):
+				return nil, fmt.Errorf("%w: %s: aspects %s %v, but fold 0 has %s %v", ErrEnsemble, fold, hp.AspectSet, hp.Aspects, first.AspectSet, first.Aspects)
+			case hp.VocabSize != first.VocabSize || !bytes.Equal(tok, firstTok):
+				return nil, fmt.Errorf("%w: %s: another tokenizer than fold 0's (%s differs)", ErrEnsemble, fold, checkpoint.TokenizerFile)
+			case hp.MaxLen != first.MaxLen:
+				return nil, fmt.Errorf("%w: %s: max_len %d, but fold 0 has %d", ErrEnsemble, fold, hp.MaxLen, first.MaxLen)
+			}
+		}
+		e.members = append(e.members, m)
+		e.dirs = append(e.dirs, fold)
+	}
+	return e, nil
+}
+
+// Members returns the fold checkpoints' directories, in fold order.
+func (e *Ensemble) Members() []string { return e.dirs }
+
+// Hyperparams returns fold 0's hyperparameters (the folds agree on aspects, tokenizer and max_len).
+func (e *Ensemble) Hyperparams() tracker.Hyperparams { return e.members[0].Hyperparams() }
+
+// ScoreBatch implements Tracker: the mean over the folds of their ScoreBatch probabilities.
+func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
+	sums := make([][]float64, len(reqs))
+	for i, r := range reqs {
+		sums[i] = make([]float64, len(r.Doc))
+	}
+	for k, m := range e.members {
+		scores, err := m.ScoreBatch(reqs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.dirs[k], err)
+		}
+		for i, s := range scores {
+			if len(s) != len(sums[i]) {
+				return nil, fmt.Errorf("%s: %d scores for %d sentences", e.dirs[k], len(s), len(sums[i]))
+			}
+			for j, p := range s {
+				sums[i][j] += float64(p)
+			}
+		}
+	}
+	out := make([][]float32, len(reqs))
+	n := float64(len(e.members))
+	for i, s := range sums {
+		out[i] = make([]float32, len(s))
+		for j, v := range s {
+			out[i][j] = float32(v / n)
+		}
+	}
+	return out, nil
+}
+
+// loadTracker loads --tracker dir: an ensemble of fold checkpoints when dir is a cross-validation
+// output, else one tracker checkpoint. It returns the tracker and its aspect set.
+func loadTracker(dir string, log io.Writer) (Tracker, string, error) {
+	if IsCrossValidation(dir) {
+		e, err := LoadEnsemble(dir)
+		if err != nil {
+			return nil, "", err
+		}
+		fmt.Fprintf(log, "infer: tracker: ensemble of the %d fold checkpoints of %s (mean probability)\n", len(e.members), dir)
+		return e, e.Hyperparams().AspectSet, nil
+	}
+	m, err := tracker.Load(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, m.Hyperparams().AspectSet, nil
+}
