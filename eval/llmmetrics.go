@@ -9,8 +9,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 
 	"github.com/tracksum/tracksum/config"
@@ -118,44 +116,9 @@ func LLMMetrics(ctx context.Context, client *llm.Client, pairs []Pair, cfg confi
 			qa = qaeval.New(client, QAOptions(cfg.QA))
 		}
 	}
-	out := make([]LLMResult, len(pairs))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var next atomic.Int64
-	var once sync.Once
-	var firstErr error
-	var wg sync.WaitGroup
-	for range max(1, min(client.Concurrency(), len(pairs))) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(pairs) || ctx.Err() != nil {
-					return
-				}
-				r, err := scoreLLM(ctx, fm, qa, &pairs[i], cfg.QA.Source)
-				if err != nil {
-					once.Do(func() {
-						p := &pairs[i]
-						firstErr = fmt.Errorf("PMID %s aspect %q (%s:%d): %w", p.Ref.PMID, p.Ref.Aspect, p.Ref.File, p.Ref.Line, err)
-						cancel()
-					})
-					return
-				}
-				out[i] = r
-				if progress != nil {
-					progress()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return scorePairs(ctx, pairs, client.Concurrency(), progress, func(ctx context.Context, p *Pair) (LLMResult, error) {
+		return scoreLLM(ctx, fm, qa, p, cfg.QA.Source)
+	})
 }
 
 func scoreLLM(ctx context.Context, fm *facet.Metric, qa *qaeval.Metric, p *Pair, source string) (LLMResult, error) {

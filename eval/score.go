@@ -329,24 +329,31 @@ func (s *Scorer) Evaluate(ctx context.Context, pairs []Pair, workers int, progre
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	return scorePairs(ctx, pairs, workers, progress, s.Score)
+}
+
+// scorePairs runs score on every pair with workers goroutines (at least one, at most one per
+// pair) and returns the results in the order of pairs. The first error cancels the rest and is
+// returned naming the pair's reference (PMID, aspect, file:line). progress, when not nil, is
+// called after each pair.
+func scorePairs[R any](ctx context.Context, pairs []Pair, workers int, progress func(),
+	score func(context.Context, *Pair) (R, error)) ([]R, error) {
 	workers = max(1, min(workers, len(pairs)))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out := make([]Result, len(pairs))
+	out := make([]R, len(pairs))
 	var next atomic.Int64
 	var once sync.Once
 	var firstErr error
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(pairs) || ctx.Err() != nil {
 					return
 				}
-				r, err := s.Score(ctx, &pairs[i])
+				r, err := score(ctx, &pairs[i])
 				if err != nil {
 					once.Do(func() {
 						p := &pairs[i]
@@ -360,7 +367,7 @@ func (s *Scorer) Evaluate(ctx context.Context, pairs []Pair, workers int, progre
 					progress()
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
