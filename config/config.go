@@ -93,7 +93,7 @@ func finite(c Config) error {
 // file may be empty (defaults only). flagKeys maps flag names in flags to dotted config keys; only
 // flags the user actually passed override the lower layers.
 func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Config, error) {
-	setDefaults(v, "", reflect.ValueOf(Default()))
+	setDefaults(v)
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
@@ -137,24 +137,11 @@ func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string
 
 // setDefaults registers every leaf of the default config as a viper default, so that each key can be
 // overridden from the environment (viper ignores env vars of keys it does not know).
-func setDefaults(v *viper.Viper, prefix string, val reflect.Value) {
-	t := val.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := strings.Split(f.Tag.Get("mapstructure"), ",")[0]
-		if tag == "" || tag == "-" {
-			continue
-		}
-		key := tag
-		if prefix != "" {
-			key = prefix + "." + tag
-		}
-		fv := val.Field(i)
-		if fv.Kind() == reflect.Struct && f.Type.String() != "time.Duration" {
-			setDefaults(v, key, fv)
-			continue
-		}
-		v.SetDefault(key, fv.Interface())
+func setDefaults(v *viper.Viper) {
+	leaves := map[string]reflect.Value{}
+	leafKeys("", reflect.ValueOf(Default()), leaves)
+	for key, val := range leaves {
+		v.SetDefault(key, val.Interface())
 	}
 }
 
