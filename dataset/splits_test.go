@@ -2,16 +2,14 @@ package dataset
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/golden")
+	"github.com/tracksum/tracksum/internal/golden"
+)
 
 func keysN(n int) []string {
 	out := make([]string, n)
@@ -126,20 +124,5 @@ func TestMakeSplitsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := json.MarshalIndent(a, "", "  ")
-	path := filepath.Join("testdata", "golden", "splits.json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != string(got)+"\n" {
-		t.Errorf("splits differ from %s:\n%s", path, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", "splits.json"), append(got, '\n'))
 }

@@ -2,12 +2,13 @@ package dataset
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tracksum/tracksum/internal/golden"
 )
 
 func TestSyntheticDeterministicAndValid(t *testing.T) {
@@ -113,17 +114,5 @@ func TestSyntheticGolden(t *testing.T) {
 	if err := WriteSynthetic(&got, 3407, 3); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "golden", "synthetic-3407-3.jsonl")
-	if *update {
-		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("synthetic sample differs from %s (regenerate with -update if the change is deliberate)", path)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", "synthetic-3407-3.jsonl"), got.Bytes())
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,9 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sugarme/tokenizer/pretrained"
+	"github.com/tracksum/tracksum/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden tokenizer.json files in testdata/golden")
 
 var kinds = []string{KindBPE, KindWordPiece}
 
@@ -181,22 +179,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "golden", tt.file)
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("tokenizer.json differs from %s (run with -update after checking the change)", golden)
-			}
+			golden.Check(t, filepath.Join("testdata", "golden", tt.file), got)
 			if !json.Valid(got) {
 				t.Errorf("output is not valid JSON")
 			}

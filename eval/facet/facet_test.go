@@ -3,40 +3,21 @@ package facet
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	goldenfile "github.com/tracksum/tracksum/internal/golden"
 	"github.com/tracksum/tracksum/llm"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden prompt files in testdata/")
 
 // golden compares got with testdata/name (rewritten with -update).
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./eval/facet -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("prompt %s changed (run with -update if intended):\n%s", name, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 func TestPromptsGolden(t *testing.T) {

@@ -1,16 +1,12 @@
 package llmmethods
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/golden"
 )
-
-// update rewrites the golden prompts: go test ./infer/llmmethods -run TestPromptsGolden -update
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // A made-up abstract and demonstrations (not from any dataset).
 var (
@@ -55,19 +51,7 @@ func TestPromptsGolden(t *testing.T) {
 		{"summarizer_full_context", render(tracsumSummarizerTmpl, summFull)},
 	}
 	for _, tc := range cases {
-		path := filepath.Join("testdata", tc.name+".golden")
-		if *update {
-			if err := os.WriteFile(path, []byte(tc.got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%s: %v (regenerate with -update)", tc.name, err)
-		}
-		if tc.got != string(want) {
-			t.Errorf("%s: prompt differs from %s (regenerate with -update after checking the change):\n%s", tc.name, path, tc.got)
-		}
+		// Regenerate: go test ./infer/llmmethods -run TestPromptsGolden -update
+		golden.Check(t, filepath.Join("testdata", tc.name+".golden"), []byte(tc.got))
 	}
 }
