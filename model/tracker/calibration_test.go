@@ -177,3 +177,13 @@ func TestContextRescorer(t *testing.T) {
 		t.Error("Rescore of an unknown aspect: no error")
 	}
 }
+
+// lexicalCalibration is the warm start's calibration as Train computes it: bestShifts of the
+// lexical regression's out-of-fold logits on train.
+func lexicalCalibration(hp *Hyperparams, tc config.Tracker, train SplitData, folds int, seed int64) ([]float64, error) {
+	logits, err := lexicalOOF(hp, tc, train, folds, seed)
+	if err != nil {
+		return nil, err
+	}
+	return bestShifts(logits, train.Examples, len(hp.Aspects), tc.Threshold), nil
+}

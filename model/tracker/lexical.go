@@ -66,7 +66,7 @@ func (w *lexicalWeights) logit(e Example, hp *Hyperparams, idfTok, idfBi []float
 // features: the same objective as the model's loss (weighted BCE normalised by the total weight,
 // plus l2/2 times the squared lexical weights) restricted to the lexical weights, the head's
 // position weights and its bias, which it writes into store as the warm start. shifts, when not
-// nil, is added to the fitted per-aspect bias (lexicalCalibration).
+// nil, is added to the fitted per-aspect bias (the calibration shifts, see lexicalOOF).
 func fitLexical(store *gomlxmodel.Store, hp *Hyperparams, exs []Example, idfTok, idfBi []float32, l2 float64, shifts []float64) error {
 	na, nf := len(hp.Aspects), hp.VocabSize+hp.NgramBuckets
 	w := fitLexicalWeights(hp, exs, idfTok, idfBi, l2)
@@ -167,29 +167,22 @@ func toFloat32(xs []float64) []float32 {
 	return out
 }
 
-// calibrationStream is the PCG stream of lexicalCalibration's inner folds (seeded with the seed).
+// calibrationStream is the PCG stream of lexicalOOF's inner folds (seeded with the seed).
 const calibrationStream = 0xca1
 
-// lexicalCalibration returns, per aspect, the logit shift that maximises the F1 at threshold of
-// the lexical regression's out-of-fold scores on train: its abstracts (PMIDs of train.Keys) are
-// shuffled with seed and dealt into `folds` inner folds, the regression (IDF, imbalance weighting
-// of tc, fit) is redone on all but one inner fold and scores the held-out one. Only train is
-// read, so a model calibrated this way has seen nothing of its dev or test data. The positive
-// weight (tc.PosWeight) pulls the fitted probabilities up and the L2 penalty pulls them towards
-// the prior, so the F1-optimal cut is rarely at 0.5 and differs per aspect; shifting the bias
-// keeps 0.5 as the operating threshold. Shifts come from calibrationShifts (0 first, so an aspect
-// with no better shift keeps its bias). Train and FitLexicalBaseline compute the same shifts from
-// one lexicalOOF that they share with the context rescorer (contextFromOOF).
-func lexicalCalibration(hp *Hyperparams, tc config.Tracker, train SplitData, folds int, seed int64) ([]float64, error) {
-	logits, err := lexicalOOF(hp, tc, train, folds, seed)
-	if err != nil {
-		return nil, err
-	}
-	return bestShifts(logits, train.Examples, len(hp.Aspects), tc.Threshold), nil
-}
+// The calibration of the lexical warm start (tracker.lexical_calibration_folds) is, per aspect, the
+// logit shift that maximises the F1 at threshold of the lexical regression's out-of-fold scores on
+// train (lexicalOOF, then bestShifts): train's abstracts (PMIDs of train.Keys) are shuffled with seed
+// and dealt into `folds` inner folds, the regression (IDF, imbalance weighting of tc, fit) is redone
+// on all but one inner fold and scores the held-out one. Only train is read, so a model calibrated
+// this way has seen nothing of its dev or test data. The positive weight (tc.PosWeight) pulls the
+// fitted probabilities up and the L2 penalty pulls them towards the prior, so the F1-optimal cut is
+// rarely at 0.5 and differs per aspect; shifting the bias keeps 0.5 as the operating threshold.
+// Train and FitLexicalBaseline compute the shifts from one lexicalOOF that they share with the
+// context rescorer (contextFromOOF).
 
 // lexicalOOF returns the lexical regression's out-of-fold logit of every row of train, from the
-// inner K-fold by abstract that lexicalCalibration describes.
+// inner K-fold by abstract described above.
 func lexicalOOF(hp *Hyperparams, tc config.Tracker, train SplitData, folds int, seed int64) ([]float64, error) {
 	if len(train.Keys) != len(train.Examples) {
 		return nil, fmt.Errorf("tracker: calibration: %d keys for %d rows", len(train.Keys), len(train.Examples))
