@@ -252,10 +252,11 @@ func WriteLLMTables(w io.Writer, rep *LLMReport, level float64) error {
 	return err
 }
 
-// WriteInstancesLLM writes instances.jsonl with the LLM metrics: each line is the built-in
-// instance line, its "scores" extended with the defined LLM metric values, plus "fm_detail" and
-// "qa_detail" objects holding the segments, grades, questions, answers and feedback.
-func WriteInstancesLLM(w io.Writer, results []Result, llmRes []LLMResult) error {
+// WriteInstances writes instances.jsonl (encoding/json sorts map keys, so lines are deterministic):
+// one instance line per result. With LLM metrics (llmRes, in the order of results; nil without),
+// its "scores" are extended with the defined LLM metric values, plus "fm_detail" and "qa_detail"
+// objects holding the segments, grades, questions, answers and feedback.
+func WriteInstances(w io.Writer, results []Result, llmRes []LLMResult) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)

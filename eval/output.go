@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -147,17 +146,4 @@ func nonNil(x []int) []int {
 		return []int{}
 	}
 	return x
-}
-
-// WriteInstances writes instances.jsonl (encoding/json sorts map keys, so lines are deterministic).
-func WriteInstances(w io.Writer, results []Result) error {
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	for i := range results {
-		if err := enc.Encode(results[i].Line()); err != nil {
-			return err
-		}
-	}
-	return bw.Flush()
 }

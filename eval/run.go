@@ -232,10 +232,7 @@ func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
 		return err
 	}
 	if err := atomicio.WriteWith(filepath.Join(dir, "instances.jsonl"), 0o644, func(w io.Writer) error {
-		if out.LLM != nil {
-			return WriteInstancesLLM(w, out.Results, out.LLM)
-		}
-		return WriteInstances(w, out.Results)
+		return WriteInstances(w, out.Results, out.LLM)
 	}); err != nil {
 		return err
 	}
