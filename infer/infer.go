@@ -17,7 +17,6 @@ package infer
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -461,16 +460,7 @@ func writeJSONL[T any](path string, recs []T) error {
 		return err
 	}
 	defer lock.Release()
-	return atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		for _, r := range recs {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return atomicio.WriteJSONL(path, recs)
 }
 
 // pendingJSONL is a JSONL output whose temporary file already exists: atomicio.WriteWith runs in
@@ -500,14 +490,7 @@ func startJSONL[T any](path string) (*pendingJSONL[T], error) {
 			if !ok {
 				return errAborted
 			}
-			enc := json.NewEncoder(w)
-			enc.SetEscapeHTML(false)
-			for _, r := range recs {
-				if err := enc.Encode(r); err != nil {
-					return err
-				}
-			}
-			return nil
+			return atomicio.EncodeJSONL(w, recs)
 		})
 		// Released before done is sent: once commit returns, another run may take the output.
 		lock.Release()

@@ -65,6 +65,24 @@ func WriteJSON(path string, v any) error {
 	return WriteFile(path, append(b, '\n'), 0o644)
 }
 
+// WriteJSONL writes recs to path as JSON Lines (see EncodeJSONL), atomically.
+func WriteJSONL[T any](path string, recs []T) error {
+	return WriteWith(path, 0o644, func(w io.Writer) error { return EncodeJSONL(w, recs) })
+}
+
+// EncodeJSONL writes recs to w as JSON Lines: one object per line, with <, > and & left as they are
+// (the files are read by people and tools, not embedded in HTML).
+func EncodeJSONL[T any](w io.Writer, recs []T) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i := range recs {
+		if err := enc.Encode(recs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ErrLocked reports an output that another run is creating or replacing.
 var ErrLocked = errors.New("output locked")
 

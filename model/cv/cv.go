@@ -267,10 +267,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 	if err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
 	}
-	if err := writeJSONL(filepath.Join(opts.Out, PredictionsFile), preds); err != nil {
+	if err := atomicio.WriteJSONL(filepath.Join(opts.Out, PredictionsFile), preds); err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
 	}
-	if err := writeJSONL(filepath.Join(opts.Out, ReferencesFile), refs); err != nil {
+	if err := atomicio.WriteJSONL(filepath.Join(opts.Out, ReferencesFile), refs); err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
 	}
 	rep := &Report{Model: opts.Model, Data: opts.Data, K: folds.K, FoldSeed: folds.Seed, Seed: cfg.Seed,
@@ -534,17 +534,4 @@ func readFoldResult(path string) (*FoldResult, error) {
 		return nil, fmt.Errorf("%s: incomplete fold result (delete it to redo the fold)", path)
 	}
 	return &r, nil
-}
-
-func writeJSONL[T any](path string, recs []T) error {
-	return atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		for _, r := range recs {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
