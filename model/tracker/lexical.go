@@ -231,32 +231,39 @@ func lexicalOOF(hp *Hyperparams, tc config.Tracker, train SplitData, folds int, 
 // bestShifts returns, per aspect, the first shift of calibrationShifts with the highest F1 of
 // (logit + shift >= logit(threshold)) against the labels of exs.
 func bestShifts(logits []float64, exs []Example, aspects int, threshold float64) []float64 {
-	cut := math.Log(threshold / (1 - threshold))
 	out := make([]float64, aspects)
 	for a := range aspects {
-		bestF1 := -1.0
-		for _, s := range calibrationShifts {
-			var tp, fp, fn float64
-			for i, z := range logits {
-				if int(exs[i].Aspect) != a {
-					continue
-				}
-				pred, gold := z+s >= cut, exs[i].Label > 0
-				switch {
-				case pred && gold:
-					tp++
-				case pred:
-					fp++
-				case gold:
-					fn++
-				}
-			}
-			if f := f1(tp, fp, fn); f > bestF1+1e-12 {
-				out[a], bestF1 = s, f
-			}
-		}
+		out[a] = bestShift(logits, exs, threshold, func(e *Example) bool { return int(e.Aspect) == a })
 	}
 	return out
+}
+
+// bestShift returns the first shift of calibrationShifts with the highest F1 of (logit + shift >=
+// logit(threshold)) against the labels of the rows of exs that keep accepts.
+func bestShift(logits []float64, exs []Example, threshold float64, keep func(*Example) bool) float64 {
+	cut := math.Log(threshold / (1 - threshold))
+	best, bestF1 := 0.0, -1.0
+	for _, s := range calibrationShifts {
+		var tp, fp, fn float64
+		for i, z := range logits {
+			if !keep(&exs[i]) {
+				continue
+			}
+			pred, gold := z+s >= cut, exs[i].Label > 0
+			switch {
+			case pred && gold:
+				tp++
+			case pred:
+				fp++
+			case gold:
+				fn++
+			}
+		}
+		if f := f1(tp, fp, fn); f > bestF1+1e-12 {
+			best, bestF1 = s, f
+		}
+	}
+	return best
 }
 
 // formatShifts renders per-aspect shifts as "code:+0.00 ..." for the training log.

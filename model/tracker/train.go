@@ -415,30 +415,7 @@ func (m *Model) calibrate(dev SplitData, threshold float64) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	logits := make([]float64, len(probs))
-	for i, p := range probs {
-		q := math.Min(math.Max(float64(p), 1e-7), 1-1e-7)
-		logits[i] = math.Log(q / (1 - q))
-	}
-	cut := math.Log(threshold / (1 - threshold))
-	best, bestF1 := 0.0, -1.0
-	for _, s := range calibrationShifts {
-		var tp, fp, fn float64
-		for i, z := range logits {
-			pred, gold := z+s >= cut, dev.Examples[i].Label > 0
-			switch {
-			case pred && gold:
-				tp++
-			case pred:
-				fp++
-			case gold:
-				fn++
-			}
-		}
-		if f := f1(tp, fp, fn); f > bestF1+1e-12 {
-			best, bestF1 = s, f
-		}
-	}
+	best := bestShift(Logits(probs), dev.Examples, threshold, func(*Example) bool { return true })
 	v := m.store.GetVariable(model.ModelScope + "/head/aspect_bias")
 	if v == nil {
 		return 0, errors.New("tracker: calibrate: no head bias variable")
