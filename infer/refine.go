@@ -82,16 +82,11 @@ func Refine(ctx context.Context, cfg *config.Config, abstracts []Abstract, preds
 					source = strings.Join(cited, " ")
 				}
 				r, err := m.Refine(ctx, eval.AspectFocus(p.Aspect), source, strings.Join(doc, " "), p.Summary, rounds)
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = fmt.Errorf("--refine: PMID %s aspect %s: %w", p.PMID, p.Aspect, err)
-						cancel()
-					}
-					mu.Unlock()
-					return
+				var record json.RawMessage
+				if err == nil {
+					record, err = refinementJSON(r)
 				}
-				record, err := refinementJSON(r)
+				mu.Lock()
 				if err != nil {
 					if firstErr == nil {
 						firstErr = fmt.Errorf("--refine: PMID %s aspect %s: %w", p.PMID, p.Aspect, err)
