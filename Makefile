@@ -7,7 +7,7 @@ GO      ?= go
 GOEXPERIMENT ?= simd
 export GOEXPERIMENT
 BIN     := bin
-CMDS    := prepare train infer eval serve
+CMDS    := prepare train infer eval serve export
 # Binaries are prefixed: a binary named `eval` would be shadowed by the shell builtin.
 BINS    := $(addprefix $(BIN)/tracksum-,$(CMDS))
 

@@ -40,6 +40,7 @@ type Config struct {
 	Tokenizer  Tokenizer  `mapstructure:"tokenizer" yaml:"tokenizer"`
 	Tracker    Tracker    `mapstructure:"tracker" yaml:"tracker"`
 	Summarizer Summarizer `mapstructure:"summarizer" yaml:"summarizer"`
+	Variants   Variants   `mapstructure:"variants" yaml:"variants"`
 	Infer      Infer      `mapstructure:"infer" yaml:"infer"`
 	Eval       Eval       `mapstructure:"eval" yaml:"eval"`
 }
@@ -53,6 +54,7 @@ func Default() Config {
 		Tokenizer:  DefaultTokenizer(),
 		Tracker:    DefaultTracker(),
 		Summarizer: DefaultSummarizer(),
+		Variants:   DefaultVariants(),
 		Infer:      DefaultInfer(),
 		Eval:       DefaultEval(),
 	}
@@ -66,6 +68,7 @@ func (c *Config) Validate() error {
 		c.Tokenizer.Validate(),
 		c.Tracker.Validate(),
 		c.Summarizer.Validate(),
+		c.Variants.Validate(),
 		c.Infer.Validate(),
 		c.Eval.Validate(),
 	)

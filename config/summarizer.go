@@ -62,6 +62,16 @@ type Summarizer struct {
 	// WordRule forbids, at decoding, word-internal subword pieces that would make a word found
 	// neither in the source nor in the training summaries. Stored in the checkpoint.
 	WordRule bool `mapstructure:"word_rule" yaml:"word_rule"`
+
+	// Pretrained is a local Hugging Face snapshot directory of a causal LM to fine-tune instead of
+	// training the from-scratch model above (train --pretrained DIR); empty = from scratch. The
+	// architecture keys above are then unused: the snapshot's config.json decides.
+	Pretrained string `mapstructure:"pretrained" yaml:"pretrained"`
+	// MaxSeqLen caps the tokens of one pretrained prompt with its answer (chat template,
+	// instruction, tracked sentences, "Summary: ..."); paper: 2048.
+	MaxSeqLen int `mapstructure:"max_seq_len" yaml:"max_seq_len"`
+	// LoRA configures the adapters on the pretrained model (rank 0 = full fine-tuning).
+	LoRA LoRA `mapstructure:"lora" yaml:"lora"`
 }
 
 // DefaultSummarizer returns the built-in summarizer settings: small enough to train on 2 CPU cores
@@ -98,6 +108,10 @@ func DefaultSummarizer() Summarizer {
 		MinLenRatio:    0.6,
 		CopyChainBonus: 8,
 		WordRule:       true,
+		// Pretrained path: the paper's sequence length and adapters.
+		Pretrained: "",
+		MaxSeqLen:  2048,
+		LoRA:       DefaultLoRA(),
 	}
 }
 
@@ -137,6 +151,9 @@ func (c Summarizer) Validate() error {
 	if c.MinLenRatio < 0 || c.MinLenRatio > 4 {
 		bad("min_len_ratio", "must be in [0, 4]")
 	}
-	errs = append(errs, c.Train.Validate("summarizer.train"))
+	if c.MaxSeqLen < 8 {
+		bad("max_seq_len", fmt.Sprintf("must be >= 8, got %d", c.MaxSeqLen))
+	}
+	errs = append(errs, c.LoRA.Validate("summarizer.lora"), c.Train.Validate("summarizer.train"))
 	return errors.Join(errs...)
 }

@@ -67,6 +67,19 @@ type Tracker struct {
 	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
 	// Train holds the training-loop hyperparameters.
 	Train TrainLoop `mapstructure:"train" yaml:"train"`
+
+	// Pretrained is a local Hugging Face snapshot directory (config.json, weights, tokenizer) to
+	// fine-tune instead of training the from-scratch model above (train --pretrained DIR); empty =
+	// from scratch. The architecture keys above are then unused: the snapshot's config.json decides.
+	Pretrained string `mapstructure:"pretrained" yaml:"pretrained"`
+	// Head is the tracker's output on a pretrained model: encoder_cls, lm_cls, generative or auto
+	// (encoder_cls for an encoder, lm_cls for a causal LM); see the Head* constants.
+	Head string `mapstructure:"head" yaml:"head"`
+	// MaxSeqLen caps the tokens of one pretrained prompt (chat template, aspect and sentence,
+	// answer); longer prompts are truncated (paper: 128).
+	MaxSeqLen int `mapstructure:"max_seq_len" yaml:"max_seq_len"`
+	// LoRA configures the adapters on the pretrained model (rank 0 = full fine-tuning).
+	LoRA LoRA `mapstructure:"lora" yaml:"lora"`
 }
 
 // TrackerArchitectures lists the accepted values of tracker.architecture.
@@ -107,6 +120,11 @@ func DefaultTracker() Tracker {
 
 		LexicalCalibrationFolds: 5,
 		ContextRescoring:        true,
+
+		Pretrained: "",
+		Head:       HeadAuto,
+		MaxSeqLen:  128,
+		LoRA:       DefaultLoRA(),
 	}
 }
 
@@ -164,6 +182,12 @@ func (c Tracker) Validate() error {
 	if c.ContextRescoring && c.LexicalCalibrationFolds < 2 {
 		bad("context_rescoring", "needs lexical_calibration_folds >= 2 (its inner folds give the out-of-fold logits it is fitted on)")
 	}
-	errs = append(errs, c.Train.Validate("tracker.train"))
+	if !slices.Contains(TrackerHeads, c.Head) {
+		bad("head", fmt.Sprintf("must be one of %v, got %q", TrackerHeads, c.Head))
+	}
+	if c.MaxSeqLen < 8 {
+		bad("max_seq_len", fmt.Sprintf("must be >= 8, got %d", c.MaxSeqLen))
+	}
+	errs = append(errs, c.LoRA.Validate("tracker.lora"), c.Train.Validate("tracker.train"))
 	return errors.Join(errs...)
 }

@@ -36,6 +36,9 @@ type TrainLoop struct {
 	EvalEvery int `mapstructure:"eval_every" yaml:"eval_every"`
 	// Patience stops training after this many evaluations without a better dev score; 0 disables it.
 	Patience int `mapstructure:"patience" yaml:"patience"`
+	// Devices is the number of accelerator devices the batch is split over (data parallelism by
+	// GoMLX's distributed execution); 1 = one device. BatchSize is the global micro-batch.
+	Devices int `mapstructure:"devices" yaml:"devices"`
 }
 
 // DecaySchedules lists the accepted values of train.decay.
@@ -57,6 +60,7 @@ func DefaultTrainLoop() TrainLoop {
 		ClipNorm:         1.0,
 		EvalEvery:        0,
 		Patience:         4,
+		Devices:          1,
 	}
 }
 
@@ -105,6 +109,9 @@ func (c TrainLoop) Validate(section string) error {
 	}
 	if c.Patience < 0 {
 		bad("patience", "must be >= 0")
+	}
+	if c.Devices < 1 {
+		bad("devices", fmt.Sprintf("must be >= 1, got %d", c.Devices))
 	}
 	return errors.Join(errs...)
 }

@@ -22,7 +22,8 @@ func Command() cli.Command {
 	fs := cli.NewFlags("tracksum-infer")
 	fs.String("tracker", "", "tracker checkpoint directory, or a cross-validation directory (train --folds K: the mean of its fold-k checkpoints' probabilities) (required without --method); \"gold\": the input's reference citations; \"llm\": prompted")
 	fs.String("summarizer", "", "summarizer checkpoint directory; omit for track-only inference; \"extractive\": copy the tracked sentences; \"llm\": prompted")
-	fs.String("method", "", "LLM method instead of --tracker/--summarizer: prompt (TracSum two-shot), intrinsic, prior or posthoc (PCoA attribution)")
+	fs.String("method", "", "tts (Track-then-Sum: --tracker [--summarizer], the default; TTS (+) f is --full-context), stt (SUM-THEN-TRACK: --model, or --summarizer and --tracker), ete (END-TO-END: --model), or an LLM method instead of --tracker/--summarizer: prompt (TracSum two-shot), intrinsic, prior or posthoc (PCoA attribution)")
+	fs.String("model", "", "checkpoint of --method stt (train --task sum_then_track) or ete (train --task end_to_end)")
 	fs.String("llm-model", "", "infer.llm.model: model name at the eval.llm.base_url endpoint (default: eval.llm.model)")
 	fs.String("demos", "", "infer.llm.demos: demonstrations of --method prompt: prepared directory (train split) or JSONL (default: --input's train split)")
 	fs.Float64("temperature", 1, "infer.llm.temperature: sampling temperature of the LLM methods (TracSum: 1.0)")
@@ -45,10 +46,14 @@ func Command() cli.Command {
 	return cli.Command{
 		Name: "tracksum-infer",
 		Synopsis: "--tracker CKPT|gold|llm [--summarizer CKPT|extractive|llm] --input X --out PRED.jsonl [flags]\n" +
+			"       tracksum-infer --method stt|ete --model CKPT --input X --out PRED.jsonl [flags]\n" +
+			"       tracksum-infer --method stt --summarizer STT/summarizer --tracker STT/tracker --input X --out PRED.jsonl [flags]\n" +
 			"       tracksum-infer --method prompt|intrinsic|prior|posthoc --llm-model M --input X --out PRED.jsonl [flags]",
 		Description: "Track-then-Sum inference. For each abstract and aspect the tracker scores every sentence, those with\n" +
 			"probability >= threshold are kept and summarized; when none is kept the summary is \"Unknown.\" with no\n" +
-			"citation. Output: one JSON object per (PMID, aspect) with Summary, Indexes and per-sentence Scores.",
+			"citation. Output: one JSON object per (PMID, aspect) with Summary, Indexes and per-sentence Scores.\n" +
+			"TracSum's Table 6 variants write the same records: stt summarizes the whole abstract, then cites the\n" +
+			"sentences its pair tracker scores >= threshold against the summary; ete writes summary and indices at once.",
 		Flags: fs,
 		Run: func(ctx context.Context, args []string) error {
 			var o Options
@@ -59,6 +64,7 @@ func Command() cli.Command {
 			o.Out, _ = fs.GetString("out")
 			o.Refs, _ = fs.GetString("refs")
 			o.Method, _ = fs.GetString("method")
+			o.Model, _ = fs.GetString("model")
 			o.Refine, _ = fs.GetInt("refine")
 			if o.Refine < 0 {
 				return cli.Usagef("--refine must be >= 0")
@@ -76,6 +82,9 @@ func Command() cli.Command {
 			}
 			if (o.Tracker == "" && o.Method == "") || o.Input == "" || o.Out == "" {
 				return cli.Usagef("--tracker (or --method), --input and --out are required")
+			}
+			if err := CheckMethod(o); err != nil {
+				return cli.Usagef("%v", err)
 			}
 			cfg, err := cli.LoadConfig(fs, inferFlagKeys)
 			if err != nil {

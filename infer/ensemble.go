@@ -11,6 +11,7 @@ import (
 	"reflect"
 
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/tracker"
 )
 
@@ -140,6 +141,15 @@ func loadTracker(dir string, log io.Writer) (Tracker, string, error) {
 		}
 		fmt.Fprintf(log, "infer: tracker: ensemble of the %d fold checkpoints of %s (mean probability)\n", len(e.members), dir)
 		return e, e.Hyperparams().AspectSet, nil
+	}
+	if pretrained.IsCheckpoint(dir) {
+		// A fine-tuned pretrained model (train --pretrained): its base is read from base.json.
+		m, err := pretrained.LoadTracker(dir)
+		if err != nil {
+			return nil, "", err
+		}
+		fmt.Fprintf(log, "infer: tracker: %s fine-tuned from %s (head %s)\n", dir, m.Meta.ModelType, m.Meta.Head)
+		return m, m.Meta.AspectSet, nil
 	}
 	m, err := tracker.Load(dir)
 	if err != nil {

@@ -30,11 +30,11 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/infer/llmmethods"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/internal/progress"
 	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 )
@@ -218,9 +218,14 @@ type Options struct {
 	CopyChainBonus *float64
 	// WordRule (when not nil) overrides the checkpoint's summarizer.word_rule.
 	WordRule *bool
-	// Method, when set, is an end-to-end LLM method (llmmethods.Methods) run instead of a tracker
-	// and a summarizer, which must then be empty.
+	// Method, when set, is MethodTTS (the same as empty: Track-then-Sum), MethodSTT or MethodETE
+	// (the TracSum Table 6 variants, models from Model, or for stt from Summarizer and Tracker),
+	// or an end-to-end LLM method (llmmethods.Methods) run instead of a tracker and a summarizer,
+	// which must then be empty. CheckMethod says which combinations are accepted.
 	Method string
+	// Model is the checkpoint of --method stt (train --task sum_then_track) or ete (train --task
+	// end_to_end).
+	Model string
 	// Refine, when > 0, refines every positive prediction with LongSumEval's QA feedback for at
 	// most Refine rounds (see Refine).
 	Refine int
@@ -246,20 +251,18 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	if log == nil {
 		log = os.Stderr
 	}
-	inputs := map[string]string{"--input": o.Input, "--tracker": o.Tracker, "--summarizer": o.Summarizer}
+	if err := CheckMethod(o); err != nil {
+		return nil, err
+	}
+	if o.Method == MethodTTS {
+		o.Method = ""
+	}
+	inputs := map[string]string{"--input": o.Input, "--tracker": o.Tracker, "--summarizer": o.Summarizer, "--model": o.Model}
 	if o.Tracker == GoldTracker || o.Tracker == LLMComponent {
 		inputs["--tracker"] = ""
 	}
 	if o.Summarizer == ExtractiveSummarizer || o.Summarizer == LLMComponent {
 		inputs["--summarizer"] = ""
-	}
-	if o.Method != "" && (o.Tracker != "" || o.Summarizer != "") {
-		return nil, fmt.Errorf("--method %s replaces the tracker and the summarizer: leave out --tracker and --summarizer", o.Method)
-	}
-	if o.Method != "" {
-		if _, err := llmmethods.ParseMethod(o.Method); err != nil {
-			return nil, fmt.Errorf("--method: %w", err)
-		}
 	}
 	if err := cli.CheckOutputs(inputs, map[string]string{"--out": o.Out, "--refs": o.Refs}); err != nil {
 		return nil, err
@@ -273,6 +276,15 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	defer out.abort()
 	p := &Pipeline{Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
 	aspectSet := ""
+	var vr *variantRun
+	if variantMethod(o.Method) {
+		if vr, err = loadVariant(cfg, o, log); err != nil {
+			return nil, err
+		}
+		// Its models are loaded: nothing below may load --tracker or --summarizer (stt's parts).
+		o.Tracker, o.Summarizer = "", ""
+		p.Predictor, aspectSet = vr.predictor, vr.aspectSet
+	}
 	if o.Tracker != GoldTracker && o.Tracker != LLMComponent && o.Method == "" {
 		// A cross-validation directory (cv.json) is the ensemble of its fold checkpoints.
 		if p.Tracker, aspectSet, err = loadTracker(o.Tracker, log); err != nil {
@@ -286,6 +298,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	case LLMComponent:
 		// Set up with the tracker llm, once the input is read.
 	default:
+		if pretrained.IsCheckpoint(o.Summarizer) {
+			if aspectSet, err = loadPretrainedSummarizer(cfg, o, p, aspectSet, log); err != nil {
+				return nil, err
+			}
+			break
+		}
 		s, err := summarizer.Load(o.Summarizer)
 		if err != nil {
 			return nil, err
@@ -297,31 +315,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 			fmt.Fprintf(log, "infer: summarizer %s was trained with the full abstract as context: using TTS (+) f\n", o.Summarizer)
 			p.FullContext = true
 		}
-		if o.MinLenRatio != nil {
-			s.Meta.MinLenRatio = *o.MinLenRatio
-		}
-		if o.CopyChainBonus != nil {
-			s.Meta.CopyChainBonus = *o.CopyChainBonus
-			s.Net.ChainBonus = float32(*o.CopyChainBonus)
-		}
-		if o.WordRule != nil {
-			s.SetWordRule(*o.WordRule)
-		}
 		p.Summarizer = s
-		p.Decode = s.DecodeOptions()
+		p.Decode = decodeOptions(s, o)
 		aspectSet = cmp.Or(aspectSet, s.Meta.AspectSet)
-		if o.BeamSize > 0 {
-			p.Decode.BeamSize = o.BeamSize
-		}
-		if o.MaxLen > 0 {
-			p.Decode.MaxLen = min(o.MaxLen, s.Meta.Hyperparams.MaxSummaryLen)
-		}
-		if o.LengthPenalty != nil {
-			p.Decode.LengthPenalty = *o.LengthPenalty
-		}
-		if o.NoRepeatNgram != nil {
-			p.Decode.NoRepeatNgram = *o.NoRepeatNgram
-		}
 	}
 	// Without a checkpoint to name it (gold or LLM components, --method), prepare.aspect_set
 	// says which registry the input uses, so that --aspects OB works on PCoA data.
@@ -383,12 +379,47 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	st := &Stats{Abstracts: len(abstracts), Predictions: len(preds), Elapsed: time.Since(start)}
 	fmt.Fprintf(log, "infer: %d abstracts, %d predictions in %.1fs: %.2f abstracts/s (%d workers) -> %s\n",
 		st.Abstracts, st.Predictions, st.Elapsed.Seconds(), st.AbstractsPerSec(), workers, o.Out)
+	if vr != nil && vr.finish != nil {
+		vr.finish(log)
+	}
 	if lr != nil {
 		if err := lr.finish(st, log); err != nil {
 			return nil, err
 		}
 	}
 	return st, nil
+}
+
+// loadPretrainedSummarizer sets p's summarizer to the fine-tuned pretrained model of o.Summarizer
+// (train --task summarizer --pretrained), with its decoding settings and o's overrides, and
+// returns the aspect set to read the input with.
+func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
+	s, err := pretrained.LoadSummarizer(o.Summarizer)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case cfg.Infer.FullContext && !s.Meta.FullContext:
+		return "", fmt.Errorf("--full-context: summarizer %s was trained without the abstract as context (summarizer.full_context: false)", o.Summarizer)
+	case !cfg.Infer.FullContext && s.Meta.FullContext:
+		fmt.Fprintf(log, "infer: summarizer %s was trained with the full abstract as context: using TTS (+) f\n", o.Summarizer)
+		p.FullContext = true
+	}
+	p.Summarizer = s
+	p.Decode = s.DecodeOptions()
+	if o.BeamSize > 0 {
+		p.Decode.BeamSize = o.BeamSize
+	}
+	if o.MaxLen > 0 {
+		p.Decode.MaxLen = o.MaxLen
+	}
+	if o.LengthPenalty != nil {
+		p.Decode.LengthPenalty = *o.LengthPenalty
+	}
+	if o.NoRepeatNgram != nil {
+		p.Decode.NoRepeatNgram = *o.NoRepeatNgram
+	}
+	return cmp.Or(aspectSet, s.Meta.AspectSet), nil
 }
 
 // RunPipeline processes abstracts with workers goroutines and returns the predictions of each

@@ -31,7 +31,7 @@ type Predictor interface {
 
 // usesLLM reports whether the options need the LLM endpoint.
 func usesLLM(o Options) bool {
-	return o.Method != "" || o.Tracker == LLMComponent || o.Summarizer == LLMComponent
+	return llmMethod(o.Method) || o.Tracker == LLMComponent || o.Summarizer == LLMComponent
 }
 
 // llmRun is the LLM side of a run: the shared client, the methods' runner and what to report.

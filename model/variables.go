@@ -1,7 +1,7 @@
 package model
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -30,12 +30,15 @@ var ErrBadVariables = errors.New("bad variables file")
 var safetensorsDTypes = map[dtypes.DType]string{
 	dtypes.Float32: "F32",
 	dtypes.Float64: "F64",
-	dtypes.Int32:   "I32",
-	dtypes.Int64:   "I64",
-	dtypes.Uint64:  "U64",
-	dtypes.Uint32:  "U32",
-	dtypes.Uint8:   "U8",
-	dtypes.Bool:    "BOOL",
+	// Half precisions: the dtypes of most pretrained checkpoints (bf16 Llama, f16 others).
+	dtypes.BFloat16: "BF16",
+	dtypes.Float16:  "F16",
+	dtypes.Int32:    "I32",
+	dtypes.Int64:    "I64",
+	dtypes.Uint64:   "U64",
+	dtypes.Uint32:   "U32",
+	dtypes.Uint8:    "U8",
+	dtypes.Bool:     "BOOL",
 }
 
 type safetensorsEntry struct {
@@ -63,32 +66,46 @@ func SaveVariables(path string, store *gomlxmodel.Store, keep func(varPath strin
 
 // WriteTensors writes named tensors to path in the safetensors layout, atomically, names sorted.
 func WriteTensors(path string, vars map[string]*tensors.Tensor) error {
-	names := make([]string, 0, len(vars))
-	for name := range vars {
+	specs := make(map[string]shapes.Shape, len(vars))
+	for name, t := range vars {
+		specs[name] = t.Shape()
+	}
+	return WriteTensorsFunc(path, specs, map[string]string{"format": "gomlx", "producer": "tracksum"},
+		func(name string) (*tensors.Tensor, error) { return vars[name], nil })
+}
+
+// WriteTensorsFunc writes the tensors named by specs to path in the safetensors layout, atomically,
+// names sorted, with metadata as the header's __metadata__ (transformers refuses a file whose
+// "format" is not "pt"). The header is built from specs alone and each tensor is asked from get
+// just before its bytes are written, so only one tensor at a time needs to be in memory: a merged
+// 8B-parameter model (16 GB) is written without holding it all. A tensor whose shape or dtype
+// differs from its spec is an error.
+func WriteTensorsFunc(path string, specs map[string]shapes.Shape, metadata map[string]string,
+	get func(name string) (*tensors.Tensor, error)) error {
+	names := make([]string, 0, len(specs))
+	for name := range specs {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	header := map[string]any{}
-	var data bytes.Buffer
+	var offset int64
 	for _, name := range names {
-		t := vars[name]
-		st, ok := safetensorsDTypes[t.DType()]
+		spec := specs[name]
+		st, ok := safetensorsDTypes[spec.DType]
 		if !ok {
-			return fmt.Errorf("save %s: variable %s: unsupported dtype %s", path, name, t.DType())
+			return fmt.Errorf("save %s: variable %s: unsupported dtype %s", path, name, spec.DType)
 		}
-		start := int64(data.Len())
-		var werr error
-		if err := t.ConstBytes(func(b []byte) { _, werr = data.Write(b) }); err != nil || werr != nil {
-			err = errors.Join(err, werr)
-			return fmt.Errorf("save %s: variable %s: %w", path, name, err)
-		}
-		dims := t.Shape().Dimensions
+		dims := spec.Dimensions
 		if dims == nil {
 			dims = []int{}
 		}
-		header[name] = safetensorsEntry{DType: st, Shape: dims, DataOffsets: [2]int64{start, int64(data.Len())}}
+		size := int64(spec.Memory())
+		header[name] = safetensorsEntry{DType: st, Shape: dims, DataOffsets: [2]int64{offset, offset + size}}
+		offset += size
 	}
-	header["__metadata__"] = map[string]string{"format": "gomlx", "producer": "tracksum"}
+	if metadata != nil {
+		header["__metadata__"] = metadata
+	}
 	hb, err := json.Marshal(header)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", path, err)
@@ -98,14 +115,31 @@ func WriteTensors(path string, vars map[string]*tensors.Tensor) error {
 		hb = append(hb, ' ')
 	}
 	return atomicio.WriteWith(path, 0o644, func(w io.Writer) error {
-		if err := binary.Write(w, binary.LittleEndian, uint64(len(hb))); err != nil {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := binary.Write(bw, binary.LittleEndian, uint64(len(hb))); err != nil {
 			return err
 		}
-		if _, err := w.Write(hb); err != nil {
+		if _, err := bw.Write(hb); err != nil {
 			return err
 		}
-		_, err := w.Write(data.Bytes())
-		return err
+		for _, name := range names {
+			t, err := get(name)
+			if err != nil {
+				return fmt.Errorf("save %s: variable %s: %w", path, name, err)
+			}
+			if t == nil || !t.Shape().Equal(specs[name]) {
+				got := "nil"
+				if t != nil {
+					got = t.Shape().String()
+				}
+				return fmt.Errorf("save %s: variable %s: shape %s, declared %s", path, name, got, specs[name])
+			}
+			var werr error
+			if err := t.ConstBytes(func(b []byte) { _, werr = bw.Write(b) }); err != nil || werr != nil {
+				return fmt.Errorf("save %s: variable %s: %w", path, name, errors.Join(err, werr))
+			}
+		}
+		return bw.Flush()
 	})
 }
 

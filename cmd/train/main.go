@@ -2,6 +2,8 @@
 //
 //	tracksum-train --task tracker --data PREPARED_DIR --out checkpoints/NAME [--config FILE] [flags]
 //	tracksum-train --task tracker --folds K [--cv-model lexical] --data PREPARED_DIR --out checkpoints/CV   # model/cv
+//	tracksum-train --task tracker|summarizer --pretrained SNAPSHOT_DIR --data PREPARED_DIR --out checkpoints/NAME  # model/pretrained
+//	tracksum-train --task sum_then_track|end_to_end --data PREPARED_DIR --out checkpoints/NAME   # model/stt, model/ete
 //
 // The checkpoint directory receives everything needed to use the model without the training config
 // (hyperparameters, tokenizer, resolved config, best-on-dev variables) plus metrics.jsonl, curves.png
@@ -13,6 +15,9 @@ package main
 import (
 	"github.com/tracksum/tracksum/internal/cli"
 	_ "github.com/tracksum/tracksum/model/cv"
+	_ "github.com/tracksum/tracksum/model/ete"        // --task end_to_end (TracSum Table 6)
+	_ "github.com/tracksum/tracksum/model/pretrained" // --pretrained DIR for --task tracker and summarizer
+	_ "github.com/tracksum/tracksum/model/stt"        // --task sum_then_track (TracSum Table 6)
 	_ "github.com/tracksum/tracksum/model/summarizer"
 	_ "github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/train"

@@ -13,6 +13,8 @@
 //	DIR/state/                           the resume point
 //	DIR/report.json                      the end-of-training report (when the model writes one)
 //	DIR/context.json                     the tracker's context rescorer (tracker.context_rescoring)
+//	DIR/variant.json                     a TracSum Table 6 variant (model/stt, model/ete): which one,
+//	                                     and for SUM-THEN-TRACK its two sub-checkpoints summarizer/, tracker/
 //
 // The names are those of the checkpoints already on disk: changing one would orphan them. For the
 // same reason the variables inside best/model.safetensors keep the names each model was first
@@ -59,6 +61,12 @@ const (
 	// ContextFile is the tracker's second stage over its logits (tracker.ContextRescorer), written
 	// when tracker.context_rescoring is on; a checkpoint without it scores with the logits alone.
 	ContextFile = "context.json"
+	// VariantFile marks the checkpoint of a Table 6 variant (model/stt, model/ete): a JSON object
+	// naming the variant, so that infer --method stt|ete refuses another model's checkpoint.
+	VariantFile = "variant.json"
+	// VariantSummarizerDir and VariantTrackerDir are SUM-THEN-TRACK's two sub-checkpoints.
+	VariantSummarizerDir = "summarizer"
+	VariantTrackerDir    = "tracker"
 )
 
 // BestWeights returns the path of the best-on-dev variables of the checkpoint dir.

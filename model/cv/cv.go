@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -311,9 +312,18 @@ func readRows(dir string, maxTokens int) (*rows, error) {
 	return r, nil
 }
 
-// partition returns the training data of fold k: the test part is fold k, the dev part a seeded
-// share of the other folds' PMIDs, the train part the rest. parts counts their abstracts.
-func (r *rows) partition(folds *dataset.Folds, k int, devShare float64, seed int64) (*tracker.Data, [3]int) {
+// Parts of a fold (carve): every PMID is in exactly one.
+const (
+	PartTrain = iota
+	PartDev
+	PartTest
+)
+
+// carve assigns every PMID of folds to a part of fold k: PartTest for fold k, PartDev for a seeded
+// share of the other folds' PMIDs (the same for every model cross-validated with the same seed
+// and dev share, so tracker and summarizer folds have the same dev parts), PartTrain for the rest.
+// counts holds the abstracts of each part.
+func carve(folds *dataset.Folds, k int, devShare float64, seed int64) (part map[string]int, counts [3]int) {
 	var others []string
 	for i, ids := range folds.IDs {
 		if i != k {
@@ -324,23 +334,36 @@ func (r *rows) partition(folds *dataset.Folds, k int, devShare float64, seed int
 	rng := rand.New(rand.NewPCG(uint64(seed), devStream+uint64(k)))
 	rng.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
 	nDev := min(max(1, int(math.Round(float64(len(others))*devShare))), len(others)-1)
-	dev := map[string]bool{}
-	for _, id := range others[:nDev] {
-		dev[id] = true
+	part = map[string]int{}
+	for i, id := range others {
+		part[id] = PartTrain
+		if i < nDev {
+			part[id] = PartDev
+		}
 	}
+	for _, id := range folds.IDs[k] {
+		part[id] = PartTest
+	}
+	return part, [3]int{len(others) - nDev, nDev, len(folds.IDs[k])}
+}
+
+// partition returns the training data of fold k: the test part is fold k, the dev part a seeded
+// share of the other folds' PMIDs (carve), the train part the rest. parts counts their abstracts.
+func (r *rows) partition(folds *dataset.Folds, k int, devShare float64, seed int64) (*tracker.Data, [3]int) {
+	part, counts := carve(folds, k, devShare, seed)
 	d := &tracker.Data{Manifest: r.base.Manifest, Tokenizer: r.base.Tokenizer, Aspects: r.base.Aspects}
 	for i, key := range r.keys {
 		dst := &d.Train
-		switch {
-		case folds.Fold(key.PMID) == k:
+		switch part[key.PMID] {
+		case PartTest:
 			dst = &d.Test
-		case dev[key.PMID]:
+		case PartDev:
 			dst = &d.Dev
 		}
 		dst.Examples = append(dst.Examples, r.examples[i])
 		dst.Keys = append(dst.Keys, key)
 	}
-	return d, [3]int{len(others) - nDev, nDev, len(folds.IDs[k])}
+	return d, counts
 }
 
 // readInstances reads every instance (document, reference summary and citations) from the
@@ -481,41 +504,47 @@ func meanSD(v []float64) Stat {
 // existing output directory was made with the same ones: finished folds are reused, so they must
 // come from the same model, data, folds and configuration.
 func checkSettings(opts Options, cfg *config.Config) error {
+	return checkSettingsOf(opts.Out, opts.Data, map[string]any{"model": opts.Model, "dev_share": opts.DevShare}, cfg)
+}
+
+// checkSettingsOf is checkSettings for any cross-validation: settings (model, dev share, ...) plus
+// the hashes of cfg and of data's splits.json and manifest.json.
+func checkSettingsOf(out, data string, settings map[string]any, cfg *config.Config) error {
 	y, err := cfg.YAML()
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
-	splits, err := os.ReadFile(filepath.Join(opts.Data, dataset.SplitsFile))
+	splits, err := os.ReadFile(filepath.Join(data, dataset.SplitsFile))
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
-	man, err := os.ReadFile(filepath.Join(opts.Data, dataset.ManifestFile))
+	man, err := os.ReadFile(filepath.Join(data, dataset.ManifestFile))
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
 	sum := func(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
-	settings := map[string]any{"model": opts.Model, "dev_share": opts.DevShare, "config_sha256": sum(y),
-		"splits_sha256": sum(splits), "manifest_sha256": sum(man)}
+	settings = maps.Clone(settings)
+	settings["config_sha256"], settings["splits_sha256"], settings["manifest_sha256"] = sum(y), sum(splits), sum(man)
 	b, err := json.MarshalIndent(settings, "", "  ")
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
 	b = append(b, '\n')
-	path := filepath.Join(opts.Out, SettingsFile)
+	path := filepath.Join(out, SettingsFile)
 	old, err := os.ReadFile(path)
 	switch {
 	case err == nil && !bytes.Equal(old, b):
 		return fmt.Errorf("cv: %w: %s was made with another model, dev share, prepared directory or config (%s); use another --out or delete it",
-			ErrSettings, opts.Out, SettingsFile)
+			ErrSettings, out, SettingsFile)
 	case err == nil:
 		return nil
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("cv: %w", err)
 	}
-	if entries, err := os.ReadDir(opts.Out); err != nil || len(entries) > 0 {
-		return fmt.Errorf("cv: %s is not empty and is not a cross-validation output (no %s)", opts.Out, SettingsFile)
+	if entries, err := os.ReadDir(out); err != nil || len(entries) > 0 {
+		return fmt.Errorf("cv: %s is not empty and is not a cross-validation output (no %s)", out, SettingsFile)
 	}
-	if err := atomicio.WriteFile(filepath.Join(opts.Out, "config.yaml"), y, 0o644); err != nil {
+	if err := atomicio.WriteFile(filepath.Join(out, "config.yaml"), y, 0o644); err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
 	return atomicio.WriteFile(path, b, 0o644)

@@ -52,7 +52,7 @@ func Command() cli.Command {
 		names = append(append([]string{DefaultTask}, names[:i]...), names[i+1:]...) // the default first in --help
 	}
 	// One set of --folds flags serves every cross-validation; the defaults are the first one's.
-	var cvTasks, cvModels, cvUsage []string
+	var cvTasks, cvModels, cvUsage, cvDefaults []string
 	cvModel, devShare := "", 0.0
 	for _, cv := range cvs {
 		cvTasks = append(cvTasks, cv.Task)
@@ -67,6 +67,11 @@ func Command() cli.Command {
 		if cvModel == "" {
 			cvModel, devShare = cv.DefaultModel, cv.DefaultDevShare
 		}
+		cvDefaults = append(cvDefaults, cv.Task+": "+cv.DefaultModel)
+	}
+	if len(cvs) > 1 { // each task has its own default model (applied in Run when --cv-model is not given)
+		cvModel = ""
+		cvUsage = append(cvUsage, "default per task: "+strings.Join(cvDefaults, ", "))
 	}
 
 	fs := cli.NewFlags("tracksum-train")
@@ -157,6 +162,12 @@ func Command() cli.Command {
 			}
 			req := training.Request{Data: data, Out: out, Log: os.Stderr}
 			req.AllowChangedConfig, _ = fs.GetBool("allow-changed-config")
+			// Cross-validation trains the from-scratch models: refuse it rather than ignore a
+			// variant's settings (e.g. --pretrained).
+			if _, variant := training.ActiveVariant(task.Name, cfg); variant && (fs.Changed("folds") || fs.Changed("final") ||
+				fs.Changed("folds-from") || fs.Changed("cv-model") || fs.Changed("dev-share")) {
+				return cli.Usagef("--folds and --final cross-validate the from-scratch %s only, not a --pretrained one", task.Name)
+			}
 			if fs.Lookup("final") != nil {
 				final, _ := fs.GetBool("final")
 				req.FoldsFrom, _ = fs.GetString("folds-from")
@@ -182,6 +193,15 @@ func Command() cli.Command {
 					}
 					req.Model, _ = fs.GetString("cv-model")
 					req.DevShare, _ = fs.GetFloat64("dev-share")
+					if !fs.Changed("cv-model") {
+						req.Model = cvs[i].DefaultModel
+					}
+					if !fs.Changed("dev-share") {
+						req.DevShare = cvs[i].DefaultDevShare
+					}
+					if !slices.Contains(cvs[i].Models, req.Model) {
+						return cli.Usagef("--cv-model for --task %s must be %s, got %q", task.Name, orList(cvs[i].Models), req.Model)
+					}
 					return cvs[i].Run(ctx, cfg, req)
 				}
 			}

@@ -73,10 +73,79 @@ type CrossValidation struct {
 	FinalUsage string
 }
 
+// A Variant trains a registered task another way when the config asks for it: tracksum-train
+// --task tracker --pretrained DIR fine-tunes a pretrained model (package model/pretrained) where
+// the same command without it trains model/tracker's model from scratch. The task keeps its name,
+// section and loop flags; the variant's Flags are added to the task's, and its Train runs instead
+// of the task's whenever Applies(cfg).
+type Variant struct {
+	// Task is the name of the registered task.
+	Task string
+	// Flags are added to the task's flags (e.g. --pretrained bound to tracker.pretrained).
+	Flags []TaskFlag
+	// Applies reports whether the resolved config selects the variant.
+	Applies func(cfg *config.Config) bool
+	// Train trains the variant, as Task.Train.
+	Train func(ctx context.Context, cfg *config.Config, req Request) error
+}
+
 var registry struct {
 	sync.Mutex
-	tasks map[string]Task
-	cvs   map[string]CrossValidation
+	tasks    map[string]Task
+	cvs      map[string]CrossValidation
+	variants map[string][]Variant
+}
+
+// RegisterVariant adds a variant of a task (registered before or after it). It panics when a
+// field is missing.
+func RegisterVariant(v Variant) {
+	registry.Lock()
+	defer registry.Unlock()
+	if v.Task == "" || v.Applies == nil || v.Train == nil {
+		panic(fmt.Sprintf("training.RegisterVariant: variant of %q needs a task, Applies and Train", v.Task))
+	}
+	if registry.variants == nil {
+		registry.variants = map[string][]Variant{}
+	}
+	registry.variants[v.Task] = append(registry.variants[v.Task], v)
+}
+
+// ActiveVariant returns the variant of task that cfg selects, if any.
+func ActiveVariant(task string, cfg *config.Config) (Variant, bool) {
+	registry.Lock()
+	vs := slices.Clone(registry.variants[task])
+	registry.Unlock()
+	for _, v := range vs {
+		if v.Applies(cfg) {
+			return v, true
+		}
+	}
+	return Variant{}, false
+}
+
+// withVariants returns t with its variants' flags, and a Train that runs the variant cfg selects
+// (else t's own). The registry's lock is held.
+func withVariants(t Task) Task {
+	vs := registry.variants[t.Name]
+	if len(vs) == 0 {
+		return t
+	}
+	t.Flags = slices.Clone(t.Flags)
+	for _, v := range vs {
+		for _, f := range v.Flags {
+			if !slices.ContainsFunc(t.Flags, func(g TaskFlag) bool { return g.Name == f.Name }) {
+				t.Flags = append(t.Flags, f)
+			}
+		}
+	}
+	own := t.Train
+	t.Train = func(ctx context.Context, cfg *config.Config, req Request) error {
+		if v, ok := ActiveVariant(t.Name, cfg); ok {
+			return v.Train(ctx, cfg, req)
+		}
+		return own(ctx, cfg, req)
+	}
+	return t
 }
 
 // Register adds a task to the registry. It panics on an empty or duplicate name or a missing
@@ -119,7 +188,7 @@ func Tasks() []Task {
 	defer registry.Unlock()
 	out := make([]Task, 0, len(registry.tasks))
 	for _, t := range registry.tasks {
-		out = append(out, t)
+		out = append(out, withVariants(t))
 	}
 	slices.SortFunc(out, func(a, b Task) int { return strings.Compare(a.Name, b.Name) })
 	return out
@@ -130,7 +199,10 @@ func LookupTask(name string) (Task, bool) {
 	registry.Lock()
 	defer registry.Unlock()
 	t, ok := registry.tasks[name]
-	return t, ok
+	if !ok {
+		return t, false
+	}
+	return withVariants(t), true
 }
 
 // CrossValidations returns the registered cross-validations sorted by task name.

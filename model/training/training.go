@@ -129,6 +129,10 @@ type Options struct {
 	// Split cuts a micro-batch into n shards (SplitRows for inputs whose axis 0 is the batch).
 	// Required when Shards > 1.
 	Split func(b Batch, n int) ([]Batch, error)
+	// Saved, when set, picks the model variables written to best/ and to the resume point (the
+	// optimizer and RNG state are always saved); the others must be in Store before Run, every
+	// time (e.g. a frozen pretrained base loaded from its snapshot, gigabytes that never change).
+	Saved func(varPath string) bool
 }
 
 // Result summarises a finished (or interrupted) run.
@@ -420,7 +424,7 @@ func escape(path string) string {
 func (o *Options) saveBest(m Metrics) error {
 	dir := filepath.Join(o.OutDir, BestDir)
 	if err := model.SaveVariables(filepath.Join(dir, BestVariables), o.Store, func(p string) bool {
-		return strings.HasPrefix(p, model.ModelScope+"/")
+		return strings.HasPrefix(p, model.ModelScope+"/") && (o.Saved == nil || o.Saved(p))
 	}); err != nil {
 		return fmt.Errorf("training: best checkpoint: %w", err)
 	}
@@ -437,7 +441,10 @@ func (o *Options) saveState(st state) error {
 	}
 	defer d.Abort()
 	if !st.Fresh {
-		if err := model.SaveVariables(d.Path(stateVariables), o.Store, nil); err != nil {
+		keep := func(p string) bool {
+			return o.Saved == nil || !strings.HasPrefix(p, model.ModelScope+"/") || o.Saved(p)
+		}
+		if err := model.SaveVariables(d.Path(stateVariables), o.Store, keep); err != nil {
 			return fmt.Errorf("training: save state: %w", err)
 		}
 	}

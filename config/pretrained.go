@@ -1,0 +1,134 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// LoRA configures the low-rank adapters trained on a pretrained model (tracker.lora, summarizer.lora):
+// each targeted linear layer W (out x in) becomes W + scale * B @ A with A (rank x in) and B
+// (out x rank) trainable in float32 and W frozen. The keys are PEFT's LoraConfig fields, so the
+// adapter files tracksum writes (hf/peft) load in PEFT unchanged.
+type LoRA struct {
+	// Rank r of A and B; 0 = full fine-tuning (every base weight trainable, no adapters).
+	Rank int `mapstructure:"rank" yaml:"rank"`
+	// Alpha scales the update: scale = alpha / rank, or alpha / sqrt(rank) with rslora.
+	Alpha float64 `mapstructure:"alpha" yaml:"alpha"`
+	// RSLoRA uses the rank-stabilised scale alpha / sqrt(rank) (PEFT's use_rslora; the paper's recipe).
+	RSLoRA bool `mapstructure:"rslora" yaml:"rslora"`
+	// Dropout is applied to the adapter's input during training only (PEFT's lora_dropout).
+	Dropout float64 `mapstructure:"dropout" yaml:"dropout"`
+	// TargetModules names the linear layers that get adapters, by the module names of the Hugging
+	// Face model (PEFT's target_modules): the Llama-family projections, or BERT's (LoRATargetsBERT).
+	// The Llama names also select BERT's corresponding layers (LoRATargetsBERTAlias), so the default
+	// works for both families.
+	TargetModules []string `mapstructure:"target_modules" yaml:"target_modules"`
+}
+
+// LoRATargetsLlama lists the linear layers of a Llama-family decoder layer (llama, mistral, qwen2,
+// gemma), under their Hugging Face module names: the default targets (the paper's recipe).
+var LoRATargetsLlama = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+// LoRATargetsBERT lists the linear layers of a BERT encoder layer, by PEFT's suffix matching on
+// Hugging Face module names (encoder.layer.N.attention.self.query, ..., encoder.layer.N.output.dense).
+var LoRATargetsBERT = []string{"query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"}
+
+// LoRATargetsBERTAlias maps the Llama-family target names onto BERT's layers of the same role, so
+// one target list (the default) serves both families; gate_proj has no BERT counterpart (BERT's
+// feed-forward block is ungated) and selects nothing there.
+var LoRATargetsBERTAlias = map[string]string{
+	"q_proj": "query", "k_proj": "key", "v_proj": "value", "o_proj": "attention.output.dense",
+	"up_proj": "intermediate.dense", "down_proj": "output.dense",
+}
+
+// DefaultLoRA returns the paper's adapters: rank 16, alpha 16, rsLoRA, no dropout, all seven
+// projections of each decoder layer.
+func DefaultLoRA() LoRA {
+	return LoRA{Rank: 16, Alpha: 16, RSLoRA: true, Dropout: 0, TargetModules: slices.Clone(LoRATargetsLlama)}
+}
+
+// Scale is the factor of B @ A in the adapted weight: alpha/rank, or alpha/sqrt(rank) with rsLoRA
+// (0 when rank is 0: no adapters).
+func (c LoRA) Scale() float64 {
+	if c.Rank <= 0 {
+		return 0
+	}
+	if c.RSLoRA {
+		return c.Alpha / math.Sqrt(float64(c.Rank))
+	}
+	return c.Alpha / float64(c.Rank)
+}
+
+// Validate reports invalid adapter settings; section prefixes the keys (e.g. "tracker.lora").
+func (c LoRA) Validate(section string) error {
+	var errs []error
+	bad := func(key, msg string) { errs = append(errs, fmt.Errorf("%s.%s: %s", section, key, msg)) }
+	if c.Rank < 0 {
+		bad("rank", fmt.Sprintf("must be >= 0 (0 = full fine-tuning), got %d", c.Rank))
+	}
+	if c.Alpha <= 0 {
+		bad("alpha", fmt.Sprintf("must be > 0, got %g", c.Alpha))
+	}
+	if c.Dropout < 0 || c.Dropout >= 1 {
+		bad("dropout", fmt.Sprintf("must be in [0, 1), got %g", c.Dropout))
+	}
+	if c.Rank > 0 && len(c.TargetModules) == 0 {
+		bad("target_modules", "must name at least one layer when rank > 0")
+	}
+	seen := map[string]bool{}
+	for _, m := range c.TargetModules {
+		switch {
+		case !slices.Contains(LoRATargetsLlama, m) && !slices.Contains(LoRATargetsBERT, m):
+			bad("target_modules", fmt.Sprintf("unknown layer %q (known: %s; BERT: %s)", m,
+				strings.Join(LoRATargetsLlama, ", "), strings.Join(LoRATargetsBERT, ", ")))
+		case seen[m]:
+			bad("target_modules", fmt.Sprintf("%q is listed twice", m))
+		}
+		seen[m] = true
+	}
+	return errors.Join(errs...)
+}
+
+// Tracker heads on a pretrained model (tracker.head).
+const (
+	// HeadAuto picks encoder_cls for an encoder snapshot (bert) and lm_cls for a causal LM.
+	HeadAuto = "auto"
+	// HeadEncoderCLS is a classification head on the [CLS] state of a BERT-family encoder over
+	// "[CLS] aspect description [SEP] sentence [SEP]".
+	HeadEncoderCLS = "encoder_cls"
+	// HeadLMCLS is a classification head on the last token's hidden state of a causal LM over the
+	// paper's chat prompt (the paper's text, C.2).
+	HeadLMCLS = "lm_cls"
+	// HeadGenerative is the released script's way: the LM is trained on the answer
+	// "Relevance:Yes." / "Relevance:No." and the score is P(Yes) renormalised over {Yes, No} at the
+	// answer position.
+	HeadGenerative = "generative"
+)
+
+// TrackerHeads lists the accepted values of tracker.head.
+var TrackerHeads = []string{HeadAuto, HeadEncoderCLS, HeadLMCLS, HeadGenerative}
+
+// EncoderModelTypes lists the config.json model_type values that are encoders (no causal LM head).
+var EncoderModelTypes = []string{"bert"}
+
+// ResolveHead returns the tracker head to build on a snapshot of the given model_type: auto
+// resolved, and a head that does not fit the model (encoder_cls on a causal LM, lm_cls or
+// generative on an encoder) refused with an error naming the key.
+func (c Tracker) ResolveHead(modelType string) (string, error) {
+	encoder := slices.Contains(EncoderModelTypes, modelType)
+	switch {
+	case c.Head == HeadAuto && encoder:
+		return HeadEncoderCLS, nil
+	case c.Head == HeadAuto:
+		return HeadLMCLS, nil
+	case c.Head == HeadEncoderCLS && !encoder:
+		return "", fmt.Errorf("tracker.head: encoder_cls needs an encoder (model_type %s), got a causal LM (model_type %q); use lm_cls or generative",
+			strings.Join(EncoderModelTypes, ", "), modelType)
+	case c.Head != HeadEncoderCLS && encoder:
+		return "", fmt.Errorf("tracker.head: %s needs a causal LM, got an encoder (model_type %q); use encoder_cls", c.Head, modelType)
+	}
+	return c.Head, nil
+}

@@ -1,0 +1,238 @@
+// Package decoder is the causal language model of pretrained Hugging Face checkpoints of the Llama
+// family — model_type llama (Llama 2/3.x, SmolLM2, TinyLlama), mistral, qwen2 and gemma (v1) — as a
+// GoMLX graph, with LoRA adapters on its projections and a KV-cache step for generation.
+//
+// The forward pass is written from Hugging Face transformers' modeling_llama.py, modeling_mistral.py,
+// modeling_qwen2.py and modeling_gemma.py. GoMLX's ml/zoo/transformer has no Llama architecture, and
+// go-huggingface v0.4.2 maps model_type llama onto its Gemma 3 path (different norms, activation,
+// embedding scale and attention), which is not Llama's math; so the model is our own, built from
+// plain graph ops, while the weights come through go-huggingface's safetensors reader (hf/snapshot).
+//
+// # Example
+//
+//	snap, err := snapshot.Open("SNAPSHOT")
+//	store := gomlxmodel.NewStore()
+//	m, err := decoder.Load(snap, store, decoder.LoRA{Rank: 16, Alpha: 16, RSLoRA: true, Targets: decoder.DefaultTargets})
+//	// in a graph function:
+//	hidden := m.Hidden(store.RootScope(), tokens, mask) // [B, T, H]
+//	logits := m.Logits(store.RootScope(), hidden)       // [B, T, V]
+package decoder
+
+import (
+	"math"
+	"slices"
+
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/snapshot"
+)
+
+// Config is the architecture of a checkpoint, read from its config.json with Hugging Face's defaults
+// for keys that are absent.
+type Config struct {
+	// ModelType is config.json's model_type: "llama", "mistral", "qwen2" or "gemma".
+	ModelType string
+	// Vocab is vocab_size.
+	Vocab int
+	// Hidden is hidden_size.
+	Hidden int
+	// Layers is num_hidden_layers.
+	Layers int
+	// Heads is num_attention_heads.
+	Heads int
+	// KVHeads is num_key_value_heads (grouped-query attention; = Heads when absent).
+	KVHeads int
+	// HeadDim is head_dim when set (gemma, some mistral), else Hidden/Heads.
+	HeadDim int
+	// Intermediate is intermediate_size (the MLP's gate/up width).
+	Intermediate int
+	// RMSNormEps is rms_norm_eps.
+	RMSNormEps float64
+	// RopeTheta is rope_theta (10000 when absent).
+	RopeTheta float64
+	// RopeScaling is rope_scaling with rope_type "llama3" (Llama 3.1+), nil when absent. Other
+	// rope types are a load error.
+	RopeScaling *RopeScaling
+	// TieWordEmbeddings: the LM head is embed_tokens (no lm_head.weight).
+	TieWordEmbeddings bool
+	// AttentionBias: q_proj, k_proj and v_proj (and o_proj for llama's attention_bias) have biases.
+	// qwen2 always has q/k/v biases and no o_proj bias.
+	AttentionBias bool
+	// OProjBias: o_proj has a bias (llama with attention_bias true).
+	OProjBias bool
+	// MLPBias: gate/up/down projections have biases (llama's mlp_bias).
+	MLPBias bool
+	// SlidingWindow is mistral's sliding_window (0: full attention). qwen2's sliding window is
+	// used only with use_sliding_window true, which is rejected at load.
+	SlidingWindow int
+	// HiddenAct is hidden_act (or gemma's hidden_activation): "silu", "gelu_pytorch_tanh", "gelu".
+	HiddenAct string
+	// MaxPositions is max_position_embeddings (informational: RoPE has no table to outgrow).
+	MaxPositions int
+	// BOS and Pad are bos_token_id and pad_token_id (-1 when absent).
+	BOS, Pad int
+	// EOSList holds eos_token_id (a number or a list in config.json; empty when absent).
+	EOSList []int
+}
+
+// RopeScaling is Llama 3.1's rope_scaling frequency adjustment (rope_type "llama3").
+type RopeScaling struct {
+	Factor                        float64
+	LowFreqFactor                 float64
+	HighFreqFactor                float64
+	OriginalMaxPositionEmbeddings int
+}
+
+// ConfigOf reads the architecture of an opened snapshot; unsupported model types, rope types or
+// inconsistent sizes are one-line errors naming config.json.
+func ConfigOf(s *snapshot.Snapshot) (Config, error) { return configOf(s) }
+
+// Gemma reports whether the config is a Gemma (v1) model: embeddings scaled by sqrt(Hidden), RMSNorm
+// weights applied as (1 + w), GeGLU with the tanh approximation of GELU.
+func (c Config) Gemma() bool { return c.ModelType == "gemma" }
+
+// DefaultTargets are the LoRA target modules of the paper's recipe: every projection of attention
+// and MLP.
+var DefaultTargets = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+// LoRA configures low-rank adapters as PEFT's LoraConfig does: y = x W^T + Scale() * dropout(x) A^T B^T,
+// with A [Rank, in] drawn kaiming-uniform(a=sqrt(5)) and B [out, Rank] zeros, both float32.
+type LoRA struct {
+	// Rank is r; 0 means no adapters: full fine-tuning of all weights.
+	Rank int
+	// Alpha is lora_alpha.
+	Alpha float64
+	// RSLoRA selects rank-stabilised scaling Alpha/sqrt(Rank) instead of Alpha/Rank.
+	RSLoRA bool
+	// Dropout is lora_dropout, applied to the adapter's input in training graphs only.
+	Dropout float64
+	// Targets are module names (the last component of the Hugging Face key: "q_proj", ...); nil
+	// means DefaultTargets.
+	Targets []string
+	// Seed seeds the kaiming-uniform draw of the A matrices (0 is a valid seed).
+	Seed int64
+}
+
+// Scale is the factor of the adapter's product: Alpha/Rank, or Alpha/sqrt(Rank) with RSLoRA.
+func (l LoRA) Scale() float64 {
+	if l.Rank <= 0 {
+		return 0
+	}
+	if l.RSLoRA {
+		return l.Alpha / math.Sqrt(float64(l.Rank))
+	}
+	return l.Alpha / float64(l.Rank)
+}
+
+// targets returns the effective target module names.
+func (l LoRA) targets() []string {
+	if l.Targets == nil {
+		return DefaultTargets
+	}
+	return l.Targets
+}
+
+// Targeted reports whether module (e.g. "q_proj") carries an adapter.
+func (l LoRA) Targeted(module string) bool {
+	return l.Rank > 0 && slices.Contains(l.targets(), module)
+}
+
+// BaseScope is the store scope of the checkpoint's weights: the variable of Hugging Face key K
+// (e.g. "model.layers.0.self_attn.q_proj.weight") is BaseScope + "/" + K.
+const BaseScope = "/model/base"
+
+// LoRAScope is the store scope of the adapters: the variable of PEFT key
+// "base_model.model." + K (e.g. K = "model.layers.0.self_attn.q_proj.lora_A.weight") is
+// LoRAScope + "/" + K.
+const LoRAScope = "/model/lora"
+
+// PEFTPrefix is what PEFT puts before a base key in adapter_model.safetensors.
+const PEFTPrefix = "base_model.model."
+
+// Model is a loaded decoder: its config, its adapters' settings and the store variables of its
+// weights.
+type Model struct {
+	cfg  Config
+	lora LoRA
+	st   *gomlxmodel.Store
+	base map[string]*gomlxmodel.Variable // HF key -> variable
+	a, b map[string]*gomlxmodel.Variable // HF module key ("model.layers.0.self_attn.q_proj") -> lora_A / lora_B
+}
+
+// Load creates the model's variables in store from the snapshot's weights: base weights under
+// BaseScope named after their Hugging Face keys, non-trainable when lora.Rank > 0 (so absent from
+// the optimizer state) and kept in their file dtype (bf16/f16 are converted to float32 inside the
+// graph); with Rank 0 they are trainable and converted to float32 at load. Adapters (float32,
+// trainable) go under LoRAScope. Every tensor's shape is checked against the config; a missing or
+// misshaped tensor, or a non-finite value, is a one-line error.
+func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, error) {
+	return load(s, store, lora)
+}
+
+// Config returns the model's architecture.
+func (m *Model) Config() Config { return m.cfg }
+
+// LoRA returns the adapter settings the model was loaded with.
+func (m *Model) LoRA() LoRA { return m.lora }
+
+// Hidden runs the decoder over tokens [B, T] (int32) with mask [B, T] (1 for real tokens, 0 for
+// padding, any numeric dtype) and returns the final-norm hidden states [B, T, Hidden] in float32,
+// as transformers' model(input_ids, attention_mask).last_hidden_state: positions 0..T-1 (RoPE), a
+// causal mask, padded keys masked out, mistral's sliding window when set. Dropout of the adapters
+// applies only when scope's store is training.
+func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, mask *Node) *Node {
+	return m.hidden(scope, tokens, mask)
+}
+
+// Logits applies the LM head to hidden [..., Hidden]: embed_tokens when tied, else lm_head.weight;
+// float32 [..., Vocab].
+func (m *Model) Logits(scope *gomlxmodel.Scope, hidden *Node) *Node { return m.logits(scope, hidden) }
+
+// CausalLMLoss is transformers' causal LM loss: the mean cross-entropy of logits [B, T, V] at
+// position t against labels [B, T] (int32) at t+1, over the label positions that are not -100
+// (IgnoreLabel): the prompt and padding are masked by setting their labels to -100. A batch with
+// no label is a loss of 0.
+func CausalLMLoss(logits, labels *Node) *Node { return causalLMLoss(logits, labels) }
+
+// IgnoreLabel is the label value excluded from the loss (PyTorch's ignore_index).
+const IgnoreLabel = -100
+
+// KVCache holds, for every layer, the rotated keys and the values of the tokens seen so far:
+// Keys[l] and Values[l] are [B, KVHeads, MaxLen, HeadDim] in float32. A cache is a set of graph
+// nodes: a generation loop passes the tensors out of one step's Exec into the next one.
+type KVCache struct {
+	Keys, Values []*Node
+}
+
+// CacheShapes returns the shapes of the 2*Layers cache tensors of a batch of batch sequences of up to
+// maxLen tokens, in the order of Flatten (keys and values of layer 0, then layer 1, ...).
+func (m *Model) CacheShapes(batch, maxLen int) []shapes.Shape { return m.cacheShapes(batch, maxLen) }
+
+// NewCache returns an empty (zero) cache in graph g.
+func (m *Model) NewCache(g *Graph, batch, maxLen int) *KVCache { return m.newCache(g, batch, maxLen) }
+
+// Flatten lists the cache's nodes: keys and values of layer 0, then of layer 1, ...
+func (c *KVCache) Flatten() []*Node { return c.flatten() }
+
+// CacheFrom rebuilds a cache from the nodes of Flatten's order (e.g. an Exec's inputs).
+func (m *Model) CacheFrom(nodes []*Node) *KVCache { return m.cacheFrom(nodes) }
+
+// Step runs tokens [B, S] (int32) placed at cache slots offset .. offset+S-1 (offset: int32 scalar),
+// with RoPE positions [B, S] (int32; transformers' generate uses cumsum(mask)-1) and keyMask
+// [B, MaxLen] (1 for the slots holding real tokens, the new ones included). Each token attends to the
+// real slots at or before its own (and within the sliding window). It returns the final-norm hidden
+// states [B, S, Hidden] and the cache with the new keys and values written. A prefill is a Step with
+// the whole prompt at offset 0; then one token per Step. The logits equal those of Hidden on the whole
+// sequence.
+func (m *Model) Step(scope *gomlxmodel.Scope, cache *KVCache, tokens, positions, keyMask, offset *Node) (hidden *Node, next *KVCache) {
+	return m.step(scope, cache, tokens, positions, keyMask, offset)
+}
+
+// LoRAVariables returns the adapter variables by their PEFT key
+// ("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight" -> A [Rank, in];
+// "...lora_B.weight" -> B [out, Rank]); empty with Rank 0.
+func (m *Model) LoRAVariables() map[string]*gomlxmodel.Variable { return m.loraVariables() }
+
+// BaseVariables returns the checkpoint's weights by their Hugging Face key.
+func (m *Model) BaseVariables() map[string]*gomlxmodel.Variable { return m.base }

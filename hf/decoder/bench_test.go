@@ -1,0 +1,156 @@
+package decoder
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
+	"github.com/gomlx/gomlx/core/tensors"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/randsnap"
+)
+
+// The benchmarks run a random checkpoint of SmolLM2-135M's shape (hidden 576, 30 layers, 9 heads,
+// 3 key/value heads, intermediate 1536, vocabulary 49152, tied embeddings) on a batch of 4
+// sequences of 128 tokens; tools/hfparity/bench_torch.py runs the same shapes in PyTorch.
+// TRACKSUM_DECODER_BENCH_DIR names a directory to keep the snapshot in (written when missing),
+// so that BenchmarkLoad can be measured alone (/usr/bin/time -v for its peak memory).
+
+const benchBatch, benchSeq = 4, 128
+
+var smolShape = randsnap.Decoder{ModelType: "llama", Vocab: 49152, Hidden: 576, Layers: 30, Heads: 9, KVHeads: 3,
+	Intermediate: 1536, Tied: true, RopeTheta: 100000, Seed: 135}
+
+var (
+	benchDirOnce sync.Once
+	benchDir     string
+	benchDirErr  error
+)
+
+func benchSnapshot(b *testing.B) string {
+	benchDirOnce.Do(func() {
+		benchDir = os.Getenv("TRACKSUM_DECODER_BENCH_DIR")
+		if benchDir == "" {
+			benchDir, benchDirErr = os.MkdirTemp("", "decoder-bench-")
+			if benchDirErr != nil {
+				return
+			}
+		}
+		if _, err := os.Stat(filepath.Join(benchDir, "model.safetensors")); err == nil {
+			return
+		}
+		benchDirErr = randsnap.WriteDecoder(benchDir, smolShape)
+	})
+	if benchDirErr != nil {
+		b.Fatal(benchDirErr)
+	}
+	return benchDir
+}
+
+// runTimed runs step b.N times and reports tokens per second of wall time and per CPU-second of
+// the process (user + system, all threads), comparable with bench_torch.py's figures.
+func runTimed(b *testing.B, step func()) {
+	cpu0 := cpuSeconds()
+	b.ResetTimer()
+	for b.Loop() {
+		step()
+	}
+	cpu := cpuSeconds() - cpu0
+	tokens := float64(benchBatch * benchSeq * b.N)
+	b.ReportMetric(tokens/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(tokens/cpu, "tokens/cpu-s")
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func benchInputs() (tokens, mask *tensors.Tensor) {
+	ids := make([]int32, benchBatch*benchSeq)
+	ones := make([]int32, benchBatch*benchSeq)
+	for i := range ids {
+		ids[i] = int32((i*7919 + 13) % smolShape.Vocab)
+		ones[i] = 1
+	}
+	return tensors.FromFlatDataAndDimensions(ids, benchBatch, benchSeq), tensors.FromFlatDataAndDimensions(ones, benchBatch, benchSeq)
+}
+
+// BenchmarkLoad opens the snapshot and loads it into a store with LoRA (the base frozen).
+func BenchmarkLoad(b *testing.B) {
+	dir := benchSnapshot(b)
+	for b.Loop() {
+		if _, err := Load(openSnap(b, dir), gomlxmodel.NewStore(), LoRA{Rank: 16, Alpha: 16, RSLoRA: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkForward is the logits of a batch (inference, no adapters).
+func BenchmarkForward(b *testing.B) {
+	store := gomlxmodel.NewStore()
+	m, err := Load(openSnap(b, benchSnapshot(b)), store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true, Targets: []string{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	exec, err := gomlxmodel.NewExec(backend(b), store, func(scope *gomlxmodel.Scope, tok, msk *Node) *Node {
+		return m.Logits(scope, m.Hidden(scope, tok, msk))
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tokens, mask := benchInputs()
+	if _, err := exec.Exec(tokens, mask); err != nil { // compile
+		b.Fatal(err)
+	}
+	runTimed(b, func() {
+		if _, err := exec.Exec(tokens, mask); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkLoRAStep is one training step's computation with rank-16 rsLoRA adapters on all seven
+// projections: the forward pass, the next-token loss and the gradients of every adapter tensor
+// (the base frozen), applied as a plain SGD update (the optimizer's cost is that of the adapters:
+// small next to the gradients).
+func BenchmarkLoRAStep(b *testing.B) {
+	store := gomlxmodel.NewStore()
+	m, err := Load(openSnap(b, benchSnapshot(b)), store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	vars := m.LoRAVariables()
+	exec, err := gomlxmodel.NewExec(backend(b), store, func(scope *gomlxmodel.Scope, tok, msk *Node) *Node {
+		loss := CausalLMLoss(m.Logits(scope, m.Hidden(scope, tok, msk)), tok)
+		var vs []*gomlxmodel.Variable
+		var nodes []*Node
+		for _, k := range sortedKeys(vars) {
+			vs = append(vs, vars[k])
+			nodes = append(nodes, vars[k].ValueGraph(tok.Graph()))
+		}
+		for i, g := range Gradient(loss, nodes...) {
+			vs[i].SetValueGraph(Sub(nodes[i], MulScalar(g, 1e-3)))
+		}
+		return loss
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tokens, mask := benchInputs()
+	if _, err := exec.Exec(tokens, mask); err != nil { // compile
+		b.Fatal(err)
+	}
+	runTimed(b, func() {
+		if _, err := exec.Exec(tokens, mask); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,299 @@
+package decoder
+
+import (
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/model/layers"
+)
+
+// The forward pass follows transformers' modeling_llama.py (LlamaModel) and its siblings:
+//
+//	h = embed_tokens[ids]                       (gemma: * sqrt(hidden), rounded to the dtype)
+//	for each layer:
+//	  a = input_layernorm(h)                    RMSNorm: x / sqrt(mean(x²) + eps) * w   (gemma: * (1 + w))
+//	  q, k, v = q/k/v_proj(a)                   (qwen2: with biases), heads split, RoPE on q and k
+//	  h = h + o_proj(softmax(q kᵀ / sqrt(head_dim) + mask) v)   keys/values repeated per group (GQA)
+//	  h = h + down_proj(act(gate_proj(m)) * up_proj(m)),  m = post_attention_layernorm(h)
+//	hidden = norm(h); logits = hidden @ (lm_head or embed_tokens)ᵀ
+//
+// Everything is computed in float32; half-precision weights are converted in the graph.
+
+// maskedScore is added to the scores of keys a query may not see: exp underflows to exactly 0, and
+// a row with every key masked (a padding query) stays finite (uniform), as with transformers'
+// finfo.min.
+const maskedScore = -1e30
+
+// weight returns the base weight of Hugging Face key name as a float32 node of g.
+func (m *Model) weight(g *Graph, name string) *Node {
+	w := m.base[name].ValueGraph(g)
+	if w.DType() != dtypes.Float32 {
+		w = ConvertDType(w, dtypes.Float32)
+	}
+	return w
+}
+
+// linear applies projection p to x [n, in], n = batch·tokens: x Wᵀ (+ b) (+ scale · dropout(x) Aᵀ Bᵀ
+// with an adapter).
+func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int) *Node {
+	g := x.Graph()
+	y := layers.ProductTransposed(x, m.weight(g, p.key+".weight"))
+	if p.bias {
+		y = Add(y, ExpandAxes(m.weight(g, p.key+".bias"), 0))
+	}
+	if a, ok := m.a[p.key]; ok {
+		xd := x
+		if m.lora.Dropout > 0 {
+			// Dropout sees the examples on axis 0, as the sharded training step requires.
+			n, in := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+			xd = Reshape(layers.Dropout(scope, Reshape(x, batch, n/batch, in), m.lora.Dropout), n, in)
+		}
+		low := layers.ProductTransposed(xd, a.ValueGraph(g))             // [n, r]
+		delta := layers.ProductTransposed(low, m.b[p.key].ValueGraph(g)) // [n, out]
+		y = Add(y, MulScalar(delta, m.lora.Scale()))
+	}
+	return y
+}
+
+// rmsNorm normalises x [n, H] with weight key name (gemma: scaled by 1 + w).
+func (m *Model) rmsNorm(x *Node, name string) *Node {
+	w := m.weight(x.Graph(), name)
+	if m.cfg.Gemma() {
+		w = AddScalar(w, 1)
+	}
+	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
+	// Div by Sqrt rather than Rsqrt: GoMLX v0.28.6 defines no gradient for Rsqrt.
+	return Mul(Div(x, Sqrt(AddScalar(ms, m.cfg.RMSNormEps))), ExpandAxes(w, 0))
+}
+
+// embed looks tokens [B, T] up: [B*T, H] float32.
+func (m *Model) embed(tokens *Node) *Node {
+	g := tokens.Graph()
+	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
+	ids := Reshape(ConvertDType(tokens, dtypes.Int32), b*t, 1)
+	h := Gather(m.weight(g, "model.embed_tokens.weight"), ids)
+	if m.cfg.Gemma() {
+		// transformers multiplies by sqrt(hidden) as a tensor of the hidden states' dtype.
+		h = MulScalar(h, float64(float32(math.Sqrt(float64(m.cfg.Hidden)))))
+	}
+	return h
+}
+
+// rope returns cos and sin [B, 1, T, HeadDim] of positions [B, T].
+func (m *Model) rope(positions *Node) (cos, sin *Node) {
+	g := positions.Graph()
+	inv := Const(g, m.cfg.invFreq())                            // [D/2]
+	pos := ConvertDType(positions, dtypes.Float32)              // [B, T]
+	freqs := Mul(ExpandAxes(pos, -1), ExpandLeftToRank(inv, 3)) // [B, T, D/2]
+	emb := Concatenate([]*Node{freqs, freqs}, -1)               // [B, T, D]
+	return ExpandAxes(Cos(emb), 1), ExpandAxes(Sin(emb), 1)
+}
+
+// applyRope rotates x [B, heads, T, D]: x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1].
+func applyRope(x, cos, sin *Node) *Node {
+	d := x.Shape().Dimensions[3]
+	x1 := SliceAxis(x, 3, AxisRange(0, d/2))
+	x2 := SliceAxis(x, 3, AxisRange(d/2, d))
+	rot := Concatenate([]*Node{Neg(x2), x1}, 3)
+	return Add(Mul(x, cos), Mul(rot, sin))
+}
+
+// splitHeads turns x [B*T, heads*D] into [B, heads, T, D].
+func splitHeads(x *Node, b, t, heads, d int) *Node {
+	return TransposeAllDims(Reshape(x, b, t, heads, d), 0, 2, 1, 3)
+}
+
+// repeatKV repeats each key/value head for its group of query heads (transformers' repeat_kv):
+// [B, kv, S, D] -> [B, kv*rep, S, D], query head i reading kv head i/rep.
+func repeatKV(x *Node, rep int) *Node {
+	if rep == 1 {
+		return x
+	}
+	dims := x.Shape().Dimensions
+	b, kv, s, d := dims[0], dims[1], dims[2], dims[3]
+	x = BroadcastToDims(ExpandAxes(x, 2), b, kv, rep, s, d)
+	return Reshape(x, b, kv*rep, s, d)
+}
+
+// attentionBias returns the additive mask [B, heads, T, S] for queries at slots qSlots [T] (int32)
+// over keys at slots 0..S-1 of which keyMask [B, S] marks the real ones: a key is seen when it is
+// real, not after the query, and (sliding window w > 0) fewer than w slots before it.
+func (m *Model) attentionBias(qSlots, keyMask *Node, heads int) *Node {
+	g := qSlots.Graph()
+	t := qSlots.Shape().Dimensions[0]
+	b, s := keyMask.Shape().Dimensions[0], keyMask.Shape().Dimensions[1]
+	q := ExpandAxes(qSlots, -1)                      // [T, 1]
+	k := Iota(g, shapes.Make(dtypes.Int32, 1, s), 1) // [1, S]
+	ok := LessOrEqual(k, q)                          // [T, S]
+	if w := m.cfg.SlidingWindow; w > 0 {
+		ok = LogicalAnd(ok, LessThan(Sub(q, k), Const(g, int32(w))))
+	}
+	real := NotEqual(ConvertDType(keyMask, dtypes.Float32), ScalarZero(g, dtypes.Float32)) // [B, S]
+	all := LogicalAnd(BroadcastToDims(ExpandAxes(ok, 0), b, t, s), BroadcastToDims(ExpandAxes(real, 1), b, t, s))
+	zero := ScalarZero(g, dtypes.Float32)
+	bias := Where(all, zero, Scalar(g, dtypes.Float32, maskedScore)) // [B, T, S]
+	return BroadcastToDims(ExpandAxes(bias, 1), b, heads, t, s)
+}
+
+// layerState is what one layer's attention reads and writes: keys and values of all slots.
+type layerKV struct{ k, v *Node }
+
+// run is the decoder over tokens [B, T] at RoPE positions [B, T] and cache slots qSlots [T]; kv(l,
+// k, v) gives layer l's keys and values [B, KV, S, D] to attend to given the new ones (the new
+// ones themselves without a cache), keyMask [B, S] marks the real slots. It returns the final-norm
+// hidden states [B, T, Hidden].
+func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask *Node, kv func(l int, k, v *Node) layerKV) *Node {
+	c := m.cfg
+	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
+	h := m.embed(tokens) // [B*T, H]
+	cos, sin := m.rope(positions)
+	bias := m.attentionBias(qSlots, keyMask, c.Heads)
+	rep := c.Heads / c.KVHeads
+	for l := range c.Layers {
+		p := c.projections(l)
+		pre := layerKey(l)
+		a := m.rmsNorm(h, pre+".input_layernorm.weight")
+		q := applyRope(splitHeads(m.linear(scope, p[0], a, b), b, t, c.Heads, c.HeadDim), cos, sin)
+		k := applyRope(splitHeads(m.linear(scope, p[1], a, b), b, t, c.KVHeads, c.HeadDim), cos, sin)
+		v := splitHeads(m.linear(scope, p[2], a, b), b, t, c.KVHeads, c.HeadDim)
+		all := kv(l, k, v)
+		scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), 1/math.Sqrt(float64(c.HeadDim)))
+		probs := layers.SoftmaxLast(Add(scores, bias))
+		att := layers.AttentionValues(probs, repeatKV(all.v, rep)) // [B, heads, T, D]
+		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), b*t, c.Heads*c.HeadDim)
+		h = Add(h, m.linear(scope, p[3], att, b))
+		mm := m.rmsNorm(h, pre+".post_attention_layernorm.weight")
+		gate := m.linear(scope, p[4], mm, b)
+		up := m.linear(scope, p[5], mm, b)
+		h = Add(h, m.linear(scope, p[6], Mul(m.act(gate), up), b))
+	}
+	h = m.rmsNorm(h, "model.norm.weight")
+	return Reshape(h, b, t, c.Hidden)
+}
+
+// act is the MLP's activation.
+func (m *Model) act(x *Node) *Node {
+	switch activations[m.cfg.HiddenAct] {
+	case "gelu_tanh":
+		return activation.GeluApproximate(x)
+	case "gelu":
+		return activation.Gelu(x)
+	}
+	return Mul(x, Sigmoid(x))
+}
+
+func (m *Model) hidden(scope *gomlxmodel.Scope, tokens, mask *Node) *Node {
+	g := tokens.Graph()
+	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
+	slots := Iota(g, shapes.Make(dtypes.Int32, t), 0)
+	positions := BroadcastToDims(ExpandAxes(slots, 0), b, t)
+	return m.run(scope, tokens, positions, slots, mask, func(_ int, k, v *Node) layerKV { return layerKV{k, v} })
+}
+
+func (m *Model) logits(_ *gomlxmodel.Scope, hidden *Node) *Node {
+	g := hidden.Graph()
+	dims := hidden.Shape().Dimensions
+	n := hidden.Shape().Size() / m.cfg.Hidden
+	head := "lm_head.weight"
+	if m.cfg.TieWordEmbeddings {
+		head = "model.embed_tokens.weight"
+	}
+	y := layers.ProductTransposed(Reshape(hidden, n, m.cfg.Hidden), m.weight(g, head))
+	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), m.cfg.Vocab)...)
+}
+
+func causalLMLoss(logits, labels *Node) *Node {
+	g := logits.Graph()
+	dims := logits.Shape().Dimensions
+	b, t, v := dims[0], dims[1], dims[2]
+	if t < 2 {
+		return ScalarZero(g, dtypes.Float32)
+	}
+	x := Reshape(SliceAxis(logits, 1, AxisRange(0, t-1)), b*(t-1), v)
+	y := Reshape(ConvertDType(SliceAxis(labels, 1, AxisRange(1, t)), dtypes.Int32), b*(t-1))
+	valid := NotEqual(y, Const(g, int32(IgnoreLabel)))
+	safe := Where(valid, y, ZerosLike(y))
+	logp := LogSoftmax(x, -1)
+	picked := layers.SumLast(Mul(logp, OneHot(safe, v, dtypes.Float32))) // [n]
+	w := ConvertDType(valid, dtypes.Float32)
+	total := ReduceAllSum(Mul(picked, w))
+	count := Max(ReduceAllSum(w), ScalarOne(g, dtypes.Float32))
+	return Neg(Div(total, count))
+}
+
+func (m *Model) cacheShapes(batch, maxLen int) []shapes.Shape {
+	s := shapes.Make(dtypes.Float32, batch, m.cfg.KVHeads, maxLen, m.cfg.HeadDim)
+	out := make([]shapes.Shape, 2*m.cfg.Layers)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func (m *Model) newCache(g *Graph, batch, maxLen int) *KVCache {
+	var nodes []*Node
+	for _, s := range m.cacheShapes(batch, maxLen) {
+		nodes = append(nodes, Zeros(g, s))
+	}
+	return m.cacheFrom(nodes)
+}
+
+func (c *KVCache) flatten() []*Node {
+	var out []*Node
+	for l := range c.Keys {
+		out = append(out, c.Keys[l], c.Values[l])
+	}
+	return out
+}
+
+func (m *Model) cacheFrom(nodes []*Node) *KVCache {
+	c := &KVCache{}
+	for l := 0; l+1 < len(nodes); l += 2 {
+		c.Keys = append(c.Keys, nodes[l])
+		c.Values = append(c.Values, nodes[l+1])
+	}
+	return c
+}
+
+// NewCacheTensors returns the zero host tensors of an empty cache, in Flatten's order.
+func (m *Model) NewCacheTensors(batch, maxLen int) []*tensors.Tensor {
+	var out []*tensors.Tensor
+	for _, s := range m.cacheShapes(batch, maxLen) {
+		out = append(out, tensors.FromShape(s))
+	}
+	return out
+}
+
+func (m *Model) step(scope *gomlxmodel.Scope, cache *KVCache, tokens, positions, keyMask, offset *Node) (*Node, *KVCache) {
+	g := tokens.Graph()
+	s := tokens.Shape().Dimensions[1]
+	maxLen := keyMask.Shape().Dimensions[1]
+	off := ConvertDType(offset, dtypes.Int32)
+	slots := Add(Iota(g, shapes.Make(dtypes.Int32, s), 0), off) // [S]
+	// The Go backend has no DynamicUpdateSlice: the new rows are placed with a one-hot product
+	// (exact: each slot receives one value times 1 plus zeros) and the old ones kept by a mask.
+	onehot := ConvertDType(Equal(ExpandAxes(slots, -1), Iota(g, shapes.Make(dtypes.Int32, 1, maxLen), 1)), dtypes.Float32) // [S, L]
+	keep := OneMinus(ReduceSum(onehot, 0))                                                                                 // [L]
+	keep = Reshape(keep, 1, 1, maxLen, 1)
+	next := &KVCache{Keys: make([]*Node, len(cache.Keys)), Values: make([]*Node, len(cache.Values))}
+	place := func(old, nw *Node) *Node {
+		placed := Einsum("bhsd,sl->bhld", nw, onehot)
+		return Add(Mul(old, keep), placed)
+	}
+	hidden := m.run(scope, tokens, positions, slots, keyMask, func(l int, k, v *Node) layerKV {
+		next.Keys[l] = place(cache.Keys[l], k)
+		next.Values[l] = place(cache.Values[l], v)
+		return layerKV{next.Keys[l], next.Values[l]}
+	})
+	return hidden, next
+}
+
+// sortedKeys returns the keys of m in order, so loading is deterministic.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,163 @@
+package encoder
+
+import (
+	"math"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/tracksum/tracksum/model/layers"
+)
+
+// Hidden runs the encoder over tokens [B, T] (int32 ids) with tokenTypes [B, T] (int32 segment
+// ids; nil means all 0) and mask [B, T] (1 for real tokens, 0 for padding, any numeric dtype; nil
+// means no padding), and returns the last hidden state [B, T, Hidden] in float32, as
+// transformers' BertModel(input_ids, attention_mask, token_type_ids).last_hidden_state. Positions
+// are 0..T-1; T may not exceed MaxPositions. Dropout (hidden, attention and the adapters') applies
+// only when scope's store is training the graph. Ids out of range are the caller's to prevent (the
+// tokenizer's vocabulary is the model's).
+func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) *Node {
+	g := tokens.Graph()
+	if tokens.Rank() != 2 {
+		exceptions.Panicf("encoder.Hidden: tokens shape %s, want [batch, seq]", tokens.Shape())
+	}
+	batch, seq := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
+	c := m.cfg
+	if seq > c.MaxPositions {
+		exceptions.Panicf("encoder.Hidden: %d tokens, more than max_position_embeddings %d", seq, c.MaxPositions)
+	}
+	if tokenTypes == nil {
+		tokenTypes = Zeros(g, shapes.Make(dtypes.Int32, batch, seq))
+	}
+	// BertEmbeddings: word + token type + absolute position, LayerNorm, dropout.
+	x := Gather(m.weight(g, "embeddings.word_embeddings.weight"), ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1))
+	x = Add(x, Gather(m.weight(g, "embeddings.token_type_embeddings.weight"), ExpandAxes(ConvertDType(tokenTypes, dtypes.Int32), -1)))
+	pos := Slice(m.weight(g, "embeddings.position_embeddings.weight"), AxisRange(0, seq))
+	x = Add(x, BroadcastToDims(ExpandAxes(pos, 0), batch, seq, c.Hidden))
+	x = m.layerNorm(g, "embeddings.LayerNorm", x)
+	x = layers.Dropout(scope, x, c.HiddenDropout)
+
+	// BertModel.get_extended_attention_mask: (1 - mask) * finfo(float32).min added to the scores of
+	// every head and query, so padded keys get no attention weight.
+	var bias *Node
+	if mask != nil {
+		keep := ConvertDType(mask, dtypes.Float32)
+		bias = MulScalar(OneMinus(keep), -math.MaxFloat32)
+		bias = BroadcastToDims(Reshape(bias, batch, 1, 1, seq), batch, c.Heads, seq, seq)
+	}
+	for i := range c.Layers {
+		layer := scope.In("layer_%d", i)
+		p := layerKey(i)
+		// BertSelfAttention.
+		q := layers.SplitHeads(m.linear(layer, p+".attention.self.query", x), c.Heads)
+		k := layers.SplitHeads(m.linear(layer, p+".attention.self.key", x), c.Heads)
+		v := layers.SplitHeads(m.linear(layer, p+".attention.self.value", x), c.Heads)
+		scores := MulScalar(layers.AttentionScores(q, k), 1/math.Sqrt(float64(c.HeadDim())))
+		if bias != nil {
+			scores = Add(scores, bias)
+		}
+		probs := layers.Dropout(layer, layers.SoftmaxLast(scores), c.AttentionDropout)
+		ctx := layers.MergeHeads(layers.AttentionValues(probs, v))
+		// BertSelfOutput: dense, dropout, LayerNorm of the residual sum (post-LN).
+		h := layers.Dropout(layer, m.linear(layer, p+".attention.output.dense", ctx), c.HiddenDropout)
+		a := m.layerNorm(g, p+".attention.output.LayerNorm", Add(h, x))
+		// BertIntermediate and BertOutput.
+		inter := m.activation(m.linear(layer, p+".intermediate.dense", a))
+		h = layers.Dropout(layer, m.linear(layer, p+".output.dense", inter), c.HiddenDropout)
+		x = m.layerNorm(g, p+".output.LayerNorm", Add(h, a))
+	}
+	return x
+}
+
+// CLS returns the hidden state of the first token ([CLS]) of hidden [B, T, Hidden]: [B, Hidden].
+func CLS(hidden *Node) *Node {
+	return Squeeze(Slice(hidden, AxisRange(), AxisElem(0)), 1)
+}
+
+// Pooled returns BertPooler's output, tanh(dense(CLS)) [B, Hidden], when the checkpoint has pooler
+// weights, and the [CLS] hidden state itself when it has none (a BertForMaskedLM checkpoint such as
+// PubMedBERT; transformers would add a randomly initialised pooler there, which we leave out).
+func (m *Model) Pooled(scope *gomlxmodel.Scope, hidden *Node) *Node {
+	cls := CLS(hidden)
+	if !m.pooler {
+		return cls
+	}
+	return Tanh(m.linear(scope.In("pooler"), "pooler.dense", cls))
+}
+
+// Classify applies BertForSequenceClassification's head to pooled [B, Hidden]: dropout (hidden
+// dropout, training graphs only), then classifier [B, labels] in float32. AddClassifier must have
+// been called.
+func (m *Model) Classify(scope *gomlxmodel.Scope, pooled *Node) *Node {
+	w, b := m.head["classifier.weight"], m.head["classifier.bias"]
+	if w == nil || b == nil {
+		exceptions.Panicf("encoder.Classify: no classifier: call AddClassifier first")
+	}
+	g := pooled.Graph()
+	x := layers.Dropout(scope.In("classifier"), pooled, m.cfg.HiddenDropout)
+	return dense(x, w.NodeValue(g), b.NodeValue(g))
+}
+
+// weight returns the base weight of relative key rel in float32.
+func (m *Model) weight(g *Graph, rel string) *Node {
+	v := m.base[m.keys[rel]]
+	if v == nil {
+		exceptions.Panicf("encoder: weight %s was not loaded", m.prefix+rel)
+	}
+	w := v.NodeValue(g)
+	if w.DType() != dtypes.Float32 {
+		w = ConvertDType(w, dtypes.Float32)
+	}
+	return w
+}
+
+// linear is nn.Linear of module key (relative, without ".weight") over the last axis of x, plus
+// the module's adapter when it has one: x Wᵀ + b + Scale · (dropout(x) Aᵀ) Bᵀ.
+func (m *Model) linear(scope *gomlxmodel.Scope, key string, x *Node) *Node {
+	g := x.Graph()
+	y := dense(x, m.weight(g, key+".weight"), m.weight(g, key+".bias"))
+	mod := m.prefix + key
+	a, b := m.a[mod], m.b[mod]
+	if a == nil {
+		return y
+	}
+	xin := layers.Dropout(scope.In("%s", key+".lora"), x, m.lora.Dropout)
+	down := dense(xin, a.NodeValue(g), nil)
+	return Add(y, MulScalar(dense(down, b.NodeValue(g), nil), m.lora.Scale()))
+}
+
+// dense is x [..., in] @ wᵀ (w [out, in], Hugging Face's layout) + b ([out] or nil): [..., out].
+func dense(x, w, b *Node) *Node {
+	dims := x.Shape().Dimensions
+	in, out := w.Shape().Dimensions[1], w.Shape().Dimensions[0]
+	n := x.Shape().Size() / in
+	y := layers.ProductTransposed(Reshape(x, n, in), w)
+	if b != nil {
+		y = Add(y, layers.BroadcastRows(b, n))
+	}
+	return Reshape(y, append(append([]int{}, dims[:len(dims)-1]...), out)...)
+}
+
+// layerNorm is nn.LayerNorm(Hidden, eps=layer_norm_eps) of module key (relative).
+func (m *Model) layerNorm(g *Graph, key string, x *Node) *Node {
+	return layers.LayerNorm(x, m.weight(g, key+".weight"), m.weight(g, key+".bias"), m.cfg.LayerNormEps)
+}
+
+// activation is transformers' ACT2FN[hidden_act].
+func (m *Model) activation(x *Node) *Node {
+	switch m.cfg.HiddenAct {
+	case "gelu":
+		return activation.Gelu(x) // erf form, as nn.functional.gelu
+	case "gelu_new", "gelu_pytorch_tanh":
+		return activation.GeluApproximate(x)
+	case "relu":
+		return activation.Relu(x)
+	case "silu", "swish":
+		return activation.Swish(x)
+	}
+	exceptions.Panicf("encoder: hidden_act %q", m.cfg.HiddenAct)
+	return nil
+}

@@ -1,0 +1,342 @@
+package encoder
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/snapshot"
+)
+
+// ErrMissingTensor marks a weight the config requires that the snapshot lacks.
+var ErrMissingTensor = errors.New("missing tensor")
+
+// Store scopes of the model's variables.
+const (
+	// BaseScope holds the checkpoint's weights: the variable of Hugging Face key K (as stored in
+	// the file, e.g. "bert.encoder.layer.0.attention.self.query.weight") is BaseScope + "/" + K.
+	BaseScope = "/encoder/base"
+	// LoRAScope holds the adapters: the variable of PEFT key PEFTPrefix + K + ".lora_A.weight"
+	// (K a module key such as "bert.encoder.layer.0.attention.self.query") is
+	// LoRAScope + "/" + K + ".lora_A.weight".
+	LoRAScope = "/encoder/lora"
+	// HeadScope holds the classification head, named as BertForSequenceClassification names it:
+	// HeadScope + "/classifier.weight" [labels, Hidden] and "/classifier.bias" [labels].
+	HeadScope = "/encoder/head"
+)
+
+// PEFTPrefix is what PEFT puts before a base key in adapter_model.safetensors.
+const PEFTPrefix = decoder.PEFTPrefix
+
+// Prefixes of the weight keys: checkpoints saved from BertModel have none, those saved from
+// BertForPreTraining / BertForMaskedLM / BertForSequenceClassification (BERT, PubMedBERT and
+// BioBERT as published) put "bert." before every encoder key.
+var keyPrefixes = []string{"bert.", ""}
+
+// linear is one Linear module: its key relative to the prefix (without ".weight") and its shape
+// [out, in].
+type linear struct {
+	key     string
+	out, in int
+}
+
+func layerKey(i int) string { return fmt.Sprintf("encoder.layer.%d", i) }
+
+// linears lists the Linear modules of layer i in a fixed order.
+func (c Config) linears(i int) []linear {
+	p := layerKey(i)
+	return []linear{
+		{p + ".attention.self.query", c.Hidden, c.Hidden},
+		{p + ".attention.self.key", c.Hidden, c.Hidden},
+		{p + ".attention.self.value", c.Hidden, c.Hidden},
+		{p + ".attention.output.dense", c.Hidden, c.Hidden},
+		{p + ".intermediate.dense", c.Intermediate, c.Hidden},
+		{p + ".output.dense", c.Hidden, c.Intermediate},
+	}
+}
+
+var poolerLinear = func(c Config) linear { return linear{"pooler.dense", c.Hidden, c.Hidden} }
+
+// expectedTensors returns every weight the model reads (keys relative to the prefix) with its
+// dimensions; the pooler's only when withPooler.
+func (c Config) expectedTensors(withPooler bool) map[string][]int {
+	want := map[string][]int{
+		"embeddings.word_embeddings.weight":       {c.Vocab, c.Hidden},
+		"embeddings.position_embeddings.weight":   {c.MaxPositions, c.Hidden},
+		"embeddings.token_type_embeddings.weight": {c.TypeVocab, c.Hidden},
+		"embeddings.LayerNorm.weight":             {c.Hidden},
+		"embeddings.LayerNorm.bias":               {c.Hidden},
+	}
+	lins := []linear{}
+	for i := range c.Layers {
+		lins = append(lins, c.linears(i)...)
+		for _, n := range []string{".attention.output.LayerNorm", ".output.LayerNorm"} {
+			want[layerKey(i)+n+".weight"] = []int{c.Hidden}
+			want[layerKey(i)+n+".bias"] = []int{c.Hidden}
+		}
+	}
+	if withPooler {
+		lins = append(lins, poolerLinear(c))
+	}
+	for _, l := range lins {
+		want[l.key+".weight"] = []int{l.out, l.in}
+		want[l.key+".bias"] = []int{l.out}
+	}
+	return want
+}
+
+// Model is a loaded BERT encoder: its config, adapter settings and the store variables of its
+// weights, adapters and (after AddClassifier) classification head.
+type Model struct {
+	cfg    Config
+	lora   LoRA
+	store  *gomlxmodel.Store
+	prefix string
+	pooler bool
+	keys   map[string]string               // key relative to the prefix -> key in the file
+	base   map[string]*gomlxmodel.Variable // key in the file -> variable
+	a, b   map[string]*gomlxmodel.Variable // module key in the file ("bert.pooler.dense") -> lora_A / lora_B
+	head   map[string]*gomlxmodel.Variable // "classifier.weight", "classifier.bias"
+}
+
+// Load creates the model's variables in store from the snapshot's weights: base weights under
+// BaseScope named after their Hugging Face keys, non-trainable when lora.Rank > 0 (so absent from
+// the optimizer state) and kept in their file dtype (bf16/f16 are converted to float32 inside the
+// graph); with Rank 0 they are trainable and converted to float32 at load. Adapters (float32,
+// trainable; A kaiming-uniform as PEFT draws it, B zeros) go under LoRAScope; adapters already in
+// the store (restored from a checkpoint) keep their values. Every tensor's shape is checked against
+// the config; a missing or misshaped tensor, or a non-finite value, is a one-line error. Tensors
+// the encoder does not use (position_ids, cls.predictions.*, a saved classifier) are not read.
+func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, error) {
+	cfg, err := ConfigOf(s)
+	if err != nil {
+		return nil, err
+	}
+	if lora.Rank < 0 {
+		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
+	}
+	targets, err := resolveTargets(lora)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg, lora: lora, store: store, keys: map[string]string{}, base: map[string]*gomlxmodel.Variable{},
+		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, head: map[string]*gomlxmodel.Variable{}}
+	m.prefix = "-"
+	for _, p := range keyPrefixes {
+		if _, ok := s.Shape(p + "embeddings.word_embeddings.weight"); ok {
+			m.prefix = p
+			break
+		}
+	}
+	if m.prefix == "-" {
+		return nil, fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor bert.embeddings.word_embeddings.weight): not a BERT checkpoint", s.Dir, ErrMissingTensor)
+	}
+	_, hasW := s.Shape(m.prefix + "pooler.dense.weight")
+	_, hasB := s.Shape(m.prefix + "pooler.dense.bias")
+	m.pooler = hasW && hasB
+	want := cfg.expectedTensors(m.pooler)
+	rels := sortedKeys(want)
+	// Shapes and dtypes come from the headers: a wrong file fails before any weight is read.
+	for _, rel := range rels {
+		key, shape, ok := m.resolve(s, rel)
+		if !ok {
+			return nil, fmt.Errorf("snapshot %s: %w %s (model_type bert, %d layers)", s.Dir, ErrMissingTensor, m.prefix+rel, cfg.Layers)
+		}
+		if err := snapshot.CheckShape(key, shape, want[rel]...); err != nil {
+			return nil, fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(key), err)
+		}
+		switch shape.DType {
+		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16, dtypes.Float64:
+		default:
+			return nil, fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(key), key, shape.DType)
+		}
+		m.keys[rel] = key
+	}
+	fileKeys := map[string]bool{}
+	for _, k := range m.keys {
+		fileKeys[k] = true
+	}
+	ts, err := s.Tensors(func(name string) bool { return fileKeys[name] })
+	if err != nil {
+		return nil, err
+	}
+	frozen := lora.Rank > 0
+	for _, rel := range rels {
+		key := m.keys[rel]
+		t := ts[key]
+		// Float64 is never worth keeping; half types stay as stored when frozen (half the memory;
+		// the graph converts them to float32), and become float32 when trained, since the
+		// optimizer keeps float32 moments and updates.
+		if t.DType() == dtypes.Float64 || (!frozen && t.DType() != dtypes.Float32) {
+			t = snapshot.ToFloat32(t)
+		}
+		v, err := setVariable(store, BaseScope+"/"+key, t, true)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %s: %s: %v", s.Dir, key, err)
+		}
+		v.SetTrainable(!frozen)
+		m.base[key] = v
+	}
+	if lora.Rank > 0 {
+		rng := rand.New(rand.NewPCG(uint64(lora.Seed), 0xbe27))
+		for _, l := range m.allLinears() {
+			if !slices.ContainsFunc(targets, func(t string) bool { return targetMatches(t, m.prefix+l.key) }) {
+				continue
+			}
+			// PEFT: nn.init.kaiming_uniform_(lora_A.weight, a=math.sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)).
+			bound := 1 / math.Sqrt(float64(l.in))
+			aVals := make([]float32, lora.Rank*l.in)
+			for j := range aVals {
+				aVals[j] = float32((2*rng.Float64() - 1) * bound)
+			}
+			a := tensors.FromFlatDataAndDimensions(aVals, lora.Rank, l.in)
+			b := tensors.FromShape(shapes.Make(dtypes.Float32, l.out, lora.Rank))
+			mod := m.prefix + l.key
+			va, err := setVariable(store, LoRAScope+"/"+mod+".lora_A.weight", a, false)
+			if err != nil {
+				return nil, err
+			}
+			vb, err := setVariable(store, LoRAScope+"/"+mod+".lora_B.weight", b, false)
+			if err != nil {
+				return nil, err
+			}
+			va.SetTrainable(true)
+			vb.SetTrainable(true)
+			m.a[mod], m.b[mod] = va, vb
+		}
+		if len(m.a) == 0 {
+			return nil, fmt.Errorf("lora target modules %v select no linear layer of %s", lora.Targets, s.Dir)
+		}
+	}
+	return m, nil
+}
+
+// resolve finds the file key of rel: prefix + rel, or for a LayerNorm the TensorFlow-era names
+// gamma and beta that old conversions (BioBERT's) kept and transformers renames at load.
+func (m *Model) resolve(s *snapshot.Snapshot, rel string) (key string, shape shapes.Shape, ok bool) {
+	key = m.prefix + rel
+	if shape, ok = s.Shape(key); ok {
+		return key, shape, true
+	}
+	for from, to := range map[string]string{"LayerNorm.weight": "LayerNorm.gamma", "LayerNorm.bias": "LayerNorm.beta"} {
+		if strings.HasSuffix(rel, from) {
+			alt := m.prefix + strings.TrimSuffix(rel, from) + to
+			if shape, ok = s.Shape(alt); ok {
+				return alt, shape, true
+			}
+		}
+	}
+	return m.prefix + rel, shapes.Shape{}, false
+}
+
+// allLinears lists every Linear module the model has, the pooler's included when present.
+func (m *Model) allLinears() []linear {
+	var out []linear
+	for i := range m.cfg.Layers {
+		out = append(out, m.cfg.linears(i)...)
+	}
+	if m.pooler {
+		out = append(out, poolerLinear(m.cfg))
+	}
+	return out
+}
+
+// Config returns the model's architecture.
+func (m *Model) Config() Config { return m.cfg }
+
+// LoRA returns the adapter settings the model was loaded with.
+func (m *Model) LoRA() LoRA { return m.lora }
+
+// HasPooler reports whether the checkpoint has BertPooler weights (BertForMaskedLM checkpoints,
+// PubMedBERT's among them, have none).
+func (m *Model) HasPooler() bool { return m.pooler }
+
+// KeyPrefix is the prefix of the checkpoint's encoder keys: "bert." or "".
+func (m *Model) KeyPrefix() string { return m.prefix }
+
+// BaseVariables returns the checkpoint's weights the model uses, by their Hugging Face key.
+func (m *Model) BaseVariables() map[string]*gomlxmodel.Variable { return m.base }
+
+// LoRAVariables returns the adapter variables by their PEFT key
+// ("base_model.model.bert.encoder.layer.0.attention.self.query.lora_A.weight" -> A [Rank, in];
+// "...lora_B.weight" -> B [out, Rank]); empty with Rank 0.
+func (m *Model) LoRAVariables() map[string]*gomlxmodel.Variable {
+	out := map[string]*gomlxmodel.Variable{}
+	for k, v := range m.a {
+		out[PEFTPrefix+k+".lora_A.weight"] = v
+	}
+	for k, v := range m.b {
+		out[PEFTPrefix+k+".lora_B.weight"] = v
+	}
+	return out
+}
+
+// HeadVariables returns the classification head's variables by their Hugging Face key
+// ("classifier.weight", "classifier.bias"); empty before AddClassifier.
+func (m *Model) HeadVariables() map[string]*gomlxmodel.Variable { return m.head }
+
+// AddClassifier creates the classification head of BertForSequenceClassification with labels
+// outputs: classifier.weight [labels, Hidden] drawn from N(0, initializer_range) (seeded) and a zero
+// classifier.bias, float32 and trainable. A head already in the store (restored from a checkpoint)
+// keeps its values; one of another shape is an error.
+func (m *Model) AddClassifier(labels int, seed int64) error {
+	if labels <= 0 {
+		return fmt.Errorf("classifier: %d labels, want at least 1", labels)
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0xc1a5))
+	w := make([]float32, labels*m.cfg.Hidden)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * m.cfg.InitializerRange)
+	}
+	vw, err := setVariable(m.store, HeadScope+"/classifier.weight", tensors.FromFlatDataAndDimensions(w, labels, m.cfg.Hidden), false)
+	if err != nil {
+		return fmt.Errorf("classifier: %v", err)
+	}
+	vb, err := setVariable(m.store, HeadScope+"/classifier.bias", tensors.FromShape(shapes.Make(dtypes.Float32, labels)), false)
+	if err != nil {
+		return fmt.Errorf("classifier: %v", err)
+	}
+	vw.SetTrainable(true)
+	vb.SetTrainable(true)
+	m.head["classifier.weight"], m.head["classifier.bias"] = vw, vb
+	return nil
+}
+
+// setVariable creates the variable at path with value t. An existing variable (a store restored
+// from a checkpoint before Load) must have the same shape; it takes t when overwrite is set (base
+// weights) and keeps its value otherwise (trained adapters and heads).
+func setVariable(store *gomlxmodel.Store, path string, t *tensors.Tensor, overwrite bool) (*gomlxmodel.Variable, error) {
+	if v := store.GetVariable(path); v != nil {
+		if !v.Shape().Equal(t.Shape()) {
+			return nil, fmt.Errorf("variable %s exists with shape %s, want %s", path, v.Shape(), t.Shape())
+		}
+		if overwrite {
+			if err := v.SetValue(t); err != nil {
+				return nil, fmt.Errorf("variable %s: %w", path, err)
+			}
+		}
+		return v, nil
+	}
+	v, err := store.CreateVariable(path, t)
+	if err != nil {
+		return nil, fmt.Errorf("variable %s: %w", path, err)
+	}
+	return v, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

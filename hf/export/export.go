@@ -1,0 +1,360 @@
+// Package export turns a tracksum checkpoint of a pretrained model into a merged Hugging Face
+// snapshot (tracksum-export): the base snapshot's weights with the checkpoint's adapters merged in
+// (W + scale * B @ A, hf/peft), under the base's key names and dtypes, with the base's config,
+// tokenizer and generation files, so that transformers loads it without tracksum or PEFT.
+//
+//	OUT/config.json              the base's, with architectures/id2label/label2id set when the
+//	                             checkpoint has a classification head (task_type SEQ_CLS)
+//	OUT/model.safetensors        every base tensor (adapted ones merged) + the head's, one file
+//	OUT/tokenizer.json, ...      the base's other top-level files, copied (tokenizer files,
+//	                             generation_config.json, licence files); weights and subdirs are not
+//	OUT/tracksum_export.json     where it came from: checkpoint, base dir, base weights' sha256
+//
+// The output is built in a temporary sibling and renamed into place when complete, so a crash
+// never leaves a half snapshot, and an existing non-empty OUT is only replaced with --overwrite.
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/go-huggingface/hub"
+	"github.com/gomlx/go-huggingface/models/safetensors"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/model"
+)
+
+// ProvenanceFile records what an export was made from.
+const ProvenanceFile = "tracksum_export.json"
+
+// Options configure Export.
+type Options struct {
+	// Checkpoint is the tracksum checkpoint directory (base.json + adapter/ or full/).
+	Checkpoint string
+	// Out is the snapshot directory to write.
+	Out string
+	// Overwrite allows replacing an existing non-empty Out.
+	Overwrite bool
+	// Base, when set, is the base snapshot's directory, overriding the one base.json records (a
+	// moved snapshot); its weights must still have the recorded sha256.
+	Base string
+	// Log receives one line per step (nil: none).
+	Log io.Writer
+}
+
+// Provenance is tracksum_export.json.
+type Provenance struct {
+	Checkpoint    string   `json:"checkpoint"`
+	Base          string   `json:"base"`
+	BaseSHA256    string   `json:"base_weights_sha256"`
+	Mode          string   `json:"mode"` // "lora" or "full"
+	TaskType      string   `json:"task_type"`
+	Merged        []string `json:"merged"` // base keys whose values changed
+	Added         []string `json:"added"`  // keys absent from the base (a head)
+	AdapterConfig any      `json:"adapter_config,omitempty"`
+}
+
+// sequenceClassification maps a model_type to transformers' class with a classification head,
+// which a SEQ_CLS checkpoint's merged snapshot names in config.json's architectures.
+var sequenceClassification = map[string]string{
+	"llama": "LlamaForSequenceClassification", "mistral": "MistralForSequenceClassification",
+	"qwen2": "Qwen2ForSequenceClassification", "gemma": "GemmaForSequenceClassification",
+	"bert": "BertForSequenceClassification",
+}
+
+// headModules are the modules of a classification head: the tensors of a fully fine-tuned
+// checkpoint that make its export a sequence classifier.
+var headModules = []string{"score", "classifier"}
+
+// Export writes the merged snapshot of o.Checkpoint to o.Out and returns its provenance.
+func Export(ctx context.Context, o Options) (*Provenance, error) {
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format+"\n", args...)
+		}
+	}
+	ck := o.Checkpoint
+	snap, ref, err := peft.OpenBase(ck, o.Base)
+	if err != nil {
+		return nil, err
+	}
+	inputs := map[string]string{"--checkpoint": ck, "base snapshot": snap.Dir}
+	if err := cli.CheckOutputs(inputs, map[string]string{"--out": o.Out}); err != nil {
+		return nil, err
+	}
+	base := map[string]shapes.Shape{}
+	for _, name := range snap.Names() {
+		s, ok := snap.Shape(name)
+		if !ok {
+			return nil, fmt.Errorf("base %s: tensor %s: unreadable header entry", snap.Dir, name)
+		}
+		base[name] = s
+	}
+	prov := &Provenance{Checkpoint: absPath(ck), Base: snap.Dir, BaseSHA256: ref.WeightsSHA256}
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	merger, err := openMerger(ck, base, prov, &closers)
+	if err != nil {
+		return nil, err
+	}
+	prov.Merged = merger.Changed()
+	outShapes := merger.Shapes(base)
+	for name := range outShapes {
+		if _, ok := base[name]; !ok {
+			prov.Added = append(prov.Added, name)
+		}
+	}
+	slices.Sort(prov.Added)
+
+	cfg, err := exportConfig(snap, prov, outShapes)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := atomicio.NewDir(o.Out, o.Overwrite)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Abort()
+	if err := copyFiles(snap.Dir, dir.Tmp); err != nil {
+		return nil, err
+	}
+	if err := atomicio.WriteJSON(dir.Path(snapshot.ConfigFile), cfg); err != nil {
+		return nil, err
+	}
+	// The written names: the base's, except for a BERT classifier whose base was saved without the
+	// "bert." prefix (a BertModel): BertForSequenceClassification would then load the encoder
+	// weights into its base model and leave the classifier at random.
+	fileName, baseName := map[string]string{}, map[string]string{}
+	prefix := snap.ModelType == "bert" && prov.TaskType == peft.TaskSeqCls && !hasKeyPrefix(base, "bert.")
+	for name := range outShapes {
+		fileName[name] = name
+		if _, inBase := base[name]; inBase && prefix {
+			fileName[name] = "bert." + name
+		}
+		baseName[fileName[name]] = name
+	}
+	fileShapes := map[string]shapes.Shape{}
+	for name, s := range outShapes {
+		fileShapes[fileName[name]] = s
+	}
+	logf("export: %s: %d tensors, %d merged, %d added (base %s)", o.Out, len(outShapes), len(prov.Merged), len(prov.Added), snap.Dir)
+	written := 0
+	get := func(file string) (*tensors.Tensor, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		name := baseName[file]
+		var w *tensors.Tensor
+		if _, inBase := base[name]; inBase {
+			ts, err := snap.Tensors(func(n string) bool { return n == name })
+			if err != nil {
+				return nil, err
+			}
+			w = ts[name]
+		}
+		written++
+		return merger.Apply(name, w)
+	}
+	if err := model.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), fileShapes, map[string]string{"format": "pt"}, get); err != nil {
+		return nil, fmt.Errorf("export %s: %w", o.Out, err)
+	}
+	if err := atomicio.WriteJSON(dir.Path(ProvenanceFile), prov); err != nil {
+		return nil, err
+	}
+	if err := dir.Commit(); err != nil {
+		return nil, err
+	}
+	logf("export: wrote %s (%d tensors)", o.Out, written)
+	return prov, nil
+}
+
+// openMerger reads the checkpoint's adapter (adapter/) or fully fine-tuned tensors (full/).
+// Files it opens get their Close appended to closers.
+func openMerger(ck string, base map[string]shapes.Shape, prov *Provenance, closers *[]func() error) (*peft.Merger, error) {
+	adapterDir := filepath.Join(ck, peft.AdapterDir)
+	fullPath := filepath.Join(ck, peft.FullDir, peft.FullWeights)
+	switch {
+	case exists(adapterDir):
+		a, err := peft.Read(adapterDir)
+		if err != nil {
+			return nil, err
+		}
+		m, err := peft.NewMerger(a, base)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", adapterDir, err)
+		}
+		prov.Mode, prov.TaskType, prov.AdapterConfig = "lora", a.Config.TaskType, a.Config
+		return m, nil
+	case exists(fullPath):
+		// Read lazily through go-huggingface's memory-mapped reader: a fully fine-tuned model's
+		// float32 tensors can be larger than memory.
+		fullDir := filepath.Dir(fullPath)
+		st, err := safetensors.New(hub.NewLocal(fullDir))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", fullPath, err)
+		}
+		full := map[string]shapes.Shape{}
+		for _, name := range st.ListTensorNames() {
+			meta, err := st.GetTensorMetadata(name)
+			if err != nil {
+				return nil, fmt.Errorf("%s: tensor %s: %v", fullPath, name, err)
+			}
+			if full[name], err = meta.GoMLXShape(); err != nil {
+				return nil, fmt.Errorf("%s: tensor %s: %v", fullPath, name, err)
+			}
+		}
+		reader, err := st.NewTensorReader(peft.FullWeights)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", fullPath, err)
+		}
+		*closers = append(*closers, reader.Close)
+		read := func(name string) (*tensors.Tensor, error) {
+			t, err := reader.ReadTensor(nil, name) // a host copy: the mapping may close first
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", fullPath, err)
+			}
+			return t, nil
+		}
+		m, err := peft.NewFullMerger(full, read, base)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fullPath, err)
+		}
+		prov.Mode, prov.TaskType = "full", peft.TaskCausalLM
+		for name := range full {
+			if _, inBase := base[name]; !inBase && isHead(name) {
+				prov.TaskType = peft.TaskSeqCls
+			}
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("checkpoint %s: neither %s/ (adapters) nor %s/%s (full fine-tuning): nothing to export",
+		ck, peft.AdapterDir, peft.FullDir, peft.FullWeights)
+}
+
+func hasKeyPrefix(base map[string]shapes.Shape, prefix string) bool {
+	for name := range base {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func isHead(name string) bool {
+	module := name[:max(strings.LastIndex(name, "."), 0)]
+	for _, h := range headModules {
+		if module == h || strings.HasSuffix(module, "."+h) {
+			return true
+		}
+	}
+	return false
+}
+
+// exportConfig returns the base's config.json, turned into a sequence classifier's when the
+// checkpoint has a classification head: architectures, and id2label/label2id from the head's
+// rows (transformers derives num_labels from them).
+func exportConfig(snap *snapshot.Snapshot, prov *Provenance, out map[string]shapes.Shape) (map[string]any, error) {
+	cfg := maps.Clone(snap.Config)
+	if prov.TaskType != peft.TaskSeqCls {
+		return cfg, nil
+	}
+	arch, ok := sequenceClassification[snap.ModelType]
+	if !ok {
+		return nil, fmt.Errorf("export: no sequence-classification class for model_type %q", snap.ModelType)
+	}
+	labels := 0
+	for _, name := range append(slices.Clone(prov.Added), prov.Merged...) {
+		if s := out[name]; isHead(name) && strings.HasSuffix(name, ".weight") && s.Rank() == 2 {
+			labels = s.Dimensions[0]
+		}
+	}
+	if labels == 0 {
+		return nil, errors.New("export: the checkpoint is a sequence classifier (task_type SEQ_CLS) but has no head weight (score.weight or classifier.weight)")
+	}
+	cfg["architectures"] = []string{arch}
+	id2label, label2id := map[string]string{}, map[string]int{}
+	for i := range labels {
+		id2label[fmt.Sprint(i)] = fmt.Sprintf("LABEL_%d", i)
+		label2id[fmt.Sprintf("LABEL_%d", i)] = i
+	}
+	cfg["id2label"], cfg["label2id"] = id2label, label2id
+	return cfg, nil
+}
+
+// weightFile reports the files not copied from the base: weights in any format and their indexes.
+func weightFile(name string) bool {
+	for _, ext := range []string{".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack", ".gguf", ".onnx", ".ckpt"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return strings.HasSuffix(name, ".index.json")
+}
+
+// copyFiles copies the base's top-level regular files other than config.json, weights and hidden
+// files: tokenizer files, generation_config.json, chat templates, licences.
+func copyFiles(from, to string) error {
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return fmt.Errorf("base %s: %w", from, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || name == snapshot.ConfigFile || weightFile(name) {
+			continue
+		}
+		info, err := os.Stat(filepath.Join(from, name)) // follows the symlinks of Hub caches
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		if err := copyFile(filepath.Join(from, name), filepath.Join(to, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s: %w", from, err)
+	}
+	return out.Close()
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

@@ -1,0 +1,111 @@
+package peft
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/checkpoint"
+)
+
+// Names inside a tracksum checkpoint of a pretrained model (the rest of the layout is the
+// training loop's and the task's: model/checkpoint).
+const (
+	// BaseFile names the base snapshot the checkpoint was trained on (BaseRef).
+	BaseFile = "base.json"
+	// AdapterDir holds the adapters in PEFT's layout (lora.rank > 0).
+	AdapterDir = "adapter"
+	// FullDir holds, with full fine-tuning (lora.rank 0), every trained tensor under its base key
+	// in FullWeights.
+	FullDir     = "full"
+	FullWeights = "model.safetensors"
+)
+
+// BaseRef is base.json: which snapshot a checkpoint's adapters apply to, with the digest of its
+// weights, so that a checkpoint is never applied to another model (or to the same directory after
+// its weights changed).
+type BaseRef struct {
+	// Dir is the snapshot's absolute directory.
+	Dir string `json:"dir"`
+	// ModelType is config.json's model_type.
+	ModelType string `json:"model_type"`
+	// WeightsSHA256 is snapshot.WeightsSHA256: the SHA-256 of the weight files in order.
+	WeightsSHA256 string `json:"weights_sha256"`
+	// WeightFiles are the weight files the digest covers, relative to Dir.
+	WeightFiles []string `json:"weight_files"`
+}
+
+// RefOf describes an opened snapshot (hashing its weights: a few seconds per GB).
+func RefOf(s *snapshot.Snapshot) (BaseRef, error) {
+	dir, err := filepath.Abs(s.Dir)
+	if err != nil {
+		return BaseRef{}, fmt.Errorf("snapshot %s: %w", s.Dir, err)
+	}
+	sum, err := s.WeightsSHA256()
+	if err != nil {
+		return BaseRef{}, err
+	}
+	return BaseRef{Dir: dir, ModelType: s.ModelType, WeightsSHA256: sum, WeightFiles: slices.Clone(s.WeightFiles)}, nil
+}
+
+// WriteBaseRef writes ckDir/base.json for the snapshot s, atomically, and returns what it wrote.
+func WriteBaseRef(ckDir string, s *snapshot.Snapshot) (BaseRef, error) {
+	ref, err := RefOf(s)
+	if err != nil {
+		return BaseRef{}, err
+	}
+	if err := atomicio.WriteJSON(filepath.Join(ckDir, BaseFile), ref); err != nil {
+		return BaseRef{}, fmt.Errorf("checkpoint %s: %w", ckDir, err)
+	}
+	return ref, nil
+}
+
+// ReadBaseRef reads ckDir/base.json.
+func ReadBaseRef(ckDir string) (BaseRef, error) {
+	path := filepath.Join(ckDir, BaseFile)
+	var ref BaseRef
+	if err := checkpoint.ReadJSON(path, &ref, true); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return BaseRef{}, fmt.Errorf("checkpoint %s: %s is missing (not a checkpoint of a pretrained model?)", ckDir, BaseFile)
+		}
+		return BaseRef{}, err // ReadJSON's errors name the file
+	}
+	if ref.Dir == "" || ref.WeightsSHA256 == "" {
+		return BaseRef{}, fmt.Errorf("%s: dir and weights_sha256 must be set", path)
+	}
+	return ref, nil
+}
+
+// OpenBase reads ckDir/base.json, opens the snapshot it names and checks that its weights are the
+// ones the checkpoint was trained on. dir, when not empty, is opened instead of the recorded
+// directory (a snapshot moved or copied elsewhere), with the same check. A changed or missing base
+// is a one-line error naming base.json, the directory and both digests.
+func OpenBase(ckDir, dir string) (*snapshot.Snapshot, BaseRef, error) {
+	ref, err := ReadBaseRef(ckDir)
+	if err != nil {
+		return nil, BaseRef{}, err
+	}
+	if dir == "" {
+		dir = ref.Dir
+	}
+	path := filepath.Join(ckDir, BaseFile)
+	s, err := snapshot.Open(dir)
+	if err != nil {
+		return nil, BaseRef{}, fmt.Errorf("%s: base model: %w", path, err)
+	}
+	if s.ModelType != ref.ModelType {
+		return nil, BaseRef{}, fmt.Errorf("%s: base model %s is model_type %q, the checkpoint was trained on %q", path, dir, s.ModelType, ref.ModelType)
+	}
+	sum, err := s.WeightsSHA256()
+	if err != nil {
+		return nil, BaseRef{}, fmt.Errorf("%s: base model: %w", path, err)
+	}
+	if sum != ref.WeightsSHA256 {
+		return nil, BaseRef{}, fmt.Errorf("%s: base model %s has changed: weights sha256 %s, the checkpoint was trained on %s", path, dir, sum, ref.WeightsSHA256)
+	}
+	return s, ref, nil
+}

@@ -1,0 +1,215 @@
+package randsnap
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/model"
+)
+
+// Encoder describes a random BERT snapshot (model_type bert), e.g. PubMedBERT-shaped:
+// Vocab 30522, Hidden 768, Layers 12, Heads 12, Intermediate 3072.
+type Encoder struct {
+	// Sizes, as config.json names them: vocab_size, hidden_size, num_hidden_layers,
+	// num_attention_heads, intermediate_size, max_position_embeddings (0: 512), type_vocab_size
+	// (0: 2).
+	Vocab, Hidden, Layers, Heads, Intermediate, MaxPositions, TypeVocab int
+	// Prefix is put before every encoder key: "bert." as BERT, PubMedBERT and BioBERT are
+	// published (BertFor* checkpoints), "" as BertModel.save_pretrained writes.
+	Prefix string
+	// Pooler writes BertPooler's weights (pooler.dense); PubMedBERT (BertForMaskedLM) has none.
+	Pooler bool
+	// DType of the weights: Float32 (the zero value is taken as Float32), BFloat16 or Float16.
+	DType dtypes.DType
+	// Std is the standard deviation of the weights (0: 0.02, transformers' initializer_range).
+	Std float64
+	// Seed makes the weights reproducible.
+	Seed uint64
+	// TokenizerDir, when set, is a directory whose tokenizer.json and tokenizer_config.json are
+	// copied; otherwise a small WordPiece tokenizer fitting in Vocab is written.
+	TokenizerDir string
+	// Extra config.json keys (override the generated ones).
+	Extra map[string]any
+}
+
+func (e Encoder) maxPositions() int {
+	if e.MaxPositions > 0 {
+		return e.MaxPositions
+	}
+	return 512
+}
+
+func (e Encoder) typeVocab() int {
+	if e.TypeVocab > 0 {
+		return e.TypeVocab
+	}
+	return 2
+}
+
+// specs returns the tensor names and shapes of the encoder, in Hugging Face's keys.
+func (e Encoder) specs() map[string]shapes.Shape {
+	dt := e.DType
+	if dt == dtypes.InvalidDType {
+		dt = dtypes.Float32
+	}
+	s := func(dims ...int) shapes.Shape { return shapes.Make(dt, dims...) }
+	p := e.Prefix
+	out := map[string]shapes.Shape{
+		p + "embeddings.word_embeddings.weight":       s(e.Vocab, e.Hidden),
+		p + "embeddings.position_embeddings.weight":   s(e.maxPositions(), e.Hidden),
+		p + "embeddings.token_type_embeddings.weight": s(e.typeVocab(), e.Hidden),
+		p + "embeddings.LayerNorm.weight":             s(e.Hidden),
+		p + "embeddings.LayerNorm.bias":               s(e.Hidden),
+	}
+	lin := func(key string, o, i int) {
+		out[key+".weight"] = s(o, i)
+		out[key+".bias"] = s(o)
+	}
+	for l := range e.Layers {
+		k := fmt.Sprintf("%sencoder.layer.%d.", p, l)
+		lin(k+"attention.self.query", e.Hidden, e.Hidden)
+		lin(k+"attention.self.key", e.Hidden, e.Hidden)
+		lin(k+"attention.self.value", e.Hidden, e.Hidden)
+		lin(k+"attention.output.dense", e.Hidden, e.Hidden)
+		lin(k+"intermediate.dense", e.Intermediate, e.Hidden)
+		lin(k+"output.dense", e.Hidden, e.Intermediate)
+		for _, n := range []string{"attention.output.LayerNorm", "output.LayerNorm"} {
+			out[k+n+".weight"] = s(e.Hidden)
+			out[k+n+".bias"] = s(e.Hidden)
+		}
+	}
+	if e.Pooler {
+		lin(p+"pooler.dense", e.Hidden, e.Hidden)
+	}
+	return out
+}
+
+// config returns config.json's content, with BertConfig's keys.
+func (e Encoder) config() map[string]any {
+	arch := "BertForMaskedLM"
+	if e.Prefix == "" {
+		arch = "BertModel"
+	}
+	c := map[string]any{
+		"architectures":                []string{arch},
+		"model_type":                   "bert",
+		"vocab_size":                   e.Vocab,
+		"hidden_size":                  e.Hidden,
+		"num_hidden_layers":            e.Layers,
+		"num_attention_heads":          e.Heads,
+		"intermediate_size":            e.Intermediate,
+		"max_position_embeddings":      e.maxPositions(),
+		"type_vocab_size":              e.typeVocab(),
+		"hidden_act":                   "gelu",
+		"hidden_dropout_prob":          0.1,
+		"attention_probs_dropout_prob": 0.1,
+		"layer_norm_eps":               1e-12,
+		"initializer_range":            0.02,
+		"pad_token_id":                 0,
+		"position_embedding_type":      "absolute",
+		"torch_dtype":                  map[dtypes.DType]string{dtypes.BFloat16: "bfloat16", dtypes.Float16: "float16"}[e.DType],
+	}
+	if c["torch_dtype"] == "" {
+		c["torch_dtype"] = "float32"
+	}
+	for k, v := range e.Extra {
+		c[k] = v
+	}
+	return c
+}
+
+// WriteEncoder writes the snapshot to dir (created if needed; files replaced atomically).
+func WriteEncoder(dir string, e Encoder) error {
+	if e.Vocab <= 0 || e.Hidden <= 0 || e.Layers <= 0 || e.Heads <= 0 || e.Intermediate <= 0 {
+		return fmt.Errorf("randsnap: vocab, hidden, layers, heads and intermediate must be positive")
+	}
+	if e.Hidden%e.Heads != 0 {
+		return fmt.Errorf("randsnap: hidden %d is not a multiple of heads %d", e.Hidden, e.Heads)
+	}
+	switch e.DType {
+	case dtypes.InvalidDType, dtypes.Float32, dtypes.BFloat16, dtypes.Float16:
+	default:
+		return fmt.Errorf("randsnap: dtype %s: want float32, bfloat16 or float16", e.DType)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("randsnap: %w", err)
+	}
+	if err := writeJSON(filepath.Join(dir, "config.json"), e.config()); err != nil {
+		return err
+	}
+	if err := writeWordPiece(dir, e.TokenizerDir, e.Vocab, e.maxPositions()); err != nil {
+		return err
+	}
+	std := e.Std
+	if std == 0 {
+		std = 0.02
+	}
+	specs := e.specs()
+	return model.WriteTensorsFunc(filepath.Join(dir, "model.safetensors"), specs, map[string]string{"format": "pt"},
+		func(name string) (*tensors.Tensor, error) {
+			return randomTensor(specs[name], name, e.Seed, std, false), nil
+		})
+}
+
+// writeWordPiece copies the tokenizer files from src, or writes a BERT WordPiece tokenizer whose
+// ids fit in vocab: [PAD], [UNK], [CLS], [SEP], [MASK], then single characters and their "##"
+// continuations while ids remain (a test tokenizer: every lower-case word splits into characters).
+func writeWordPiece(dir, src string, vocab, maxLen int) error {
+	if src != "" {
+		return writeTokenizer(dir, src, vocab)
+	}
+	specials := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
+	v := map[string]int{}
+	var added []map[string]any
+	for i, s := range specials {
+		v[s] = i
+		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
+			"rstrip": false, "normalized": false, "special": true})
+	}
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789.,;:()-/%=+<>"
+	for _, c := range chars {
+		if len(v) < vocab {
+			v[string(c)] = len(v)
+		}
+	}
+	for _, c := range chars {
+		if len(v) < vocab {
+			v["##"+string(c)] = len(v)
+		}
+	}
+	special := func(tok string, typ int) map[string]any {
+		return map[string]any{"SpecialToken": map[string]any{"id": tok, "type_id": typ}}
+	}
+	seq := func(id string, typ int) map[string]any {
+		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}}
+	}
+	tok := map[string]any{
+		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
+		"normalizer": map[string]any{"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+			"strip_accents": nil, "lowercase": true},
+		"pre_tokenizer": map[string]any{"type": "BertPreTokenizer"},
+		"post_processor": map[string]any{"type": "TemplateProcessing",
+			"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
+			"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
+			"special_tokens": map[string]any{
+				"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{2}, "tokens": []string{"[CLS]"}},
+				"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{3}, "tokens": []string{"[SEP]"}},
+			}},
+		"decoder": map[string]any{"type": "WordPiece", "prefix": "##", "cleanup": true},
+		"model": map[string]any{"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+			"max_input_chars_per_word": 100, "vocab": v},
+	}
+	if err := writeJSON(filepath.Join(dir, "tokenizer.json"), tok); err != nil {
+		return err
+	}
+	cfg := map[string]any{
+		"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]", "mask_token": "[MASK]",
+		"do_lower_case": true, "model_max_length": maxLen, "tokenizer_class": "BertTokenizer",
+		"clean_up_tokenization_spaces": true,
+	}
+	return writeJSON(filepath.Join(dir, "tokenizer_config.json"), cfg)
+}

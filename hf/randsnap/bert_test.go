@@ -1,0 +1,68 @@
+package randsnap
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/hf/tokenizer"
+)
+
+// TestWriteEncoder: a random BERT snapshot opens with hf/snapshot, has BERT's keys under the
+// chosen prefix and dtype, its WordPiece tokenizer loads, and the same seed gives the same bytes.
+func TestWriteEncoder(t *testing.T) {
+	for _, tc := range []struct {
+		desc   string
+		prefix string
+		pooler bool
+		dtype  dtypes.DType
+	}{
+		{"BertForMaskedLM layout, float32", "bert.", false, dtypes.Float32},
+		{"BertModel layout with pooler, bf16", "", true, dtypes.BFloat16},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			e := Encoder{Vocab: 120, Hidden: 16, Layers: 2, Heads: 2, Intermediate: 32, MaxPositions: 24,
+				Prefix: tc.prefix, Pooler: tc.pooler, DType: tc.dtype, Seed: 4}
+			dirs := [2]string{t.TempDir(), t.TempDir()}
+			for _, dir := range dirs {
+				if err := WriteEncoder(dir, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := snapshot.Open(dirs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.ModelType != "bert" {
+				t.Fatalf("model_type %q", s.ModelType)
+			}
+			sh, ok := s.Shape(tc.prefix + "encoder.layer.1.intermediate.dense.weight")
+			if !ok || sh.DType != tc.dtype || sh.Dimensions[0] != 32 || sh.Dimensions[1] != 16 {
+				t.Fatalf("intermediate.dense.weight: %s, %v", sh, ok)
+			}
+			if _, ok := s.Shape(tc.prefix + "pooler.dense.weight"); ok != tc.pooler {
+				t.Fatalf("pooler present = %v, want %v", ok, tc.pooler)
+			}
+			if _, err := s.Tensors(nil); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := tokenizer.Load(dirs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ids := tok.Encode("ab", true); len(ids) != 4 || ids[0] != 2 || ids[3] != 3 {
+				t.Fatalf("Encode(ab) = %v, want [CLS] a ##b [SEP]", ids)
+			}
+			for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+				a, err1 := os.ReadFile(filepath.Join(dirs[0], name))
+				b, err2 := os.ReadFile(filepath.Join(dirs[1], name))
+				if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+					t.Fatalf("%s differs between two writes with the same seed (%v, %v)", name, err1, err2)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,360 @@
+// Package randsnap writes Hugging Face snapshots with random weights, in the exact file layout of
+// the Hub (config.json, model.safetensors, generation_config.json, tokenizer.json,
+// tokenizer_config.json), for tests and trials of any size: no pretrained weights can be
+// downloaded here, and a random checkpoint exercises loading, shapes, dtypes and speed just as well.
+// The same seed gives the same files, byte for byte.
+//
+// # Example
+//
+//	err := randsnap.WriteDecoder("/tmp/smollm-shaped", randsnap.Decoder{
+//		ModelType: "llama", Vocab: 49152, Hidden: 576, Layers: 30, Heads: 9, KVHeads: 3,
+//		Intermediate: 1536, Tied: true, Seed: 1,
+//		TokenizerDir: "/path/to/real/tokenizer/files", // optional: copied as they are
+//	})
+package randsnap
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model"
+)
+
+// Decoder describes a random causal LM snapshot of the Llama family.
+type Decoder struct {
+	// ModelType is "llama", "mistral", "qwen2" or "gemma".
+	ModelType string
+	// Sizes, as config.json names them: vocab_size, hidden_size, num_hidden_layers,
+	// num_attention_heads, num_key_value_heads (0: = Heads), head_dim (0: Hidden/Heads, and not
+	// written unless the model is gemma), intermediate_size.
+	Vocab, Hidden, Layers, Heads, KVHeads, HeadDim, Intermediate int
+	// Tied writes tie_word_embeddings true and no lm_head.weight.
+	Tied bool
+	// RopeTheta is rope_theta (0: 10000).
+	RopeTheta float64
+	// RopeScaling is written as rope_scaling when not nil (e.g. Llama 3's llama3 type).
+	RopeScaling map[string]any
+	// SlidingWindow is mistral's sliding_window (0: null).
+	SlidingWindow int
+	// DType of the weights: Float32 (the zero value is taken as Float32), BFloat16 or Float16.
+	DType dtypes.DType
+	// Std is the standard deviation of the weights (0: 0.02, transformers' initializer_range).
+	Std float64
+	// Seed makes the weights reproducible.
+	Seed uint64
+	// TokenizerDir, when set, is a directory whose tokenizer.json and tokenizer_config.json are
+	// copied; otherwise a small byte-level BPE tokenizer fitting in Vocab is written.
+	TokenizerDir string
+	// Extra config.json keys (override the generated ones).
+	Extra map[string]any
+}
+
+// Tensor names and shapes of the decoder, in Hugging Face's keys.
+func (d Decoder) specs() map[string]shapes.Shape {
+	dt := d.DType
+	if dt == dtypes.InvalidDType {
+		dt = dtypes.Float32
+	}
+	hd := d.headDim()
+	kv := d.kvHeads()
+	s := func(dims ...int) shapes.Shape { return shapes.Make(dt, dims...) }
+	out := map[string]shapes.Shape{
+		"model.embed_tokens.weight": s(d.Vocab, d.Hidden),
+		"model.norm.weight":         s(d.Hidden),
+	}
+	if !d.Tied {
+		out["lm_head.weight"] = s(d.Vocab, d.Hidden)
+	}
+	for i := range d.Layers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		out[p+"input_layernorm.weight"] = s(d.Hidden)
+		out[p+"post_attention_layernorm.weight"] = s(d.Hidden)
+		out[p+"self_attn.q_proj.weight"] = s(d.Heads*hd, d.Hidden)
+		out[p+"self_attn.k_proj.weight"] = s(kv*hd, d.Hidden)
+		out[p+"self_attn.v_proj.weight"] = s(kv*hd, d.Hidden)
+		out[p+"self_attn.o_proj.weight"] = s(d.Hidden, d.Heads*hd)
+		if d.ModelType == "qwen2" {
+			out[p+"self_attn.q_proj.bias"] = s(d.Heads * hd)
+			out[p+"self_attn.k_proj.bias"] = s(kv * hd)
+			out[p+"self_attn.v_proj.bias"] = s(kv * hd)
+		}
+		out[p+"mlp.gate_proj.weight"] = s(d.Intermediate, d.Hidden)
+		out[p+"mlp.up_proj.weight"] = s(d.Intermediate, d.Hidden)
+		out[p+"mlp.down_proj.weight"] = s(d.Hidden, d.Intermediate)
+	}
+	return out
+}
+
+func (d Decoder) headDim() int {
+	if d.HeadDim > 0 {
+		return d.HeadDim
+	}
+	return d.Hidden / d.Heads
+}
+
+func (d Decoder) kvHeads() int {
+	if d.KVHeads > 0 {
+		return d.KVHeads
+	}
+	return d.Heads
+}
+
+// Special token ids of the generated tokenizer and config.
+const (
+	bosID = 1
+	eosID = 2
+)
+
+// config returns config.json's content.
+func (d Decoder) config() map[string]any {
+	theta := d.RopeTheta
+	if theta == 0 {
+		theta = 10000
+	}
+	arch := map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+		"qwen2": "Qwen2ForCausalLM", "gemma": "GemmaForCausalLM"}[d.ModelType]
+	c := map[string]any{
+		"architectures":           []string{arch},
+		"model_type":              d.ModelType,
+		"vocab_size":              d.Vocab,
+		"hidden_size":             d.Hidden,
+		"num_hidden_layers":       d.Layers,
+		"num_attention_heads":     d.Heads,
+		"num_key_value_heads":     d.kvHeads(),
+		"intermediate_size":       d.Intermediate,
+		"rms_norm_eps":            1e-5,
+		"rope_theta":              theta,
+		"rope_scaling":            nil,
+		"tie_word_embeddings":     d.Tied,
+		"max_position_embeddings": 2048,
+		"hidden_act":              "silu",
+		"bos_token_id":            bosID,
+		"eos_token_id":            eosID,
+		"torch_dtype":             map[dtypes.DType]string{dtypes.BFloat16: "bfloat16", dtypes.Float16: "float16"}[d.DType],
+		"initializer_range":       0.02,
+		"attention_dropout":       0.0,
+	}
+	if c["torch_dtype"] == "" {
+		c["torch_dtype"] = "float32"
+	}
+	if d.RopeScaling != nil {
+		c["rope_scaling"] = d.RopeScaling
+	}
+	switch d.ModelType {
+	case "gemma":
+		c["head_dim"] = d.headDim()
+		c["hidden_act"] = "gelu_pytorch_tanh"
+		c["hidden_activation"] = "gelu_pytorch_tanh"
+	case "mistral":
+		c["sliding_window"] = nil
+		if d.SlidingWindow > 0 {
+			c["sliding_window"] = d.SlidingWindow
+		}
+	case "qwen2":
+		c["use_sliding_window"] = false
+	default:
+		c["attention_bias"] = false
+		c["mlp_bias"] = false
+		if d.HeadDim > 0 {
+			c["head_dim"] = d.HeadDim
+		}
+	}
+	for k, v := range d.Extra {
+		c[k] = v
+	}
+	return c
+}
+
+// WriteDecoder writes the snapshot to dir (created if needed; files replaced atomically).
+func WriteDecoder(dir string, d Decoder) error {
+	if !slices.Contains([]string{"llama", "mistral", "qwen2", "gemma"}, d.ModelType) {
+		return fmt.Errorf("randsnap: model type %q: want llama, mistral, qwen2 or gemma", d.ModelType)
+	}
+	if d.Vocab <= 0 || d.Hidden <= 0 || d.Layers <= 0 || d.Heads <= 0 || d.Intermediate <= 0 {
+		return fmt.Errorf("randsnap: vocab, hidden, layers, heads and intermediate must be positive")
+	}
+	switch d.DType {
+	case dtypes.InvalidDType, dtypes.Float32, dtypes.BFloat16, dtypes.Float16:
+	default:
+		return fmt.Errorf("randsnap: dtype %s: want float32, bfloat16 or float16", d.DType)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("randsnap: %w", err)
+	}
+	if err := writeJSON(filepath.Join(dir, "config.json"), d.config()); err != nil {
+		return err
+	}
+	gen := map[string]any{"bos_token_id": bosID, "eos_token_id": eosID, "do_sample": false}
+	if err := writeJSON(filepath.Join(dir, "generation_config.json"), gen); err != nil {
+		return err
+	}
+	if err := writeTokenizer(dir, d.TokenizerDir, d.Vocab); err != nil {
+		return err
+	}
+	std := d.Std
+	if std == 0 {
+		std = 0.02
+	}
+	specs := d.specs()
+	return model.WriteTensorsFunc(filepath.Join(dir, "model.safetensors"), specs, map[string]string{"format": "pt"},
+		func(name string) (*tensors.Tensor, error) {
+			return randomTensor(specs[name], name, d.Seed, std, d.ModelType == "gemma"), nil
+		})
+}
+
+// randomTensor draws the named tensor from a stream seeded by the seed and the name, so a tensor
+// does not depend on the others (the same layer 0 whatever the number of layers). Norm weights
+// are 1 plus noise (gemma stores w for its (1 + w) scale: noise alone); biases and matrices are
+// normal with the given std.
+func randomTensor(s shapes.Shape, name string, seed uint64, std float64, gemma bool) *tensors.Tensor {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+	norm := len(s.Dimensions) == 1 && filepath.Ext(name) == ".weight"
+	vals := make([]float32, s.Size())
+	for i := range vals {
+		v := rng.NormFloat64() * std
+		if norm {
+			v = rng.NormFloat64() * 0.1
+			if !gemma {
+				v++
+			}
+		}
+		vals[i] = float32(v)
+	}
+	t := tensors.FromShape(s)
+	_ = t.MutableBytes(func(b []byte) {
+		for i, v := range vals {
+			switch s.DType {
+			case dtypes.BFloat16:
+				u := bf16(v)
+				b[2*i], b[2*i+1] = byte(u), byte(u>>8)
+			case dtypes.Float16:
+				u := f16(v)
+				b[2*i], b[2*i+1] = byte(u), byte(u>>8)
+			default:
+				u := math.Float32bits(v)
+				b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+			}
+		}
+	})
+	return t
+}
+
+// bf16 rounds a finite float32 to bfloat16 bits, to nearest even (as torch's .to(torch.bfloat16)).
+func bf16(v float32) uint16 {
+	u := math.Float32bits(v)
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+// f16 rounds a float32 of normal half range (|v| < 65504, random weights) to binary16 bits, to
+// nearest even; values below the normal range become half subnormals or zero.
+func f16(v float32) uint16 {
+	u := math.Float32bits(v)
+	sign := uint16(u>>16) & 0x8000
+	a := math.Abs(float64(v))
+	if a < math.Ldexp(1, -14) { // subnormal half: multiples of 2^-24
+		return sign | uint16(math.RoundToEven(a*math.Ldexp(1, 24)))
+	}
+	exp := int(u>>23&0xff) - 127 + 15
+	mant := u & 0x7fffff
+	r := mant >> 13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
+		r++
+	}
+	if r == 0x400 {
+		r = 0
+		exp++
+	}
+	return sign | uint16(exp)<<10 | uint16(r)
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("randsnap: %s: %w", path, err)
+	}
+	return atomicio.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// writeTokenizer copies the tokenizer files from src, or writes a byte-level BPE tokenizer with
+// no merges whose ids fit in vocab: <unk>, <s>, </s>, then the byte-level symbols of bytes 0..255
+// while ids remain (a test tokenizer, not a useful one).
+func writeTokenizer(dir, src string, vocab int) error {
+	if src != "" {
+		for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+			data, err := os.ReadFile(filepath.Join(src, name))
+			if err != nil {
+				return fmt.Errorf("randsnap: tokenizer: %w", err)
+			}
+			if err := atomicio.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	specials := []string{"<unk>", "<s>", "</s>"}
+	v := map[string]int{}
+	var added []map[string]any
+	for i, s := range specials {
+		v[s] = i
+		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
+			"rstrip": false, "normalized": false, "special": true})
+	}
+	for b := 0; b < 256 && len(v) < vocab; b++ {
+		v[byteLevelSymbol(byte(b))] = len(v)
+	}
+	tok := map[string]any{
+		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added, "normalizer": nil,
+		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"post_processor": map[string]any{"type": "TemplateProcessing",
+			"single":         []any{map[string]any{"SpecialToken": map[string]any{"id": "<s>", "type_id": 0}}, map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}},
+			"pair":           []any{map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}}, map[string]any{"Sequence": map[string]any{"id": "B", "type_id": 1}}},
+			"special_tokens": map[string]any{"<s>": map[string]any{"id": "<s>", "ids": []int{bosID}, "tokens": []string{"<s>"}}}},
+		"decoder": map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": "<unk>", "continuing_subword_prefix": nil,
+			"end_of_word_suffix": nil, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+			"vocab": v, "merges": []string{}},
+	}
+	if err := writeJSON(filepath.Join(dir, "tokenizer.json"), tok); err != nil {
+		return err
+	}
+	cfg := map[string]any{
+		"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": nil,
+		"model_max_length": 2048, "tokenizer_class": "PreTrainedTokenizerFast",
+		// chatml, the template of Qwen and SmolLM2.
+		"chat_template": "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+	}
+	return writeJSON(filepath.Join(dir, "tokenizer_config.json"), cfg)
+}
+
+// byteLevelSymbol is GPT-2's byte-to-unicode mapping: printable bytes map to themselves, the
+// others to code points from 256 up.
+func byteLevelSymbol(b byte) string {
+	n := 0
+	for c := 0; c < 256; c++ {
+		printable := (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF)
+		if c == int(b) {
+			if printable {
+				return string(rune(c))
+			}
+			return string(rune(256 + n))
+		}
+		if !printable {
+			n++
+		}
+	}
+	return ""
+}

@@ -1,0 +1,120 @@
+package randsnap
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/hf/tokenizer"
+)
+
+func tiny(modelType string, dt dtypes.DType) Decoder {
+	return Decoder{ModelType: modelType, Vocab: 64, Hidden: 16, Layers: 2, Heads: 4, KVHeads: 2,
+		Intermediate: 32, Tied: modelType == "gemma", DType: dt, Seed: 7}
+}
+
+// TestWriteDecoder: every family and dtype opens as a snapshot with the written shapes and dtype,
+// its tokenizer loads, and the same seed writes the same bytes.
+func TestWriteDecoder(t *testing.T) {
+	cases := []struct {
+		desc      string
+		d         Decoder
+		wantNames int
+	}{
+		{"llama f32", tiny("llama", dtypes.Float32), 3 + 2*9},
+		{"mistral bf16", tiny("mistral", dtypes.BFloat16), 3 + 2*9},
+		{"qwen2 f16 biases", tiny("qwen2", dtypes.Float16), 3 + 2*12},
+		{"gemma tied", tiny("gemma", dtypes.InvalidDType), 2 + 2*9},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := WriteDecoder(dir, tc.d); err != nil {
+				t.Fatal(err)
+			}
+			s, err := snapshot.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(s.Names()); got != tc.wantNames {
+				t.Errorf("%d tensors, want %d: %v", got, tc.wantNames, s.Names())
+			}
+			want := tc.d.DType
+			if want == dtypes.InvalidDType {
+				want = dtypes.Float32
+			}
+			sh, ok := s.Shape("model.layers.1.self_attn.k_proj.weight")
+			if !ok || sh.DType != want || sh.Dimensions[0] != 2*4 || sh.Dimensions[1] != 16 {
+				t.Errorf("k_proj shape %v (found %v), want %s [8 16]", sh, ok, want)
+			}
+			if _, err := s.Tensors(nil); err != nil {
+				t.Fatal(err)
+			}
+			tok, err := tokenizer.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range tok.Encode("hello", true) {
+				if id < 0 || id >= tc.d.Vocab {
+					t.Errorf("token id %d outside the vocabulary of %d", id, tc.d.Vocab)
+				}
+			}
+			dir2 := t.TempDir()
+			if err := WriteDecoder(dir2, tc.d); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"model.safetensors", "config.json", "tokenizer.json"} {
+				a, _ := os.ReadFile(filepath.Join(dir, f))
+				b, _ := os.ReadFile(filepath.Join(dir2, f))
+				if !bytes.Equal(a, b) {
+					t.Errorf("%s differs between two writes with the same seed", f)
+				}
+			}
+		})
+	}
+}
+
+func TestWriteDecoderErrors(t *testing.T) {
+	cases := []struct {
+		desc string
+		d    Decoder
+	}{
+		{"unknown model type", Decoder{ModelType: "gpt2", Vocab: 8, Hidden: 8, Layers: 1, Heads: 1, Intermediate: 8}},
+		{"zero size", Decoder{ModelType: "llama", Vocab: 8, Hidden: 0, Layers: 1, Heads: 1, Intermediate: 8}},
+		{"int dtype", Decoder{ModelType: "llama", Vocab: 8, Hidden: 8, Layers: 1, Heads: 1, Intermediate: 8, DType: dtypes.Int32}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			if err := WriteDecoder(t.TempDir(), tc.d); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
+}
+
+// TestHalfRounding: bf16 and f16 conversions round to nearest even and are exact on
+// representable values.
+func TestHalfRounding(t *testing.T) {
+	cases := []struct {
+		v        float32
+		bf, half uint16
+	}{
+		{1, 0x3f80, 0x3c00},
+		{-2, 0xc000, 0xc000},
+		{0.1, 0x3dcd, 0x2e66},
+		{65504, 0x4780, 0x7bff},
+		{1e-7, 0x33d7, 0x0002},
+		{0, 0, 0},
+	}
+	for _, tc := range cases {
+		if got := bf16(tc.v); got != tc.bf {
+			t.Errorf("bf16(%g) = %#04x, want %#04x", tc.v, got, tc.bf)
+		}
+		if got := f16(tc.v); got != tc.half {
+			t.Errorf("f16(%g) = %#04x, want %#04x", tc.v, got, tc.half)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package infer
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/infer/llmmethods"
+	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/ete"
+	"github.com/tracksum/tracksum/model/stt"
+	"github.com/tracksum/tracksum/model/summarizer"
+)
+
+// The trainable methods of --method (TracSum Table 6): Track-then-Sum (the default, with
+// --tracker and --summarizer; TTS (+) f is --full-context), SUM-THEN-TRACK and END-TO-END.
+const (
+	MethodTTS = "tts"
+	MethodSTT = "stt"
+	MethodETE = "ete"
+)
+
+// variantMethod reports whether method is SUM-THEN-TRACK or END-TO-END.
+func variantMethod(method string) bool { return method == MethodSTT || method == MethodETE }
+
+// MethodNames lists every --method value: the trainable ones, then the LLM methods.
+func MethodNames() []string {
+	out := []string{MethodTTS, MethodSTT, MethodETE}
+	for _, m := range llmmethods.Methods {
+		out = append(out, string(m))
+	}
+	return out
+}
+
+// CheckMethod checks that the models named in o fit its method, with one error saying what to
+// give instead:
+//
+//	(none) | tts  --tracker T [--summarizer S]           Track-then-Sum
+//	stt           --model STT  |  --summarizer S --tracker T (the parts of SUM-THEN-TRACK checkpoints)
+//	ete           --model ETE
+//	LLM methods   none of --tracker, --summarizer, --model
+func CheckMethod(o Options) error {
+	models := o.Tracker != "" || o.Summarizer != ""
+	switch o.Method {
+	case "", MethodTTS:
+		if o.Model != "" {
+			return fmt.Errorf("--model is the checkpoint of --method stt or ete; Track-then-Sum takes --tracker and --summarizer")
+		}
+		if o.Tracker == "" {
+			return fmt.Errorf("Track-then-Sum needs --tracker (or another --method: %v)", MethodNames())
+		}
+	case MethodSTT:
+		switch {
+		case o.Model != "" && models:
+			return fmt.Errorf("--method stt: give --model STT_DIR, or --summarizer and --tracker (its parts), not both")
+		case o.Model == "" && (o.Tracker == "" || o.Summarizer == ""):
+			return fmt.Errorf("--method stt needs --model STT_DIR (train --task sum_then_track), or both --summarizer STT_DIR/summarizer and --tracker STT_DIR/tracker")
+		}
+		for _, c := range []string{o.Tracker, o.Summarizer} {
+			if c == GoldTracker || c == LLMComponent || c == ExtractiveSummarizer {
+				return fmt.Errorf("--method stt takes checkpoint directories, not %q", c)
+			}
+		}
+	case MethodETE:
+		if o.Model == "" || models {
+			return fmt.Errorf("--method ete needs --model ETE_DIR (train --task end_to_end) and neither --tracker nor --summarizer")
+		}
+	default:
+		if _, err := llmmethods.ParseMethod(o.Method); err != nil {
+			return fmt.Errorf("--method: unknown method %q (want one of %v)", o.Method, MethodNames())
+		}
+		if models || o.Model != "" {
+			return fmt.Errorf("--method %s replaces the tracker and the summarizer: leave out --tracker, --summarizer and --model", o.Method)
+		}
+	}
+	return nil
+}
+
+// variantRun is a loaded SUM-THEN-TRACK or END-TO-END model plugged into a Pipeline.
+type variantRun struct {
+	predictor Predictor
+	aspectSet string
+	// finish prints what the run repaired (END-TO-END's output parsing).
+	finish func(log io.Writer)
+}
+
+// predictFunc adapts a variant's Predict to Predictor.
+type predictFunc func(pmid string, doc, aspects []string) ([]dataset.Prediction, error)
+
+// Predict implements Predictor.
+func (f predictFunc) Predict(a Abstract) ([]dataset.Prediction, error) {
+	return f(a.PMID, a.Document, a.Aspects)
+}
+
+// loadVariant loads the model of --method stt|ete with infer's settings: the decoding flags and,
+// for SUM-THEN-TRACK, infer.threshold on the pair tracker.
+func loadVariant(cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
+	if cfg.Infer.FullContext {
+		return nil, fmt.Errorf("--full-context is TTS (+) f, a Track-then-Sum summarizer's input: not with --method %s", o.Method)
+	}
+	if o.Method == MethodETE {
+		m, err := ete.Load(o.Model)
+		if err != nil {
+			return nil, err
+		}
+		m.Decode = decodeOptions(m.S, o)
+		return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Meta.AspectSet, finish: func(log io.Writer) {
+			fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats())
+		}}, nil
+	}
+	var m *stt.Model
+	var err error
+	if o.Model != "" {
+		m, err = stt.Load(o.Model)
+	} else {
+		m, err = stt.LoadParts(o.Summarizer, o.Tracker)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.Decode = decodeOptions(m.Summarizer, o)
+	m.Threshold = cfg.Infer.Threshold
+	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet}, nil
+}
+
+// decodeOptions applies the decoding flags of o to a loaded summarizer (the settings stored in its
+// checkpoint: minimum length, copy chain bonus, word rule) and returns its decoding options with
+// the search flags (beam, length, length penalty, n-gram blocking) applied.
+func decodeOptions(s *summarizer.Summarizer, o Options) decode.Options {
+	if o.MinLenRatio != nil {
+		s.Meta.MinLenRatio = *o.MinLenRatio
+	}
+	if o.CopyChainBonus != nil {
+		s.Meta.CopyChainBonus = *o.CopyChainBonus
+		s.Net.ChainBonus = float32(*o.CopyChainBonus)
+	}
+	if o.WordRule != nil {
+		s.SetWordRule(*o.WordRule)
+	}
+	d := s.DecodeOptions()
+	if o.BeamSize > 0 {
+		d.BeamSize = o.BeamSize
+	}
+	if o.MaxLen > 0 {
+		d.MaxLen = min(o.MaxLen, s.Meta.Hyperparams.MaxSummaryLen)
+	}
+	if o.LengthPenalty != nil {
+		d.LengthPenalty = *o.LengthPenalty
+	}
+	if o.NoRepeatNgram != nil {
+		d.NoRepeatNgram = *o.NoRepeatNgram
+	}
+	return d
+}
+
+// llmMethod reports whether method is one of the LLM methods (infer/llmmethods).
+func llmMethod(method string) bool {
+	return slices.Contains(llmmethods.Methods, llmmethods.Method(method))
+}

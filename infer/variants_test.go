@@ -1,0 +1,165 @@
+package infer
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/eval"
+	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/ete"
+	"github.com/tracksum/tracksum/model/stt"
+	"github.com/tracksum/tracksum/model/variant"
+)
+
+func TestCheckMethod(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		o    Options
+		want string // "" = accepted
+	}{
+		{"tts default", Options{Tracker: "T", Summarizer: "S"}, ""},
+		{"tts named", Options{Method: MethodTTS, Tracker: "T"}, ""},
+		{"tts without tracker", Options{Method: MethodTTS, Summarizer: "S"}, "needs --tracker"},
+		{"tts with model", Options{Tracker: "T", Model: "M"}, "--model is the checkpoint of --method stt or ete"},
+		{"stt model", Options{Method: MethodSTT, Model: "M"}, ""},
+		{"stt parts", Options{Method: MethodSTT, Summarizer: "M/summarizer", Tracker: "M/tracker"}, ""},
+		{"stt one part", Options{Method: MethodSTT, Tracker: "M/tracker"}, "needs --model STT_DIR"},
+		{"stt nothing", Options{Method: MethodSTT}, "needs --model STT_DIR"},
+		{"stt both forms", Options{Method: MethodSTT, Model: "M", Tracker: "T"}, "not both"},
+		{"stt gold", Options{Method: MethodSTT, Summarizer: "S", Tracker: GoldTracker}, "checkpoint directories"},
+		{"stt extractive", Options{Method: MethodSTT, Summarizer: ExtractiveSummarizer, Tracker: "T"}, "checkpoint directories"},
+		{"ete model", Options{Method: MethodETE, Model: "M"}, ""},
+		{"ete without model", Options{Method: MethodETE}, "--method ete needs --model"},
+		{"ete with tracker", Options{Method: MethodETE, Model: "M", Tracker: "T"}, "neither --tracker"},
+		{"llm", Options{Method: "prompt"}, ""},
+		{"llm with model", Options{Method: "prompt", Model: "M"}, "leave out --tracker, --summarizer and --model"},
+		{"unknown", Options{Method: "magic"}, `unknown method "magic"`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			err := CheckMethod(tc.o)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("CheckMethod(%+v) = %v, want nil", tc.o, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("CheckMethod(%+v) = %v, want %q", tc.o, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCommandMethodUsage: a wrong combination is a usage error of the command (exit code 2),
+// found before anything is read.
+func TestCommandMethodUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--method", "ete", "--input", "x", "--out", "y"},
+		{"--method", "stt", "--model", "m", "--tracker", "t", "--input", "x", "--out", "y"},
+		{"--method", "tts", "--model", "m", "--tracker", "t", "--input", "x", "--out", "y"},
+	} {
+		cmd := Command()
+		if err := cmd.Flags.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Run(context.Background(), cmd.Flags.Args())
+		if !errors.Is(err, cli.ErrUsage) {
+			t.Errorf("%v: err = %v, want a usage error", args, err)
+		}
+	}
+}
+
+// TestRunVariants trains SUM-THEN-TRACK and END-TO-END for a few steps on the synthetic sample
+// (tiny profile), runs them through Run like tracksum-infer --method stt|ete, and scores the
+// predictions with eval: the same records as Track-then-Sum's.
+func TestRunVariants(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := config.Load(viper.New(), "../configs/tiny.yaml", pflag.NewFlagSet("t", pflag.ContinueOnError), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Prepare.SampleSize = 40
+	cfg.Summarizer.Train.MaxSteps, cfg.Summarizer.Train.EvalEvery, cfg.Summarizer.DevDecodeLimit = 3, 3, 2
+	cfg.Tracker.Train.MaxSteps = 3
+	dir := t.TempDir()
+	data := filepath.Join(dir, "prepared")
+	if _, err := prepare.Run(ctx, cfg, prepare.Options{Out: data}); err != nil {
+		t.Fatal(err)
+	}
+	sttDir, eteDir := filepath.Join(dir, "stt"), filepath.Join(dir, "ete")
+	if _, _, err := stt.Train(ctx, cfg, data, sttDir, stt.TrainOptions{Log: discard{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ete.Train(ctx, cfg, data, eteDir, ete.TrainOptions{Log: discard{}}); err != nil {
+		t.Fatal(err)
+	}
+	refs := filepath.Join(dir, "refs.jsonl")
+	for _, tc := range []struct {
+		desc string
+		o    Options
+	}{
+		{"stt", Options{Method: MethodSTT, Model: sttDir}},
+		{"stt parts", Options{Method: MethodSTT, Summarizer: filepath.Join(sttDir, checkpoint.VariantSummarizerDir),
+			Tracker: filepath.Join(sttDir, checkpoint.VariantTrackerDir)}},
+		{"ete", Options{Method: MethodETE, Model: eteDir}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := tc.o
+			o.Input, o.Split, o.Out, o.Refs, o.Log = data, dataset.SplitTest, filepath.Join(dir, tc.desc+".jsonl"), refs, discard{}
+			st, err := Run(ctx, cfg, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			preds, err := dataset.ReadRecordsFile(o.Out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(preds) != st.Predictions || st.Predictions == 0 {
+				t.Fatalf("%d predictions read, %d written", len(preds), st.Predictions)
+			}
+			for _, p := range preds {
+				if dataset.IsUnknownSummary(p.Summary) && len(p.Indexes) > 0 {
+					t.Errorf("prediction %s/%s: a negative summary with citations %v", p.PMID, p.Aspect, p.Indexes)
+				}
+			}
+			ec := cfg.Eval
+			ec.Bootstrap.Resamples = 50
+			out, err := eval.Evaluation(ctx, o.Out, refs, ec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Results) != len(preds) {
+				t.Errorf("eval scored %d of %d predictions", len(out.Results), len(preds))
+			}
+		})
+	}
+	// The other variant's checkpoint, --full-context, and a plain summarizer are refused.
+	for _, tc := range []struct {
+		desc string
+		o    Options
+		full bool
+	}{
+		{"ete checkpoint as stt", Options{Method: MethodSTT, Model: eteDir}, false},
+		{"stt checkpoint as ete", Options{Method: MethodETE, Model: sttDir}, false},
+		{"full context", Options{Method: MethodETE, Model: eteDir}, true},
+	} {
+		c := *cfg
+		c.Infer.FullContext = tc.full
+		o := tc.o
+		o.Input, o.Split, o.Out, o.Log = data, dataset.SplitTest, filepath.Join(dir, "refused.jsonl"), discard{}
+		_, err := Run(ctx, &c, o)
+		if err == nil || (!tc.full && !errors.Is(err, variant.ErrCheckpoint)) {
+			t.Errorf("%s: err = %v", tc.desc, err)
+		}
+		if _, err := os.Stat(o.Out); err == nil {
+			t.Errorf("%s: an output was written", tc.desc)
+		}
+	}
+}

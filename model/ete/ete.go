@@ -1,0 +1,228 @@
+// Package ete is TracSum's END-TO-END variant (Table 6, section C.6): one encoder-decoder reads
+// the aspect and the whole abstract, each sentence after its index ("3: ..."), and writes the
+// summary followed by the indices of the sentences it cites ("... [CITE] 0 3"). There is no
+// tracker. The model is the summarizer's (model/summarizer: transformer with a copy mechanism,
+// so indices and numbers can be copied from the source) with the longer source and output of the
+// variants config section; Parse reads its output back robustly.
+//
+// A checkpoint is a summarizer checkpoint directory (checkpoint layout) plus variant.json, which
+// Load requires, so that a Track-then-Sum summarizer is never run as END-TO-END.
+//
+// # Example
+//
+//	m, err := ete.Load("checkpoints/ete")
+//	if err != nil {
+//		return err
+//	}
+//	preds, err := m.Predict("12345", sentences, []string{"a", "p"})
+package ete
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/summarizer"
+	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/variant"
+	"github.com/tracksum/tracksum/subword"
+)
+
+// init registers END-TO-END as tracksum-train's task "end_to_end".
+func init() {
+	training.Register(training.Task{
+		Name:        variant.EndToEnd,
+		Section:     "summarizer",
+		Description: "END-TO-END (TracSum Table 6): one encoder-decoder writes the summary and its citation indices from the whole abstract (summarizer.*, variants.*)",
+		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
+			_, _, err := Train(ctx, cfg, r.Data, r.Out, TrainOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
+			return err
+		},
+	})
+}
+
+// Model is a loaded END-TO-END checkpoint. It is safe for concurrent use.
+type Model struct {
+	S *summarizer.Summarizer
+	// Decode are the decoding settings (the checkpoint's by default; infer's flags override them).
+	Decode decode.Options
+	Meta   variant.Meta
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Load reads an END-TO-END checkpoint written by Train.
+func Load(dir string) (*Model, error) {
+	meta, err := variant.Read(dir, variant.EndToEnd, "")
+	if err != nil {
+		return nil, err
+	}
+	s, err := summarizer.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{S: s, Decode: s.DecodeOptions(), Meta: meta, stats: Stats{Problems: map[string]int{}}}, nil
+}
+
+// Predict writes one prediction per aspect of an abstract, in order: the parsed output of the
+// model (Parse), with the problems it repaired.
+func (m *Model) Predict(pmid string, doc []string, aspects []string) ([]dataset.Prediction, error) {
+	src := IndexedSentences(doc)
+	reqs := make([]summarizer.Request, len(aspects))
+	for i, a := range aspects {
+		reqs[i] = summarizer.Request{Aspect: a, Cited: src}
+	}
+	outs, err := m.S.Summarize(reqs, m.Decode)
+	if err != nil {
+		return nil, fmt.Errorf("end_to_end: abstract %s: %w", pmid, err)
+	}
+	preds := make([]dataset.Prediction, len(aspects))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, text := range outs {
+		o := Parse(text, len(doc))
+		preds[i] = dataset.Prediction{PMID: pmid, Aspect: aspects[i], Summary: o.Summary, Indexes: o.Indexes, Problems: o.Problems}
+		m.stats.Outputs++
+		m.stats.DroppedIndices += o.Dropped
+		if len(o.Problems) > 0 {
+			m.stats.Repaired++
+		}
+		for _, p := range o.Problems {
+			m.stats.Problems[p]++
+		}
+	}
+	return preds, nil
+}
+
+// Stats returns what Predict has repaired so far.
+func (m *Model) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.Problems = map[string]int{}
+	for k, v := range m.stats.Problems {
+		s.Problems[k] = v
+	}
+	return s
+}
+
+// TrainOptions are the parts of a Train run that are not configuration.
+type TrainOptions struct {
+	// Log receives progress; os.Stderr when nil.
+	Log io.Writer
+	// AllowChangedConfig: see summarizer.TrainOptions.
+	AllowChangedConfig bool
+	// AfterStep is passed to the training loop (tests).
+	AfterStep func(step int)
+	// Assign, when set, trains on the abstracts it puts in dataset.SplitTrain (selecting on those
+	// in dataset.SplitDev) among all the prepared splits, instead of the prepared train and dev
+	// splits: a cross-validation fold.
+	Assign variant.Assign
+}
+
+// Config returns the summarizer settings END-TO-END trains with: cfg.Summarizer with the
+// variants section's source and output lengths, no full-context part and no minimum length
+// (the minimum is relative to the tracked sentences, here the whole abstract).
+func Config(cfg *config.Config) (*config.Config, error) {
+	if cfg.Summarizer.Pretrained != "" {
+		return nil, fmt.Errorf("end_to_end: summarizer.pretrained is set: the variants train the from-scratch summarizer only")
+	}
+	c := *cfg
+	c.Summarizer.MaxSourceLen = cfg.Variants.MaxSourceLen
+	c.Summarizer.MaxSummaryLen = cfg.Variants.MaxOutputLen
+	c.Summarizer.FullContext = false
+	c.Summarizer.MinLenRatio = 0
+	return &c, c.Validate()
+}
+
+// Train trains END-TO-END on the end_to_end shards of the prepared directory dataDir (negatives
+// included: "Unknown. [CITE]") and writes the checkpoint outDir; an interrupted run resumes. It
+// returns the loaded model and the summarizer's training report.
+func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *summarizer.Report, error) {
+	log := opts.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	c, err := Config(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	// A directory of another variant is refused before anything is written into it.
+	if fileExists(filepath.Join(outDir, checkpoint.VariantFile)) {
+		if _, err := variant.Read(outDir, variant.EndToEnd, ""); err != nil {
+			return nil, nil, fmt.Errorf("end_to_end: --out: %w", err)
+		}
+	}
+	data, err := ReadData(dataDir, opts.Assign)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(log, "end_to_end: %d train / %d dev instances (abstract with sentence indices -> summary %s indices)\n", len(data.Train), len(data.Dev), Marker)
+	_, rep, err := summarizer.Train(ctx, c, dataDir, outDir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
+		AllowChangedConfig: opts.AllowChangedConfig, Data: data})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Written last: a checkpoint whose training has not finished is not loadable as END-TO-END.
+	if err := variant.Write(outDir, variant.Meta{Variant: variant.EndToEnd, AspectSet: data.Manifest.AspectSet}); err != nil {
+		return nil, nil, err
+	}
+	m, err := Load(outDir)
+	return m, rep, err
+}
+
+// ReadData reads the end_to_end rows of dataDir (by the prepared splits, or by assign) as
+// summarizer rows: the indexed sentences as the source, Target as the summary.
+func ReadData(dataDir string, assign variant.Assign) (*summarizer.Data, error) {
+	man, err := dataset.ReadManifest(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	tokPath := filepath.Join(dataDir, dataset.TokenizerFile)
+	tok, err := subword.Load(tokPath)
+	if err != nil {
+		return nil, err
+	}
+	sep, ok := tok.SpecialID("[SEP]")
+	if !ok {
+		return nil, fmt.Errorf("%s: tokenizer has no [SEP] token", tokPath)
+	}
+	train, dev, err := variant.Rows(dataDir, dataset.TaskEndToEnd, func(r *dataset.EndToEndRow) string { return r.PMID }, assign)
+	if err != nil {
+		return nil, err
+	}
+	convert := func(rows []dataset.EndToEndRow) []dataset.SummarizerRow {
+		out := make([]dataset.SummarizerRow, len(rows))
+		for i, r := range rows {
+			src := IndexedSentences(r.Document)
+			var ids []int32
+			all := make([]int32, len(src))
+			for k, s := range src {
+				if k > 0 {
+					ids = append(ids, sep)
+				}
+				// Encoded as Summarizer.Summarize encodes a request's sentences at inference.
+				ids = append(ids, tok.Encode(s)...)
+				all[k] = int32(k)
+			}
+			target := Target(r.Summary, r.Citations)
+			out[i] = dataset.SummarizerRow{PMID: r.PMID, Aspect: r.Aspect, CitedIndexes: all, CitedSentences: src,
+				Document: r.Document, Summary: target, CitedIDs: ids, DocumentIDs: r.DocumentIDs, SummaryIDs: tok.Encode(target)}
+		}
+		return out
+	}
+	return &summarizer.Data{Manifest: man, Tokenizer: tok, TokenizerPath: tokPath, Train: convert(train), Dev: convert(dev)}, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

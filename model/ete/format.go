@@ -1,0 +1,159 @@
+package ete
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tracksum/tracksum/dataset"
+)
+
+// Marker separates the summary from its citation indices in the model's output, as in
+// "Patients with ... were randomized. [CITE] 0 3". It is plain text (the tokenizer spells it out
+// in a few pieces), so any tokenizer can write it.
+const Marker = "[CITE]"
+
+// Problems found in an output (the same names as infer/llmmethods' for the same repairs). An
+// output with a problem is still used as well as it can be read; the prediction lists the
+// problem, and Model.Stats counts it.
+const (
+	// ProblemNoCitations: no Marker in the output (read as the summary with no citation).
+	ProblemNoCitations = "no_citations"
+	// ProblemNoSummary: nothing before the Marker.
+	ProblemNoSummary = "no_summary"
+	// ProblemBadCitations: a word after the Marker that is not an index (dropped).
+	ProblemBadCitations = "bad_citations"
+	// ProblemIndexOutOfRange: an index that is not a sentence of the abstract (dropped).
+	ProblemIndexOutOfRange = "index_out_of_range"
+	// ProblemDuplicateIndex: an index written twice (the repeat dropped).
+	ProblemDuplicateIndex = "duplicate_index"
+	// ProblemUnknownWithCitations: "Unknown." with indices (read as negative, indices dropped).
+	ProblemUnknownWithCitations = "unknown_with_citations"
+)
+
+// IndexedSentences returns the source sentences of the model: each prefixed by its index, "3: ...",
+// so that the decoder can read which index a sentence has (TracSum's Table 19 prompt numbers
+// them the same way).
+func IndexedSentences(doc []string) []string {
+	out := make([]string, len(doc))
+	for i, s := range doc {
+		out[i] = strconv.Itoa(i) + ": " + s
+	}
+	return out
+}
+
+// Target is the training output of an instance: its summary, the Marker and its cited indices in
+// document order ("Unknown. [CITE]" for a negative).
+func Target(summary string, citations []int32) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(summary))
+	b.WriteString(" " + Marker)
+	for _, c := range citations {
+		b.WriteString(" " + strconv.Itoa(int(c)))
+	}
+	return b.String()
+}
+
+// Output is a model output read back: the prediction's summary and indices, what had to be
+// repaired, and how many written indices were dropped.
+type Output struct {
+	Summary string
+	// Indexes are sorted, without repeats, all in [0, n); never nil.
+	Indexes []int
+	// Problems lists each problem found once, in the order of the constants above.
+	Problems []string
+	// Dropped counts the words after the Marker that did not become an index.
+	Dropped int
+}
+
+// Parse reads a model output for an abstract of n sentences. Everything before the last Marker is
+// the summary, everything after it the indices, separated by spaces or commas (brackets ignored).
+// Words that are not indices, indices outside [0, n) and repeats are dropped and counted. A
+// summary that says the aspect is absent (dataset.IsUnknownSummary) is the negative prediction,
+// "Unknown." with no index, whatever indices follow it.
+func Parse(text string, n int) Output {
+	found := map[string]bool{}
+	o := Output{Indexes: []int{}}
+	summary, cites, ok := cutLast(text, Marker)
+	if !ok {
+		summary, cites = text, ""
+	}
+	o.Summary = strings.Join(strings.Fields(summary), " ")
+	for _, w := range strings.FieldsFunc(cites, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' || r == '\n' || r == ';' }) {
+		w = strings.Trim(w, "[]().")
+		if w == "" {
+			continue
+		}
+		k, err := strconv.Atoi(w)
+		switch {
+		case err != nil || k < 0:
+			found[ProblemBadCitations] = true
+		case k >= n:
+			found[ProblemIndexOutOfRange] = true
+		case slices.Contains(o.Indexes, k):
+			found[ProblemDuplicateIndex] = true
+		default:
+			o.Indexes = append(o.Indexes, k)
+			continue
+		}
+		o.Dropped++
+	}
+	slices.Sort(o.Indexes)
+	switch {
+	case dataset.IsUnknownSummary(o.Summary) && o.Summary != "":
+		if len(o.Indexes) > 0 {
+			found[ProblemUnknownWithCitations] = true
+			o.Dropped += len(o.Indexes)
+		}
+		o.Summary, o.Indexes = dataset.UnknownSummary, []int{}
+	case o.Summary == "":
+		found[ProblemNoSummary] = true
+	case !ok:
+		found[ProblemNoCitations] = true
+	}
+	for _, p := range []string{ProblemNoCitations, ProblemNoSummary, ProblemBadCitations, ProblemIndexOutOfRange,
+		ProblemDuplicateIndex, ProblemUnknownWithCitations} {
+		if found[p] {
+			o.Problems = append(o.Problems, p)
+		}
+	}
+	return o
+}
+
+// cutLast splits s around the last occurrence of sep (any case).
+func cutLast(s, sep string) (before, after string, ok bool) {
+	i := strings.LastIndex(strings.ToUpper(s), strings.ToUpper(sep))
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// Stats counts what Parse repaired over a run.
+type Stats struct {
+	// Outputs is the number of outputs parsed, Repaired those with at least one problem.
+	Outputs, Repaired int
+	// DroppedIndices counts the index words dropped (Output.Dropped).
+	DroppedIndices int
+	// Problems counts the outputs with each problem.
+	Problems map[string]int
+}
+
+// String is the one-line summary infer prints.
+func (s Stats) String() string {
+	keys := make([]string, 0, len(s.Problems))
+	for k := range s.Problems {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, s.Problems[k])
+	}
+	detail := ""
+	if len(parts) > 0 {
+		detail = " (" + strings.Join(parts, ", ") + ")"
+	}
+	return fmt.Sprintf("%d outputs, %d repaired%s, %d index words dropped", s.Outputs, s.Repaired, detail, s.DroppedIndices)
+}

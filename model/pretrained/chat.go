@@ -1,0 +1,202 @@
+package pretrained
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/tracksum/tracksum/hf/chattemplate"
+	"github.com/tracksum/tracksum/hf/tokenizer"
+)
+
+// Chat turns conversations into token ids the way the checkpoint was trained to read them: the
+// chat template of its tokenizer_config.json (hf/chattemplate, rendered as transformers'
+// apply_chat_template) and its tokenizer (hf/tokenizer). It is safe for concurrent use.
+type Chat struct {
+	Tok *tokenizer.Tokenizer
+	Tpl *chattemplate.Template
+	// Stop are the ids that end a generated answer: the template's eos_token and the end-of-turn
+	// tokens it writes after an assistant turn (e.g. Llama 3's <|eot_id|>), plus those given to
+	// LoadChat (config.json's eos_token_id list).
+	Stop []int32
+	// Pad is the id written in padding positions (masked out; any valid id works).
+	Pad int32
+}
+
+// LoadChat reads the tokenizer and chat template of dir (a snapshot or a checkpoint holding
+// copies of tokenizer.json and tokenizer_config.json). eos are extra end-of-answer ids.
+func LoadChat(dir string, eos []int) (*Chat, error) {
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := chattemplate.Load(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%w (a pretrained model for tracksum needs a chat template: use an instruction-tuned checkpoint)", err)
+	}
+	c := &Chat{Tok: tok, Tpl: tpl}
+	for _, id := range eos {
+		c.addStop(int32(id))
+	}
+	if s, ok := tpl.SpecialTokens["eos_token"].(string); ok {
+		if id, ok := c.single(s); ok {
+			c.addStop(id)
+		}
+	}
+	// The end-of-turn marker is what the template writes right after an assistant's content.
+	if end, err := c.turnEnd(); err == nil && end != "" {
+		if ids := tok.Encode(end, false); len(ids) > 0 {
+			if id, ok := c.single(strings.TrimSpace(tok.Decode(ids[:1]))); ok {
+				c.addStop(id)
+			}
+		}
+	}
+	if len(c.Stop) == 0 {
+		return nil, fmt.Errorf("%s: no end-of-answer token (eos_token in tokenizer_config.json, or eos_token_id in config.json)", filepath.Join(dir, "tokenizer_config.json"))
+	}
+	c.Pad = c.Stop[0]
+	if s, ok := tpl.SpecialTokens["pad_token"].(string); ok {
+		if id, ok := c.single(s); ok {
+			c.Pad = id
+		}
+	}
+	return c, nil
+}
+
+func (c *Chat) addStop(id int32) {
+	for _, s := range c.Stop {
+		if s == id {
+			return
+		}
+	}
+	c.Stop = append(c.Stop, id)
+}
+
+// single returns the id of text when it encodes to exactly one token (a special token).
+func (c *Chat) single(text string) (int32, bool) {
+	if text == "" {
+		return 0, false
+	}
+	ids := c.Tok.Encode(text, false)
+	if len(ids) != 1 {
+		return 0, false
+	}
+	return int32(ids[0]), true
+}
+
+// turnEnd is the text the template writes after an assistant turn's content, up to the first line
+// break or the end: rendered with a marker answer and read after it.
+func (c *Chat) turnEnd() (string, error) {
+	const marker = "TRACKSUMANSWERMARKER"
+	full, err := c.Tpl.Render([]chattemplate.Message{{Role: "user", Content: "x"}, {Role: "assistant", Content: marker}}, chattemplate.Options{})
+	if err != nil {
+		return "", err
+	}
+	i := strings.LastIndex(full, marker)
+	if i < 0 {
+		return "", nil
+	}
+	rest := full[i+len(marker):]
+	if j := strings.IndexAny(rest, "\n"); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest, nil
+}
+
+// Prompt returns the ids of msgs rendered with the generation prompt (the assistant header): what
+// the model reads before it answers.
+func (c *Chat) Prompt(msgs []chattemplate.Message) ([]int32, error) {
+	s, err := c.Tpl.Render(msgs, chattemplate.Options{AddGenerationPrompt: true})
+	if err != nil {
+		return nil, err
+	}
+	return toInt32(c.Tok.Encode(s, false)), nil
+}
+
+// ErrTemplateAnswer marks a chat template whose rendering of a conversation with its answer does
+// not start with the rendering of the same conversation with the generation prompt: the answer's
+// tokens cannot be told from the prompt's.
+var ErrTemplateAnswer = errors.New("chat template: the assistant turn does not follow the generation prompt")
+
+// Answer returns the ids of the prompt (as Prompt) and, separately, of the assistant turn that
+// answer makes after it, end-of-turn token included: the text the template writes for the turn
+// beyond the generation prompt (some templates add more than the answer, e.g. Qwen 3's empty
+// <think> block). The two are tokenized apart, as they are at inference (prompt, then generated
+// ids), so that the boundary is the same in training and in generation.
+func (c *Chat) Answer(msgs []chattemplate.Message, answer string) (prompt, turn []int32, err error) {
+	pre, err := c.Tpl.Render(msgs, chattemplate.Options{AddGenerationPrompt: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	full, err := c.Tpl.Render(append(msgs[:len(msgs):len(msgs)], chattemplate.Message{Role: "assistant", Content: answer}), chattemplate.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !strings.HasPrefix(full, pre) {
+		return nil, nil, fmt.Errorf("%s: %w", c.Tpl.Path, ErrTemplateAnswer)
+	}
+	return toInt32(c.Tok.Encode(pre, false)), toInt32(c.Tok.Encode(full[len(pre):], false)), nil
+}
+
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// Truncate keeps the first n tokens of text (all when it has no more), decoded back to text.
+func (c *Chat) Truncate(text string, n int) string {
+	ids := c.Tok.Encode(text, false)
+	if len(ids) <= n {
+		return text
+	}
+	return c.Tok.Decode(ids[:max(n, 0)])
+}
+
+// Example is one training sequence: Tokens, and Labels aligned with them (transformers'
+// convention: the label of position t is predicted from positions < t) that are IgnoreLabel on the
+// prompt, so that the loss covers the answer tokens only.
+type Example struct {
+	Tokens, Labels []int32
+	// Target is the class of a classification example (0 or 1); Weight its loss weight.
+	Target, Weight float32
+}
+
+// IgnoreLabel is the label of a position outside the loss (PyTorch's ignore_index).
+const IgnoreLabel = -100
+
+// AnswerExample joins prompt and turn into an Example whose loss covers the turn only.
+func AnswerExample(prompt, turn []int32) Example {
+	e := Example{Tokens: append(append([]int32{}, prompt...), turn...), Weight: 1}
+	e.Labels = make([]int32, len(e.Tokens))
+	for i := range e.Labels {
+		if i < len(prompt) {
+			e.Labels[i] = IgnoreLabel
+		} else {
+			e.Labels[i] = e.Tokens[i]
+		}
+	}
+	return e
+}
+
+// fit builds a conversation that fits in maxLen tokens: build(cut) returns the conversation with
+// cut tokens taken away from its variable text, and the tokens it takes (prompt plus answer turn).
+// It retries with a larger cut until it fits, and fails when it cannot (the fixed part of the
+// prompt alone is too long).
+func fit(maxLen int, what string, build func(cut int) (n int, err error)) (int, error) {
+	cut := 0
+	for range 8 {
+		n, err := build(cut)
+		if err != nil {
+			return 0, err
+		}
+		if n <= maxLen {
+			return cut, nil
+		}
+		cut += n - maxLen
+	}
+	return 0, fmt.Errorf("%s does not fit in max_seq_len %d tokens even with its text cut: raise max_seq_len", what, maxLen)
+}

@@ -1,0 +1,173 @@
+package pretrained
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// A checkpoint of a fine-tuned pretrained model is a training checkpoint directory
+// (model/checkpoint: config.yaml, metrics.jsonl, best/, state/, report.json) with:
+//
+//	pretrained.json                        Meta: task, head, prompts' settings, adapters, decoding
+//	base.json                              the base snapshot's directory and weights' SHA-256 (hf/peft)
+//	tokenizer.json, tokenizer_config.json  copies of the base's (tokens and chat template)
+//	best/model.safetensors                 the trained variables only: adapters + head (LoRA), or
+//	                                       every weight (lora.rank 0)
+//	adapter/                               the same adapters in PEFT's layout (lora.rank > 0)
+//	full/model.safetensors                 every weight under its Hugging Face key (lora.rank 0)
+//
+// The base's weights are never copied: they are read from base.json's directory, and a base
+// whose weights changed is refused.
+
+// MetaFile is the metadata of a pretrained checkpoint; its presence marks one.
+const MetaFile = "pretrained.json"
+
+// TokenizerConfigFile is the copy of the base's tokenizer_config.json (with the chat template).
+const TokenizerConfigFile = "tokenizer_config.json"
+
+// ErrCheckpoint marks a pretrained checkpoint that is missing, incomplete or incompatible.
+var ErrCheckpoint = errors.New("pretrained checkpoint")
+
+// Tasks of a pretrained checkpoint.
+const (
+	TaskTracker    = "tracker"
+	TaskSummarizer = "summarizer"
+)
+
+// Meta is pretrained.json: what infer needs besides the base and the variables.
+type Meta struct {
+	// Task is TaskTracker or TaskSummarizer.
+	Task string `json:"task"`
+	// Head is the tracker's head (config.HeadLMCLS or config.HeadGenerative).
+	Head string `json:"head,omitempty"`
+	// ModelType is the base's config.json model_type.
+	ModelType string `json:"model_type"`
+	// AspectSet names the aspects of the prepared data (their names enter the prompts).
+	AspectSet string `json:"aspect_set"`
+	// MaxSeqLen caps a prompt with its answer, in tokens.
+	MaxSeqLen int `json:"max_seq_len"`
+	// LoRA are the adapters' settings (rank 0: full fine-tuning).
+	LoRA config.LoRA `json:"lora"`
+	// Seed drew the adapters' and the head's initial values.
+	Seed int64 `json:"seed"`
+	// YesNo locates the generative tracker's answer token.
+	YesNo *yesNo `json:"yes_no,omitempty"`
+	// FullContext: the summarizer reads the whole abstract too (TTS (+) f).
+	FullContext bool `json:"full_context,omitempty"`
+	// Generation holds the summarizer's decoding defaults.
+	Generation *GenOptions `json:"generation,omitempty"`
+}
+
+// IsCheckpoint reports whether dir holds a pretrained checkpoint (its MetaFile).
+func IsCheckpoint(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, MetaFile))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// ReadMeta reads dir's pretrained.json.
+func ReadMeta(dir string) (*Meta, error) {
+	var m Meta
+	if err := checkpoint.ReadJSON(filepath.Join(dir, MetaFile), &m, true); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	if m.Task != TaskTracker && m.Task != TaskSummarizer {
+		return nil, fmt.Errorf("%w: %s: task %q, want %s or %s", ErrCheckpoint, filepath.Join(dir, MetaFile), m.Task, TaskTracker, TaskSummarizer)
+	}
+	return &m, nil
+}
+
+// prepareDir checks that outDir (locked) can receive this run: empty, or a checkpoint of the same
+// task trained with the same metadata on the same base (its weights' digest) and config (else
+// training.CheckConfig's refusal). It writes the metadata, base.json, the tokenizer copies and
+// config.yaml.
+func prepareDir(outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.Config, allowChanged bool, log interface{ Write([]byte) (int, error) }) error {
+	if _, err := os.Stat(filepath.Join(outDir, MetaFile)); err == nil {
+		old, err := ReadMeta(outDir)
+		if err != nil {
+			return err
+		}
+		if err := training.CheckConfig(outDir, checkpoint.ConfigFile, cfg, meta.Task, allowChanged, log); err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(old, meta) {
+			return fmt.Errorf("%w: %s was trained with other settings (%s differs); use another --out or delete it", ErrCheckpoint, outDir, MetaFile)
+		}
+		if _, err := os.Stat(filepath.Join(outDir, peft.BaseFile)); err == nil {
+			if _, _, err := peft.OpenBase(outDir, snap.Dir); err != nil {
+				return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+			}
+		} else if _, err := peft.WriteBaseRef(outDir, snap); err != nil {
+			return err
+		}
+	} else if _, err := peft.WriteBaseRef(outDir, snap); err != nil {
+		return err
+	}
+	tok, err := os.ReadFile(filepath.Join(snap.Dir, "tokenizer.json"))
+	if err != nil {
+		return err
+	}
+	tcfg, err := os.ReadFile(filepath.Join(snap.Dir, TokenizerConfigFile))
+	if err != nil {
+		return err
+	}
+	if err := atomicio.WriteFile(filepath.Join(outDir, TokenizerConfigFile), tcfg, 0o644); err != nil {
+		return err
+	}
+	return checkpoint.Write(outDir, checkpoint.Files{MetaFile: MetaFile, Meta: meta, Tokenizer: tok, Config: cfg})
+}
+
+// writeInterop writes the trained variables of m (the best ones, loaded in its store) in Hugging
+// Face's layouts: the PEFT adapter directory (lora.rank > 0) or full/model.safetensors (rank 0).
+// task is the PEFT task type.
+func writeInterop(outDir string, m *causalLM, task string) error {
+	saved := map[string]*tensors.Tensor{}
+	var modules []string
+	if m.head != nil {
+		t, err := m.head.Value()
+		if err != nil {
+			return err
+		}
+		saved[scoreKey] = t
+		modules = []string{"score"}
+	}
+	if m.lora.Rank == 0 {
+		for key, v := range m.dec.BaseVariables() {
+			t, err := v.Value()
+			if err != nil {
+				return err
+			}
+			saved[key] = t
+		}
+		if err := os.MkdirAll(filepath.Join(outDir, peft.FullDir), 0o755); err != nil {
+			return err
+		}
+		return model.WriteTensors(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved)
+	}
+	a := &peft.Adapter{Config: peft.NewConfig(m.lora, task, m.snap.Dir, modules), Tensors: map[string]*tensors.Tensor{}}
+	if abs, err := filepath.Abs(m.snap.Dir); err == nil {
+		a.Config.BaseModelNameOrPath = abs
+	}
+	for key, v := range m.dec.LoRAVariables() {
+		t, err := v.Value()
+		if err != nil {
+			return err
+		}
+		a.Tensors[key] = t
+	}
+	for key, t := range saved {
+		a.Tensors[peft.Prefix+key] = t
+	}
+	return peft.Write(filepath.Join(outDir, peft.AdapterDir), a)
+}

@@ -1,0 +1,242 @@
+package pretrained_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/randsnap"
+	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// The new user's trial of issue 9, on the go backend: a tiny random Llama snapshot (with the real
+// Llama 3.1 tokenizer files when fetched, else randsnap's small tokenizer), a few LoRA steps of
+// tracksum-train's tracker and summarizer tasks with --pretrained on the built-in sample, then
+// infer on the checkpoints.
+
+var llamaTokenizer = filepath.Join("..", "..", "hf", "tokenizer", "testdata", "hf", "llama3")
+
+func testLog() io.Writer {
+	if testing.Verbose() {
+		return os.Stderr
+	}
+	return io.Discard
+}
+
+var fixture struct {
+	once      sync.Once
+	dir       string
+	data, llm string
+	err       error
+}
+
+// setup prepares a small sample and writes the random snapshot, once per test binary.
+func setup(t *testing.T) (cfg *config.Config, data, llm string) {
+	t.Helper()
+	cfg, err := config.Load(viper.New(), "../../configs/tiny.yaml", pflag.NewFlagSet("t", pflag.ContinueOnError), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Prepare.SampleSize = 16
+	fixture.once.Do(func() {
+		if fixture.dir, fixture.err = os.MkdirTemp("", "pretrained-e2e-"); fixture.err != nil {
+			return
+		}
+		fixture.data = filepath.Join(fixture.dir, "prepared")
+		if _, fixture.err = prepare.Run(context.Background(), cfg, prepare.Options{Out: fixture.data}); fixture.err != nil {
+			return
+		}
+		snap := randsnap.Decoder{ModelType: "llama", Vocab: 300, Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Intermediate: 32, Seed: 7}
+		if _, err := os.Stat(filepath.Join(llamaTokenizer, "tokenizer.json")); err == nil {
+			snap.Vocab, snap.TokenizerDir = 128256, llamaTokenizer
+			snap.Extra = map[string]any{"bos_token_id": 128000, "eos_token_id": []int{128001, 128008, 128009}}
+		} else {
+			t.Logf("%s is absent (fetch it with tools/hftokenizer/fetch.sh): using randsnap's small tokenizer", llamaTokenizer)
+		}
+		fixture.llm = filepath.Join(fixture.dir, "llm")
+		fixture.err = randsnap.WriteDecoder(fixture.llm, snap)
+	})
+	if fixture.err != nil {
+		t.Fatal(fixture.err)
+	}
+	return cfg, fixture.data, fixture.llm
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixture.dir != "" {
+		os.RemoveAll(fixture.dir)
+	}
+	os.Exit(code)
+}
+
+func loop(l *config.TrainLoop) {
+	l.MaxSteps, l.BatchSize, l.EvalEvery, l.WarmupSteps, l.LearningRate, l.GradAccumulation = 3, 4, 3, 0, 1e-2, 1
+}
+
+// trainTask runs tracksum-train's registered task (so the --pretrained dispatch is exercised).
+func trainTask(t *testing.T, name string, cfg *config.Config, data, out string) {
+	t.Helper()
+	task, ok := training.LookupTask(name)
+	if !ok {
+		t.Fatalf("task %s is not registered", name)
+	}
+	if err := task.Train(context.Background(), cfg, training.Request{Data: data, Out: out, Log: testLog()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkAdapter reads the PEFT adapter files back and compares them with the trained variables of
+// best/model.safetensors.
+func checkAdapter(t *testing.T, ck string, wantKeys int) {
+	t.Helper()
+	a, err := peft.Read(filepath.Join(ck, peft.AdapterDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, err := model.ReadTensors(checkpoint.BestWeights(ck))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Tensors) != wantKeys || len(best) != wantKeys {
+		t.Fatalf("adapter holds %d tensors, best/ %d; want %d", len(a.Tensors), len(best), wantKeys)
+	}
+	nonZeroB := false
+	for key, at := range a.Tensors {
+		path := "/model/lora/" + strings.TrimPrefix(key, peft.Prefix)
+		if key == peft.Prefix+"score.weight" {
+			path = pretrained.HeadScope + "/score.weight"
+		}
+		bt, ok := best[path]
+		if !ok {
+			t.Fatalf("adapter tensor %s has no variable %s in best/", key, path)
+		}
+		av, bv := flat(at), flat(bt)
+		if len(av) != len(bv) {
+			t.Fatalf("%s: %d values, best/ %d", key, len(av), len(bv))
+		}
+		for i := range av {
+			if av[i] != bv[i] {
+				t.Fatalf("%s[%d] = %g, best/ %g", key, i, av[i], bv[i])
+			}
+			if strings.HasSuffix(key, peft.SuffixB) && av[i] != 0 {
+				nonZeroB = true
+			}
+		}
+	}
+	if !nonZeroB {
+		t.Error("every lora_B is still zero: the adapters were not trained")
+	}
+}
+
+func flat(t *tensors.Tensor) []float32 {
+	var out []float32
+	tensors.ConstFlatData(t, func(f []float32) { out = append(out, f...) })
+	return out
+}
+
+func TestTrackerTrainInfer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model (~10 s)")
+	}
+	for _, head := range []string{config.HeadGenerative, config.HeadLMCLS} {
+		t.Run(head, func(t *testing.T) {
+			cfg, data, llm := setup(t)
+			cfg.Tracker.Pretrained, cfg.Tracker.Head = llm, head
+			cfg.Tracker.LoRA.Rank, cfg.Tracker.LoRA.Alpha = 4, 8
+			cfg.Tracker.LoRA.TargetModules = []string{"q_proj", "v_proj"}
+			cfg.Tracker.Imbalance, cfg.Tracker.Oversample = "oversample", 7
+			loop(&cfg.Tracker.Train)
+			ck := filepath.Join(t.TempDir(), "tracker")
+			trainTask(t, "tracker", cfg, data, ck)
+			// 1 layer x {q, v} x {A, B}, plus the head for lm_cls.
+			want := 4
+			if head == config.HeadLMCLS {
+				want = 5
+			}
+			checkAdapter(t, ck, want)
+			var rep pretrained.Report
+			if err := checkpoint.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil || rep.Steps != 3 {
+				t.Fatalf("report %+v, err %v; want 3 steps", rep, err)
+			}
+
+			out := filepath.Join(t.TempDir(), "pred.jsonl")
+			if _, err := infer.Run(context.Background(), cfg, infer.Options{Tracker: ck, Input: data, Split: "test", Out: out, Log: testLog()}); err != nil {
+				t.Fatal(err)
+			}
+			preds := readPredictions(t, out)
+			for _, p := range preds {
+				for _, s := range p.Scores {
+					if s < 0 || s > 1 {
+						t.Fatalf("%s/%s: score %g outside [0, 1]", p.PMID, p.Aspect, s)
+					}
+				}
+			}
+			// A resumed run of a finished checkpoint does nothing and keeps it.
+			trainTask(t, "tracker", cfg, data, ck)
+		})
+	}
+}
+
+func readPredictions(t *testing.T, path string) []dataset.Prediction {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []dataset.Prediction
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var p dataset.Prediction
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no predictions", path)
+	}
+	return out
+}
+
+func TestSummarizerTrainInfer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model (~10 s)")
+	}
+	cfg, data, llm := setup(t)
+	cfg.Summarizer.Pretrained = llm
+	cfg.Summarizer.LoRA.Rank, cfg.Summarizer.LoRA.Alpha = 4, 8
+	cfg.Summarizer.LoRA.TargetModules = []string{"q_proj", "v_proj", "down_proj"}
+	cfg.Summarizer.MaxSeqLen = 512
+	cfg.Summarizer.MaxSummaryLen = 6
+	cfg.Summarizer.BeamSize = 2
+	loop(&cfg.Summarizer.Train)
+	ck := filepath.Join(t.TempDir(), "summarizer")
+	trainTask(t, "summarizer", cfg, data, ck)
+	checkAdapter(t, ck, 6)
+
+	out := filepath.Join(t.TempDir(), "pred.jsonl")
+	if _, err := infer.Run(context.Background(), cfg, infer.Options{Tracker: infer.GoldTracker, Summarizer: ck, Input: data, Split: "test", Out: out, Log: testLog()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range readPredictions(t, out) {
+		if strings.TrimSpace(p.Summary) == "" {
+			t.Errorf("%s/%s: empty summary (want text or %q)", p.PMID, p.Aspect, dataset.UnknownSummary)
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package pretrained
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/hf/chattemplate"
+)
+
+// The prompts are those of the TracSum authors' released training scripts and of the paper's
+// Tables 16-17 (../shared/docs/paper-recipe.md): the tracker's user turn and "Relevance:Yes." /
+// "Relevance:No." answer are the script's text, word for word; the summarizer's system turn is the
+// script's, its user turn follows Table 16 (Table 17 with the full abstract) with the aspect's
+// phrase in place of the table's placeholder.
+
+// paperAspectNames are the aspect names of the released scripts' prompts (TracSum codes).
+var paperAspectNames = map[string]string{
+	"a": "Aims or Objective",
+	"i": "Intervention or Methods",
+	"o": "Outcomes or Results",
+	"p": "Patients Information",
+	"m": "Medicines Information",
+	"d": "Treatment Duration",
+	"s": "Side Effects",
+}
+
+// AspectName is the aspect's name in the prompts: the released scripts' name for a TracSum code,
+// else the registry's name (PCoA aspects have no script to follow).
+func AspectName(set, code string) string {
+	if set == dataset.AspectSetTracSum || set == "" {
+		if n, ok := paperAspectNames[code]; ok {
+			return n
+		}
+	}
+	if a, ok := dataset.LookupAspect(set, code); ok {
+		return a.Name
+	}
+	return code
+}
+
+// summaryTopic is what Table 16's instruction asks to summarize for a TracSum aspect; the table
+// shows aspect a's ("the research aims or questions of the study") and leaves the others as a
+// placeholder, filled here in the same style.
+var summaryTopic = map[string]string{
+	"a": "the research aims or questions of the study",
+	"i": "the interventions or methods of the study",
+	"o": "the outcomes or results of the study",
+	"p": "the information about the patients of the study",
+	"m": "the information about the medicines used in the study",
+	"d": "the duration of the treatment in the study",
+	"s": "the side effects observed in the study",
+}
+
+// topic is the summarizer's phrase for an aspect of any set.
+func topic(set, code string) string {
+	if set == dataset.AspectSetTracSum || set == "" {
+		if t, ok := summaryTopic[code]; ok {
+			return t
+		}
+	}
+	if a, ok := dataset.LookupAspect(set, code); ok {
+		return fmt.Sprintf("the %s of the study (%s)", strings.ToLower(a.Name), a.Description)
+	}
+	return "the " + code + " of the study"
+}
+
+// Tracker answers of the released script.
+const (
+	AnswerYes = "Relevance:Yes."
+	AnswerNo  = "Relevance:No."
+)
+
+// TrackerMessages is the released script's tracker conversation for one (sentence, aspect) pair
+// (user turn only; the answer is AnswerYes or AnswerNo).
+func TrackerMessages(sentence, aspectName string) []chattemplate.Message {
+	return []chattemplate.Message{{Role: "user", Content: "Please determine whether the provided sentence contains information relevant to the given aspect.\nSentence: " +
+		sentence + "\nAspect: " + aspectName + ".\n"}}
+}
+
+// SummarizerSystem is the released script's system turn.
+const SummarizerSystem = "You are a great summarization assistant. Please follow the instructions strictly."
+
+// SummaryPrefix starts the summarizer's answer.
+const SummaryPrefix = "Summary:"
+
+// SummarizerMessages is the summarizer conversation (Table 16; with document, Table 17) for the
+// tracked sentences cited of one aspect.
+func SummarizerMessages(set, aspect string, cited, document []string) []chattemplate.Message {
+	var b strings.Builder
+	b.WriteString("Instructions:\nSummarize " + topic(set, aspect) +
+		" in one clear sentence that includes all key details from the input sentences without omitting important information.")
+	if document != nil {
+		b.WriteString(" The summary must be based solely on the provided sentences. The full text is for reference only and must not be used to introduce any new information not present in the sentences.")
+	}
+	b.WriteString("\n\nSentences:\n" + jsonList(cited) + "\n")
+	if document != nil {
+		b.WriteString("\nFull Context:\n" + jsonList(document) + "\n")
+	}
+	b.WriteString("\nSummary:")
+	return []chattemplate.Message{{Role: "system", Content: SummarizerSystem}, {Role: "user", Content: b.String()}}
+}
+
+// SummarizerAnswer is the assistant turn of a training example.
+func SummarizerAnswer(summary string) string {
+	return SummaryPrefix + " " + strings.TrimSpace(summary)
+}
+
+// jsonList renders sentences as the papers' one-line JSON list, without HTML escaping.
+func jsonList(items []string) string {
+	if items == nil {
+		items = []string{}
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(items) // strings always encode
+	return strings.TrimSpace(b.String())
+}
+
+// ParseSummary reads a generated answer: the text after "Summary:" (any case, the first one), or
+// the whole answer when the prefix is missing; special tokens and surrounding white space are
+// removed. An empty answer, or one that says the aspect is absent, is "Unknown.".
+func ParseSummary(answer string, special []string) string {
+	for _, s := range special {
+		if s != "" {
+			answer = strings.ReplaceAll(answer, s, " ")
+		}
+	}
+	if i := strings.Index(strings.ToLower(answer), strings.ToLower(SummaryPrefix)); i >= 0 {
+		answer = answer[i+len(SummaryPrefix):]
+	}
+	// A summary is one paragraph: what follows a blank line is the model talking on.
+	answer = strings.TrimSpace(answer)
+	if i := strings.Index(answer, "\n\n"); i >= 0 {
+		answer = answer[:i]
+	}
+	answer = strings.Join(strings.Fields(answer), " ")
+	answer = strings.Trim(answer, " *_\"'`")
+	if dataset.IsUnknownSummary(answer) {
+		return dataset.UnknownSummary
+	}
+	return answer
+}

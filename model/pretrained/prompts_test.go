@@ -1,0 +1,235 @@
+package pretrained
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+)
+
+// llamaDir holds the real Llama 3.1 tokenizer.json and tokenizer_config.json (with its chat
+// template) when tools/hftokenizer/fetch.sh fetched them; they are not committed.
+var llamaDir = filepath.Join("..", "..", "hf", "tokenizer", "testdata", "hf", "llama3")
+
+func llamaChat(t *testing.T) *Chat {
+	t.Helper()
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if _, err := os.Stat(filepath.Join(llamaDir, f)); err != nil {
+			t.Skipf("%s is absent (not committed: fetch it with tools/hftokenizer/fetch.sh)", filepath.Join(llamaDir, f))
+		}
+	}
+	c, err := LoadChat(llamaDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestLlamaChatStopAndAnswer(t *testing.T) {
+	c := llamaChat(t)
+	eot, ok := c.single("<|eot_id|>")
+	if !ok || !slices.Contains(c.Stop, eot) {
+		t.Fatalf("stop ids %v do not include <|eot_id|> (%d)", c.Stop, eot)
+	}
+	msgs := TrackerMessages("Patients received 5-FU 400 mg/m².", AspectName(dataset.AspectSetTracSum, "m"))
+	prompt, turn, err := c.Answer(msgs, AnswerYes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rendered prompt is the template's, ending with the assistant header.
+	text := c.Tok.Decode(int32sToInts(prompt))
+	want := "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nPlease determine whether the provided sentence contains information relevant to the given aspect.\n" +
+		"Sentence: Patients received 5-FU 400 mg/m².\nAspect: Medicines Information.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+	if text != want {
+		t.Errorf("prompt\n%q\nwant\n%q", text, want)
+	}
+	if got := c.Tok.Decode(int32sToInts(turn)); got != AnswerYes+"<|eot_id|>" {
+		t.Errorf("answer turn %q, want %q", got, AnswerYes+"<|eot_id|>")
+	}
+	// Prompt with generation prompt equals Chat.Prompt.
+	p2, err := c.Prompt(msgs)
+	if err != nil || !slices.Equal(p2, prompt) {
+		t.Errorf("Prompt %v (err %v), want %v", p2, err, prompt)
+	}
+	e := AnswerExample(prompt, turn)
+	pos, tgt := lossPositions(e)
+	if len(pos) != len(turn) || pos[0] != int32(len(prompt)-1) || !slices.Equal(tgt, turn) {
+		t.Errorf("loss positions %v targets %v; want %d positions from %d with targets %v", pos, tgt, len(turn), len(prompt)-1, turn)
+	}
+	for i, l := range e.Labels {
+		if (i < len(prompt)) != (l == IgnoreLabel) {
+			t.Fatalf("label %d = %d: the prompt (%d tokens) must be masked and the answer not", i, l, len(prompt))
+		}
+	}
+}
+
+func TestLlamaYesNo(t *testing.T) {
+	c := llamaChat(t)
+	yn, err := findYesNo(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Tok.Decode(int32sToInts(yn.Common)); got != "Relevance" && got != "Relevance:" {
+		t.Errorf("common answer prefix %q", got)
+	}
+	y, n := c.Tok.Decode([]int{int(yn.Yes)}), c.Tok.Decode([]int{int(yn.No)})
+	if !strings.Contains(y, "Yes") || !strings.Contains(n, "No") {
+		t.Errorf("answer tokens %q / %q, want Yes / No", y, n)
+	}
+}
+
+func TestTrackerExamplesOversampleAndFit(t *testing.T) {
+	c := llamaChat(t)
+	yn, err := findYesNo(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []dataset.TrackerRow{
+		{PMID: "1", Aspect: "a", Sentence: "We aimed to test drug X.", Label: true},
+		{PMID: "1", Aspect: "a", Sentence: strings.Repeat("Long sentence words ", 60), Label: false},
+	}
+	for _, tc := range []struct {
+		desc, head, imbalance string
+		want                  int
+		posWeight             float32
+	}{
+		{"generative oversample", config.HeadGenerative, "oversample", 7 + 1, 1},
+		{"lm_cls pos_weight", config.HeadLMCLS, "pos_weight", 2, 3},
+		{"generative none", config.HeadGenerative, "none", 2, 1},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			p := &trackerPrompter{chat: c, head: tc.head, set: dataset.AspectSetTracSum, maxLen: 64, yn: yn}
+			tcfg := config.DefaultTracker()
+			tcfg.Imbalance, tcfg.Oversample, tcfg.PosWeight = tc.imbalance, 7, 3
+			exs, err := trackerExamples(p, rows, tcfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(exs) != tc.want {
+				t.Fatalf("%d examples, want %d", len(exs), tc.want)
+			}
+			for _, e := range exs {
+				if len(e.Tokens) > 64 {
+					t.Errorf("example of %d tokens, max_seq_len 64", len(e.Tokens))
+				}
+			}
+			if exs[0].Weight != tc.posWeight {
+				t.Errorf("positive weight %g, want %g", exs[0].Weight, tc.posWeight)
+			}
+			if tc.head == config.HeadLMCLS && (exs[0].Target != 1 || exs[len(exs)-1].Target != 0) {
+				t.Errorf("targets %g, %g; want 1, 0", exs[0].Target, exs[len(exs)-1].Target)
+			}
+			if tc.head == config.HeadGenerative {
+				last := exs[len(exs)-1]
+				pos, tgt := lossPositions(last)
+				if len(pos) == 0 || !slices.Contains(tgt, yn.No) {
+					t.Errorf("negative example's answer targets %v lack the No token %d", tgt, yn.No)
+				}
+			}
+		})
+	}
+}
+
+func TestLlamaSummarizerPrompt(t *testing.T) {
+	c := llamaChat(t)
+	for _, full := range []bool{false, true} {
+		p := &summaryPrompter{chat: c, set: dataset.AspectSetTracSum, maxLen: 200, fullContext: full}
+		doc := []string{"Background sentence one.", "We aimed to study X in 40 patients.", strings.Repeat("Filler text ", 80)}
+		e, err := p.example("a", doc[1:2], doc, "The study aimed to study X.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.Tokens) > 200 {
+			t.Errorf("full=%v: %d tokens, max_seq_len 200", full, len(e.Tokens))
+		}
+		text := c.Tok.Decode(int32sToInts(e.Tokens))
+		for _, want := range []string{"<|start_header_id|>system<|end_header_id|>\n\n" + SummarizerSystem + "<|eot_id|>",
+			"Summarize the research aims or questions of the study", `["We aimed to study X in 40 patients."]`,
+			"<|start_header_id|>assistant<|end_header_id|>\n\nSummary: The study aimed to study X.<|eot_id|>"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("full=%v: example lacks %q:\n%s", full, want, text)
+			}
+		}
+		if strings.Contains(text, "Full Context") != full {
+			t.Errorf("full=%v: Full Context section present = %v", full, !full)
+		}
+		_, tgt := lossPositions(e)
+		if got := c.Tok.Decode(int32sToInts(tgt)); got != "Summary: The study aimed to study X.<|eot_id|>" {
+			t.Errorf("loss covers %q", got)
+		}
+	}
+}
+
+func TestParseSummary(t *testing.T) {
+	for _, tc := range []struct{ desc, in, want string }{
+		{"prefix", "Summary: The study aims to test X.", "The study aims to test X."},
+		{"no prefix", "The study aims to test X.", "The study aims to test X."},
+		{"lower case and markdown", "**summary:** The study  aims\nto test X.", "The study aims to test X."},
+		{"empty", "", dataset.UnknownSummary},
+		{"prefix only", "Summary:", dataset.UnknownSummary},
+		{"unknown", "Summary: unknown", dataset.UnknownSummary},
+		{"commentary after a blank line", "Summary: X was tested.\n\nNote: this is a summary.", "X was tested."},
+		{"special tokens", "Summary: X was tested.<|eot_id|>", "X was tested."},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := ParseSummary(tc.in, []string{"<|eot_id|>"}); got != tc.want {
+				t.Errorf("ParseSummary(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenormYes(t *testing.T) {
+	for _, tc := range []struct{ ly, ln, want float64 }{
+		{0, 0, 0.5},
+		{2, 1, math.E / (math.E + 1)},
+		{-1000, 1000, 0},
+		{1000, -1000, 1},
+		{30.5, 30.5, 0.5},
+	} {
+		got := float64(RenormYes(float32(tc.ly), float32(tc.ln)))
+		if math.Abs(got-tc.want) > 1e-6 || math.IsNaN(got) {
+			t.Errorf("RenormYes(%g, %g) = %g, want %g", tc.ly, tc.ln, got, tc.want)
+		}
+	}
+}
+
+func TestSamplePiece(t *testing.T) {
+	probs := []float32{0.5, 0.3, 0.2, 0}
+	for _, tc := range []struct {
+		desc        string
+		temp, topP  float64
+		u           float64
+		want        int32
+		neverAbove2 bool
+	}{
+		{"u=0 picks the most probable", 1, 0, 0, 0, false},
+		{"u just below 1 picks the least probable non-zero", 1, 0, 0.999, 2, false},
+		{"top-p 0.5 keeps only the first", 1, 0.5, 0.999, 0, false},
+		{"top-p 0.8 keeps two", 1, 0.8, 0.999, 1, false},
+		{"low temperature is greedy", 0.01, 0, 0.9, 0, false},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := samplePiece(probs, tc.temp, tc.topP, tc.u); got != tc.want {
+				t.Errorf("samplePiece = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAspectNames(t *testing.T) {
+	for code, want := range map[string]string{"a": "Aims or Objective", "i": "Intervention or Methods", "o": "Outcomes or Results",
+		"p": "Patients Information", "m": "Medicines Information", "d": "Treatment Duration", "s": "Side Effects"} {
+		if got := AspectName(dataset.AspectSetTracSum, code); got != want {
+			t.Errorf("AspectName(%s) = %q, want %q", code, got, want)
+		}
+	}
+	if got := AspectName(dataset.AspectSetPCoA, "AE"); got != "Adverse Events" {
+		t.Errorf("PCoA AE: %q", got)
+	}
+}

@@ -1,0 +1,27 @@
+package pretrained
+
+import (
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// init makes --pretrained DIR (tracker.pretrained / summarizer.pretrained) a variant of
+// tracksum-train's tasks tracker and summarizer: with it set, the same --task fine-tunes the
+// snapshot; without it, the from-scratch models train unchanged.
+func init() {
+	training.RegisterVariant(training.Variant{
+		Task: "tracker",
+		Flags: []training.TaskFlag{
+			{Name: "pretrained", Key: "tracker.pretrained", Usage: "TASK.pretrained: local Hugging Face snapshot to fine-tune (docs/pretrained.md); empty: train from scratch"},
+			{Name: "head", Key: "tracker.head", Usage: "tracker.head with --pretrained: lm_cls, generative, encoder_cls or auto"},
+		},
+		Applies: func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" },
+		Train:   TrainTracker,
+	})
+	training.RegisterVariant(training.Variant{
+		Task:    "summarizer",
+		Flags:   []training.TaskFlag{{Name: "pretrained", Key: "summarizer.pretrained", Usage: "TASK.pretrained: local Hugging Face snapshot to fine-tune (docs/pretrained.md); empty: train from scratch"}},
+		Applies: func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
+		Train:   TrainSummarizer,
+	})
+}

@@ -1,0 +1,169 @@
+package pretrained
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+)
+
+// yesNo is where the generative tracker reads its answer: the answer turns of AnswerYes and
+// AnswerNo share their first tokens (Common, e.g. "Relevance" ":") and differ at the next one (Yes
+// and No); P(yes) is read from the logits after prompt + Common.
+type yesNo struct {
+	Common  []int32 `json:"common"`
+	Yes     int32   `json:"yes"`
+	No      int32   `json:"no"`
+	TurnLen int     `json:"turn_len"` // the longer answer turn, for fitting prompts
+}
+
+// ErrAnswerTokens marks a tokenizer whose "Relevance:Yes." and "Relevance:No." turns do not
+// differ at one token after a common prefix.
+var ErrAnswerTokens = errors.New("the Yes and No answers cannot be told apart at one token")
+
+// findYesNo renders both answers after a sample prompt and locates the deciding token.
+func findYesNo(c *Chat) (yesNo, error) {
+	msgs := TrackerMessages("The sentence.", "Aims or Objective")
+	_, ty, err := c.Answer(msgs, AnswerYes)
+	if err != nil {
+		return yesNo{}, err
+	}
+	_, tn, err := c.Answer(msgs, AnswerNo)
+	if err != nil {
+		return yesNo{}, err
+	}
+	k := 0
+	for k < len(ty) && k < len(tn) && ty[k] == tn[k] {
+		k++
+	}
+	if k == len(ty) || k == len(tn) {
+		return yesNo{}, fmt.Errorf("%s: %w", c.Tpl.Path, ErrAnswerTokens)
+	}
+	return yesNo{Common: slices.Clone(ty[:k]), Yes: ty[k], No: tn[k], TurnLen: max(len(ty), len(tn))}, nil
+}
+
+// trackerPrompter turns (sentence, aspect) pairs into token sequences for one head.
+type trackerPrompter struct {
+	chat   *Chat
+	head   string
+	set    string
+	maxLen int
+	yn     yesNo // generative only
+}
+
+// prompt returns the prompt's ids for the pair, the sentence cut so that the prompt with what
+// follows it (the answer turn, or nothing for lm_cls) fits in maxLen.
+func (p *trackerPrompter) prompt(sentence, aspect string) ([]int32, error) {
+	name := AspectName(p.set, aspect)
+	after := 0
+	if p.head == config.HeadGenerative {
+		after = p.yn.TurnLen
+	}
+	var ids []int32
+	_, err := fit(p.maxLen, "the tracker prompt", func(cut int) (int, error) {
+		s := sentence
+		if cut > 0 {
+			s = p.chat.Truncate(sentence, len(p.chat.Tok.Encode(sentence, false))-cut)
+		}
+		var err error
+		ids, err = p.chat.Prompt(TrackerMessages(s, name))
+		return len(ids) + after, err
+	})
+	return ids, err
+}
+
+// example is the training example of a labelled pair.
+func (p *trackerPrompter) example(sentence, aspect string, label bool, weight float32) (Example, error) {
+	prompt, err := p.prompt(sentence, aspect)
+	if err != nil {
+		return Example{}, err
+	}
+	if p.head != config.HeadGenerative {
+		e := Example{Tokens: prompt, Weight: weight}
+		if label {
+			e.Target = 1
+		}
+		return e, nil
+	}
+	answer := AnswerNo
+	if label {
+		answer = AnswerYes
+	}
+	// The answer turn is the same after any prompt: render it once per answer with a fixed
+	// prompt rather than re-render the pair's conversation.
+	_, turn, err := p.chat.Answer(TrackerMessages("The sentence.", "Aims or Objective"), answer)
+	if err != nil {
+		return Example{}, err
+	}
+	e := AnswerExample(prompt, turn)
+	e.Weight = weight
+	return e, nil
+}
+
+// scoreInput is what the model reads to score a pair: the prompt, followed for the generative
+// head by the answer's common tokens (the yes/no logits are those after its last token).
+func (p *trackerPrompter) scoreInput(sentence, aspect string) (Example, error) {
+	prompt, err := p.prompt(sentence, aspect)
+	if err != nil {
+		return Example{}, err
+	}
+	if p.head == config.HeadGenerative {
+		prompt = append(prompt, p.yn.Common...)
+	}
+	return Example{Tokens: prompt, Weight: 1}, nil
+}
+
+// trackerExamples builds the training examples of rows, positives repeated per tracker.imbalance
+// "oversample" (tracker.oversample copies in all, as the from-scratch tracker does; the paper's
+// "6 more times" is oversample 7) or weighted per "pos_weight".
+func trackerExamples(p *trackerPrompter, rows []dataset.TrackerRow, tc config.Tracker) ([]Example, error) {
+	var pos, neg int
+	for _, r := range rows {
+		if r.Label {
+			pos++
+		} else {
+			neg++
+		}
+	}
+	posWeight := float32(1)
+	if tc.Imbalance == "pos_weight" {
+		w := tc.PosWeight
+		if w == 0 && pos > 0 {
+			w = float64(neg) / float64(pos)
+		}
+		posWeight = float32(max(w, 1e-3))
+	}
+	var out []Example
+	for _, r := range rows {
+		w := float32(1)
+		if r.Label {
+			w = posWeight
+		}
+		e, err := p.example(r.Sentence, r.Aspect, r.Label, w)
+		if err != nil {
+			return nil, fmt.Errorf("abstract %s, aspect %s, sentence %d: %w", r.PMID, r.Aspect, r.SentenceIndex, err)
+		}
+		copies := 1
+		if r.Label && tc.Imbalance == "oversample" {
+			copies = tc.Oversample
+		}
+		for range copies {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// readRows reads the rows of one split of a prepared directory.
+func readRows[T any](dir, task, split string) ([]T, error) {
+	var out []T
+	for row, err := range dataset.ReadShards[T](dir, task, split) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}

@@ -1,0 +1,295 @@
+package pretrained
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gomlx/compute"
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/tracker"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// Report is report.json of a pretrained checkpoint.
+type Report struct {
+	Task           string             `json:"task"`
+	Head           string             `json:"head,omitempty"`
+	Backend        string             `json:"backend"`
+	Base           string             `json:"base"`
+	ModelType      string             `json:"model_type"`
+	TrainExamples  int                `json:"train_examples"`
+	DevExamples    int                `json:"dev_examples"`
+	Trainable      int                `json:"trainable_parameters"`
+	Steps          int                `json:"steps"`
+	BestStep       int                `json:"best_step"`
+	Stop           string             `json:"stop"`
+	ExamplesPerSec float64            `json:"examples_per_sec"`
+	TokensPerSec   float64            `json:"tokens_per_sec"`
+	TrainSeconds   float64            `json:"train_seconds"`
+	Dev            map[string]float64 `json:"dev"`
+}
+
+// session is what both tasks set up before training: the locked output, the backend, the base
+// snapshot and its chat.
+type session struct {
+	cfg     *config.Config
+	req     training.Request
+	log     io.Writer
+	lock    interface{ Release() }
+	backend compute.Backend
+	bname   string
+	snap    *snapshot.Snapshot
+	chat    *Chat
+	set     string
+}
+
+// begin locks req.Out, checks the settings that no model supports (several devices), opens the
+// snapshot dir and its chat, and reads the aspect set of the prepared data.
+func begin(cfg *config.Config, req training.Request, task, dir string, loop config.TrainLoop) (*session, error) {
+	log := req.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	if loop.Devices > 1 {
+		return nil, fmt.Errorf("%s.train.devices %d: training a pretrained model on several devices is not implemented yet (GoMLX's distributed execution is not wired into the training loop); use 1", task, loop.Devices)
+	}
+	man, err := dataset.ReadManifest(req.Data)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := snapshot.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s.pretrained: %w", task, err)
+	}
+	lock, err := training.LockOutDir(req.Out, MetaFile, "pretrained "+task)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{cfg: cfg, req: req, log: log, lock: lock, snap: snap, set: man.AspectSet}
+	fail := func(err error) (*session, error) {
+		lock.Release()
+		return nil, err
+	}
+	if s.backend, s.bname, err = model.Backend(); err != nil {
+		return fail(err)
+	}
+	dc, err := decoder.ConfigOf(snap)
+	if err != nil {
+		return fail(err)
+	}
+	if s.chat, err = LoadChat(snap.Dir, dc.EOSList); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(log, "pretrained %s: %s (model_type %s, %d layers, hidden %d, vocab %d) on backend %s\n",
+		task, snap.Dir, snap.ModelType, dc.Layers, dc.Hidden, dc.Vocab, s.bname)
+	return s, nil
+}
+
+// fit runs the training loop over the prepared examples and writes the checkpoint's end files
+// (interop layouts, report). loss is the training graph; evaluate the dev evaluation.
+func (s *session) fit(ctx context.Context, meta *Meta, m *causalLM, loop config.TrainLoop, train []Example,
+	build func([]Example) training.Batch, evaluate func(context.Context) (training.Metrics, error), sel string, minimize bool,
+	loss training.LossFn, peftTask string, devN int) (*Report, error) {
+	if err := prepareDir(s.req.Out, meta, s.snap, s.cfg, s.req.AllowChangedConfig, s.log); err != nil {
+		return nil, err
+	}
+	trainable := 0
+	for v := range m.store.IterVariables() {
+		if v.Trainable && m.trained(v.Path()) {
+			trainable += v.Shape().Size()
+		}
+	}
+	fmt.Fprintf(s.log, "pretrained %s: %d training examples, %d dev; %d trainable parameters (lora rank %d)\n",
+		meta.Task, len(train), devN, trainable, meta.LoRA.Rank)
+	t0 := time.Now()
+	res, err := training.Run(ctx, training.Options{
+		Backend: s.backend,
+		Store:   m.store,
+		Loop:    loop,
+		Seed:    s.cfg.Seed,
+		OutDir:  s.req.Out,
+		Log:     s.log,
+		Loss:    loss,
+		Batches: func(epoch int) ([]training.Batch, error) {
+			return epochBatches(train, loop.BatchSize, s.cfg.Seed, epoch, build), nil
+		},
+		Evaluate: evaluate,
+		Select:   sel,
+		Minimize: minimize,
+		Saved:    m.trained,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := model.LoadVariablesInto(m.store, checkpoint.BestWeights(s.req.Out), nil); err != nil {
+		return nil, err
+	}
+	if err := writeInterop(s.req.Out, m, peftTask); err != nil {
+		return nil, err
+	}
+	rep := &Report{Task: meta.Task, Head: meta.Head, Backend: s.bname, Base: s.snap.Dir, ModelType: s.snap.ModelType,
+		TrainExamples: len(train), DevExamples: devN, Trainable: trainable, Steps: res.Steps, BestStep: res.BestStep,
+		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec,
+		TrainSeconds: time.Since(t0).Seconds(), Dev: res.Best}
+	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
+}
+
+// TrainTracker fine-tunes cfg.Tracker.Pretrained as a tracker on the prepared directory req.Data
+// into the checkpoint req.Out (resuming a run found there), with the head tracker.head.
+func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request) error {
+	tc := cfg.Tracker
+	s, err := begin(cfg, req, TaskTracker, tc.Pretrained, tc.Train)
+	if err != nil {
+		return err
+	}
+	defer s.lock.Release()
+	head, err := tc.ResolveHead(s.snap.ModelType)
+	if err != nil {
+		return err
+	}
+	if head == config.HeadEncoderCLS {
+		return fmt.Errorf("tracker.head encoder_cls: BERT-family encoders are not wired into tracksum-train yet; use a causal LM with lm_cls or generative")
+	}
+	meta := &Meta{Task: TaskTracker, Head: head, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: tc.MaxSeqLen,
+		LoRA: tc.LoRA, Seed: cfg.Seed}
+	p := &trackerPrompter{chat: s.chat, head: head, set: s.set, maxLen: tc.MaxSeqLen}
+	if head == config.HeadGenerative {
+		if p.yn, err = findYesNo(s.chat); err != nil {
+			return err
+		}
+		meta.YesNo = &p.yn
+	}
+	rows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitTrain)
+	if err != nil {
+		return err
+	}
+	devRows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitDev)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 || len(devRows) == 0 {
+		return fmt.Errorf("%s: the tracker needs train and dev rows (got %d and %d)", req.Data, len(rows), len(devRows))
+	}
+	train, err := trackerExamples(p, rows, tc)
+	if err != nil {
+		return err
+	}
+	m, err := loadCausalLM(s.backend, s.snap, tc.LoRA, cfg.Seed, head == config.HeadLMCLS)
+	if err != nil {
+		return err
+	}
+	t := &Tracker{lm: m, p: p, Meta: *meta}
+	if err := t.compile(); err != nil {
+		return err
+	}
+	devLabels := make([]float32, len(devRows))
+	for i, r := range devRows {
+		if r.Label {
+			devLabels[i] = 1
+		}
+	}
+	evaluate := func(context.Context) (training.Metrics, error) {
+		probs, err := t.scoreRows(devRows)
+		if err != nil {
+			return nil, err
+		}
+		return tracker.BinaryMetrics(probs, devLabels, tc.Threshold), nil
+	}
+	build, loss, peftTask := func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) }, training.LossFn(m.answerLoss), peft.TaskCausalLM
+	if head == config.HeadLMCLS {
+		build, loss, peftTask = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, m.clsLoss, peft.TaskSeqCls
+	}
+	rep, err := s.fit(ctx, meta, m, tc.Train, train, build, evaluate, "f1", false, loss, peftTask, len(devRows))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.log, "pretrained tracker: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
+		rep.Dev["f1"], rep.Dev["precision"], rep.Dev["recall"], rep.BestStep, req.Out)
+	return nil
+}
+
+// TrainSummarizer fine-tunes cfg.Summarizer.Pretrained as the summarizer on the prepared
+// directory req.Data into the checkpoint req.Out (resuming a run found there). The dev metric is
+// the answer tokens' loss.
+func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Request) error {
+	sc := cfg.Summarizer
+	s, err := begin(cfg, req, TaskSummarizer, sc.Pretrained, sc.Train)
+	if err != nil {
+		return err
+	}
+	defer s.lock.Release()
+	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxSummaryLen, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
+	meta := &Meta{Task: TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
+		LoRA: sc.LoRA, Seed: cfg.Seed, FullContext: sc.FullContext, Generation: &gen}
+	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: sc.FullContext}
+	read := func(split string) ([]Example, error) {
+		rows, err := readRows[dataset.SummarizerRow](req.Data, dataset.TaskSummarizer, split)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Example, 0, len(rows))
+		for _, r := range rows {
+			e, err := p.example(r.Aspect, r.CitedSentences, r.Document, r.Summary)
+			if err != nil {
+				return nil, fmt.Errorf("abstract %s, aspect %s: %w", r.PMID, r.Aspect, err)
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	}
+	train, err := read(dataset.SplitTrain)
+	if err != nil {
+		return err
+	}
+	dev, err := read(dataset.SplitDev)
+	if err != nil {
+		return err
+	}
+	if len(train) == 0 || len(dev) == 0 {
+		return fmt.Errorf("%s: the summarizer needs train and dev instances with citations (got %d and %d)", req.Data, len(train), len(dev))
+	}
+	m, err := loadCausalLM(s.backend, s.snap, sc.LoRA, cfg.Seed, false)
+	if err != nil {
+		return err
+	}
+	devLoss, err := m.lossScorer()
+	if err != nil {
+		return err
+	}
+	evaluate := func(context.Context) (training.Metrics, error) {
+		var sum, n float64
+		for i := 0; i < len(dev); i += sc.Train.BatchSize {
+			b := dev[i:min(i+sc.Train.BatchSize, len(dev))]
+			out, err := devLoss.call(answerBatch(b, s.chat.Pad).Inputs...)
+			if err != nil {
+				return nil, err
+			}
+			// Weighted by answer tokens, as one batch of the whole dev split would be.
+			k := 0
+			for _, e := range b {
+				pos, _ := lossPositions(e)
+				k += len(pos)
+			}
+			sum += float64(out[0].Value().(float32)) * float64(k)
+			n += float64(k)
+		}
+		return training.Metrics{"loss": sum / max(n, 1)}, nil
+	}
+	rep, err := s.fit(ctx, meta, m, sc.Train, train, func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) },
+		evaluate, "loss", true, m.answerLoss, peft.TaskCausalLM, len(dev))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.log, "pretrained summarizer: best dev loss %.4f at step %d -> %s\n", rep.Dev["loss"], rep.BestStep, req.Out)
+	return nil
+}

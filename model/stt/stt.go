@@ -1,0 +1,354 @@
+// Package stt is TracSum's SUM-THEN-TRACK variant (Table 6, section C.5): a summarizer writes the
+// aspect summary from the whole abstract ("Unknown." when the abstract does not report the
+// aspect), then a tracker scores every sentence against that summary and the sentences with
+// probability >= threshold are its citations (Algorithm 3).
+//
+// Both models are the Track-then-Sum ones, trained on other inputs: the summarizer
+// (model/summarizer) on (aspect, whole abstract) -> summary, from the end_to_end shards (negatives
+// included); the tracker (model/tracker) on (sentence [SEP] summary) pairs labelled by the
+// citations, from the sum_then_track shards, with the aspect as its aspect token and the
+// sentence's position as its position features. The variants config section sets the longer
+// inputs; everything else comes from the summarizer and tracker sections.
+//
+// A checkpoint directory holds variant.json and two ordinary checkpoints, summarizer/ and
+// tracker/ (checkpoint.VariantSummarizerDir, VariantTrackerDir), each with its own variant.json.
+//
+// # Example
+//
+//	m, err := stt.Load("checkpoints/stt")
+//	if err != nil {
+//		return err
+//	}
+//	preds, err := m.Predict("12345", sentences, []string{"a", "p"})
+package stt
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/summarizer"
+	"github.com/tracksum/tracksum/model/tracker"
+	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/variant"
+	"github.com/tracksum/tracksum/subword"
+)
+
+// init registers SUM-THEN-TRACK as tracksum-train's task "sum_then_track".
+func init() {
+	training.Register(training.Task{
+		Name:    variant.SumThenTrack,
+		Section: "summarizer",
+		Description: "SUM-THEN-TRACK (TracSum Table 6): a summarizer of the whole abstract, then a tracker of (sentence, summary) pairs " +
+			"(summarizer.*, tracker.*, variants.*; --epochs etc. set summarizer.train, the tracker uses tracker.train)",
+		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
+			_, _, err := Train(ctx, cfg, r.Data, r.Out, TrainOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
+			return err
+		},
+	})
+}
+
+// Model is a loaded SUM-THEN-TRACK checkpoint. It is safe for concurrent use.
+type Model struct {
+	Summarizer *summarizer.Summarizer
+	Tracker    *tracker.Model
+	// Decode are the summarizer's decoding settings (the checkpoint's by default).
+	Decode decode.Options
+	// Threshold is the probability from which a sentence is cited (default: the tracker's
+	// tracker.threshold; infer sets infer.threshold).
+	Threshold float64
+}
+
+// Load reads a SUM-THEN-TRACK checkpoint directory written by Train.
+func Load(dir string) (*Model, error) {
+	if _, err := variant.Read(dir, variant.SumThenTrack, ""); err != nil {
+		return nil, err
+	}
+	return LoadParts(filepath.Join(dir, checkpoint.VariantSummarizerDir), filepath.Join(dir, checkpoint.VariantTrackerDir))
+}
+
+// LoadParts loads SUM-THEN-TRACK from its two sub-checkpoints, which must be the summarizer and
+// the tracker parts of SUM-THEN-TRACK checkpoints made with the same tokenizer.
+func LoadParts(summarizerDir, trackerDir string) (*Model, error) {
+	if _, err := variant.Read(summarizerDir, variant.SumThenTrack, checkpoint.VariantSummarizerDir); err != nil {
+		return nil, err
+	}
+	if _, err := variant.Read(trackerDir, variant.SumThenTrack, checkpoint.VariantTrackerDir); err != nil {
+		return nil, err
+	}
+	s, err := summarizer.Load(summarizerDir)
+	if err != nil {
+		return nil, err
+	}
+	t, err := tracker.Load(trackerDir)
+	if err != nil {
+		return nil, err
+	}
+	sb, err1 := os.ReadFile(filepath.Join(summarizerDir, checkpoint.TokenizerFile))
+	if err1 != nil || !checkpoint.SameTokenizer(trackerDir, sb) {
+		return nil, fmt.Errorf("%w: %s and %s were trained with different tokenizers", variant.ErrCheckpoint, summarizerDir, trackerDir)
+	}
+	return &Model{Summarizer: s, Tracker: t, Decode: s.DecodeOptions(), Threshold: t.Threshold()}, nil
+}
+
+// Predict writes one prediction per aspect of an abstract, in order: the summary of the whole
+// abstract, and the sentences the tracker scores >= Threshold against it (Scores holds every
+// sentence's probability). A summary saying the aspect is absent is the negative prediction
+// ("Unknown.", no citation, no scores).
+func (m *Model) Predict(pmid string, doc []string, aspects []string) ([]dataset.Prediction, error) {
+	reqs := make([]summarizer.Request, len(aspects))
+	for i, a := range aspects {
+		reqs[i] = summarizer.Request{Aspect: a, Cited: doc}
+	}
+	sums, err := m.Summarizer.Summarize(reqs, m.Decode)
+	if err != nil {
+		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
+	}
+	hp := m.Tracker.Hyperparams()
+	sep, ok := m.Tracker.Tokenizer().SpecialID("[SEP]")
+	if !ok {
+		return nil, fmt.Errorf("sum_then_track: the tracker's tokenizer has no [SEP] token")
+	}
+	tok := m.Tracker.Tokenizer()
+	docIDs := make([][]int32, len(doc))
+	for k, s := range doc {
+		docIDs[k] = tok.Encode(s)
+	}
+	preds := make([]dataset.Prediction, len(aspects))
+	var split tracker.SplitData
+	var scored []int
+	for i, a := range aspects {
+		preds[i] = dataset.Prediction{PMID: pmid, Aspect: a, Summary: sums[i], Indexes: []int{}}
+		if dataset.IsUnknownSummary(sums[i]) {
+			preds[i].Summary = dataset.UnknownSummary
+			continue
+		}
+		ai, ok := hp.AspectIndex(a)
+		if !ok {
+			return nil, fmt.Errorf("sum_then_track: abstract %s: unknown aspect %q (tracker knows %v)", pmid, a, hp.Aspects)
+		}
+		sumIDs := tok.Encode(sums[i])
+		for k := range doc {
+			split.Examples = append(split.Examples, PairExample(docIDs[k], sumIDs, sep, hp.MaxTokens(), ai, k, len(doc)))
+			split.Keys = append(split.Keys, tracker.RowKey{PMID: pmid, Aspect: a, SentenceIndex: k})
+		}
+		scored = append(scored, i)
+	}
+	if len(scored) == 0 {
+		return preds, nil
+	}
+	probs, err := m.Tracker.ScoreSplit(split)
+	if err != nil {
+		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
+	}
+	for j, i := range scored {
+		p := probs[j*len(doc) : (j+1)*len(doc)]
+		preds[i].Scores = p
+		for k, s := range p {
+			if float64(s) >= m.Threshold {
+				preds[i].Indexes = append(preds[i].Indexes, k)
+			}
+		}
+	}
+	return preds, nil
+}
+
+// PairExample is the tracker input of sentence k (of an n-sentence abstract) against a summary:
+// the sentence's tokens, [SEP], the summary's tokens, at most maxTokens in all; the sentence keeps
+// at least half of them when both are long. Training and Predict build it the same way.
+func PairExample(sentence, summary []int32, sep int32, maxTokens, aspect, k, n int) tracker.Example {
+	keep := min(len(sentence), max(maxTokens/2, maxTokens-1-len(summary)))
+	ids := append(append(append(make([]int32, 0, maxTokens), sentence[:keep]...), sep), summary...)
+	return tracker.Example{IDs: ids[:min(len(ids), maxTokens)], Aspect: int32(aspect), Pos: tracker.PositionFeatures(k, n), Weight: 1}
+}
+
+// TrainOptions are the parts of a Train run that are not configuration.
+type TrainOptions struct {
+	// Log receives progress; os.Stderr when nil.
+	Log io.Writer
+	// AllowChangedConfig: see summarizer.TrainOptions and tracker.TrainOptions.
+	AllowChangedConfig bool
+	// AfterStep is passed to both training loops (tests).
+	AfterStep func(step int)
+	// Assign, when set, trains on the abstracts it puts in dataset.SplitTrain (selecting on those
+	// in dataset.SplitDev) among all the prepared splits, instead of the prepared train and dev
+	// splits: a cross-validation fold.
+	Assign variant.Assign
+}
+
+// Report is OUT/report.json: the two models' training reports.
+type Report struct {
+	Summarizer *summarizer.Report `json:"summarizer"`
+	Tracker    *tracker.Report    `json:"tracker"`
+}
+
+// Config returns the settings SUM-THEN-TRACK trains with: the summarizer's with the variants
+// section's source length, no full-context part and no minimum length (it is relative to the
+// source, here the whole abstract); the tracker's with the variants section's pair length.
+func Config(cfg *config.Config) (*config.Config, error) {
+	if cfg.Summarizer.Pretrained != "" || cfg.Tracker.Pretrained != "" {
+		return nil, fmt.Errorf("sum_then_track: summarizer.pretrained or tracker.pretrained is set: the variants train the from-scratch models only")
+	}
+	c := *cfg
+	c.Summarizer.MaxSourceLen = cfg.Variants.MaxSourceLen
+	c.Summarizer.FullContext = false
+	c.Summarizer.MinLenRatio = 0
+	c.Tracker.MaxLen = cfg.Variants.PairMaxLen
+	return &c, c.Validate()
+}
+
+// Train trains SUM-THEN-TRACK on the prepared directory dataDir into outDir: the summarizer into
+// outDir/summarizer, then the pair tracker into outDir/tracker. An interrupted run resumes.
+func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
+	log := opts.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	c, err := Config(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	lock, err := training.LockOutDir(outDir, checkpoint.VariantFile, variant.SumThenTrack)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer lock.Release()
+	if _, err := os.Stat(filepath.Join(outDir, checkpoint.VariantFile)); err == nil {
+		if _, err := variant.Read(outDir, variant.SumThenTrack, ""); err != nil {
+			return nil, nil, fmt.Errorf("sum_then_track: --out: %w", err)
+		}
+	}
+	sdata, err := ReadSummarizerData(dataDir, opts.Assign)
+	if err != nil {
+		return nil, nil, err
+	}
+	tdata, err := ReadTrackerData(dataDir, c.Tracker.MaxLen-1, opts.Assign)
+	if err != nil {
+		return nil, nil, err
+	}
+	set := sdata.Manifest.AspectSet
+	if err := variant.Write(outDir, variant.Meta{Variant: variant.SumThenTrack, AspectSet: set}); err != nil {
+		return nil, nil, err
+	}
+	sdir, tdir := filepath.Join(outDir, checkpoint.VariantSummarizerDir), filepath.Join(outDir, checkpoint.VariantTrackerDir)
+	fmt.Fprintf(log, "sum_then_track: summarizer of the whole abstract: %d train / %d dev instances -> %s\n", len(sdata.Train), len(sdata.Dev), sdir)
+	_, srep, err := summarizer.Train(ctx, c, dataDir, sdir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
+		AllowChangedConfig: opts.AllowChangedConfig, Data: sdata})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := variant.Write(sdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantSummarizerDir, AspectSet: set}); err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(log, "sum_then_track: tracker of (sentence, summary) pairs: %d train / %d dev pairs -> %s\n", len(tdata.Train.Examples), len(tdata.Dev.Examples), tdir)
+	_, trep, err := tracker.Train(ctx, c, dataDir, tdir, tracker.TrainOptions{Log: log, AfterStep: opts.AfterStep,
+		AllowChangedConfig: opts.AllowChangedConfig, Data: tdata})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := variant.Write(tdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantTrackerDir, AspectSet: set}); err != nil {
+		return nil, nil, err
+	}
+	rep := &Report{Summarizer: srep, Tracker: trep}
+	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), rep); err != nil {
+		return nil, nil, err
+	}
+	m, err := Load(outDir)
+	return m, rep, err
+}
+
+// ReadSummarizerData reads the end_to_end rows of dataDir (by the prepared splits, or by assign)
+// as summarizer rows whose tracked sentences are the whole abstract.
+func ReadSummarizerData(dataDir string, assign variant.Assign) (*summarizer.Data, error) {
+	man, err := dataset.ReadManifest(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	tokPath := filepath.Join(dataDir, dataset.TokenizerFile)
+	tok, err := subword.Load(tokPath)
+	if err != nil {
+		return nil, err
+	}
+	train, dev, err := variant.Rows(dataDir, dataset.TaskEndToEnd, func(r *dataset.EndToEndRow) string { return r.PMID }, assign)
+	if err != nil {
+		return nil, err
+	}
+	convert := func(rows []dataset.EndToEndRow) []dataset.SummarizerRow {
+		out := make([]dataset.SummarizerRow, len(rows))
+		for i, r := range rows {
+			all := make([]int32, len(r.Document))
+			for k := range all {
+				all[k] = int32(k)
+			}
+			// DocumentIDs are the sentences joined with [SEP], as Summarize joins a request's.
+			out[i] = dataset.SummarizerRow{PMID: r.PMID, Aspect: r.Aspect, CitedIndexes: all, CitedSentences: r.Document,
+				Document: r.Document, Summary: r.Summary, CitedIDs: r.DocumentIDs, DocumentIDs: r.DocumentIDs, SummaryIDs: r.SummaryIDs}
+		}
+		return out
+	}
+	return &summarizer.Data{Manifest: man, Tokenizer: tok, TokenizerPath: tokPath, Train: convert(train), Dev: convert(dev)}, nil
+}
+
+// ReadTrackerData reads the sum_then_track rows of dataDir (by the prepared splits, or by assign)
+// as tracker examples (PairExample) of at most maxTokens tokens.
+func ReadTrackerData(dataDir string, maxTokens int, assign variant.Assign) (*tracker.Data, error) {
+	man, err := dataset.ReadManifest(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	aspects := dataset.Aspects(man.AspectSet)
+	if len(aspects) == 0 {
+		return nil, fmt.Errorf("%s: unknown aspect set %q", dataDir, man.AspectSet)
+	}
+	tok, err := subword.Load(filepath.Join(dataDir, dataset.TokenizerFile))
+	if err != nil {
+		return nil, err
+	}
+	sep, ok := tok.SpecialID("[SEP]")
+	if !ok {
+		return nil, fmt.Errorf("%s: tokenizer has no [SEP] token", dataDir)
+	}
+	index := map[string]int{}
+	for i, a := range aspects {
+		index[a.Code] = i
+	}
+	train, dev, err := variant.Rows(dataDir, dataset.TaskSumThenTrack, func(r *dataset.SumThenTrackRow) string { return r.PMID }, assign)
+	if err != nil {
+		return nil, err
+	}
+	convert := func(rows []dataset.SumThenTrackRow) (tracker.SplitData, error) {
+		// Every sentence of a positive instance is a row: their count is the abstract's length.
+		n := map[[2]string]int{}
+		for _, r := range rows {
+			n[[2]string{r.PMID, r.Aspect}]++
+		}
+		var sd tracker.SplitData
+		for _, r := range rows {
+			a, ok := index[r.Aspect]
+			if !ok {
+				return sd, fmt.Errorf("%s: sum_then_track row %s/%s: aspect %q not in set %q", dataDir, r.PMID, r.Aspect, r.Aspect, man.AspectSet)
+			}
+			ex := PairExample(r.SentenceIDs, r.SummaryIDs, sep, maxTokens, a, int(r.SentenceIndex), n[[2]string{r.PMID, r.Aspect}])
+			if r.Label {
+				ex.Label = 1
+			}
+			sd.Examples = append(sd.Examples, ex)
+			sd.Keys = append(sd.Keys, tracker.RowKey{PMID: r.PMID, Aspect: r.Aspect, SentenceIndex: int(r.SentenceIndex)})
+		}
+		return sd, nil
+	}
+	d := &tracker.Data{Manifest: man, Tokenizer: tok, Aspects: aspects}
+	if d.Train, err = convert(train); err != nil {
+		return nil, err
+	}
+	if d.Dev, err = convert(dev); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
