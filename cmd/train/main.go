@@ -21,6 +21,7 @@ import (
 	_ "github.com/tracksum/tracksum/model/summarizer"
 	_ "github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/train"
+	_ "github.com/tracksum/tracksum/model/variant/cvtable6" // STT and ETE in --task pipeline --cv-model table6
 )
 
 func main() { cli.Main(train.Command()) }

@@ -255,6 +255,7 @@ func TestLossAndGradients(t *testing.T) {
 			if math.Abs(float64(gotLoss-wantLoss)) > tol {
 				t.Errorf("loss %.7f, want %.7f", gotLoss, wantLoss)
 			}
+			t.Logf("loss %.7f, reference %.7f", gotLoss, wantLoss)
 			for i, k := range keys {
 				g, w := flat32(out[i+1]), flat32(gold[k])
 				if len(g) != len(w) {
@@ -268,6 +269,7 @@ func TestLossAndGradients(t *testing.T) {
 				if worst > tol {
 					t.Errorf("%s: max |diff| %.3g > %g (max |grad| %.3g)", k, worst, tol, scale)
 				}
+				t.Logf("%s: max |diff| %.2g (max |grad| %.2g)", k, worst, scale)
 			}
 		})
 	}
@@ -285,16 +287,17 @@ func TestKVCacheDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			setAdapters(t, fam, m)
-			// Row 0 of the golden batch has no padding: its full-forward logits are lora_logits[0].
-			tokAll := flatInt(gold["tokens"])
+			// The whole golden batch (right and left padding): positions 0..T-1 as in the full
+			// forward, the padding slots masked in the cache.
+			tokAll, maskAll := flatInt(gold["tokens"]), flatInt(gold["mask"])
 			dims := gold["tokens"].Shape().Dimensions
-			T, V := dims[1], m.Config().Vocab
-			want := flat32(gold["lora_logits"])[:T*V]
+			B, T, V := dims[0], dims[1], m.Config().Vocab
+			want := flat32(gold["lora_logits"])
 			const prompt = 4
-			maxLen := T
-			cache := m.NewCacheTensors(1, maxLen)
+			maxLen := T + 2 // a cache longer than the sequence: unused slots stay masked
+			cache := m.NewCacheTensors(B, maxLen)
 			nCache := len(cache)
-			stepExec := func(s int) *gomlxmodel.Exec {
+			stepExec := func() *gomlxmodel.Exec {
 				e, err := gomlxmodel.NewExec(backend(t), store, func(scope *gomlxmodel.Scope, g *Graph, in []*Node) []*Node {
 					tok, pos, keyMask, off := in[0], in[1], in[2], in[3]
 					h, next := m.Step(scope, m.CacheFrom(in[4:]), tok, pos, keyMask, off)
@@ -305,24 +308,27 @@ func TestKVCacheDecode(t *testing.T) {
 				}
 				return e
 			}
-			prefill, one := stepExec(prompt), stepExec(1)
-			var got []float32
+			prefill, one := stepExec(), stepExec()
+			got := make([]float32, B*T*V)
 			for start := 0; start < T; {
-				s := 1
-				e := one
+				s, e := 1, one
 				if start == 0 {
 					s, e = prompt, prefill
 				}
-				tok := tensors.FromFlatDataAndDimensions(slices.Clone(tokAll[start:start+s]), 1, s)
-				pos := make([]int32, s)
-				for i := range pos {
-					pos[i] = int32(start + i)
+				tok := make([]int32, B*s)
+				pos := make([]int32, B*s)
+				km := make([]float32, B*maxLen)
+				for b := range B {
+					for i := range s {
+						tok[b*s+i] = tokAll[b*T+start+i]
+						pos[b*s+i] = int32(start + i)
+					}
+					for i := 0; i < start+s; i++ {
+						km[b*maxLen+i] = float32(maskAll[b*T+i])
+					}
 				}
-				km := make([]float32, maxLen)
-				for i := 0; i < start+s; i++ {
-					km[i] = 1
-				}
-				args := []any{tok, tensors.FromFlatDataAndDimensions(pos, 1, s), tensors.FromFlatDataAndDimensions(km, 1, maxLen), int32(start)}
+				args := []any{tensors.FromFlatDataAndDimensions(tok, B, s), tensors.FromFlatDataAndDimensions(pos, B, s),
+					tensors.FromFlatDataAndDimensions(km, B, maxLen), int32(start)}
 				for _, c := range cache {
 					args = append(args, c)
 				}
@@ -331,15 +337,23 @@ func TestKVCacheDecode(t *testing.T) {
 					t.Fatal(err)
 				}
 				if len(out) != 1+nCache {
-					t.Fatalf("%d outputs", len(out))
+					t.Fatalf("%d outputs, want %d", len(out), 1+nCache)
 				}
-				got = append(got, flat32(out[0])...)
+				lg := flat32(out[0]) // [B, s, V]
+				for b := range B {
+					copy(got[(b*T+start)*V:(b*T+start+s)*V], lg[b*s*V:(b+1)*s*V])
+				}
 				cache = out[1:]
 				start += s
 			}
 			worst := 0.0
-			for i := range want {
-				worst = max(worst, math.Abs(float64(got[i]-want[i])))
+			for row, mk := range maskAll {
+				if mk == 0 {
+					continue
+				}
+				for j := range V {
+					worst = max(worst, math.Abs(float64(got[row*V+j]-want[row*V+j])))
+				}
 			}
 			if worst > tol {
 				t.Errorf("cached decode vs full forward: max |diff| %.3g > %g", worst, tol)
@@ -526,5 +540,49 @@ func TestHalfPrecisionWeights(t *testing.T) {
 				t.Error("logits differ between the half-precision and the float32 store")
 			}
 		})
+	}
+}
+
+// TestLoRADropout: the adapters' dropout acts in training graphs only.
+func TestLoRADropout(t *testing.T) {
+	gold := readGolden(t, "llama")
+	store := gomlxmodel.NewStore()
+	lora := testLoRA
+	lora.Dropout = 0.5
+	m, err := Load(openSnap(t, filepath.Join("testdata", "llama")), store, lora)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAdapters(t, "llama", m)
+	run := func(training bool) []float32 {
+		exec, err := gomlxmodel.NewExec(backend(t), store, func(scope *gomlxmodel.Scope, tok, msk *Node) *Node {
+			scope.Store().SetTraining(tok.Graph(), training)
+			return m.Logits(scope, m.Hidden(scope, tok, msk))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Exec(gold["tokens"], gold["mask"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return flat32(out[0])
+	}
+	eval, train := run(false), run(true)
+	want := flat32(gold["lora_logits"])
+	worst := 0.0
+	for i := range want {
+		worst = max(worst, math.Abs(float64(eval[i]-want[i])))
+	}
+	if worst > tol { // padding positions included: with every key masked both give uniform attention
+		t.Errorf("eval graph with dropout differs from the reference by %.3g", worst)
+	}
+	if slices.Equal(eval, train) {
+		t.Error("training graph equals the eval graph: dropout not applied")
+	}
+	for _, v := range train {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Fatal("non-finite logits in training")
+		}
 	}
 }

@@ -105,6 +105,8 @@ type Model struct {
 	base   map[string]*gomlxmodel.Variable // key in the file -> variable
 	a, b   map[string]*gomlxmodel.Variable // module key in the file ("bert.pooler.dense") -> lora_A / lora_B
 	head   map[string]*gomlxmodel.Variable // "classifier.weight", "classifier.bias"
+	saved  map[string]*tensors.Tensor      // the snapshot's own classifier (a merged export), or nil
+	dir    string
 }
 
 // Load creates the model's variables in store from the snapshot's weights: base weights under
@@ -127,7 +129,7 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, lora: lora, store: store, keys: map[string]string{}, base: map[string]*gomlxmodel.Variable{},
+	m := &Model{cfg: cfg, lora: lora, store: store, dir: s.Dir, keys: map[string]string{}, base: map[string]*gomlxmodel.Variable{},
 		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, head: map[string]*gomlxmodel.Variable{}}
 	m.prefix = "-"
 	for _, p := range keyPrefixes {
@@ -164,9 +166,23 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 	for _, k := range m.keys {
 		fileKeys[k] = true
 	}
+	// A BertForSequenceClassification snapshot (e.g. tracksum-export's) carries its classifier:
+	// AddClassifier starts from it, as from_pretrained does.
+	cw, okW := s.Shape("classifier.weight")
+	cb, okB := s.Shape("classifier.bias")
+	withHead := okW && okB && cw.DType.IsFloat() && cb.DType.IsFloat() && cw.Rank() == 2 && cw.Dimensions[1] == cfg.Hidden && cb.Rank() == 1 && cb.Dimensions[0] == cw.Dimensions[0]
+	if withHead {
+		fileKeys["classifier.weight"], fileKeys["classifier.bias"] = true, true
+	}
 	ts, err := s.Tensors(func(name string) bool { return fileKeys[name] })
 	if err != nil {
 		return nil, err
+	}
+	if withHead {
+		m.saved = map[string]*tensors.Tensor{
+			"classifier.weight": snapshot.ToFloat32(ts["classifier.weight"]),
+			"classifier.bias":   snapshot.ToFloat32(ts["classifier.bias"]),
+		}
 	}
 	frozen := lora.Rank > 0
 	for _, rel := range rels {
@@ -284,23 +300,33 @@ func (m *Model) LoRAVariables() map[string]*gomlxmodel.Variable {
 func (m *Model) HeadVariables() map[string]*gomlxmodel.Variable { return m.head }
 
 // AddClassifier creates the classification head of BertForSequenceClassification with labels
-// outputs: classifier.weight [labels, Hidden] drawn from N(0, initializer_range) (seeded) and a zero
-// classifier.bias, float32 and trainable. A head already in the store (restored from a checkpoint)
-// keeps its values; one of another shape is an error.
+// outputs: classifier.weight [labels, Hidden] and classifier.bias [labels], float32 and trainable.
+// They start from the snapshot's own classifier when it has one (a merged export; its number of
+// labels must then be labels), else from N(0, initializer_range) (seeded) and zeros. A head already
+// in the store (restored from a checkpoint) keeps its values; one of another shape is an error.
 func (m *Model) AddClassifier(labels int, seed int64) error {
 	if labels <= 0 {
 		return fmt.Errorf("classifier: %d labels, want at least 1", labels)
 	}
-	rng := rand.New(rand.NewPCG(uint64(seed), 0xc1a5))
-	w := make([]float32, labels*m.cfg.Hidden)
-	for i := range w {
-		w[i] = float32(rng.NormFloat64() * m.cfg.InitializerRange)
+	var w0, b0 *tensors.Tensor
+	if m.saved != nil {
+		w0, b0 = m.saved["classifier.weight"], m.saved["classifier.bias"]
+		if n := w0.Shape().Dimensions[0]; n != labels {
+			return fmt.Errorf("snapshot %s: classifier.weight has %d labels, want %d", m.dir, n, labels)
+		}
+	} else {
+		rng := rand.New(rand.NewPCG(uint64(seed), 0xc1a5))
+		w := make([]float32, labels*m.cfg.Hidden)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64() * m.cfg.InitializerRange)
+		}
+		w0, b0 = tensors.FromFlatDataAndDimensions(w, labels, m.cfg.Hidden), tensors.FromShape(shapes.Make(dtypes.Float32, labels))
 	}
-	vw, err := setVariable(m.store, HeadScope+"/classifier.weight", tensors.FromFlatDataAndDimensions(w, labels, m.cfg.Hidden), false)
+	vw, err := setVariable(m.store, HeadScope+"/classifier.weight", w0, false)
 	if err != nil {
 		return fmt.Errorf("classifier: %v", err)
 	}
-	vb, err := setVariable(m.store, HeadScope+"/classifier.bias", tensors.FromShape(shapes.Make(dtypes.Float32, labels)), false)
+	vb, err := setVariable(m.store, HeadScope+"/classifier.bias", b0, false)
 	if err != nil {
 		return fmt.Errorf("classifier: %v", err)
 	}

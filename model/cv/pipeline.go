@@ -195,6 +195,13 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	t0 := time.Now()
 	trOpts := sub
 	trOpts.Out, trOpts.Model = filepath.Join(opts.Out, TrackerDir), ModelTracker
+	// A lexical cross-validation already in OUT/tracker is used as the tracker (the pipeline needs
+	// the folds' scores, not checkpoints): it is what the default tracker selects anyway (step 0
+	// in every TracSum fold, docs/tracker.md) at a fraction of the time.
+	var prev map[string]any
+	if err := readJSONFile(filepath.Join(trOpts.Out, SettingsFile), &prev); err == nil && prev["model"] == ModelLexical {
+		trOpts.Model = ModelLexical
+	}
 	trRep, err := Run(ctx, onlySection(cfg, "tracker"), trOpts)
 	if err != nil {
 		return nil, err

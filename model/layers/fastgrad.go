@@ -2,11 +2,13 @@ package layers
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"weak"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/ml/layers/activation"
@@ -49,7 +51,7 @@ var customVJPs sync.Map // weak.Pointer[Node] -> func(node, v *Node) []*Node
 
 func init() {
 	for _, t := range []NodeType{NodeTypeDotGeneral, NodeTypeBroadcastInDim, NodeTypeMax, NodeTypeMul,
-		NodeTypeFusedDense, NodeTypeFusedLayerNorm, NodeTypeFusedSoftmax} {
+		NodeTypeFusedDense, NodeTypeFusedLayerNorm, NodeTypeFusedSoftmax, NodeTypeConcatenate} {
 		orig, registered := VJPRegistration[t]
 		VJPRegistration[t] = func(node *Node, vjps []*Node, outputShape shapes.Shape) []*Node {
 			if f, ok := customVJPs.Load(weak.Make(node)); ok && outputShape.IsScalar() {
@@ -323,4 +325,193 @@ func SumLast(x *Node) *Node {
 		return []*Node{BroadcastToDims(v, n, d), nil}
 	})
 	return Reshape(y, dims[:len(dims)-1]...)
+}
+
+// Blocks differentiated as a whole.
+//
+// withGradient gives one node the gradient with respect to its own inputs. A block of ops (an
+// attention layer from its input projection to its output projection) is cheaper to
+// differentiate as a whole: its backward pass can reuse the block's intermediate values, get the
+// gradient of a fused projection's parts from one product, and lay the values out for the
+// kernels without the copies that the op-by-op gradients need. customBlock builds such a block
+// with GoMLX's mechanism for fused ops (InternalFusedOpCaller with an alternate output): the
+// gradient arriving at the block's output is handed to an alternate node built from the block's
+// inputs, which is never executed (nothing uses it, so the backend drops it), and the gradient of
+// that node with respect to each input is what grad computes.
+
+// customBlock returns the output of forward, of shape outShape, whose gradient with respect to
+// inputs (float nodes of outShape's dtype) is grad(v), given v = dL/d(output): one gradient per
+// input, nil for none. forward(false) may use ops that GoMLX cannot differentiate (e.g. Bitcast);
+// without fused ops (FusionEnv false) the block is forward(true), which must then be
+// differentiable op by op: the reference the tests compare the block's gradient with.
+func customBlock(inputs []*Node, outShape shapes.Shape, forward func(plain bool) *Node, grad func(v *Node) []*Node) *Node {
+	g := inputs[0].Graph()
+	var grads []*Node
+	alternate := func() *Node {
+		flat := make([]*Node, 0, len(inputs)+1)
+		total := 0
+		for _, in := range inputs {
+			flat = append(flat, Reshape(in, in.Shape().Size()))
+			total += in.Shape().Size()
+		}
+		// A second operand at least (Concatenate returns a single operand as it is), and enough
+		// values for the output's shape.
+		flat = append(flat, Zeros(g, shapes.Make(outShape.DType, max(1, outShape.Size()-total))))
+		cat := withGradient(Concatenate(flat, 0), NodeTypeConcatenate, func(_, _ *Node) []*Node {
+			out := make([]*Node, len(flat))
+			for i, in := range inputs {
+				if grads[i] != nil {
+					out[i] = Reshape(grads[i], in.Shape().Size())
+				}
+			}
+			return out
+		})
+		lead := Reshape(Slice(cat, AxisRange(0, outShape.Size())), outShape.Dimensions...)
+		return IdentityWithCustomGradient(lead, func(_, v *Node) *Node {
+			grads = grad(v)
+			if len(grads) != len(inputs) {
+				panic(fmt.Sprintf("layers: block gradient gave %d values for %d inputs", len(grads), len(inputs)))
+			}
+			return v // unused: the concatenation's gradient ignores it
+		})
+	}
+	y, fused := InternalFusedOpCaller(func() *Node { return forward(false) }, alternate, true)
+	if !fused {
+		return forward(true)
+	}
+	return y
+}
+
+// transposeKeepLast is TransposeAllDims(x, perm...) for a permutation that keeps the last axis in
+// place: with an even last axis it moves pairs of float32 as one uint64 (Bitcast), which halves
+// the elements the Go backend's generic transpose visits one by one. GoMLX cannot differentiate
+// the bitcasts: use it in blocks (customBlock), with plain true in their reference forward pass.
+func transposeKeepLast(x *Node, plain bool, perm ...int) *Node {
+	dims := x.Shape().Dimensions
+	last := dims[len(dims)-1]
+	if plain || last%2 != 0 || x.DType() != dtypes.Float32 || perm[len(perm)-1] != len(perm)-1 {
+		return TransposeAllDims(x, perm...)
+	}
+	pairs := append(append([]int{}, dims[:len(dims)-1]...), last/2, 2)
+	wide := Bitcast(Reshape(x, pairs...), dtypes.Uint64)
+	wide = TransposeAllDims(wide, perm...)
+	outDims := wide.Shape().Dimensions
+	return Reshape(Bitcast(wide, dtypes.Float32), append(append([]int{}, outDims[:len(outDims)-1]...), last)...)
+}
+
+// splitHeadsFast turns x [B, S, H·dh] into [B, H, S, dh] (transposeKeepLast).
+func splitHeadsFast(x *Node, heads int, plain bool) *Node {
+	batch, seq, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
+	return transposeKeepLast(Reshape(x, batch, seq, heads, d/heads), plain, 0, 2, 1, 3)
+}
+
+// mergeHeadsFast turns x [B, H, S, dh] into [B·S, H·dh] (transposeKeepLast).
+func mergeHeadsFast(x *Node, plain bool) *Node {
+	batch, heads, seq, dh := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2], x.Shape().Dimensions[3]
+	return Reshape(transposeKeepLast(x, plain, 0, 2, 1, 3), batch*seq, heads*dh)
+}
+
+// softmaxGrad is the gradient of p = softmax(s) over the last axis given v = dL/dp, times scale:
+// scale · p · (v - Σ_last v·p), the sum as a product with ones.
+func softmaxGrad(p, v *Node, scale float64) *Node {
+	dims := p.Shape().Dimensions
+	d := dims[len(dims)-1]
+	n := p.Shape().Size() / d
+	p2, v2 := Reshape(p, n, d), Reshape(v, n, d)
+	ds := Mul(p2, Sub(v2, expandLast(sumLast(Mul(v2, p2)), d)))
+	if scale != 1 {
+		ds = MulScalar(ds, scale)
+	}
+	return Reshape(ds, dims...)
+}
+
+// SelfAttention is multi-head self-attention of x [B, S, d] with the fused projection wqkv
+// [d, 3d], bqkv [3d] (queries, keys, values: each d columns, heads of d/heads columns in order),
+// softmax(q kᵀ/√dh + keyBias) v with keyBias broadcastable to [B, heads, S, S] (see Attention),
+// and the output projection wo [d, d], bo [d]; [B, S, d]. The same function as
+// Vars.FusedSelfAttention; its gradient is computed as one block: the three projections' parts
+// in one product each for the input and the weights, and the heads split and merged by
+// transposes that move float pairs.
+//
+// With firstOnly, only the first position's output is computed, [B, 1, d] (the queries of the
+// other positions are never formed): what an encoder's last layer needs when only the first
+// token's final state is used.
+func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bool) *Node {
+	batch, seq, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
+	dh := d / heads
+	scale := 1 / math.Sqrt(float64(dh))
+	nq := seq // query positions
+	if firstOnly {
+		nq = 1
+	}
+	n := batch * seq
+	x2 := Reshape(x, n, d)
+	// Forward values the gradient reuses.
+	var q, k, val, p, merged *Node
+	forward := func(plain bool) *Node {
+		col := func(w *Node, part int) *Node {
+			if w.Rank() == 1 {
+				return Slice(w, AxisRange(part*d, (part+1)*d))
+			}
+			return Slice(w, AxisRange(), AxisRange(part*d, (part+1)*d))
+		}
+		proj := func(in *Node, part, rows, pos int) *Node { // [rows·pos, d] -> [B, H, pos, dh]
+			y := Dense(in, col(wqkv, part), col(bqkv, part), activation.TypeNone)
+			return splitHeadsFast(Reshape(y, rows, pos, d), heads, plain)
+		}
+		if firstOnly {
+			first := Reshape(Slice(Reshape(x, batch, seq, d), AxisRange(), AxisElem(0)), batch, d)
+			q = Reshape(Dense(first, col(wqkv, 0), col(bqkv, 0), activation.TypeNone), batch, heads, 1, dh) // one position: a reshape
+		} else {
+			q = proj(x2, 0, batch, seq)
+		}
+		k = proj(x2, 1, batch, seq)
+		val = proj(x2, 2, batch, seq)
+		scores := MulScalar(AttentionScores(q, k), scale)
+		if keyBias != nil {
+			scores = Add(scores, expandBias(keyBias, scores.Shape().Dimensions))
+		}
+		p = SoftmaxLast(scores)
+		o := AttentionValues(p, val) // [B, H, nq, dh]
+		if firstOnly {
+			merged = Reshape(o, batch, d)
+		} else {
+			merged = mergeHeadsFast(o, plain)
+		}
+		return Reshape(Dense(merged, wo, bo, activation.TypeNone), batch, nq, d)
+	}
+	grad := func(v *Node) []*Node {
+		rows := batch * nq
+		v2 := Reshape(v, rows, d)
+		dmerged, dwo := matmulGrads(merged, wo, v2)
+		dbo := sumRows(v2)
+		var do *Node
+		if firstOnly {
+			do = Reshape(dmerged, batch, heads, 1, dh)
+		} else {
+			do = splitHeadsFast(Reshape(dmerged, batch, seq, d), heads, false)
+		}
+		dp := DotGeneral(do, []int{3}, []int{0, 1}, val, []int{3}, []int{0, 1}) // [B, H, nq, S]
+		dval := tokenContraction(p, do)                                         // [B, H, S, dh]
+		ds := softmaxGrad(p, dp, scale)
+		dq := DotGeneral(ds, []int{3}, []int{0, 1}, k, []int{2}, []int{0, 1}) // [B, H, nq, dh]
+		dk := tokenContraction(ds, q)
+		dkm, dvm := mergeHeadsFast(dk, false), mergeHeadsFast(dval, false) // [n, d]
+		var dqm *Node
+		if firstOnly {
+			// The query gradient lives on the first position only: zeros elsewhere, so that one
+			// product gives the gradients of all three parts.
+			dq0 := Reshape(dq, batch, 1, d)
+			dqm = Reshape(Concatenate([]*Node{dq0, Zeros(v.Graph(), shapes.Make(v.DType(), batch, seq-1, d))}, 1), n, d)
+			if seq == 1 {
+				dqm = Reshape(dq0, n, d)
+			}
+		} else {
+			dqm = mergeHeadsFast(dq, false)
+		}
+		dqkv := Concatenate([]*Node{dqm, dkm, dvm}, 1) // [n, 3d]
+		dx, dwqkv := matmulGrads(x2, wqkv, dqkv)
+		return []*Node{Reshape(dx, batch, seq, d), dwqkv, sumRows(dqkv), dwo, dbo}
+	}
+	return customBlock([]*Node{x, wqkv, bqkv, wo, bo}, shapes.Make(x.DType(), batch, nq, d), forward, grad)
 }

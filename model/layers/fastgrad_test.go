@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -12,6 +13,14 @@ import (
 	"github.com/gomlx/gomlx/ml/nn"
 	"github.com/tracksum/tracksum/model"
 )
+
+// keyBiasConst is an attention key bias [batch, 1, 1, seq] that hides the last key of the second
+// example.
+func keyBiasConst(g *Graph, batch, seq int) *Node {
+	b := make([]float32, batch*seq)
+	b[len(b)-1] = -1e9
+	return Const(g, tensors.FromFlatDataAndDimensions(b, batch, 1, 1, seq))
+}
 
 func randomTensor(rng *rand.Rand, dims ...int) *tensors.Tensor {
 	n := 1
@@ -40,6 +49,9 @@ func TestFastGradients(t *testing.T) {
 		dims   [][]int
 		fast   func(in []*Node) *Node
 		gomlxF func(in []*Node) *Node
+		// relMax: the tolerance is relative to the largest value of the output (blocks of many
+		// products, whose gradients sum terms of mixed signs), not to each value.
+		relMax bool
 	}{
 		{
 			desc: "dense 3-D input, in < out, ReLU",
@@ -144,6 +156,37 @@ func TestFastGradients(t *testing.T) {
 			gomlxF: func(in []*Node) *Node { return Einsum("bhqk,bhkd->bhqd", in[0], in[1]) },
 		},
 	}
+	for _, firstOnly := range []bool{false, true} {
+		const batch, seq, d, heads = 2, 5, 8, 2
+		tests = append(tests, struct {
+			desc   string
+			dims   [][]int
+			fast   func(in []*Node) *Node
+			gomlxF func(in []*Node) *Node
+			relMax bool
+		}{
+			relMax: true,
+			desc:   fmt.Sprintf("self-attention block, first position only %v", firstOnly),
+			dims:   [][]int{{batch, seq, d}, {d, 3 * d}, {3 * d}, {d, d}, {d}, {batch, map[bool]int{false: seq, true: 1}[firstOnly], d}},
+			fast: func(in []*Node) *Node {
+				return SelfAttention(in[0], keyBiasConst(in[0].Graph(), batch, seq), in[1], in[2], in[3], in[4], heads, firstOnly)
+			},
+			gomlxF: func(in []*Node) *Node {
+				x, wqkv, bqkv, wo, bo := in[0], in[1], in[2], in[3], in[4]
+				qkv := Reshape(Add(Einsum("bsd,de->bse", x, wqkv), Reshape(bqkv, 1, 1, 3*d)), batch, seq, 3, heads, d/heads)
+				part := func(i int) *Node {
+					return TransposeAllDims(Reshape(Slice(qkv, AxisRange(), AxisRange(), AxisElem(i)), batch, seq, heads, d/heads), 0, 2, 1, 3)
+				}
+				scores := Add(MulScalar(Einsum("bhqe,bhke->bhqk", part(0), part(1)), 1/math.Sqrt(d/heads)), keyBiasConst(x.Graph(), batch, seq))
+				o := Einsum("bhqk,bhke->bhqe", Softmax(scores, -1), part(2))
+				out := Add(Einsum("bse,ef->bsf", Reshape(TransposeAllDims(o, 0, 2, 1, 3), batch, seq, d), wo), Reshape(bo, 1, 1, d))
+				if firstOnly {
+					out = Slice(out, AxisRange(), AxisRange(0, 1))
+				}
+				return out
+			},
+		})
+	}
 	// Without fused ops (GOMLX_FUSION=false: what a backend without them gets) the ops fall back to
 	// decomposed graphs with their own gradients.
 	for _, fusion := range []string{"true", "false"} {
@@ -170,8 +213,15 @@ func TestFastGradients(t *testing.T) {
 						t.Fatalf("output %d: shape %s, want %s", i, fast[i].Shape(), ref[i].Shape())
 					}
 					got, want := tensors.MustCopyFlatData[float32](fast[i]), tensors.MustCopyFlatData[float32](ref[i])
+					var scale float64
+					for _, w := range want {
+						scale = max(scale, math.Abs(float64(w)))
+					}
 					for j := range want {
-						if d := math.Abs(float64(got[j] - want[j])); d > 1e-5*(1+math.Abs(float64(want[j]))) {
+						if !tc.relMax {
+							scale = math.Abs(float64(want[j]))
+						}
+						if d := math.Abs(float64(got[j] - want[j])); d > 1e-5*(1+scale) {
 							t.Fatalf("output %d (0: value, then gradients) element %d: %g, want %g", i, j, got[j], want[j])
 						}
 					}

@@ -22,6 +22,7 @@ import (
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -53,7 +54,7 @@ func setup(t *testing.T) (cfg *config.Config, data, llm string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Prepare.SampleSize = 16
+	cfg.Prepare.SampleSize = 10
 	fixture.once.Do(func() {
 		if fixture.dir, fixture.err = os.MkdirTemp("", "pretrained-e2e-"); fixture.err != nil {
 			return
@@ -190,6 +191,19 @@ func TestTrackerTrainInfer(t *testing.T) {
 			}
 			// A resumed run of a finished checkpoint does nothing and keeps it.
 			trainTask(t, "tracker", cfg, data, ck)
+
+			// A base whose weights changed since training is refused, naming base.json.
+			var ref peft.BaseRef
+			if err := checkpoint.ReadJSON(filepath.Join(ck, peft.BaseFile), &ref, false); err != nil {
+				t.Fatal(err)
+			}
+			ref.WeightsSHA256 = strings.Repeat("0", 64)
+			if err := checkpoint.WriteJSON(filepath.Join(ck, peft.BaseFile), ref); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pretrained.LoadTracker(ck); err == nil || !strings.Contains(err.Error(), "has changed") || !strings.Contains(err.Error(), peft.BaseFile) {
+				t.Errorf("changed base: error %v, want one naming %s and saying the base has changed", err, peft.BaseFile)
+			}
 		})
 	}
 }
@@ -234,9 +248,27 @@ func TestSummarizerTrainInfer(t *testing.T) {
 	if _, err := infer.Run(context.Background(), cfg, infer.Options{Tracker: infer.GoldTracker, Summarizer: ck, Input: data, Split: "test", Out: out, Log: testLog()}); err != nil {
 		t.Fatal(err)
 	}
+	generated := 0
 	for _, p := range readPredictions(t, out) {
 		if strings.TrimSpace(p.Summary) == "" {
 			t.Errorf("%s/%s: empty summary (want text or %q)", p.PMID, p.Aspect, dataset.UnknownSummary)
 		}
+		if len(p.Indexes) > 0 {
+			generated++
+		}
+	}
+	if generated == 0 {
+		t.Error("no instance with citations: nothing was generated")
+	}
+
+	// Sampling (temperature, top-p) through the loaded model.
+	s, err := pretrained.LoadSummarizer(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Gen.Temperature, s.Gen.TopP, s.Gen.Seed = 1, 0.9, 3
+	sums, err := s.Summarize([]summarizer.Request{{Aspect: "a", Cited: []string{"We studied drug X in 40 patients."}}}, s.DecodeOptions())
+	if err != nil || len(sums) != 1 || sums[0] == "" {
+		t.Errorf("sampled summaries %q, err %v", sums, err)
 	}
 }

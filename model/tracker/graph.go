@@ -66,8 +66,7 @@ func LogitsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect, pos *Nod
 		pooled = NgramPoolGraph(scope.In("ngram"), hp, ids, aspect)
 	default:
 		x, mask := EmbeddingsGraph(scope.In("embeddings"), hp, ids, aspect)
-		x = EncoderGraph(scope.In("encoder"), hp, x, mask)
-		pooled = Squeeze(Slice(x, AxisRange(), AxisElem(0), AxisRange()), 1) // the aspect token's state
+		pooled = EncoderFirstGraph(scope.In("encoder"), hp, x, mask) // the aspect token's state
 	}
 	head := scope.In("head")
 	logits := HeadGraph(head, hp, pooled, aspect, pos)
@@ -145,17 +144,42 @@ func EmbeddingsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node
 
 // EncoderGraph applies hp.NumLayers pre-norm transformer layers to x [B, S, d] under mask [B, S].
 func EncoderGraph(scope *gomlxmodel.Scope, hp *Hyperparams, x, mask *Node) *Node {
-	batch, seq := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	return encoderGraph(scope, hp, x, mask, false)
+}
+
+// EncoderFirstGraph is the final state of the first (aspect) token under EncoderGraph, [B, d],
+// computed without the rest of the last layer: there only the first position's query, attention,
+// feed-forward and norm are formed (the keys and values still come from every position). The
+// tracker's logit reads nothing else, so the last layer costs about a third of a full one, with
+// the same variables and values.
+func EncoderFirstGraph(scope *gomlxmodel.Scope, hp *Hyperparams, x, mask *Node) *Node {
+	x = encoderGraph(scope, hp, x, mask, true)
+	return Reshape(x, x.Shape().Dimensions[0], hp.DModel)
+}
+
+// encoderGraph is EncoderGraph; with firstOnly it returns the first position only, [B, 1, d].
+func encoderGraph(scope *gomlxmodel.Scope, hp *Hyperparams, x, mask *Node, firstOnly bool) *Node {
+	g := x.Graph()
+	batch, seq, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
 	// Additive key mask [B, 1, 1, S]: 0 on tokens, -1e9 on padding, broadcast over heads and queries.
 	keyBias := Reshape(MulScalar(OneMinus(ConvertDType(mask, dtypes.Float32)), -1e9), batch, 1, 1, seq)
 	for l := range hp.NumLayers {
 		layer := scope.In("layer_%d", l)
+		last := firstOnly && l == hp.NumLayers-1
 		h := layerVars.LayerNorm(layer.In("attention_norm"), x)
-		att := layerVars.FusedSelfAttention(layer, h, keyBias, hp.NumHeads, "qkv", "attention_output")
+		wqkv, bqkv := layerVars.DenseWeights(layer, g, "qkv", d, 3*d)
+		wo, bo := layerVars.DenseWeights(layer, g, "attention_output", d, d)
+		att := layers.SelfAttention(h, keyBias, wqkv, bqkv, wo, bo, hp.NumHeads, last)
+		if last {
+			x = Slice(x, AxisRange(), AxisRange(0, 1))
+		}
 		x = Add(x, layers.Dropout(layer, att, hp.Dropout))
 		h = layerVars.LayerNorm(layer.In("ffn_norm"), x)
 		h = layerVars.FeedForward(layer, h, hp.FFNDim, "ffn_hidden", "ffn_output")
 		x = Add(x, layers.Dropout(layer, h, hp.Dropout))
+	}
+	if firstOnly && hp.NumLayers == 0 {
+		x = Slice(x, AxisRange(), AxisRange(0, 1))
 	}
 	return layerVars.LayerNorm(scope.In("final_norm"), x)
 }

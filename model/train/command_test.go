@@ -33,6 +33,9 @@ func init() {
 		Flags: []training.TaskFlag{{Name: "architecture", Key: "tracker.architecture", Usage: "toy"}}, Train: record("toy-track")})
 	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-track", Models: []string{"a", "b"}, DefaultModel: "a",
 		DefaultDevShare: 0.25, Run: record("toy-track cv"), Final: record("toy-track final"), FinalUsage: "toy final"})
+	// A variant, as model/pretrained's --pretrained: the same --task, chosen by a config key.
+	training.RegisterVariant(training.Variant{Task: "toy-track", Flags: []training.TaskFlag{{Name: "pretrained", Key: "tracker.pretrained", Usage: "toy"}},
+		Applies: func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" }, Train: record("toy-track pretrained")})
 }
 
 func TestCommand(t *testing.T) {
@@ -89,6 +92,14 @@ func TestCommand(t *testing.T) {
 		{desc: "--folds-from without --final", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--folds-from", "cv"}, usage: "go together"},
 		{desc: "final of a task without one", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--final", "--folds-from", "cv"}, usage: "--final trains --task toy-track only"},
 		{desc: "final with --folds", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--final", "--folds-from", "cv", "--folds", "3"}, usage: "leave out --folds"},
+		{desc: "variant chosen by its config key", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", "snap"}, task: "toy-track pretrained",
+			check: func(t *testing.T) {
+				if got.cfg.Tracker.Pretrained != "snap" {
+					t.Errorf("tracker.pretrained %q", got.cfg.Tracker.Pretrained)
+				}
+			}},
+		{desc: "variant's flag on another task", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--pretrained", "snap"}, usage: "--pretrained applies to --task toy-track"},
+		{desc: "variant refuses cross-validation", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", "snap", "--folds", "3"}, usage: "not a --pretrained one"},
 		{desc: "training error", args: []string{"--task", "toy-sum", "--data", "fail", "--out", "o"}, task: "toy-sum", err: "no shards"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
