@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
+	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -75,7 +75,7 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
 	}
 	for _, t := range lora.targets() {
-		if !strings.HasSuffix(t, "_proj") || !validModule(t) {
+		if !slices.Contains(DefaultTargets, t) {
 			return nil, fmt.Errorf("lora target module %q: want one of %v", t, DefaultTargets)
 		}
 	}
@@ -147,15 +147,6 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 		}
 	}
 	return m, nil
-}
-
-func validModule(t string) bool {
-	for _, d := range DefaultTargets {
-		if d == t {
-			return true
-		}
-	}
-	return false
 }
 
 // setVariable creates the variable at path with value t. An existing variable (a store restored
