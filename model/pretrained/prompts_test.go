@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
@@ -16,6 +17,13 @@ import (
 // template) when tools/hftokenizer/fetch.sh fetched them; they are not committed.
 var llamaDir = filepath.Join("..", "..", "hf", "tokenizer", "testdata", "hf", "llama3")
 
+var llama struct {
+	once sync.Once
+	chat *Chat
+	err  error
+}
+
+// llamaChat loads the Llama 3.1 chat once per test binary (its tokenizer takes seconds to load).
 func llamaChat(t *testing.T) *Chat {
 	t.Helper()
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
@@ -23,11 +31,11 @@ func llamaChat(t *testing.T) *Chat {
 			t.Skipf("%s is absent (not committed: fetch it with tools/hftokenizer/fetch.sh)", filepath.Join(llamaDir, f))
 		}
 	}
-	c, err := LoadChat(llamaDir, nil)
-	if err != nil {
-		t.Fatal(err)
+	llama.once.Do(func() { llama.chat, llama.err = LoadChat(llamaDir, nil) })
+	if llama.err != nil {
+		t.Fatal(llama.err)
 	}
-	return c
+	return llama.chat
 }
 
 func TestLlamaChatStopAndAnswer(t *testing.T) {
