@@ -11,6 +11,11 @@
 //
 // runs an LLM method through the OpenAI-compatible endpoint of eval.llm instead (package
 // infer/llmmethods); --tracker llm and --summarizer llm prompt one component of Track-then-Sum.
+//
+//	tracksum-infer --method stt|ete --model CKPT --input X --out PRED.jsonl
+//
+// runs TracSum's Table 6 variants SUM-THEN-TRACK and END-TO-END (train --task sum_then_track |
+// end_to_end; docs/variants.md); --method tts is the default Track-then-Sum.
 package main
 
 import (

@@ -19,18 +19,19 @@ import (
 // ErrMissingTensor marks a weight the config requires that the snapshot lacks.
 var ErrMissingTensor = errors.New("missing tensor")
 
-// Store scopes of the model's variables.
+// Store scopes of the model's variables: under model.ModelScope ("/model"), where the training
+// loop (model/training) finds the variables it trains and checkpoints.
 const (
 	// BaseScope holds the checkpoint's weights: the variable of Hugging Face key K (as stored in
 	// the file, e.g. "bert.encoder.layer.0.attention.self.query.weight") is BaseScope + "/" + K.
-	BaseScope = "/encoder/base"
+	BaseScope = "/model/encoder/base"
 	// LoRAScope holds the adapters: the variable of PEFT key PEFTPrefix + K + ".lora_A.weight"
 	// (K a module key such as "bert.encoder.layer.0.attention.self.query") is
 	// LoRAScope + "/" + K + ".lora_A.weight".
-	LoRAScope = "/encoder/lora"
+	LoRAScope = "/model/encoder/lora"
 	// HeadScope holds the classification head, named as BertForSequenceClassification names it:
 	// HeadScope + "/classifier.weight" [labels, Hidden] and "/classifier.bias" [labels].
-	HeadScope = "/encoder/head"
+	HeadScope = "/model/encoder/head"
 )
 
 // PEFTPrefix is what PEFT puts before a base key in adapter_model.safetensors.

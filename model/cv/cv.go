@@ -509,7 +509,9 @@ func checkSettings(opts Options, cfg *config.Config) error {
 
 // checkSettingsOf is checkSettings for any cross-validation: settings (model, dev share, ...) plus
 // the hashes of cfg and of data's splits.json and manifest.json.
-func checkSettingsOf(out, data string, settings map[string]any, cfg *config.Config) error {
+// Entries named in allowed (the component cross-validations a pipeline may find in place) do not
+// make a new output directory count as non-empty.
+func checkSettingsOf(out, data string, settings map[string]any, cfg *config.Config, allowed ...string) error {
 	y, err := cfg.YAML()
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
@@ -541,7 +543,11 @@ func checkSettingsOf(out, data string, settings map[string]any, cfg *config.Conf
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("cv: %w", err)
 	}
-	if entries, err := os.ReadDir(out); err != nil || len(entries) > 0 {
+	entries, err := os.ReadDir(out)
+	if err == nil {
+		entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { return slices.Contains(allowed, e.Name()) })
+	}
+	if err != nil || len(entries) > 0 {
 		return fmt.Errorf("cv: %s is not empty and is not a cross-validation output (no %s)", out, SettingsFile)
 	}
 	if err := atomicio.WriteFile(filepath.Join(out, "config.yaml"), y, 0o644); err != nil {

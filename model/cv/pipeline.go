@@ -2,6 +2,8 @@ package cv
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -182,10 +184,12 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	defer lock.Release()
 	// The pipeline's own outputs are recomputed on every run; the settings record guards the
 	// registered methods' fold outputs, which are reused.
-	noEval := *cfg
+	// Decoding keys may change between runs (the summarizer folds are decoded again, and the
+	// registered methods' cached predictions are keyed by them).
+	noEval := *withoutDecoding(cfg)
 	noEval.Eval = config.Default().Eval
 	if err := checkSettingsOf(opts.Out, opts.Data, map[string]any{"model": pipelineModelStamp + opts.Model, "dev_share": opts.DevShare},
-		&noEval); err != nil {
+		&noEval, TrackerDir, SummarizerDir, SummarizerFullDir); err != nil {
 		return nil, err
 	}
 	seconds := map[string]float64{}
@@ -398,9 +402,14 @@ func assigner(part map[string]int) func(string) string {
 }
 
 // methodFold runs a registered method on one fold, reusing its predictions when a previous run
-// finished that fold (Dir + ".jsonl").
+// with the same summarizer decoding keys finished that fold (Dir + ".decoding-HASH.jsonl").
 func methodFold(ctx context.Context, cfg *config.Config, m PipelineMethod, f MethodFold) ([]dataset.Prediction, error) {
-	cache := f.Dir + ".jsonl"
+	b, err := json.Marshal(decodingOf(cfg.Summarizer))
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.Sum256(b)
+	cache := f.Dir + ".decoding-" + hex.EncodeToString(h[:4]) + ".jsonl"
 	if recs, err := loadPredictions(cache); err == nil {
 		return recs, nil
 	} else if !errors.Is(err, os.ErrNotExist) {

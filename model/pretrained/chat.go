@@ -161,6 +161,8 @@ func (c *Chat) Truncate(text string, n int) string {
 // prompt, so that the loss covers the answer tokens only.
 type Example struct {
 	Tokens, Labels []int32
+	// Types are BERT's token type ids (segment 0 or 1) of an encoder pair; nil for a causal LM.
+	Types []int32
 	// Target is the class of a classification example (0 or 1); Weight its loss weight.
 	Target, Weight float32
 }

@@ -155,10 +155,7 @@ func writeInterop(outDir string, m *causalLM, task string) error {
 		}
 		return model.WriteTensors(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved)
 	}
-	a := &peft.Adapter{Config: peft.NewConfig(m.lora, task, m.snap.Dir, modules), Tensors: map[string]*tensors.Tensor{}}
-	if abs, err := filepath.Abs(m.snap.Dir); err == nil {
-		a.Config.BaseModelNameOrPath = abs
-	}
+	a := &peft.Adapter{Config: peft.NewConfig(m.lora, task, absDir(m.snap.Dir), modules), Tensors: map[string]*tensors.Tensor{}}
 	for key, v := range m.dec.LoRAVariables() {
 		t, err := v.Value()
 		if err != nil {

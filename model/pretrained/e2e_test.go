@@ -3,9 +3,11 @@ package pretrained_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,8 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/encoder"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/infer"
@@ -120,10 +124,7 @@ func checkAdapter(t *testing.T, ck string, wantKeys int) {
 	}
 	nonZeroB := false
 	for key, at := range a.Tensors {
-		path := "/model/lora/" + strings.TrimPrefix(key, peft.Prefix)
-		if key == peft.Prefix+"score.weight" {
-			path = pretrained.HeadScope + "/score.weight"
-		}
+		path := adapterVariable(key)
 		bt, ok := best[path]
 		if !ok {
 			t.Fatalf("adapter tensor %s has no variable %s in best/", key, path)
@@ -144,6 +145,20 @@ func checkAdapter(t *testing.T, ck string, wantKeys int) {
 	if !nonZeroB {
 		t.Error("every lora_B is still zero: the adapters were not trained")
 	}
+}
+
+// adapterVariable maps a PEFT key to the store path of the variable it was written from.
+func adapterVariable(key string) string {
+	k := strings.TrimPrefix(key, peft.Prefix)
+	switch {
+	case k == "score.weight":
+		return pretrained.HeadScope + "/score.weight"
+	case strings.HasPrefix(k, "classifier."):
+		return encoder.HeadScope + "/" + k
+	case strings.HasPrefix(k, "bert."):
+		return encoder.LoRAScope + "/" + k
+	}
+	return decoder.LoRAScope + "/" + k
 }
 
 func flat(t *tensors.Tensor) []float32 {
@@ -270,5 +285,59 @@ func TestSummarizerTrainInfer(t *testing.T) {
 	sums, err := s.Summarize([]summarizer.Request{{Aspect: "a", Cited: []string{"We studied drug X in 40 patients."}}}, s.DecodeOptions())
 	if err != nil || len(sums) != 1 || sums[0] == "" {
 		t.Errorf("sampled summaries %q, err %v", sums, err)
+	}
+}
+
+// TestEncoderTrackerTrainInfer: encoder_cls on a tiny random BERT snapshot (randsnap's WordPiece
+// tokenizer), the same trial as the causal LM's, with adapters and with full fine-tuning (rank 0).
+func TestEncoderTrackerTrainInfer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model (~5 s)")
+	}
+	for _, rank := range []int{4, 0} {
+		t.Run(fmt.Sprintf("rank %d", rank), func(t *testing.T) {
+			cfg, data, _ := setup(t)
+			bert := filepath.Join(t.TempDir(), "bert")
+			if err := randsnap.WriteEncoder(bert, randsnap.Encoder{Vocab: 120, Hidden: 16, Layers: 1, Heads: 2, Intermediate: 32,
+				Prefix: "bert.", Pooler: true, Seed: 5}); err != nil {
+				t.Fatal(err)
+			}
+			cfg.Tracker.Pretrained, cfg.Tracker.Head = bert, config.HeadAuto
+			cfg.Tracker.LoRA.Rank, cfg.Tracker.LoRA.Alpha = rank, 8
+			cfg.Tracker.LoRA.TargetModules = []string{"q_proj", "v_proj"}
+			loop(&cfg.Tracker.Train)
+			ck := filepath.Join(t.TempDir(), "tracker")
+			trainTask(t, "tracker", cfg, data, ck)
+			if rank > 0 {
+				// 1 layer x {query, value} x {A, B}, plus classifier weight and bias.
+				checkAdapter(t, ck, 6)
+				a, err := peft.Read(filepath.Join(ck, peft.AdapterDir))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := a.Config.TargetModules; !slices.Equal(got, []string{"query", "value"}) || a.Config.TaskType != peft.TaskSeqCls {
+					t.Errorf("adapter_config: target_modules %v task %s, want BERT's [query value] and %s", got, a.Config.TaskType, peft.TaskSeqCls)
+				}
+			} else {
+				full, err := model.ReadTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := full["bert.encoder.layer.0.attention.self.query.weight"]; !ok || full["classifier.weight"] == nil {
+					t.Errorf("full/ lacks the base's or the head's tensors: %d tensors", len(full))
+				}
+			}
+			out := filepath.Join(t.TempDir(), "pred.jsonl")
+			if _, err := infer.Run(context.Background(), cfg, infer.Options{Tracker: ck, Input: data, Split: "test", Out: out, Log: testLog()}); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range readPredictions(t, out) {
+				for _, s := range p.Scores {
+					if s < 0 || s > 1 {
+						t.Fatalf("%s/%s: score %g outside [0, 1]", p.PMID, p.Aspect, s)
+					}
+				}
+			}
+		})
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
@@ -22,9 +24,11 @@ const scoreBatch = 16
 // Tracker is a fine-tuned pretrained tracker; it implements infer's Tracker.
 type Tracker struct {
 	Meta Meta
-	lm   *causalLM
-	p    *trackerPrompter
-	sc   *scorer
+	// input is what the model reads to score a (sentence, aspect code) pair, labelled a training
+	// example, score the probabilities of relevance of inputs.
+	input    func(sentence, aspect string) (Example, error)
+	labelled func(sentence, aspect string, label bool, weight float32) (Example, error)
+	score    func(exs []Example) ([]float32, error)
 }
 
 // Summarizer is a fine-tuned pretrained summarizer; it implements infer's Summarizer.
@@ -41,13 +45,14 @@ type Summarizer struct {
 
 // loaded is a checkpoint opened for inference.
 type loaded struct {
-	meta *Meta
-	lm   *causalLM
-	chat *Chat
+	meta    *Meta
+	snap    *snapshot.Snapshot
+	backend compute.Backend
+	chat    *Chat // nil for an encoder
 }
 
-// open reads a checkpoint: its metadata, its base (checked against base.json's digest), the
-// tokenizer and template copies, and the trained variables over the base.
+// open reads a checkpoint's metadata and opens its base (checked against base.json's digest) and,
+// for a causal LM, its chat (the checkpoint's copies of the tokenizer and template).
 func open(dir, task string) (*loaded, error) {
 	meta, err := ReadMeta(dir)
 	if err != nil {
@@ -64,50 +69,42 @@ func open(dir, task string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	l := &loaded{meta: meta, snap: snap, backend: backend}
+	if meta.Head == config.HeadEncoderCLS {
+		return l, nil
+	}
 	dc, err := decoder.ConfigOf(snap)
 	if err != nil {
 		return nil, err
 	}
-	chat, err := LoadChat(dir, dc.EOSList)
-	if err != nil {
+	if l.chat, err = LoadChat(dir, dc.EOSList); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	lm, err := loadCausalLM(backend, snap, meta.LoRA, meta.Seed, meta.Head == config.HeadLMCLS)
-	if err != nil {
-		return nil, err
-	}
-	if err := model.LoadVariablesInto(lm.store, checkpoint.BestWeights(dir), func(name string) string {
-		if lm.store.GetVariable(name) == nil {
-			return "" // not a variable of this model: reported below
-		}
-		return name
-	}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
-	}
-	if err := checkTrained(dir, lm); err != nil {
-		return nil, err
-	}
-	return &loaded{meta: meta, lm: lm, chat: chat}, nil
+	return l, nil
 }
 
-// checkTrained checks that best/model.safetensors holds exactly the trained variables of lm: a
-// checkpoint of other adapters (rank, targets) would otherwise leave some at their initial values.
-func checkTrained(dir string, lm *causalLM) error {
-	ts, err := model.ReadTensors(checkpoint.BestWeights(dir))
+// restore loads the checkpoint's trained variables (best/) over the base in m, checking that they
+// are exactly the ones m trains: a checkpoint of other adapters (rank, targets) would otherwise
+// leave some at their initial values.
+func restore(dir string, m trainable) error {
+	path := checkpoint.BestWeights(dir)
+	ts, err := model.ReadTensors(path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	for v := range lm.store.IterVariables() {
-		if lm.trained(v.Path()) {
-			if _, ok := ts[v.Path()]; !ok {
-				return fmt.Errorf("%w: %s lacks %s (trained with other adapters?)", ErrCheckpoint, checkpoint.BestWeights(dir), v.Path())
-			}
+	store := m.Store()
+	for name := range ts {
+		if store.GetVariable(name) == nil || !m.Trained(name) {
+			return fmt.Errorf("%w: %s holds %s, which this model does not train", ErrCheckpoint, path, name)
 		}
 	}
-	for name := range ts {
-		if lm.store.GetVariable(name) == nil {
-			return fmt.Errorf("%w: %s holds %s, which this model does not have", ErrCheckpoint, checkpoint.BestWeights(dir), name)
+	for v := range store.IterVariables() {
+		if _, ok := ts[v.Path()]; m.Trained(v.Path()) && !ok {
+			return fmt.Errorf("%w: %s lacks %s (trained with other adapters?)", ErrCheckpoint, path, v.Path())
 		}
+	}
+	if err := model.LoadVariablesInto(store, path, nil); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	return nil
 }
@@ -118,52 +115,94 @@ func IsTracker(dir string) bool {
 	return err == nil && m.Task == TaskTracker
 }
 
+// newTracker builds the tracker of meta.Head on the snapshot (tokDir: where its tokenizer is,
+// chat: its chat for a causal LM). For the generative head, meta.YesNo is found when unset.
+func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta) (*Tracker, trainable, error) {
+	t := &Tracker{Meta: *meta}
+	if meta.Head == config.HeadEncoderCLS {
+		enc, err := loadEncoderCLS(backend, snap, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen)
+		if err != nil {
+			return nil, nil, err
+		}
+		t.input, t.score = enc.input, enc.score
+		t.labelled = func(sentence, aspect string, label bool, weight float32) (Example, error) {
+			e, err := enc.input(sentence, aspect)
+			if label {
+				e.Target = 1
+			}
+			e.Weight = weight
+			return e, err
+		}
+		return t, enc, nil
+	}
+	p := &trackerPrompter{chat: chat, head: meta.Head, set: meta.AspectSet, maxLen: meta.MaxSeqLen}
+	if meta.Head == config.HeadGenerative {
+		if meta.YesNo == nil {
+			yn, err := findYesNo(chat)
+			if err != nil {
+				return nil, nil, err
+			}
+			meta.YesNo = &yn
+			t.Meta.YesNo = &yn
+		}
+		p.yn = *meta.YesNo
+	}
+	lm, err := loadCausalLM(backend, snap, meta.LoRA, meta.Seed, meta.Head == config.HeadLMCLS)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sc *scorer
+	if meta.Head == config.HeadGenerative {
+		sc, err = lm.yesNoScorer(int(p.yn.Yes), int(p.yn.No))
+	} else {
+		sc, err = lm.clsScorer()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	t.input, t.labelled = p.scoreInput, p.example
+	t.score = func(exs []Example) ([]float32, error) {
+		return scoreCausal(sc, exs, chat.Pad, meta.Head == config.HeadGenerative)
+	}
+	return t, lm, nil
+}
+
 // LoadTracker loads a tracker checkpoint written by TrainTracker.
 func LoadTracker(dir string) (*Tracker, error) {
 	l, err := open(dir, TaskTracker)
 	if err != nil {
 		return nil, err
 	}
-	t := &Tracker{Meta: *l.meta, lm: l.lm, p: &trackerPrompter{chat: l.chat, head: l.meta.Head, set: l.meta.AspectSet, maxLen: l.meta.MaxSeqLen}}
-	if t.Meta.Head == config.HeadGenerative {
-		if l.meta.YesNo == nil {
-			return nil, fmt.Errorf("%w: %s: generative head without yes_no", ErrCheckpoint, dir)
-		}
-		t.p.yn = *l.meta.YesNo
+	if l.meta.Head == config.HeadGenerative && l.meta.YesNo == nil {
+		return nil, fmt.Errorf("%w: %s: generative head without yes_no", ErrCheckpoint, dir)
 	}
-	if err := t.compile(); err != nil {
+	t, m, err := newTracker(l.backend, l.snap, dir, l.chat, l.meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := restore(dir, m); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// compile builds the scoring Exec of the tracker's head.
-func (t *Tracker) compile() error {
-	var err error
-	if t.Meta.Head == config.HeadGenerative {
-		t.sc, err = t.lm.yesNoScorer(int(t.p.yn.Yes), int(t.p.yn.No))
-	} else {
-		t.sc, err = t.lm.clsScorer()
-	}
-	return err
-}
-
-// scoreExamples returns the probability of relevance of each score input.
-func (t *Tracker) scoreExamples(exs []Example) ([]float32, error) {
+// scoreCausal returns the probability of relevance of each score input of a causal LM: P(yes)
+// renormalised over {yes, no} (generative) or the head's sigmoid (lm_cls).
+func scoreCausal(sc *scorer, exs []Example, pad int32, generative bool) ([]float32, error) {
 	out := make([]float32, 0, len(exs))
 	for i := 0; i < len(exs); i += scoreBatch {
 		b := exs[i:min(i+scoreBatch, len(exs))]
-		tokens, mask, _ := padTokens(b, t.p.chat.Pad)
+		tokens, mask, _ := padTokens(b, pad)
 		last := make([]int32, len(b))
 		for j, e := range b {
 			last[j] = int32(len(e.Tokens) - 1)
 		}
-		res, err := t.sc.call(tokens, mask, tensors.FromFlatDataAndDimensions(last, len(b), 1))
+		res, err := sc.call(tokens, mask, tensors.FromFlatDataAndDimensions(last, len(b), 1))
 		if err != nil {
 			return nil, err
 		}
 		tensors.ConstFlatData(res[0], func(flat []float32) {
-			if t.Meta.Head == config.HeadGenerative {
+			if generative {
 				for j := range b {
 					out = append(out, RenormYes(flat[2*j], flat[2*j+1]))
 				}
@@ -181,13 +220,13 @@ func (t *Tracker) scoreExamples(exs []Example) ([]float32, error) {
 func (t *Tracker) scoreRows(rows []dataset.TrackerRow) ([]float32, error) {
 	exs := make([]Example, len(rows))
 	for i, r := range rows {
-		e, err := t.p.scoreInput(r.Sentence, r.Aspect)
+		e, err := t.input(r.Sentence, r.Aspect)
 		if err != nil {
 			return nil, err
 		}
 		exs[i] = e
 	}
-	return t.scoreExamples(exs)
+	return t.score(exs)
 }
 
 // ScoreBatch returns, for each request, the probability that each sentence of its abstract is
@@ -200,14 +239,14 @@ func (t *Tracker) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 			return nil, fmt.Errorf("aspect %q is not in the %s aspect set of the tracker", r.Aspect, t.Meta.AspectSet)
 		}
 		for _, s := range r.Doc {
-			e, err := t.p.scoreInput(s, a.Code)
+			e, err := t.input(s, a.Code)
 			if err != nil {
 				return nil, err
 			}
 			exs = append(exs, e)
 		}
 	}
-	probs, err := t.scoreExamples(exs)
+	probs, err := t.score(exs)
 	if err != nil {
 		return nil, err
 	}
@@ -235,17 +274,29 @@ func LoadSummarizer(dir string) (*Summarizer, error) {
 	if l.meta.Generation == nil {
 		return nil, fmt.Errorf("%w: %s: summarizer without generation settings", ErrCheckpoint, dir)
 	}
-	g, err := newGenerator(l.lm, l.chat.Stop)
+	lm, err := loadCausalLM(l.backend, l.snap, l.meta.LoRA, l.meta.Seed, false)
 	if err != nil {
 		return nil, err
 	}
-	s := &Summarizer{Meta: *l.meta, Gen: *l.meta.Generation, lm: l.lm, gen: g,
-		p: &summaryPrompter{chat: l.chat, set: l.meta.AspectSet, maxLen: l.meta.MaxSeqLen, fullContext: l.meta.FullContext}}
-	if end, err := l.chat.turnEnd(); err == nil && strings.TrimSpace(end) != "" {
+	if err := restore(dir, lm); err != nil {
+		return nil, err
+	}
+	return newSummarizer(l.meta, lm, l.chat)
+}
+
+// newSummarizer is the summarizer of meta on the loaded lm.
+func newSummarizer(meta *Meta, lm *causalLM, chat *Chat) (*Summarizer, error) {
+	g, err := newGenerator(lm, chat.Stop)
+	if err != nil {
+		return nil, err
+	}
+	s := &Summarizer{Meta: *meta, Gen: *meta.Generation, lm: lm, gen: g,
+		p: &summaryPrompter{chat: chat, set: meta.AspectSet, maxLen: meta.MaxSeqLen, fullContext: meta.FullContext}}
+	if end, err := chat.turnEnd(); err == nil && strings.TrimSpace(end) != "" {
 		s.special = append(s.special, strings.TrimSpace(end))
 	}
-	for _, id := range l.chat.Stop {
-		s.special = append(s.special, l.chat.Tok.Decode([]int{int(id)}))
+	for _, id := range chat.Stop {
+		s.special = append(s.special, chat.Tok.Decode([]int{int(id)}))
 	}
 	return s, nil
 }

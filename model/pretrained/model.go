@@ -13,6 +13,7 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
 )
@@ -65,6 +66,30 @@ func loadCausalLM(backend compute.Backend, snap *snapshot.Snapshot, l config.LoR
 	return m, nil
 }
 
+// trainable is a loaded model the training session fine-tunes: its store, which of its variables
+// are trained (and so checkpointed), and the Hugging Face layouts of the trained ones.
+type trainable interface {
+	Store() *gomlxmodel.Store
+	Trained(path string) bool
+	WriteInterop(outDir string) error
+}
+
+// Store implements trainable.
+func (m *causalLM) Store() *gomlxmodel.Store { return m.store }
+
+// Trained implements trainable.
+func (m *causalLM) Trained(path string) bool { return m.trained(path) }
+
+// WriteInterop implements trainable: PEFT's adapter directory (CAUSAL_LM, or SEQ_CLS with the
+// lm_cls head), or full/ with rank 0.
+func (m *causalLM) WriteInterop(outDir string) error {
+	task := peft.TaskCausalLM
+	if m.head != nil {
+		task = peft.TaskSeqCls
+	}
+	return writeInterop(outDir, m, task)
+}
+
 // trained reports whether the variable at path is trained, and so saved in checkpoints: the
 // adapters and the head with LoRA, every model variable with full fine-tuning (rank 0).
 func (m *causalLM) trained(path string) bool {
@@ -110,7 +135,11 @@ type scorer struct {
 }
 
 func newScorer(m *causalLM, fn func(scope *gomlxmodel.Scope, in []*Node) []*Node) (*scorer, error) {
-	e, err := gomlxmodel.NewExec(m.backend, m.store, fn)
+	return newScorerOn(m.backend, m.store, fn)
+}
+
+func newScorerOn(backend compute.Backend, store *gomlxmodel.Store, fn func(scope *gomlxmodel.Scope, in []*Node) []*Node) (*scorer, error) {
+	e, err := gomlxmodel.NewExec(backend, store, fn)
 	if err != nil {
 		return nil, fmt.Errorf("pretrained: %w", err)
 	}

@@ -114,7 +114,7 @@ func TestTrackerExamplesOversampleAndFit(t *testing.T) {
 			p := &trackerPrompter{chat: c, head: tc.head, set: dataset.AspectSetTracSum, maxLen: 64, yn: yn}
 			tcfg := config.DefaultTracker()
 			tcfg.Imbalance, tcfg.Oversample, tcfg.PosWeight = tc.imbalance, 7, 3
-			exs, err := trackerExamples(p, rows, tcfg)
+			exs, err := trackerExamples(p.example, rows, tcfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,13 +15,15 @@ func init() {
 			{Name: "pretrained", Key: "tracker.pretrained", Usage: "TASK.pretrained: local Hugging Face snapshot to fine-tune (docs/pretrained.md); empty: train from scratch"},
 			{Name: "head", Key: "tracker.head", Usage: "tracker.head with --pretrained: lm_cls, generative, encoder_cls or auto"},
 		},
-		Applies: func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" },
-		Train:   TrainTracker,
+		Description: "with --pretrained DIR: a fine-tuned Hugging Face model (lm_cls, generative or encoder_cls head)",
+		Applies:     func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" },
+		Train:       TrainTracker,
 	})
 	training.RegisterVariant(training.Variant{
-		Task:    "summarizer",
-		Flags:   []training.TaskFlag{{Name: "pretrained", Key: "summarizer.pretrained", Usage: "TASK.pretrained: local Hugging Face snapshot to fine-tune (docs/pretrained.md); empty: train from scratch"}},
-		Applies: func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
-		Train:   TrainSummarizer,
+		Task:        "summarizer",
+		Flags:       []training.TaskFlag{{Name: "pretrained", Key: "summarizer.pretrained", Usage: "TASK.pretrained: local Hugging Face snapshot to fine-tune (docs/pretrained.md); empty: train from scratch"}},
+		Description: "with --pretrained DIR: a fine-tuned Hugging Face causal LM",
+		Applies:     func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
+		Train:       TrainSummarizer,
 	})
 }

@@ -118,7 +118,8 @@ func (p *trackerPrompter) scoreInput(sentence, aspect string) (Example, error) {
 // trackerExamples builds the training examples of rows, positives repeated per tracker.imbalance
 // "oversample" (tracker.oversample copies in all, as the from-scratch tracker does; the paper's
 // "6 more times" is oversample 7) or weighted per "pos_weight".
-func trackerExamples(p *trackerPrompter, rows []dataset.TrackerRow, tc config.Tracker) ([]Example, error) {
+func trackerExamples(labelled func(sentence, aspect string, label bool, weight float32) (Example, error),
+	rows []dataset.TrackerRow, tc config.Tracker) ([]Example, error) {
 	var pos, neg int
 	for _, r := range rows {
 		if r.Label {
@@ -141,7 +142,7 @@ func trackerExamples(p *trackerPrompter, rows []dataset.TrackerRow, tc config.Tr
 		if r.Label {
 			w = posWeight
 		}
-		e, err := p.example(r.Sentence, r.Aspect, r.Label, w)
+		e, err := labelled(r.Sentence, r.Aspect, r.Label, w)
 		if err != nil {
 			return nil, fmt.Errorf("abstract %s, aspect %s, sentence %d: %w", r.PMID, r.Aspect, r.SentenceIndex, err)
 		}

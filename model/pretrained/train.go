@@ -6,18 +6,21 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/decoder"
-	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 // Report is report.json of a pretrained checkpoint.
@@ -83,6 +86,13 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if s.backend, s.bname, err = model.Backend(); err != nil {
 		return fail(err)
 	}
+	if slices.Contains(config.EncoderModelTypes, snap.ModelType) {
+		if task != TaskTracker {
+			return fail(fmt.Errorf("%s.pretrained: %s is an encoder (model_type %s); the %s needs a causal LM", task, snap.Dir, snap.ModelType, task))
+		}
+		fmt.Fprintf(log, "pretrained %s: %s (model_type %s) on backend %s\n", task, snap.Dir, snap.ModelType, s.bname)
+		return s, nil
+	}
 	dc, err := decoder.ConfigOf(snap)
 	if err != nil {
 		return fail(err)
@@ -97,15 +107,15 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 
 // fit runs the training loop over the prepared examples and writes the checkpoint's end files
 // (interop layouts, report). loss is the training graph; evaluate the dev evaluation.
-func (s *session) fit(ctx context.Context, meta *Meta, m *causalLM, loop config.TrainLoop, train []Example,
+func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.TrainLoop, train []Example,
 	build func([]Example) training.Batch, evaluate func(context.Context) (training.Metrics, error), sel string, minimize bool,
-	loss training.LossFn, peftTask string, devN int) (*Report, error) {
+	loss training.LossFn, devN int) (*Report, error) {
 	if err := prepareDir(s.req.Out, meta, s.snap, s.cfg, s.req.AllowChangedConfig, s.log); err != nil {
 		return nil, err
 	}
 	trainable := 0
-	for v := range m.store.IterVariables() {
-		if v.Trainable && m.trained(v.Path()) {
+	for v := range m.Store().IterVariables() {
+		if v.Trainable && m.Trained(v.Path()) {
 			trainable += v.Shape().Size()
 		}
 	}
@@ -114,7 +124,7 @@ func (s *session) fit(ctx context.Context, meta *Meta, m *causalLM, loop config.
 	t0 := time.Now()
 	res, err := training.Run(ctx, training.Options{
 		Backend: s.backend,
-		Store:   m.store,
+		Store:   m.Store(),
 		Loop:    loop,
 		Seed:    s.cfg.Seed,
 		OutDir:  s.req.Out,
@@ -126,15 +136,15 @@ func (s *session) fit(ctx context.Context, meta *Meta, m *causalLM, loop config.
 		Evaluate: evaluate,
 		Select:   sel,
 		Minimize: minimize,
-		Saved:    m.trained,
+		Saved:    m.Trained,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := model.LoadVariablesInto(m.store, checkpoint.BestWeights(s.req.Out), nil); err != nil {
+	if err := model.LoadVariablesInto(m.Store(), checkpoint.BestWeights(s.req.Out), nil); err != nil {
 		return nil, err
 	}
-	if err := writeInterop(s.req.Out, m, peftTask); err != nil {
+	if err := m.WriteInterop(s.req.Out); err != nil {
 		return nil, err
 	}
 	rep := &Report{Task: meta.Task, Head: meta.Head, Backend: s.bname, Base: s.snap.Dir, ModelType: s.snap.ModelType,
@@ -157,18 +167,8 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 	if err != nil {
 		return err
 	}
-	if head == config.HeadEncoderCLS {
-		return fmt.Errorf("tracker.head encoder_cls: BERT-family encoders are not wired into tracksum-train yet; use a causal LM with lm_cls or generative")
-	}
 	meta := &Meta{Task: TaskTracker, Head: head, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: tc.MaxSeqLen,
 		LoRA: tc.LoRA, Seed: cfg.Seed}
-	p := &trackerPrompter{chat: s.chat, head: head, set: s.set, maxLen: tc.MaxSeqLen}
-	if head == config.HeadGenerative {
-		if p.yn, err = findYesNo(s.chat); err != nil {
-			return err
-		}
-		meta.YesNo = &p.yn
-	}
 	rows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitTrain)
 	if err != nil {
 		return err
@@ -180,16 +180,12 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 	if len(rows) == 0 || len(devRows) == 0 {
 		return fmt.Errorf("%s: the tracker needs train and dev rows (got %d and %d)", req.Data, len(rows), len(devRows))
 	}
-	train, err := trackerExamples(p, rows, tc)
+	t, m, err := newTracker(s.backend, s.snap, s.snap.Dir, s.chat, meta)
 	if err != nil {
 		return err
 	}
-	m, err := loadCausalLM(s.backend, s.snap, tc.LoRA, cfg.Seed, head == config.HeadLMCLS)
+	train, err := trackerExamples(t.labelled, rows, tc)
 	if err != nil {
-		return err
-	}
-	t := &Tracker{lm: m, p: p, Meta: *meta}
-	if err := t.compile(); err != nil {
 		return err
 	}
 	devLabels := make([]float32, len(devRows))
@@ -205,11 +201,19 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 		}
 		return tracker.BinaryMetrics(probs, devLabels, tc.Threshold), nil
 	}
-	build, loss, peftTask := func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) }, training.LossFn(m.answerLoss), peft.TaskCausalLM
-	if head == config.HeadLMCLS {
-		build, loss, peftTask = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, m.clsLoss, peft.TaskSeqCls
+	var build func([]Example) training.Batch
+	var loss training.LossFn
+	lm, _ := m.(*causalLM)
+	enc, _ := m.(*encoderCLS)
+	switch {
+	case head == config.HeadEncoderCLS:
+		build, loss = func(b []Example) training.Batch { return encoderBatch(b, int32(enc.sp.SEP)) }, enc.loss
+	case head == config.HeadLMCLS:
+		build, loss = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, lm.clsLoss
+	default:
+		build, loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) }, lm.answerLoss
 	}
-	rep, err := s.fit(ctx, meta, m, tc.Train, train, build, evaluate, "f1", false, loss, peftTask, len(devRows))
+	rep, err := s.fit(ctx, meta, m, tc.Train, train, build, evaluate, "f1", false, loss, len(devRows))
 	if err != nil {
 		return err
 	}
@@ -219,8 +223,10 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 }
 
 // TrainSummarizer fine-tunes cfg.Summarizer.Pretrained as the summarizer on the prepared
-// directory req.Data into the checkpoint req.Out (resuming a run found there). The dev metric is
-// the answer tokens' loss.
+// directory req.Data into the checkpoint req.Out (resuming a run found there). Each evaluation
+// reports the dev loss of the answer tokens and, over the first summarizer.dev_decode_limit dev
+// instances (0: all), the ROUGE-L F of greedy summaries (the text after "Summary:", as the
+// released script scores it), which selects the best checkpoint.
 func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Request) error {
 	sc := cfg.Summarizer
 	s, err := begin(cfg, req, TaskSummarizer, sc.Pretrained, sc.Train)
@@ -232,10 +238,14 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	meta := &Meta{Task: TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
 		LoRA: sc.LoRA, Seed: cfg.Seed, FullContext: sc.FullContext, Generation: &gen}
 	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: sc.FullContext}
+	var devRows []dataset.SummarizerRow
 	read := func(split string) ([]Example, error) {
 		rows, err := readRows[dataset.SummarizerRow](req.Data, dataset.TaskSummarizer, split)
 		if err != nil {
 			return nil, err
+		}
+		if split == dataset.SplitDev {
+			devRows = rows
 		}
 		out := make([]Example, 0, len(rows))
 		for _, r := range rows {
@@ -255,6 +265,9 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if err != nil {
 		return err
 	}
+	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
+		devRows = devRows[:sc.DevDecodeLimit]
+	}
 	if len(train) == 0 || len(dev) == 0 {
 		return fmt.Errorf("%s: the summarizer needs train and dev instances with citations (got %d and %d)", req.Data, len(train), len(dev))
 	}
@@ -266,13 +279,13 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if err != nil {
 		return err
 	}
-	evaluate := func(context.Context) (training.Metrics, error) {
+	evalLoss := func() (float64, error) {
 		var sum, n float64
 		for i := 0; i < len(dev); i += sc.Train.BatchSize {
 			b := dev[i:min(i+sc.Train.BatchSize, len(dev))]
 			out, err := devLoss.call(answerBatch(b, s.chat.Pad).Inputs...)
 			if err != nil {
-				return nil, err
+				return 0, err
 			}
 			// Weighted by answer tokens, as one batch of the whole dev split would be.
 			k := 0
@@ -283,13 +296,38 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 			sum += float64(out[0].Value().(float32)) * float64(k)
 			n += float64(k)
 		}
-		return training.Metrics{"loss": sum / max(n, 1)}, nil
+		return sum / max(n, 1), nil
 	}
-	rep, err := s.fit(ctx, meta, m, sc.Train, train, func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) },
-		evaluate, "loss", true, m.answerLoss, peft.TaskCausalLM, len(dev))
+	devSum, err := newSummarizer(meta, m, s.chat)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.log, "pretrained summarizer: best dev loss %.4f at step %d -> %s\n", rep.Dev["loss"], rep.BestStep, req.Out)
+	scorer := rouge.New(rouge.Options{Stem: true})
+	evaluate := func(context.Context) (training.Metrics, error) {
+		reqs := make([]summarizer.Request, len(devRows))
+		for i, r := range devRows {
+			reqs[i] = summarizer.Request{Aspect: r.Aspect, Cited: r.CitedSentences, Document: r.Document}
+		}
+		sums, err := devSum.Summarize(reqs, decode.Options{BeamSize: 1, MaxLen: gen.MaxNewTokens})
+		if err != nil {
+			return nil, err
+		}
+		var rl float64
+		for i, r := range devRows {
+			rl += scorer.Score(r.Summary, sums[i]).RL.F
+		}
+		loss, err := evalLoss()
+		if err != nil {
+			return nil, err
+		}
+		return training.Metrics{"loss": loss, "rougeL": rl / float64(max(len(devRows), 1))}, nil
+	}
+	rep, err := s.fit(ctx, meta, m, sc.Train, train, func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) },
+		evaluate, "rougeL", false, m.answerLoss, len(dev))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.log, "pretrained summarizer: best dev ROUGE-L %.4f (loss %.4f, %d instances decoded) at step %d -> %s\n",
+		rep.Dev["rougeL"], rep.Dev["loss"], len(devRows), rep.BestStep, req.Out)
 	return nil
 }

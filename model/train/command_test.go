@@ -33,6 +33,11 @@ func init() {
 		Flags: []training.TaskFlag{{Name: "architecture", Key: "tracker.architecture", Usage: "toy"}}, Train: record("toy-track")})
 	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-track", Models: []string{"a", "b"}, DefaultModel: "a",
 		DefaultDevShare: 0.25, Run: record("toy-track cv"), Final: record("toy-track final"), FinalUsage: "toy final"})
+	// A second cross-validation with its own default model and dev share, as model/cv's summarizer
+	// and pipeline ones: --cv-model and --dev-share default per task.
+	training.Register(training.Task{Name: "toy-pipe", Section: "summarizer", Description: "toy", Train: record("toy-pipe")})
+	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-pipe", Models: []string{"p", "q"}, DefaultModel: "p",
+		DefaultDevShare: 0.3, Run: record("toy-pipe cv")})
 	// A variant, as model/pretrained's --pretrained: the same --task, chosen by a config key.
 	training.RegisterVariant(training.Variant{Task: "toy-track", Flags: []training.TaskFlag{{Name: "pretrained", Key: "tracker.pretrained", Usage: "toy"}},
 		Applies: func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" }, Train: record("toy-track pretrained")})
@@ -75,6 +80,19 @@ func TestCommand(t *testing.T) {
 					t.Errorf("request %+v", got.req)
 				}
 			}},
+		{desc: "cross-validation defaults of the task", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--folds", "3"}, task: "toy-track cv",
+			check: func(t *testing.T) {
+				if got.req.Model != "a" || got.req.DevShare != 0.25 {
+					t.Errorf("request %+v", got.req)
+				}
+			}},
+		{desc: "cross-validation defaults of another task", args: []string{"--task", "toy-pipe", "--data", "d", "--out", "o", "--folds", "3"}, task: "toy-pipe cv",
+			check: func(t *testing.T) {
+				if got.req.Model != "p" || got.req.DevShare != 0.3 {
+					t.Errorf("request %+v", got.req)
+				}
+			}},
+		{desc: "another task's cv model", args: []string{"--task", "toy-pipe", "--data", "d", "--out", "o", "--folds", "3", "--cv-model", "a"}, usage: "--cv-model for --task toy-pipe must be p or q"},
 		{desc: "another task's flag", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--architecture", "ngram"}, usage: "--architecture applies to --task toy-track, not toy-sum"},
 		{desc: "unknown task", args: []string{"--task", "nope", "--data", "d", "--out", "o"}, usage: `--task must be`},
 		{desc: "no --out", args: []string{"--task", "toy-sum", "--data", "d"}, usage: "--data and --out are required"},
@@ -142,10 +160,10 @@ func TestHelpListsTasks(t *testing.T) {
 	if f := cmd.Flags.Lookup("final"); f == nil || !strings.Contains(f.Usage, "toy-track: toy final") || !strings.Contains(cmd.Synopsis, "--final --folds-from CV_DIR") {
 		t.Errorf("--final: %+v\n%s", f, cmd.Synopsis)
 	}
-	if f := cmd.Flags.Lookup("cv-model"); f == nil || f.DefValue != "a" {
-		t.Errorf("--cv-model: %+v, want default a", f)
+	if f := cmd.Flags.Lookup("cv-model"); f == nil || f.DefValue != "" || !strings.Contains(f.Usage, "toy-pipe: p, toy-track: a") {
+		t.Errorf("--cv-model: %+v, want no default and the default per task in its usage", f)
 	}
-	if f := cmd.Flags.Lookup("task"); f == nil || f.Usage != "model to train: toy-sum or toy-track" {
+	if f := cmd.Flags.Lookup("task"); f == nil || f.Usage != "model to train: toy-pipe, toy-sum or toy-track" {
 		t.Errorf("--task usage: %+v", f)
 	}
 }

@@ -186,9 +186,11 @@ func (h *hostAdamW) apply(vars []*gomlxmodel.Variable, lr float64, coefs []float
 			lo, hi := parts(len(w[i]), part)
 			for ; lo < hi; lo += cap(buf) {
 				c := combine(buf, g, coefs, nv, i, lo, min(hi, lo+cap(buf)), 1)
-				var part32 float32
-				for _, x := range c {
-					part32 += x * x
+				part32, ok := sumSquaresSIMD(c)
+				if !ok {
+					for _, x := range c {
+						part32 += x * x
+					}
 				}
 				sum += float64(part32)
 			}
@@ -233,18 +235,26 @@ func (h *hostAdamW) apply(vars []*gomlxmodel.Variable, lr float64, coefs []float
 				end := min(hi, lo+cap(buf))
 				c := combine(buf, g, coefs, nv, i, lo, end, scale)
 				wi, mi, si := w[i][lo:end], m[i][lo:end], s[i][lo:end]
-				wi, mi, si = wi[:len(c)], mi[:len(c)], si[:len(c)]
-				for j, cj := range c {
-					mj := mi[j]*b1 + cj*oneMinusB1
-					sj := si[j]*b2 + (cj*cj)*oneMinusB2
-					mi[j], si[j] = mj, sj
-					// Multiplying by 1 when there is no decay is exact.
-					wi[j] = wi[j]*wShrink - mj/(float32(math.Sqrt(float64(sj)))+eps)*stepSize
+				if !adamSIMD(c, wi, mi, si, b1, b2, oneMinusB1, oneMinusB2, wShrink, eps, stepSize) {
+					adamScalar(c, wi, mi, si, b1, b2, oneMinusB1, oneMinusB2, wShrink, eps, stepSize)
 				}
 			}
 		}
 	})
 	return h.step.SetValue(tensors.FromValue(t))
+}
+
+// adamScalar is the AdamW step of one chunk: c the clipped combined gradient, w the variable, m
+// and s the moments (all updated in place).
+func adamScalar(c, w, m, s []float32, b1, b2, oneMinusB1, oneMinusB2, wShrink, eps, stepSize float32) {
+	w, m, s = w[:len(c)], m[:len(c)], s[:len(c)]
+	for j, cj := range c {
+		mj := m[j]*b1 + cj*oneMinusB1
+		sj := s[j]*b2 + (cj*cj)*oneMinusB2
+		m[j], s[j] = mj, sj
+		// Multiplying by 1 when there is no decay is exact.
+		w[j] = w[j]*wShrink - mj/(float32(math.Sqrt(float64(sj)))+eps)*stepSize
+	}
 }
 
 // combine writes into buf the elements lo..end of the combined gradient of variable i, Σ_k coefs[k]
@@ -259,6 +269,9 @@ func combine(buf []float32, g [][]float32, coefs []float32, nv, i, lo, end int, 
 		g1 := g[nv+i][lo:end]
 		g1 = g1[:len(out)]
 		c1 := coefs[1]
+		if combine2SIMD(out, g0, g1, c0, c1, scale) {
+			return out
+		}
 		for j := range out {
 			out[j] = (g0[j]*c0 + g1[j]*c1) * scale
 		}

@@ -130,6 +130,14 @@ type shardedStepper struct {
 	vars []*gomlxmodel.Variable // trainable variables, in the order of the gradient outputs
 	seen map[string]bool        // input shapes whose gradient graph is compiled
 
+	// Dropout masks made on the host (see step): the dropouts of each shard graph (by the shape
+	// key of its inputs without masks), recorded when it is first built, and the number of data
+	// inputs of a shard (the gradient graph's inputs after them are masks).
+	draws      map[string][]layers.DropoutDraw
+	lastDraws  []layers.DropoutDraw
+	dataInputs int
+	maskBuf    [][]float32 // the full batch's masks, reused
+
 	host   *hostAdamW // the update on the host, once the variables are known
 	noHost bool       // the update runs as a graph (applyExec)
 }
@@ -143,7 +151,7 @@ func newShardedStepper(o *Options) (*shardedStepper, error) {
 			return nil, fmt.Errorf("training: seed: %w", err)
 		}
 	}
-	s := &shardedStepper{o: o, seen: map[string]bool{}, concurrent: runtime.GOMAXPROCS(0) > 1}
+	s := &shardedStepper{o: o, seen: map[string]bool{}, draws: map[string][]layers.DropoutDraw{}, concurrent: runtime.GOMAXPROCS(0) > 1}
 	if s.concurrent {
 		// Two executions at once must not share the Go backend's worker pool: its fan-out
 		// (Saturate) waits on one condition variable and can miss wake-ups when two matmuls fan
@@ -165,9 +173,11 @@ func newShardedStepper(o *Options) (*shardedStepper, error) {
 var rngPath = gomlxmodel.JoinPath("/", gomlxmodel.RNGStateVariableName)
 
 // gradGraph: inputs are the shard's first row in the full batch (int32 scalar), a placeholder
-// whose length is the full batch's number of rows, then the shard's inputs; outputs are the loss,
-// the RNG state after the micro-batch's draws (from the store's state, read only) and the
-// gradient of every trainable model variable. It changes no variable.
+// whose length is the full batch's number of rows, then the shard's inputs (s.dataInputs of them),
+// then optionally the keep masks of its dropouts (made on the host); outputs are the loss, the RNG
+// state after the micro-batch's draws (from the store's state, read only; unchanged with masks)
+// and the gradient of every trainable model variable. It changes no variable, and it leaves the
+// graph's dropouts in s.lastDraws.
 func (s *shardedStepper) gradGraph(root *gomlxmodel.Scope, inputs []*graph.Node) []*graph.Node {
 	g := inputs[0].Graph()
 	store := root.Store()
@@ -175,7 +185,14 @@ func (s *shardedStepper) gradGraph(root *gomlxmodel.Scope, inputs []*graph.Node)
 	stream := &layers.ShardStream{State: store.GetVariable(rngPath).NodeValue(g), Offset: inputs[0], FullRows: inputs[1].Shape().Dimensions[0]}
 	defer layers.BindShardStream(g, stream)()
 	inputs = inputs[2:]
+	if masks := inputs[s.dataInputs:]; len(masks) > 0 {
+		stream.Masks = masks
+	}
+	inputs = inputs[:s.dataInputs]
 	loss := s.o.Loss(store.Scope(model.ModelScope), inputs)
+	if stream.Masks != nil && len(stream.Draws) != len(stream.Masks) {
+		panic(fmt.Sprintf("training: the shard graph has %d dropouts but was given %d masks", len(stream.Draws), len(stream.Masks)))
+	}
 	if loss.Rank() != 0 {
 		panic(fmt.Sprintf("training: LossFn must return a scalar, got shape %s", loss.Shape()))
 	}
@@ -191,6 +208,7 @@ func (s *shardedStepper) gradGraph(root *gomlxmodel.Scope, inputs []*graph.Node)
 		}
 	}
 	s.mu.Lock()
+	s.lastDraws = stream.Draws
 	if s.vars == nil {
 		s.vars = vars
 	} else if !sameVars(s.vars, vars) {
@@ -240,6 +258,13 @@ func (s *shardedStepper) applyGraph(root *gomlxmodel.Scope, inputs []*graph.Node
 }
 
 // step runs one optimizer step over the micro-batches of group.
+//
+// Dropout: the first time a shard's input shapes are seen, its graph draws the full batch's
+// dropout masks from the RNG state and keeps its rows (layers.Dropout), and building it records
+// the draws. From then on the masks are made on the host from the same state by the same rule
+// (layers.DropoutKeepMasks, the same values) and passed in, each shard getting its rows: the Go
+// backend's generator fills byte by byte and every shard drew the full batch's masks, ~10% of a
+// tracker step.
 func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 	type result struct {
 		outs []*tensors.Tensor
@@ -248,7 +273,12 @@ func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 	var coefs []float32
 	var sets []any
 	var lossSum float64
-	var owned []*tensors.Tensor // outputs to release after the update
+	var owned []*tensors.Tensor // outputs and masks to release after the update
+	defer func() {
+		for _, t := range owned {
+			_ = t.FinalizeAll()
+		}
+	}()
 	for _, b := range group {
 		shards, err := s.o.Split(b, s.o.Shards)
 		if err != nil {
@@ -264,20 +294,35 @@ func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 			}
 			total += shards[i].Weight
 		}
+		s.dataInputs = len(shards[0].Inputs)
 		results := make([]result, len(shards))
 		args := make([][]any, len(shards))
-		keys := make([]string, len(shards))
-		compiled := true
+		keys := make([]string, len(shards))     // the shard graphs' input shapes, masks included
+		baseKeys := make([]string, len(shards)) // without masks: what the dropouts are recorded by
 		placeholder := make([]uint8, b.Examples)
 		offset := 0
 		for i, sh := range shards {
+			if len(sh.Inputs) != s.dataInputs {
+				return 0, fmt.Errorf("training: shard %d has %d inputs, shard 0 has %d", i, len(sh.Inputs), s.dataInputs)
+			}
 			args[i] = append([]any{int32(offset), placeholder}, sh.Inputs...)
 			offset += sh.Examples
-			keys[i] = shapeKey(args[i])
-			compiled = compiled && s.seen[keys[i]]
+			baseKeys[i] = shapeKey(args[i])
 		}
 		if offset != b.Examples {
 			return 0, fmt.Errorf("training: Split returned shards of %d examples in all, the batch has %d", offset, b.Examples)
+		}
+		newState, hostMasks, err := s.hostMasks(shards, baseKeys, args)
+		if err != nil {
+			return 0, err
+		}
+		compiled := true
+		for i := range shards {
+			keys[i] = shapeKey(args[i])
+			compiled = compiled && s.seen[keys[i]]
+			for _, m := range args[i][2+s.dataInputs:] {
+				owned = append(owned, m.(*tensors.Tensor))
+			}
 		}
 		run := func(i int) {
 			results[i].outs, results[i].err = s.gradExec.Call(args[i]...)
@@ -292,8 +337,12 @@ func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 		} else {
 			// New shapes build graphs (and maybe variables) in the store: one at a time.
 			for i := range shards {
+				s.lastDraws = nil
 				run(i)
 				s.seen[keys[i]] = true
+				if !hostMasks && s.lastDraws != nil && results[i].err == nil {
+					s.draws[baseKeys[i]] = s.lastDraws
+				}
 			}
 		}
 		var loss float64
@@ -309,13 +358,17 @@ func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 			}
 			owned = append(owned, r.outs[0])
 			owned = append(owned, r.outs[2:]...)
-			if i > 0 {
+			if i > 0 || hostMasks {
 				owned = append(owned, r.outs[1])
 			}
 		}
 		// Every shard made the same draws: advance the store's RNG as the unsharded step would,
 		// before the next micro-batch.
-		if err := s.o.Store.GetVariable(rngPath).SetValue(results[0].outs[1]); err != nil {
+		state := results[0].outs[1]
+		if hostMasks {
+			state = tensors.FromFlatDataAndDimensions(newState[:], 3)
+		}
+		if err := s.o.Store.GetVariable(rngPath).SetValue(state); err != nil {
 			return 0, fmt.Errorf("training: RNG state: %w", err)
 		}
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
@@ -326,10 +379,71 @@ func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
 	if err := s.apply(lr, coefs, sets); err != nil {
 		return 0, err
 	}
-	for _, t := range owned {
-		_ = t.FinalizeAll()
-	}
 	return lossSum / float64(len(group)), nil
+}
+
+// hostMasks appends to each shard's args the keep masks of its dropouts, made on the host from the
+// store's RNG state, when every shard's graph has been built once (its draws are recorded); it
+// returns the RNG state after the draws and whether it did.
+func (s *shardedStepper) hostMasks(shards []Batch, baseKeys []string, args [][]any) (state [3]uint64, ok bool, err error) {
+	var draws []layers.DropoutDraw
+	for i, key := range baseKeys {
+		d, known := s.draws[key]
+		if !known {
+			return state, false, nil
+		}
+		if i == 0 {
+			draws = d
+		}
+	}
+	if len(draws) == 0 {
+		return state, false, nil // nothing drawn: the graph is the same
+	}
+	v, err := s.o.Store.GetVariable(rngPath).Value()
+	if err != nil {
+		return state, false, fmt.Errorf("training: RNG state: %w", err)
+	}
+	flat := tensors.MustCopyFlatData[uint64](v)
+	if len(flat) != 3 {
+		return state, false, fmt.Errorf("training: RNG state has %d values, want 3", len(flat))
+	}
+	if len(s.maskBuf) < len(draws) {
+		s.maskBuf = append(s.maskBuf, make([][]float32, len(draws)-len(s.maskBuf))...)
+	}
+	masks := s.maskBuf[:len(draws)]
+	for j, d := range draws {
+		n := 1
+		for _, dim := range d.Dims {
+			n *= dim
+		}
+		if cap(masks[j]) < n {
+			masks[j] = make([]float32, n)
+		}
+		masks[j] = masks[j][:n]
+	}
+	state, err = layers.FillDropoutKeepMasks([3]uint64(flat), draws, masks)
+	if err != nil {
+		return state, false, err
+	}
+	offset := 0
+	for i, sh := range shards {
+		for j, d := range draws {
+			rowSize := len(masks[j]) / d.Dims[0]
+			dims := append([]int{sh.Examples}, d.Dims[1:]...)
+			t, err := tensors.FromShapeForBackend(s.o.Backend, 0, shapes.Make(dtypes.Float32, dims...))
+			if err != nil {
+				return state, false, fmt.Errorf("training: dropout mask: %w", err)
+			}
+			if err := t.MutableFlatData(func(f any) {
+				copy(f.([]float32), masks[j][offset*rowSize:(offset+sh.Examples)*rowSize])
+			}); err != nil {
+				return state, false, fmt.Errorf("training: dropout mask: %w", err)
+			}
+			args[i] = append(args[i], t)
+		}
+		offset += sh.Examples
+	}
+	return state, true, nil
 }
 
 // apply combines the gradient sets, clips and applies AdamW: on the host when the backend shares

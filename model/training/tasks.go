@@ -83,6 +83,8 @@ type Variant struct {
 	Task string
 	// Flags are added to the task's flags (e.g. --pretrained bound to tracker.pretrained).
 	Flags []TaskFlag
+	// Description is appended to the task's in --help (e.g. "with --pretrained DIR: ...").
+	Description string
 	// Applies reports whether the resolved config selects the variant.
 	Applies func(cfg *config.Config) bool
 	// Train trains the variant, as Task.Train.
@@ -132,6 +134,9 @@ func withVariants(t Task) Task {
 	}
 	t.Flags = slices.Clone(t.Flags)
 	for _, v := range vs {
+		if v.Description != "" {
+			t.Description += "; " + v.Description
+		}
 		for _, f := range v.Flags {
 			if !slices.ContainsFunc(t.Flags, func(g TaskFlag) bool { return g.Name == f.Name }) {
 				t.Flags = append(t.Flags, f)

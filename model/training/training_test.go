@@ -196,3 +196,42 @@ func variables(t *testing.T, store *gomlxmodel.Store) map[string][]float32 {
 	}
 	return out
 }
+
+// TestSavedLeavesOutVariables: Options.Saved keeps a model variable (here the bias, standing for a
+// frozen pretrained base) out of best/ and of the resume point, while the optimizer state stays.
+func TestSavedLeavesOutVariables(t *testing.T) {
+	dir := t.TempDir()
+	loop := toyLoop()
+	loop.Epochs = 1
+	o, _ := toyOptions(t, dir, loop)
+	const left = model.ModelScope + "/dense/bias"
+	o.Saved = func(p string) bool { return p != left }
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(BestDir, BestVariables), filepath.Join(StateDir, stateVariables)} {
+		ts, err := model.ReadTensors(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := ts[left]; ok {
+			t.Errorf("%s holds %s, which Saved leaves out", f, left)
+		}
+		if _, ok := ts[model.ModelScope+"/dense/weights"]; !ok {
+			t.Errorf("%s lacks the weights", f)
+		}
+	}
+	ts, err := model.ReadTensors(filepath.Join(dir, StateDir, stateVariables))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := 0
+	for name := range ts {
+		if len(name) > len(OptimizerScope) && name[:len(OptimizerScope)] == OptimizerScope {
+			opt++
+		}
+	}
+	if opt == 0 {
+		t.Error("the resume point has no optimizer state")
+	}
+}
