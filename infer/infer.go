@@ -218,6 +218,9 @@ type Options struct {
 	CopyChainBonus *float64
 	// WordRule (when not nil) overrides the checkpoint's summarizer.word_rule.
 	WordRule *bool
+	// SampleTemperature > 0 makes a pretrained summarizer sample its tokens (nucleus TopP) instead
+	// of searching; the from-scratch summarizer refuses it.
+	SampleTemperature, TopP float64
 	// Method, when set, is MethodTTS (the same as empty: Track-then-Sum), MethodSTT or MethodETE
 	// (the TracSum Table 6 variants, models from Model, or for stt from Summarizer and Tracker),
 	// or an end-to-end LLM method (llmmethods.Methods) run instead of a tracker and a summarizer,
@@ -303,6 +306,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 				return nil, err
 			}
 			break
+		}
+		if o.SampleTemperature > 0 {
+			return nil, fmt.Errorf("--sample-temperature applies to a pretrained summarizer (train --pretrained), not to %s", o.Summarizer)
 		}
 		s, err := summarizer.Load(o.Summarizer)
 		if err != nil {
@@ -394,6 +400,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 // (train --task summarizer --pretrained), with its decoding settings and o's overrides, and
 // returns the aspect set to read the input with.
 func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
+	if o.MinLenRatio != nil || o.CopyChainBonus != nil || o.WordRule != nil {
+		return "", fmt.Errorf("--min-length-ratio, --copy-chain-bonus and --word-rule apply to the from-scratch summarizer, not to %s (a fine-tuned pretrained model)", o.Summarizer)
+	}
 	s, err := pretrained.LoadSummarizer(o.Summarizer)
 	if err != nil {
 		return "", err
@@ -404,6 +413,9 @@ func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspect
 	case !cfg.Infer.FullContext && s.Meta.FullContext:
 		fmt.Fprintf(log, "infer: summarizer %s was trained with the full abstract as context: using TTS (+) f\n", o.Summarizer)
 		p.FullContext = true
+	}
+	if o.SampleTemperature > 0 {
+		s.Gen.Temperature, s.Gen.TopP = o.SampleTemperature, o.TopP
 	}
 	p.Summarizer = s
 	p.Decode = s.DecodeOptions()

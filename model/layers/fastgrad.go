@@ -232,11 +232,33 @@ func LayerNorm(x, gain, offset *Node, epsilon float64) *Node {
 	return withGradient(y, NodeTypeFusedLayerNorm, func(node, v *Node) []*Node {
 		x, gain := node.Inputs()[0], node.Inputs()[1]
 		v2 := Reshape(v, n, d)
-		xhat, rstd := normalize(Reshape(x, n, d))
-		g := Mul(v2, expandRows(gain, n))
-		dx := normGrad(xhat, rstd, g)
-		return []*Node{Reshape(dx, x.Shape().Dimensions...), sumRows(Mul(v2, xhat)), sumRows(v2)}
+		dx, dgain := layerNormGrad(Reshape(x, n, d), gain, v2, epsilon)
+		return []*Node{Reshape(dx, x.Shape().Dimensions...), dgain, sumRows(v2)}
 	})
+}
+
+// layerNormGrad returns the gradients of LayerNorm with respect to x [n, d] and the gain, given v
+// = dL/dy [n, d]. With xc = x - mean(x), r = 1/σ (per row) and g = v · gain,
+//
+//	dx = r (g - mean(g) - x̂ mean(g x̂)) = v ∘ (r ⊗ gain) + xc ∘ k2 + k1,
+//	k1 = -r (v·gain)/d,  k2 = -r³ ((v ∘ xc)·gain)/d   (per row),
+//	dgain = Σ_rows v ∘ x̂ = rᵀ (v ∘ xc),
+//
+// where the row sums and the outer product r ⊗ gain are products (skinny matmuls), leaving seven
+// elementwise passes over [n, d] (normGrad's form takes ten).
+func layerNormGrad(x, gain, v *Node, epsilon float64) (dx, dgain *Node) {
+	n, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	xc := Sub(x, expandLast(meanLast(x), d))
+	r := Rsqrt(AddScalar(meanLast(Mul(xc, xc)), epsilon)) // [n, 1]
+	q := Mul(v, xc)
+	gainCol := Reshape(gain, d, 1)
+	rowDot := func(a *Node) *Node { return DotGeneral(a, []int{1}, nil, gainCol, []int{0}, nil) } // [n, 1]
+	k1 := MulScalar(Mul(r, rowDot(v)), -1/float64(d))
+	k2 := MulScalar(Mul(Mul(Mul(r, r), r), rowDot(q)), -1/float64(d))
+	outer := DotGeneral(r, []int{1}, nil, Reshape(gain, 1, d), []int{0}, nil) // [n, d]
+	dx = Add(Add(Mul(v, outer), Mul(xc, expandLast(k2, d))), expandLast(k1, d))
+	dgain = Reshape(DotGeneral(Reshape(r, 1, n), []int{1}, nil, q, []int{0}, nil), d)
+	return dx, dgain
 }
 
 // sumLast is the sum of v [n, d] over its last axis, [n, 1], as a product with ones.
@@ -411,18 +433,14 @@ func mergeHeadsFast(x *Node, plain bool) *Node {
 	return Reshape(transposeKeepLast(x, plain, 0, 2, 1, 3), batch*seq, heads*dh)
 }
 
-// softmaxGrad is the gradient of p = softmax(s) over the last axis given v = dL/dp, times scale:
-// scale · p · (v - Σ_last v·p), the sum as a product with ones.
-func softmaxGrad(p, v *Node, scale float64) *Node {
+// softmaxGrad is the gradient of p = softmax(s) over the last axis given v = dL/dp:
+// p · (v - Σ_last v·p), the sum as a product with ones.
+func softmaxGrad(p, v *Node) *Node {
 	dims := p.Shape().Dimensions
 	d := dims[len(dims)-1]
 	n := p.Shape().Size() / d
 	p2, v2 := Reshape(p, n, d), Reshape(v, n, d)
-	ds := Mul(p2, Sub(v2, expandLast(sumLast(Mul(v2, p2)), d)))
-	if scale != 1 {
-		ds = MulScalar(ds, scale)
-	}
-	return Reshape(ds, dims...)
+	return Reshape(Mul(p2, Sub(v2, expandLast(sumLast(Mul(v2, p2)), d))), dims...)
 }
 
 // SelfAttention is multi-head self-attention of x [B, S, d] with the fused projection wqkv
@@ -455,19 +473,25 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 			}
 			return Slice(w, AxisRange(), AxisRange(part*d, (part+1)*d))
 		}
-		proj := func(in *Node, part, rows, pos int) *Node { // [rows·pos, d] -> [B, H, pos, dh]
-			y := Dense(in, col(wqkv, part), col(bqkv, part), activation.TypeNone)
-			return splitHeadsFast(Reshape(y, rows, pos, d), heads, plain)
+		// The queries' part of the projection is scaled by 1/√dh (a few thousand weights) instead
+		// of the scores.
+		proj := func(in *Node, part int) *Node {
+			w, b := col(wqkv, part), col(bqkv, part)
+			if part == 0 {
+				w, b = MulScalar(w, scale), MulScalar(b, scale)
+			}
+			return Dense(in, w, b, activation.TypeNone)
 		}
+		split := func(y *Node) *Node { return splitHeadsFast(Reshape(y, batch, seq, d), heads, plain) } // [B, H, S, dh]
 		if firstOnly {
 			first := Reshape(Slice(Reshape(x, batch, seq, d), AxisRange(), AxisElem(0)), batch, d)
-			q = Reshape(Dense(first, col(wqkv, 0), col(bqkv, 0), activation.TypeNone), batch, heads, 1, dh) // one position: a reshape
+			q = Reshape(proj(first, 0), batch, heads, 1, dh) // one position: a reshape
 		} else {
-			q = proj(x2, 0, batch, seq)
+			q = split(proj(x2, 0))
 		}
-		k = proj(x2, 1, batch, seq)
-		val = proj(x2, 2, batch, seq)
-		scores := MulScalar(AttentionScores(q, k), scale)
+		k = split(proj(x2, 1))
+		val = split(proj(x2, 2))
+		scores := AttentionScores(q, k)
 		if keyBias != nil {
 			scores = Add(scores, expandBias(keyBias, scores.Shape().Dimensions))
 		}
@@ -493,10 +517,12 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 		}
 		dp := DotGeneral(do, []int{3}, []int{0, 1}, val, []int{3}, []int{0, 1}) // [B, H, nq, S]
 		dval := tokenContraction(p, do)                                         // [B, H, S, dh]
-		ds := softmaxGrad(p, dp, scale)
-		dq := DotGeneral(ds, []int{3}, []int{0, 1}, k, []int{2}, []int{0, 1}) // [B, H, nq, dh]
+		ds := softmaxGrad(p, dp)
 		dk := tokenContraction(ds, q)
-		dkm, dvm := mergeHeadsFast(dk, false), mergeHeadsFast(dval, false) // [n, d]
+		// The gradient with respect to the scaled queries, times the scale: the gradient of the
+		// unscaled projection's output.
+		dq := MulScalar(DotGeneral(ds, []int{3}, []int{0, 1}, k, []int{2}, []int{0, 1}), scale) // [B, H, nq, dh]
+		dkm, dvm := mergeHeadsFast(dk, false), mergeHeadsFast(dval, false)                      // [n, d]
 		var dqm *Node
 		if firstOnly {
 			// The query gradient lives on the first position only: zeros elsewhere, so that one

@@ -3,6 +3,7 @@ package pretrained_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -339,5 +340,71 @@ func TestEncoderTrackerTrainInfer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEncoderTrackerResume interrupts a pretrained run (Ctrl-C) after its first step, reruns it,
+// and checks that it resumes at step 2 and ends with the adapters of an uninterrupted run, bit for
+// bit; the resume point holds no base weight.
+func TestEncoderTrackerResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model three times (~5 s)")
+	}
+	cfg, data, _ := setup(t)
+	bert := filepath.Join(t.TempDir(), "bert")
+	if err := randsnap.WriteEncoder(bert, randsnap.Encoder{Vocab: 120, Hidden: 16, Layers: 1, Heads: 2, Intermediate: 32, Pooler: true, Seed: 6}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tracker.Pretrained = bert
+	cfg.Tracker.LoRA.Rank, cfg.Tracker.LoRA.Alpha = 2, 4
+	loop(&cfg.Tracker.Train)
+	whole := filepath.Join(t.TempDir(), "whole")
+	trainTask(t, "tracker", cfg, data, whole)
+
+	cut := filepath.Join(t.TempDir(), "cut")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pretrained.SetAfterStep(func(step int) {
+		if step == 1 {
+			cancel()
+		}
+	})
+	task, _ := training.LookupTask("tracker")
+	err := task.Train(ctx, cfg, training.Request{Data: data, Out: cut, Log: testLog()})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: err %v, want context.Canceled", err)
+	}
+	var first int
+	pretrained.SetAfterStep(func(step int) {
+		if first == 0 {
+			first = step
+		}
+	})
+	defer pretrained.SetAfterStep(nil)
+	trainTask(t, "tracker", cfg, data, cut)
+	if first != 2 {
+		t.Errorf("resumed run's first step %d, want 2", first)
+	}
+	state, err := model.ReadTensors(filepath.Join(cut, checkpoint.StateDir, "variables.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range state {
+		if strings.HasPrefix(name, encoder.BaseScope) {
+			t.Fatalf("the resume point holds base weight %s", name)
+		}
+	}
+	a, err := model.ReadTensors(checkpoint.BestWeights(whole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := model.ReadTensors(checkpoint.BestWeights(cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ta := range a {
+		if !slices.Equal(flat(ta), flat(b[name])) {
+			t.Errorf("%s differs between the resumed and the uninterrupted run", name)
+		}
 	}
 }

@@ -241,3 +241,40 @@ func TestAspectNames(t *testing.T) {
 		t.Errorf("PCoA AE: %q", got)
 	}
 }
+
+// TestOtherFamiliesAnswerTurn: the answer turn and the Yes/No token are found with the real
+// Qwen3 (chatml, with its empty <think> block) and Gemma 3 templates too, when fetched.
+func TestOtherFamiliesAnswerTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads two large tokenizers (~8 s)")
+	}
+	for _, tc := range []struct{ family, end string }{{"qwen3", "<|im_end|>"}, {"gemma3", "<end_of_turn>"}} {
+		t.Run(tc.family, func(t *testing.T) {
+			dir := filepath.Join(filepath.Dir(llamaDir), tc.family)
+			if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+				t.Skipf("%s is absent (fetch it with tools/hftokenizer/fetch.sh)", dir)
+			}
+			c, err := LoadChat(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end, ok := c.single(tc.end); !ok || !slices.Contains(c.Stop, end) {
+				t.Errorf("stop ids %v lack %s", c.Stop, tc.end)
+			}
+			yn, err := findYesNo(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if y := c.Tok.Decode([]int{int(yn.Yes)}); !strings.Contains(y, "Yes") {
+				t.Errorf("yes token %q", y)
+			}
+			_, turn, err := c.Answer(SummarizerMessages(dataset.AspectSetTracSum, "a", []string{"x"}, nil), SummarizerAnswer("S."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Tok.Decode(int32sToInts(turn)); !strings.Contains(got, "Summary: S."+tc.end) {
+				t.Errorf("answer turn %q", got)
+			}
+		})
+	}
+}

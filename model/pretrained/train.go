@@ -42,6 +42,9 @@ type Report struct {
 	Dev            map[string]float64 `json:"dev"`
 }
 
+// afterStep, when set (by tests), is called after each optimizer step of a training run.
+var afterStep func(step int)
+
 // session is what both tasks set up before training: the locked output, the backend, the base
 // snapshot and its chat.
 type session struct {
@@ -137,6 +140,11 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 		Select:   sel,
 		Minimize: minimize,
 		Saved:    m.Trained,
+		AfterStep: func(step int) {
+			if afterStep != nil {
+				afterStep(step)
+			}
+		},
 	})
 	if err != nil {
 		return nil, err

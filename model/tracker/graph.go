@@ -135,7 +135,10 @@ func EmbeddingsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node
 	tokens := Gather(tok, ExpandAxes(ids, -1))                           // [B, T, d]
 	aspects := Reshape(Gather(asp, ExpandAxes(aspect, -1)), batch, 1, d) // [B, 1, d]
 	x = Concatenate([]*Node{aspects, tokens}, 1)
-	x = Add(x, ExpandAxes(Slice(posEmb, AxisRange(0, seq)), 0))
+	// The positions repeated over the batch as one matrix (its gradient a product with ones), so
+	// that the addition runs on operands of one shape (see model/layers).
+	pos := layers.BroadcastRows(Reshape(Slice(posEmb, AxisRange(0, seq)), seq*d), batch)
+	x = Add(x, Reshape(pos, batch, seq, d))
 	x = layerVars.LayerNorm(scope.In("norm"), x)
 	x = layers.Dropout(scope, x, hp.Dropout)
 	mask = Concatenate([]*Node{Ones(g, shapes.Make(dtypes.Bool, batch, 1)), NotEqual(ids, ZerosLike(ids))}, 1)

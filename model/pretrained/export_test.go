@@ -1,0 +1,4 @@
+package pretrained
+
+// SetAfterStep lets the external tests interrupt a training run after a given step.
+func SetAfterStep(f func(step int)) { afterStep = f }
