@@ -11,7 +11,7 @@ CMDS    := prepare train infer eval serve export
 # Binaries are prefixed: a binary named `eval` would be shadowed by the shell builtin.
 BINS    := $(addprefix $(BIN)/tracksum-,$(CMDS))
 
-.PHONY: all build test vet fmt-check demo bench crashtest clean fuzz
+.PHONY: all build test vet fmt-check demo pretrained-demo bench crashtest clean fuzz
 
 # DATA=path/to/tracsum.jsonl runs the demo on real data with the default config; CONFIG=... picks a profile.
 DATA   ?=
@@ -41,6 +41,16 @@ test: fmt-check vet
 
 demo: build
 	DATA="$(DATA)" CONFIG="$(or $(CONFIG),configs/default.yaml)" OUT="$(OUT)" ./scripts/demo.sh
+
+# --pretrained end to end on a tiny random Llama snapshot (about 1-2 minutes on 2 cores; not part of
+# `make test`): train (LoRA and full), infer, eval, export, and the independent adapter check.
+pretrained-demo: build $(BIN)/randsnap
+	OUT="$(or $(filter-out runs/demo,$(OUT)),runs/pretrained-demo)" ./scripts/pretrained-demo.sh
+
+# A tool, not a tracksum command: writes random Hugging Face snapshots (tools/randsnap).
+$(BIN)/randsnap: FORCE
+	@mkdir -p $(BIN)
+	$(GO) build -o $@ ./tools/randsnap
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...

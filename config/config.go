@@ -119,6 +119,9 @@ func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string
 	if err := checkEnv(os.Environ(), v.GetString); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if err := checkTextFlags(flags, flagKeys); err != nil {
+		return nil, err
+	}
 	var cfg Config
 	err := v.UnmarshalExact(&cfg, func(dc *mapstructure.DecoderConfig) {
 		dc.ErrorUnused = true
@@ -136,6 +139,31 @@ func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return &cfg, nil
+}
+
+// checkTextFlags checks the flags given as text for typed keys (tracksum-train's task flags are
+// strings, e.g. --lora-rank for tracker.lora.rank) as checkEnv checks the environment, so that a
+// bad value is one line naming the flag rather than the decoder's message about "defaults".
+func checkTextFlags(flags *pflag.FlagSet, flagKeys map[string]string) error {
+	leaves := map[string]reflect.Value{}
+	leafKeys("", reflect.ValueOf(Default()), leaves)
+	for _, name := range slices.Sorted(maps.Keys(flagKeys)) {
+		f, leaf := flags.Lookup(name), leaves[flagKeys[name]]
+		if f == nil || !f.Changed || f.Value.Type() != "string" || !leaf.IsValid() || leaf.Kind() == reflect.String {
+			continue
+		}
+		target := reflect.New(leaf.Type())
+		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+			Result: target.Interface(), WeaklyTypedInput: true, DecodeHook: decodeHook(),
+		})
+		if err == nil {
+			err = dec.Decode(f.Value.String())
+		}
+		if err != nil {
+			return fmt.Errorf("config: --%s (%s): cannot use %q as %s", name, flagKeys[name], f.Value.String(), leaf.Type())
+		}
+	}
+	return nil
 }
 
 // setDefaults registers every leaf of the default config as a viper default, so that each key can be

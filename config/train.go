@@ -36,8 +36,9 @@ type TrainLoop struct {
 	EvalEvery int `mapstructure:"eval_every" yaml:"eval_every"`
 	// Patience stops training after this many evaluations without a better dev score; 0 disables it.
 	Patience int `mapstructure:"patience" yaml:"patience"`
-	// Devices is the number of accelerator devices the batch is split over (data parallelism by
-	// GoMLX's distributed execution); 1 = one device. BatchSize is the global micro-batch.
+	// Devices is the number of accelerator devices the batch would be split over (data parallelism
+	// by GoMLX's distributed execution); 1 = one device, the only count implemented: the training
+	// loop refuses more (training.CheckDevices). BatchSize is the global micro-batch.
 	Devices int `mapstructure:"devices" yaml:"devices"`
 }
 

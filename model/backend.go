@@ -50,9 +50,11 @@ var (
 //   - otherwise "xla:cpu" when the xla backend is compiled in and a CPU PJRT plugin is installed;
 //   - otherwise the pure-Go backend (GoBackendConfig).
 //
-// It never downloads a plugin: GOMLX_NO_AUTO_INSTALL is set before any xla backend is created.
+// It never downloads a plugin: go-xla's auto-install is switched off before any xla backend is
+// created (the GOMLX_NO_AUTO_INSTALL variable alone only works when set before the program starts).
 func Backend() (compute.Backend, string, error) {
 	backendOnce.Do(func() {
+		disableXLAAutoInstall()
 		if _, set := os.LookupEnv("GOMLX_NO_AUTO_INSTALL"); !set {
 			os.Setenv("GOMLX_NO_AUTO_INSTALL", "1")
 		}

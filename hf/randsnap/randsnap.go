@@ -191,10 +191,13 @@ func WriteDecoder(dir string, d Decoder) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("randsnap: %w", err)
 	}
-	if err := writeJSON(filepath.Join(dir, "config.json"), d.config()); err != nil {
+	cfg := d.config()
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return err
 	}
-	gen := map[string]any{"bos_token_id": bosID, "eos_token_id": eosID, "do_sample": false}
+	// The same special ids as config.json (Extra may set a real tokenizer's), so that transformers'
+	// generate() on this snapshot or its export stops where tracksum does.
+	gen := map[string]any{"bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"], "do_sample": false}
 	if err := writeJSON(filepath.Join(dir, "generation_config.json"), gen); err != nil {
 		return err
 	}

@@ -156,8 +156,12 @@ func TestFastGradients(t *testing.T) {
 			gomlxF: func(in []*Node) *Node { return Einsum("bhqk,bhkd->bhqd", in[0], in[1]) },
 		},
 	}
-	for _, firstOnly := range []bool{false, true} {
-		const batch, seq, d, heads = 2, 5, 8, 2
+	for _, c := range []struct {
+		seq       int
+		firstOnly bool
+	}{{5, false}, {5, true}, {20, false}} { // 20 positions: the keys-first products
+		firstOnly, seq := c.firstOnly, c.seq
+		const batch, d, heads = 2, 8, 2
 		tests = append(tests, struct {
 			desc   string
 			dims   [][]int
@@ -166,7 +170,7 @@ func TestFastGradients(t *testing.T) {
 			relMax bool
 		}{
 			relMax: true,
-			desc:   fmt.Sprintf("self-attention block, first position only %v", firstOnly),
+			desc:   fmt.Sprintf("self-attention block, %d positions, first position only %v", seq, firstOnly),
 			dims:   [][]int{{batch, seq, d}, {d, 3 * d}, {3 * d}, {d, d}, {d}, {batch, map[bool]int{false: seq, true: 1}[firstOnly], d}},
 			fast: func(in []*Node) *Node {
 				return SelfAttention(in[0], keyBiasConst(in[0].Graph(), batch, seq), in[1], in[2], in[3], in[4], heads, firstOnly)

@@ -59,15 +59,20 @@ type session struct {
 	set     string
 }
 
-// begin locks req.Out, checks the settings that no model supports (several devices), opens the
-// snapshot dir and its chat, and reads the aspect set of the prepared data.
+// begin opens the backend and refuses train.devices > 1 (training.CheckDevices) before anything
+// large is read, then locks req.Out, opens the snapshot dir and its chat, and reads the aspect set
+// of the prepared data.
 func begin(cfg *config.Config, req training.Request, task, dir string, loop config.TrainLoop) (*session, error) {
 	log := req.Log
 	if log == nil {
 		log = os.Stderr
 	}
-	if loop.Devices > 1 {
-		return nil, fmt.Errorf("%s.train.devices %d: training a pretrained model on several devices is not implemented yet (GoMLX's distributed execution is not wired into the training loop); use 1", task, loop.Devices)
+	backend, bname, err := model.Backend()
+	if err != nil {
+		return nil, err
+	}
+	if err := training.CheckDevices(task+".train.devices", loop.Devices, backend, bname); err != nil {
+		return nil, err
 	}
 	man, err := dataset.ReadManifest(req.Data)
 	if err != nil {
@@ -81,13 +86,10 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cfg: cfg, req: req, log: log, lock: lock, snap: snap, set: man.AspectSet}
+	s := &session{cfg: cfg, req: req, log: log, lock: lock, backend: backend, bname: bname, snap: snap, set: man.AspectSet}
 	fail := func(err error) (*session, error) {
 		lock.Release()
 		return nil, err
-	}
-	if s.backend, s.bname, err = model.Backend(); err != nil {
-		return fail(err)
 	}
 	if slices.Contains(config.EncoderModelTypes, snap.ModelType) {
 		if task != TaskTracker {

@@ -14,6 +14,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -159,6 +160,17 @@ func Command() cli.Command {
 			cfg, err := cli.LoadConfig(fs, keys)
 			if err != nil {
 				return err
+			}
+			// A variant's own flag (e.g. --head, --lora-rank of --pretrained) would be ignored
+			// silently when the variant does not apply: refuse it instead.
+			if _, variant := training.ActiveVariant(task.Name, cfg); !variant {
+				only := training.VariantOnly(task.Name)
+				for _, name := range slices.Sorted(maps.Keys(only)) {
+					if v, _ := fs.GetString(name); fs.Changed(name) && v != "" {
+						when, _, _ := strings.Cut(only[name], ":")
+						return cli.Usagef("--%s applies to --task %s %s only", name, task.Name, when)
+					}
+				}
 			}
 			req := training.Request{Data: data, Out: out, Log: os.Stderr}
 			req.AllowChangedConfig, _ = fs.GetBool("allow-changed-config")

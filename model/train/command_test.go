@@ -39,7 +39,8 @@ func init() {
 	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-pipe", Models: []string{"p", "q"}, DefaultModel: "p",
 		DefaultDevShare: 0.3, Run: record("toy-pipe cv")})
 	// A variant, as model/pretrained's --pretrained: the same --task, chosen by a config key.
-	training.RegisterVariant(training.Variant{Task: "toy-track", Flags: []training.TaskFlag{{Name: "pretrained", Key: "tracker.pretrained", Usage: "toy"}},
+	training.RegisterVariant(training.Variant{Task: "toy-track", Flags: []training.TaskFlag{{Name: "pretrained", Key: "tracker.pretrained", Usage: "toy"},
+		{Name: "lora-rank", Key: "tracker.lora.rank", Usage: "toy"}}, Description: "with --pretrained DIR: toy",
 		Applies: func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" }, Train: record("toy-track pretrained")})
 }
 
@@ -118,6 +119,17 @@ func TestCommand(t *testing.T) {
 			}},
 		{desc: "variant's flag on another task", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--pretrained", "snap"}, usage: "--pretrained applies to --task toy-track"},
 		{desc: "variant refuses cross-validation", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", "snap", "--folds", "3"}, usage: "not a --pretrained one"},
+		{desc: "variant's typed flag", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", "snap", "--lora-rank", "0"}, task: "toy-track pretrained",
+			check: func(t *testing.T) {
+				if got.cfg.Tracker.LoRA.Rank != 0 || got.cfg.Summarizer.LoRA.Rank != def.Summarizer.LoRA.Rank {
+					t.Errorf("tracker.lora.rank %d summarizer.lora.rank %d", got.cfg.Tracker.LoRA.Rank, got.cfg.Summarizer.LoRA.Rank)
+				}
+			}},
+		{desc: "variant's typed flag, bad value", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", "snap", "--lora-rank", "x"},
+			err: `--lora-rank (tracker.lora.rank): cannot use "x" as int`},
+		{desc: "variant's flag without the variant", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--lora-rank", "0"},
+			usage: "--lora-rank applies to --task toy-track with --pretrained DIR only"},
+		{desc: "variant's key set empty", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", ""}, task: "toy-track"},
 		{desc: "training error", args: []string{"--task", "toy-sum", "--data", "fail", "--out", "o"}, task: "toy-sum", err: "no shards"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

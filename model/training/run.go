@@ -77,6 +77,10 @@ func setup(ctx context.Context, o Options) (*trainRun, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	// Every model's loop runs on one device; the pretrained tasks refuse earlier, naming their key.
+	if err := CheckDevices("train.devices", o.Loop.Devices, o.Backend, ""); err != nil {
+		return nil, fmt.Errorf("training: %w", err)
+	}
 	log := o.Log
 	if log == nil {
 		log = os.Stderr

@@ -125,6 +125,25 @@ func ActiveVariant(task string, cfg *config.Config) (Variant, bool) {
 	return Variant{}, false
 }
 
+// VariantOnly returns, for each flag that only the variants of task add (not the task itself),
+// the description of the first variant adding it: a flag such as --head means nothing unless its
+// variant applies (tracksum-train refuses it then).
+func VariantOnly(task string) map[string]string {
+	registry.Lock()
+	defer registry.Unlock()
+	own := registry.tasks[task].Flags
+	out := map[string]string{}
+	for _, v := range registry.variants[task] {
+		for _, f := range v.Flags {
+			_, seen := out[f.Name]
+			if !seen && !slices.ContainsFunc(own, func(g TaskFlag) bool { return g.Name == f.Name }) {
+				out[f.Name] = v.Description
+			}
+		}
+	}
+	return out
+}
+
 // withVariants returns t with its variants' flags, and a Train that runs the variant cfg selects
 // (else t's own). The registry's lock is held.
 func withVariants(t Task) Task {

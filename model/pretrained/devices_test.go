@@ -1,0 +1,49 @@
+package pretrained_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// TestDevicesRefused: train.devices > 1 is refused by both tasks in one line that names the key,
+// the backend and its device count, and points at the docs, before the snapshot is read or the
+// output created.
+func TestDevicesRefused(t *testing.T) {
+	backend, name, err := model.Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range []string{"tracker", "summarizer"} {
+		t.Run(task, func(t *testing.T) {
+			cfg, data, llm := setup(t)
+			cfg.Tracker.Pretrained, cfg.Summarizer.Pretrained = llm, llm
+			cfg.Tracker.Train.Devices, cfg.Summarizer.Train.Devices = 2, 2
+			out := filepath.Join(t.TempDir(), "ck")
+			tt, _ := training.LookupTask(task)
+			err := tt.Train(context.Background(), cfg, training.Request{Data: data, Out: out, Log: testLog()})
+			if err == nil {
+				t.Fatal("devices 2 was accepted")
+			}
+			msg := err.Error()
+			t.Log(msg)
+			for _, want := range []string{task + ".train.devices 2: ", fmt.Sprintf("backend %q has %d device", name, backend.NumDevices()), training.DevicesDoc} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q lacks %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error is not one line: %q", msg)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("the refused run created %s (%v)", out, err)
+			}
+		})
+	}
+}
