@@ -57,7 +57,9 @@ func BindShardStream(g *Graph, s *ShardStream) (unbind func()) {
 // by 1/(1-rate); outside training, or with rate <= 0, it returns x. It is the one dropout of the
 // models: GoMLX's layers.DropoutStatic in an ordinary graph, and in the gradient graph of a
 // sharded step (BindShardStream; axis 0 of x must then be the examples) the full batch's mask,
-// drawn exactly as the unsharded step draws it, restricted to the shard's rows.
+// drawn exactly as the unsharded step draws it, restricted to the shard's rows (or that mask made
+// on the host and given to the graph, ShardStream.Masks), times the scale (up to float rounding,
+// the unsharded x/(1-rate)).
 func Dropout(scope *model.Scope, x *Node, rate float64) *Node {
 	g := x.Graph()
 	if rate <= 0 || !scope.IsTraining(g) {

@@ -470,8 +470,8 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 	x2 := Reshape(x, n, d)
 	// The Go backend's kernels for a product contracted on the last axis of both operands
 	// (q·kᵀ, dL/do·vᵀ) are 2-4x slower than with the right operand's contracted axis first when
-	// there are 17 to 40 keys: there the keys and the values are also transposed, ([B, H, dh,
-	// S]), for those two products.
+	// there are 17 to 40 keys (measured): there the keys and the values are also transposed to
+	// [B, H, dh, S] for those two products.
 	keysFirst := !firstOnly && seq >= 17 && seq < 48
 	// Forward values the gradient reuses.
 	var q, k, val, p, merged *Node
@@ -549,9 +549,10 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 			// The query gradient lives on the first position only: zeros elsewhere, so that one
 			// product gives the gradients of all three parts.
 			dq0 := Reshape(dq, batch, 1, d)
-			dqm = Reshape(Concatenate([]*Node{dq0, Zeros(v.Graph(), shapes.Make(v.DType(), batch, seq-1, d))}, 1), n, d)
 			if seq == 1 {
 				dqm = Reshape(dq0, n, d)
+			} else {
+				dqm = Reshape(Concatenate([]*Node{dq0, Zeros(v.Graph(), shapes.Make(v.DType(), batch, seq-1, d))}, 1), n, d)
 			}
 		} else {
 			dqm = mergeHeadsFast(dq, false)

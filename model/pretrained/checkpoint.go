@@ -98,6 +98,9 @@ func prepareDir(outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.
 		if err != nil {
 			return err
 		}
+		if old.Task != meta.Task {
+			return fmt.Errorf("%w: %s holds a pretrained %s checkpoint, not a %s one; use another --out", training.ErrResume, outDir, old.Task, meta.Task)
+		}
 		if err := training.CheckConfig(outDir, checkpoint.ConfigFile, cfg, meta.Task, allowChanged, log); err != nil {
 			return err
 		}

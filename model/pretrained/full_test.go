@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
@@ -12,6 +13,7 @@ import (
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/training"
 )
 
 // TestCausalLMFullFineTuning: lora.rank 0 on the random Llama snapshot (generative tracker), end to
@@ -84,5 +86,14 @@ func TestCausalLMFullFineTuning(t *testing.T) {
 		if !slices.Equal(flat(merged[name]), flat(f)) {
 			t.Errorf("export's %s differs from the trained full/ weight", name)
 		}
+	}
+
+	// The summarizer pointed at this tracker checkpoint is refused as such, not as changed settings.
+	cfg.Summarizer.Pretrained = llm
+	loop(&cfg.Summarizer.Train)
+	task, _ := training.LookupTask("summarizer")
+	err = task.Train(context.Background(), cfg, training.Request{Data: data, Out: ck, Log: testLog()})
+	if err == nil || !strings.Contains(err.Error(), "holds a pretrained tracker checkpoint, not a summarizer one") {
+		t.Errorf("summarizer into a tracker checkpoint: err %v", err)
 	}
 }

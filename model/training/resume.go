@@ -36,6 +36,8 @@ var checkpointMarkers = []struct{ file, kind string }{
 	{checkpoint.HyperparamsFile, "a tracker checkpoint"},
 	{checkpoint.SummarizerFile, "a summarizer checkpoint"},
 	{dataset.ManifestFile, "a prepared directory"},
+	// model/pretrained's pretrained.json (not imported: it imports this package); it has a report.json too.
+	{"pretrained.json", "a checkpoint of a pretrained model (tracksum-train --pretrained)"},
 	{"report.json", "an eval output"},
 }
 
@@ -71,8 +73,12 @@ func LockOutDir(dir, marker, task string) (*atomicio.Lock, error) {
 		lock.Release()
 		return nil, err
 	}
-	if err := atomicio.RecoverDir(filepath.Join(dir, StateDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fail(fmt.Errorf("training: %w", err))
+	// Only an existing directory can hold a crashed state/ replacement: recovering would create dir
+	// (for state/'s lock), and a run failing before it writes anything must leave no empty --out.
+	if _, err := os.Stat(dir); err == nil {
+		if err := atomicio.RecoverDir(filepath.Join(dir, StateDir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fail(fmt.Errorf("training: %w", err))
+		}
 	}
 	for _, d := range []string{dir, filepath.Join(dir, BestDir)} {
 		if err := atomicio.RemoveStaleTemps(d); err != nil {

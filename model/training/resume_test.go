@@ -226,6 +226,7 @@ func TestLockOutDir(t *testing.T) {
 		{"tracker checkpoint as summarizer out", mk("tr", "hparams.json", "config.yaml"), "summarizer.json", "summarizer", ErrResume, "holds a tracker checkpoint"},
 		{"summarizer checkpoint as tracker out", mk("su", "summarizer.json"), "hparams.json", "tracker", ErrResume, "holds a summarizer checkpoint"},
 		{"prepared directory", mk("pr", "manifest.json", "config.yaml"), "hparams.json", "tracker", ErrResume, "holds a prepared directory"},
+		{"pretrained checkpoint as tracker out", mk("pt", "pretrained.json", "report.json"), "hparams.json", "tracker", ErrResume, "holds a checkpoint of a pretrained model"},
 		{"other files", mk("ot", "notes.txt"), "hparams.json", "tracker", ErrResume, "is not a tracker checkpoint"},
 		{"regular file", file, "hparams.json", "tracker", atomicio.ErrNotDir, "refusing to replace it"},
 	} {
@@ -238,6 +239,16 @@ func TestLockOutDir(t *testing.T) {
 				t.Fatalf("err = %v, want %v containing %q", err, tc.wantIs, tc.want)
 			}
 		})
+	}
+	// A run that fails after taking the lock of a new --out, before writing, leaves no empty directory.
+	fresh := filepath.Join(parent, "fresh")
+	lf, err := LockOutDir(fresh, "hparams.json", "tracker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf.Release()
+	if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("LockOutDir then Release of a new --out left %s behind (stat: %v)", fresh, err)
 	}
 	own := mk("own", "hparams.json", ".config.yaml.tmp-1", ".state.tmp-2")
 	os.MkdirAll(filepath.Join(own, BestDir, ".model.safetensors.tmp-3"), 0o755)

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,7 +112,7 @@ func write(o options) error {
 		e := randsnap.Encoder{Vocab: o.vocab, Hidden: o.hidden, Layers: o.layers, Heads: o.heads,
 			Intermediate: o.intermediate, Prefix: "bert.", Pooler: true, DType: dt, Seed: o.seed, TokenizerDir: o.tokenizer}
 		if e.Vocab == 0 {
-			e.Vocab = max(tok.size, 100)
+			e.Vocab = cmp.Or(tok.size, 100)
 		}
 		err = randsnap.WriteEncoder(dir.Tmp, e)
 	} else {
@@ -121,7 +122,7 @@ func write(o options) error {
 		d := randsnap.Decoder{ModelType: o.modelType, Vocab: o.vocab, Hidden: o.hidden, Layers: o.layers, Heads: o.heads,
 			KVHeads: o.kvHeads, Intermediate: o.intermediate, Tied: o.tied, DType: dt, Seed: o.seed, TokenizerDir: o.tokenizer}
 		if d.Vocab == 0 {
-			d.Vocab = max(tok.size, 300)
+			d.Vocab = cmp.Or(tok.size, 300)
 		}
 		if o.tokenizer != "" {
 			if d.Vocab < tok.size {
