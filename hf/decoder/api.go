@@ -19,12 +19,12 @@
 package decoder
 
 import (
-	"math"
 	"slices"
 
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
@@ -94,7 +94,7 @@ func (c Config) Gemma() bool { return c.ModelType == "gemma" }
 
 // DefaultTargets are the LoRA target modules of the paper's recipe: every projection of attention
 // and MLP.
-var DefaultTargets = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+var DefaultTargets = config.LoRATargetsLlama
 
 // LoRA configures low-rank adapters as PEFT's LoraConfig does: y = x W^T + Scale() * dropout(x) A^T B^T,
 // with A [Rank, in] drawn kaiming-uniform(a=sqrt(5)) and B [out, Rank] zeros, both float32.
@@ -116,13 +116,7 @@ type LoRA struct {
 
 // Scale is the factor of the adapter's product: Alpha/Rank, or Alpha/sqrt(Rank) with RSLoRA.
 func (l LoRA) Scale() float64 {
-	if l.Rank <= 0 {
-		return 0
-	}
-	if l.RSLoRA {
-		return l.Alpha / math.Sqrt(float64(l.Rank))
-	}
-	return l.Alpha / float64(l.Rank)
+	return config.LoRA{Rank: l.Rank, Alpha: l.Alpha, RSLoRA: l.RSLoRA}.Scale()
 }
 
 // targets returns the effective target module names.
@@ -146,9 +140,6 @@ const BaseScope = "/model/base"
 // "base_model.model." + K (e.g. K = "model.layers.0.self_attn.q_proj.lora_A.weight") is
 // LoRAScope + "/" + K.
 const LoRAScope = "/model/lora"
-
-// PEFTPrefix is what PEFT puts before a base key in adapter_model.safetensors.
-const PEFTPrefix = "base_model.model."
 
 // Model is a loaded decoder: its config, its adapters' settings and the store variables of its
 // weights.

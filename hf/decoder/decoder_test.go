@@ -14,6 +14,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
@@ -176,12 +177,12 @@ func TestLoRAParity(t *testing.T) {
 			merged := 0
 			for key, v := range full.BaseVariables() {
 				module := strings.TrimSuffix(key, ".weight")
-				a, ok := ad[PEFTPrefix+module+".lora_A.weight"]
+				a, ok := ad[peft.Prefix+module+".lora_A.weight"]
 				if !ok {
 					continue
 				}
 				w := v.MustValue()
-				if err := v.SetValue(mergeHost(w, a, ad[PEFTPrefix+module+".lora_B.weight"], testLoRA.Scale())); err != nil {
+				if err := v.SetValue(mergeHost(w, a, ad[peft.Prefix+module+".lora_B.weight"], testLoRA.Scale())); err != nil {
 					t.Fatal(err)
 				}
 				merged++
@@ -379,7 +380,7 @@ func TestTrainableFlags(t *testing.T) {
 		if !v.Trainable || v.DType() != dtypes.Float32 {
 			t.Errorf("%s: trainable %v dtype %s", k, v.Trainable, v.DType())
 		}
-		if !strings.HasPrefix(k, PEFTPrefix+"model.layers.") {
+		if !strings.HasPrefix(k, peft.Prefix+"model.layers.") {
 			t.Errorf("%s: not a PEFT key", k)
 		}
 		vals := flat32(v.MustValue())

@@ -1,7 +1,6 @@
 package decoder
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,11 +10,10 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
-// ErrMissingTensor marks a weight the config requires that the snapshot lacks.
-var ErrMissingTensor = errors.New("missing tensor")
 
 // projection is one linear module of a layer: its Hugging Face key prefix (without ".weight"),
 // module name (the LoRA target name), shape [out, in] and whether it has a bias.
@@ -84,7 +82,7 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 	for _, name := range sortedKeys(want) {
 		shape, ok := s.Shape(name)
 		if !ok {
-			return nil, fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, ErrMissingTensor, name, cfg.ModelType, cfg.Layers)
+			return nil, fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, name, cfg.ModelType, cfg.Layers)
 		}
 		if err := snapshot.CheckShape(name, shape, want[name]...); err != nil {
 			return nil, fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(name), err)
@@ -108,9 +106,9 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 		// the graph converts them to float32), and become float32 when trained, since the
 		// optimizer keeps float32 moments and updates.
 		if t.DType() == dtypes.Float64 || (!frozen && t.DType() != dtypes.Float32) {
-			t = toFloat32(t)
+			t = snapshot.ToFloat32(t)
 		}
-		v, err := setVariable(store, BaseScope+"/"+name, t, true)
+		v, err := SetVariable(store, BaseScope+"/"+name, t, true)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %s: %s: %v", s.Dir, name, err)
 		}
@@ -124,24 +122,10 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 				if !lora.Targeted(p.module) {
 					continue
 				}
-				// PEFT: nn.init.kaiming_uniform_(lora_A.weight, a=math.sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)).
-				bound := 1 / math.Sqrt(float64(p.in))
-				aVals := make([]float32, lora.Rank*p.in)
-				for j := range aVals {
-					aVals[j] = float32((2*rng.Float64() - 1) * bound)
-				}
-				a := tensors.FromFlatDataAndDimensions(aVals, lora.Rank, p.in)
-				b := tensors.FromShape(shapes.Make(dtypes.Float32, p.out, lora.Rank))
-				va, err := setVariable(store, LoRAScope+"/"+p.key+".lora_A.weight", a, false)
+				va, vb, err := NewLoRA(store, LoRAScope, p.key, lora.Rank, p.in, p.out, rng)
 				if err != nil {
 					return nil, err
 				}
-				vb, err := setVariable(store, LoRAScope+"/"+p.key+".lora_B.weight", b, false)
-				if err != nil {
-					return nil, err
-				}
-				va.SetTrainable(true)
-				vb.SetTrainable(true)
 				m.a[p.key], m.b[p.key] = va, vb
 			}
 		}
@@ -149,10 +133,33 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 	return m, nil
 }
 
-// setVariable creates the variable at path with value t. An existing variable (a store restored
+// NewLoRA creates the trainable float32 adapter of the linear layer module (its Hugging Face key
+// without ".weight") of shape [out, in]: scope/module.lora_A.weight [rank, in] drawn as PEFT's
+// kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)), from rng, and
+// scope/module.lora_B.weight [out, rank] zero, so that the adapted layer starts as the base. In a
+// store restored from a checkpoint the existing values are kept. hf/encoder adapts its layers
+// with it too.
+func NewLoRA(store *gomlxmodel.Store, scope, module string, rank, in, out int, rng *rand.Rand) (a, b *gomlxmodel.Variable, err error) {
+	bound := 1 / math.Sqrt(float64(in))
+	aVals := make([]float32, rank*in)
+	for j := range aVals {
+		aVals[j] = float32((2*rng.Float64() - 1) * bound)
+	}
+	if a, err = SetVariable(store, scope+"/"+module+peft.SuffixA, tensors.FromFlatDataAndDimensions(aVals, rank, in), false); err != nil {
+		return nil, nil, err
+	}
+	if b, err = SetVariable(store, scope+"/"+module+peft.SuffixB, tensors.FromShape(shapes.Make(dtypes.Float32, out, rank)), false); err != nil {
+		return nil, nil, err
+	}
+	a.SetTrainable(true)
+	b.SetTrainable(true)
+	return a, b, nil
+}
+
+// SetVariable creates the variable at path with value t. An existing variable (a store restored
 // from a checkpoint before Load) must have the same shape; it takes t when overwrite is set (base
-// weights) and keeps its value otherwise (trained adapters).
-func setVariable(store *gomlxmodel.Store, path string, t *tensors.Tensor, overwrite bool) (*gomlxmodel.Variable, error) {
+// weights) and keeps its value otherwise (trained adapters and heads).
+func SetVariable(store *gomlxmodel.Store, path string, t *tensors.Tensor, overwrite bool) (*gomlxmodel.Variable, error) {
 	if v := store.GetVariable(path); v != nil {
 		if !v.Shape().Equal(t.Shape()) {
 			return nil, fmt.Errorf("variable %s exists with shape %s, want %s", path, v.Shape(), t.Shape())
@@ -171,61 +178,13 @@ func setVariable(store *gomlxmodel.Store, path string, t *tensors.Tensor, overwr
 	return v, nil
 }
 
-// toFloat32 converts a float tensor (f64, f32, bf16, f16) to a new float32 tensor on the host.
-func toFloat32(t *tensors.Tensor) *tensors.Tensor {
-	out := tensors.FromShape(shapes.Make(dtypes.Float32, t.Shape().Dimensions...))
-	dt := t.DType()
-	tensors.MustMutableFlatData(out, func(dst []float32) {
-		_ = t.ConstBytes(func(b []byte) {
-			for i := range dst {
-				switch dt {
-				case dtypes.Float32:
-					dst[i] = math.Float32frombits(le32(b[4*i:]))
-				case dtypes.Float64:
-					dst[i] = float32(math.Float64frombits(uint64(le32(b[8*i:])) | uint64(le32(b[8*i+4:]))<<32))
-				case dtypes.BFloat16:
-					dst[i] = math.Float32frombits(uint32(le16(b[2*i:])) << 16)
-				case dtypes.Float16:
-					dst[i] = halfToFloat32(le16(b[2*i:]))
-				}
-			}
-		})
-	})
-	return out
-}
-
-func le16(b []byte) uint16 { return uint16(b[0]) | uint16(b[1])<<8 }
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
-
-// halfToFloat32 converts IEEE 754 binary16 bits to float32 (exactly: every half is a float32).
-func halfToFloat32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: frac * 2^-24
-		v := float32(frac) * float32(math.Ldexp(1, -24))
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
-	}
-	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
-}
-
 func (m *Model) loraVariables() map[string]*gomlxmodel.Variable {
 	out := map[string]*gomlxmodel.Variable{}
 	for k, v := range m.a {
-		out[PEFTPrefix+k+".lora_A.weight"] = v
+		out[peft.Prefix+k+peft.SuffixA] = v
 	}
 	for k, v := range m.b {
-		out[PEFTPrefix+k+".lora_B.weight"] = v
+		out[peft.Prefix+k+peft.SuffixB] = v
 	}
 	return out
 }

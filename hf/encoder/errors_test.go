@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
@@ -47,11 +48,11 @@ func TestLoadErrors(t *testing.T) {
 		wantErr error
 	}{
 		{desc: "missing tensor", edit: func(ts map[string]*tensors.Tensor) { delete(ts, "bert.encoder.layer.1.output.dense.weight") },
-			want: "missing tensor bert.encoder.layer.1.output.dense.weight (model_type bert, 2 layers)", wantErr: ErrMissingTensor},
+			want: "missing tensor bert.encoder.layer.1.output.dense.weight (model_type bert, 2 layers)", wantErr: snapshot.ErrMissingTensor},
 		{desc: "not a BERT checkpoint", edit: func(ts map[string]*tensors.Tensor) {
 			ts["bert.embeddings.word_embeddings_typo.weight"] = ts["bert.embeddings.word_embeddings.weight"]
 			delete(ts, "bert.embeddings.word_embeddings.weight")
-		}, want: "not a BERT checkpoint", wantErr: ErrMissingTensor},
+		}, want: "not a BERT checkpoint", wantErr: snapshot.ErrMissingTensor},
 		{desc: "shape mismatch", enc: func(e *randsnap.Encoder) { e.Extra = map[string]any{"intermediate_size": 12} },
 			want: "model.safetensors: bert.encoder.layer.0.intermediate.dense.bias: shape [16], want [12]", wantErr: snapshot.ErrShape},
 		{desc: "vocab mismatch", enc: func(e *randsnap.Encoder) { e.Extra = map[string]any{"vocab_size": 61} },
@@ -196,7 +197,7 @@ func TestRestoredAdaptersKept(t *testing.T) {
 	if err := m.AddClassifier(2, 5); err != nil {
 		t.Fatal(err)
 	}
-	key := PEFTPrefix + "bert.encoder.layer.1.attention.self.value.lora_B.weight"
+	key := peft.Prefix + "bert.encoder.layer.1.attention.self.value.lora_B.weight"
 	trained := tensors.FromFlatDataAndDimensions([]float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 8, 2)
 	if err := m.LoRAVariables()[key].SetValue(trained); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,7 @@
 package encoder
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -13,11 +11,10 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
-// ErrMissingTensor marks a weight the config requires that the snapshot lacks.
-var ErrMissingTensor = errors.New("missing tensor")
 
 // Store scopes of the model's variables: under model.ModelScope ("/model"), where the training
 // loop (model/training) finds the variables it trains and checkpoints.
@@ -25,7 +22,7 @@ const (
 	// BaseScope holds the checkpoint's weights: the variable of Hugging Face key K (as stored in
 	// the file, e.g. "bert.encoder.layer.0.attention.self.query.weight") is BaseScope + "/" + K.
 	BaseScope = "/model/encoder/base"
-	// LoRAScope holds the adapters: the variable of PEFT key PEFTPrefix + K + ".lora_A.weight"
+	// LoRAScope holds the adapters: the variable of PEFT key peft.Prefix + K + ".lora_A.weight"
 	// (K a module key such as "bert.encoder.layer.0.attention.self.query") is
 	// LoRAScope + "/" + K + ".lora_A.weight".
 	LoRAScope = "/model/encoder/lora"
@@ -33,9 +30,6 @@ const (
 	// HeadScope + "/classifier.weight" [labels, Hidden] and "/classifier.bias" [labels].
 	HeadScope = "/model/encoder/head"
 )
-
-// PEFTPrefix is what PEFT puts before a base key in adapter_model.safetensors.
-const PEFTPrefix = decoder.PEFTPrefix
 
 // Prefixes of the weight keys: checkpoints saved from BertModel have none, those saved from
 // BertForPreTraining / BertForMaskedLM / BertForSequenceClassification (BERT, PubMedBERT and
@@ -140,7 +134,7 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 		}
 	}
 	if m.prefix == "-" {
-		return nil, fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor bert.embeddings.word_embeddings.weight): not a BERT checkpoint", s.Dir, ErrMissingTensor)
+		return nil, fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor bert.embeddings.word_embeddings.weight): not a BERT checkpoint", s.Dir, snapshot.ErrMissingTensor)
 	}
 	_, hasW := s.Shape(m.prefix + "pooler.dense.weight")
 	_, hasB := s.Shape(m.prefix + "pooler.dense.bias")
@@ -151,7 +145,7 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 	for _, rel := range rels {
 		key, shape, ok := m.resolve(s, rel)
 		if !ok {
-			return nil, fmt.Errorf("snapshot %s: %w %s (model_type bert, %d layers)", s.Dir, ErrMissingTensor, m.prefix+rel, cfg.Layers)
+			return nil, fmt.Errorf("snapshot %s: %w %s (model_type bert, %d layers)", s.Dir, snapshot.ErrMissingTensor, m.prefix+rel, cfg.Layers)
 		}
 		if err := snapshot.CheckShape(key, shape, want[rel]...); err != nil {
 			return nil, fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(key), err)
@@ -195,7 +189,7 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 		if t.DType() == dtypes.Float64 || (!frozen && t.DType() != dtypes.Float32) {
 			t = snapshot.ToFloat32(t)
 		}
-		v, err := setVariable(store, BaseScope+"/"+key, t, true)
+		v, err := decoder.SetVariable(store, BaseScope+"/"+key, t, true)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %s: %s: %v", s.Dir, key, err)
 		}
@@ -208,25 +202,11 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 			if !slices.ContainsFunc(targets, func(t string) bool { return targetMatches(t, m.prefix+l.key) }) {
 				continue
 			}
-			// PEFT: nn.init.kaiming_uniform_(lora_A.weight, a=math.sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)).
-			bound := 1 / math.Sqrt(float64(l.in))
-			aVals := make([]float32, lora.Rank*l.in)
-			for j := range aVals {
-				aVals[j] = float32((2*rng.Float64() - 1) * bound)
-			}
-			a := tensors.FromFlatDataAndDimensions(aVals, lora.Rank, l.in)
-			b := tensors.FromShape(shapes.Make(dtypes.Float32, l.out, lora.Rank))
 			mod := m.prefix + l.key
-			va, err := setVariable(store, LoRAScope+"/"+mod+".lora_A.weight", a, false)
+			va, vb, err := decoder.NewLoRA(store, LoRAScope, mod, lora.Rank, l.in, l.out, rng)
 			if err != nil {
 				return nil, err
 			}
-			vb, err := setVariable(store, LoRAScope+"/"+mod+".lora_B.weight", b, false)
-			if err != nil {
-				return nil, err
-			}
-			va.SetTrainable(true)
-			vb.SetTrainable(true)
 			m.a[mod], m.b[mod] = va, vb
 		}
 		if len(m.a) == 0 {
@@ -288,10 +268,10 @@ func (m *Model) BaseVariables() map[string]*gomlxmodel.Variable { return m.base 
 func (m *Model) LoRAVariables() map[string]*gomlxmodel.Variable {
 	out := map[string]*gomlxmodel.Variable{}
 	for k, v := range m.a {
-		out[PEFTPrefix+k+".lora_A.weight"] = v
+		out[peft.Prefix+k+peft.SuffixA] = v
 	}
 	for k, v := range m.b {
-		out[PEFTPrefix+k+".lora_B.weight"] = v
+		out[peft.Prefix+k+peft.SuffixB] = v
 	}
 	return out
 }
@@ -323,11 +303,11 @@ func (m *Model) AddClassifier(labels int, seed int64) error {
 		}
 		w0, b0 = tensors.FromFlatDataAndDimensions(w, labels, m.cfg.Hidden), tensors.FromShape(shapes.Make(dtypes.Float32, labels))
 	}
-	vw, err := setVariable(m.store, HeadScope+"/classifier.weight", w0, false)
+	vw, err := decoder.SetVariable(m.store, HeadScope+"/classifier.weight", w0, false)
 	if err != nil {
 		return fmt.Errorf("classifier: %v", err)
 	}
-	vb, err := setVariable(m.store, HeadScope+"/classifier.bias", b0, false)
+	vb, err := decoder.SetVariable(m.store, HeadScope+"/classifier.bias", b0, false)
 	if err != nil {
 		return fmt.Errorf("classifier: %v", err)
 	}
@@ -335,28 +315,6 @@ func (m *Model) AddClassifier(labels int, seed int64) error {
 	vb.SetTrainable(true)
 	m.head["classifier.weight"], m.head["classifier.bias"] = vw, vb
 	return nil
-}
-
-// setVariable creates the variable at path with value t. An existing variable (a store restored
-// from a checkpoint before Load) must have the same shape; it takes t when overwrite is set (base
-// weights) and keeps its value otherwise (trained adapters and heads).
-func setVariable(store *gomlxmodel.Store, path string, t *tensors.Tensor, overwrite bool) (*gomlxmodel.Variable, error) {
-	if v := store.GetVariable(path); v != nil {
-		if !v.Shape().Equal(t.Shape()) {
-			return nil, fmt.Errorf("variable %s exists with shape %s, want %s", path, v.Shape(), t.Shape())
-		}
-		if overwrite {
-			if err := v.SetValue(t); err != nil {
-				return nil, fmt.Errorf("variable %s: %w", path, err)
-			}
-		}
-		return v, nil
-	}
-	v, err := store.CreateVariable(path, t)
-	if err != nil {
-		return nil, fmt.Errorf("variable %s: %w", path, err)
-	}
-	return v, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

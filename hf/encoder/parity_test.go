@@ -16,6 +16,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
 )
@@ -295,8 +296,8 @@ func TestParityLoRA(t *testing.T) {
 	}
 	scale := lora.Scale()
 	for _, mod := range g.LoRA.Modules {
-		a := ad[PEFTPrefix+mod+".lora_A.weight"]
-		b := ad[PEFTPrefix+mod+".lora_B.weight"]
+		a := ad[peft.Prefix+mod+".lora_A.weight"]
+		b := ad[peft.Prefix+mod+".lora_B.weight"]
 		w := merged.BaseVariables()[mod+".weight"]
 		wv := tensors.MustCopyFlatData[float32](w.MustValue())
 		av, bv := tensors.MustCopyFlatData[float32](a), tensors.MustCopyFlatData[float32](b)
@@ -425,7 +426,7 @@ func TestKeysWithoutPrefixAndPooler(t *testing.T) {
 		t.Fatalf("prefix %q, pooler %v: want none", m.KeyPrefix(), m.HasPooler())
 	}
 	for key := range m.LoRAVariables() {
-		if !strings.HasPrefix(key, PEFTPrefix+"encoder.") {
+		if !strings.HasPrefix(key, peft.Prefix+"encoder.") {
 			t.Fatalf("adapter key %s: want the checkpoint's own module keys", key)
 		}
 	}

@@ -1,20 +1,17 @@
 package peft
 
 import (
-	"encoding/binary"
 	"fmt"
 	"maps"
-	"math"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/dtypes/bfloat16"
-	"github.com/gomlx/compute/dtypes/float16"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
 // Merger folds an adapter into base weights one tensor at a time, so that a model larger than
@@ -212,7 +209,7 @@ func (m *Merger) Apply(name string, w *tensors.Tensor) (*tensors.Tensor, error) 
 	}
 	out, in, r := w.Shape().Dimensions[0], w.Shape().Dimensions[1], p.A.Shape().Dimensions[0]
 	addDelta(wf, af, bf, out, in, r, m.scale)
-	return fromFloat32(wf, w.DType(), out, in)
+	return snapshot.FromFloat32(wf, w.DType(), out, in)
 }
 
 // fetch reads the replacement or addition src and converts it to dt.
@@ -299,68 +296,10 @@ func Merge(base map[string]*tensors.Tensor, a *Adapter) (map[string]*tensors.Ten
 
 // toFloat32 returns a copy of a float tensor's values as float32.
 func toFloat32(t *tensors.Tensor) ([]float32, error) {
-	n := t.Shape().Size()
-	out := make([]float32, n)
-	dt := t.DType()
-	err := t.ConstBytes(func(b []byte) {
-		switch dt {
-		case dtypes.Float32:
-			for i := range out {
-				out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-			}
-		case dtypes.Float64:
-			for i := range out {
-				out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
-			}
-		case dtypes.BFloat16:
-			for i := range out {
-				out[i] = bfloat16.FromBits(binary.LittleEndian.Uint16(b[2*i:])).Float32()
-			}
-		case dtypes.Float16:
-			for i := range out {
-				out[i] = float16.Float16(binary.LittleEndian.Uint16(b[2*i:])).Float32()
-			}
-		}
-	})
-	if err != nil {
-		return nil, err
+	if !isFloat(t.DType()) {
+		return nil, fmt.Errorf("dtype %s is not a float", t.DType())
 	}
-	if !isFloat(dt) {
-		return nil, fmt.Errorf("dtype %s is not a float", dt)
-	}
-	return out, nil
-}
-
-// fromFloat32 builds a tensor of dtype dt from float32 values, rounding to nearest even for the
-// half precisions (as torch's .to(bfloat16)).
-func fromFloat32(v []float32, dt dtypes.DType, dims ...int) (*tensors.Tensor, error) {
-	if !isFloat(dt) {
-		return nil, fmt.Errorf("dtype %s is not a float", dt)
-	}
-	t := tensors.FromShape(shapes.Make(dt, dims...))
-	err := t.MutableBytes(func(b []byte) {
-		switch dt {
-		case dtypes.Float32:
-			for i, x := range v {
-				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-			}
-		case dtypes.Float64:
-			for i, x := range v {
-				binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(float64(x)))
-			}
-		case dtypes.BFloat16:
-			for i, x := range v {
-				binary.LittleEndian.PutUint16(b[2*i:], bfloat16.FromFloat32(x).Bits())
-			}
-		case dtypes.Float16:
-			for i, x := range v {
-				var h float16.Float16
-				h.SetFloat32(x)
-				binary.LittleEndian.PutUint16(b[2*i:], uint16(h))
-			}
-		}
-	})
-	return t, err
+	return tensors.CopyFlatData[float32](snapshot.ToFloat32(t))
 }
 
 // convert returns t in dtype dt (t itself when it already is).
@@ -372,5 +311,5 @@ func convert(t *tensors.Tensor, dt dtypes.DType) (*tensors.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fromFloat32(v, dt, t.Shape().Dimensions...)
+	return snapshot.FromFloat32(v, dt, t.Shape().Dimensions...)
 }

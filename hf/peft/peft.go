@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -217,7 +218,7 @@ func (a *Adapter) Pairs() ([]Pair, error) {
 		}
 	}
 	out := make([]Pair, 0, len(byModule))
-	for _, m := range slices.Sorted(mapKeys(byModule)) {
+	for _, m := range slices.Sorted(maps.Keys(byModule)) {
 		p := byModule[m]
 		switch {
 		case p.A == nil:
@@ -267,16 +268,6 @@ func (a *Adapter) saved(key string) string {
 
 func isFloat(dt dtypes.DType) bool {
 	return dt == dtypes.Float32 || dt == dtypes.Float64 || dt == dtypes.BFloat16 || dt == dtypes.Float16
-}
-
-func mapKeys[V any](m map[string]V) func(yield func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // Write writes the adapter to dir (created; an existing adapter there is replaced) as

@@ -151,7 +151,7 @@ func WriteEncoder(dir string, e Encoder) error {
 	specs := e.specs()
 	return model.WriteTensorsFunc(filepath.Join(dir, "model.safetensors"), specs, map[string]string{"format": "pt"},
 		func(name string) (*tensors.Tensor, error) {
-			return randomTensor(specs[name], name, e.Seed, std, false), nil
+			return randomTensor(specs[name], name, e.Seed, std, false)
 		})
 }
 

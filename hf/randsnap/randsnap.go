@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model"
 )
@@ -211,7 +211,7 @@ func WriteDecoder(dir string, d Decoder) error {
 	specs := d.specs()
 	return model.WriteTensorsFunc(filepath.Join(dir, "model.safetensors"), specs, map[string]string{"format": "pt"},
 		func(name string) (*tensors.Tensor, error) {
-			return randomTensor(specs[name], name, d.Seed, std, d.ModelType == "gemma"), nil
+			return randomTensor(specs[name], name, d.Seed, std, d.ModelType == "gemma")
 		})
 }
 
@@ -219,7 +219,7 @@ func WriteDecoder(dir string, d Decoder) error {
 // does not depend on the others (the same layer 0 whatever the number of layers). Norm weights
 // are 1 plus noise (gemma stores w for its (1 + w) scale: noise alone); biases and matrices are
 // normal with the given std.
-func randomTensor(s shapes.Shape, name string, seed uint64, std float64, gemma bool) *tensors.Tensor {
+func randomTensor(s shapes.Shape, name string, seed uint64, std float64, gemma bool) (*tensors.Tensor, error) {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
@@ -235,53 +235,7 @@ func randomTensor(s shapes.Shape, name string, seed uint64, std float64, gemma b
 		}
 		vals[i] = float32(v)
 	}
-	t := tensors.FromShape(s)
-	_ = t.MutableBytes(func(b []byte) {
-		for i, v := range vals {
-			switch s.DType {
-			case dtypes.BFloat16:
-				u := bf16(v)
-				b[2*i], b[2*i+1] = byte(u), byte(u>>8)
-			case dtypes.Float16:
-				u := f16(v)
-				b[2*i], b[2*i+1] = byte(u), byte(u>>8)
-			default:
-				u := math.Float32bits(v)
-				b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-			}
-		}
-	})
-	return t
-}
-
-// bf16 rounds a finite float32 to bfloat16 bits, to nearest even (as torch's .to(torch.bfloat16)).
-func bf16(v float32) uint16 {
-	u := math.Float32bits(v)
-	u += 0x7fff + (u>>16)&1
-	return uint16(u >> 16)
-}
-
-// f16 rounds a float32 of normal half range (|v| < 65504, random weights) to binary16 bits, to
-// nearest even; values below the normal range become half subnormals or zero.
-func f16(v float32) uint16 {
-	u := math.Float32bits(v)
-	sign := uint16(u>>16) & 0x8000
-	a := math.Abs(float64(v))
-	if a < math.Ldexp(1, -14) { // subnormal half: multiples of 2^-24
-		return sign | uint16(math.RoundToEven(a*math.Ldexp(1, 24)))
-	}
-	exp := int(u>>23&0xff) - 127 + 15
-	mant := u & 0x7fffff
-	r := mant >> 13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
-		r++
-	}
-	if r == 0x400 {
-		r = 0
-		exp++
-	}
-	return sign | uint16(exp)<<10 | uint16(r)
+	return snapshot.FromFloat32(vals, s.DType, s.Dimensions...)
 }
 
 func writeJSON(path string, v any) error {

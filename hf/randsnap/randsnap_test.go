@@ -94,27 +94,3 @@ func TestWriteDecoderErrors(t *testing.T) {
 		})
 	}
 }
-
-// TestHalfRounding: bf16 and f16 conversions round to nearest even and are exact on
-// representable values.
-func TestHalfRounding(t *testing.T) {
-	cases := []struct {
-		v        float32
-		bf, half uint16
-	}{
-		{1, 0x3f80, 0x3c00},
-		{-2, 0xc000, 0xc000},
-		{0.1, 0x3dcd, 0x2e66},
-		{65504, 0x4780, 0x7bff},
-		{1e-7, 0x33d7, 0x0002},
-		{0, 0, 0},
-	}
-	for _, tc := range cases {
-		if got := bf16(tc.v); got != tc.bf {
-			t.Errorf("bf16(%g) = %#04x, want %#04x", tc.v, got, tc.bf)
-		}
-		if got := f16(tc.v); got != tc.half {
-			t.Errorf("f16(%g) = %#04x, want %#04x", tc.v, got, tc.half)
-		}
-	}
-}

@@ -58,6 +58,8 @@ var (
 	ErrNonFinite = errors.New("non-finite weight")
 	// ErrShape: a tensor's shape differs from what the config implies.
 	ErrShape = errors.New("shape mismatch")
+	// ErrMissingTensor: a weight the config requires is absent (hf/decoder, hf/encoder).
+	ErrMissingTensor = errors.New("missing tensor")
 )
 
 // Snapshot is an opened, validated local Hugging Face snapshot. Weights are not read until
@@ -205,18 +207,48 @@ func (s *Snapshot) openWeights() error {
 	// Every tensor's dtype must be one GoMLX reads, and its byte range must match its shape:
 	// checked here so a truncated or foreign file fails at Open, not halfway through loading.
 	for _, file := range s.WeightFiles {
+		path := filepath.Join(s.Dir, file)
+		var end int64
 		for name, meta := range m.Headers[file].Tensors {
 			shape, err := meta.GoMLXShape()
 			if err != nil {
-				return fmt.Errorf("%s: tensor %s: %v", filepath.Join(s.Dir, file), name, oneLine(err))
+				return fmt.Errorf("%s: tensor %s: %v", path, name, oneLine(err))
 			}
-			if n := meta.DataOffsets[1] - meta.DataOffsets[0]; n != int64(shape.ByteSize()) || n < 0 {
+			if n := meta.DataOffsets[1] - meta.DataOffsets[0]; n != int64(shape.ByteSize()) || meta.DataOffsets[0] < 0 {
 				return fmt.Errorf("%s: tensor %s: shape %v %s needs %d bytes, the header gives %d",
-					filepath.Join(s.Dir, file), name, meta.Shape, meta.Dtype, shape.ByteSize(), n)
+					path, name, meta.Shape, meta.Dtype, shape.ByteSize(), n)
 			}
+			end = max(end, meta.DataOffsets[1])
+		}
+		// The reader maps the file and slices it at the header's offsets: a file cut short (an
+		// interrupted download) must fail here, with its name, not when a tensor is read.
+		if err := checkLength(path, end); err != nil {
+			return err
 		}
 	}
 	s.weights = m
+	return nil
+}
+
+// checkLength returns an error when the safetensors file at path is shorter than its 8-byte header
+// length, its header and dataEnd bytes of tensor data.
+func checkLength(path string, dataEnd int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	defer f.Close()
+	var hlen uint64
+	if err := binary.Read(f, binary.LittleEndian, &hlen); err != nil {
+		return fmt.Errorf("%s: unreadable safetensors header: %v", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	if want := 8 + int64(hlen) + dataEnd; hlen > math.MaxInt64/2 || fi.Size() < want {
+		return fmt.Errorf("%s: truncated: %d bytes, the header's tensors need %d", path, fi.Size(), want)
+	}
 	return nil
 }
 

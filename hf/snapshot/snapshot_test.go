@@ -235,6 +235,17 @@ func TestOpenErrors(t *testing.T) {
 			writeSafetensors(t, filepath.Join(dir, WeightsFile), map[string]rawTensor{"w": {"F32", []int{2, 2}, f32Bytes(1, 2, 3)}})
 			return dir
 		}, "model.safetensors: tensor w: shape [2 2] F32 needs 16 bytes, the header gives 12", nil},
+		{"file shorter than its header says", func(t *testing.T, dir string) string {
+			path := filepath.Join(dir, WeightsFile)
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, fi.Size()-2); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, "model.safetensors: truncated:", nil},
 		{"shard missing", func(t *testing.T, _ string) string {
 			dir := makeSharded(t)
 			os.Remove(filepath.Join(dir, "model-00002-of-00002.safetensors"))

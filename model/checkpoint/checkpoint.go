@@ -43,6 +43,8 @@ const (
 	HyperparamsFile = "hparams.json"
 	// SummarizerFile is the summarizer's metadata (summarizer.Meta).
 	SummarizerFile = "summarizer.json"
+	// PretrainedFile is the metadata of a fine-tuned pretrained model (pretrained.Meta).
+	PretrainedFile = "pretrained.json"
 	// TokenizerFile and ConfigFile keep the names they have in the prepared directory, which they
 	// are copied from (tokenizer) or written like (config).
 	TokenizerFile = dataset.TokenizerFile

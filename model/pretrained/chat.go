@@ -1,12 +1,17 @@
 package pretrained
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/tracksum/tracksum/hf/chattemplate"
+	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
 )
 
@@ -24,14 +29,51 @@ type Chat struct {
 	Pad int32
 }
 
-// LoadChat reads the tokenizer and chat template of dir (a snapshot or a checkpoint holding
-// copies of tokenizer.json and tokenizer_config.json). eos are extra end-of-answer ids.
-func LoadChat(dir string, eos []int) (*Chat, error) {
+// tokenizers caches loaded tokenizers by the SHA-256 of their two files: building Llama 3's
+// (a 9 MB tokenizer.json) takes seconds, and one process loads the same one several times (the
+// base's and the checkpoint's copy at training; tracker and summarizer at inference).
+var tokenizers struct {
+	sync.Mutex
+	byDigest map[string]*tokenizer.Tokenizer
+}
+
+// loadTokenizer is tokenizer.Load through the cache. A Tokenizer is immutable once loaded, so one
+// value serves every directory holding the same files (its Dir is the first one's).
+func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
+	h := sha256.New()
+	for _, name := range []string{snapshot.TokenizerFile, snapshot.TokenizerConfigFile} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return tokenizer.Load(dir) // its error names the file
+		}
+		fmt.Fprintf(h, "%d:", len(b))
+		h.Write(b)
+	}
+	key := hex.EncodeToString(h.Sum(nil))
+	tokenizers.Lock()
+	defer tokenizers.Unlock()
+	if tok, ok := tokenizers.byDigest[key]; ok {
+		return tok, nil
+	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := chattemplate.Load(filepath.Join(dir, "tokenizer_config.json"))
+	if tokenizers.byDigest == nil {
+		tokenizers.byDigest = map[string]*tokenizer.Tokenizer{}
+	}
+	tokenizers.byDigest[key] = tok
+	return tok, nil
+}
+
+// LoadChat reads the tokenizer and chat template of dir (a snapshot or a checkpoint holding
+// copies of tokenizer.json and tokenizer_config.json). eos are extra end-of-answer ids.
+func LoadChat(dir string, eos []int) (*Chat, error) {
+	tok, err := loadTokenizer(dir)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := chattemplate.Load(filepath.Join(dir, snapshot.TokenizerConfigFile))
 	if err != nil {
 		return nil, fmt.Errorf("%w (a pretrained model for tracksum needs a chat template: use an instruction-tuned checkpoint)", err)
 	}
@@ -53,7 +95,7 @@ func LoadChat(dir string, eos []int) (*Chat, error) {
 		}
 	}
 	if len(c.Stop) == 0 {
-		return nil, fmt.Errorf("%s: no end-of-answer token (eos_token in tokenizer_config.json, or eos_token_id in config.json)", filepath.Join(dir, "tokenizer_config.json"))
+		return nil, fmt.Errorf("%s: no end-of-answer token (eos_token in tokenizer_config.json, or eos_token_id in config.json)", filepath.Join(dir, snapshot.TokenizerConfigFile))
 	}
 	c.Pad = c.Stop[0]
 	if s, ok := tpl.SpecialTokens["pad_token"].(string); ok {

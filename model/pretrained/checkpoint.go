@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/gomlx/gomlx/core/tensors"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
@@ -30,12 +31,6 @@ import (
 //
 // The base's weights are never copied: they are read from base.json's directory, and a base
 // whose weights changed is refused.
-
-// MetaFile is the metadata of a pretrained checkpoint; its presence marks one.
-const MetaFile = "pretrained.json"
-
-// TokenizerConfigFile is the copy of the base's tokenizer_config.json (with the chat template).
-const TokenizerConfigFile = "tokenizer_config.json"
 
 // ErrCheckpoint marks a pretrained checkpoint that is missing, incomplete or incompatible.
 var ErrCheckpoint = errors.New("pretrained checkpoint")
@@ -70,20 +65,20 @@ type Meta struct {
 	Generation *GenOptions `json:"generation,omitempty"`
 }
 
-// IsCheckpoint reports whether dir holds a pretrained checkpoint (its MetaFile).
+// IsCheckpoint reports whether dir holds a pretrained checkpoint (its checkpoint.PretrainedFile).
 func IsCheckpoint(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, MetaFile))
+	st, err := os.Stat(filepath.Join(dir, checkpoint.PretrainedFile))
 	return err == nil && st.Mode().IsRegular()
 }
 
 // ReadMeta reads dir's pretrained.json.
 func ReadMeta(dir string) (*Meta, error) {
 	var m Meta
-	if err := checkpoint.ReadJSON(filepath.Join(dir, MetaFile), &m, true); err != nil {
+	if err := checkpoint.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	if m.Task != TaskTracker && m.Task != TaskSummarizer {
-		return nil, fmt.Errorf("%w: %s: task %q, want %s or %s", ErrCheckpoint, filepath.Join(dir, MetaFile), m.Task, TaskTracker, TaskSummarizer)
+		return nil, fmt.Errorf("%w: %s: task %q, want %s or %s", ErrCheckpoint, filepath.Join(dir, checkpoint.PretrainedFile), m.Task, TaskTracker, TaskSummarizer)
 	}
 	return &m, nil
 }
@@ -93,7 +88,7 @@ func ReadMeta(dir string) (*Meta, error) {
 // training.CheckConfig's refusal). It writes the metadata, base.json, the tokenizer copies and
 // config.yaml.
 func prepareDir(outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.Config, allowChanged bool, log interface{ Write([]byte) (int, error) }) error {
-	if _, err := os.Stat(filepath.Join(outDir, MetaFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(outDir, checkpoint.PretrainedFile)); err == nil {
 		old, err := ReadMeta(outDir)
 		if err != nil {
 			return err
@@ -105,7 +100,7 @@ func prepareDir(outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.
 			return err
 		}
 		if !reflect.DeepEqual(old, meta) {
-			return fmt.Errorf("%w: %s was trained with other settings (%s differs); use another --out or delete it", ErrCheckpoint, outDir, MetaFile)
+			return fmt.Errorf("%w: %s was trained with other settings (%s differs); use another --out or delete it", ErrCheckpoint, outDir, checkpoint.PretrainedFile)
 		}
 		if _, err := os.Stat(filepath.Join(outDir, peft.BaseFile)); err == nil {
 			if _, _, err := peft.OpenBase(outDir, snap.Dir); err != nil {
@@ -117,57 +112,59 @@ func prepareDir(outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.
 	} else if _, err := peft.WriteBaseRef(outDir, snap); err != nil {
 		return err
 	}
-	tok, err := os.ReadFile(filepath.Join(snap.Dir, "tokenizer.json"))
+	tok, err := os.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerFile))
 	if err != nil {
 		return err
 	}
-	tcfg, err := os.ReadFile(filepath.Join(snap.Dir, TokenizerConfigFile))
+	tcfg, err := os.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerConfigFile))
 	if err != nil {
 		return err
 	}
-	if err := atomicio.WriteFile(filepath.Join(outDir, TokenizerConfigFile), tcfg, 0o644); err != nil {
+	if err := atomicio.WriteFile(filepath.Join(outDir, snapshot.TokenizerConfigFile), tcfg, 0o644); err != nil {
 		return err
 	}
-	return checkpoint.Write(outDir, checkpoint.Files{MetaFile: MetaFile, Meta: meta, Tokenizer: tok, Config: cfg})
+	return checkpoint.Write(outDir, checkpoint.Files{MetaFile: checkpoint.PretrainedFile, Meta: meta, Tokenizer: tok, Config: cfg})
 }
 
-// writeInterop writes the trained variables of m (the best ones, loaded in its store) in Hugging
-// Face's layouts: the PEFT adapter directory (lora.rank > 0) or full/model.safetensors (rank 0).
-// task is the PEFT task type.
-func writeInterop(outDir string, m *causalLM, task string) error {
-	saved := map[string]*tensors.Tensor{}
-	var modules []string
-	if m.head != nil {
-		t, err := m.head.Value()
-		if err != nil {
-			return err
-		}
-		saved[scoreKey] = t
-		modules = []string{"score"}
-	}
-	if m.lora.Rank == 0 {
-		for key, v := range m.dec.BaseVariables() {
+// writeInterop writes a model's trained variables (the best ones, loaded in its store) in
+// Hugging Face's layouts: with l.Rank 0, full/model.safetensors with the head and every base
+// weight under their Hugging Face keys; else PEFT's adapter directory (task its task type) with
+// the adapters under their PEFT keys and the head as modules_to_save (modules). head and base are
+// keyed by Hugging Face key, adapters by PEFT key.
+func writeInterop(outDir, snapDir, task string, l config.LoRA, modules []string, head, base, adapters map[string]*gomlxmodel.Variable) error {
+	values := func(vars map[string]*gomlxmodel.Variable, prefix string, into map[string]*tensors.Tensor) error {
+		for key, v := range vars {
 			t, err := v.Value()
 			if err != nil {
-				return err
+				return fmt.Errorf("checkpoint %s: variable %s: %w", outDir, v.Path(), err)
 			}
-			saved[key] = t
+			into[prefix+key] = t
+		}
+		return nil
+	}
+	saved := map[string]*tensors.Tensor{}
+	if l.Rank == 0 {
+		if err := values(head, "", saved); err != nil {
+			return err
+		}
+		if err := values(base, "", saved); err != nil {
+			return err
 		}
 		if err := os.MkdirAll(filepath.Join(outDir, peft.FullDir), 0o755); err != nil {
 			return err
 		}
 		return model.WriteTensors(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved)
 	}
-	a := &peft.Adapter{Config: peft.NewConfig(m.lora, task, absDir(m.snap.Dir), modules), Tensors: map[string]*tensors.Tensor{}}
-	for key, v := range m.dec.LoRAVariables() {
-		t, err := v.Value()
-		if err != nil {
-			return err
-		}
-		a.Tensors[key] = t
+	if err := values(head, peft.Prefix, saved); err != nil {
+		return err
 	}
-	for key, t := range saved {
-		a.Tensors[peft.Prefix+key] = t
+	if err := values(adapters, "", saved); err != nil {
+		return err
 	}
+	dir, err := filepath.Abs(snapDir)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", snapDir, err)
+	}
+	a := &peft.Adapter{Config: peft.NewConfig(l, task, dir, modules), Tensors: saved}
 	return peft.Write(filepath.Join(outDir, peft.AdapterDir), a)
 }

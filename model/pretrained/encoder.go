@@ -2,8 +2,6 @@ package pretrained
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -40,7 +38,7 @@ type encoderCLS struct {
 // loadEncoderCLS loads the snapshot's encoder with adapters per l and a one-logit classifier;
 // tokDir holds the tokenizer (the snapshot, or a checkpoint's copy).
 func loadEncoderCLS(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, l config.LoRA, seed int64, set string, maxLen int) (*encoderCLS, error) {
-	tok, err := tokenizer.Load(tokDir)
+	tok, err := loadTokenizer(tokDir)
 	if err != nil {
 		return nil, err
 	}
@@ -148,27 +146,6 @@ func (m *encoderCLS) Trained(path string) bool {
 // WriteInterop implements trainable: PEFT's adapter with the classifier as a module to save
 // (SEQ_CLS), or full/ with rank 0.
 func (m *encoderCLS) WriteInterop(outDir string) error {
-	saved := map[string]*tensors.Tensor{}
-	for key, v := range m.enc.HeadVariables() {
-		t, err := v.Value()
-		if err != nil {
-			return err
-		}
-		saved[key] = t
-	}
-	if m.lora.Rank == 0 {
-		for key, v := range m.enc.BaseVariables() {
-			t, err := v.Value()
-			if err != nil {
-				return err
-			}
-			saved[key] = t
-		}
-		if err := os.MkdirAll(filepath.Join(outDir, peft.FullDir), 0o755); err != nil {
-			return err
-		}
-		return model.WriteTensors(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved)
-	}
 	// PEFT matches target_modules against BERT's module names: the Llama names the config accepts
 	// for both families are written as the BERT layers they select.
 	l := m.lora
@@ -183,23 +160,5 @@ func (m *encoderCLS) WriteInterop(outDir string) error {
 			l.TargetModules = append(l.TargetModules, t)
 		}
 	}
-	a := &peft.Adapter{Config: peft.NewConfig(l, peft.TaskSeqCls, absDir(m.snap.Dir), []string{"classifier"}), Tensors: map[string]*tensors.Tensor{}}
-	for key, v := range m.enc.LoRAVariables() {
-		t, err := v.Value()
-		if err != nil {
-			return err
-		}
-		a.Tensors[key] = t
-	}
-	for key, t := range saved {
-		a.Tensors[peft.Prefix+key] = t
-	}
-	return peft.Write(filepath.Join(outDir, peft.AdapterDir), a)
-}
-
-func absDir(dir string) string {
-	if abs, err := filepath.Abs(dir); err == nil {
-		return abs
-	}
-	return dir
+	return writeInterop(outDir, m.snap.Dir, peft.TaskSeqCls, l, []string{"classifier"}, m.enc.HeadVariables(), m.enc.BaseVariables(), m.enc.LoRAVariables())
 }

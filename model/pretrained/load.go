@@ -103,8 +103,15 @@ func restore(dir string, m trainable) error {
 			return fmt.Errorf("%w: %s lacks %s (trained with other adapters?)", ErrCheckpoint, path, v.Path())
 		}
 	}
-	if err := model.LoadVariablesInto(store, path, nil); err != nil {
-		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	// Set from the tensors already read: with rank 0 they are the whole model, read only once.
+	for name, t := range ts {
+		v := store.GetVariable(name)
+		if !v.Shape().Equal(t.Shape()) {
+			return fmt.Errorf("%w: %s: %s has shape %s, the model's is %s", ErrCheckpoint, path, name, t.Shape(), v.Shape())
+		}
+		if err := v.SetValue(t); err != nil {
+			return fmt.Errorf("%w: %s: %s: %w", ErrCheckpoint, path, name, err)
+		}
 	}
 	return nil
 }

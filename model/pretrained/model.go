@@ -83,11 +83,11 @@ func (m *causalLM) Trained(path string) bool { return m.trained(path) }
 // WriteInterop implements trainable: PEFT's adapter directory (CAUSAL_LM, or SEQ_CLS with the
 // lm_cls head), or full/ with rank 0.
 func (m *causalLM) WriteInterop(outDir string) error {
-	task := peft.TaskCausalLM
+	task, head, modules := peft.TaskCausalLM, map[string]*gomlxmodel.Variable{}, []string(nil)
 	if m.head != nil {
-		task = peft.TaskSeqCls
+		task, head[scoreKey], modules = peft.TaskSeqCls, m.head, []string{"score"}
 	}
-	return writeInterop(outDir, m, task)
+	return writeInterop(outDir, m.snap.Dir, task, m.lora, modules, head, m.dec.BaseVariables(), m.dec.LoRAVariables())
 }
 
 // trained reports whether the variable at path is trained, and so saved in checkpoints: the

@@ -82,7 +82,7 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if err != nil {
 		return nil, fmt.Errorf("%s.pretrained: %w", task, err)
 	}
-	lock, err := training.LockOutDir(req.Out, MetaFile, "pretrained "+task)
+	lock, err := training.LockOutDir(req.Out, checkpoint.PretrainedFile, "pretrained "+task)
 	if err != nil {
 		return nil, err
 	}

@@ -36,8 +36,8 @@ var checkpointMarkers = []struct{ file, kind string }{
 	{checkpoint.HyperparamsFile, "a tracker checkpoint"},
 	{checkpoint.SummarizerFile, "a summarizer checkpoint"},
 	{dataset.ManifestFile, "a prepared directory"},
-	// model/pretrained's pretrained.json (not imported: it imports this package); it has a report.json too.
-	{"pretrained.json", "a checkpoint of a pretrained model (tracksum-train --pretrained)"},
+	// Before report.json: a pretrained checkpoint has one too.
+	{checkpoint.PretrainedFile, "a checkpoint of a pretrained model (tracksum-train --pretrained)"},
 	{"report.json", "an eval output"},
 }
 
