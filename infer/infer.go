@@ -314,12 +314,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case cfg.Infer.FullContext && !s.Meta.Hyperparams.FullContext:
-			return nil, fmt.Errorf("--full-context: summarizer %s was trained without the abstract as context (summarizer.full_context: false)", o.Summarizer)
-		case !cfg.Infer.FullContext && s.Meta.Hyperparams.FullContext:
-			fmt.Fprintf(log, "infer: summarizer %s was trained with the full abstract as context: using TTS (+) f\n", o.Summarizer)
-			p.FullContext = true
+		if err := matchFullContext(cfg, o.Summarizer, s.Meta.Hyperparams.FullContext, p, log); err != nil {
+			return nil, err
 		}
 		p.Summarizer = s
 		p.Decode = decodeOptions(s, o)
@@ -396,6 +392,20 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	return st, nil
 }
 
+// matchFullContext checks infer.full_context against how the summarizer in dir was trained
+// (trained: with the abstract as context): --full-context needs such a summarizer, and one trained
+// so is run as TTS (+) f even without the flag.
+func matchFullContext(cfg *config.Config, dir string, trained bool, p *Pipeline, log io.Writer) error {
+	switch {
+	case cfg.Infer.FullContext && !trained:
+		return fmt.Errorf("--full-context: summarizer %s was trained without the abstract as context (summarizer.full_context: false)", dir)
+	case !cfg.Infer.FullContext && trained:
+		fmt.Fprintf(log, "infer: summarizer %s was trained with the full abstract as context: using TTS (+) f\n", dir)
+		p.FullContext = true
+	}
+	return nil
+}
+
 // loadPretrainedSummarizer sets p's summarizer to the fine-tuned pretrained model of o.Summarizer
 // (train --task summarizer --pretrained), with its decoding settings and o's overrides, and
 // returns the aspect set to read the input with.
@@ -407,12 +417,8 @@ func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspect
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case cfg.Infer.FullContext && !s.Meta.FullContext:
-		return "", fmt.Errorf("--full-context: summarizer %s was trained without the abstract as context (summarizer.full_context: false)", o.Summarizer)
-	case !cfg.Infer.FullContext && s.Meta.FullContext:
-		fmt.Fprintf(log, "infer: summarizer %s was trained with the full abstract as context: using TTS (+) f\n", o.Summarizer)
-		p.FullContext = true
+	if err := matchFullContext(cfg, o.Summarizer, s.Meta.FullContext, p, log); err != nil {
+		return "", err
 	}
 	if o.SampleTemperature > 0 {
 		s.Gen.Temperature, s.Gen.TopP = o.SampleTemperature, o.TopP

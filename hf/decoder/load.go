@@ -14,7 +14,6 @@ import (
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
-
 // projection is one linear module of a layer: its Hugging Face key prefix (without ".weight"),
 // module name (the LoRA target name), shape [out, in] and whether it has a bias.
 type projection struct {

@@ -15,7 +15,6 @@ import (
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
-
 // Store scopes of the model's variables: under model.ModelScope ("/model"), where the training
 // loop (model/training) finds the variables it trains and checkpoints.
 const (

@@ -40,6 +40,7 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model"
 )
@@ -286,11 +287,7 @@ func Write(dir string, a *Adapter) error {
 		return fmt.Errorf("adapter %s: %w", dir, err)
 	}
 	defer out.Abort()
-	cfg, err := json.MarshalIndent(a.Config, "", "  ")
-	if err != nil {
-		return fmt.Errorf("adapter %s: %w", dir, err)
-	}
-	if err := os.WriteFile(out.Path(ConfigFile), append(cfg, '\n'), 0o644); err != nil {
+	if err := atomicio.WriteJSON(out.Path(ConfigFile), a.Config); err != nil {
 		return fmt.Errorf("adapter %s: %w", dir, err)
 	}
 	specs := map[string]shapes.Shape{}
@@ -350,6 +347,12 @@ func Read(dir string) (*Adapter, error) {
 	a := &Adapter{Config: cfg, Tensors: ts}
 	if _, err := a.Pairs(); err != nil {
 		return nil, fmt.Errorf("%s: %w", wPath, err)
+	}
+	// A NaN would otherwise spread silently through every merged weight of its module.
+	for _, key := range slices.Sorted(maps.Keys(ts)) {
+		if err := snapshot.CheckFinite(ts[key]); err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: %w", wPath, key, err)
+		}
 	}
 	return a, nil
 }

@@ -241,6 +241,16 @@ func TestAdapterErrors(t *testing.T) {
 	if _, err := Read(t.TempDir()); err == nil || !strings.Contains(err.Error(), "adapter_config.json is missing") {
 		t.Errorf("empty dir: %v", err)
 	}
+	// A NaN in an adapter would spread through every merged weight of its module.
+	a := handAdapter(2, false)
+	a.Tensors[Prefix+q+SuffixB] = mat(2, 2, 1, float32(math.NaN()), 0, -1)
+	dir := filepath.Join(t.TempDir(), "nan")
+	if err := Write(dir, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), "tensor "+Prefix+q+SuffixB+": value 1 is NaN") {
+		t.Errorf("NaN in lora_B: err = %v", err)
+	}
 }
 
 // TestMergeKeyMatching checks the suffix matching of module names to base keys (an adapter saved on

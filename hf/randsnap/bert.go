@@ -8,6 +8,8 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -138,7 +140,7 @@ func WriteEncoder(dir string, e Encoder) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("randsnap: %w", err)
 	}
-	if err := writeJSON(filepath.Join(dir, "config.json"), e.config()); err != nil {
+	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.ConfigFile), e.config()); err != nil {
 		return err
 	}
 	if err := writeWordPiece(dir, e.TokenizerDir, e.Vocab, e.maxPositions()); err != nil {
@@ -149,7 +151,7 @@ func WriteEncoder(dir string, e Encoder) error {
 		std = 0.02
 	}
 	specs := e.specs()
-	return model.WriteTensorsFunc(filepath.Join(dir, "model.safetensors"), specs, map[string]string{"format": "pt"},
+	return model.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
 		func(name string) (*tensors.Tensor, error) {
 			return randomTensor(specs[name], name, e.Seed, std, false)
 		})
@@ -203,7 +205,7 @@ func writeWordPiece(dir, src string, vocab, maxLen int) error {
 		"model": map[string]any{"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
 			"max_input_chars_per_word": 100, "vocab": v},
 	}
-	if err := writeJSON(filepath.Join(dir, "tokenizer.json"), tok); err != nil {
+	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerFile), tok); err != nil {
 		return err
 	}
 	cfg := map[string]any{
@@ -211,5 +213,5 @@ func writeWordPiece(dir, src string, vocab, maxLen int) error {
 		"do_lower_case": true, "model_max_length": maxLen, "tokenizer_class": "BertTokenizer",
 		"clean_up_tokenization_spaces": true,
 	}
-	return writeJSON(filepath.Join(dir, "tokenizer_config.json"), cfg)
+	return atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerConfigFile), cfg)
 }

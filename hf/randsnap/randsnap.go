@@ -14,7 +14,6 @@
 package randsnap
 
 import (
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -192,13 +191,13 @@ func WriteDecoder(dir string, d Decoder) error {
 		return fmt.Errorf("randsnap: %w", err)
 	}
 	cfg := d.config()
-	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.ConfigFile), cfg); err != nil {
 		return err
 	}
 	// The same special ids as config.json (Extra may set a real tokenizer's), so that transformers'
 	// generate() on this snapshot or its export stops where tracksum does.
 	gen := map[string]any{"bos_token_id": cfg["bos_token_id"], "eos_token_id": cfg["eos_token_id"], "do_sample": false}
-	if err := writeJSON(filepath.Join(dir, "generation_config.json"), gen); err != nil {
+	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.GenerationConfigFile), gen); err != nil {
 		return err
 	}
 	if err := writeTokenizer(dir, d.TokenizerDir, d.Vocab); err != nil {
@@ -209,7 +208,7 @@ func WriteDecoder(dir string, d Decoder) error {
 		std = 0.02
 	}
 	specs := d.specs()
-	return model.WriteTensorsFunc(filepath.Join(dir, "model.safetensors"), specs, map[string]string{"format": "pt"},
+	return model.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
 		func(name string) (*tensors.Tensor, error) {
 			return randomTensor(specs[name], name, d.Seed, std, d.ModelType == "gemma")
 		})
@@ -238,20 +237,12 @@ func randomTensor(s shapes.Shape, name string, seed uint64, std float64, gemma b
 	return snapshot.FromFloat32(vals, s.DType, s.Dimensions...)
 }
 
-func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("randsnap: %s: %w", path, err)
-	}
-	return atomicio.WriteFile(path, append(data, '\n'), 0o644)
-}
-
 // writeTokenizer copies the tokenizer files from src, or writes a byte-level BPE tokenizer with
 // no merges whose ids fit in vocab: <unk>, <s>, </s>, then the byte-level symbols of bytes 0..255
 // while ids remain (a test tokenizer, not a useful one).
 func writeTokenizer(dir, src string, vocab int) error {
 	if src != "" {
-		for _, name := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		for _, name := range []string{snapshot.TokenizerFile, snapshot.TokenizerConfigFile} {
 			data, err := os.ReadFile(filepath.Join(src, name))
 			if err != nil {
 				return fmt.Errorf("randsnap: tokenizer: %w", err)
@@ -285,7 +276,7 @@ func writeTokenizer(dir, src string, vocab int) error {
 			"end_of_word_suffix": nil, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
 			"vocab": v, "merges": []string{}},
 	}
-	if err := writeJSON(filepath.Join(dir, "tokenizer.json"), tok); err != nil {
+	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerFile), tok); err != nil {
 		return err
 	}
 	cfg := map[string]any{
@@ -294,7 +285,7 @@ func writeTokenizer(dir, src string, vocab int) error {
 		// chatml, the template of Qwen and SmolLM2.
 		"chat_template": "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
 	}
-	return writeJSON(filepath.Join(dir, "tokenizer_config.json"), cfg)
+	return atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerConfigFile), cfg)
 }
 
 // byteLevelSymbol is GPT-2's byte-to-unicode mapping: printable bytes map to themselves, the

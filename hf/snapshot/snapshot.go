@@ -309,7 +309,7 @@ func (s *Snapshot) Tensors(keep func(name string) bool) (map[string]*tensors.Ten
 				reader.Close()
 				return nil, fmt.Errorf("%s: tensor %s: %v", path, name, oneLine(err))
 			}
-			if err := checkFinite(t); err != nil {
+			if err := CheckFinite(t); err != nil {
 				reader.Close()
 				return nil, tagged(ErrNonFinite, "%s: tensor %s: %v", path, name, err)
 			}
@@ -322,8 +322,9 @@ func (s *Snapshot) Tensors(keep func(name string) bool) (map[string]*tensors.Ten
 	return out, nil
 }
 
-// checkFinite looks at the raw bits, so bf16 and f16 weights are checked without a conversion.
-func checkFinite(t *tensors.Tensor) error {
+// CheckFinite returns an error naming the first NaN or ±Inf value of a float tensor (nil for other
+// dtypes). It looks at the raw bits, so bf16 and f16 weights are checked without a conversion.
+func CheckFinite(t *tensors.Tensor) error {
 	var bad error
 	err := t.ConstBytes(func(b []byte) {
 		switch t.DType() {

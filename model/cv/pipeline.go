@@ -39,11 +39,14 @@ const (
 // finds there: a finished cross-validation made on the same prepared directory, with the same
 // seed, dev share and model settings, may be linked in instead).
 const (
-	TrackerDir         = "tracker"
-	SummarizerDir      = "summarizer"
-	SummarizerFullDir  = "summarizer-full"
-	pipelineModelStamp = "pipeline/"
+	TrackerDir        = "tracker"
+	SummarizerDir     = "summarizer"
+	SummarizerFullDir = "summarizer-full"
 )
+
+// pipelineModelStamp prefixes the model in a pipeline's cv-settings.json, so that a component
+// directory is never taken for the pipeline's own.
+const pipelineModelStamp = "pipeline/"
 
 // PipelineMethod is a method of the pipeline table other than Track-then-Sum, trained and run per
 // fold by the harness: SUM-THEN-TRACK and END-TO-END register one each from their packages.

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -17,10 +18,10 @@ const (
 func roundUp(n, m int) int { return max(m, (n+m-1)/m*m) }
 
 // lossPositions lists, for an answer example, the positions t whose logits predict a label
-// (labels[t+1] is not IgnoreLabel) and those labels.
+// (labels[t+1] is not decoder.IgnoreLabel) and those labels.
 func lossPositions(e Example) (pos, tgt []int32) {
 	for t := 0; t+1 < len(e.Labels); t++ {
-		if e.Labels[t+1] != IgnoreLabel {
+		if e.Labels[t+1] != decoder.IgnoreLabel {
 			pos = append(pos, int32(t))
 			tgt = append(tgt, e.Labels[t+1])
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/tracksum/tracksum/hf/chattemplate"
+	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
 )
@@ -199,7 +200,7 @@ func (c *Chat) Truncate(text string, n int) string {
 }
 
 // Example is one training sequence: Tokens, and Labels aligned with them (transformers'
-// convention: the label of position t is predicted from positions < t) that are IgnoreLabel on the
+// convention: the label of position t is predicted from positions < t) that are decoder.IgnoreLabel on the
 // prompt, so that the loss covers the answer tokens only.
 type Example struct {
 	Tokens, Labels []int32
@@ -209,16 +210,13 @@ type Example struct {
 	Target, Weight float32
 }
 
-// IgnoreLabel is the label of a position outside the loss (PyTorch's ignore_index).
-const IgnoreLabel = -100
-
 // AnswerExample joins prompt and turn into an Example whose loss covers the turn only.
 func AnswerExample(prompt, turn []int32) Example {
 	e := Example{Tokens: append(append([]int32{}, prompt...), turn...), Weight: 1}
 	e.Labels = make([]int32, len(e.Tokens))
 	for i := range e.Labels {
 		if i < len(prompt) {
-			e.Labels[i] = IgnoreLabel
+			e.Labels[i] = decoder.IgnoreLabel
 		} else {
 			e.Labels[i] = e.Tokens[i]
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
@@ -35,15 +36,9 @@ import (
 // ErrCheckpoint marks a pretrained checkpoint that is missing, incomplete or incompatible.
 var ErrCheckpoint = errors.New("pretrained checkpoint")
 
-// Tasks of a pretrained checkpoint.
-const (
-	TaskTracker    = "tracker"
-	TaskSummarizer = "summarizer"
-)
-
 // Meta is pretrained.json: what infer needs besides the base and the variables.
 type Meta struct {
-	// Task is TaskTracker or TaskSummarizer.
+	// Task is the task it was trained for: dataset.TaskTracker or dataset.TaskSummarizer.
 	Task string `json:"task"`
 	// Head is the tracker's head (config.HeadLMCLS or config.HeadGenerative).
 	Head string `json:"head,omitempty"`
@@ -77,8 +72,8 @@ func ReadMeta(dir string) (*Meta, error) {
 	if err := checkpoint.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	if m.Task != TaskTracker && m.Task != TaskSummarizer {
-		return nil, fmt.Errorf("%w: %s: task %q, want %s or %s", ErrCheckpoint, filepath.Join(dir, checkpoint.PretrainedFile), m.Task, TaskTracker, TaskSummarizer)
+	if m.Task != dataset.TaskTracker && m.Task != dataset.TaskSummarizer {
+		return nil, fmt.Errorf("%w: %s: task %q, want %s or %s", ErrCheckpoint, filepath.Join(dir, checkpoint.PretrainedFile), m.Task, dataset.TaskTracker, dataset.TaskSummarizer)
 	}
 	return &m, nil
 }

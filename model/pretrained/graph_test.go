@@ -65,7 +65,7 @@ func TestAnswerLossMatchesCausalLMLoss(t *testing.T) {
 	labels := make([]int32, len(exs)*tl)
 	for i, e := range exs {
 		for j := range tl {
-			labels[i*tl+j] = IgnoreLabel
+			labels[i*tl+j] = decoder.IgnoreLabel
 			if j < len(e.Labels) {
 				labels[i*tl+j] = e.Labels[j]
 			}

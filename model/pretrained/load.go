@@ -116,12 +116,6 @@ func restore(dir string, m trainable) error {
 	return nil
 }
 
-// IsTracker reports whether dir is a pretrained checkpoint of the tracker.
-func IsTracker(dir string) bool {
-	m, err := ReadMeta(dir)
-	return err == nil && m.Task == TaskTracker
-}
-
 // newTracker builds the tracker of meta.Head on the snapshot (tokDir: where its tokenizer is,
 // chat: its chat for a causal LM). For the generative head, meta.YesNo is found when unset.
 func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta) (*Tracker, trainable, error) {
@@ -176,7 +170,7 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 
 // LoadTracker loads a tracker checkpoint written by TrainTracker.
 func LoadTracker(dir string) (*Tracker, error) {
-	l, err := open(dir, TaskTracker)
+	l, err := open(dir, dataset.TaskTracker)
 	if err != nil {
 		return nil, err
 	}
@@ -266,15 +260,9 @@ func (t *Tracker) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	return out, nil
 }
 
-// IsSummarizer reports whether dir is a pretrained checkpoint of the summarizer.
-func IsSummarizer(dir string) bool {
-	m, err := ReadMeta(dir)
-	return err == nil && m.Task == TaskSummarizer
-}
-
 // LoadSummarizer loads a summarizer checkpoint written by TrainSummarizer.
 func LoadSummarizer(dir string) (*Summarizer, error) {
-	l, err := open(dir, TaskSummarizer)
+	l, err := open(dir, dataset.TaskSummarizer)
 	if err != nil {
 		return nil, err
 	}

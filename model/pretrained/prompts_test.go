@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/hf/decoder"
 )
 
 // llamaDir holds the real Llama 3.1 tokenizer.json and tokenizer_config.json (with its chat
@@ -70,7 +71,7 @@ func TestLlamaChatStopAndAnswer(t *testing.T) {
 		t.Errorf("loss positions %v targets %v; want %d positions from %d with targets %v", pos, tgt, len(turn), len(prompt)-1, turn)
 	}
 	for i, l := range e.Labels {
-		if (i < len(prompt)) != (l == IgnoreLabel) {
+		if (i < len(prompt)) != (l == decoder.IgnoreLabel) {
 			t.Fatalf("label %d = %d: the prompt (%d tokens) must be masked and the answer not", i, l, len(prompt))
 		}
 	}

@@ -92,7 +92,7 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 		return nil, err
 	}
 	if slices.Contains(config.EncoderModelTypes, snap.ModelType) {
-		if task != TaskTracker {
+		if task != dataset.TaskTracker {
 			return fail(fmt.Errorf("%s.pretrained: %s is an encoder (model_type %s); the %s needs a causal LM", task, snap.Dir, snap.ModelType, task))
 		}
 		fmt.Fprintf(log, "pretrained %s: %s (model_type %s) on backend %s\n", task, snap.Dir, snap.ModelType, s.bname)
@@ -168,7 +168,7 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 // into the checkpoint req.Out (resuming a run found there), with the head tracker.head.
 func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request) error {
 	tc := cfg.Tracker
-	s, err := begin(cfg, req, TaskTracker, tc.Pretrained, tc.Train)
+	s, err := begin(cfg, req, dataset.TaskTracker, tc.Pretrained, tc.Train)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 	if err != nil {
 		return err
 	}
-	meta := &Meta{Task: TaskTracker, Head: head, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: tc.MaxSeqLen,
+	meta := &Meta{Task: dataset.TaskTracker, Head: head, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: tc.MaxSeqLen,
 		LoRA: tc.LoRA, Seed: cfg.Seed}
 	rows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitTrain)
 	if err != nil {
@@ -239,13 +239,13 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 // released script scores it), which selects the best checkpoint.
 func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Request) error {
 	sc := cfg.Summarizer
-	s, err := begin(cfg, req, TaskSummarizer, sc.Pretrained, sc.Train)
+	s, err := begin(cfg, req, dataset.TaskSummarizer, sc.Pretrained, sc.Train)
 	if err != nil {
 		return err
 	}
 	defer s.lock.Release()
 	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxSummaryLen, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
-	meta := &Meta{Task: TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
+	meta := &Meta{Task: dataset.TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
 		LoRA: sc.LoRA, Seed: cfg.Seed, FullContext: sc.FullContext, Generation: &gen}
 	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: sc.FullContext}
 	var devRows []dataset.SummarizerRow

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/tracksum/tracksum/hf/randsnap"
+	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 )
@@ -170,7 +171,7 @@ func readTokenizer(dir string) (tokenizerInfo, error) {
 			Vocab json.RawMessage `json:"vocab"`
 		} `json:"model"`
 	}
-	path := filepath.Join(dir, "tokenizer.json")
+	path := filepath.Join(dir, snapshot.TokenizerFile)
 	if err := readJSON(path, &tj); err != nil {
 		return info, err
 	}
@@ -200,7 +201,7 @@ func readTokenizer(dir string) (tokenizerInfo, error) {
 		return info, fmt.Errorf("%s: empty vocabulary", path)
 	}
 	var tc map[string]any
-	cpath := filepath.Join(dir, "tokenizer_config.json")
+	cpath := filepath.Join(dir, snapshot.TokenizerConfigFile)
 	if err := readJSON(cpath, &tc); err != nil {
 		return info, err
 	}
