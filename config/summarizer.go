@@ -23,7 +23,8 @@ type Summarizer struct {
 	Dropout float64 `mapstructure:"dropout" yaml:"dropout"`
 	// MaxSourceLen caps the encoder input in tokens (aspect + tracked sentences [+ abstract]).
 	MaxSourceLen int `mapstructure:"max_source_len" yaml:"max_source_len"`
-	// MaxSummaryLen caps reference summaries in training and generated summaries at inference.
+	// MaxSummaryLen caps reference summaries in training and, unless max_decode_len is set,
+	// generated summaries at inference.
 	MaxSummaryLen int `mapstructure:"max_summary_len" yaml:"max_summary_len"`
 	// FullContext trains the TTS (+) f variant: the full abstract follows the tracked sentences,
 	// after a [CTX] marker and with its own segment embedding.
@@ -56,9 +57,17 @@ type Summarizer struct {
 	// MinLenRatio > 0 forbids ending a summary before ratio x (tokens of the tracked sentences)
 	// tokens (capped at max_summary_len-1); 0 disables. Stored in the checkpoint.
 	MinLenRatio float64 `mapstructure:"min_len_ratio" yaml:"min_len_ratio"`
+	// MaxDecodeLen > 0 is the decoding length limit in tokens ([EOS] included), separate from the
+	// training cap max_summary_len; 0 = max_summary_len. Beyond the training cap the decoder reuses
+	// its last trained position. Stored in the checkpoint.
+	MaxDecodeLen int `mapstructure:"max_decode_len" yaml:"max_decode_len"`
 	// CopyChainBonus is added at decoding to the copy score of the source positions continuing the
 	// longest span copied so far (two tokens or more); 0 disables. Stored in the checkpoint.
 	CopyChainBonus float64 `mapstructure:"copy_chain_bonus" yaml:"copy_chain_bonus"`
+	// CopyStartBonus is added at decoding to the copy score of the first token of every tracked
+	// sentence until a span of two tokens or more has been copied, so that the copy starts at a
+	// sentence's beginning rather than mid-sentence; 0 disables. Stored in the checkpoint.
+	CopyStartBonus float64 `mapstructure:"copy_start_bonus" yaml:"copy_start_bonus"`
 	// WordRule forbids, at decoding, word-internal subword pieces that would make a word found
 	// neither in the source nor in the training summaries. Stored in the checkpoint.
 	WordRule bool `mapstructure:"word_rule" yaml:"word_rule"`
@@ -106,7 +115,9 @@ func DefaultSummarizer() Summarizer {
 		LengthPenalty:  2.0,
 		NoRepeatNgram:  4,
 		MinLenRatio:    0.6,
+		MaxDecodeLen:   0,
 		CopyChainBonus: 8,
+		CopyStartBonus: 0,
 		WordRule:       true,
 		// Pretrained path: the paper's sequence length and adapters.
 		Pretrained: "",
@@ -137,7 +148,7 @@ func (c Summarizer) Validate() error {
 	if c.Dropout < 0 || c.Dropout >= 1 {
 		bad("dropout", "must be in [0, 1)")
 	}
-	for _, k := range []intKey{{"gen_vocab_size", c.GenVocabSize}, {"dev_decode_limit", c.DevDecodeLimit}, {"no_repeat_ngram", c.NoRepeatNgram}, {"copy_examples", c.CopyExamples}} {
+	for _, k := range []intKey{{"gen_vocab_size", c.GenVocabSize}, {"dev_decode_limit", c.DevDecodeLimit}, {"no_repeat_ngram", c.NoRepeatNgram}, {"copy_examples", c.CopyExamples}, {"max_decode_len", c.MaxDecodeLen}} {
 		if k.v < 0 {
 			bad(k.key, "must be >= 0")
 		}
@@ -147,6 +158,9 @@ func (c Summarizer) Validate() error {
 	}
 	if c.CopyChainBonus < 0 {
 		bad("copy_chain_bonus", "must be >= 0")
+	}
+	if c.CopyStartBonus < 0 {
+		bad("copy_start_bonus", "must be >= 0")
 	}
 	if c.MinLenRatio < 0 || c.MinLenRatio > 4 {
 		bad("min_len_ratio", "must be in [0, 4]")

@@ -12,7 +12,7 @@
 //
 //	snap, err := snapshot.Open("SNAPSHOT")
 //	store := gomlxmodel.NewStore()
-//	m, err := decoder.Load(snap, store, decoder.LoRA{Rank: 16, Alpha: 16, RSLoRA: true, Targets: decoder.DefaultTargets})
+//	m, err := decoder.Load(snap, store, config.LoRA{Rank: 16, Alpha: 16, RSLoRA: true, TargetModules: decoder.DefaultTargets}, seed)
 //	// in a graph function:
 //	hidden := m.Hidden(store.RootScope(), tokens, mask) // [B, T, H]
 //	logits := m.Logits(store.RootScope(), hidden)       // [B, T, V]
@@ -96,40 +96,21 @@ func (c Config) Gemma() bool { return c.ModelType == "gemma" }
 // and MLP.
 var DefaultTargets = config.LoRATargetsLlama
 
-// LoRA configures low-rank adapters as PEFT's LoraConfig does: y = x W^T + Scale() * dropout(x) A^T B^T,
-// with A [Rank, in] drawn kaiming-uniform(a=sqrt(5)) and B [out, Rank] zeros, both float32.
-type LoRA struct {
-	// Rank is r; 0 means no adapters: full fine-tuning of all weights.
-	Rank int
-	// Alpha is lora_alpha.
-	Alpha float64
-	// RSLoRA selects rank-stabilised scaling Alpha/sqrt(Rank) instead of Alpha/Rank.
-	RSLoRA bool
-	// Dropout is lora_dropout, applied to the adapter's input in training graphs only.
-	Dropout float64
-	// Targets are module names (the last component of the Hugging Face key: "q_proj", ...); nil
-	// means DefaultTargets.
-	Targets []string
-	// Seed seeds the kaiming-uniform draw of the A matrices (0 is a valid seed).
-	Seed int64
-}
+// LoRA configures the low-rank adapters, as the config's tracker.lora / summarizer.lora sections
+// (one type for both: PEFT's LoraConfig fields): y = x W^T + Scale() * dropout(x) A^T B^T, with
+// A [Rank, in] drawn kaiming-uniform(a=sqrt(5)) from Load's seed and B [out, Rank] zeros, both
+// float32. Rank 0 means no adapters: full fine-tuning of all weights. TargetModules are module
+// names (the last component of the Hugging Face key: "q_proj", ...); nil means DefaultTargets.
+// Dropout applies to the adapter's input in training graphs only.
+type LoRA = config.LoRA
 
-// Scale is the factor of the adapter's product: Alpha/Rank, or Alpha/sqrt(Rank) with RSLoRA.
-func (l LoRA) Scale() float64 {
-	return config.LoRA{Rank: l.Rank, Alpha: l.Alpha, RSLoRA: l.RSLoRA}.Scale()
-}
-
-// targets returns the effective target module names.
-func (l LoRA) targets() []string {
-	if l.Targets == nil {
-		return DefaultTargets
+// targeted reports whether module (e.g. "q_proj") carries an adapter.
+func targeted(l LoRA, module string) bool {
+	targets := l.TargetModules
+	if targets == nil {
+		targets = DefaultTargets
 	}
-	return l.Targets
-}
-
-// Targeted reports whether module (e.g. "q_proj") carries an adapter.
-func (l LoRA) Targeted(module string) bool {
-	return l.Rank > 0 && slices.Contains(l.targets(), module)
+	return l.Rank > 0 && slices.Contains(targets, module)
 }
 
 // BaseScope is the store scope of the checkpoint's weights: the variable of Hugging Face key K
@@ -155,10 +136,11 @@ type Model struct {
 // BaseScope named after their Hugging Face keys, non-trainable when lora.Rank > 0 (so absent from
 // the optimizer state) and kept in their file dtype (bf16/f16 are converted to float32 inside the
 // graph); with Rank 0 they are trainable and converted to float32 at load. Adapters (float32,
-// trainable) go under LoRAScope. Every tensor's shape is checked against the config; a missing or
-// misshaped tensor, or a non-finite value, is a one-line error.
-func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, error) {
-	return load(s, store, lora)
+// trainable, A drawn from seed: 0 is a valid seed) go under LoRAScope. Every tensor's shape is
+// checked against the config; a missing or misshaped tensor, or a non-finite value, is a one-line
+// error.
+func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
+	return load(s, store, lora, seed)
 }
 
 // Config returns the model's architecture.

@@ -131,6 +131,9 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	switch v := s.Config["eos_token_id"].(type) {
 	case nil:
 	case float64:
+		if v != math.Trunc(v) {
+			return fail("eos_token_id = %v, want an integer or a list of integers", v)
+		}
 		c.EOSList = []int{int(v)}
 	case []any:
 		for _, e := range v {

@@ -135,7 +135,7 @@ func TestForwardParity(t *testing.T) {
 		t.Run(fam, func(t *testing.T) {
 			gold := readGolden(t, fam)
 			store := gomlxmodel.NewStore()
-			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, LoRA{})
+			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, LoRA{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestLoRAParity(t *testing.T) {
 			mask := flatInt(gold["mask"])
 			snap := openSnap(t, filepath.Join("testdata", fam))
 			store := gomlxmodel.NewStore()
-			m, err := Load(snap, store, testLoRA)
+			m, err := Load(snap, store, testLoRA, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestLoRAParity(t *testing.T) {
 			compareRows(t, "lora_logits", logits, gold["lora_logits"], mask)
 
 			store2 := gomlxmodel.NewStore()
-			full, err := Load(snap, store2, LoRA{})
+			full, err := Load(snap, store2, LoRA{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +221,7 @@ func TestLossAndGradients(t *testing.T) {
 		t.Run(fam, func(t *testing.T) {
 			gold := readGolden(t, fam)
 			store := gomlxmodel.NewStore()
-			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA)
+			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +283,7 @@ func TestKVCacheDecode(t *testing.T) {
 		t.Run(fam, func(t *testing.T) {
 			gold := readGolden(t, fam)
 			store := gomlxmodel.NewStore()
-			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA)
+			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -368,7 +368,7 @@ func TestKVCacheDecode(t *testing.T) {
 func TestTrainableFlags(t *testing.T) {
 	snap := openSnap(t, filepath.Join("testdata", "llama"))
 	store := gomlxmodel.NewStore()
-	m, err := Load(snap, store, LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj", "v_proj"}})
+	m, err := Load(snap, store, LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "v_proj"}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestTrainableFlags(t *testing.T) {
 		}
 	}
 	store2 := gomlxmodel.NewStore()
-	m2, err := Load(snap, store2, LoRA{})
+	m2, err := Load(snap, store2, LoRA{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestLoadErrors(t *testing.T) {
 			dir := copySnapshot(t, "llama", tc.edit, tc.configEdit)
 			s, err := snapshot.Open(dir)
 			if err == nil {
-				_, err = Load(s, gomlxmodel.NewStore(), testLoRA)
+				_, err = Load(s, gomlxmodel.NewStore(), testLoRA, 0)
 			}
 			if err == nil {
 				t.Fatal("no error")
@@ -520,7 +520,7 @@ func TestHalfPrecisionWeights(t *testing.T) {
 			tokens := tensors.FromFlatDataAndDimensions([]int32{5, 9, 3, 17, 40, 2, 8, 11}, 2, 4)
 			mask := tensors.FromFlatDataAndDimensions([]int32{1, 1, 1, 1, 1, 1, 1, 0}, 2, 4)
 			frozenStore := gomlxmodel.NewStore()
-			frozen, err := Load(snap, frozenStore, LoRA{Rank: 2, Alpha: 2})
+			frozen, err := Load(snap, frozenStore, LoRA{Rank: 2, Alpha: 2}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -528,7 +528,7 @@ func TestHalfPrecisionWeights(t *testing.T) {
 				t.Errorf("frozen base dtype %s, want %s", got, dt)
 			}
 			fullStore := gomlxmodel.NewStore()
-			full, err := Load(snap, fullStore, LoRA{})
+			full, err := Load(snap, fullStore, LoRA{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -550,7 +550,7 @@ func TestLoRADropout(t *testing.T) {
 	store := gomlxmodel.NewStore()
 	lora := testLoRA
 	lora.Dropout = 0.5
-	m, err := Load(openSnap(t, filepath.Join("testdata", "llama")), store, lora)
+	m, err := Load(openSnap(t, filepath.Join("testdata", "llama")), store, lora, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func (c Config) expectedTensors() map[string][]int {
 	return want
 }
 
-func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, error) {
+func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
 	cfg, err := configOf(s)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 	if lora.Rank < 0 {
 		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
 	}
-	for _, t := range lora.targets() {
+	for _, t := range lora.TargetModules {
 		if !slices.Contains(DefaultTargets, t) {
 			return nil, fmt.Errorf("lora target module %q: want one of %v", t, DefaultTargets)
 		}
@@ -115,10 +115,10 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 		m.base[name] = v
 	}
 	if lora.Rank > 0 {
-		rng := rand.New(rand.NewPCG(uint64(lora.Seed), 0x10ba))
+		rng := rand.New(rand.NewPCG(uint64(seed), 0x10ba))
 		for i := range cfg.Layers {
 			for _, p := range cfg.projections(i) {
-				if !lora.Targeted(p.module) {
+				if !targeted(lora, p.module) {
 					continue
 				}
 				va, vb, err := NewLoRA(store, LoRAScope, p.key, lora.Rank, p.in, p.out, rng)

@@ -43,7 +43,7 @@ func benchEncoder(b *testing.B, step bool) {
 		b.Fatal(err)
 	}
 	store := gomlxmodel.NewStore()
-	m, err := Load(s, store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true})
+	m, err := Load(s, store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,7 @@
 //
 //	snap, err := snapshot.Open("SNAPSHOT")
 //	store := gomlxmodel.NewStore()
-//	m, err := encoder.Load(snap, store, encoder.LoRA{Rank: 16, Alpha: 16, RSLoRA: true})
+//	m, err := encoder.Load(snap, store, config.LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, seed)
 //	err = m.AddClassifier(1, seed)
 //	// in a graph function:
 //	hidden := m.Hidden(scope, tokens, tokenTypes, mask) // [B, T, H]
@@ -39,9 +39,10 @@ import (
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
-// LoRA is hf/decoder's adapter configuration, shared so one config section drives both model
-// kinds: Rank (0 = full fine-tuning), Alpha, RSLoRA (scale Alpha/sqrt(Rank) instead of
-// Alpha/Rank), Dropout (on the adapter's input, training graphs only), Targets and Seed. Targets
+// LoRA is the config's adapter section (config.LoRA, as hf/decoder's), so one config section
+// drives both model kinds: Rank (0 = full fine-tuning), Alpha, RSLoRA (scale Alpha/sqrt(Rank)
+// instead of Alpha/Rank), Dropout (on the adapter's input, training graphs only) and
+// TargetModules. TargetModules
 // here are matched as PEFT matches target_modules: a Linear whose Hugging Face module key equals a
 // target or ends with "." + target ("query", "dense", "attention.output.dense", "output.dense";
 // note that PEFT's "output.dense" also selects attention.output.dense). The Llama-family names of
@@ -60,11 +61,11 @@ var bertTargets = append([]string{"dense"}, config.LoRATargetsBERT...)
 // resolveTargets returns the BERT target names of l (aliases mapped, gate_proj dropped), or an
 // error naming an unknown one.
 func resolveTargets(l LoRA) ([]string, error) {
-	if l.Targets == nil {
+	if l.TargetModules == nil {
 		return DefaultTargets, nil
 	}
 	var out []string
-	for _, t := range l.Targets {
+	for _, t := range l.TargetModules {
 		switch alias, ok := config.LoRATargetsBERTAlias[t]; {
 		case ok:
 			out = append(out, alias)

@@ -75,9 +75,9 @@ func TestLoadErrors(t *testing.T) {
 			want: "config.json: is_decoder is true"},
 		{desc: "bad config value", enc: func(e *randsnap.Encoder) { e.Extra = map[string]any{"layer_norm_eps": "small"} },
 			want: `config.json: layer_norm_eps = "small", want a number`},
-		{desc: "unknown target module", lora: LoRA{Rank: 2, Alpha: 2, Targets: []string{"query", "qkv"}},
+		{desc: "unknown target module", lora: LoRA{Rank: 2, Alpha: 2, TargetModules: []string{"query", "qkv"}},
 			want: `lora target module "qkv" is not a BERT linear layer (BERT: dense, query, key, value, attention.output.dense, intermediate.dense, output.dense; or the Llama names q_proj,`},
-		{desc: "targets select nothing", lora: LoRA{Rank: 2, Alpha: 2, Targets: []string{"gate_proj"}},
+		{desc: "targets select nothing", lora: LoRA{Rank: 2, Alpha: 2, TargetModules: []string{"gate_proj"}},
 			want: "lora target modules [gate_proj] select no linear layer of"},
 		{desc: "negative rank", lora: LoRA{Rank: -1}, want: "lora rank -1: want 0 (full fine-tuning) or more"},
 	} {
@@ -95,7 +95,7 @@ func TestLoadErrors(t *testing.T) {
 			}
 			s, err := snapshot.Open(dir)
 			if err == nil {
-				_, err = Load(s, gomlxmodel.NewStore(), tc.lora)
+				_, err = Load(s, gomlxmodel.NewStore(), tc.lora, 0)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %v, want one line containing %q", err, tc.want)
@@ -117,7 +117,7 @@ func TestConfigOfOtherModelType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Load(s, gomlxmodel.NewStore(), LoRA{})
+	_, err = Load(s, gomlxmodel.NewStore(), LoRA{}, 0)
 	if err == nil || !strings.Contains(err.Error(), `config.json: model_type "llama" is not an encoder of this package (supported: bert)`) {
 		t.Fatalf("error %v", err)
 	}
@@ -158,7 +158,7 @@ func TestGammaBetaNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		store := gomlxmodel.NewStore()
-		m, err := Load(s, store, LoRA{})
+		m, err := Load(s, store, LoRA{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,8 +189,8 @@ func TestRestoredAdaptersKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := gomlxmodel.NewStore()
-	lora := LoRA{Rank: 2, Alpha: 4, Seed: 1}
-	m, err := Load(s, store, lora)
+	lora := LoRA{Rank: 2, Alpha: 4}
+	m, err := Load(s, store, lora, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestRestoredAdaptersKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := tensors.MustCopyFlatData[float32](m.HeadVariables()["classifier.weight"].MustValue())
-	m2, err := Load(s, store, LoRA{Rank: 2, Alpha: 4, Seed: 2})
+	m2, err := Load(s, store, LoRA{Rank: 2, Alpha: 4}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestTargets(t *testing.T) {
 		{"dense includes the pooler", []string{"dense"}, 7, layer0("attention.output.dense", "intermediate.dense", "output.dense")},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			m, err := Load(s, gomlxmodel.NewStore(), LoRA{Rank: 2, Alpha: 2, Targets: tc.targets})
+			m, err := Load(s, gomlxmodel.NewStore(), LoRA{Rank: 2, Alpha: 2, TargetModules: tc.targets}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

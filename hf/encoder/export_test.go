@@ -10,7 +10,6 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/export"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
@@ -31,8 +30,8 @@ func TestExportReloadsToSameLogits(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := gomlxmodel.NewStore()
-	lora := LoRA{Rank: g.LoRA.Rank, Alpha: g.LoRA.Alpha, RSLoRA: g.LoRA.RSLoRA, Targets: g.LoRA.Targets}
-	m, err := Load(s, store, lora)
+	lora := LoRA{Rank: g.LoRA.Rank, Alpha: g.LoRA.Alpha, RSLoRA: g.LoRA.RSLoRA, TargetModules: g.LoRA.Targets}
+	m, err := Load(s, store, lora, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +51,7 @@ func TestExportReloadsToSameLogits(t *testing.T) {
 	for key, v := range m.HeadVariables() {
 		ts[peft.Prefix+key] = v.MustValue()
 	}
-	cfg := config.LoRA{Rank: lora.Rank, Alpha: lora.Alpha, RSLoRA: lora.RSLoRA, TargetModules: lora.Targets}
+	cfg := lora
 	a := &peft.Adapter{Config: peft.NewConfig(cfg, peft.TaskSeqCls, base, []string{"classifier"}), Tensors: ts}
 	if err := peft.Write(filepath.Join(ck, peft.AdapterDir), a); err != nil {
 		t.Fatal(err)
@@ -65,7 +64,7 @@ func TestExportReloadsToSameLogits(t *testing.T) {
 		t.Fatal(err)
 	}
 	estore := gomlxmodel.NewStore()
-	em, err := Load(es, estore, LoRA{})
+	em, err := Load(es, estore, LoRA{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ type Model struct {
 // the store (restored from a checkpoint) keep their values. Every tensor's shape is checked against
 // the config; a missing or misshaped tensor, or a non-finite value, is a one-line error. Tensors
 // the encoder does not use (position_ids, cls.predictions.*, a saved classifier) are not read.
-func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, error) {
+func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
 	cfg, err := ConfigOf(s)
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 		m.base[key] = v
 	}
 	if lora.Rank > 0 {
-		rng := rand.New(rand.NewPCG(uint64(lora.Seed), 0xbe27))
+		rng := rand.New(rand.NewPCG(uint64(seed), 0xbe27))
 		for _, l := range m.allLinears() {
 			if !slices.ContainsFunc(targets, func(t string) bool { return targetMatches(t, m.prefix+l.key) }) {
 				continue
@@ -209,7 +209,7 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA) (*Model, err
 			m.a[mod], m.b[mod] = va, vb
 		}
 		if len(m.a) == 0 {
-			return nil, fmt.Errorf("lora target modules %v select no linear layer of %s", lora.Targets, s.Dir)
+			return nil, fmt.Errorf("lora target modules %v select no linear layer of %s", lora.TargetModules, s.Dir)
 		}
 	}
 	return m, nil

@@ -14,6 +14,7 @@ func Command() cli.Command {
 	fs.String("out", "", "directory of the merged Hugging Face snapshot to write (required)")
 	fs.Bool("overwrite", false, "replace an existing non-empty --out")
 	fs.String("base", "", "base snapshot directory, when it moved since training (default: the one base.json names); its weights must be unchanged")
+	_ = fs.MarkHidden("config") // cli.NewFlags' --config: export reads no config key (the checkpoint holds its own)
 	return cli.Command{
 		Name:     "tracksum-export",
 		Synopsis: "--checkpoint CK --out DIR [--overwrite] [--base DIR]",

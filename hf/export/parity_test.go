@@ -62,7 +62,7 @@ func TestExportReloadsToMergedLogits(t *testing.T) {
 				t.Fatal(err)
 			}
 			store := gomlxmodel.NewStore()
-			m, err := decoder.Load(merged, store, decoder.LoRA{})
+			m, err := decoder.Load(merged, store, decoder.LoRA{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

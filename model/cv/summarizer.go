@@ -66,19 +66,24 @@ type Decoding struct {
 	MinLenRatio    float64 `json:"min_len_ratio"`
 	CopyChainBonus float64 `json:"copy_chain_bonus"`
 	WordRule       bool    `json:"word_rule"`
+	// MaxDecodeLen is omitted when 0 so that records written before it keep their meaning.
+	MaxDecodeLen   int     `json:"max_decode_len,omitempty"`
+	CopyStartBonus float64 `json:"copy_start_bonus,omitempty"`
 }
 
 // decodingOf returns the decoding keys of c.
 func decodingOf(c config.Summarizer) Decoding {
 	return Decoding{BeamSize: c.BeamSize, LengthPenalty: c.LengthPenalty, NoRepeatNgram: c.NoRepeatNgram,
-		MinLenRatio: c.MinLenRatio, CopyChainBonus: c.CopyChainBonus, WordRule: c.WordRule}
+		MinLenRatio: c.MinLenRatio, CopyChainBonus: c.CopyChainBonus, WordRule: c.WordRule, MaxDecodeLen: c.MaxDecodeLen,
+		CopyStartBonus: c.CopyStartBonus}
 }
 
 // apply sets d on a loaded summarizer and returns its decoding options.
 func (d Decoding) apply(s *summarizer.Summarizer) decode.Options {
 	s.Meta.BeamSize, s.Meta.LengthPenalty, s.Meta.NoRepeatNgram = d.BeamSize, d.LengthPenalty, d.NoRepeatNgram
-	s.Meta.MinLenRatio, s.Meta.CopyChainBonus = d.MinLenRatio, d.CopyChainBonus
+	s.Meta.MinLenRatio, s.Meta.CopyChainBonus, s.Meta.MaxDecodeLen = d.MinLenRatio, d.CopyChainBonus, d.MaxDecodeLen
 	s.Net.ChainBonus = float32(d.CopyChainBonus)
+	s.Meta.CopyStartBonus, s.Net.StartBonus = d.CopyStartBonus, float32(d.CopyStartBonus)
 	s.SetWordRule(d.WordRule)
 	return s.DecodeOptions()
 }
@@ -132,7 +137,8 @@ func withoutDecoding(cfg *config.Config) *config.Config {
 	d := config.DefaultSummarizer()
 	s := &c.Summarizer
 	s.BeamSize, s.LengthPenalty, s.NoRepeatNgram = d.BeamSize, d.LengthPenalty, d.NoRepeatNgram
-	s.MinLenRatio, s.CopyChainBonus, s.WordRule = d.MinLenRatio, d.CopyChainBonus, d.WordRule
+	s.MinLenRatio, s.CopyChainBonus, s.WordRule, s.MaxDecodeLen = d.MinLenRatio, d.CopyChainBonus, d.WordRule, d.MaxDecodeLen
+	s.CopyStartBonus = d.CopyStartBonus
 	return &c
 }
 

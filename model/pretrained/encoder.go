@@ -47,7 +47,7 @@ func loadEncoderCLS(backend compute.Backend, snap *snapshot.Snapshot, tokDir str
 		return nil, err
 	}
 	store := gomlxmodel.NewStore()
-	enc, err := encoder.Load(snap, store, encoder.LoRA(decoderLoRA(l, seed)))
+	enc, err := encoder.Load(snap, store, l, seed)
 	if err != nil {
 		return nil, err
 	}

@@ -37,16 +37,11 @@ type causalLM struct {
 	lora    config.LoRA
 }
 
-// decoderLoRA converts the config's adapters to hf/decoder's.
-func decoderLoRA(l config.LoRA, seed int64) decoder.LoRA {
-	return decoder.LoRA{Rank: l.Rank, Alpha: l.Alpha, RSLoRA: l.RSLoRA, Dropout: l.Dropout, Targets: l.TargetModules, Seed: seed}
-}
-
 // loadCausalLM loads the snapshot into a new store, with adapters per l and, when withHead, a
 // score head drawn N(0, 0.02²) from seed (transformers' initializer_range default).
 func loadCausalLM(backend compute.Backend, snap *snapshot.Snapshot, l config.LoRA, seed int64, withHead bool) (*causalLM, error) {
 	store := gomlxmodel.NewStore()
-	dec, err := decoder.Load(snap, store, decoderLoRA(l, seed))
+	dec, err := decoder.Load(snap, store, l, seed)
 	if err != nil {
 		return nil, err
 	}

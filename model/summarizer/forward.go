@@ -44,6 +44,11 @@ type Net struct {
 	// only knows the last token, so with frequent subwords ("-", "E") the copy jumps between
 	// occurrences; the chain keeps it on the span it is copying. Set it before decoding starts.
 	ChainBonus float32
+	// StartBonus (decoding only, 0 = off) is added to the copy score of the first token of every
+	// tracked sentence until a span of two tokens or more has been copied: after a generated
+	// opening ("The study found") the copy otherwise tends to land mid-sentence and the sentence's
+	// start (often a claim: "Overall response rate was 30% ...") is lost. Set it before decoding.
+	StartBonus float32
 	// Words (decoding only, nil = off) forbids word-internal pieces that would glue a word found
 	// neither in the source nor in the training summaries (see WordRule). Set it before decoding.
 	Words *WordRule
@@ -165,6 +170,9 @@ type Source struct {
 	crossK  [][]float32 // per decoder layer, [S, D]
 	crossV  [][]float32
 	copyKey []float32 // [S, D]
+	// starts are the positions of the tracked sentences' first tokens (after a [SEP], before any
+	// [CTX]), for the Net's StartBonus.
+	starts []int
 }
 
 // Encode runs the encoder over one source (ids and segment ids, same length, no padding) whose
@@ -195,6 +203,11 @@ func (n *Net) Encode(ids, seg []int32, aspect int32) *Source {
 		panic(fmt.Sprintf("summarizer: aspect index %d outside [0, %d]", aspect, h.NumAspects))
 	}
 	src := &Source{IDs: ids, Aspect: aspect, states: x, copyKey: n.copyK.apply(x, s)}
+	for j := 1; j < len(ids) && ids[j] != h.CtxID; j++ {
+		if ids[j-1] == h.SepID && ids[j] != h.SepID {
+			src.starts = append(src.starts, j)
+		}
+	}
 	for _, l := range n.dec {
 		src.crossK = append(src.crossK, l.cross.k.apply(x, s))
 		src.crossV = append(src.crossV, l.cross.v.apply(x, s))
@@ -210,8 +223,10 @@ type DecState struct {
 	selfV [][]float32
 	pos   int
 	// match[j] is the length of the longest suffix of the fed tokens that ends at source position j
-	// (maintained only when the Net's ChainBonus is set).
+	// (maintained only when the Net's ChainBonus or StartBonus is set).
 	match []int32
+	// copied is set once the fed tokens end with a span of two tokens or more of the source.
+	copied bool
 	// word is the piece sequence of the word being written (maintained only with a WordRule).
 	word []int32
 	// utf8 holds the bytes of an incomplete character at the end of the fed tokens (maintained only
@@ -227,7 +242,7 @@ func (n *Net) NewState(src *Source) *DecState {
 // Clone copies a hypothesis (beam search forks them); the source is shared, read-only.
 func (st *DecState) Clone() *DecState {
 	c := &DecState{Src: st.Src, pos: st.pos, selfK: make([][]float32, len(st.selfK)), selfV: make([][]float32, len(st.selfV)),
-		match: append([]int32(nil), st.match...), word: append([]int32(nil), st.word...), utf8: st.utf8}
+		match: append([]int32(nil), st.match...), copied: st.copied, word: append([]int32(nil), st.word...), utf8: st.utf8}
 	for l := range st.selfK {
 		c.selfK[l] = append([]float32(nil), st.selfK[l]...)
 		c.selfV[l] = append([]float32(nil), st.selfV[l]...)
@@ -237,8 +252,8 @@ func (st *DecState) Clone() *DecState {
 
 // addChain updates the copy-span matches with the fed token and adds bonus to the copy scores a of
 // the positions that continue the longest match (two tokens or more); a match that ends a tracked
-// sentence continues after the sep token that follows it.
-func (st *DecState) addChain(a []float32, tok int32, bonus float32, sep int32) {
+// sentence continues after the sep token that follows it. It returns the longest match.
+func (st *DecState) addChain(a []float32, tok int32, bonus float32, sep int32) int32 {
 	ids := st.Src.IDs
 	if st.match == nil {
 		st.match = make([]int32, len(ids))
@@ -255,8 +270,8 @@ func (st *DecState) addChain(a []float32, tok int32, bonus float32, sep int32) {
 		st.match[j] = m
 		longest = max(longest, m)
 	}
-	if longest < 2 {
-		return
+	if longest < 2 || bonus == 0 {
+		return longest
 	}
 	for j := 1; j < len(ids); j++ {
 		if st.match[j-1] != longest {
@@ -270,6 +285,7 @@ func (st *DecState) addChain(a []float32, tok int32, bonus float32, sep int32) {
 			a[j] += bonus
 		}
 	}
+	return longest
 }
 
 // Len is the number of tokens fed so far.
@@ -282,12 +298,10 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 	d, b := h.DModel, len(states)
 	x := make([]float32, b*d)
 	for i, st := range states {
-		if st.pos >= h.maxPositions() {
-			panic(fmt.Sprintf("summarizer: decoder position %d beyond the %d learned positions", st.pos, h.maxPositions()))
-		}
 		row := x[i*d : (i+1)*d]
 		copy(row, n.tokens[int(tokens[i])*d:int(tokens[i]+1)*d])
-		addTo(row, n.tgtPos[st.pos*d:(st.pos+1)*d])
+		p := min(st.pos, h.lastTrainedTgtPos())
+		addTo(row, n.tgtPos[p*d:(p+1)*d])
 		if n.aspect != nil {
 			a := int(st.Src.Aspect)
 			addTo(row, n.aspect[a*d:(a+1)*d])
@@ -362,8 +376,15 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 				following = 1
 			}
 		}
-		if n.ChainBonus != 0 {
-			st.addChain(a, tokens[i], n.ChainBonus, h.SepID)
+		if n.ChainBonus != 0 || n.StartBonus != 0 {
+			if st.addChain(a, tokens[i], n.ChainBonus, h.SepID) >= 2 {
+				st.copied = true
+			}
+			if n.StartBonus != 0 && !st.copied {
+				for _, j := range src.starts {
+					a[j] += n.StartBonus
+				}
+			}
 		}
 		softmax(a)
 		ctx := make([]float32, d)

@@ -64,6 +64,13 @@ func (h Hyperparams) genIndex() map[int32]int32 {
 // maxPositions sizes the learned position tables; the decoder needs one more slot for [BOS].
 func (h Hyperparams) maxPositions() int { return max(h.MaxSourceLen, h.MaxSummaryLen+1) }
 
+// lastTrainedTgtPos is the last decoder position training reaches: the inputs are [BOS] and at
+// most MaxSummaryLen-1 summary tokens (positions 0..MaxSummaryLen-1). The rows after it in tgt_pos
+// keep their random initial values, so decoding past it (summarizer.max_decode_len) reuses this
+// row: causal self-attention still sees every earlier token, and the copy mechanism (with its
+// chain bonus) tracks the source position by content, not by the target position.
+func (h Hyperparams) lastTrainedTgtPos() int { return min(h.MaxSummaryLen-1, h.maxPositions()-1) }
+
 // copyAspect is the aspect index of the self-supervised copy examples (no aspect).
 func (h Hyperparams) copyAspect() int32 { return int32(h.NumAspects) }
 

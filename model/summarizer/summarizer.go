@@ -53,8 +53,14 @@ type Meta struct {
 	// tokens (at most max_summary_len-1): the from-scratch model stops far too early on long
 	// inputs, and TracSum's references are about half as long as their cited sentences.
 	MinLenRatio float64 `json:"min_len_ratio,omitempty"`
+	// MaxDecodeLen > 0 is the decoding length limit in tokens, [EOS] included (0 = max_summary_len,
+	// the training cap). It may exceed the training cap: the decoder's positions beyond the last
+	// trained one reuse it (Net.Step), so that summaries of long tracked sentences are not cut off.
+	MaxDecodeLen int `json:"max_decode_len,omitempty"`
 	// CopyChainBonus is the Net's ChainBonus at inference (0 = off).
 	CopyChainBonus float64 `json:"copy_chain_bonus,omitempty"`
+	// CopyStartBonus is the Net's StartBonus at inference (0 = off).
+	CopyStartBonus float64 `json:"copy_start_bonus,omitempty"`
 	// WordRule turns on the Net's WordRule at inference; KnownWords are the multi-piece words of
 	// the training summaries it admits besides the source's.
 	WordRule   bool      `json:"word_rule,omitempty"`
@@ -110,6 +116,7 @@ func Load(dir string) (*Summarizer, error) {
 	}
 	net.Suppress(suppressed(tok.NumSpecial(), m.Hyperparams.EosID))
 	net.ChainBonus = float32(m.CopyChainBonus)
+	net.StartBonus = float32(m.CopyStartBonus)
 	net.UTF8 = tok.NewUTF8Guard()
 	s := &Summarizer{Meta: m, Net: net, Tok: tok}
 	s.SetWordRule(m.WordRule)
@@ -151,13 +158,21 @@ func suppressed(numSpecial int, eos int32) []int32 {
 func (s *Summarizer) DecodeOptions() decode.Options {
 	return decode.Options{
 		BeamSize:      s.Meta.BeamSize,
-		MaxLen:        s.Meta.Hyperparams.MaxSummaryLen,
+		MaxLen:        s.Meta.MaxLen(),
 		MinLen:        1, // an empty summary is never right: a negative is "Unknown.", decided by the tracker
 		LengthPenalty: s.Meta.LengthPenalty,
 		NoRepeatNgram: s.Meta.NoRepeatNgram,
 		BOS:           s.Meta.Hyperparams.BosID,
 		EOS:           s.Meta.Hyperparams.EosID,
 	}
+}
+
+// MaxLen is the decoding length limit: MaxDecodeLen, or the training cap max_summary_len.
+func (m Meta) MaxLen() int {
+	if m.MaxDecodeLen > 0 {
+		return m.MaxDecodeLen
+	}
+	return m.Hyperparams.MaxSummaryLen
 }
 
 // Summarize writes one summary per request, decoding them together (batched).

@@ -200,7 +200,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	meta := Meta{FormatVersion: formatVersion, Hyperparams: h, AspectSet: man.AspectSet,
 		BeamSize: cfg.Summarizer.BeamSize, LengthPenalty: cfg.Summarizer.LengthPenalty, NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
 		MinLenRatio: cfg.Summarizer.MinLenRatio, CopyChainBonus: cfg.Summarizer.CopyChainBonus,
-		WordRule: cfg.Summarizer.WordRule, KnownWords: knownWords}
+		CopyStartBonus: cfg.Summarizer.CopyStartBonus, MaxDecodeLen: cfg.Summarizer.MaxDecodeLen, WordRule: cfg.Summarizer.WordRule, KnownWords: knownWords}
 	if err := writeCheckpointFiles(outDir, meta, data.TokenizerPath, cfg, opts.AllowChangedConfig, log); err != nil {
 		return nil, nil, err
 	}
@@ -215,7 +215,8 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		Backend: backend, Hyperparams: h, Loop: cfg.Summarizer.Train, Seed: cfg.Seed, OutDir: outDir,
 		Train: train, Dev: dev, DevDecodeLimit: cfg.Summarizer.DevDecodeLimit,
 		Suppress: suppressed(tok.NumSpecial(), h.EosID), NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
-		MinLenRatio: cfg.Summarizer.MinLenRatio, ChainBonus: float32(cfg.Summarizer.CopyChainBonus), Words: words,
+		MinLenRatio: cfg.Summarizer.MinLenRatio, ChainBonus: float32(cfg.Summarizer.CopyChainBonus),
+		StartBonus: float32(cfg.Summarizer.CopyStartBonus), Words: words,
 		Detok:     func(ids []int32) string { return strings.TrimSpace(tok.Decode(ids)) },
 		Log:       log,
 		AfterStep: opts.AfterStep,
@@ -347,6 +348,7 @@ type ExamplesOptions struct {
 	NoRepeatNgram int
 	MinLenRatio   float64
 	ChainBonus    float32
+	StartBonus    float32
 	// Words is the decoding word rule of the dev decoding (nil = off).
 	Words *WordRule
 	// Suppress are ids never generated; Detok turns generated ids into text for ROUGE.
@@ -403,6 +405,7 @@ func TrainExamples(ctx context.Context, o ExamplesOptions) (*training.Result, er
 		}
 		net.Suppress(o.Suppress)
 		net.ChainBonus = o.ChainBonus
+		net.StartBonus = o.StartBonus
 		net.Words = o.Words
 		dev := o.Dev
 		if o.DevDecodeLimit > 0 && len(dev) > o.DevDecodeLimit {

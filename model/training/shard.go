@@ -425,6 +425,14 @@ func (s *shardedStepper) hostMasks(shards []Batch, baseKeys []string, args [][]a
 	if err != nil {
 		return state, false, err
 	}
+	made := make([][]any, len(shards)) // the shards' masks, appended to args once all are made
+	release := func() {
+		for _, ts := range made {
+			for _, t := range ts {
+				_ = t.(*tensors.Tensor).FinalizeAll()
+			}
+		}
+	}
 	offset := 0
 	for i, sh := range shards {
 		for j, d := range draws {
@@ -432,16 +440,21 @@ func (s *shardedStepper) hostMasks(shards []Batch, baseKeys []string, args [][]a
 			dims := append([]int{sh.Examples}, d.Dims[1:]...)
 			t, err := tensors.FromShapeForBackend(s.o.Backend, 0, shapes.Make(dtypes.Float32, dims...))
 			if err != nil {
+				release()
 				return state, false, fmt.Errorf("training: dropout mask: %w", err)
 			}
+			made[i] = append(made[i], t)
 			if err := t.MutableFlatData(func(f any) {
 				copy(f.([]float32), masks[j][offset*rowSize:(offset+sh.Examples)*rowSize])
 			}); err != nil {
+				release()
 				return state, false, fmt.Errorf("training: dropout mask: %w", err)
 			}
-			args[i] = append(args[i], t)
 		}
 		offset += sh.Examples
+	}
+	for i := range shards {
+		args[i] = append(args[i], made[i]...)
 	}
 	return state, true, nil
 }
