@@ -67,7 +67,8 @@ crashtest: build
 FUZZTIME ?= 60s
 FUZZ_TARGETS := ./dataset:FuzzStreamInstances ./dataset:FuzzReadRaw ./dataset:FuzzSplitSentences \
 	./dataset:FuzzReadShards ./model:FuzzReadTensors ./eval:FuzzRead ./eval/judge:FuzzParseClaims \
-	./eval/judge:FuzzParseVerdict ./infer/llmmethods:FuzzParseAnswers ./subword:FuzzEncode ./subword:FuzzCleanLongWords
+	./eval/judge:FuzzParseVerdict ./infer/llmmethods:FuzzParseAnswers ./subword:FuzzEncode ./subword:FuzzCleanLongWords \
+	./model/ete:FuzzParse
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -124,22 +124,30 @@ func onlySection(cfg *config.Config, keep string) *config.Config {
 	}
 	if keep != "summarizer" {
 		c.Summarizer = d.Summarizer
+		recordDecoding(&c.Summarizer)
 	}
 	c.Infer, c.Eval = d.Infer, d.Eval
 	return &c
 }
 
-// withoutDecoding returns a copy of cfg whose summarizer decoding keys are the defaults: a
-// summarizer cross-validation keeps its fold checkpoints when only these change and decodes them
-// again with the new keys (decodingOf).
+// withoutDecoding returns a copy of cfg whose summarizer decoding keys are the fixed values of
+// recordDecoding: a summarizer cross-validation keeps its fold checkpoints when only these change
+// and decodes them again with the new keys (decodingOf).
 func withoutDecoding(cfg *config.Config) *config.Config {
 	c := *cfg
-	d := config.DefaultSummarizer()
-	s := &c.Summarizer
-	s.BeamSize, s.LengthPenalty, s.NoRepeatNgram = d.BeamSize, d.LengthPenalty, d.NoRepeatNgram
-	s.MinLenRatio, s.CopyChainBonus, s.WordRule, s.MaxDecodeLen = d.MinLenRatio, d.CopyChainBonus, d.WordRule, d.MaxDecodeLen
-	s.CopyStartBonus = d.CopyStartBonus
+	recordDecoding(&c.Summarizer)
 	return &c
+}
+
+// recordDecoding sets the summarizer decoding keys to the fixed values a settings record holds
+// (any decoding is applied again without retraining): the defaults of the time these records were
+// introduced, and zero for the keys added since (max_decode_len, copy_start_bonus: left out of
+// the YAML when zero). A later change of a decoding default then neither changes the records nor
+// refuses the finished cross-validations.
+func recordDecoding(s *config.Summarizer) {
+	s.BeamSize, s.LengthPenalty, s.NoRepeatNgram = 4, 2, 4
+	s.MinLenRatio, s.CopyChainBonus, s.WordRule = 0.6, 8, true
+	s.MaxDecodeLen, s.CopyStartBonus = 0, 0
 }
 
 // RunSummarizer cross-validates the summarizer of cfg on gold citations: for each fold k it trains

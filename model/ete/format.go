@@ -121,13 +121,16 @@ func Parse(text string, n int) Output {
 	return o
 }
 
-// cutLast splits s around the last occurrence of sep (any case).
+// cutLast splits s around the last occurrence of sep (any case). It compares s's own bytes:
+// upper-casing s first would change the length of some text (invalid UTF-8, "ı") and misplace the
+// cut (found by FuzzParse).
 func cutLast(s, sep string) (before, after string, ok bool) {
-	i := strings.LastIndex(strings.ToUpper(s), strings.ToUpper(sep))
-	if i < 0 {
-		return s, "", false
+	for i := len(s) - len(sep); i >= 0; i-- {
+		if strings.EqualFold(s[i:i+len(sep)], sep) {
+			return s[:i], s[i+len(sep):], true
+		}
 	}
-	return s[:i], s[i+len(sep):], true
+	return s, "", false
 }
 
 // Stats counts what Parse repaired over a run.

@@ -2,6 +2,7 @@ package summarizer
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -91,5 +92,66 @@ func TestAddChainAcrossSeparator(t *testing.T) {
 	}
 	if want := []float32{0, 0, 0, 1, 0}; !slices.Equal(a, want) {
 		t.Errorf("bonus after copying 5 6 = %v, want %v (the sentence after [SEP])", a, want)
+	}
+}
+
+// TestAddStart: the first token of each tracked sentence gets the bonus until its token has been
+// fed once, so that a start copied without its sentence is not offered again (the loop
+// "Overall CONCLUSIONS Overall ..." seen on the TracSum dev parts with a bonus of 4 or more).
+func TestAddStart(t *testing.T) {
+	// aspect 10, [SEP]=3, sentence 5 6, [SEP], sentence 7 8
+	st := &DecState{Src: &Source{IDs: []int32{10, 3, 5, 6, 3, 7, 8}, starts: []int{2, 5}}}
+	tests := []struct {
+		desc string
+		tok  int32
+		want []float32
+	}{
+		{desc: "[BOS]: both starts", tok: 1, want: []float32{0, 0, 1, 0, 0, 1, 0}},
+		{desc: "a generated token: both starts", tok: 11, want: []float32{0, 0, 1, 0, 0, 1, 0}},
+		{desc: "start 7 fed: only start 5 left", tok: 7, want: []float32{0, 0, 1, 0, 0, 0, 0}},
+		{desc: "start 5 fed: none left", tok: 5, want: []float32{0, 0, 0, 0, 0, 0, 0}},
+	}
+	for _, tc := range tests {
+		a := make([]float32, len(st.Src.IDs))
+		st.addStart(a, tc.tok, 1)
+		if !slices.Equal(a, tc.want) {
+			t.Errorf("%s: bonus %v, want %v", tc.desc, a, tc.want)
+		}
+	}
+}
+
+// TestLabelLen: the section label of a structured abstract's sentence is skipped by the start
+// bonus when it ends on a token boundary.
+func TestLabelLen(t *testing.T) {
+	words := map[int32]string{10: "PATIENTS", 11: " AND", 12: " METHODS", 13: ":", 14: " Patients", 15: " were",
+		16: "RESULTS:", 17: " The", 18: "RES", 19: "ULTS: Forty"}
+	detok := func(ids []int32) string {
+		var b strings.Builder
+		for _, id := range ids {
+			b.WriteString(words[id])
+		}
+		return b.String()
+	}
+	labelLen := LabelLen(detok)
+	tests := []struct {
+		desc string
+		sent []int32
+		want int
+	}{
+		{desc: "label of four tokens", sent: []int32{10, 11, 12, 13, 14, 15}, want: 4},
+		{desc: "label of one token", sent: []int32{16, 17, 15}, want: 1},
+		{desc: "no label", sent: []int32{14, 15}, want: 0},
+		{desc: "label not on a token boundary", sent: []int32{18, 19, 15}, want: 0},
+		{desc: "label alone (nothing after it)", sent: []int32{16}, want: 0},
+	}
+	for _, tc := range tests {
+		if got := labelLen(tc.sent); got != tc.want {
+			t.Errorf("%s: LabelLen = %d, want %d", tc.desc, got, tc.want)
+		}
+	}
+	// In a source: aspect 20 [SEP]=3 labelled sentence [SEP] plain sentence.
+	n := &Net{H: toyHyper(), LabelLen: labelLen}
+	if got, want := n.sentenceStarts([]int32{20, 3, 10, 11, 12, 13, 14, 15, 3, 14, 15}), []int{6, 9}; !slices.Equal(got, want) {
+		t.Errorf("sentenceStarts = %v, want %v", got, want)
 	}
 }

@@ -45,10 +45,16 @@ type Net struct {
 	// occurrences; the chain keeps it on the span it is copying. Set it before decoding starts.
 	ChainBonus float32
 	// StartBonus (decoding only, 0 = off) is added to the copy score of the first token of every
-	// tracked sentence until a span of two tokens or more has been copied: after a generated
-	// opening ("The study found") the copy otherwise tends to land mid-sentence and the sentence's
-	// start (often a claim: "Overall response rate was 30% ...") is lost. Set it before decoding.
+	// tracked sentence not yet started (its token not yet fed) whenever no span of two tokens or
+	// more is being copied: after a generated opening ("The study found") or a broken span the copy
+	// otherwise tends to land mid-sentence, and the sentence's start (often a claim: "Overall
+	// response rate was 30% ...") is lost. Set it before decoding.
 	StartBonus float32
+	// LabelLen (nil = none) is the number of leading tokens of a tracked sentence that form its
+	// section label ("PATIENTS AND METHODS:"): StartBonus marks the token after it, since the
+	// references never repeat the labels (on the TracSum dev parts the bonus on the label itself
+	// cost 4 points of claim precision on the instances with a labelled sentence).
+	LabelLen func(sentence []int32) int
 	// Words (decoding only, nil = off) forbids word-internal pieces that would glue a word found
 	// neither in the source nor in the training summaries (see WordRule). Set it before decoding.
 	Words *WordRule
@@ -203,11 +209,7 @@ func (n *Net) Encode(ids, seg []int32, aspect int32) *Source {
 		panic(fmt.Sprintf("summarizer: aspect index %d outside [0, %d]", aspect, h.NumAspects))
 	}
 	src := &Source{IDs: ids, Aspect: aspect, states: x, copyKey: n.copyK.apply(x, s)}
-	for j := 1; j < len(ids) && ids[j] != h.CtxID; j++ {
-		if ids[j-1] == h.SepID && ids[j] != h.SepID {
-			src.starts = append(src.starts, j)
-		}
-	}
+	src.starts = n.sentenceStarts(ids)
 	for _, l := range n.dec {
 		src.crossK = append(src.crossK, l.cross.k.apply(x, s))
 		src.crossV = append(src.crossV, l.cross.v.apply(x, s))
@@ -225,8 +227,8 @@ type DecState struct {
 	// match[j] is the length of the longest suffix of the fed tokens that ends at source position j
 	// (maintained only when the Net's ChainBonus or StartBonus is set).
 	match []int32
-	// copied is set once the fed tokens end with a span of two tokens or more of the source.
-	copied bool
+	// startFed[k] is set once the token of the k-th sentence start has been fed (StartBonus).
+	startFed []bool
 	// word is the piece sequence of the word being written (maintained only with a WordRule).
 	word []int32
 	// utf8 holds the bytes of an incomplete character at the end of the fed tokens (maintained only
@@ -242,7 +244,7 @@ func (n *Net) NewState(src *Source) *DecState {
 // Clone copies a hypothesis (beam search forks them); the source is shared, read-only.
 func (st *DecState) Clone() *DecState {
 	c := &DecState{Src: st.Src, pos: st.pos, selfK: make([][]float32, len(st.selfK)), selfV: make([][]float32, len(st.selfV)),
-		match: append([]int32(nil), st.match...), copied: st.copied, word: append([]int32(nil), st.word...), utf8: st.utf8}
+		match: append([]int32(nil), st.match...), startFed: append([]bool(nil), st.startFed...), word: append([]int32(nil), st.word...), utf8: st.utf8}
 	for l := range st.selfK {
 		c.selfK[l] = append([]float32(nil), st.selfK[l]...)
 		c.selfV[l] = append([]float32(nil), st.selfV[l]...)
@@ -286,6 +288,48 @@ func (st *DecState) addChain(a []float32, tok int32, bonus float32, sep int32) i
 		}
 	}
 	return longest
+}
+
+// sentenceStarts returns the positions of the tracked sentences' first tokens after their section
+// labels: the sentences follow a [SEP] and come before any [CTX] (full-context abstract).
+func (n *Net) sentenceStarts(ids []int32) []int {
+	h := n.H
+	var out []int
+	for j := 1; j < len(ids) && ids[j] != h.CtxID; j++ {
+		if ids[j-1] != h.SepID || ids[j] == h.SepID {
+			continue
+		}
+		end := j
+		for end < len(ids) && ids[end] != h.SepID && ids[end] != h.CtxID {
+			end++
+		}
+		if n.LabelLen != nil {
+			if k := n.LabelLen(ids[j:end]); k > 0 && j+k < end {
+				out = append(out, j+k)
+				continue
+			}
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// addStart adds bonus to the copy scores a of the tracked sentences' first tokens, except those
+// whose token has already been fed: each start is offered once, so that a copied (or generated)
+// start token that does not go on into its sentence is not copied again and again.
+func (st *DecState) addStart(a []float32, tok int32, bonus float32) {
+	starts := st.Src.starts
+	if st.startFed == nil {
+		st.startFed = make([]bool, len(starts))
+	}
+	for k, j := range starts {
+		if st.Src.IDs[j] == tok {
+			st.startFed[k] = true
+		}
+		if !st.startFed[k] {
+			a[j] += bonus
+		}
+	}
 }
 
 // Len is the number of tokens fed so far.
@@ -377,13 +421,13 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 			}
 		}
 		if n.ChainBonus != 0 || n.StartBonus != 0 {
-			if st.addChain(a, tokens[i], n.ChainBonus, h.SepID) >= 2 {
-				st.copied = true
-			}
-			if n.StartBonus != 0 && !st.copied {
-				for _, j := range src.starts {
-					a[j] += n.StartBonus
+			longest := st.addChain(a, tokens[i], n.ChainBonus, h.SepID)
+			if n.StartBonus != 0 {
+				bonus := n.StartBonus
+				if longest >= 2 {
+					bonus = 0 // copying a span: the chain decides where it goes on
 				}
+				st.addStart(a, tokens[i], bonus)
 			}
 		}
 		softmax(a)

@@ -2,6 +2,7 @@ package summarizer
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,5 +109,56 @@ func TestGraphMatchesForward(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecodePastTrainingCap: with summarizer.max_decode_len above max_summary_len the decoder
+// feeds positions beyond the trained ones (and beyond the position table) by reusing the last
+// trained row, so positions MaxSummaryLen-1 and later give the same embedding input; the sentence
+// starts are found for the start bonus (none after [CTX]).
+func TestDecodePastTrainingCap(t *testing.T) {
+	h := toyHyper()
+	if got, want := h.lastTrainedTgtPos(), h.MaxSummaryLen-1; got != want {
+		t.Fatalf("lastTrainedTgtPos = %d, want %d", got, want)
+	}
+	backend, _, err := tsmodel.Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []int32{5, 9, 3, 17, 17, 22, 3, 6, 4, 30, 3, 31}
+	seg := make([]int32, len(src))
+	// One graph call creates the variables (random initial values) that the Go net copies.
+	store := gomlxmodel.NewStore()
+	scope := store.Scope(tsmodel.ModelScope)
+	exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
+		return TargetProbGraph(scope, h, BatchFromInputs(inputs))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.Call([][]int32{src}, [][]int32{seg}, [][]int32{{h.BosID}}, [][]int32{{h.EosID}}, [][]int32{{h.EosID}}, [][]float32{{1}}); err != nil {
+		t.Fatal(err)
+	}
+	net := netFromStore(t, h, store)
+	enc := net.Encode(src, seg, 0)
+	if want := []int{3, 7}; !slices.Equal(enc.starts, want) {
+		t.Errorf("sentence starts %v, want %v (none after [CTX])", enc.starts, want)
+	}
+	net.StartBonus = 2
+	st := net.NewState(enc)
+	probs := [][]float32{make([]float32, h.VocabSize)}
+	n := h.maxPositions() + 5 // past the position table itself
+	for i := range n {
+		net.Step([]*DecState{st}, []int32{9}, probs)
+		var sum float64
+		for _, p := range probs[0] {
+			sum += float64(p)
+		}
+		if math.Abs(sum-1) > 1e-4 {
+			t.Fatalf("step %d: probabilities sum to %g, want 1", i, sum)
+		}
+	}
+	if st.Len() != n {
+		t.Errorf("fed %d tokens, Len() = %d", n, st.Len())
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -53,9 +54,10 @@ type Meta struct {
 	// tokens (at most max_summary_len-1): the from-scratch model stops far too early on long
 	// inputs, and TracSum's references are about half as long as their cited sentences.
 	MinLenRatio float64 `json:"min_len_ratio,omitempty"`
-	// MaxDecodeLen > 0 is the decoding length limit in tokens, [EOS] included (0 = max_summary_len,
-	// the training cap). It may exceed the training cap: the decoder's positions beyond the last
-	// trained one reuse it (Net.Step), so that summaries of long tracked sentences are not cut off.
+	// MaxDecodeLen raises the decoding length limit (tokens, [EOS] included) above max_summary_len,
+	// the training cap (never below it: 0 or less = the cap). The decoder's positions beyond the
+	// last trained one reuse it (Net.Step), so that summaries of long tracked sentences are not cut
+	// off at the cap.
 	MaxDecodeLen int `json:"max_decode_len,omitempty"`
 	// CopyChainBonus is the Net's ChainBonus at inference (0 = off).
 	CopyChainBonus float64 `json:"copy_chain_bonus,omitempty"`
@@ -117,6 +119,7 @@ func Load(dir string) (*Summarizer, error) {
 	net.Suppress(suppressed(tok.NumSpecial(), m.Hyperparams.EosID))
 	net.ChainBonus = float32(m.CopyChainBonus)
 	net.StartBonus = float32(m.CopyStartBonus)
+	net.LabelLen = LabelLen(tok.Decode)
 	net.UTF8 = tok.NewUTF8Guard()
 	s := &Summarizer{Meta: m, Net: net, Tok: tok}
 	s.SetWordRule(m.WordRule)
@@ -167,13 +170,9 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 	}
 }
 
-// MaxLen is the decoding length limit: MaxDecodeLen, or the training cap max_summary_len.
-func (m Meta) MaxLen() int {
-	if m.MaxDecodeLen > 0 {
-		return m.MaxDecodeLen
-	}
-	return m.Hyperparams.MaxSummaryLen
-}
+// MaxLen is the decoding length limit: the larger of MaxDecodeLen and the training cap
+// max_summary_len (a model trained with a larger cap, e.g. END-TO-END's, keeps it).
+func (m Meta) MaxLen() int { return max(m.MaxDecodeLen, m.Hyperparams.MaxSummaryLen) }
 
 // Summarize writes one summary per request, decoding them together (batched).
 func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, error) {
@@ -221,6 +220,32 @@ func aspectIndex(set, code string) int32 {
 		}
 	}
 	return -1
+}
+
+// sectionLabel matches a structured abstract's section label at the start of a sentence
+// ("RESULTS: ", "PATIENTS AND METHODS: ").
+var sectionLabel = regexp.MustCompile(`^[A-Z][A-Z0-9 ,/&()-]*[A-Z)]:\s`)
+
+// LabelLen returns, for Net.LabelLen, a function giving the number of leading tokens of a
+// sentence that spell its section label (0 when it has none, or when the label does not end on a
+// token boundary); detok turns ids into text.
+func LabelLen(detok func([]int32) string) func([]int32) int {
+	return func(sent []int32) int {
+		head := detok(sent[:min(len(sent), 16)])
+		m := sectionLabel.FindString(strings.TrimSpace(head))
+		if m == "" {
+			return 0
+		}
+		label := strings.TrimSpace(m)
+		for k := 1; k <= min(len(sent), 16); k++ {
+			if got := strings.TrimSpace(detok(sent[:k])); got == label {
+				return k
+			} else if len(got) > len(label) {
+				break
+			}
+		}
+		return 0
+	}
 }
 
 // MinLenFor is the minimum summary length for a source whose tracked sentences have citedTokens

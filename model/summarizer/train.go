@@ -406,6 +406,9 @@ func TrainExamples(ctx context.Context, o ExamplesOptions) (*training.Result, er
 		net.Suppress(o.Suppress)
 		net.ChainBonus = o.ChainBonus
 		net.StartBonus = o.StartBonus
+		if o.Detok != nil {
+			net.LabelLen = LabelLen(o.Detok)
+		}
 		net.Words = o.Words
 		dev := o.Dev
 		if o.DevDecodeLimit > 0 && len(dev) > o.DevDecodeLimit {
