@@ -142,6 +142,10 @@ func Config(cfg *config.Config) (*config.Config, error) {
 	c.Summarizer.MaxSummaryLen = cfg.Variants.MaxOutputLen
 	c.Summarizer.FullContext = false
 	c.Summarizer.MinLenRatio = 0
+	// The decoding aids tuned for Track-then-Sum (a longer decoding limit, a bonus for starting
+	// at a cited sentence) were tuned on its summaries of tracked sentences, not on these outputs.
+	c.Summarizer.MaxDecodeLen = 0
+	c.Summarizer.CopyStartBonus = 0
 	c.Summarizer.CopyExamples = 0
 	return &c, c.Validate()
 }

@@ -199,6 +199,10 @@ func Config(cfg *config.Config) (*config.Config, error) {
 	c.Summarizer.MaxSourceLen = cfg.Variants.MaxSourceLen
 	c.Summarizer.FullContext = false
 	c.Summarizer.MinLenRatio = 0
+	// The decoding aids tuned for Track-then-Sum (a longer decoding limit, a bonus for starting
+	// at a cited sentence) were tuned on its summaries of tracked sentences, not on these outputs.
+	c.Summarizer.MaxDecodeLen = 0
+	c.Summarizer.CopyStartBonus = 0
 	c.Tracker.MaxLen = cfg.Variants.PairMaxLen
 	return &c, c.Validate()
 }
