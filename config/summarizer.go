@@ -60,14 +60,14 @@ type Summarizer struct {
 	// MaxDecodeLen raises the decoding length limit in tokens ([EOS] included) above the training
 	// cap max_summary_len (the limit is the larger of the two; 0 = the cap). Beyond the training
 	// cap the decoder reuses its last trained position. Stored in the checkpoint.
-	MaxDecodeLen int `mapstructure:"max_decode_len" yaml:"max_decode_len,omitempty"`
+	MaxDecodeLen int `mapstructure:"max_decode_len" yaml:"max_decode_len"`
 	// CopyChainBonus is added at decoding to the copy score of the source positions continuing the
 	// longest span copied so far (two tokens or more); 0 disables. Stored in the checkpoint.
 	CopyChainBonus float64 `mapstructure:"copy_chain_bonus" yaml:"copy_chain_bonus"`
 	// CopyStartBonus is added at decoding to the copy score of the first token of every tracked
 	// sentence until a span of two tokens or more has been copied, so that the copy starts at a
 	// sentence's beginning rather than mid-sentence; 0 disables. Stored in the checkpoint.
-	CopyStartBonus float64 `mapstructure:"copy_start_bonus" yaml:"copy_start_bonus,omitempty"`
+	CopyStartBonus float64 `mapstructure:"copy_start_bonus" yaml:"copy_start_bonus"`
 	// WordRule forbids, at decoding, word-internal subword pieces that would make a word found
 	// neither in the source nor in the training summaries. Stored in the checkpoint.
 	WordRule bool `mapstructure:"word_rule" yaml:"word_rule"`
