@@ -199,7 +199,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		return nil, fmt.Errorf("cv: %s: %w", opts.Out, err)
 	}
 	defer lock.Release()
-	if err := checkSettings(opts, cfg); err != nil {
+	// Recorded with only the tracker's section (as the pipeline records its tracker part), so
+	// that a tracker cross-validation run on its own can serve as a pipeline's OUT/tracker.
+	if err := checkSettings(opts, onlySection(cfg, "tracker")); err != nil {
 		return nil, err
 	}
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -415,5 +416,31 @@ func TestLexicalCalibrationAndContext(t *testing.T) {
 	c.Tracker.LexicalCalibrationFolds = 1
 	if err := c.Tracker.Validate(); err == nil || !strings.Contains(err.Error(), "tracker.lexical_calibration_folds") {
 		t.Errorf("one calibration fold: %v", err)
+	}
+}
+
+// TestTrackerSettingsIgnoreSummarizer: a tracker cross-validation run on its own records only the
+// tracker's settings, so that it serves as a pipeline's OUT/tracker whatever the summarizer's
+// settings (the documented "lexical tracker CV, then --task pipeline" commands once failed with
+// "cross-validation settings differ" after a summarizer decoding default changed).
+func TestTrackerSettingsIgnoreSummarizer(t *testing.T) {
+	cfg := tinyConfig(t)
+	data := preparedWithFolds(t, cfg, 3)
+	opts := Options{Data: data, Out: filepath.Join(t.TempDir(), "tracker"), Model: ModelLexical, DevShare: DefaultDevShare, Log: io.Discard}
+	if _, err := Run(context.Background(), cfg, opts); err != nil {
+		t.Fatal(err)
+	}
+	changed := *cfg
+	changed.Summarizer.MinLenRatio, changed.Summarizer.MaxDecodeLen = 0.3, 200
+	if err := checkSettings(opts, onlySection(&changed, "tracker")); err != nil {
+		t.Errorf("the pipeline's view of the finished tracker CV: %v", err)
+	}
+	if _, err := Run(context.Background(), &changed, opts); err != nil {
+		t.Errorf("rerun with another summarizer setting: %v", err)
+	}
+	other := *cfg
+	other.Tracker.Threshold = 0.4
+	if err := checkSettings(opts, onlySection(&other, "tracker")); err == nil || !errors.Is(err, ErrSettings) {
+		t.Errorf("a changed tracker setting: got %v, want ErrSettings", err)
 	}
 }
