@@ -123,7 +123,8 @@ func checkSameRun(dir, data string, cfg *config.Config, allowChanged bool) error
 			return fmt.Errorf("cv: %s was made on another prepared directory than %s (%s differs)", dir, data, file)
 		}
 	}
-	y, err := cfg.YAML()
+	// The cross-validation recorded only the tracker's section (Run, onlySection).
+	y, err := onlySection(cfg, "tracker").YAML()
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
