@@ -160,21 +160,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 	if opts.Model != ModelTracker && opts.Model != ModelLexical {
 		return nil, fmt.Errorf("cv: unknown model %q (want %s or %s)", opts.Model, ModelTracker, ModelLexical)
 	}
-	if opts.DevShare == 0 {
-		opts.DevShare = DefaultDevShare
-	}
-	if opts.DevShare <= 0 || opts.DevShare >= 1 {
-		return nil, fmt.Errorf("cv: dev share must be in (0, 1), got %g", opts.DevShare)
-	}
-	if opts.Data == "" || opts.Out == "" {
-		return nil, errors.New("cv: no prepared directory or no output directory")
-	}
-	folds, err := dataset.ReadFolds(opts.Data)
+	folds, err := checkOptions(&opts)
 	if err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
-	}
-	if opts.Folds > 0 && opts.Folds != folds.K {
-		return nil, fmt.Errorf("cv: --folds %d, but %s was prepared with %d folds", opts.Folds, opts.Data, folds.K)
+		return nil, err
 	}
 	tc := cfg.Tracker
 	all, err := readRows(opts.Data, tc.MaxLen-1)
