@@ -16,6 +16,12 @@ type Infer struct {
 	// FullContext feeds the full abstract to the summarizer as well (TTS (+) f); the summarizer
 	// checkpoint must have been trained that way.
 	FullContext bool `mapstructure:"full_context" yaml:"full_context"`
+	// Grounding says what happens to a tracked sentence that supports no claim of the summary
+	// written from it (package infer/ground): "restore" appends it to the summary, "prune" drops
+	// the citation, "off" leaves both. Track-then-Sum only (TTS and TTS (+) f, and the summarizer
+	// cross-validation's summaries of gold citations). Chosen on the 5-fold CV's dev parts.
+	// Left out of the YAML when empty: the settings records of cross-validations hold it empty.
+	Grounding string `mapstructure:"grounding" yaml:"grounding,omitempty"`
 	// Workers is the number of abstracts processed in parallel (0 = number of CPUs, or
 	// eval.llm.concurrency for the LLM methods).
 	Workers int `mapstructure:"workers" yaml:"workers"`
@@ -25,7 +31,7 @@ type Infer struct {
 
 // DefaultInfer returns the built-in infer settings.
 func DefaultInfer() Infer {
-	return Infer{Threshold: 0.5, Aspects: []string{}, FullContext: false, Workers: 0, LLM: DefaultInferLLM()}
+	return Infer{Threshold: 0.5, Aspects: []string{}, FullContext: false, Grounding: "restore", Workers: 0, LLM: DefaultInferLLM()}
 }
 
 // Validate reports invalid infer settings, naming each key.
@@ -36,6 +42,11 @@ func (c Infer) Validate() error {
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("infer.workers: must be >= 0"))
+	}
+	switch c.Grounding {
+	case "off", "prune", "restore":
+	default:
+		errs = append(errs, fmt.Errorf("infer.grounding: must be off, prune or restore, got %q", c.Grounding))
 	}
 	return errors.Join(append(errs, c.LLM.Validate())...)
 }

@@ -10,6 +10,7 @@ import (
 var inferFlagKeys = map[string]string{
 	"threshold":    "infer.threshold",
 	"full-context": "infer.full_context",
+	"grounding":    "infer.grounding",
 	"aspects":      "infer.aspects",
 	"workers":      "infer.workers",
 	"llm-model":    "infer.llm.model",
@@ -34,6 +35,7 @@ func Command() cli.Command {
 	fs.String("refs", "", "also write the input's reference instances here (eval format)")
 	fs.Float64("threshold", 0.5, "infer.threshold: keep sentences with probability >= this")
 	fs.Bool("full-context", false, "infer.full_context: give the summarizer the whole abstract too (TTS (+) f)")
+	fs.String("grounding", "restore", "infer.grounding: a tracked sentence that supports no claim of its summary is appended to it (restore), dropped from the citations (prune) or left (off); trained summarizers only")
 	fs.StringSlice("aspects", nil, "infer.aspects: aspect codes to summarize (default: the input's, or all for raw text)")
 	fs.Int("workers", 0, "infer.workers: abstracts processed in parallel (0 = number of CPUs)")
 	fs.Int("beam-size", 0, "beam size (default: the summarizer checkpoint's; 1 = greedy)")

@@ -26,10 +26,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/eval/judge"
+	"github.com/tracksum/tracksum/infer/ground"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/internal/progress"
@@ -120,7 +123,15 @@ type Pipeline struct {
 	FullContext bool
 	// Predictor, when not nil, replaces the tracker and the summarizer (--method).
 	Predictor Predictor
+	// Ground, when not nil, makes each summary and its citations agree (infer.grounding); Run
+	// sets it for trained summarizers, not for the extractive baseline or an LLM.
+	Ground *ground.Grounder
+	// grounded counts the citations Ground restored or pruned.
+	grounded atomic.Int64
 }
+
+// Grounded returns how many citations Ground has restored or pruned so far.
+func (p *Pipeline) Grounded() int64 { return p.grounded.Load() }
 
 // ErrBadScore marks a tracker score that is not a probability (NaN, infinite or outside [0, 1]):
 // the model diverged or its checkpoint is corrupt.
@@ -185,7 +196,9 @@ func (p *Pipeline) Process(a Abstract) ([]dataset.Prediction, error) {
 			return nil, fmt.Errorf("abstract %s: %w", a.PMID, err)
 		}
 		for k, i := range sidx {
-			out[i].Summary = sums[k]
+			var n int
+			out[i].Summary, out[i].Indexes, n = p.Ground.Apply(a.Document, sums[k], out[i].Indexes)
+			p.grounded.Add(int64(n))
 		}
 	}
 	return out, nil
@@ -319,6 +332,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		}
 		p.Summarizer = s
 		p.Decode = decodeOptions(s, o)
+		p.Ground = NewGrounder(cfg)
 		aspectSet = cmp.Or(aspectSet, s.Meta.AspectSet)
 	}
 	// Without a checkpoint to name it (gold or LLM components, --method), prepare.aspect_set
@@ -381,6 +395,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	st := &Stats{Abstracts: len(abstracts), Predictions: len(preds), Elapsed: time.Since(start)}
 	fmt.Fprintf(log, "infer: %d abstracts, %d predictions in %.1fs: %.2f abstracts/s (%d workers) -> %s\n",
 		st.Abstracts, st.Predictions, st.Elapsed.Seconds(), st.AbstractsPerSec(), workers, o.Out)
+	if p.Ground != nil {
+		fmt.Fprintf(log, "infer: grounding %s: %d citations backed no claim of their summary\n", p.Ground.Mode(), p.Grounded())
+	}
 	if vr != nil && vr.finish != nil {
 		vr.finish(log)
 	}
@@ -390,6 +407,16 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		}
 	}
 	return st, nil
+}
+
+// NewGrounder returns the Grounder of cfg's infer.grounding, with eval.lexical's support test;
+// nil for "off".
+func NewGrounder(cfg *config.Config) *ground.Grounder {
+	if cfg.Infer.Grounding == string(ground.ModeOff) {
+		return nil
+	}
+	return ground.New(ground.Mode(cfg.Infer.Grounding), judge.LexicalOptions{
+		Threshold: cfg.Eval.Lexical.Threshold, MinClauseWords: cfg.Eval.Lexical.MinClauseWords})
 }
 
 // matchFullContext checks infer.full_context against how the summarizer in dir was trained
@@ -425,6 +452,7 @@ func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspect
 	}
 	p.Summarizer = s
 	p.Decode = s.DecodeOptions()
+	p.Ground = NewGrounder(cfg)
 	if o.BeamSize > 0 {
 		p.Decode.BeamSize = o.BeamSize
 	}

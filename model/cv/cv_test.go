@@ -432,6 +432,7 @@ func TestTrackerSettingsIgnoreSummarizer(t *testing.T) {
 	}
 	changed := *cfg
 	changed.Summarizer.MinLenRatio, changed.Summarizer.MaxDecodeLen = 0.3, 200
+	changed.Infer.Grounding = "prune"
 	if err := checkSettings(opts, onlySection(&changed, "tracker")); err != nil {
 		t.Errorf("the pipeline's view of the finished tracker CV: %v", err)
 	}

@@ -295,7 +295,8 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 				return nil, fmt.Errorf("cv: %w", err)
 			}
 			dec := decodingOf(cfg.Summarizer).apply(s) // as the summarizer cross-validation decodes
-			if err := run(v.name, &infer.Pipeline{Tracker: tr, Summarizer: s, Decode: dec, Threshold: threshold, FullContext: v.full}); err != nil {
+			if err := run(v.name, &infer.Pipeline{Tracker: tr, Summarizer: s, Decode: dec, Threshold: threshold, FullContext: v.full,
+				Ground: infer.NewGrounder(cfg)}); err != nil {
 				return nil, err
 			}
 		}

@@ -227,6 +227,16 @@ func TestPipelineSample(t *testing.T) {
 			t.Errorf("fold %d: decoding %+v, train seconds %v (was %v)", k, f.Decoding, f.TrainSeconds, srep.Folds[k].TrainSeconds)
 		}
 	}
+	// infer.grounding is applied after decoding: a change re-decodes too, and "off" keeps the
+	// summaries as the checkpoint wrote them.
+	c.Infer.Grounding = "off"
+	log.Reset()
+	if re, err = RunSummarizer(ctx, &c, Options{Data: data, Out: sdir, Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "train [") || re.Decoding.Grounding != "off" {
+		t.Errorf("grounding change: %+v\n%s", re.Decoding, log.String())
+	}
 	c.Summarizer.Train.LearningRate *= 2
 	if _, err := RunSummarizer(ctx, &c, Options{Data: data, Out: sdir, Log: io.Discard}); err == nil || !strings.Contains(err.Error(), "settings differ") {
 		t.Errorf("changed learning rate: %v", err)

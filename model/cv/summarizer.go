@@ -14,6 +14,8 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/infer/ground"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -69,6 +71,9 @@ type Decoding struct {
 	// MaxDecodeLen is omitted when 0 so that records written before it keep their meaning.
 	MaxDecodeLen   int     `json:"max_decode_len,omitempty"`
 	CopyStartBonus float64 `json:"copy_start_bonus,omitempty"`
+	// Grounding is infer.grounding, applied to each summary with its gold citations (empty in
+	// records written before it: no grounding).
+	Grounding string `json:"grounding,omitempty"`
 }
 
 // decodingOf returns the decoding keys of c.
@@ -127,6 +132,7 @@ func onlySection(cfg *config.Config, keep string) *config.Config {
 		recordDecoding(&c.Summarizer)
 	}
 	c.Infer, c.Eval = d.Infer, d.Eval
+	c.Infer.Grounding = ""
 	return &c
 }
 
@@ -136,6 +142,8 @@ func onlySection(cfg *config.Config, keep string) *config.Config {
 func withoutDecoding(cfg *config.Config) *config.Config {
 	c := *cfg
 	recordDecoding(&c.Summarizer)
+	// Grounding is applied after decoding, so it is redone with it.
+	c.Infer.Grounding = ""
 	return &c
 }
 
@@ -210,6 +218,8 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 	}
 
 	want := decodingOf(cfg.Summarizer)
+	want.Grounding = cfg.Infer.Grounding
+	grounder := infer.NewGrounder(cfg)
 	results := make([]SummarizerFold, folds.K)
 	var devPreds, devCopies, devRefs []string
 	for k := range folds.K {
@@ -264,10 +274,10 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 			}
 			t0 := time.Now()
 			dopts := want.apply(s)
-			if r.Predictions, err = summarizeGold(ctx, s, dopts, test); err != nil {
+			if r.Predictions, err = summarizeGold(ctx, s, dopts, grounder, test); err != nil {
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
 			}
-			if r.DevPredictions, err = summarizeGold(ctx, s, dopts, data.Dev); err != nil {
+			if r.DevPredictions, err = summarizeGold(ctx, s, dopts, grounder, data.Dev); err != nil {
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
 			}
 			r.Decoding, r.DecodeSeconds = want, time.Since(t0).Seconds()
@@ -431,8 +441,9 @@ func copyOf(row dataset.SummarizerRow) dataset.Prediction {
 }
 
 // summarizeGold summarizes each row from its gold cited sentences (and its abstract for a
-// full-context checkpoint) with the decoding o, on runtime.NumCPU() workers.
-func summarizeGold(ctx context.Context, s *summarizer.Summarizer, o decode.Options, rows []dataset.SummarizerRow) ([]dataset.Prediction, error) {
+// full-context checkpoint) with the decoding o, on runtime.NumCPU() workers, then grounds each
+// summary in its citations with g (nil: not at all), as infer's Track-then-Sum does.
+func summarizeGold(ctx context.Context, s *summarizer.Summarizer, o decode.Options, g *ground.Grounder, rows []dataset.SummarizerRow) ([]dataset.Prediction, error) {
 	out := make([]dataset.Prediction, len(rows))
 	reqs := make([]summarizer.Request, len(rows))
 	for i, r := range rows {
@@ -445,7 +456,7 @@ func summarizeGold(ctx context.Context, s *summarizer.Summarizer, o decode.Optio
 			return err
 		}
 		for i, sum := range sums {
-			out[lo+i].Summary = sum
+			out[lo+i].Summary, out[lo+i].Indexes, _ = g.Apply(rows[lo+i].Document, sum, out[lo+i].Indexes)
 		}
 		return nil
 	})
