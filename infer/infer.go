@@ -396,7 +396,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	fmt.Fprintf(log, "infer: %d abstracts, %d predictions in %.1fs: %.2f abstracts/s (%d workers) -> %s\n",
 		st.Abstracts, st.Predictions, st.Elapsed.Seconds(), st.AbstractsPerSec(), workers, o.Out)
 	if p.Ground != nil {
-		fmt.Fprintf(log, "infer: grounding %s: %d citations backed no claim of their summary\n", p.Ground.Mode(), p.Grounded())
+		fmt.Fprintf(log, "infer: grounding %s: %d cited sentence(s) backed no claim of their summary\n", p.Ground.Mode(), p.Grounded())
 	}
 	if vr != nil && vr.finish != nil {
 		vr.finish(log)
