@@ -99,21 +99,19 @@ func (g *Grounder) Apply(doc []string, summary string, indexes []int) (string, [
 		}
 		return summary, kept, len(unsupported)
 	default: // ModeRestore
-		var b strings.Builder
-		b.WriteString(strings.TrimSpace(summary))
+		out := strings.TrimSpace(summary)
 		for _, i := range unsupported {
 			s := strings.TrimSpace(sectionLabel.ReplaceAllString(doc[i], ""))
-			if s == "" {
-				continue
+			switch {
+			case s == "":
+			case out == "":
+				out = s
+			case strings.HasSuffix(out, ".") || strings.HasSuffix(out, "!") || strings.HasSuffix(out, "?"):
+				out += " " + s
+			default: // end the summary's last sentence, so that the judge splits the claims there
+				out += ". " + s
 			}
-			if b.Len() > 0 && !strings.HasSuffix(b.String(), ".") && !strings.HasSuffix(b.String(), "!") && !strings.HasSuffix(b.String(), "?") {
-				b.WriteString(".")
-			}
-			if b.Len() > 0 {
-				b.WriteString(" ")
-			}
-			b.WriteString(s)
 		}
-		return b.String(), indexes, len(unsupported)
+		return out, indexes, len(unsupported)
 	}
 }

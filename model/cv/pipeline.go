@@ -253,6 +253,7 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	for _, n := range names {
 		preds[n] = map[[2]string]dataset.Prediction{}
 	}
+	grounder := infer.NewGrounder(cfg)
 	for k := range folds.K {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cv: %w", err)
@@ -296,7 +297,7 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 			}
 			dec := decodingOf(cfg.Summarizer).apply(s) // as the summarizer cross-validation decodes
 			if err := run(v.name, &infer.Pipeline{Tracker: tr, Summarizer: s, Decode: dec, Threshold: threshold, FullContext: v.full,
-				Ground: infer.NewGrounder(cfg)}); err != nil {
+				Ground: grounder}); err != nil {
 				return nil, err
 			}
 		}
