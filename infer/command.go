@@ -43,6 +43,7 @@ func Command() cli.Command {
 	fs.Int("no-repeat-ngram", 3, "forbid repeating n-grams of this size, 0 = off (default: the checkpoint's)")
 	fs.Float64("min-length-ratio", 0, "minimum summary tokens per tracked-sentence token (default: the checkpoint's summarizer.min_len_ratio)")
 	fs.Float64("copy-chain-bonus", 0, "copy-score bonus for continuing the longest copied span (default: the checkpoint's summarizer.copy_chain_bonus)")
+	fs.Bool("repeat-source-ngrams", false, "let an n-gram the summarizer's source holds c times occur c times despite --no-repeat-ngram (default: the checkpoint's summarizer.repeat_source_ngrams)")
 	fs.Bool("word-rule", false, "forbid subword pieces that glue a word found neither in the source nor in the training summaries (default: the checkpoint's summarizer.word_rule)")
 	fs.Float64("sample-temperature", 0, "with a pretrained summarizer (train --pretrained): sample each token at this temperature instead of searching (0: greedy/beam)")
 	fs.Float64("top-p", 1, "with --sample-temperature: sample from the smallest set of tokens holding this probability mass")
@@ -81,6 +82,7 @@ func Command() cli.Command {
 			o.MinLenRatio = given(fs.Changed("min-length-ratio"), func() (float64, error) { return fs.GetFloat64("min-length-ratio") })
 			o.CopyChainBonus = given(fs.Changed("copy-chain-bonus"), func() (float64, error) { return fs.GetFloat64("copy-chain-bonus") })
 			o.WordRule = given(fs.Changed("word-rule"), func() (bool, error) { return fs.GetBool("word-rule") })
+			o.RepeatSourceNgrams = given(fs.Changed("repeat-source-ngrams"), func() (bool, error) { return fs.GetBool("repeat-source-ngrams") })
 			o.SampleTemperature, _ = fs.GetFloat64("sample-temperature")
 			o.TopP, _ = fs.GetFloat64("top-p")
 			if o.SampleTemperature < 0 || o.TopP <= 0 || o.TopP > 1 {

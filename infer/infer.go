@@ -231,6 +231,8 @@ type Options struct {
 	CopyChainBonus *float64
 	// WordRule (when not nil) overrides the checkpoint's summarizer.word_rule.
 	WordRule *bool
+	// RepeatSourceNgrams (when not nil) overrides the checkpoint's summarizer.repeat_source_ngrams.
+	RepeatSourceNgrams *bool
 	// SampleTemperature > 0 makes a pretrained summarizer sample its tokens (nucleus TopP) instead
 	// of searching; the from-scratch summarizer refuses it.
 	SampleTemperature, TopP float64
@@ -437,8 +439,8 @@ func matchFullContext(cfg *config.Config, dir string, trained bool, p *Pipeline,
 // (train --task summarizer --pretrained), with its decoding settings and o's overrides, and
 // returns the aspect set to read the input with.
 func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
-	if o.MinLenRatio != nil || o.CopyChainBonus != nil || o.WordRule != nil {
-		return "", fmt.Errorf("--min-length-ratio, --copy-chain-bonus and --word-rule apply to the from-scratch summarizer, not to %s (a fine-tuned pretrained model)", o.Summarizer)
+	if o.MinLenRatio != nil || o.CopyChainBonus != nil || o.WordRule != nil || o.RepeatSourceNgrams != nil {
+		return "", fmt.Errorf("--min-length-ratio, --copy-chain-bonus, --word-rule and --repeat-source-ngrams apply to the from-scratch summarizer, not to %s (a fine-tuned pretrained model)", o.Summarizer)
 	}
 	s, err := pretrained.LoadSummarizer(o.Summarizer)
 	if err != nil {

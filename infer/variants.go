@@ -139,6 +139,9 @@ func decodeOptions(s *summarizer.Summarizer, o Options) decode.Options {
 	if o.WordRule != nil {
 		s.SetWordRule(*o.WordRule)
 	}
+	if o.RepeatSourceNgrams != nil {
+		s.Meta.RepeatSourceNgrams = *o.RepeatSourceNgrams
+	}
 	d := s.DecodeOptions()
 	if o.BeamSize > 0 {
 		d.BeamSize = o.BeamSize

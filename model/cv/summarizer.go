@@ -74,13 +74,15 @@ type Decoding struct {
 	// Grounding is infer.grounding, applied to each summary with its gold citations (empty in
 	// records written before it: no grounding).
 	Grounding string `json:"grounding,omitempty"`
+	// RepeatSourceNgrams is omitted when false (records written before it).
+	RepeatSourceNgrams bool `json:"repeat_source_ngrams,omitempty"`
 }
 
 // decodingOf returns the decoding keys of c.
 func decodingOf(c config.Summarizer) Decoding {
 	return Decoding{BeamSize: c.BeamSize, LengthPenalty: c.LengthPenalty, NoRepeatNgram: c.NoRepeatNgram,
 		MinLenRatio: c.MinLenRatio, CopyChainBonus: c.CopyChainBonus, WordRule: c.WordRule, MaxDecodeLen: c.MaxDecodeLen,
-		CopyStartBonus: c.CopyStartBonus}
+		CopyStartBonus: c.CopyStartBonus, RepeatSourceNgrams: c.RepeatSourceNgrams}
 }
 
 // apply sets d on a loaded summarizer and returns its decoding options.
@@ -89,6 +91,7 @@ func (d Decoding) apply(s *summarizer.Summarizer) decode.Options {
 	s.Meta.MinLenRatio, s.Meta.CopyChainBonus, s.Meta.MaxDecodeLen = d.MinLenRatio, d.CopyChainBonus, d.MaxDecodeLen
 	s.Net.ChainBonus = float32(d.CopyChainBonus)
 	s.Meta.CopyStartBonus, s.Net.StartBonus = d.CopyStartBonus, float32(d.CopyStartBonus)
+	s.Meta.RepeatSourceNgrams = d.RepeatSourceNgrams
 	s.SetWordRule(d.WordRule)
 	return s.DecodeOptions()
 }
@@ -149,13 +152,13 @@ func withoutDecoding(cfg *config.Config) *config.Config {
 
 // recordDecoding sets the summarizer decoding keys to the fixed values a settings record holds
 // (any decoding is applied again without retraining): the defaults of the time these records were
-// introduced, and zero for the keys added since (max_decode_len, copy_start_bonus: left out of
-// the YAML when zero). A later change of a decoding default then neither changes the records nor
+// introduced, and zero for the keys added since (max_decode_len, copy_start_bonus,
+// repeat_source_ngrams: zero, or left out of the YAML when zero). A later change of a decoding default then neither changes the records nor
 // refuses the finished cross-validations.
 func recordDecoding(s *config.Summarizer) {
 	s.BeamSize, s.LengthPenalty, s.NoRepeatNgram = 4, 2, 4
 	s.MinLenRatio, s.CopyChainBonus, s.WordRule = 0.6, 8, true
-	s.MaxDecodeLen, s.CopyStartBonus = 0, 0
+	s.MaxDecodeLen, s.CopyStartBonus, s.RepeatSourceNgrams = 0, 0, false
 }
 
 // RunSummarizer cross-validates the summarizer of cfg on gold citations: for each fold k it trains

@@ -44,6 +44,11 @@ type Options struct {
 	LengthPenalty float64
 	// NoRepeatNgram > 0 forbids any n-gram of that size from occurring twice in the output.
 	NoRepeatNgram int
+	// Sources, when set, relaxes NoRepeatNgram for input i (i < len(Sources)): an n-gram that
+	// Sources[i] holds c times may occur c times. A summarizer that copies needs it: results
+	// sections repeat 4-grams ("; 95 % CI ,"), and banning the second one pushed the decoder
+	// off the sentence it was copying, into fragments ("P =, 0.96; 95%, 0., 0.").
+	Sources [][]int32
 	// BOS is fed first; EOS ends a hypothesis.
 	BOS, EOS int32
 }
@@ -83,22 +88,51 @@ func lengthNorm(n int, alpha float64) float64 {
 	return math.Pow((5+float64(n))/6, alpha)
 }
 
-// banned returns the tokens that would repeat an n-gram of seq.
-func banned(seq []int32, n int) map[int32]bool {
+// source is input i's n-gram allowance (nil: every n-gram at most once).
+func (o Options) source(i int) []int32 {
+	if i < len(o.Sources) {
+		return o.Sources[i]
+	}
+	return nil
+}
+
+// banned returns the tokens that would repeat an n-gram of seq more often than src holds it (an
+// n-gram src does not hold may occur once).
+func banned(seq []int32, n int, src []int32) map[int32]bool {
 	if n <= 0 || len(seq) < n-1 {
 		return nil
 	}
 	prefix := seq[len(seq)-(n-1):]
-	var out map[int32]bool
+	var seen map[int32]int
 	for i := 0; i+n <= len(seq); i++ {
 		if slices.Equal(seq[i:i+n-1], prefix) {
+			if seen == nil {
+				seen = map[int32]int{}
+			}
+			seen[seq[i+n-1]]++
+		}
+	}
+	var out map[int32]bool
+	for tok, c := range seen {
+		if c >= max(1, count(src, prefix, tok)) {
 			if out == nil {
 				out = map[int32]bool{}
 			}
-			out[seq[i+n-1]] = true
+			out[tok] = true
 		}
 	}
 	return out
+}
+
+// count is the number of times prefix followed by tok occurs in src.
+func count(src, prefix []int32, tok int32) int {
+	n := 0
+	for i := 0; i+len(prefix) < len(src); i++ {
+		if src[i+len(prefix)] == tok && slices.Equal(src[i:i+len(prefix)], prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 func greedy[S any](m Model[S], inits []S, o Options) []Hypothesis {
@@ -129,7 +163,7 @@ func greedy[S any](m Model[S], inits []S, o Options) []Hypothesis {
 		}
 		m.Step(states, tokens, ps)
 		for j, i := range idx {
-			ban := banned(out[i].Tokens, o.NoRepeatNgram)
+			ban := banned(out[i].Tokens, o.NoRepeatNgram, o.source(i))
 			early := len(out[i].Tokens) < o.minLen(i)
 			best, bestP := int32(-1), float32(0)
 			for w, p := range ps[j] {
@@ -216,7 +250,7 @@ func beam[S any](m Model[S], inits []S, o Options) []Hypothesis {
 			}
 			var cands []candidate
 			for bi, b := range it.alive {
-				ban := banned(b.tokens, o.NoRepeatNgram)
+				ban := banned(b.tokens, o.NoRepeatNgram, o.source(i))
 				if len(b.tokens) < o.minLen(i) {
 					if ban == nil {
 						ban = map[int32]bool{}

@@ -124,17 +124,27 @@ func TestNoRepeatNgram(t *testing.T) {
 		seq = append(seq, tA)
 	}
 	tests := []struct {
-		desc string
-		n    int
-		want []int32
+		desc   string
+		n      int
+		source []int32
+		want   []int32
 	}{
 		{desc: "no blocking", n: 0, want: []int32{tA, tA, tA, tA}},
 		{desc: "bigrams blocked", n: 2, want: []int32{tA, tA, tB}},
 		{desc: "unigrams blocked", n: 1, want: []int32{tA, tB}},
+		{desc: "bigram the source holds once", n: 2, source: []int32{tC, tA, tA, tC}, want: []int32{tA, tA, tB}},
+		{desc: "bigram the source holds twice", n: 2, source: []int32{tA, tA, tC, tA, tA}, want: []int32{tA, tA, tA, tB}},
+		{desc: "overlapping bigrams in the source", n: 2, source: []int32{tA, tA, tA}, want: []int32{tA, tA, tA, tB}},
+		{desc: "unigram the source holds three times", n: 1, source: []int32{tA, tC, tA, tA}, want: []int32{tA, tA, tA, tB}},
+		{desc: "source without the n-gram", n: 2, source: []int32{tB, tC}, want: []int32{tA, tA, tB}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			got := Search[*prefix](m, []*prefix{{}}, Options{BeamSize: 1, MaxLen: 4, NoRepeatNgram: tc.n, BOS: bos, EOS: eos})
+			o := Options{BeamSize: 1, MaxLen: 4, NoRepeatNgram: tc.n, BOS: bos, EOS: eos}
+			if tc.source != nil {
+				o.Sources = [][]int32{tc.source}
+			}
+			got := Search[*prefix](m, []*prefix{{}}, o)
 			if !slices.Equal(got[0].Tokens, tc.want) {
 				t.Errorf("tokens = %v, want %v", got[0].Tokens, tc.want)
 			}

@@ -50,6 +50,10 @@ type Meta struct {
 	BeamSize      int     `json:"beam_size"`
 	LengthPenalty float64 `json:"length_penalty"`
 	NoRepeatNgram int     `json:"no_repeat_ngram"`
+	// RepeatSourceNgrams lets an n-gram the source holds c times occur c times in the summary
+	// (decode.Options.Sources): copying a results sentence must not be blocked by an n-gram
+	// ("; 95 % CI ,") that an earlier one already had.
+	RepeatSourceNgrams bool `json:"repeat_source_ngrams,omitempty"`
 	// MinLenRatio > 0 forbids [EOS] before ratio x (tokens of the tracked sentences) generated
 	// tokens (at most max_summary_len-1): the from-scratch model stops far too early on long
 	// inputs, and TracSum's references are about half as long as their cited sentences.
@@ -181,6 +185,10 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 	if s.Meta.MinLenRatio > 0 && o.MinLens == nil {
 		minLens = make([]int, len(reqs))
 	}
+	var sources [][]int32
+	if s.Meta.RepeatSourceNgrams && o.Sources == nil {
+		sources = make([][]int32, len(reqs))
+	}
 	for i, r := range reqs {
 		a, ok := dataset.LookupAspect(s.Meta.AspectSet, r.Aspect)
 		if !ok {
@@ -199,10 +207,16 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 			minLens[i] = MinLenFor(n, s.Meta.MinLenRatio, o.MaxLen, o.MinLen)
 		}
 		ids, seg := BuildSource(s.Meta.Hyperparams, s.Tok.Encode(aspectText(a.Name, a.Description)), cited, doc)
+		if sources != nil {
+			sources[i] = ids
+		}
 		states[i] = s.Net.NewState(s.Net.Encode(ids, seg, aspectIndex(s.Meta.AspectSet, r.Aspect)))
 	}
 	if minLens != nil {
 		o.MinLens = minLens
+	}
+	if sources != nil {
+		o.Sources = sources
 	}
 	hyps := decode.Search(s.Net, states, o)
 	out := make([]string, len(hyps))

@@ -199,7 +199,8 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 
 	meta := Meta{FormatVersion: formatVersion, Hyperparams: h, AspectSet: man.AspectSet,
 		BeamSize: cfg.Summarizer.BeamSize, LengthPenalty: cfg.Summarizer.LengthPenalty, NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
-		MinLenRatio: cfg.Summarizer.MinLenRatio, CopyChainBonus: cfg.Summarizer.CopyChainBonus,
+		RepeatSourceNgrams: cfg.Summarizer.RepeatSourceNgrams,
+		MinLenRatio:        cfg.Summarizer.MinLenRatio, CopyChainBonus: cfg.Summarizer.CopyChainBonus,
 		CopyStartBonus: cfg.Summarizer.CopyStartBonus, MaxDecodeLen: cfg.Summarizer.MaxDecodeLen, WordRule: cfg.Summarizer.WordRule, KnownWords: knownWords}
 	if err := writeCheckpointFiles(outDir, meta, data.TokenizerPath, cfg, opts.AllowChangedConfig, log); err != nil {
 		return nil, nil, err
