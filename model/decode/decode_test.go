@@ -101,6 +101,21 @@ func TestPerInputMinLen(t *testing.T) {
 	}
 }
 
+func TestPerInputSources(t *testing.T) {
+	// Always prefers A; input 0's source holds the bigram A A twice, input 1 has no source.
+	m := &tableModel{vocab: 5, table: map[string][]float32{}}
+	seq := []int32{bos}
+	for range 8 {
+		m.table[key(seq)] = []float32{0, 0.1, 0.5, 0.4, 0}
+		seq = append(seq, tA)
+	}
+	o := Options{BeamSize: 1, MaxLen: 6, NoRepeatNgram: 2, Sources: [][]int32{{tA, tA, tB, tA, tA}}, BOS: bos, EOS: eos}
+	got := Search[*prefix](m, []*prefix{{}, {}}, o)
+	if want0, want1 := []int32{tA, tA, tA, tB}, []int32{tA, tA, tB}; !slices.Equal(got[0].Tokens, want0) || !slices.Equal(got[1].Tokens, want1) {
+		t.Errorf("tokens %v and %v, want %v and %v", got[0].Tokens, got[1].Tokens, want0, want1)
+	}
+}
+
 func TestBeamScoreIsLogProbOfBest(t *testing.T) {
 	m := trap()
 	got := Search[*prefix](m, []*prefix{{}, {}}, Options{BeamSize: 3, MaxLen: 5, BOS: bos, EOS: eos})
