@@ -439,8 +439,8 @@ func matchFullContext(cfg *config.Config, dir string, trained bool, p *Pipeline,
 // (train --task summarizer --pretrained), with its decoding settings and o's overrides, and
 // returns the aspect set to read the input with.
 func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
-	if o.MinLenRatio != nil || o.CopyChainBonus != nil || o.WordRule != nil || o.RepeatSourceNgrams != nil {
-		return "", fmt.Errorf("--min-length-ratio, --copy-chain-bonus, --word-rule and --repeat-source-ngrams apply to the from-scratch summarizer, not to %s (a fine-tuned pretrained model)", o.Summarizer)
+	if err := checkPretrainedFlags(o, o.Summarizer); err != nil {
+		return "", err
 	}
 	s, err := pretrained.LoadSummarizer(o.Summarizer)
 	if err != nil {
@@ -449,25 +449,41 @@ func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspect
 	if err := matchFullContext(cfg, o.Summarizer, s.Meta.FullContext, p, log); err != nil {
 		return "", err
 	}
+	p.Summarizer = s
+	p.Decode = pretrainedDecode(s, o)
+	p.Ground = NewGrounder(cfg)
+	return cmp.Or(aspectSet, s.Meta.AspectSet), nil
+}
+
+// checkPretrainedFlags refuses the decoding flags of the from-scratch summarizer for dir, a
+// fine-tuned pretrained model: they would be ignored.
+func checkPretrainedFlags(o Options, dir string) error {
+	if o.MinLenRatio != nil || o.CopyChainBonus != nil || o.WordRule != nil || o.RepeatSourceNgrams != nil {
+		return fmt.Errorf("--min-length-ratio, --copy-chain-bonus, --word-rule and --repeat-source-ngrams apply to the from-scratch summarizer, not to %s (a fine-tuned pretrained model)", dir)
+	}
+	return nil
+}
+
+// pretrainedDecode applies o's sampling flags to a loaded pretrained summarizer and returns its
+// decoding options with o's search flags (beam, length, length penalty, n-gram blocking) applied.
+func pretrainedDecode(s *pretrained.Summarizer, o Options) decode.Options {
 	if o.SampleTemperature > 0 {
 		s.Gen.Temperature, s.Gen.TopP = o.SampleTemperature, o.TopP
 	}
-	p.Summarizer = s
-	p.Decode = s.DecodeOptions()
-	p.Ground = NewGrounder(cfg)
+	d := s.DecodeOptions()
 	if o.BeamSize > 0 {
-		p.Decode.BeamSize = o.BeamSize
+		d.BeamSize = o.BeamSize
 	}
 	if o.MaxLen > 0 {
-		p.Decode.MaxLen = o.MaxLen
+		d.MaxLen = o.MaxLen
 	}
 	if o.LengthPenalty != nil {
-		p.Decode.LengthPenalty = *o.LengthPenalty
+		d.LengthPenalty = *o.LengthPenalty
 	}
 	if o.NoRepeatNgram != nil {
-		p.Decode.NoRepeatNgram = *o.NoRepeatNgram
+		d.NoRepeatNgram = *o.NoRepeatNgram
 	}
-	return cmp.Or(aspectSet, s.Meta.AspectSet), nil
+	return d
 }
 
 // RunPipeline processes abstracts with workers goroutines and returns the predictions of each

@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -8,10 +9,13 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/infer/llmmethods"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/ete"
+	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/stt"
 	"github.com/tracksum/tracksum/model/summarizer"
+	"github.com/tracksum/tracksum/model/variant"
 )
 
 // The trainable methods of --method (TracSum Table 6): Track-then-Sum (the default, with
@@ -95,10 +99,26 @@ func (f predictFunc) Predict(a Abstract) ([]dataset.Prediction, error) {
 }
 
 // loadVariant loads the model of --method stt|ete with infer's settings: the decoding flags and,
-// for SUM-THEN-TRACK, infer.threshold on the pair tracker.
+// for SUM-THEN-TRACK, infer.threshold on the pair tracker. The checkpoint's variant.json says
+// whether it holds the from-scratch models (model/stt, model/ete) or fine-tuned pretrained LMs
+// (model/pretrained).
 func loadVariant(cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
 	if cfg.Infer.FullContext {
 		return nil, fmt.Errorf("--full-context is TTS (+) f, a Track-then-Sum summarizer's input: not with --method %s", o.Method)
+	}
+	want, dir, part := variant.EndToEnd, o.Model, ""
+	if o.Method == MethodSTT {
+		want = variant.SumThenTrack
+		if o.Model == "" {
+			dir, part = o.Summarizer, checkpoint.VariantSummarizerDir
+		}
+	}
+	meta, err := variant.Read(dir, want, part)
+	if err != nil {
+		return nil, err
+	}
+	if meta.Pretrained {
+		return loadPretrainedVariant(cfg, o, log)
 	}
 	if o.Method == MethodETE {
 		m, err := ete.Load(o.Model)
@@ -111,7 +131,6 @@ func loadVariant(cfg *config.Config, o Options, log io.Writer) (*variantRun, err
 		}}, nil
 	}
 	var m *stt.Model
-	var err error
 	if o.Model != "" {
 		m, err = stt.Load(o.Model)
 	} else {
@@ -122,6 +141,40 @@ func loadVariant(cfg *config.Config, o Options, log io.Writer) (*variantRun, err
 	}
 	m.Decode = decodeOptions(m.Summarizer, o)
 	m.Threshold = cfg.Infer.Threshold
+	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet}, nil
+}
+
+// loadPretrainedVariant loads the SUM-THEN-TRACK or END-TO-END model of o on fine-tuned
+// pretrained LMs (tracksum-train --task sum_then_track|end_to_end --pretrained), with the
+// pretrained summarizer's decoding flags and, for SUM-THEN-TRACK, infer.threshold.
+func loadPretrainedVariant(cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
+	if err := checkPretrainedFlags(o, cmp.Or(o.Model, o.Summarizer)); err != nil {
+		return nil, err
+	}
+	if o.Method == MethodETE {
+		m, err := pretrained.LoadEndToEnd(o.Model)
+		if err != nil {
+			return nil, err
+		}
+		m.Decode = pretrainedDecode(m.S, o)
+		fmt.Fprintf(log, "infer: end_to_end: %s fine-tuned from %s\n", o.Model, m.S.Meta.ModelType)
+		return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Meta.AspectSet, finish: func(log io.Writer) {
+			fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats())
+		}}, nil
+	}
+	var m *pretrained.SumThenTrack
+	var err error
+	if o.Model != "" {
+		m, err = pretrained.LoadSumThenTrack(o.Model)
+	} else {
+		m, err = pretrained.LoadSumThenTrackParts(o.Summarizer, o.Tracker)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.Decode = pretrainedDecode(m.Summarizer, o)
+	m.Threshold = cfg.Infer.Threshold
+	fmt.Fprintf(log, "infer: sum_then_track: summarizer and pair tracker (head %s) fine-tuned from %s\n", m.Tracker.Meta.Head, m.Summarizer.Meta.ModelType)
 	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet}, nil
 }
 

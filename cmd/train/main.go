@@ -4,6 +4,7 @@
 //	tracksum-train --task tracker --folds K [--cv-model lexical] --data PREPARED_DIR --out checkpoints/CV   # model/cv
 //	tracksum-train --task tracker|summarizer --pretrained SNAPSHOT_DIR --data PREPARED_DIR --out checkpoints/NAME  # model/pretrained
 //	tracksum-train --task sum_then_track|end_to_end --data PREPARED_DIR --out checkpoints/NAME   # model/stt, model/ete
+//	tracksum-train --task sum_then_track|end_to_end --pretrained SNAPSHOT_DIR --data PREPARED_DIR --out checkpoints/NAME  # model/pretrained
 //
 // The checkpoint directory receives everything needed to use the model without the training config
 // (hyperparameters, tokenizer, resolved config, best-on-dev variables) plus metrics.jsonl, curves.png
@@ -16,7 +17,7 @@ import (
 	"github.com/tracksum/tracksum/internal/cli"
 	_ "github.com/tracksum/tracksum/model/cv"
 	_ "github.com/tracksum/tracksum/model/ete"        // --task end_to_end (TracSum Table 6)
-	_ "github.com/tracksum/tracksum/model/pretrained" // --pretrained DIR for --task tracker and summarizer
+	_ "github.com/tracksum/tracksum/model/pretrained" // --pretrained DIR for --task tracker, summarizer, sum_then_track, end_to_end
 	_ "github.com/tracksum/tracksum/model/stt"        // --task sum_then_track (TracSum Table 6)
 	_ "github.com/tracksum/tracksum/model/summarizer"
 	_ "github.com/tracksum/tracksum/model/tracker"

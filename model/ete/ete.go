@@ -61,7 +61,7 @@ type Model struct {
 
 // Load reads an END-TO-END checkpoint written by Train.
 func Load(dir string) (*Model, error) {
-	meta, err := variant.Read(dir, variant.EndToEnd, "")
+	meta, err := variant.ReadKind(dir, variant.EndToEnd, "", false)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func Load(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{S: s, Decode: s.DecodeOptions(), Meta: meta, stats: Stats{Problems: map[string]int{}}}, nil
+	return &Model{S: s, Decode: s.DecodeOptions(), Meta: meta}, nil
 }
 
 // Predict writes one prediction per aspect of an abstract, in order: the parsed output of the
@@ -90,14 +90,7 @@ func (m *Model) Predict(pmid string, doc []string, aspects []string) ([]dataset.
 	for i, text := range outs {
 		o := Parse(text, len(doc))
 		preds[i] = dataset.Prediction{PMID: pmid, Aspect: aspects[i], Summary: o.Summary, Indexes: o.Indexes, Problems: o.Problems}
-		m.stats.Outputs++
-		m.stats.DroppedIndices += o.Dropped
-		if len(o.Problems) > 0 {
-			m.stats.Repaired++
-		}
-		for _, p := range o.Problems {
-			m.stats.Problems[p]++
-		}
+		m.stats.Add(o)
 	}
 	return preds, nil
 }
@@ -106,12 +99,7 @@ func (m *Model) Predict(pmid string, doc []string, aspects []string) ([]dataset.
 func (m *Model) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.stats
-	s.Problems = map[string]int{}
-	for k, v := range m.stats.Problems {
-		s.Problems[k] = v
-	}
-	return s
+	return m.stats.Clone()
 }
 
 // TrainOptions are the parts of a Train run that are not configuration.
@@ -135,7 +123,10 @@ type TrainOptions struct {
 // examples and, at 300 steps, the model copied the abstract instead of writing the marker).
 func Config(cfg *config.Config) (*config.Config, error) {
 	if cfg.Summarizer.Pretrained != "" {
-		return nil, fmt.Errorf("end_to_end: summarizer.pretrained is set: the variants train the from-scratch summarizer only")
+		// tracksum-train --task end_to_end --pretrained runs pretrained.TrainEndToEnd instead; this
+		// refusal is for the callers that reach the from-scratch training directly (the table6
+		// cross-validation).
+		return nil, fmt.Errorf("end_to_end: summarizer.pretrained is set: package ete trains the from-scratch summarizer only (tracksum-train --task end_to_end --pretrained DIR fine-tunes a pretrained LM; the table6 cross-validation does not)")
 	}
 	c := *cfg
 	c.Summarizer.MaxSourceLen = cfg.Variants.MaxSourceLen
@@ -164,7 +155,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	}
 	// A directory of another variant is refused before anything is written into it.
 	if fileExists(filepath.Join(outDir, checkpoint.VariantFile)) {
-		if _, err := variant.Read(outDir, variant.EndToEnd, ""); err != nil {
+		if _, err := variant.ReadKind(outDir, variant.EndToEnd, "", false); err != nil {
 			return nil, nil, fmt.Errorf("end_to_end: --out: %w", err)
 		}
 	}

@@ -18,7 +18,7 @@ const Marker = "[CITE]"
 // output with a problem is still used as well as it can be read; the prediction lists the
 // problem, and Model.Stats counts it.
 const (
-	// ProblemNoCitations: no Marker in the output (read as the summary with no citation).
+	// ProblemNoCitations: no marker in the output (read as the summary with no citation).
 	ProblemNoCitations = "no_citations"
 	// ProblemNoSummary: nothing before the Marker.
 	ProblemNoSummary = "no_summary"
@@ -72,10 +72,15 @@ type Output struct {
 // Words that are not indices, indices outside [0, n) and repeats are dropped and counted. A
 // summary that says the aspect is absent (dataset.IsUnknownSummary) is the negative prediction,
 // "Unknown." with no index, whatever indices follow it.
-func Parse(text string, n int) Output {
+func Parse(text string, n int) Output { return ParseMarked(text, n, Marker) }
+
+// ParseMarked is Parse with another marker (any case) between the summary and its indices: the
+// END-TO-END model on a pretrained LM writes the paper's "Summary: ... Citations: 0, 3" (package
+// pretrained), read with the same repairs and counts as this package's "[CITE]" outputs.
+func ParseMarked(text string, n int, marker string) Output {
 	found := map[string]bool{}
 	o := Output{Indexes: []int{}}
-	summary, cites, ok := cutLast(text, Marker)
+	summary, cites, ok := cutLast(text, marker)
 	if !ok {
 		summary, cites = text, ""
 	}
@@ -141,6 +146,31 @@ type Stats struct {
 	DroppedIndices int
 	// Problems counts the outputs with each problem.
 	Problems map[string]int
+}
+
+// Add counts one parsed output.
+func (s *Stats) Add(o Output) {
+	if s.Problems == nil {
+		s.Problems = map[string]int{}
+	}
+	s.Outputs++
+	s.DroppedIndices += o.Dropped
+	if len(o.Problems) > 0 {
+		s.Repaired++
+	}
+	for _, p := range o.Problems {
+		s.Problems[p]++
+	}
+}
+
+// Clone returns a copy that does not share Problems (never nil) with s.
+func (s Stats) Clone() Stats {
+	c := s
+	c.Problems = make(map[string]int, len(s.Problems))
+	for k, v := range s.Problems {
+		c.Problems[k] = v
+	}
+	return c
 }
 
 // String is the one-line summary infer prints.

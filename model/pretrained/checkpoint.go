@@ -17,12 +17,13 @@ import (
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/variant"
 )
 
 // A checkpoint of a fine-tuned pretrained model is a training checkpoint directory
 // (model/checkpoint: config.yaml, metrics.jsonl, best/, state/, report.json) with:
 //
-//	pretrained.json                        Meta: task, head, prompts' settings, adapters, decoding
+//	pretrained.json                        Meta: task, head, prompts' settings (variant), adapters, decoding
 //	base.json                              the base snapshot's directory and weights' SHA-256 (hf/peft)
 //	tokenizer.json, tokenizer_config.json  copies of the base's (tokens and chat template)
 //	best/model.safetensors                 the trained variables only: adapters + head (LoRA), or
@@ -58,6 +59,35 @@ type Meta struct {
 	FullContext bool `json:"full_context,omitempty"`
 	// Generation holds the summarizer's decoding defaults.
 	Generation *GenOptions `json:"generation,omitempty"`
+	// Variant is the Table 6 method the model is a part of, which sets its prompts: "" for
+	// Track-then-Sum; variant.SumThenTrack for its summarizer of the whole abstract or its pair
+	// tracker; variant.EndToEnd for the model writing summary and citations. A model is only ever
+	// loaded for its own method (a SUM-THEN-TRACK summarizer is never run as END-TO-END or as a
+	// Track-then-Sum summarizer).
+	Variant string `json:"variant,omitempty"`
+}
+
+// kindName names the model of task and variant v: "tracker", "sum_then_track summarizer",
+// "end_to_end", ...
+func kindName(task, v string) string {
+	switch v {
+	case variant.SumThenTrack:
+		return v + " " + task
+	case variant.EndToEnd:
+		return v
+	}
+	return task
+}
+
+// runHint says how tracksum-infer runs a model of task and variant v.
+func runHint(task, v string) string {
+	switch v {
+	case variant.SumThenTrack:
+		return "tracksum-infer --method stt runs the sum_then_track directory holding it"
+	case variant.EndToEnd:
+		return "tracksum-infer --method ete --model runs it"
+	}
+	return "tracksum-infer --" + task + " runs it"
 }
 
 // IsCheckpoint reports whether dir holds a pretrained checkpoint (its checkpoint.PretrainedFile).
@@ -72,8 +102,15 @@ func ReadMeta(dir string) (*Meta, error) {
 	if err := checkpoint.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
+	path := filepath.Join(dir, checkpoint.PretrainedFile)
 	if m.Task != dataset.TaskTracker && m.Task != dataset.TaskSummarizer {
-		return nil, fmt.Errorf("%w: %s: task %q, want %s or %s", ErrCheckpoint, filepath.Join(dir, checkpoint.PretrainedFile), m.Task, dataset.TaskTracker, dataset.TaskSummarizer)
+		return nil, fmt.Errorf("%w: %s: task %q, want %s or %s", ErrCheckpoint, path, m.Task, dataset.TaskTracker, dataset.TaskSummarizer)
+	}
+	switch {
+	case m.Variant != "" && m.Variant != variant.SumThenTrack && m.Variant != variant.EndToEnd:
+		return nil, fmt.Errorf("%w: %s: variant %q, want none, %s or %s", ErrCheckpoint, path, m.Variant, variant.SumThenTrack, variant.EndToEnd)
+	case m.Variant == variant.EndToEnd && m.Task != dataset.TaskSummarizer:
+		return nil, fmt.Errorf("%w: %s: an end_to_end model is a %s, not a %s", ErrCheckpoint, path, dataset.TaskSummarizer, m.Task)
 	}
 	return &m, nil
 }
@@ -88,8 +125,9 @@ func prepareDir(outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.
 		if err != nil {
 			return err
 		}
-		if old.Task != meta.Task {
-			return fmt.Errorf("%w: %s holds a pretrained %s checkpoint, not a %s one; use another --out", training.ErrResume, outDir, old.Task, meta.Task)
+		if old.Task != meta.Task || old.Variant != meta.Variant {
+			return fmt.Errorf("%w: %s holds a pretrained %s checkpoint, not a %s one; use another --out", training.ErrResume, outDir,
+				kindName(old.Task, old.Variant), kindName(meta.Task, meta.Variant))
 		}
 		if err := training.CheckConfig(outDir, checkpoint.ConfigFile, cfg, meta.Task, allowChanged, log); err != nil {
 			return err

@@ -9,14 +9,19 @@
 //     released script);
 //   - summarizer: system and user turns with the aspect's instruction and the tracked sentences
 //     (and the abstract for TTS (+) f), the answer "Summary: ..." trained on its tokens only;
-//     decoding with the KV cache (greedy, beam, or temperature/top-p sampling).
+//     decoding with the KV cache (greedy, beam, or temperature/top-p sampling);
+//   - TracSum's Table 6 variants on the same machinery (variants.go): SUM-THEN-TRACK, a
+//     summarizer of the whole abstract (Table 18) and a tracker of (sentence, summary) pairs;
+//     END-TO-END, one model writing "Summary: ...\nCitations: 0, 3" from the indexed abstract
+//     (Table 19), read back with model/ete's repairs.
 //
 // Prompts are rendered with the checkpoint's own chat template (hf/chattemplate) and tokenized
 // with its tokenizer (hf/tokenizer). Training runs model/training's loop (AdamW, schedule,
 // accumulation, best-on-dev, resume); the checkpoint holds only what was trained (adapters and
 // head, or every weight with lora.rank 0), base.json naming the base and its weights' SHA-256, and
 // the adapters again in PEFT's layout (hf/peft). The package registers itself as a variant of
-// tracksum-train's tasks (training.RegisterVariant): --task tracker|summarizer --pretrained DIR.
+// tracksum-train's tasks (training.RegisterVariant): --task tracker|summarizer|sum_then_track|end_to_end
+// --pretrained DIR.
 //
 // # Example
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
+	"github.com/tracksum/tracksum/model/variant"
 )
 
 // scoreBatch is the number of (sentence, aspect) pairs scored per graph call.
@@ -51,15 +52,17 @@ type loaded struct {
 	chat    *Chat // nil for an encoder
 }
 
-// open reads a checkpoint's metadata and opens its base (checked against base.json's digest) and,
-// for a causal LM, its chat (the checkpoint's copies of the tokenizer and template).
-func open(dir, task string) (*loaded, error) {
+// open reads a checkpoint's metadata, checks that it is a model of task for the method v (""
+// Track-then-Sum, or a variant.* name), and opens its base (checked against base.json's digest)
+// and, for a causal LM, its chat (the checkpoint's copies of the tokenizer and template).
+func open(dir, task, v string) (*loaded, error) {
 	meta, err := ReadMeta(dir)
 	if err != nil {
 		return nil, err
 	}
-	if meta.Task != task {
-		return nil, fmt.Errorf("%w: %s is a pretrained %s, not a %s", ErrCheckpoint, dir, meta.Task, task)
+	if meta.Task != task || meta.Variant != v {
+		return nil, fmt.Errorf("%w: %s is a pretrained %s, not a %s (%s)", ErrCheckpoint, dir, kindName(meta.Task, meta.Variant),
+			kindName(task, v), runHint(meta.Task, meta.Variant))
 	}
 	snap, _, err := peft.OpenBase(dir, "")
 	if err != nil {
@@ -117,9 +120,16 @@ func restore(dir string, m trainable) error {
 }
 
 // newTracker builds the tracker of meta.Head on the snapshot (tokDir: where its tokenizer is,
-// chat: its chat for a causal LM). For the generative head, meta.YesNo is found when unset.
+// chat: its chat for a causal LM). For the generative head, meta.YesNo is found when unset. The
+// SUM-THEN-TRACK pair tracker (meta.Variant) reads (sentence, summary) pairs.
 func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta) (*Tracker, trainable, error) {
 	t := &Tracker{Meta: *meta}
+	pair := meta.Variant == variant.SumThenTrack
+	if meta.Head == config.HeadEncoderCLS && pair {
+		// encoderCLS pairs the aspect's description with the sentence; a (summary, sentence) pair
+		// input is not built.
+		return nil, nil, fmt.Errorf("sum_then_track: the pair tracker on a pretrained model needs a causal LM (tracker.head lm_cls or generative), not encoder_cls (model_type %s)", snap.ModelType)
+	}
 	if meta.Head == config.HeadEncoderCLS {
 		enc, err := loadEncoderCLS(backend, snap, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen)
 		if err != nil {
@@ -136,7 +146,7 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 		}
 		return t, enc, nil
 	}
-	p := &trackerPrompter{chat: chat, head: meta.Head, set: meta.AspectSet, maxLen: meta.MaxSeqLen}
+	p := &trackerPrompter{chat: chat, head: meta.Head, set: meta.AspectSet, maxLen: meta.MaxSeqLen, pair: pair}
 	if meta.Head == config.HeadGenerative {
 		if meta.YesNo == nil {
 			yn, err := findYesNo(chat)
@@ -169,8 +179,12 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 }
 
 // LoadTracker loads a tracker checkpoint written by TrainTracker.
-func LoadTracker(dir string) (*Tracker, error) {
-	l, err := open(dir, dataset.TaskTracker)
+func LoadTracker(dir string) (*Tracker, error) { return loadTracker(dir, "") }
+
+// loadTracker loads a tracker checkpoint of the method v ("" Track-then-Sum, or
+// variant.SumThenTrack's pair tracker).
+func loadTracker(dir, v string) (*Tracker, error) {
+	l, err := open(dir, dataset.TaskTracker, v)
 	if err != nil {
 		return nil, err
 	}
@@ -217,11 +231,11 @@ func scoreCausal(sc *scorer, exs []Example, pad int32, generative bool) ([]float
 	return out, nil
 }
 
-// scoreRows scores prepared tracker rows (the dev evaluation).
-func (t *Tracker) scoreRows(rows []dataset.TrackerRow) ([]float32, error) {
+// scoreRows scores labelled pairs (the dev evaluation).
+func (t *Tracker) scoreRows(rows []labelledPair) ([]float32, error) {
 	exs := make([]Example, len(rows))
 	for i, r := range rows {
-		e, err := t.input(r.Sentence, r.Aspect)
+		e, err := t.input(r.Sentence, r.Against)
 		if err != nil {
 			return nil, err
 		}
@@ -233,6 +247,9 @@ func (t *Tracker) scoreRows(rows []dataset.TrackerRow) ([]float32, error) {
 // ScoreBatch returns, for each request, the probability that each sentence of its abstract is
 // relevant to its aspect (a code or a name of the checkpoint's aspect set).
 func (t *Tracker) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
+	if t.Meta.Variant != "" {
+		return nil, fmt.Errorf("the %s scores (sentence, summary) pairs, not (sentence, aspect) ones", kindName(dataset.TaskTracker, t.Meta.Variant))
+	}
 	var exs []Example
 	for _, r := range reqs {
 		a, ok := dataset.LookupAspect(t.Meta.AspectSet, strings.TrimSpace(r.Aspect))
@@ -261,8 +278,12 @@ func (t *Tracker) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 }
 
 // LoadSummarizer loads a summarizer checkpoint written by TrainSummarizer.
-func LoadSummarizer(dir string) (*Summarizer, error) {
-	l, err := open(dir, dataset.TaskSummarizer)
+func LoadSummarizer(dir string) (*Summarizer, error) { return loadSummarizer(dir, "") }
+
+// loadSummarizer loads a summarizer checkpoint of the method v ("" Track-then-Sum, or a
+// variant.* name).
+func loadSummarizer(dir, v string) (*Summarizer, error) {
+	l, err := open(dir, dataset.TaskSummarizer, v)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +307,7 @@ func newSummarizer(meta *Meta, lm *causalLM, chat *Chat) (*Summarizer, error) {
 		return nil, err
 	}
 	s := &Summarizer{Meta: *meta, Gen: *meta.Generation, lm: lm, gen: g,
-		p: &summaryPrompter{chat: chat, set: meta.AspectSet, maxLen: meta.MaxSeqLen, fullContext: meta.FullContext}}
+		p: &summaryPrompter{chat: chat, set: meta.AspectSet, maxLen: meta.MaxSeqLen, fullContext: meta.FullContext, variant: meta.Variant}}
 	if end, err := chat.turnEnd(); err == nil && strings.TrimSpace(end) != "" {
 		s.special = append(s.special, strings.TrimSpace(end))
 	}
@@ -305,6 +326,19 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 // Summarize writes the summary of each request; o's BeamSize, MaxLen, LengthPenalty and
 // NoRepeatNgram (when set) replace the checkpoint's. An answer without text is "Unknown.".
 func (s *Summarizer) Summarize(reqs []summarizer.Request, o decode.Options) ([]string, error) {
+	answers, err := s.answers(reqs, o)
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range answers {
+		answers[i] = ParseSummary(a, nil)
+	}
+	return answers, nil
+}
+
+// answers generates the answer text of each request, up to the first end-of-turn marker, with
+// the decoding settings of Summarize.
+func (s *Summarizer) answers(reqs []summarizer.Request, o decode.Options) ([]string, error) {
 	gen := s.Gen
 	if o.BeamSize > 0 {
 		gen.BeamSize = o.BeamSize
@@ -337,7 +371,7 @@ func (s *Summarizer) Summarize(reqs []summarizer.Request, o decode.Options) ([]s
 				text = text[:j]
 			}
 		}
-		out[i] = ParseSummary(text, nil)
+		out[i] = text
 	}
 	return out, nil
 }

@@ -3,10 +3,12 @@ package pretrained
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/chattemplate"
+	"github.com/tracksum/tracksum/model/ete"
 )
 
 // The prompts are those of the TracSum authors' released training scripts and of the paper's
@@ -14,6 +16,11 @@ import (
 // "Relevance:No." answer are the script's text, word for word; the summarizer's system turn is the
 // script's, its user turn follows Table 16 (Table 17 with the full abstract) with the aspect's
 // phrase in place of the table's placeholder.
+//
+// The Table 6 variants' prompts (SUM-THEN-TRACK, END-TO-END) follow the paper's Tables 18-19 for
+// the summarizers; no script of theirs was released, so they reuse the Track-then-Sum script's
+// system turn and answer prefix, and the pair tracker's user turn (which the paper does not print)
+// is the released tracker prompt's with the summary in place of the aspect.
 
 // paperAspectNames are the aspect names of the released scripts' prompts (TracSum codes).
 var paperAspectNames = map[string]string{
@@ -102,6 +109,80 @@ func SummarizerMessages(set, aspect string, cited, document []string) []chattemp
 	return []chattemplate.Message{{Role: "system", Content: SummarizerSystem}, {Role: "user", Content: b.String()}}
 }
 
+// SumThenTrackMessages is the SUM-THEN-TRACK summarizer's conversation (Table 18): the aspect's
+// instruction and the whole abstract. The answer is SummarizerAnswer's, "Summary: ..."
+// ("Summary: Unknown." when the abstract does not report the aspect).
+func SumThenTrackMessages(set, aspect string, document []string) []chattemplate.Message {
+	user := "Instructions:\nSummarize " + topic(set, aspect) + " in one clear sentence based on the given article.\n\n" +
+		"Article:\n" + jsonList(document) + "\n\nSummary:"
+	return []chattemplate.Message{{Role: "system", Content: SummarizerSystem}, {Role: "user", Content: user}}
+}
+
+// PairTrackerMessages is the SUM-THEN-TRACK tracker's conversation for one (sentence, summary)
+// pair (section C.5.3: a binary classification of (c, sum) pairs labelled by the citations). The
+// paper does not print this prompt: it is the released tracker prompt (TrackerMessages) asking
+// whether the sentence supports the summary instead of whether it is relevant to the aspect. The
+// generative head answers AnswerYes or AnswerNo, as the aspect tracker does.
+func PairTrackerMessages(sentence, summary string) []chattemplate.Message {
+	return []chattemplate.Message{{Role: "user", Content: "Please determine whether the provided sentence supports the given summary.\nSentence: " +
+		sentence + "\nSummary: " + summary + "\n"}}
+}
+
+// CitationsPrefix separates the END-TO-END answer's summary from its citation indices.
+const CitationsPrefix = "Citations:"
+
+// EndToEndMessages is the END-TO-END conversation (Table 19): the aspect's instruction and the
+// abstract's sentences, each after its index ("3: ...", ete.IndexedSentences), ending with the
+// two fields of the answer the table shows.
+func EndToEndMessages(set, aspect string, document []string) []chattemplate.Message {
+	user := "Instructions:\nGiven an article, summarize " + topic(set, aspect) +
+		" in one clear sentence and output the index of the cited sentences.\n\n" +
+		"Sentences:\n" + jsonList(ete.IndexedSentences(document)) + "\n\n" + SummaryPrefix + "\n" + CitationsPrefix
+	return []chattemplate.Message{{Role: "system", Content: SummarizerSystem}, {Role: "user", Content: user}}
+}
+
+// EndToEndAnswer is the assistant turn of an END-TO-END training example. It is the paper's form
+// (Table 19's "Summary:" and "Citations:" fields), "Summary: S\nCitations: 0, 3", rather than the
+// from-scratch model's "S [CITE] 0 3": a pretrained LM reads the words of its instruction, and
+// ParseEndToEnd reads either form's indices with model/ete's repairs. A negative is
+// "Summary: Unknown.\nCitations:", with no index.
+func EndToEndAnswer(summary string, citations []int32) string {
+	idx := make([]string, len(citations))
+	for i, c := range citations {
+		idx[i] = strconv.Itoa(int(c))
+	}
+	return strings.TrimSpace(SummarizerAnswer(summary) + "\n" + CitationsPrefix + " " + strings.Join(idx, ", "))
+}
+
+// ParseEndToEnd reads a generated END-TO-END answer for an abstract of n sentences: special
+// tokens are removed, the text after the first "Summary:" (any case; all of it when missing) is
+// read by ete.ParseMarked with CitationsPrefix as its marker: invalid, out-of-range and repeated
+// indices are dropped and counted, "Unknown." has no citation, and a missing "Citations:" is
+// ete.ProblemNoCitations.
+func ParseEndToEnd(answer string, n int, special []string) ete.Output {
+	for _, s := range special {
+		if s != "" {
+			answer = strings.ReplaceAll(answer, s, " ")
+		}
+	}
+	if i := indexFold(answer, SummaryPrefix); i >= 0 {
+		answer = answer[i+len(SummaryPrefix):]
+	}
+	return ete.ParseMarked(answer, n, CitationsPrefix)
+}
+
+// indexFold is the byte offset of the first occurrence of sub in s, any case, or -1. It compares
+// s's own bytes: lower-casing s first would change the length of some text (invalid UTF-8, "İ")
+// and misplace the offset (model/ete's FuzzParse found it there).
+func indexFold(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
+}
+
 // SummarizerAnswer is the assistant turn of a training example.
 func SummarizerAnswer(summary string) string {
 	return SummaryPrefix + " " + strings.TrimSpace(summary)
@@ -128,7 +209,7 @@ func ParseSummary(answer string, special []string) string {
 			answer = strings.ReplaceAll(answer, s, " ")
 		}
 	}
-	if i := strings.Index(strings.ToLower(answer), strings.ToLower(SummaryPrefix)); i >= 0 {
+	if i := indexFold(answer, SummaryPrefix); i >= 0 {
 		answer = answer[i+len(SummaryPrefix):]
 	}
 	// A summary is one paragraph: what follows a blank line is the model talking on.

@@ -11,7 +11,11 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/hf/chattemplate"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/ete"
+	"github.com/tracksum/tracksum/model/variant"
 )
 
 // llamaDir holds the real Llama 3.1 tokenizer.json and tokenizer_config.json (with its chat
@@ -115,7 +119,7 @@ func TestTrackerExamplesOversampleAndFit(t *testing.T) {
 			p := &trackerPrompter{chat: c, head: tc.head, set: dataset.AspectSetTracSum, maxLen: 64, yn: yn}
 			tcfg := config.DefaultTracker()
 			tcfg.Imbalance, tcfg.Oversample, tcfg.PosWeight = tc.imbalance, 7, 3
-			exs, err := trackerExamples(p.example, rows, tcfg)
+			exs, err := trackerExamples(p.example, aspectPairs(rows), tcfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +153,7 @@ func TestLlamaSummarizerPrompt(t *testing.T) {
 	for _, full := range []bool{false, true} {
 		p := &summaryPrompter{chat: c, set: dataset.AspectSetTracSum, maxLen: 200, fullContext: full}
 		doc := []string{"Background sentence one.", "We aimed to study X in 40 patients.", strings.Repeat("Filler text ", 80)}
-		e, err := p.example("a", doc[1:2], doc, "The study aimed to study X.")
+		e, err := p.example("a", doc[1:2], doc, "The study aimed to study X.", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,6 +279,205 @@ func TestOtherFamiliesAnswerTurn(t *testing.T) {
 			}
 			if got := c.Tok.Decode(int32sToInts(turn)); !strings.Contains(got, "Summary: S."+tc.end) {
 				t.Errorf("answer turn %q", got)
+			}
+		})
+	}
+}
+
+// TestVariantMessages: the Table 6 variants' user turns, word for word (Tables 18 and 19; the pair
+// tracker's, which the paper does not print, in the released tracker prompt's style).
+func TestVariantMessages(t *testing.T) {
+	doc := []string{"Background.", `We aimed to test "X".`}
+	for _, tc := range []struct {
+		desc       string
+		msgs       []chattemplate.Message
+		wantSystem bool
+		user       string
+	}{
+		{"sum_then_track summarizer (Table 18)", SumThenTrackMessages(dataset.AspectSetTracSum, "a", doc), true,
+			"Instructions:\nSummarize the research aims or questions of the study in one clear sentence based on the given article.\n\n" +
+				"Article:\n[\"Background.\",\"We aimed to test \\\"X\\\".\"]\n\nSummary:"},
+		{"end_to_end (Table 19)", EndToEndMessages(dataset.AspectSetTracSum, "p", doc), true,
+			"Instructions:\nGiven an article, summarize the information about the patients of the study in one clear sentence and output the index of the cited sentences.\n\n" +
+				"Sentences:\n[\"0: Background.\",\"1: We aimed to test \\\"X\\\".\"]\n\nSummary:\nCitations:"},
+		{"pair tracker", PairTrackerMessages("We aimed to test X.", "The study tested X."), false,
+			"Please determine whether the provided sentence supports the given summary.\nSentence: We aimed to test X.\nSummary: The study tested X.\n"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			last := tc.msgs[len(tc.msgs)-1]
+			if last.Role != "user" || last.Content != tc.user {
+				t.Errorf("user turn\n%q\nwant\n%q", last.Content, tc.user)
+			}
+			if hasSystem := len(tc.msgs) == 2 && tc.msgs[0].Role == "system" && tc.msgs[0].Content == SummarizerSystem; hasSystem != tc.wantSystem {
+				t.Errorf("system turn present = %v, want %v (%+v)", hasSystem, tc.wantSystem, tc.msgs)
+			}
+		})
+	}
+}
+
+// TestParseEndToEnd reads the answers END-TO-END writes, well formed or not, with model/ete's
+// repairs.
+func TestParseEndToEnd(t *testing.T) {
+	for _, tc := range []struct {
+		desc, in string
+		n        int
+		summary  string
+		indexes  []int
+		problems []string
+		dropped  int
+	}{
+		{"training answer", EndToEndAnswer(" Adults with asthma. ", []int32{0, 3}), 5, "Adults with asthma.", []int{0, 3}, nil, 0},
+		{"negative training answer", EndToEndAnswer("Unknown.", nil), 5, dataset.UnknownSummary, []int{}, nil, 0},
+		{"end-of-turn token cut", "Summary: A.\nCitations: 2, 1<|eot_id|>", 5, "A.", []int{1, 2}, nil, 0},
+		{"no summary prefix", "A. Citations: 4", 5, "A.", []int{4}, nil, 0},
+		{"out of range, repeated and words dropped", "Summary: A.\nCitations: 1, 1, 9, two", 5, "A.",
+			[]int{1}, []string{ete.ProblemBadCitations, ete.ProblemIndexOutOfRange, ete.ProblemDuplicateIndex}, 3},
+		{"unknown with citations", "Summary: Unknown.\nCitations: 0, 1", 5, dataset.UnknownSummary, []int{},
+			[]string{ete.ProblemUnknownWithCitations}, 2},
+		{"no citations field", "Summary: A.", 5, "A.", []int{}, []string{ete.ProblemNoCitations}, 0},
+		{"empty answer", "", 5, "", []int{}, []string{ete.ProblemNoSummary}, 0},
+		{"lower case, bytes that change length when lower-cased", "İ summary: B.\ncitations: 0", 3, "B.", []int{0}, nil, 0},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := ParseEndToEnd(tc.in, tc.n, []string{"<|eot_id|>"})
+			if o.Summary != tc.summary || !slices.Equal(o.Indexes, tc.indexes) || !slices.Equal(o.Problems, tc.problems) || o.Dropped != tc.dropped {
+				t.Errorf("ParseEndToEnd(%q) = %+v; want summary %q, indexes %v, problems %v, dropped %d", tc.in, o, tc.summary, tc.indexes, tc.problems, tc.dropped)
+			}
+		})
+	}
+}
+
+func TestEndToEndAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		summary string
+		cites   []int32
+		want    string
+	}{
+		{"Adults with asthma.", []int32{0, 4, 11}, "Summary: Adults with asthma.\nCitations: 0, 4, 11"},
+		{"Unknown.", nil, "Summary: Unknown.\nCitations:"},
+	} {
+		if got := EndToEndAnswer(tc.summary, tc.cites); got != tc.want {
+			t.Errorf("EndToEndAnswer(%q, %v) = %q, want %q", tc.summary, tc.cites, got, tc.want)
+		}
+	}
+}
+
+// TestPairCut: a (sentence, summary) prompt gives up the summary's second half, then the
+// sentence's, then the rest of each.
+func TestPairCut(t *testing.T) {
+	for _, tc := range []struct {
+		desc                   string
+		ns, nm, cut            int
+		fromSentence, fromSumm int
+	}{
+		{"no cut", 10, 8, 0, 0, 0},
+		{"within the summary's half", 10, 8, 3, 0, 3},
+		{"summary's half then the sentence's", 10, 8, 6, 2, 4},
+		{"both halves then the summary", 10, 8, 12, 5, 7},
+		{"everything", 10, 8, 30, 10, 8},
+		{"odd lengths", 5, 3, 3, 1, 2},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			s, m := pairCut(tc.ns, tc.nm, tc.cut)
+			if s != tc.fromSentence || m != tc.fromSumm {
+				t.Errorf("pairCut(%d, %d, %d) = %d, %d; want %d, %d", tc.ns, tc.nm, tc.cut, s, m, tc.fromSentence, tc.fromSumm)
+			}
+		})
+	}
+}
+
+func TestCitationF1(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		pred [][]int
+		ref  [][]int32
+		want float64
+	}{
+		{"all negatives right", [][]int{{}, {}}, [][]int32{nil, nil}, 1},
+		{"exact", [][]int{{0, 2}}, [][]int32{{0, 2}}, 1},
+		{"half", [][]int{{0, 1}}, [][]int32{{0, 2}}, 0.5},
+		{"missed", [][]int{{}}, [][]int32{{3}}, 0},
+		{"micro over instances", [][]int{{0}, {1, 2}}, [][]int32{{0}, {5}}, 2.0 / 5},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var c citationCounts
+			for i := range tc.pred {
+				c.add(tc.pred[i], tc.ref[i])
+			}
+			if got := c.f1(); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("f1 = %g, want %g", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLlamaVariantPrompts renders the variants' training examples with the Llama 3.1 template: the
+// loss covers the answer only, and a long abstract is cut to fit max_seq_len.
+func TestLlamaVariantPrompts(t *testing.T) {
+	c := llamaChat(t)
+	doc := []string{"Background sentence one.", "We aimed to study X in 40 patients.", strings.Repeat("Filler text ", 80)}
+	for _, tc := range []struct {
+		desc, variant string
+		cites         []int32
+		prompt, loss  string
+	}{
+		{"sum_then_track", variant.SumThenTrack, nil, `["Background sentence one.","We aimed to study X in 40 patients."`,
+			"Summary: The study aimed to study X.<|eot_id|>"},
+		{"end_to_end", variant.EndToEnd, []int32{1}, `["0: Background sentence one.","1: We aimed to study X in 40 patients."`,
+			"Summary: The study aimed to study X.\nCitations: 1<|eot_id|>"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			p := &summaryPrompter{chat: c, set: dataset.AspectSetTracSum, maxLen: 160, variant: tc.variant}
+			e, err := p.example("a", doc, nil, "The study aimed to study X.", tc.cites)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(e.Tokens) > 160 {
+				t.Errorf("%d tokens, max_seq_len 160", len(e.Tokens))
+			}
+			text := c.Tok.Decode(int32sToInts(e.Tokens))
+			if !strings.Contains(text, tc.prompt) || strings.Count(text, "Filler") >= 80 {
+				t.Errorf("example lacks %q or its long sentence was not cut:\n%s", tc.prompt, text)
+			}
+			_, tgt := lossPositions(e)
+			if got := c.Tok.Decode(int32sToInts(tgt)); got != tc.loss {
+				t.Errorf("loss covers %q, want %q", got, tc.loss)
+			}
+		})
+	}
+	p := &trackerPrompter{chat: c, head: config.HeadLMCLS, set: dataset.AspectSetTracSum, maxLen: 80, pair: true}
+	long := strings.Repeat("The summary goes on ", 40)
+	ids, err := p.prompt("We aimed to study X in 40 patients.", long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := c.Tok.Decode(int32sToInts(ids))
+	if len(ids) > 80 || !strings.Contains(text, "supports the given summary") || !strings.Contains(text, "Summary: The summary goes on") {
+		t.Errorf("pair prompt of %d tokens (max 80):\n%s", len(ids), text)
+	}
+}
+
+func TestReadMetaVariant(t *testing.T) {
+	for _, tc := range []struct {
+		desc, task, variant, err string
+	}{
+		{"track-then-sum", dataset.TaskSummarizer, "", ""},
+		{"sum_then_track tracker", dataset.TaskTracker, variant.SumThenTrack, ""},
+		{"end_to_end", dataset.TaskSummarizer, variant.EndToEnd, ""},
+		{"end_to_end tracker", dataset.TaskTracker, variant.EndToEnd, "an end_to_end model is a summarizer"},
+		{"unknown variant", dataset.TaskSummarizer, "tts", `variant "tts"`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := checkpoint.WriteJSON(filepath.Join(dir, checkpoint.PretrainedFile), Meta{Task: tc.task, Variant: tc.variant}); err != nil {
+				t.Fatal(err)
+			}
+			m, err := ReadMeta(dir)
+			switch {
+			case tc.err == "" && (err != nil || m.Variant != tc.variant):
+				t.Errorf("ReadMeta = %+v, %v", m, err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("ReadMeta: err %v, want one with %q", err, tc.err)
 			}
 		})
 	}

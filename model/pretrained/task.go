@@ -1,8 +1,11 @@
 package pretrained
 
 import (
+	"context"
+
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/variant"
 )
 
 // loraRankUsage documents --lora-rank, the one adapter setting a user changes most (full
@@ -10,8 +13,10 @@ import (
 const loraRankUsage = "TASK.lora.rank with --pretrained: LoRA rank (default 16); 0 = full fine-tuning of every weight"
 
 // init makes --pretrained DIR (tracker.pretrained / summarizer.pretrained) a variant of
-// tracksum-train's tasks tracker and summarizer: with it set, the same --task fine-tunes the
-// snapshot; without it, the from-scratch models train unchanged.
+// tracksum-train's tasks tracker, summarizer, sum_then_track and end_to_end: with it set, the same
+// --task fine-tunes the snapshot; without it, the from-scratch models train unchanged. For the
+// Table 6 variants --pretrained sets summarizer.pretrained, the snapshot of both SUM-THEN-TRACK
+// models unless tracker.pretrained names another for its pair tracker.
 func init() {
 	training.RegisterVariant(training.Variant{
 		Task: "tracker",
@@ -33,5 +38,33 @@ func init() {
 		Description: "with --pretrained DIR: a fine-tuned Hugging Face causal LM",
 		Applies:     func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
 		Train:       TrainSummarizer,
+	})
+	pretrainedUsage := "TASK.pretrained: local Hugging Face causal LM snapshot to fine-tune as the variant's models (summarizer.pretrained; docs/variants.md); empty: train from scratch"
+	training.RegisterVariant(training.Variant{
+		Task: variant.SumThenTrack,
+		Flags: []training.TaskFlag{
+			{Name: "pretrained", Key: "summarizer.pretrained", Usage: pretrainedUsage},
+			{Name: "head", Key: "tracker.head", Usage: "tracker.head with --pretrained: lm_cls, generative, encoder_cls or auto"},
+			{Name: "lora-rank", Key: "summarizer.lora.rank", Usage: loraRankUsage},
+		},
+		Description: "with --pretrained DIR: a fine-tuned causal LM summarizer of the whole abstract and pair tracker (Table 18)",
+		// tracker.pretrained alone selects it too, so that TrainSumThenTrack refuses it rather than
+		// the from-scratch variant ignoring it.
+		Applies: func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" || cfg.Tracker.Pretrained != "" },
+		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
+			return TrainSumThenTrack(ctx, cfg, r.Data, r.Out, VariantOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
+		},
+	})
+	training.RegisterVariant(training.Variant{
+		Task: variant.EndToEnd,
+		Flags: []training.TaskFlag{
+			{Name: "pretrained", Key: "summarizer.pretrained", Usage: pretrainedUsage},
+			{Name: "lora-rank", Key: "summarizer.lora.rank", Usage: loraRankUsage},
+		},
+		Description: "with --pretrained DIR: a fine-tuned causal LM writing summary and citation indices (Table 19)",
+		Applies:     func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
+		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
+			return TrainEndToEnd(ctx, cfg, r.Data, r.Out, VariantOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
+		},
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/hf/chattemplate"
 )
 
 // yesNo is where the generative tracker reads its answer: the answer turns of AnswerYes and
@@ -44,39 +45,73 @@ func findYesNo(c *Chat) (yesNo, error) {
 	return yesNo{Common: slices.Clone(ty[:k]), Yes: ty[k], No: tn[k], TurnLen: max(len(ty), len(tn))}, nil
 }
 
-// trackerPrompter turns (sentence, aspect) pairs into token sequences for one head.
+// trackerPrompter turns (sentence, aspect) pairs, or for the SUM-THEN-TRACK pair tracker
+// (sentence, summary) pairs, into token sequences for one head.
 type trackerPrompter struct {
 	chat   *Chat
 	head   string
 	set    string
 	maxLen int
 	yn     yesNo // generative only
+	// pair: the second text of a pair is a summary (PairTrackerMessages), not an aspect code.
+	pair bool
 }
 
-// prompt returns the prompt's ids for the pair, the sentence cut so that the prompt with what
-// follows it (the answer turn, or nothing for lm_cls) fits in maxLen.
-func (p *trackerPrompter) prompt(sentence, aspect string) ([]int32, error) {
-	name := AspectName(p.set, aspect)
+// prompt returns the prompt's ids for the pair, its texts cut so that the prompt with what
+// follows it (the answer turn, or nothing for lm_cls) fits in maxLen: the sentence for an aspect
+// pair; for a summary pair, the summary down to half its tokens, then the sentence down to half,
+// then the rest of the summary, then of the sentence.
+func (p *trackerPrompter) prompt(sentence, against string) ([]int32, error) {
 	after := 0
 	if p.head == config.HeadGenerative {
 		after = p.yn.TurnLen
 	}
 	var ids []int32
 	_, err := fit(p.maxLen, "the tracker prompt", func(cut int) (int, error) {
-		s := sentence
-		if cut > 0 {
-			s = p.chat.Truncate(sentence, len(p.chat.Tok.Encode(sentence, false))-cut)
+		var msgs []chattemplate.Message
+		if p.pair {
+			cs, cm := 0, 0
+			if cut > 0 {
+				cs, cm = pairCut(len(p.chat.Tok.Encode(sentence, false)), len(p.chat.Tok.Encode(against, false)), cut)
+			}
+			msgs = PairTrackerMessages(p.cutEnd(sentence, cs), p.cutEnd(against, cm))
+		} else {
+			msgs = TrackerMessages(p.cutEnd(sentence, cut), AspectName(p.set, against))
 		}
 		var err error
-		ids, err = p.chat.Prompt(TrackerMessages(s, name))
+		ids, err = p.chat.Prompt(msgs)
 		return len(ids) + after, err
 	})
 	return ids, err
 }
 
+// cutEnd takes cut tokens from the end of text (tokenized only when there is a cut: most prompts
+// fit whole).
+func (p *trackerPrompter) cutEnd(text string, cut int) string {
+	if cut <= 0 {
+		return text
+	}
+	return p.chat.Truncate(text, len(p.chat.Tok.Encode(text, false))-cut)
+}
+
+// pairCut splits a cut of a (sentence, summary) prompt into the tokens taken from the sentence (ns
+// tokens) and from the summary (nm tokens), in the order prompt gives.
+func pairCut(ns, nm, cut int) (fromSentence, fromSummary int) {
+	take := func(have, limit int) int {
+		n := min(cut, max(limit-have, 0))
+		cut -= n
+		return n
+	}
+	fromSummary = take(0, nm-nm/2)
+	fromSentence = take(0, ns-ns/2)
+	fromSummary += take(fromSummary, nm)
+	fromSentence += take(fromSentence, ns)
+	return fromSentence, fromSummary
+}
+
 // example is the training example of a labelled pair.
-func (p *trackerPrompter) example(sentence, aspect string, label bool, weight float32) (Example, error) {
-	prompt, err := p.prompt(sentence, aspect)
+func (p *trackerPrompter) example(sentence, against string, label bool, weight float32) (Example, error) {
+	prompt, err := p.prompt(sentence, against)
 	if err != nil {
 		return Example{}, err
 	}
@@ -104,8 +139,8 @@ func (p *trackerPrompter) example(sentence, aspect string, label bool, weight fl
 
 // scoreInput is what the model reads to score a pair: the prompt, followed for the generative
 // head by the answer's common tokens (the yes/no logits are those after its last token).
-func (p *trackerPrompter) scoreInput(sentence, aspect string) (Example, error) {
-	prompt, err := p.prompt(sentence, aspect)
+func (p *trackerPrompter) scoreInput(sentence, against string) (Example, error) {
+	prompt, err := p.prompt(sentence, against)
 	if err != nil {
 		return Example{}, err
 	}
@@ -115,11 +150,39 @@ func (p *trackerPrompter) scoreInput(sentence, aspect string) (Example, error) {
 	return Example{Tokens: prompt, Weight: 1}, nil
 }
 
+// labelledPair is a training or dev row of a tracker: a sentence, what it is judged against (an
+// aspect code; for the SUM-THEN-TRACK pair tracker, a reference summary) and its label.
+type labelledPair struct {
+	PMID, Aspect  string
+	SentenceIndex int32
+	Sentence      string
+	Against       string
+	Label         bool
+}
+
+// aspectPairs are the prepared tracker rows as pairs of (sentence, aspect code).
+func aspectPairs(rows []dataset.TrackerRow) []labelledPair {
+	out := make([]labelledPair, len(rows))
+	for i, r := range rows {
+		out[i] = labelledPair{PMID: r.PMID, Aspect: r.Aspect, SentenceIndex: r.SentenceIndex, Sentence: r.Sentence, Against: r.Aspect, Label: r.Label}
+	}
+	return out
+}
+
+// summaryPairs are the prepared sum_then_track rows as pairs of (sentence, reference summary).
+func summaryPairs(rows []dataset.SumThenTrackRow) []labelledPair {
+	out := make([]labelledPair, len(rows))
+	for i, r := range rows {
+		out[i] = labelledPair{PMID: r.PMID, Aspect: r.Aspect, SentenceIndex: r.SentenceIndex, Sentence: r.Sentence, Against: r.Summary, Label: r.Label}
+	}
+	return out
+}
+
 // trackerExamples builds the training examples of rows, positives repeated per tracker.imbalance
 // "oversample" (tracker.oversample copies in all, as the from-scratch tracker does; the paper's
 // "6 more times" is oversample 7) or weighted per "pos_weight".
-func trackerExamples(labelled func(sentence, aspect string, label bool, weight float32) (Example, error),
-	rows []dataset.TrackerRow, tc config.Tracker) ([]Example, error) {
+func trackerExamples(labelled func(sentence, against string, label bool, weight float32) (Example, error),
+	rows []labelledPair, tc config.Tracker) ([]Example, error) {
 	var pos, neg int
 	for _, r := range rows {
 		if r.Label {
@@ -142,7 +205,7 @@ func trackerExamples(labelled func(sentence, aspect string, label bool, weight f
 		if r.Label {
 			w = posWeight
 		}
-		e, err := labelled(r.Sentence, r.Aspect, r.Label, w)
+		e, err := labelled(r.Sentence, r.Against, r.Label, w)
 		if err != nil {
 			return nil, fmt.Errorf("abstract %s, aspect %s, sentence %d: %w", r.PMID, r.Aspect, r.SentenceIndex, err)
 		}

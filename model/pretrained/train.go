@@ -20,6 +20,7 @@ import (
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/variant"
 	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
@@ -125,7 +126,7 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 		}
 	}
 	fmt.Fprintf(s.log, "pretrained %s: %d training examples, %d dev; %d trainable parameters (lora rank %d)\n",
-		meta.Task, len(train), devN, trainable, meta.LoRA.Rank)
+		kindName(meta.Task, meta.Variant), len(train), devN, trainable, meta.LoRA.Rank)
 	t0 := time.Now()
 	res, err := training.Run(ctx, training.Options{
 		Backend: s.backend,
@@ -168,35 +169,62 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 // into the checkpoint req.Out (resuming a run found there), with the head tracker.head.
 func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request) error {
 	tc := cfg.Tracker
-	s, err := begin(cfg, req, dataset.TaskTracker, tc.Pretrained, tc.Train)
+	_, err := trainTracker(ctx, cfg, req, trackerRun{snapDir: tc.Pretrained, maxSeqLen: tc.MaxSeqLen,
+		rows: func() (train, dev []labelledPair, err error) {
+			rows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitTrain)
+			if err != nil {
+				return nil, nil, err
+			}
+			devRows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitDev)
+			if err != nil {
+				return nil, nil, err
+			}
+			return aspectPairs(rows), aspectPairs(devRows), nil
+		}})
+	return err
+}
+
+// trackerRun is what differs between the trackers trainTracker trains: the Track-then-Sum one
+// (sentence, aspect) and SUM-THEN-TRACK's pair tracker (sentence, summary).
+type trackerRun struct {
+	// variant is "" or variant.SumThenTrack (Meta.Variant).
+	variant string
+	// snapDir is the base snapshot, maxSeqLen the prompt's cap (Meta.MaxSeqLen).
+	snapDir   string
+	maxSeqLen int
+	// rows reads the training and dev pairs, once the output is locked.
+	rows func() (train, dev []labelledPair, err error)
+}
+
+// trainTracker fine-tunes the tracker of run with the tracker section's head, adapters, loop and
+// imbalance settings.
+func trainTracker(ctx context.Context, cfg *config.Config, req training.Request, run trackerRun) (*Report, error) {
+	tc := cfg.Tracker
+	s, err := begin(cfg, req, dataset.TaskTracker, run.snapDir, tc.Train)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer s.lock.Release()
 	head, err := tc.ResolveHead(s.snap.ModelType)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	meta := &Meta{Task: dataset.TaskTracker, Head: head, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: tc.MaxSeqLen,
-		LoRA: tc.LoRA, Seed: cfg.Seed}
-	rows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitTrain)
+	meta := &Meta{Task: dataset.TaskTracker, Head: head, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: run.maxSeqLen,
+		LoRA: tc.LoRA, Seed: cfg.Seed, Variant: run.variant}
+	rows, devRows, err := run.rows()
 	if err != nil {
-		return err
-	}
-	devRows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitDev)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(rows) == 0 || len(devRows) == 0 {
-		return fmt.Errorf("%s: the tracker needs train and dev rows (got %d and %d)", req.Data, len(rows), len(devRows))
+		return nil, fmt.Errorf("%s: the %s needs train and dev rows (got %d and %d)", req.Data, kindName(dataset.TaskTracker, run.variant), len(rows), len(devRows))
 	}
 	t, m, err := newTracker(s.backend, s.snap, s.snap.Dir, s.chat, meta)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	train, err := trackerExamples(t.labelled, rows, tc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	devLabels := make([]float32, len(devRows))
 	for i, r := range devRows {
@@ -225,11 +253,22 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 	}
 	rep, err := s.fit(ctx, meta, m, tc.Train, train, build, evaluate, "f1", false, loss, len(devRows))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintf(s.log, "pretrained tracker: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
-		rep.Dev["f1"], rep.Dev["precision"], rep.Dev["recall"], rep.BestStep, req.Out)
-	return nil
+	fmt.Fprintf(s.log, "pretrained %s: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
+		kindName(dataset.TaskTracker, run.variant), rep.Dev["f1"], rep.Dev["precision"], rep.Dev["recall"], rep.BestStep, req.Out)
+	return rep, nil
+}
+
+// summaryInstance is a training or dev instance of a causal-LM summarizer.
+type summaryInstance struct {
+	PMID, Aspect string
+	// Sentences are what the prompt summarizes: the tracked sentences (Track-then-Sum) or the
+	// whole abstract (the variants); Document is the abstract of TTS (+) f.
+	Sentences, Document []string
+	Summary             string
+	// Citations are the reference's cited sentence indices (END-TO-END's answer).
+	Citations []int32
 }
 
 // TrainSummarizer fine-tunes cfg.Summarizer.Pretrained as the summarizer on the prepared
@@ -238,28 +277,56 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 // instances (0: all), the ROUGE-L F of greedy summaries (the text after "Summary:", as the
 // released script scores it), which selects the best checkpoint.
 func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Request) error {
+	_, err := trainSummarizer(ctx, cfg, req, "", func() (train, dev []summaryInstance, err error) {
+		read := func(split string) ([]summaryInstance, error) {
+			rows, err := readRows[dataset.SummarizerRow](req.Data, dataset.TaskSummarizer, split)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]summaryInstance, len(rows))
+			for i, r := range rows {
+				out[i] = summaryInstance{PMID: r.PMID, Aspect: r.Aspect, Sentences: r.CitedSentences, Document: r.Document, Summary: r.Summary}
+			}
+			return out, nil
+		}
+		if train, err = read(dataset.SplitTrain); err != nil {
+			return nil, nil, err
+		}
+		dev, err = read(dataset.SplitDev)
+		return train, dev, err
+	})
+	return err
+}
+
+// trainSummarizer fine-tunes cfg.Summarizer.Pretrained as the summarizer of the method v (""
+// Track-then-Sum, variant.SumThenTrack or variant.EndToEnd) on the instances read returns (once
+// the output is locked). END-TO-END's answers carry the citations: its generation cap is
+// variants.max_output_len, as the from-scratch model's, and its evaluations report the
+// citations' micro F1 (citation_f1) next to ROUGE-L, which still selects.
+func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Request, v string,
+	read func() (train, dev []summaryInstance, err error)) (*Report, error) {
 	sc := cfg.Summarizer
 	s, err := begin(cfg, req, dataset.TaskSummarizer, sc.Pretrained, sc.Train)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer s.lock.Release()
 	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxSummaryLen, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
+	fullContext := sc.FullContext && v == "" // the variants' prompts have no full-context part
+	if v == variant.EndToEnd {
+		gen.MaxNewTokens = cfg.Variants.MaxOutputLen
+	}
 	meta := &Meta{Task: dataset.TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
-		LoRA: sc.LoRA, Seed: cfg.Seed, FullContext: sc.FullContext, Generation: &gen}
-	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: sc.FullContext}
-	var devRows []dataset.SummarizerRow
-	read := func(split string) ([]Example, error) {
-		rows, err := readRows[dataset.SummarizerRow](req.Data, dataset.TaskSummarizer, split)
-		if err != nil {
-			return nil, err
-		}
-		if split == dataset.SplitDev {
-			devRows = rows
-		}
-		out := make([]Example, 0, len(rows))
-		for _, r := range rows {
-			e, err := p.example(r.Aspect, r.CitedSentences, r.Document, r.Summary)
+		LoRA: sc.LoRA, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v}
+	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: fullContext, variant: v}
+	trainSet, devSet, err := read()
+	if err != nil {
+		return nil, err
+	}
+	examples := func(insts []summaryInstance) ([]Example, error) {
+		out := make([]Example, 0, len(insts))
+		for _, r := range insts {
+			e, err := p.example(r.Aspect, r.Sentences, r.Document, r.Summary, r.Citations)
 			if err != nil {
 				return nil, fmt.Errorf("abstract %s, aspect %s: %w", r.PMID, r.Aspect, err)
 			}
@@ -267,27 +334,28 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		}
 		return out, nil
 	}
-	train, err := read(dataset.SplitTrain)
+	train, err := examples(trainSet)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dev, err := read(dataset.SplitDev)
+	dev, err := examples(devSet)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if len(train) == 0 || len(dev) == 0 {
+		return nil, fmt.Errorf("%s: the %s needs train and dev instances (got %d and %d)", req.Data, kindName(dataset.TaskSummarizer, v), len(train), len(dev))
+	}
+	devRows := devSet
 	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
 		devRows = devRows[:sc.DevDecodeLimit]
 	}
-	if len(train) == 0 || len(dev) == 0 {
-		return fmt.Errorf("%s: the summarizer needs train and dev instances with citations (got %d and %d)", req.Data, len(train), len(dev))
-	}
 	m, err := loadCausalLM(s.backend, s.snap, sc.LoRA, cfg.Seed, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	devLoss, err := m.lossScorer()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	evalLoss := func() (float64, error) {
 		var sum, n float64
@@ -310,34 +378,73 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	}
 	devSum, err := newSummarizer(meta, m, s.chat)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	scorer := rouge.New(rouge.Options{Stem: true})
 	evaluate := func(context.Context) (training.Metrics, error) {
 		reqs := make([]summarizer.Request, len(devRows))
 		for i, r := range devRows {
-			reqs[i] = summarizer.Request{Aspect: r.Aspect, Cited: r.CitedSentences, Document: r.Document}
+			reqs[i] = summarizer.Request{Aspect: r.Aspect, Cited: r.Sentences, Document: r.Document}
 		}
-		sums, err := devSum.Summarize(reqs, decode.Options{BeamSize: 1, MaxLen: gen.MaxNewTokens})
+		answers, err := devSum.answers(reqs, decode.Options{BeamSize: 1, MaxLen: gen.MaxNewTokens})
 		if err != nil {
 			return nil, err
 		}
 		var rl float64
+		var cites citationCounts
 		for i, r := range devRows {
-			rl += scorer.Score(r.Summary, sums[i]).RL.F
+			summary := ParseSummary(answers[i], nil)
+			if v == variant.EndToEnd {
+				o := ParseEndToEnd(answers[i], len(r.Sentences), nil)
+				summary = o.Summary
+				cites.add(o.Indexes, r.Citations)
+			}
+			rl += scorer.Score(r.Summary, summary).RL.F
 		}
 		loss, err := evalLoss()
 		if err != nil {
 			return nil, err
 		}
-		return training.Metrics{"loss": loss, "rougeL": rl / float64(max(len(devRows), 1))}, nil
+		metrics := training.Metrics{"loss": loss, "rougeL": rl / float64(max(len(devRows), 1))}
+		if v == variant.EndToEnd {
+			metrics["citation_f1"] = cites.f1()
+		}
+		return metrics, nil
 	}
 	rep, err := s.fit(ctx, meta, m, sc.Train, train, func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) },
 		evaluate, "rougeL", false, m.answerLoss, len(dev))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintf(s.log, "pretrained summarizer: best dev ROUGE-L %.4f (loss %.4f, %d instances decoded) at step %d -> %s\n",
-		rep.Dev["rougeL"], rep.Dev["loss"], len(devRows), rep.BestStep, req.Out)
-	return nil
+	fmt.Fprintf(s.log, "pretrained %s: best dev ROUGE-L %.4f (loss %.4f, %d instances decoded) at step %d -> %s\n",
+		kindName(dataset.TaskSummarizer, v), rep.Dev["rougeL"], rep.Dev["loss"], len(devRows), rep.BestStep, req.Out)
+	return rep, nil
+}
+
+// citationCounts accumulates the micro precision and recall of predicted citation indices.
+type citationCounts struct{ tp, fp, fn int }
+
+// add counts one instance's predicted indices against its reference ones.
+func (c *citationCounts) add(pred []int, ref []int32) {
+	in := map[int]bool{}
+	for _, r := range ref {
+		in[int(r)] = true
+	}
+	hit := 0
+	for _, p := range pred {
+		if in[p] {
+			hit++
+		}
+	}
+	c.tp += hit
+	c.fp += len(pred) - hit
+	c.fn += len(in) - hit
+}
+
+// f1 is the micro F1; 1 when nothing was cited nor predicted (every instance a correct negative).
+func (c citationCounts) f1() float64 {
+	if c.tp+c.fp+c.fn == 0 {
+		return 1
+	}
+	return 2 * float64(c.tp) / float64(2*c.tp+c.fp+c.fn)
 }

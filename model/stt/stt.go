@@ -67,7 +67,7 @@ type Model struct {
 
 // Load reads a SUM-THEN-TRACK checkpoint directory written by Train.
 func Load(dir string) (*Model, error) {
-	if _, err := variant.Read(dir, variant.SumThenTrack, ""); err != nil {
+	if _, err := variant.ReadKind(dir, variant.SumThenTrack, "", false); err != nil {
 		return nil, err
 	}
 	return LoadParts(filepath.Join(dir, checkpoint.VariantSummarizerDir), filepath.Join(dir, checkpoint.VariantTrackerDir))
@@ -76,10 +76,10 @@ func Load(dir string) (*Model, error) {
 // LoadParts loads SUM-THEN-TRACK from its two sub-checkpoints, which must be the summarizer and
 // the tracker parts of SUM-THEN-TRACK checkpoints made with the same tokenizer.
 func LoadParts(summarizerDir, trackerDir string) (*Model, error) {
-	if _, err := variant.Read(summarizerDir, variant.SumThenTrack, checkpoint.VariantSummarizerDir); err != nil {
+	if _, err := variant.ReadKind(summarizerDir, variant.SumThenTrack, checkpoint.VariantSummarizerDir, false); err != nil {
 		return nil, err
 	}
-	if _, err := variant.Read(trackerDir, variant.SumThenTrack, checkpoint.VariantTrackerDir); err != nil {
+	if _, err := variant.ReadKind(trackerDir, variant.SumThenTrack, checkpoint.VariantTrackerDir, false); err != nil {
 		return nil, err
 	}
 	s, err := summarizer.Load(summarizerDir)
@@ -193,7 +193,10 @@ type Report struct {
 // source, here the whole abstract); the tracker's with the variants section's pair length.
 func Config(cfg *config.Config) (*config.Config, error) {
 	if cfg.Summarizer.Pretrained != "" || cfg.Tracker.Pretrained != "" {
-		return nil, fmt.Errorf("sum_then_track: summarizer.pretrained or tracker.pretrained is set: the variants train the from-scratch models only")
+		// tracksum-train --task sum_then_track --pretrained runs pretrained.TrainSumThenTrack
+		// instead; this refusal is for the callers that reach the from-scratch training directly
+		// (the table6 cross-validation).
+		return nil, fmt.Errorf("sum_then_track: summarizer.pretrained or tracker.pretrained is set: package stt trains the from-scratch models only (tracksum-train --task sum_then_track --pretrained DIR fine-tunes a pretrained LM; the table6 cross-validation does not)")
 	}
 	c := *cfg
 	c.Summarizer.MaxSourceLen = cfg.Variants.MaxSourceLen
@@ -224,7 +227,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	}
 	defer lock.Release()
 	if _, err := os.Stat(filepath.Join(outDir, checkpoint.VariantFile)); err == nil {
-		if _, err := variant.Read(outDir, variant.SumThenTrack, ""); err != nil {
+		if _, err := variant.ReadKind(outDir, variant.SumThenTrack, "", false); err != nil {
 			return nil, nil, fmt.Errorf("sum_then_track: --out: %w", err)
 		}
 	}

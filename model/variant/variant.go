@@ -36,6 +36,11 @@ type Meta struct {
 	Part string `json:"part,omitempty"`
 	// AspectSet is the aspect registry of the data it was trained on.
 	AspectSet string `json:"aspect_set"`
+	// Pretrained marks the variant's models as fine-tuned Hugging Face causal LMs (model/pretrained,
+	// tracksum-train --pretrained) rather than the from-scratch ones (model/stt, model/ete): the
+	// two kinds share the variant names but not their checkpoint layout, so each loader refuses
+	// the other's.
+	Pretrained bool `json:"pretrained,omitempty"`
 }
 
 // Write writes dir/variant.json atomically.
@@ -64,6 +69,30 @@ func Read(dir, want, part string) (Meta, error) {
 		return m, fmt.Errorf("%w: %s is the %q part of %s, not its %q", ErrCheckpoint, dir, m.Part, want, part)
 	}
 	return m, nil
+}
+
+// ReadKind is Read that also checks whose models the checkpoint holds: a fine-tuned pretrained
+// LM's (pretrained true) or the from-scratch models' (false). The error says which loader reads
+// the other kind.
+func ReadKind(dir, want, part string, pretrained bool) (Meta, error) {
+	m, err := Read(dir, want, part)
+	switch {
+	case err != nil:
+		return m, err
+	case m.Pretrained && !pretrained:
+		return m, fmt.Errorf("%w: %s is a %s checkpoint of a fine-tuned pretrained LM (tracksum-train --pretrained), not of the from-scratch models: load it with package pretrained (tracksum-infer --method does)", ErrCheckpoint, dir, want)
+	case !m.Pretrained && pretrained:
+		return m, fmt.Errorf("%w: %s is a %s checkpoint of the from-scratch models, not of a fine-tuned pretrained LM: load it with package %s (tracksum-infer --method does)", ErrCheckpoint, dir, want, fromScratchPackage(want))
+	}
+	return m, nil
+}
+
+// fromScratchPackage names the package that loads the from-scratch checkpoints of variant v.
+func fromScratchPackage(v string) string {
+	if v == SumThenTrack {
+		return "stt"
+	}
+	return "ete"
 }
 
 // Assign places an abstract (by PMID) in a training part: dataset.SplitTrain, dataset.SplitDev,

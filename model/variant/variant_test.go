@@ -55,3 +55,40 @@ func TestRead(t *testing.T) {
 		})
 	}
 }
+
+func TestReadKind(t *testing.T) {
+	dir := t.TempDir()
+	scratch, llm := filepath.Join(dir, "scratch"), filepath.Join(dir, "llm")
+	for _, d := range []string{scratch, llm} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Write(scratch, Meta{Variant: EndToEnd, AspectSet: "tracsum"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(llm, Meta{Variant: EndToEnd, AspectSet: "tracsum", Pretrained: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc       string
+		dir        string
+		pretrained bool
+		err        string // "" = accepted
+	}{
+		{"from-scratch as from-scratch", scratch, false, ""},
+		{"pretrained as pretrained", llm, true, ""},
+		{"pretrained as from-scratch", llm, false, "of a fine-tuned pretrained LM"},
+		{"from-scratch as pretrained", scratch, true, "load it with package ete"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			m, err := ReadKind(tc.dir, EndToEnd, "", tc.pretrained)
+			switch {
+			case tc.err == "" && (err != nil || m.Pretrained != tc.pretrained):
+				t.Errorf("ReadKind = %+v, %v", m, err)
+			case tc.err != "" && (!errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("ReadKind: err = %v, want ErrCheckpoint with %q", err, tc.err)
+			}
+		})
+	}
+}

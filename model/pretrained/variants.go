@@ -1,0 +1,321 @@
+package pretrained
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/ete"
+	"github.com/tracksum/tracksum/model/summarizer"
+	"github.com/tracksum/tracksum/model/training"
+	"github.com/tracksum/tracksum/model/variant"
+)
+
+// TracSum's Table 6 variants on a fine-tuned pretrained causal LM, as the paper ran them
+// (sections C.5 and C.6, Tables 18-19), with the training, checkpoints and decoding of the
+// Track-then-Sum models of this package:
+//
+//   - SUM-THEN-TRACK: a summarizer reads the aspect and the whole abstract (Table 18) and writes
+//     "Summary: ..."; a pair tracker scores each (sentence, summary) pair (PairTrackerMessages,
+//     tracker.head lm_cls or generative); the sentences scoring >= the threshold are cited. Its
+//     directory has variant.json and two pretrained checkpoints, summarizer/ and tracker/, each with
+//     its own variant.json, as model/stt's layout.
+//   - END-TO-END: one model reads the aspect and the indexed sentences (Table 19) and writes
+//     "Summary: ...\nCitations: 0, 3", read back by ParseEndToEnd with model/ete's repairs. Its
+//     directory is a pretrained checkpoint plus variant.json, as model/ete's.
+//
+// variant.json has "pretrained": true, so that the from-scratch loaders (model/stt, model/ete)
+// refuse these checkpoints and these loaders refuse theirs; pretrained.json's variant keeps each
+// part from being loaded as a Track-then-Sum model or as the other variant.
+
+// VariantOptions are the parts of a variant's training run that are not configuration.
+type VariantOptions struct {
+	// Log receives progress; os.Stderr when nil.
+	Log io.Writer
+	// AllowChangedConfig: resume although the settings differ from the checkpoint's config.yaml.
+	AllowChangedConfig bool
+	// Assign, when set, trains on the abstracts it puts in dataset.SplitTrain (selecting on those
+	// in dataset.SplitDev) among all the prepared splits instead of the prepared train and dev
+	// splits: a cross-validation fold.
+	Assign variant.Assign
+}
+
+// DefaultPairThreshold is the probability from which SUM-THEN-TRACK cites a sentence unless the
+// caller sets another (infer sets infer.threshold): the paper's default (section C.5.1).
+const DefaultPairThreshold = 0.5
+
+// SumThenTrack is a loaded SUM-THEN-TRACK checkpoint on a pretrained LM. It is safe for
+// concurrent use.
+type SumThenTrack struct {
+	Summarizer *Summarizer
+	Tracker    *Tracker
+	// Decode are the summarizer's decoding settings (the checkpoint's by default).
+	Decode decode.Options
+	// Threshold is the probability from which a sentence is cited.
+	Threshold float64
+}
+
+// SumThenTrackReport is report.json of a SUM-THEN-TRACK directory: its two parts' reports.
+type SumThenTrackReport struct {
+	Summarizer *Report `json:"summarizer"`
+	Tracker    *Report `json:"tracker"`
+}
+
+// wholeAbstractInstances reads the end_to_end rows (negatives included, "Unknown.") as summarizer
+// instances whose sentences are the whole abstract: the inputs of the SUM-THEN-TRACK summarizer
+// and of END-TO-END.
+func wholeAbstractInstances(dataDir string, assign variant.Assign) func() (train, dev []summaryInstance, err error) {
+	return func() ([]summaryInstance, []summaryInstance, error) {
+		train, dev, err := variant.Rows(dataDir, dataset.TaskEndToEnd, func(r *dataset.EndToEndRow) string { return r.PMID }, assign)
+		if err != nil {
+			return nil, nil, err
+		}
+		convert := func(rows []dataset.EndToEndRow) []summaryInstance {
+			out := make([]summaryInstance, len(rows))
+			for i, r := range rows {
+				out[i] = summaryInstance{PMID: r.PMID, Aspect: r.Aspect, Sentences: r.Document, Summary: r.Summary, Citations: r.Citations}
+			}
+			return out
+		}
+		return convert(train), convert(dev), nil
+	}
+}
+
+// checkOut refuses an --out holding another kind of variant checkpoint (another variant, or the
+// from-scratch models'), before anything is written into it.
+func checkOut(outDir, v string) error {
+	if _, err := os.Stat(filepath.Join(outDir, checkpoint.VariantFile)); err != nil {
+		return nil
+	}
+	if _, err := variant.ReadKind(outDir, v, "", true); err != nil {
+		return fmt.Errorf("%s: --out: %w", v, err)
+	}
+	return nil
+}
+
+// TrainSumThenTrack fine-tunes SUM-THEN-TRACK on the prepared directory dataDir into outDir: the
+// summarizer of the whole abstract (summarizer.pretrained, summarizer.* settings, from the
+// end_to_end rows) into outDir/summarizer, then the pair tracker (tracker.pretrained, else the
+// same snapshot; tracker.* settings, from the sum_then_track rows) into outDir/tracker. The pair
+// tracker's prompt cap is tracker.max_seq_len plus summarizer.max_summary_len, room for the
+// summary it reads besides the sentence. An interrupted run resumes. LoadSumThenTrack loads the
+// result.
+func TrainSumThenTrack(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts VariantOptions) error {
+	log := cmp.Or[io.Writer](opts.Log, os.Stderr)
+	if cfg.Summarizer.Pretrained == "" {
+		return fmt.Errorf("sum_then_track on a pretrained LM needs summarizer.pretrained (--pretrained DIR): tracker.pretrained alone would pair a from-scratch summarizer with a pretrained tracker")
+	}
+	if err := checkOut(outDir, variant.SumThenTrack); err != nil {
+		return err
+	}
+	lock, err := training.LockOutDir(outDir, checkpoint.VariantFile, variant.SumThenTrack)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	man, err := dataset.ReadManifest(dataDir)
+	if err != nil {
+		return err
+	}
+	set := man.AspectSet
+	if err := variant.Write(outDir, variant.Meta{Variant: variant.SumThenTrack, AspectSet: set, Pretrained: true}); err != nil {
+		return err
+	}
+	sdir, tdir := filepath.Join(outDir, checkpoint.VariantSummarizerDir), filepath.Join(outDir, checkpoint.VariantTrackerDir)
+	fmt.Fprintf(log, "sum_then_track: summarizer of the whole abstract (pretrained %s) -> %s\n", cfg.Summarizer.Pretrained, sdir)
+	srep, err := trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: sdir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
+		variant.SumThenTrack, wholeAbstractInstances(dataDir, opts.Assign))
+	if err != nil {
+		return err
+	}
+	if err := variant.Write(sdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantSummarizerDir, AspectSet: set, Pretrained: true}); err != nil {
+		return err
+	}
+	base := cmp.Or(cfg.Tracker.Pretrained, cfg.Summarizer.Pretrained)
+	fmt.Fprintf(log, "sum_then_track: tracker of (sentence, summary) pairs (pretrained %s) -> %s\n", base, tdir)
+	trep, err := trainTracker(ctx, cfg, training.Request{Data: dataDir, Out: tdir, Log: log, AllowChangedConfig: opts.AllowChangedConfig}, trackerRun{
+		variant: variant.SumThenTrack, snapDir: base, maxSeqLen: cfg.Tracker.MaxSeqLen + cfg.Summarizer.MaxSummaryLen,
+		rows: func() (train, dev []labelledPair, err error) {
+			tr, dv, err := variant.Rows(dataDir, dataset.TaskSumThenTrack, func(r *dataset.SumThenTrackRow) string { return r.PMID }, opts.Assign)
+			return summaryPairs(tr), summaryPairs(dv), err
+		}})
+	if err != nil {
+		return err
+	}
+	if err := variant.Write(tdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantTrackerDir, AspectSet: set, Pretrained: true}); err != nil {
+		return err
+	}
+	return checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), &SumThenTrackReport{Summarizer: srep, Tracker: trep})
+}
+
+// LoadSumThenTrack loads a SUM-THEN-TRACK directory written by TrainSumThenTrack.
+func LoadSumThenTrack(dir string) (*SumThenTrack, error) {
+	if _, err := variant.ReadKind(dir, variant.SumThenTrack, "", true); err != nil {
+		return nil, err
+	}
+	return LoadSumThenTrackParts(filepath.Join(dir, checkpoint.VariantSummarizerDir), filepath.Join(dir, checkpoint.VariantTrackerDir))
+}
+
+// LoadSumThenTrackParts loads SUM-THEN-TRACK from its two parts, which must be the summarizer and
+// the pair tracker of SUM-THEN-TRACK directories on pretrained LMs, trained on one aspect set.
+func LoadSumThenTrackParts(summarizerDir, trackerDir string) (*SumThenTrack, error) {
+	if _, err := variant.ReadKind(summarizerDir, variant.SumThenTrack, checkpoint.VariantSummarizerDir, true); err != nil {
+		return nil, err
+	}
+	if _, err := variant.ReadKind(trackerDir, variant.SumThenTrack, checkpoint.VariantTrackerDir, true); err != nil {
+		return nil, err
+	}
+	s, err := loadSummarizer(summarizerDir, variant.SumThenTrack)
+	if err != nil {
+		return nil, err
+	}
+	t, err := loadTracker(trackerDir, variant.SumThenTrack)
+	if err != nil {
+		return nil, err
+	}
+	if s.Meta.AspectSet != t.Meta.AspectSet {
+		return nil, fmt.Errorf("%w: %s (aspect set %s) and %s (aspect set %s) were trained on different aspect sets",
+			ErrCheckpoint, summarizerDir, s.Meta.AspectSet, trackerDir, t.Meta.AspectSet)
+	}
+	return &SumThenTrack{Summarizer: s, Tracker: t, Decode: s.DecodeOptions(), Threshold: DefaultPairThreshold}, nil
+}
+
+// Predict writes one prediction per aspect of an abstract, in order (Algorithm 3): the summary of
+// the whole abstract, and the sentences whose pair with it the tracker scores >= Threshold
+// (Scores holds every sentence's probability). A summary saying the aspect is absent is the
+// negative prediction ("Unknown.", no citation, no scores), as model/stt's.
+func (m *SumThenTrack) Predict(pmid string, doc []string, aspects []string) ([]dataset.Prediction, error) {
+	reqs := make([]summarizer.Request, len(aspects))
+	for i, a := range aspects {
+		reqs[i] = summarizer.Request{Aspect: a, Cited: doc}
+	}
+	sums, err := m.Summarizer.Summarize(reqs, m.Decode)
+	if err != nil {
+		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
+	}
+	preds := make([]dataset.Prediction, len(aspects))
+	var exs []Example
+	var scored []int
+	for i, a := range aspects {
+		preds[i] = dataset.Prediction{PMID: pmid, Aspect: a, Summary: sums[i], Indexes: []int{}}
+		if dataset.IsUnknownSummary(sums[i]) {
+			preds[i].Summary = dataset.UnknownSummary
+			continue
+		}
+		if len(doc) == 0 {
+			continue // no sentence to cite
+		}
+		for _, sentence := range doc {
+			e, err := m.Tracker.input(sentence, sums[i])
+			if err != nil {
+				return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
+			}
+			exs = append(exs, e)
+		}
+		scored = append(scored, i)
+	}
+	if len(scored) == 0 {
+		return preds, nil
+	}
+	probs, err := m.Tracker.score(exs)
+	if err != nil {
+		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
+	}
+	for j, i := range scored {
+		p := probs[j*len(doc) : (j+1)*len(doc)]
+		preds[i].Scores = p
+		for k, s := range p {
+			if float64(s) >= m.Threshold {
+				preds[i].Indexes = append(preds[i].Indexes, k)
+			}
+		}
+	}
+	return preds, nil
+}
+
+// EndToEnd is a loaded END-TO-END checkpoint on a pretrained LM. It is safe for concurrent use.
+type EndToEnd struct {
+	S *Summarizer
+	// Decode are the decoding settings (the checkpoint's by default; infer's flags override them).
+	Decode decode.Options
+	Meta   variant.Meta
+
+	mu    sync.Mutex
+	stats ete.Stats
+}
+
+// TrainEndToEnd fine-tunes END-TO-END (summarizer.pretrained, summarizer.* settings, generation
+// cap variants.max_output_len) on the end_to_end rows of the prepared directory dataDir
+// (negatives included: "Summary: Unknown.\nCitations:") into outDir; an interrupted run resumes.
+// LoadEndToEnd loads the result.
+func TrainEndToEnd(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts VariantOptions) error {
+	log := cmp.Or[io.Writer](opts.Log, os.Stderr)
+	if cfg.Summarizer.Pretrained == "" {
+		return fmt.Errorf("end_to_end on a pretrained LM needs summarizer.pretrained (--pretrained DIR)")
+	}
+	if err := checkOut(outDir, variant.EndToEnd); err != nil {
+		return err
+	}
+	man, err := dataset.ReadManifest(dataDir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "end_to_end: abstract with sentence indices -> \"Summary: ...\\n%s ...\" (pretrained %s) -> %s\n", CitationsPrefix, cfg.Summarizer.Pretrained, outDir)
+	if _, err := trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: outDir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
+		variant.EndToEnd, wholeAbstractInstances(dataDir, opts.Assign)); err != nil {
+		return err
+	}
+	// Written last: a checkpoint whose training has not finished is not loadable as END-TO-END.
+	return variant.Write(outDir, variant.Meta{Variant: variant.EndToEnd, AspectSet: man.AspectSet, Pretrained: true})
+}
+
+// LoadEndToEnd loads an END-TO-END checkpoint written by TrainEndToEnd.
+func LoadEndToEnd(dir string) (*EndToEnd, error) {
+	meta, err := variant.ReadKind(dir, variant.EndToEnd, "", true)
+	if err != nil {
+		return nil, err
+	}
+	s, err := loadSummarizer(dir, variant.EndToEnd)
+	if err != nil {
+		return nil, err
+	}
+	return &EndToEnd{S: s, Decode: s.DecodeOptions(), Meta: meta}, nil
+}
+
+// Predict writes one prediction per aspect of an abstract, in order: the generated answer read by
+// ParseEndToEnd (invalid, out-of-range and repeated indices dropped; "Unknown." without
+// citations), with the problems it repaired, counted in Stats.
+func (m *EndToEnd) Predict(pmid string, doc []string, aspects []string) ([]dataset.Prediction, error) {
+	reqs := make([]summarizer.Request, len(aspects))
+	for i, a := range aspects {
+		reqs[i] = summarizer.Request{Aspect: a, Cited: doc}
+	}
+	answers, err := m.S.answers(reqs, m.Decode)
+	if err != nil {
+		return nil, fmt.Errorf("end_to_end: abstract %s: %w", pmid, err)
+	}
+	preds := make([]dataset.Prediction, len(aspects))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, text := range answers {
+		o := ParseEndToEnd(text, len(doc), nil)
+		preds[i] = dataset.Prediction{PMID: pmid, Aspect: aspects[i], Summary: o.Summary, Indexes: o.Indexes, Problems: o.Problems}
+		m.stats.Add(o)
+	}
+	return preds, nil
+}
+
+// Stats returns what Predict has repaired so far.
+func (m *EndToEnd) Stats() ete.Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats.Clone()
+}
