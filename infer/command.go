@@ -47,7 +47,7 @@ func Command() cli.Command {
 	fs.Bool("word-rule", false, "forbid subword pieces that glue a word found neither in the source nor in the training summaries (default: the checkpoint's summarizer.word_rule)")
 	fs.Float64("sample-temperature", 0, "with a pretrained summarizer (train --pretrained): sample each token at this temperature instead of searching (0: greedy/beam)")
 	fs.Float64("top-p", 1, "with --sample-temperature: sample from the smallest set of tokens holding this probability mass")
-	fs.Int("max-length", 0, "maximum summary tokens (default and upper bound: the checkpoint's max_summary_len)")
+	fs.Int("max-length", 0, "maximum summary tokens, [EOS] included (default: the checkpoint's limit, the larger of max_decode_len and max_summary_len; past max_summary_len a from-scratch decoder reuses its last trained position)")
 	return cli.Command{
 		Name: "tracksum-infer",
 		Synopsis: "--tracker CKPT|gold|llm [--summarizer CKPT|extractive|llm] --input X --out PRED.jsonl [flags]\n" +

@@ -200,7 +200,9 @@ func decodeOptions(s *summarizer.Summarizer, o Options) decode.Options {
 		d.BeamSize = o.BeamSize
 	}
 	if o.MaxLen > 0 {
-		d.MaxLen = min(o.MaxLen, s.Meta.Hyperparams.MaxSummaryLen)
+		// As for Track-then-Sum's summarizer: past the training cap the decoder reuses its last
+		// trained position (summarizer.Meta.MaxDecodeLen), so the flag is not capped there.
+		d.MaxLen = o.MaxLen
 	}
 	if o.LengthPenalty != nil {
 		d.LengthPenalty = *o.LengthPenalty

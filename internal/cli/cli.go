@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/signal"
@@ -91,22 +92,7 @@ func run(cmd Command, args []string) int {
 	if fs.Lookup("config") == nil {
 		fs.String("config", "", "YAML config profile; built-in defaults when empty")
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: %s %s\n\n", cmd.Name, cmd.Synopsis)
-		if cmd.Description != "" {
-			fmt.Fprintf(os.Stderr, "%s\n\n", cmd.Description)
-		}
-		if len(cmd.Subcommands) > 0 {
-			fmt.Fprintf(os.Stderr, "Subcommands (each with its own --help):\n")
-			for _, sub := range cmd.Subcommands {
-				fmt.Fprintf(os.Stderr, "  %-12s %s\n", sub.Name[strings.LastIndexByte(sub.Name, ' ')+1:], sub.Description)
-			}
-			fmt.Fprintln(os.Stderr)
-		}
-		fmt.Fprintf(os.Stderr, "Flags:\n%s", fs.FlagUsages())
-		fmt.Fprintf(os.Stderr, "\nEvery config key can also be set with an environment variable %s_SECTION_KEY\n"+
-			"(e.g. %s_SEED=1). Precedence: flag > environment > --config file > defaults.\n", config.EnvPrefix, config.EnvPrefix)
-	}
+	fs.Usage = func() { writeUsage(os.Stderr, cmd, fs) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -263,5 +249,26 @@ func resolve(path string) (string, error) {
 		}
 		rest = append([]string{filepath.Base(p)}, rest...)
 		p = parent
+	}
+}
+
+// writeUsage writes cmd's --help text. The footer on configuration keys is left out when the
+// command hides --config (it reads no config key: tracksum-export).
+func writeUsage(w io.Writer, cmd Command, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "Usage: %s %s\n\n", cmd.Name, cmd.Synopsis)
+	if cmd.Description != "" {
+		fmt.Fprintf(w, "%s\n\n", cmd.Description)
+	}
+	if len(cmd.Subcommands) > 0 {
+		fmt.Fprintf(w, "Subcommands (each with its own --help):\n")
+		for _, sub := range cmd.Subcommands {
+			fmt.Fprintf(w, "  %-12s %s\n", sub.Name[strings.LastIndexByte(sub.Name, ' ')+1:], sub.Description)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "Flags:\n%s", fs.FlagUsages())
+	if f := fs.Lookup("config"); f != nil && !f.Hidden {
+		fmt.Fprintf(w, "\nEvery config key can also be set with an environment variable %s_SECTION_KEY\n"+
+			"(e.g. %s_SEED=1). Precedence: flag > environment > --config file > defaults.\n", config.EnvPrefix, config.EnvPrefix)
 	}
 }

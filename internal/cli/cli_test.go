@@ -134,3 +134,36 @@ func TestSubcommands(t *testing.T) {
 		})
 	}
 }
+
+func TestUsageConfigFooter(t *testing.T) {
+	tests := []struct {
+		desc       string
+		hideConfig bool
+		want       bool
+	}{
+		{desc: "command reading config", want: true},
+		{desc: "command hiding --config", hideConfig: true, want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			fs := NewFlags("tracksum-x")
+			fs.String("out", "", "output")
+			if fs.Lookup("config") == nil {
+				fs.String("config", "", "profile")
+			}
+			if tc.hideConfig {
+				if err := fs.MarkHidden("config"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var b strings.Builder
+			writeUsage(&b, Command{Name: "tracksum-x", Synopsis: "--out X"}, fs)
+			if got := strings.Contains(b.String(), "environment variable"); got != tc.want {
+				t.Errorf("footer shown = %v, want %v:\n%s", got, tc.want, b.String())
+			}
+			if !strings.Contains(b.String(), "--out") {
+				t.Errorf("flags missing:\n%s", b.String())
+			}
+		})
+	}
+}
