@@ -189,7 +189,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 	defer lock.Release()
 	// Recorded with only the tracker's section (as the pipeline records its tracker part), so
 	// that a tracker cross-validation run on its own can serve as a pipeline's OUT/tracker.
-	if err := checkSettings(opts, onlySection(cfg, "tracker")); err != nil {
+	if err := checkSettings(opts, cfg); err != nil {
 		return nil, err
 	}
 
@@ -494,18 +494,25 @@ func meanSD(v []float64) Stat {
 // existing output directory was made with the same ones: finished folds are reused, so they must
 // come from the same model, data, folds and configuration.
 func checkSettings(opts Options, cfg *config.Config) error {
-	return checkSettingsOf(opts.Out, opts.Data, map[string]any{"model": opts.Model, "dev_share": opts.DevShare}, cfg)
-}
-
-// checkSettingsOf is checkSettings for any cross-validation: settings (model, dev share, ...) plus
-// the hashes of cfg and of data's splits.json and manifest.json.
-// Entries named in allowed (the component cross-validations a pipeline may find in place) do not
-// make a new output directory count as non-empty.
-func checkSettingsOf(out, data string, settings map[string]any, cfg *config.Config, allowed ...string) error {
-	y, err := cfg.YAML()
+	rec, err := trackerRecord(cfg)
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
+	return checkSettingsOf(opts.Out, opts.Data, map[string]any{"model": opts.Model, "dev_share": opts.DevShare}, rec)
+}
+
+// trackerRecord is the configuration record of a tracker cross-validation with cfg.
+func trackerRecord(cfg *config.Config) (configRecord, error) {
+	return modelRecord(cfg, "tracker", onlySection(cfg, "tracker"))
+}
+
+// checkSettingsOf is checkSettings for any cross-validation: settings (model, dev share, ...) plus
+// the hashes of the configuration record rec and of data's splits.json and manifest.json. A
+// record written by an earlier build with rec.Legacy is accepted and rewritten.
+// Entries named in allowed (the component cross-validations a pipeline may find in place) do not
+// make a new output directory count as non-empty.
+func checkSettingsOf(out, data string, settings map[string]any, rec configRecord, allowed ...string) error {
+	y := rec.YAML
 	splits, err := os.ReadFile(filepath.Join(data, dataset.SplitsFile))
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
@@ -515,15 +522,31 @@ func checkSettingsOf(out, data string, settings map[string]any, cfg *config.Conf
 		return fmt.Errorf("cv: %w", err)
 	}
 	sum := func(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
-	settings = maps.Clone(settings)
-	settings["config_sha256"], settings["splits_sha256"], settings["manifest_sha256"] = sum(y), sum(splits), sum(man)
-	b, err := json.MarshalIndent(settings, "", "  ")
+	record := func(y []byte) ([]byte, error) {
+		s := maps.Clone(settings)
+		s["config_sha256"], s["splits_sha256"], s["manifest_sha256"] = sum(y), sum(splits), sum(man)
+		b, err := json.MarshalIndent(s, "", "  ")
+		return append(b, '\n'), err
+	}
+	b, err := record(y)
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
-	b = append(b, '\n')
 	path := filepath.Join(out, SettingsFile)
 	old, err := os.ReadFile(path)
+	if err == nil && rec.Legacy != nil && !bytes.Equal(old, b) {
+		if legacy, lerr := record(rec.Legacy); lerr == nil && bytes.Equal(old, legacy) {
+			// The same run recorded by an earlier build: rewrite the record (config.yaml first,
+			// so that a crash in between leaves the old record, still accepted).
+			if err := atomicio.WriteFile(filepath.Join(out, "config.yaml"), y, 0o644); err != nil {
+				return fmt.Errorf("cv: %w", err)
+			}
+			if err := atomicio.WriteFile(path, b, 0o644); err != nil {
+				return fmt.Errorf("cv: %w", err)
+			}
+			return nil
+		}
+	}
 	switch {
 	case err == nil && !bytes.Equal(old, b):
 		return fmt.Errorf("cv: %w: %s was made with another model, dev share, prepared directory or config (%s); use another --out or delete it",

@@ -123,13 +123,14 @@ func checkSameRun(dir, data string, cfg *config.Config, allowChanged bool) error
 			return fmt.Errorf("cv: %s was made on another prepared directory than %s (%s differs)", dir, data, file)
 		}
 	}
-	// The cross-validation recorded only the tracker's section (Run, onlySection).
-	y, err := onlySection(cfg, "tracker").YAML()
+	// The cross-validation recorded only the tracker's section (Run, trackerRecord); one made by
+	// an earlier build recorded the legacy form.
+	rec, err := trackerRecord(cfg)
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
-	h := sha256.Sum256(y)
-	if s["config_sha256"] != hex.EncodeToString(h[:]) && !allowChanged {
+	h, legacy := sha256.Sum256(rec.YAML), sha256.Sum256(rec.Legacy)
+	if got := s["config_sha256"]; got != hex.EncodeToString(h[:]) && got != hex.EncodeToString(legacy[:]) && !allowChanged {
 		return fmt.Errorf("cv: %w: the configuration differs from the one %s was made with (%s); pass the same --config and flags, or --allow-changed-config",
 			ErrSettings, dir, filepath.Join(dir, "config.yaml"))
 	}

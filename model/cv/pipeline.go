@@ -189,10 +189,21 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	// registered methods' fold outputs, which are reused.
 	// Decoding keys may change between runs (the summarizer folds are decoded again, and the
 	// registered methods' cached predictions are keyed by them).
-	noEval := *withoutDecoding(cfg)
+	// Scoring (the eval section) is redone on every run too, so the record leaves it out (an
+	// earlier build recorded it at its defaults: the legacy record).
+	recorded := withoutDecoding(cfg)
+	y, err := sectionsYAML(recorded, append(slices.Clone(recordedSections), "tracker", "summarizer", "variants", "infer")...)
+	if err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+	noEval := *recorded
 	noEval.Eval = config.Default().Eval
+	legacy, err := noEval.YAML()
+	if err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
 	if err := checkSettingsOf(opts.Out, opts.Data, map[string]any{"model": pipelineModelStamp + opts.Model, "dev_share": opts.DevShare},
-		&noEval, TrackerDir, SummarizerDir, SummarizerFullDir); err != nil {
+		configRecord{YAML: y, Legacy: legacy}, TrackerDir, SummarizerDir, SummarizerFullDir); err != nil {
 		return nil, err
 	}
 	seconds := map[string]float64{}

@@ -121,9 +121,9 @@ type SummarizerReport struct {
 }
 
 // onlySection returns a copy of cfg in which every model section but keep ("tracker" or
-// "summarizer") and the infer and eval sections are the built-in defaults: the settings record of
-// a cross-validation then changes only with what its model reads, so that, e.g., a summarizer
-// setting changed for another run does not invalidate a finished tracker cross-validation.
+// "summarizer") and the infer and eval sections are the built-in defaults: what the pipeline runs
+// a component cross-validation with, and the legacy form of its settings record (modelRecord now
+// records the kept sections only, so that a new default elsewhere does not refuse it either).
 func onlySection(cfg *config.Config, keep string) *config.Config {
 	c := *cfg
 	d := config.Default()
@@ -215,8 +215,11 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 		return nil, fmt.Errorf("cv: %s: %w", opts.Out, err)
 	}
 	defer lock.Release()
-	if err := checkSettingsOf(opts.Out, opts.Data, map[string]any{"model": opts.Model, "dev_share": opts.DevShare},
-		withoutDecoding(onlySection(cfg, "summarizer"))); err != nil {
+	rec, err := modelRecord(withoutDecoding(cfg), "summarizer", withoutDecoding(onlySection(cfg, "summarizer")))
+	if err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
+	}
+	if err := checkSettingsOf(opts.Out, opts.Data, map[string]any{"model": opts.Model, "dev_share": opts.DevShare}, rec); err != nil {
 		return nil, err
 	}
 
