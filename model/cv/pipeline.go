@@ -58,6 +58,11 @@ type PipelineMethod struct {
 	// f.Dir and predicts every instance of the held-out abstracts f.Abstracts (one prediction per
 	// aspect of each abstract, in order). It must resume or reuse what f.Dir already holds.
 	Fold func(ctx context.Context, cfg *config.Config, f MethodFold) ([]dataset.Prediction, error)
+	// Config, when set, returns the configuration the method decodes with (e.g. a variant's
+	// summarizer settings, which override some decoding keys); its summarizer decoding keys key
+	// the method's cached predictions, so that a change of a key the method overrides does not
+	// decode it again. Nil: cfg's.
+	Config func(cfg *config.Config) (*config.Config, error)
 }
 
 // MethodFold is what a PipelineMethod gets for one fold.
@@ -418,9 +423,18 @@ func assigner(part map[string]int) func(string) string {
 }
 
 // methodFold runs a registered method on one fold, reusing its predictions when a previous run
-// with the same summarizer decoding keys finished that fold (Dir + ".decoding-HASH.jsonl").
+// with the same summarizer decoding keys (m.Config's) finished that fold (Dir +
+// ".decoding-HASH.jsonl").
 func methodFold(ctx context.Context, cfg *config.Config, m PipelineMethod, f MethodFold) ([]dataset.Prediction, error) {
-	b, err := json.Marshal(decodingOf(cfg.Summarizer))
+	decoding := cfg
+	if m.Config != nil {
+		c, err := m.Config(cfg)
+		if err != nil {
+			return nil, err
+		}
+		decoding = c
+	}
+	b, err := json.Marshal(decodingOf(decoding.Summarizer))
 	if err != nil {
 		return nil, err
 	}

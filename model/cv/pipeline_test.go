@@ -245,3 +245,41 @@ func TestPipelineSample(t *testing.T) {
 		t.Error("unknown pipeline model accepted")
 	}
 }
+
+// TestMethodFoldCacheKey: a registered method's predictions are reused when only a decoding key
+// its own configuration overrides changed, and decoded again when one it reads changed.
+func TestMethodFoldCacheKey(t *testing.T) {
+	calls := 0
+	m := PipelineMethod{Name: "fake",
+		Fold: func(context.Context, *config.Config, MethodFold) ([]dataset.Prediction, error) {
+			calls++
+			return []dataset.Prediction{{PMID: "1", Aspect: "a", Summary: "Unknown."}}, nil
+		},
+		Config: func(cfg *config.Config) (*config.Config, error) {
+			c := *cfg
+			c.Summarizer.MaxDecodeLen = 0 // the method's own limit, whatever the profile says
+			return &c, nil
+		}}
+	f := MethodFold{Dir: filepath.Join(t.TempDir(), "fake", "fold-0")}
+	base := config.Default()
+	tests := []struct {
+		desc      string
+		change    func(*config.Config)
+		wantCalls int
+	}{
+		{"first run", func(*config.Config) {}, 1},
+		{"same keys", func(*config.Config) {}, 1},
+		{"a key the method overrides", func(c *config.Config) { c.Summarizer.MaxDecodeLen = 200 }, 1},
+		{"a key the method reads", func(c *config.Config) { c.Summarizer.BeamSize = 2 }, 2},
+	}
+	for _, tc := range tests {
+		c := base
+		tc.change(&c)
+		if _, err := methodFold(context.Background(), &c, m, f); err != nil {
+			t.Fatal(err)
+		}
+		if calls != tc.wantCalls {
+			t.Errorf("%s: %d runs of the method, want %d", tc.desc, calls, tc.wantCalls)
+		}
+	}
+}

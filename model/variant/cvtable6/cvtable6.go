@@ -17,8 +17,8 @@ import (
 )
 
 func init() {
-	cv.RegisterPipelineMethod(cv.PipelineMethod{Name: "stt", Label: "STT", Fold: sttFold})
-	cv.RegisterPipelineMethod(cv.PipelineMethod{Name: "ete", Label: "ETE", Fold: eteFold})
+	cv.RegisterPipelineMethod(cv.PipelineMethod{Name: "stt", Label: "STT", Fold: sttFold, Config: stt.Config})
+	cv.RegisterPipelineMethod(cv.PipelineMethod{Name: "ete", Label: "ETE", Fold: eteFold, Config: ete.Config})
 }
 
 // sttFold trains SUM-THEN-TRACK on fold f (resuming what f.Dir holds) and predicts its held-out
