@@ -23,7 +23,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
@@ -55,8 +54,7 @@ type Model struct {
 	Decode decode.Options
 	Meta   variant.Meta
 
-	mu    sync.Mutex
-	stats Stats
+	repairs Repairs
 }
 
 // Load reads an END-TO-END checkpoint written by Train.
@@ -84,23 +82,11 @@ func (m *Model) Predict(pmid string, doc []string, aspects []string) ([]dataset.
 	if err != nil {
 		return nil, fmt.Errorf("end_to_end: abstract %s: %w", pmid, err)
 	}
-	preds := make([]dataset.Prediction, len(aspects))
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i, text := range outs {
-		o := Parse(text, len(doc))
-		preds[i] = dataset.Prediction{PMID: pmid, Aspect: aspects[i], Summary: o.Summary, Indexes: o.Indexes, Problems: o.Problems}
-		m.stats.Add(o)
-	}
-	return preds, nil
+	return m.repairs.Predictions(pmid, aspects, outs, func(text string) Output { return Parse(text, len(doc)) }), nil
 }
 
 // Stats returns what Predict has repaired so far.
-func (m *Model) Stats() Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.stats.Clone()
-}
+func (m *Model) Stats() Stats { return m.repairs.Stats() }
 
 // TrainOptions are the parts of a Train run that are not configuration.
 type TrainOptions struct {

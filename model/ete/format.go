@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tracksum/tracksum/dataset"
 )
@@ -189,4 +190,32 @@ func (s Stats) String() string {
 		detail = " (" + strings.Join(parts, ", ") + ")"
 	}
 	return fmt.Sprintf("%d outputs, %d repaired%s, %d index words dropped", s.Outputs, s.Repaired, detail, s.DroppedIndices)
+}
+
+// Repairs turns a run's outputs into predictions with the parser's repairs, counting them (Stats).
+// It is safe for concurrent use; the zero value is ready.
+type Repairs struct {
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Predictions returns one prediction per aspect of abstract pmid from outputs[i] (aspect
+// aspects[i]) read by parse, and counts what parse repaired.
+func (r *Repairs) Predictions(pmid string, aspects, outputs []string, parse func(string) Output) []dataset.Prediction {
+	preds := make([]dataset.Prediction, len(outputs))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, text := range outputs {
+		o := parse(text)
+		preds[i] = dataset.Prediction{PMID: pmid, Aspect: aspects[i], Summary: o.Summary, Indexes: o.Indexes, Problems: o.Problems}
+		r.stats.Add(o)
+	}
+	return preds
+}
+
+// Stats returns what has been repaired so far.
+func (r *Repairs) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats.Clone()
 }

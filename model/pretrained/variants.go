@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
@@ -229,15 +228,7 @@ func (m *SumThenTrack) Predict(pmid string, doc []string, aspects []string) ([]d
 	if err != nil {
 		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
 	}
-	for j, i := range scored {
-		p := probs[j*len(doc) : (j+1)*len(doc)]
-		preds[i].Scores = p
-		for k, s := range p {
-			if float64(s) >= m.Threshold {
-				preds[i].Indexes = append(preds[i].Indexes, k)
-			}
-		}
-	}
+	variant.Cite(preds, scored, probs, len(doc), m.Threshold)
 	return preds, nil
 }
 
@@ -248,8 +239,7 @@ type EndToEnd struct {
 	Decode decode.Options
 	Meta   variant.Meta
 
-	mu    sync.Mutex
-	stats ete.Stats
+	repairs ete.Repairs
 }
 
 // TrainEndToEnd fine-tunes END-TO-END (summarizer.pretrained, summarizer.* settings, generation
@@ -302,20 +292,8 @@ func (m *EndToEnd) Predict(pmid string, doc []string, aspects []string) ([]datas
 	if err != nil {
 		return nil, fmt.Errorf("end_to_end: abstract %s: %w", pmid, err)
 	}
-	preds := make([]dataset.Prediction, len(aspects))
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i, text := range answers {
-		o := ParseEndToEnd(text, len(doc), nil)
-		preds[i] = dataset.Prediction{PMID: pmid, Aspect: aspects[i], Summary: o.Summary, Indexes: o.Indexes, Problems: o.Problems}
-		m.stats.Add(o)
-	}
-	return preds, nil
+	return m.repairs.Predictions(pmid, aspects, answers, func(text string) ete.Output { return ParseEndToEnd(text, len(doc), nil) }), nil
 }
 
 // Stats returns what Predict has repaired so far.
-func (m *EndToEnd) Stats() ete.Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.stats.Clone()
-}
+func (m *EndToEnd) Stats() ete.Stats { return m.repairs.Stats() }

@@ -147,15 +147,7 @@ func (m *Model) Predict(pmid string, doc []string, aspects []string) ([]dataset.
 	if err != nil {
 		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
 	}
-	for j, i := range scored {
-		p := probs[j*len(doc) : (j+1)*len(doc)]
-		preds[i].Scores = p
-		for k, s := range p {
-			if float64(s) >= m.Threshold {
-				preds[i].Indexes = append(preds[i].Indexes, k)
-			}
-		}
-	}
+	variant.Cite(preds, scored, probs, len(doc), m.Threshold)
 	return preds, nil
 }
 
