@@ -1,12 +1,18 @@
 package dataset
 
 import (
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/tracksum/tracksum/subword"
 )
+
+// SectionLabel matches a structured abstract's section label at the start of a sentence, with the
+// whitespace after it ("RESULTS: ", "PATIENTS AND METHODS: "): part of the layout, not of what the
+// sentence says.
+var SectionLabel = regexp.MustCompile(`^[A-Z][A-Z0-9 ,/&()-]*[A-Z)]:\s+`)
 
 // SplitSentences splits a raw abstract into sentences the way TracSum's documents are split: at
 // '.', '!' or '?' followed by a space and a sentence start (capital letter, digit, bracket), but not

@@ -23,7 +23,6 @@ package ground
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
 	"github.com/tracksum/tracksum/dataset"
@@ -53,10 +52,6 @@ func New(mode Mode, opts judge.LexicalOptions) *Grounder {
 
 // Mode returns the grounder's mode.
 func (g *Grounder) Mode() Mode { return g.mode }
-
-// sectionLabel matches a structured abstract's heading at the start of a sentence ("RESULTS: ",
-// "MATERIALS AND METHODS: "): part of the layout, not of the fact being restored.
-var sectionLabel = regexp.MustCompile(`^[A-Z][A-Z0-9 ,&/()-]*[A-Z)]:\s+`)
 
 // Apply grounds one prediction: doc is the abstract, summary and indexes the prediction's summary
 // and cited sentence indices (ascending, inside doc). It returns the new summary and indices and
@@ -101,7 +96,7 @@ func (g *Grounder) Apply(doc []string, summary string, indexes []int) (string, [
 	default: // ModeRestore
 		out := strings.TrimSpace(summary)
 		for _, i := range unsupported {
-			s := strings.TrimSpace(sectionLabel.ReplaceAllString(doc[i], ""))
+			s := strings.TrimSpace(dataset.SectionLabel.ReplaceAllString(doc[i], ""))
 			switch {
 			case s == "":
 			case out == "":

@@ -23,7 +23,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -236,17 +235,13 @@ func aspectIndex(set, code string) int32 {
 	return -1
 }
 
-// sectionLabel matches a structured abstract's section label at the start of a sentence
-// ("RESULTS: ", "PATIENTS AND METHODS: ").
-var sectionLabel = regexp.MustCompile(`^[A-Z][A-Z0-9 ,/&()-]*[A-Z)]:\s`)
-
 // LabelLen returns, for Net.LabelLen, a function giving the number of leading tokens of a
 // sentence that spell its section label (0 when it has none, or when the label does not end on a
 // token boundary); detok turns ids into text.
 func LabelLen(detok func([]int32) string) func([]int32) int {
 	return func(sent []int32) int {
 		head := detok(sent[:min(len(sent), 16)])
-		m := sectionLabel.FindString(strings.TrimSpace(head))
+		m := dataset.SectionLabel.FindString(strings.TrimSpace(head))
 		if m == "" {
 			return 0
 		}
