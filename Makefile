@@ -11,7 +11,7 @@ CMDS    := prepare train infer eval serve export
 # Binaries are prefixed: a binary named `eval` would be shadowed by the shell builtin.
 BINS    := $(addprefix $(BIN)/tracksum-,$(CMDS))
 
-.PHONY: all build test vet fmt-check demo pretrained-demo bench crashtest clean fuzz
+.PHONY: all build test vet fmt-check size-check demo pretrained-demo bench crashtest clean fuzz
 
 # DATA=path/to/tracsum.jsonl runs the demo on real data with the default config; CONFIG=... picks a profile.
 DATA   ?=
@@ -34,8 +34,14 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# No binary or generated output is committed: every tracked file stays under 5 MB (the largest
+# today, a ROUGE golden, is under 0.5 MB).
+size-check:
+	@big=$$(git ls-files -z 2>/dev/null | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 5*1024*1024 {print "  " $$2 " (" $$1 " bytes)"}'); \
+	if [ -n "$$big" ]; then echo "tracked files over 5 MB (build outputs belong in .gitignore):"; echo "$$big"; exit 1; fi
+
 # The tests, then the whole demo pipeline with the tiny profile (about a minute on 2 cores).
-test: fmt-check vet
+test: fmt-check size-check vet
 	$(GO) test -count=1 ./...
 	$(MAKE) demo CONFIG=configs/tiny.yaml OUT=runs/demo-tiny
 

@@ -71,8 +71,8 @@ type Output struct {
 // Parse reads a model output for an abstract of n sentences. Everything before the last Marker is
 // the summary, everything after it the indices, separated by spaces or commas (brackets ignored).
 // Words that are not indices, indices outside [0, n) and repeats are dropped and counted. A
-// summary that says the aspect is absent (dataset.IsUnknownSummary) is the negative prediction,
-// "Unknown." with no index, whatever indices follow it.
+// summary that says the aspect is absent (dataset.IsUnknownSummary), or no summary at all, is the
+// negative prediction, "Unknown." with no index, whatever indices follow it.
 func Parse(text string, n int) Output { return ParseMarked(text, n, Marker) }
 
 // ParseMarked is Parse with another marker (any case) between the summary and its indices: the
@@ -107,14 +107,18 @@ func ParseMarked(text string, n int, marker string) Output {
 	}
 	slices.Sort(o.Indexes)
 	switch {
-	case dataset.IsUnknownSummary(o.Summary) && o.Summary != "":
-		if len(o.Indexes) > 0 {
+	case dataset.IsUnknownSummary(o.Summary):
+		// An empty summary is the negative prediction too, as the LLM methods' parser makes it: a
+		// record with citations but no text to check them against would break the rule that
+		// nothing kept means "Unknown.".
+		switch {
+		case o.Summary == "":
+			found[ProblemNoSummary] = true
+		case len(o.Indexes) > 0:
 			found[ProblemUnknownWithCitations] = true
-			o.Dropped += len(o.Indexes)
 		}
+		o.Dropped += len(o.Indexes)
 		o.Summary, o.Indexes = dataset.UnknownSummary, []int{}
-	case o.Summary == "":
-		found[ProblemNoSummary] = true
 	case !ok:
 		found[ProblemNoCitations] = true
 	}

@@ -335,7 +335,8 @@ func TestParseEndToEnd(t *testing.T) {
 		{"unknown with citations", "Summary: Unknown.\nCitations: 0, 1", 5, dataset.UnknownSummary, []int{},
 			[]string{ete.ProblemUnknownWithCitations}, 2},
 		{"no citations field", "Summary: A.", 5, "A.", []int{}, []string{ete.ProblemNoCitations}, 0},
-		{"empty answer", "", 5, "", []int{}, []string{ete.ProblemNoSummary}, 0},
+		{"empty answer", "", 5, dataset.UnknownSummary, []int{}, []string{ete.ProblemNoSummary}, 0},
+		{"citations without a summary", "Summary:\nCitations: 1", 5, dataset.UnknownSummary, []int{}, []string{ete.ProblemNoSummary}, 1},
 		{"lower case, bytes that change length when lower-cased", "İ summary: B.\ncitations: 0", 3, "B.", []int{0}, nil, 0},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
