@@ -191,8 +191,13 @@ func TestPaperTraining(t *testing.T) {
 			}
 		})
 	}
-	if cfg.Tracker.Imbalance != "oversample" || cfg.Tracker.Oversample != 6 {
-		t.Errorf("paper tracker imbalance: %s x%d; want oversample x6", cfg.Tracker.Imbalance, cfg.Tracker.Oversample)
+	// The recipe repeats each positive row 6 more times: 7 copies in all (oversample counts copies).
+	if cfg.Tracker.Imbalance != "oversample" || cfg.Tracker.Oversample != 7 {
+		t.Errorf("paper tracker imbalance: %s x%d; want oversample x7 (6 more copies)", cfg.Tracker.Imbalance, cfg.Tracker.Oversample)
+	}
+	// The released scripts evaluate (and keep a checkpoint) every 32 optimizer steps.
+	if cfg.Tracker.Train.EvalEvery != 32 || cfg.Summarizer.Train.EvalEvery != 32 {
+		t.Errorf("paper eval_every: tracker %d, summarizer %d; want 32 and 32", cfg.Tracker.Train.EvalEvery, cfg.Summarizer.Train.EvalEvery)
 	}
 	// The paper's recipe has neither of the project's additions over the tracker's scores.
 	if cfg.Tracker.LexicalCalibrationFolds != 0 || cfg.Tracker.ContextRescoring || cfg.Tracker.Calibrate {

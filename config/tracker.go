@@ -41,7 +41,7 @@ type Tracker struct {
 	// NgramOrder is the longest n-gram of the ngram architecture (1 = unigrams only).
 	NgramOrder int `mapstructure:"ngram_order" yaml:"ngram_order"`
 	// Imbalance handles the rarity of relevant sentences: "oversample" repeats each positive
-	// Oversample times per epoch (the paper uses 6), "pos_weight" weights positives in the loss
+	// Oversample times per epoch in all (the paper adds 6 more copies: 7), "pos_weight" weights positives in the loss
 	// (PosWeight, or #neg/#pos when PosWeight is 0), "none" does neither.
 	Imbalance string `mapstructure:"imbalance" yaml:"imbalance"`
 	// Oversample is the number of copies of each positive row per epoch when imbalance is oversample.
