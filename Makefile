@@ -24,7 +24,7 @@ build: $(BINS)
 
 $(BIN)/tracksum-%: FORCE
 	@mkdir -p $(BIN)
-	$(GO) build -o $@ ./cmd/$*
+	$(GO) build -buildvcs=auto -o $@ ./cmd/$*
 
 FORCE:
 

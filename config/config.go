@@ -96,6 +96,21 @@ func finite(c Config) error {
 // file may be empty (defaults only). flagKeys maps flag names in flags to dotted config keys; only
 // flags the user actually passed override the lower layers.
 func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Config, error) {
+	cfg, _, err := LoadWith(v, file, flags, flagKeys, nil)
+	return cfg, err
+}
+
+// LoadWith is Load with --set settings applied above every other layer; it also returns which
+// layer set each key (for --print-config).
+func LoadWith(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string]string, sets []Setting) (*Config, map[string]Source, error) {
+	cfg, err := load(v, file, flags, flagKeys, sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, sources(v, file, flags, flagKeys, sets, os.LookupEnv), nil
+}
+
+func load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string]string, sets []Setting) (*Config, error) {
 	setDefaults(v)
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
@@ -105,6 +120,9 @@ func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string
 		v.SetConfigType("yaml")
 		if err := v.ReadInConfig(); err != nil {
 			return nil, fmt.Errorf("config %s: %w", file, err)
+		}
+		if err := checkFileKeys(v, file); err != nil {
+			return nil, err
 		}
 	}
 	for name, key := range flagKeys {
@@ -121,6 +139,9 @@ func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string
 	}
 	if err := checkTextFlags(flags, flagKeys); err != nil {
 		return nil, err
+	}
+	for _, set := range sets {
+		v.Set(set.Key, set.Value)
 	}
 	var cfg Config
 	err := v.UnmarshalExact(&cfg, func(dc *mapstructure.DecoderConfig) {

@@ -74,8 +74,11 @@ func checkEnv(environ []string, lookup func(key string) string) error {
 		}
 		key, ok := known[name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("environment variable %s: no such config key (variables are %s_SECTION_KEY, e.g. %s)",
-				name, EnvPrefix, envKey("tracker.train.learning_rate")))
+			hint := fmt.Sprintf("variables are %s_SECTION_KEY, e.g. %s", EnvPrefix, envKey("tracker.train.learning_rate"))
+			if k := closestEnvKey(name, known); k != "" {
+				hint = "did you mean " + k + "?"
+			}
+			errs = append(errs, fmt.Errorf("environment variable %s: no such config key (%s)", name, hint))
 			continue
 		}
 		target := reflect.New(leaves[key].Type())
@@ -91,4 +94,19 @@ func checkEnv(environ []string, lookup func(key string) string) error {
 	}
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
+}
+
+// closestEnvKey returns the known variable nearest to name (within a third of its length in edits),
+// or "".
+func closestEnvKey(name string, known map[string]string) string {
+	best, bestDist := "", 0
+	for k := range known {
+		if d := editDistance(name, k); best == "" || d < bestDist || (d == bestDist && k < best) {
+			best, bestDist = k, d
+		}
+	}
+	if bestDist > max(2, (len(name)-len(EnvPrefix))/3) {
+		return ""
+	}
+	return best
 }

@@ -34,15 +34,15 @@ func Command() cli.Command {
 			pred, _ := fs.GetString("pred")
 			ref, _ := fs.GetString("ref")
 			out, _ := fs.GetString("out")
-			if pred == "" || ref == "" {
-				return cli.Usagef("--pred and --ref are required")
-			}
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}
 			cfg, err := cli.LoadConfig(fs, keys)
 			if err != nil {
 				return err
+			}
+			if pred == "" || ref == "" {
+				return cli.Usagef("--pred and --ref are required")
 			}
 			overwrite, _ := fs.GetBool("overwrite")
 			_, err = Run(ctx, Options{Pred: pred, Ref: ref, Out: out, Overwrite: overwrite, Config: cfg, Stdout: os.Stdout, Stderr: os.Stderr})
@@ -66,12 +66,12 @@ func CompareCommand() cli.Command {
 		Flags:       fs,
 		Run: func(ctx context.Context, args []string) error {
 			ref, _ := fs.GetString("ref")
-			if len(args) != 2 || ref == "" {
-				return cli.Usagef("need two prediction files and --ref")
-			}
 			cfg, err := cli.LoadConfig(fs, keys)
 			if err != nil {
 				return err
+			}
+			if len(args) != 2 || ref == "" {
+				return cli.Usagef("need two prediction files and --ref")
 			}
 			if err := cli.CheckOutputs(map[string]string{"A": args[0], "B": args[1], "--ref": ref},
 				map[string]string{"--out": fs.Lookup("out").Value.String()}); err != nil {
@@ -92,6 +92,7 @@ func CompareCommand() cli.Command {
 // AgreementCommand is `tracksum-eval agreement --scores A.jsonl --human H.jsonl`.
 func AgreementCommand() cli.Command {
 	fs := cli.NewFlags("tracksum-eval agreement")
+	_ = fs.MarkHidden("config") // agreement reads no config key
 	fs.String("scores", "", "automatic per-instance scores (instances.jsonl written by tracksum-eval)")
 	fs.String("human", "", "human scores JSONL: PMID, Aspect and metric fields named as in report.json")
 	fs.String("out", "", "optional JSON file for the correlations")

@@ -91,15 +91,15 @@ func Command() cli.Command {
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}
+			cfg, err := cli.LoadConfig(fs, inferFlagKeys)
+			if err != nil {
+				return err
+			}
 			if (o.Tracker == "" && o.Method == "") || o.Input == "" || o.Out == "" {
 				return cli.Usagef("--tracker (or --method), --input and --out are required")
 			}
 			if err := CheckMethod(o); err != nil {
 				return cli.Usagef("%v", err)
-			}
-			cfg, err := cli.LoadConfig(fs, inferFlagKeys)
-			if err != nil {
-				return err
 			}
 			_, err = Run(ctx, cfg, o)
 			return err

@@ -11,6 +11,7 @@ import (
 func Command() cli.Command {
 	d := DefaultOptions()
 	fs := cli.NewFlags("tracksum-serve")
+	_ = fs.MarkHidden("config") // serve reads no config key: its settings are its flags
 	fs.String("summarizer", "", "summarizer checkpoint directory (required)")
 	fs.String("tracker", "", "tracker checkpoint directory: chooses the cited sentences (without it every numbered sentence is cited)")
 	fs.String("default-aspect", "", "aspect of a message that names none (default: the first of the checkpoint's aspect set)")

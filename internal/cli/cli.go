@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/progress"
 )
 
 // ErrUsage marks a mistake in the command line; Main prints the usage after it and exits 2.
@@ -42,13 +44,28 @@ type Command struct {
 	Subcommands []Command
 }
 
-// NewFlags returns an empty flag set for a command, with --config already defined.
+// NewFlags returns an empty flag set for a command, with the config flags every command shares
+// already defined: --config, --set and --print-config.
 func NewFlags(name string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SortFlags = false
 	fs.String("config", "", "YAML config profile (e.g. configs/tiny.yaml); built-in defaults when empty")
+	addConfigFlags(fs)
 	return fs
 }
+
+// addConfigFlags defines --set and --print-config next to --config.
+func addConfigFlags(fs *pflag.FlagSet) {
+	if fs.Lookup("set") == nil {
+		fs.StringArray("set", nil, "set any config key, above every other layer: --set tracker.train.learning_rate=2e-5 (repeatable)")
+	}
+	if fs.Lookup("print-config") == nil {
+		fs.Bool("print-config", false, "print the resolved config (every key, with where its value came from: default, file, env, flag, set) and exit")
+	}
+}
+
+// errConfigPrinted ends a command after --print-config: Main exits 0 without running it.
+var errConfigPrinted = errors.New("config printed")
 
 // LoadConfig resolves the configuration for a command whose flags were parsed: --config file, then
 // TRACKSUM_* environment variables, then the flags named in flagKeys (flag name -> dotted config
@@ -67,8 +84,29 @@ func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, 
 		}
 	}
 	file, _ := fs.GetString("config")
-	return config.Load(viper.New(), file, fs, given)
+	var sets []config.Setting
+	if fs.Lookup("set") != nil {
+		args, _ := fs.GetStringArray("set")
+		var err error
+		if sets, err = config.ParseSettings(args); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+	}
+	cfg, src, err := config.LoadWith(viper.New(), file, fs, given, sets)
+	if err != nil {
+		return nil, err
+	}
+	if show, _ := fs.GetBool("print-config"); show {
+		if err := config.WriteResolved(stdout, cfg, src); err != nil {
+			return nil, err
+		}
+		return nil, errConfigPrinted
+	}
+	return cfg, nil
 }
+
+// stdout is where --print-config and --version write (a variable for the tests).
+var stdout io.Writer = os.Stdout
 
 // Main parses the command line, runs the command and exits: 0 on success, 2 on a usage error, 1 on
 // any other error, 130 when interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM (128 + the signal's
@@ -91,6 +129,22 @@ func run(cmd Command, args []string) int {
 	}
 	if fs.Lookup("config") == nil {
 		fs.String("config", "", "YAML config profile; built-in defaults when empty")
+		addConfigFlags(fs)
+	}
+	readsConfig := !fs.Lookup("config").Hidden
+	if !readsConfig {
+		// A command that reads no config key takes neither --set nor --print-config.
+		for _, name := range []string{"set", "print-config"} {
+			if f := fs.Lookup(name); f != nil {
+				f.Hidden = true
+			}
+		}
+	}
+	if fs.Lookup("quiet") == nil {
+		fs.Bool("quiet", false, "no progress bars")
+	}
+	if fs.Lookup("version") == nil {
+		fs.Bool("version", false, "print the version and exit")
 	}
 	fs.Usage = func() { writeUsage(os.Stderr, cmd, fs) }
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +153,17 @@ func run(cmd Command, args []string) int {
 		}
 		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.Name, err)
 		fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", cmd.Name)
+		return 2
+	}
+	if q, _ := fs.GetBool("quiet"); q {
+		progress.SetQuiet(true)
+	}
+	if v, _ := fs.GetBool("version"); v {
+		fmt.Fprintln(stdout, cmd.Name, Version())
+		return 0
+	}
+	if !readsConfig && (fs.Changed("set") || fs.Changed("print-config")) {
+		fmt.Fprintf(os.Stderr, "%s: --set and --print-config do not apply: this command reads no config key\n", cmd.Name)
 		return 2
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -115,7 +180,7 @@ func run(cmd Command, args []string) int {
 	}()
 	err := cmd.Run(ctx, fs.Args())
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errConfigPrinted):
 		return 0
 	case errors.Is(err, ErrUsage):
 		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.Name, err)
@@ -271,4 +336,35 @@ func writeUsage(w io.Writer, cmd Command, fs *pflag.FlagSet) {
 		fmt.Fprintf(w, "\nEvery config key can also be set with an environment variable %s_SECTION_KEY\n"+
 			"(e.g. %s_SEED=1). Precedence: flag > environment > --config file > defaults.\n", config.EnvPrefix, config.EnvPrefix)
 	}
+}
+
+// Version describes the build: the module version, the commit it was built from (with "+dirty"
+// when the work tree had changes), the Go version and GOEXPERIMENT, as Go stamps them into the
+// binary (`go build` in a git checkout); "(devel)" without that information.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown build)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, dirty, exp string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		case "GOEXPERIMENT":
+			exp = " GOEXPERIMENT=" + s.Value
+		}
+	}
+	if rev = rev[:min(12, len(rev))]; rev != "" && !strings.Contains(v, rev) {
+		v += " commit " + rev + dirty
+	}
+	return v + " (" + bi.GoVersion + exp + ")"
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,8 +34,18 @@ func New(label string, total int64, unit string) *Bar {
 	return NewTo(os.Stderr, label, total, unit)
 }
 
+// quiet, when set (every command's --quiet), makes every bar silent.
+var quiet atomic.Bool
+
+// SetQuiet turns every bar of the process off (true) or on: the commands' --quiet.
+func SetQuiet(q bool) { quiet.Store(q) }
+
 // NewTo starts a bar writing to w; w is treated as a terminal only if it is a character device.
+// After SetQuiet(true) the bar writes nothing.
 func NewTo(w io.Writer, label string, total int64, unit string) *Bar {
+	if quiet.Load() {
+		w = io.Discard
+	}
 	b := &Bar{w: w, label: label, total: total, unit: unit, start: time.Now()}
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {

@@ -34,3 +34,16 @@ func TestUnknownTotal(t *testing.T) {
 		t.Errorf("output %q lacks the count", buf.String())
 	}
 }
+
+// TestQuiet: after SetQuiet(true) (every command's --quiet) a bar writes nothing.
+func TestQuiet(t *testing.T) {
+	var b strings.Builder
+	SetQuiet(true)
+	t.Cleanup(func() { SetQuiet(false) })
+	bar := NewTo(&b, "train", 10, "steps")
+	bar.Add(10)
+	bar.Finish()
+	if b.Len() != 0 {
+		t.Errorf("quiet bar wrote %q", b.String())
+	}
+}

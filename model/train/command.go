@@ -137,8 +137,6 @@ func Command() cli.Command {
 				return cli.Usagef("unexpected arguments %v", args)
 			case !ok:
 				return cli.Usagef("--task must be %s, got %q", orList(names), name)
-			case data == "" || out == "":
-				return cli.Usagef("--data and --out are required")
 			}
 			// A flag of another task (e.g. --architecture with --task summarizer) would be ignored
 			// silently: refuse it instead.
@@ -160,6 +158,9 @@ func Command() cli.Command {
 			cfg, err := cli.LoadConfig(fs, keys)
 			if err != nil {
 				return err
+			}
+			if data == "" || out == "" {
+				return cli.Usagef("--data and --out are required")
 			}
 			// A variant's own flag (e.g. --head, --lora-rank of --pretrained) would be ignored
 			// silently when the variant does not apply: refuse it instead.

@@ -1,0 +1,59 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// TestUnknownKeySuggestions: a mistyped key in a profile, the environment or --set is one line
+// naming the key and the nearest real one.
+func TestUnknownKeySuggestions(t *testing.T) {
+	for _, tc := range []struct {
+		desc, yaml string
+		env        map[string]string
+		sets       []string
+		want       string
+	}{
+		{desc: "profile", yaml: "tracker:\n  train:\n    learning_rat: 1\n",
+			want: "unknown key tracker.train.learning_rat (did you mean tracker.train.learning_rate?)"},
+		{desc: "profile section", yaml: "trakcer:\n  dropout: 0.1\n", want: "unknown key trakcer.dropout (did you mean tracker.dropout?)"},
+		{desc: "profile, nothing close", yaml: "zzzzzzzzzz: 1\n", want: "unknown key zzzzzzzzzz\n"},
+		{desc: "environment", env: map[string]string{"TRACKSUM_TRACKER_TRAIN_LEARNING_RAT": "1"},
+			want: "did you mean TRACKSUM_TRACKER_TRAIN_LEARNING_RATE?"},
+		{desc: "--set", sets: []string{"summarizer.train.max_step=5"}, want: "did you mean summarizer.train.max_steps?"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			file := ""
+			if tc.yaml != "" {
+				file = writeYAML(t, tc.yaml)
+			}
+			_, err := ParseSettings(tc.sets)
+			if err == nil {
+				_, err = Load(viper.New(), file, pflag.NewFlagSet("x", pflag.ContinueOnError), nil)
+			}
+			if err == nil || !strings.Contains(err.Error()+"\n", tc.want) {
+				t.Errorf("err %v, want one containing %q", err, tc.want)
+			}
+			if err != nil && strings.Count(err.Error(), "\n") > 0 {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"abc", "", 3}, {"learning_rat", "learning_rate", 1}, {"kitten", "sitting", 3}} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
