@@ -196,3 +196,13 @@ func formatValue(v reflect.Value) string {
 	}
 	return fmt.Sprint(v.Interface())
 }
+
+// KeyKind is the kind of a config key's value (reflect.Invalid for no key), for commands that
+// define a flag per key.
+func KeyKind(key string) reflect.Kind {
+	v, ok := defaultLeaves()[key]
+	if !ok {
+		return reflect.Invalid
+	}
+	return v.Kind()
+}

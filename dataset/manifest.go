@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // Task names: the sub-directories of a prepared directory, one per training task.
@@ -140,7 +143,8 @@ func (m *Manifest) Shards(task, split string) ([]ShardInfo, error) {
 	}
 	s, ok := t.Splits[split]
 	if !ok {
-		return nil, fmt.Errorf("manifest: task %q has no split %q", task, split)
+		// Name the valid splits: a mistyped --split (tset) reads as a missing split otherwise.
+		return nil, fmt.Errorf("manifest: no split %q (the prepared splits are %s)", split, strings.Join(slices.Sorted(maps.Keys(t.Splits)), ", "))
 	}
 	for _, sh := range s.Shards {
 		if !filepath.IsLocal(filepath.FromSlash(sh.Path)) {

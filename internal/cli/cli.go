@@ -333,8 +333,9 @@ func writeUsage(w io.Writer, cmd Command, fs *pflag.FlagSet) {
 	}
 	fmt.Fprintf(w, "Flags:\n%s", fs.FlagUsages())
 	if f := fs.Lookup("config"); f != nil && !f.Hidden {
-		fmt.Fprintf(w, "\nEvery config key can also be set with an environment variable %s_SECTION_KEY\n"+
-			"(e.g. %s_SEED=1). Precedence: flag > environment > --config file > defaults.\n", config.EnvPrefix, config.EnvPrefix)
+		fmt.Fprintf(w, "\nEvery config key can also be set with --set key=value or an environment variable %s_SECTION_KEY\n"+
+			"(e.g. %s_SEED=1). Precedence: --set > flag > environment > --config file > defaults;\n"+
+			"--print-config shows the result.\n", config.EnvPrefix, config.EnvPrefix)
 	}
 }
 

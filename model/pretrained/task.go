@@ -12,6 +12,10 @@ import (
 // fine-tuning); the others are TASK.lora.* keys (config file or TRACKSUM_TASK_LORA_* variables).
 const loraRankUsage = "TASK.lora.rank with --pretrained: LoRA rank (default 16); 0 = full fine-tuning of every weight"
 
+// pretrainedUsage documents --pretrained for every task it applies to (the flag is defined once).
+const pretrainedUsage = "local Hugging Face snapshot to fine-tune (TASK.pretrained; docs/pretrained.md): tracker: a causal LM or a BERT encoder; " +
+	"summarizer, sum_then_track, end_to_end: a causal LM (summarizer.pretrained); empty: train from scratch"
+
 // init makes --pretrained DIR (tracker.pretrained / summarizer.pretrained) a variant of
 // tracksum-train's tasks tracker, summarizer, sum_then_track and end_to_end: with it set, the same
 // --task fine-tunes the snapshot; without it, the from-scratch models train unchanged. For the
@@ -21,7 +25,7 @@ func init() {
 	training.RegisterVariant(training.Variant{
 		Task: "tracker",
 		Flags: []training.TaskFlag{
-			{Name: "pretrained", Key: "tracker.pretrained", Usage: "TASK.pretrained: local Hugging Face snapshot to fine-tune (docs/pretrained.md); empty: train from scratch"},
+			{Name: "pretrained", Key: "tracker.pretrained", Usage: pretrainedUsage},
 			{Name: "head", Key: "tracker.head", Usage: "tracker.head with --pretrained: lm_cls, generative, encoder_cls or auto"},
 			{Name: "lora-rank", Key: "tracker.lora.rank", Usage: loraRankUsage},
 		},
@@ -32,14 +36,13 @@ func init() {
 	training.RegisterVariant(training.Variant{
 		Task: "summarizer",
 		Flags: []training.TaskFlag{
-			{Name: "pretrained", Key: "summarizer.pretrained", Usage: "TASK.pretrained: local Hugging Face snapshot to fine-tune (docs/pretrained.md); empty: train from scratch"},
+			{Name: "pretrained", Key: "summarizer.pretrained", Usage: pretrainedUsage},
 			{Name: "lora-rank", Key: "summarizer.lora.rank", Usage: loraRankUsage},
 		},
 		Description: "with --pretrained DIR: a fine-tuned Hugging Face causal LM",
 		Applies:     func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
 		Train:       TrainSummarizer,
 	})
-	pretrainedUsage := "TASK.pretrained: local Hugging Face causal LM snapshot to fine-tune as the variant's models (summarizer.pretrained; docs/variants.md); empty: train from scratch"
 	training.RegisterVariant(training.Variant{
 		Task: variant.SumThenTrack,
 		Flags: []training.TaskFlag{

@@ -16,9 +16,12 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/model/training"
 )
@@ -88,7 +91,7 @@ func Command() cli.Command {
 	for _, t := range tasks {
 		for _, f := range t.Flags {
 			if fs.Lookup(f.Name) == nil {
-				fs.String(f.Name, "", f.Usage)
+				defineTyped(fs, f.Name, config.KeyKind(f.Key), f.Usage)
 			}
 		}
 	}
@@ -118,7 +121,7 @@ func Command() cli.Command {
 	}
 	desc := "Trains a model on a prepared directory. Tasks:\n"
 	for _, t := range tasks {
-		desc += fmt.Sprintf("  %-12s %s (config section %s)\n", t.Name, t.Description, t.Section)
+		desc += fmt.Sprintf("  %-15s %s (config section %s)\n", t.Name, t.Description, t.Section)
 	}
 	desc += "The backend is GOMLX_BACKEND when set (e.g. xla:cuda), else xla:cpu when a PJRT plugin is installed,\n" +
 		"else the pure-Go backend."
@@ -167,7 +170,7 @@ func Command() cli.Command {
 			if _, variant := training.ActiveVariant(task.Name, cfg); !variant {
 				only := training.VariantOnly(task.Name)
 				for _, name := range slices.Sorted(maps.Keys(only)) {
-					if v, _ := fs.GetString(name); fs.Changed(name) && v != "" {
+					if fs.Changed(name) && fs.Lookup(name).Value.String() != "" {
 						when, _, _ := strings.Cut(only[name], ":")
 						return cli.Usagef("--%s applies to --task %s %s only", name, task.Name, when)
 					}
@@ -243,4 +246,19 @@ func orList(names []string) string {
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// defineTyped defines a task flag with the type of its config key, so that --help shows it (an
+// int as int) and pflag rejects a value of the wrong type with the flag's name.
+func defineTyped(fs *pflag.FlagSet, name string, kind reflect.Kind, usage string) {
+	switch kind {
+	case reflect.Int, reflect.Int64:
+		fs.Int64(name, 0, usage)
+	case reflect.Float64:
+		fs.Float64(name, 0, usage)
+	case reflect.Bool:
+		fs.Bool(name, false, usage)
+	default:
+		fs.String(name, "", usage)
+	}
 }
