@@ -52,7 +52,9 @@ func TestCommand(t *testing.T) {
 		task  string // the registered function that ran
 		usage string // a usage error containing this
 		err   string // another error containing this
-		check func(t *testing.T)
+		// parseErr: the flag parser's error containing this
+		parseErr string
+		check    func(t *testing.T)
 	}{
 		{desc: "defaults kept when no flag is given", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o"}, task: "toy-sum",
 			check: func(t *testing.T) {
@@ -126,7 +128,7 @@ func TestCommand(t *testing.T) {
 				}
 			}},
 		{desc: "variant's typed flag, bad value", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", "snap", "--lora-rank", "x"},
-			err: `--lora-rank (tracker.lora.rank): cannot use "x" as int`},
+			parseErr: `invalid argument "x" for "--lora-rank" flag`},
 		{desc: "variant's flag without the variant", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--lora-rank", "0"},
 			usage: "--lora-rank applies to --task toy-track with --pretrained DIR only"},
 		{desc: "variant's key set empty", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", ""}, task: "toy-track"},
@@ -135,8 +137,12 @@ func TestCommand(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			got.task, got.cfg = "", nil
 			cmd := Command()
-			if err := cmd.Flags.Parse(tc.args); err != nil {
-				t.Fatal(err)
+			if err := cmd.Flags.Parse(tc.args); tc.parseErr != "" || err != nil {
+				// A typed flag's bad value is refused by the flag parser, naming the flag.
+				if tc.parseErr == "" || err == nil || !strings.Contains(err.Error(), tc.parseErr) {
+					t.Fatalf("parse error %v, want one with %q", err, tc.parseErr)
+				}
+				return
 			}
 			err := cmd.Run(context.Background(), cmd.Flags.Args())
 			switch {
