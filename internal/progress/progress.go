@@ -55,6 +55,10 @@ func NewTo(w io.Writer, label string, total int64, unit string) *Bar {
 	b.interval = 5 * time.Second
 	if b.tty {
 		b.interval = 100 * time.Millisecond
+	} else {
+		// In a log, the first line waits one interval: a line written at the first unit says
+		// nothing ("1 texts 334.3 texts/s"), and short work then prints only its final line.
+		b.last = b.start
 	}
 	return b
 }
@@ -91,6 +95,9 @@ func (b *Bar) Finish() {
 		return
 	}
 	b.finished = true
+	if b.done == 0 && !b.tty {
+		return // nothing was done (e.g. no input to validate): no line in the log
+	}
 	b.maybeDraw(true)
 	if b.tty {
 		fmt.Fprintln(b.w)

@@ -47,3 +47,25 @@ func TestQuiet(t *testing.T) {
 		t.Errorf("quiet bar wrote %q", b.String())
 	}
 }
+
+// TestPlainOutputNoNoise: in a log, a bar writes no line at its first unit (only after an interval
+// or at the end) and none at all when it did nothing.
+func TestPlainOutputNoNoise(t *testing.T) {
+	var buf bytes.Buffer
+	b := NewTo(&buf, "tokenizer", 0, "texts")
+	b.Add(1)
+	if buf.Len() != 0 {
+		t.Errorf("first unit wrote %q", buf.String())
+	}
+	b.Add(9)
+	b.Finish()
+	if n := strings.Count(buf.String(), "\n"); n != 1 || !strings.Contains(buf.String(), "10 texts") {
+		t.Errorf("want one final line with 10 texts, got %q", buf.String())
+	}
+	buf.Reset()
+	idle := NewTo(&buf, "validate", 0, "instances")
+	idle.Finish()
+	if buf.Len() != 0 {
+		t.Errorf("idle bar wrote %q", buf.String())
+	}
+}
