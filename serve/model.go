@@ -95,7 +95,21 @@ const Unknown = dataset.UnknownSummary
 //     two or more, is the full-context abstract) and answers "Summary: S";
 //   - otherwise it answers with the summarizer's summary of the message's sentences, for the
 //     message's aspect (or DefaultAspect).
-func (t *TrackSum) Complete(_ context.Context, messages []Message, p Params) (Completion, error) {
+func (t *TrackSum) Complete(ctx context.Context, messages []Message, p Params) (Completion, error) {
+	c, err := t.complete(ctx, messages, p)
+	if err != nil || p.MaxTokens <= 0 {
+		return c, err
+	}
+	// max_tokens bounds the whole answer, "Summary: " and the citations included, as an LLM's
+	// generated tokens would be: cut at a token boundary and count exactly what is returned.
+	if ids := t.Summarizer.Tok.Encode(c.Content); len(ids) > p.MaxTokens {
+		c.Content = strings.ToValidUTF8(t.Summarizer.Tok.Decode(ids[:p.MaxTokens]), "")
+		c.CompletionTokens, c.Truncated = p.MaxTokens, true
+	}
+	return c, nil
+}
+
+func (t *TrackSum) complete(_ context.Context, messages []Message, p Params) (Completion, error) {
 	var user string
 	for _, m := range messages {
 		if m.Role == "user" {

@@ -160,3 +160,103 @@ type badRequest string
 func (e badRequest) Error() string { return string(e) }
 
 func errBadRequest(msg string) error { return badRequest(msg) }
+
+// completionRequest is the body of POST /v1/completions (the legacy text-completion route): one
+// prompt, answered as a user message would be on the chat route.
+type completionRequest struct {
+	Model         string   `json:"model"`
+	Prompt        prompt   `json:"prompt"`
+	Temperature   *float64 `json:"temperature"`
+	TopP          *float64 `json:"top_p"`
+	MaxTokens     *int     `json:"max_tokens"`
+	Seed          *int64   `json:"seed"`
+	Stop          stopList `json:"stop"`
+	N             *int     `json:"n"`
+	Stream        bool     `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// prompt is the "prompt" field: a string, or a list holding one string (a batch of prompts would
+// need one answer each, which this server does not do).
+type prompt string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (p *prompt) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*p = prompt(one)
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil || len(many) != 1 {
+		return errors.New("prompt must be a string or a list of one string (token-id prompts are not supported)")
+	}
+	*p = prompt(many[0])
+	return nil
+}
+
+type textResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []textChoice `json:"choices"`
+	Usage   *usage       `json:"usage,omitempty"`
+}
+
+type textChoice struct {
+	Text         string      `json:"text"`
+	Index        int         `json:"index"`
+	Logprobs     interface{} `json:"logprobs"`
+	FinishReason *string     `json:"finish_reason"`
+}
+
+// unsupported names the first request field that asks for something this server does not do
+// (structured output, tool calls, log-probabilities, ...), so that the client gets a 400 naming it
+// instead of an answer that silently ignores it; "" when there is none. Fields at their neutral
+// value (tools: [], logprobs: false, response_format {"type": "text"}) are accepted.
+func unsupported(body []byte) (field, why string) {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(body, &raw) != nil {
+		return "", ""
+	}
+	neutral := func(v json.RawMessage, ok ...string) bool {
+		t := strings.TrimSpace(string(v))
+		if t == "null" || t == "false" || t == "0" || t == "[]" || t == "{}" || t == `""` {
+			return true
+		}
+		for _, o := range ok {
+			var a, b any
+			if json.Unmarshal(v, &a) == nil && json.Unmarshal([]byte(o), &b) == nil && fmt.Sprint(a) == fmt.Sprint(b) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range []struct {
+		name, why string
+		ok        []string
+	}{
+		{"response_format", "structured output (JSON mode, json_schema) is not supported: the model writes plain text", []string{`{"type":"text"}`}},
+		{"tools", "tool calls are not supported", nil},
+		{"tool_choice", "tool calls are not supported", []string{`"none"`, `"auto"`}},
+		{"functions", "function calls are not supported", nil},
+		{"function_call", "function calls are not supported", []string{`"none"`, `"auto"`}},
+		{"logprobs", "log-probabilities are not returned", nil},
+		{"top_logprobs", "log-probabilities are not returned", nil},
+		{"logit_bias", "logit_bias is not supported", nil},
+		{"echo", "echo is not supported", nil},
+		{"suffix", "suffix (insertion) is not supported", nil},
+		{"best_of", "best_of is not supported (one answer per request)", []string{"1"}},
+		{"audio", "audio output is not supported", nil},
+		{"modalities", "only text output is supported", []string{`["text"]`}},
+		{"prediction", "predicted outputs are not supported", nil},
+	} {
+		if v, ok := raw[f.name]; ok && !neutral(v, f.ok...) {
+			return f.name, f.why
+		}
+	}
+	return "", ""
+}

@@ -117,14 +117,22 @@ func (s *Server) Stats() Stats {
 	return Stats{Served: s.served.Load(), Rejected: s.rejected.Load(), Failed: s.failed.Load()}
 }
 
-// Handler returns the HTTP routes: POST /v1/chat/completions, GET /v1/models, GET /health.
+// Handler returns the HTTP routes: POST /v1/chat/completions, POST /v1/completions, GET
+// /v1/models, GET /v1/models/{id}, GET /health; any other path is a JSON 404 as OpenAI's API
+// answers it (SDKs parse the error body).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.chat)
+	mux.HandleFunc("/v1/completions", s.completions)
 	mux.HandleFunc("/v1/models", s.models)
+	mux.HandleFunc("/v1/models/", s.model)
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"status\":\"ok\",\"in_flight\":%d}\n", s.admitted.Load())
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, http.StatusNotFound, "invalid_request_error", "not_found",
+			fmt.Sprintf("no route %s %s (this server has POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}, GET /health)", r.Method, r.URL.Path))
 	})
 	return s.logged(mux)
 }
@@ -186,6 +194,25 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	}}})
 }
 
+// model is GET /v1/models/{id}: the served model, or a 404 naming it.
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use GET")
+		return
+	}
+	if !s.authorized(w, r) {
+		return
+	}
+	id := strings.TrimPrefix(r.URL.Path, "/v1/models/")
+	if id != s.opts.ModelName {
+		s.fail(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
+			fmt.Sprintf("model %q is not served here (this server serves %q)", id, s.opts.ModelName))
+		return
+	}
+	writeJSON(w, http.StatusOK, modelInfo{ID: s.opts.ModelName, Object: "model", Created: s.created, OwnedBy: "tracksum"})
+}
+
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if s.opts.APIKey == "" {
 		return true
@@ -198,8 +225,91 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
+// call is one completion request, read from either route.
+type call struct {
+	model        string
+	messages     []Message
+	params       Params
+	stop         []string
+	stream       bool
+	includeUsage bool
+}
+
+// answer is what a route writes back: the reply and its accounting. id is the request's number
+// (each route adds its prefix: chatcmpl-, cmpl-).
+type answer struct {
+	id, content, finish string
+	usage               usage
+}
+
 // chat is POST /v1/chat/completions.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, readChat, func(w http.ResponseWriter, c call, a answer) {
+		if c.stream {
+			s.stream(w, a, c.includeUsage)
+			return
+		}
+		writeJSON(w, http.StatusOK, chatResponse{
+			ID: "chatcmpl-" + a.id, Object: "chat.completion", Created: time.Now().Unix(), Model: s.opts.ModelName,
+			Choices: []chatChoice{{Index: 0, Message: Message{Role: "assistant", Content: a.content}, FinishReason: a.finish}},
+			Usage:   a.usage,
+		})
+	})
+}
+
+// completions is POST /v1/completions: the prompt is answered as one user message.
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	s.handle(w, r, readCompletion, func(w http.ResponseWriter, c call, a answer) {
+		if c.stream {
+			s.streamText(w, a, c.includeUsage)
+			return
+		}
+		writeJSON(w, http.StatusOK, textResponse{
+			ID: "cmpl-" + a.id, Object: "text_completion", Created: time.Now().Unix(), Model: s.opts.ModelName,
+			Choices: []textChoice{{Text: a.content, FinishReason: &a.finish}},
+			Usage:   &a.usage,
+		})
+	})
+}
+
+// readChat reads a chat-completions body; the string is a client mistake ("" when none).
+func readChat(body []byte) (call, string) {
+	var req chatRequest
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
+		return call{}, "invalid JSON body: " + err.Error()
+	}
+	c := call{model: req.Model, messages: req.Messages, stop: req.Stop, stream: req.Stream,
+		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	if req.MaxTokens != nil {
+		c.params.MaxTokens = *req.MaxTokens
+	}
+	if req.MaxCompletion != nil {
+		c.params.MaxTokens = *req.MaxCompletion
+	}
+	return c, validate(&req)
+}
+
+// readCompletion reads a text-completions body as a one-message conversation.
+func readCompletion(body []byte) (call, string) {
+	var req completionRequest
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&req); err != nil {
+		return call{}, "invalid JSON body: " + err.Error()
+	}
+	c := call{model: req.Model, messages: []Message{{Role: "user", Content: string(req.Prompt)}}, stop: req.Stop,
+		stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
+	if req.MaxTokens != nil {
+		c.params.MaxTokens = *req.MaxTokens
+	}
+	as := chatRequest{Messages: c.messages, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, N: req.N}
+	if strings.TrimSpace(string(req.Prompt)) == "" {
+		return c, "prompt must not be empty"
+	}
+	return c, validate(&as)
+}
+
+// handle runs one completion request of either route: admission, body, model, the backend within
+// the request timeout, stop strings, then write.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte) (call, string), write func(http.ResponseWriter, call, answer)) {
 	info := logInfo(r)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -232,23 +342,26 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "reading the body: "+err.Error())
 		return
 	}
-	var req chatRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
-		s.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "invalid JSON body: "+err.Error())
-		return
-	}
-	info.model, info.stream = req.Model, req.Stream
+	req, msg := read(body)
+	info.model, info.stream = req.model, req.stream
 	if s.opts.LogPrompts {
-		info.messages = req.Messages
+		info.messages = req.messages
 	}
-	if msg := validate(&req); msg != "" {
-		s.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", msg)
+	if msg != "" {
+		code := "invalid_request"
+		if strings.HasPrefix(msg, "invalid JSON") {
+			code = "invalid_json"
+		}
+		s.fail(w, http.StatusBadRequest, "invalid_request_error", code, msg)
 		return
 	}
-	if req.Model != "" && req.Model != s.opts.ModelName {
+	if field, why := unsupported(body); field != "" {
+		s.failParam(w, http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", field, field+": "+why)
+		return
+	}
+	if req.model != "" && req.model != s.opts.ModelName {
 		s.fail(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
-			fmt.Sprintf("model %q is not served here (this server serves %q)", req.Model, s.opts.ModelName))
+			fmt.Sprintf("model %q is not served here (this server serves %q)", req.model, s.opts.ModelName))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
@@ -259,13 +372,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.timeout(w, r, "waiting for a worker")
 		return
 	}
-	p := Params{}
-	if req.MaxTokens != nil {
-		p.MaxTokens = *req.MaxTokens
-	}
-	if req.MaxCompletion != nil {
-		p.MaxTokens = *req.MaxCompletion
-	}
 	type result struct {
 		c   Completion
 		err error
@@ -275,7 +381,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		// The worker slot is held until the model is done, even when the client has given up,
 		// so that the number of running decodes never exceeds Workers.
 		defer func() { <-s.slots }()
-		c, err := s.backend.Complete(ctx, req.Messages, p)
+		c, err := s.backend.Complete(ctx, req.messages, req.params)
 		done <- result{c, err}
 	}()
 	var res result
@@ -299,21 +405,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if c.Truncated {
 		finish = "length"
 	}
-	if cut, ok := applyStop(c.Content, req.Stop); ok {
+	if cut, ok := applyStop(c.Content, req.stop); ok {
 		c.Content, finish = cut, "stop"
 	}
 	info.promptTokens, info.completionTokens = c.PromptTokens, c.CompletionTokens
-	id := fmt.Sprintf("chatcmpl-%d-%d", s.created, s.ids.Add(1))
-	u := usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, TotalTokens: c.PromptTokens + c.CompletionTokens}
 	s.served.Add(1)
-	if req.Stream {
-		s.stream(w, id, c.Content, finish, u, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
-		return
-	}
-	writeJSON(w, http.StatusOK, chatResponse{
-		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: s.opts.ModelName,
-		Choices: []chatChoice{{Index: 0, Message: Message{Role: "assistant", Content: c.Content}, FinishReason: finish}},
-		Usage:   u,
+	write(w, req, answer{
+		id:      fmt.Sprintf("%d-%d", s.created, s.ids.Add(1)),
+		content: c.Content, finish: finish,
+		usage: usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, TotalTokens: c.PromptTokens + c.CompletionTokens},
 	})
 }
 
@@ -364,53 +464,76 @@ func applyStop(content string, stop []string) (string, bool) {
 	return content[:cut], true
 }
 
-// stream writes the answer as server-sent events: a first chunk with the role, one chunk per word
-// of the content, a last chunk with the finish reason (and usage when asked), then [DONE]. The
-// answer is complete before the first chunk is sent: the summarizer decodes the whole summary at
-// once (beam search), so streaming changes the framing, not the latency.
-func (s *Server) stream(w http.ResponseWriter, id, content, finish string, u usage, withUsage bool) {
+// stream writes a chat answer as server-sent events: a first chunk with the role, one chunk per
+// word of the content, a last chunk with the finish reason (and usage when asked), then [DONE].
+// The answer is complete before the first chunk is sent: the summarizer decodes the whole summary
+// at once (beam search), so streaming changes the framing, not the latency.
+func (s *Server) stream(w http.ResponseWriter, a answer, withUsage bool) {
+	created := time.Now().Unix()
+	base := func() chunkResponse {
+		return chunkResponse{ID: "chatcmpl-" + a.id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelName}
+	}
+	var events []any
+	first := base()
+	first.Choices = []chunkChoice{{Delta: delta{Role: "assistant"}}}
+	events = append(events, first)
+	for _, piece := range splitWords(a.content) {
+		ch := base()
+		ch.Choices = []chunkChoice{{Delta: delta{Content: piece}}}
+		events = append(events, ch)
+	}
+	last := base()
+	last.Choices = []chunkChoice{{Delta: delta{}, FinishReason: &a.finish}}
+	events = append(events, last)
+	if withUsage {
+		uc := base()
+		uc.Choices = []chunkChoice{}
+		uc.Usage = &a.usage
+		events = append(events, uc)
+	}
+	sendEvents(w, events)
+}
+
+// streamText writes a text-completion answer as server-sent events: one chunk per word, the last
+// with the finish reason (then usage when asked), then [DONE].
+func (s *Server) streamText(w http.ResponseWriter, a answer, withUsage bool) {
+	created := time.Now().Unix()
+	base := func() textResponse {
+		return textResponse{ID: "cmpl-" + a.id, Object: "text_completion", Created: created, Model: s.opts.ModelName}
+	}
+	var events []any
+	for _, piece := range splitWords(a.content) {
+		ch := base()
+		ch.Choices = []textChoice{{Text: piece}}
+		events = append(events, ch)
+	}
+	last := base()
+	last.Choices = []textChoice{{FinishReason: &a.finish}}
+	events = append(events, last)
+	if withUsage {
+		uc := base()
+		uc.Choices = []textChoice{}
+		uc.Usage = &a.usage
+		events = append(events, uc)
+	}
+	sendEvents(w, events)
+}
+
+// sendEvents writes each event as a server-sent "data:" line, then [DONE]; it stops when the
+// client is gone.
+func sendEvents(w http.ResponseWriter, events []any) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
-	created := time.Now().Unix()
-	send := func(ch chunkResponse) bool {
-		b, _ := json.Marshal(ch)
+	for _, ev := range events {
+		b, _ := json.Marshal(ev)
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
+			return
 		}
 		if flusher != nil {
 			flusher.Flush()
-		}
-		return true
-	}
-	base := func() chunkResponse {
-		return chunkResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opts.ModelName}
-	}
-	first := base()
-	first.Choices = []chunkChoice{{Delta: delta{Role: "assistant"}}}
-	if !send(first) {
-		return
-	}
-	for _, piece := range splitWords(content) {
-		ch := base()
-		ch.Choices = []chunkChoice{{Delta: delta{Content: piece}}}
-		if !send(ch) {
-			return
-		}
-	}
-	last := base()
-	last.Choices = []chunkChoice{{Delta: delta{}, FinishReason: &finish}}
-	if !send(last) {
-		return
-	}
-	if withUsage {
-		uc := base()
-		uc.Choices = []chunkChoice{}
-		uc.Usage = &u
-		if !send(uc) {
-			return
 		}
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
@@ -450,11 +573,19 @@ func (s *Server) timeout(w http.ResponseWriter, r *http.Request, while string) {
 }
 
 func (s *Server) fail(w http.ResponseWriter, status int, typ, code, msg string) {
+	s.failParam(w, status, typ, code, "", msg)
+}
+
+// failParam is fail with the request field at fault (the error's "param"; none when empty).
+func (s *Server) failParam(w http.ResponseWriter, status int, typ, code, param, msg string) {
 	if status != http.StatusTooManyRequests {
 		s.failed.Add(1)
 	}
 	var e apiError
 	e.Error.Message, e.Error.Type, e.Error.Code = msg, typ, code
+	if param != "" {
+		e.Error.Param = &param
+	}
 	if sw, ok := w.(*statusWriter); ok {
 		sw.info.err = msg
 	}
