@@ -143,6 +143,7 @@ func FuzzReadShards(f *testing.F) {
 	manifest, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
 	shard, _ := os.ReadFile(filepath.Join(dir, shards[0].Path))
 	f.Add(manifest, shard)
+	seedPath := filepath.FromSlash(shards[0].Path)
 	f.Fuzz(func(t *testing.T, manifest, shard []byte) {
 		dir := t.TempDir()
 		if err := os.MkdirAll(filepath.Join(dir, TaskTracker), 0o755); err != nil {
@@ -151,7 +152,7 @@ func FuzzReadShards(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, ManifestFile), manifest, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, TaskTracker, "train-00000.parquet"), shard, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, seedPath), shard, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		rows := 0

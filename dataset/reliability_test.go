@@ -46,11 +46,11 @@ func TestShardSwappedIn(t *testing.T) {
 				t.Fatal(err)
 			}
 			return sh
-		}, "tracker/train-00000.parquet: shard does not match manifest.json: sha256 "},
+		}, "tracker/train-00000-of-00001.parquet: shard does not match manifest.json: sha256 "},
 		{"row count edited in the manifest", func(t *testing.T, dir string, sh []ShardInfo) []ShardInfo {
 			sh[0].Rows = 81
 			return sh
-		}, "tracker/train-00000.parquet: shard does not match manifest.json: 5 rows, manifest.json says 81"},
+		}, "tracker/train-00000-of-00001.parquet: shard does not match manifest.json: 5 rows, manifest.json says 81"},
 		{"sha256 missing", func(t *testing.T, dir string, sh []ShardInfo) []ShardInfo {
 			sh[0].SHA256 = ""
 			return sh

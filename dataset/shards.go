@@ -163,8 +163,10 @@ func ReadShardFile[T any](path string) iter.Seq2[T, error] {
 	}
 }
 
-// ShardWriter writes the rows of one task and split as numbered Parquet shards
-// (dir/<task>/<split>-NNNNN.parquet, zstd), rolling over every rowsPerShard rows.
+// ShardWriter writes the rows of one task and split as numbered Parquet shards, zstd, rolling
+// over every rowsPerShard rows, named as Hugging Face datasets names them:
+// dir/<task>/<split>-NNNNN-of-MMMMM.parquet (written as <split>-NNNNN.parquet and renamed by Close,
+// when the count is known).
 type ShardWriter[T any] struct {
 	root, task, split string
 	rowsPerShard      int
@@ -273,6 +275,13 @@ func (w *ShardWriter[T]) Close() ([]ShardInfo, error) {
 	}
 	if w.shards == nil {
 		return []ShardInfo{}, nil
+	}
+	for i := range w.shards {
+		rel := filepath.Join(w.task, fmt.Sprintf("%s-%05d-of-%05d.parquet", w.split, i, len(w.shards)))
+		if err := os.Rename(filepath.Join(w.root, filepath.FromSlash(w.shards[i].Path)), filepath.Join(w.root, rel)); err != nil {
+			return nil, fmt.Errorf("write shard: %w", err)
+		}
+		w.shards[i].Path = filepath.ToSlash(rel)
 	}
 	return w.shards, nil
 }

@@ -36,7 +36,7 @@ func TestShardRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(shards) != 3 || shards[0].Rows != 1000 || shards[2].Rows != 500 || shards[1].Path != "tracker/train-00001.parquet" {
+	if len(shards) != 3 || shards[0].Rows != 1000 || shards[2].Rows != 500 || shards[1].Path != "tracker/train-00001-of-00003.parquet" {
 		t.Fatalf("shards = %+v", shards)
 	}
 	writeManifestForTest(t, dir, map[string]TaskInfo{TaskTracker: {Splits: map[string]SplitShards{SplitTrain: {Rows: 2500, Shards: shards}}}})

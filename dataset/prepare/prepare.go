@@ -156,6 +156,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	if err := writeJSON(dir.Path(dataset.ManifestFile), m); err != nil {
 		return nil, err
 	}
+	if err := atomicio.WriteFile(dir.Path(dataset.CardFile), []byte(dataset.Card(m)), 0o644); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}

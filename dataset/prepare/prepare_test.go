@@ -86,7 +86,7 @@ func TestRunSample(t *testing.T) {
 	splits := map[string]string{}
 	for _, split := range dataset.Splits {
 		c := m.Tasks[dataset.TaskTracker].Splits[split]
-		if len(c.Shards) > 0 && c.Shards[0].Path != "tracker/"+split+"-00000.parquet" {
+		if len(c.Shards) > 0 && c.Shards[0].Path != "tracker/"+split+"-00000-of-00001.parquet" {
 			t.Errorf("shard path %s", c.Shards[0].Path)
 		}
 	}
