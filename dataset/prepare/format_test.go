@@ -67,7 +67,7 @@ func TestRunOtherFormat(t *testing.T) {
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	run(t, cfg, []string{jsonl}, a)
 	run(t, cfg, []string{array}, b)
-	sameTree(t, a, b, dataset.ManifestFile)
+	sameTree(t, a, b, dataset.ManifestFile, dataset.CardFile) // both name the input file
 	ma, err := dataset.ReadManifest(a)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -86,7 +87,7 @@ func TestRunSample(t *testing.T) {
 	splits := map[string]string{}
 	for _, split := range dataset.Splits {
 		c := m.Tasks[dataset.TaskTracker].Splits[split]
-		if len(c.Shards) > 0 && c.Shards[0].Path != "tracker/"+split+"-00000-of-00001.parquet" {
+		if len(c.Shards) > 0 && c.Shards[0].Path != fmt.Sprintf("tracker/%s-00000-of-%05d.parquet", split, len(c.Shards)) {
 			t.Errorf("shard path %s", c.Shards[0].Path)
 		}
 	}
