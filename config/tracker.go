@@ -63,6 +63,10 @@ type Tracker struct {
 	// inner folds of lexical_calibration_folds (which must be >= 2) of the train split, stored in
 	// the checkpoint (context.json) and applied by infer and serve to each abstract.
 	ContextRescoring bool `mapstructure:"context_rescoring" yaml:"context_rescoring"`
+	// ReportTest scores the finished model on the test split too (report.json "test" and the
+	// log). Off by default: a test score seen after every run invites tuning on it; model choices
+	// belong to the dev split or to cross-validation. It changes no weight (Unrecorded).
+	ReportTest bool `mapstructure:"report_test" yaml:"report_test"`
 	// Threshold is the probability from which a sentence counts as relevant (dev metrics, infer).
 	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
 	// Train holds the training-loop hyperparameters.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // TrainLoop holds the hyperparameters of the shared GoMLX training loop (package model/training). It
@@ -36,6 +37,10 @@ type TrainLoop struct {
 	EvalEvery int `mapstructure:"eval_every" yaml:"eval_every"`
 	// Patience stops training after this many evaluations without a better dev score; 0 disables it.
 	Patience int `mapstructure:"patience" yaml:"patience"`
+	// LogEvery writes the mean train loss, learning rate and speed to metrics.jsonl every this
+	// many optimizer steps (and at every evaluation); 0 = at evaluations only. It changes no
+	// weight, so settings records and resume checks ignore it (Unrecorded).
+	LogEvery int `mapstructure:"log_every" yaml:"log_every"`
 	// Devices is the number of accelerator devices the batch would be split over (data parallelism
 	// by GoMLX's distributed execution); 1 = one device, the only count implemented: the training
 	// loop refuses more (training.CheckDevices). BatchSize is the global micro-batch.
@@ -58,6 +63,7 @@ func DefaultTrainLoop() TrainLoop {
 		Epochs:           10,
 		BatchSize:        32,
 		GradAccumulation: 1,
+		LogEvery:         10,
 		ClipNorm:         1.0,
 		EvalEvery:        0,
 		Patience:         4,
@@ -108,6 +114,9 @@ func (c TrainLoop) Validate(section string) error {
 	if c.EvalEvery < 0 {
 		bad("eval_every", "must be >= 0")
 	}
+	if c.LogEvery < 0 {
+		bad("log_every", "must be >= 0")
+	}
 	if c.Patience < 0 {
 		bad("patience", "must be >= 0")
 	}
@@ -115,4 +124,11 @@ func (c TrainLoop) Validate(section string) error {
 		bad("devices", fmt.Sprintf("must be >= 1, got %d", c.Devices))
 	}
 	return errors.Join(errs...)
+}
+
+// Unrecorded reports whether a dotted config key changes nothing that is trained (how often the
+// loop logs): settings records of cross-validations and the resume check leave such keys out, so
+// that changing them, or a release adding one, never refuses a finished run.
+func Unrecorded(key string) bool {
+	return strings.HasSuffix(key, ".train.log_every") || key == "tracker.report_test"
 }

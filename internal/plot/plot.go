@@ -37,6 +37,14 @@ type Panel struct {
 	Title  string
 	XLabel string
 	Series []Series
+	// Marks are vertical lines across the plot at an x value, labelled (e.g. the best step).
+	Marks []Mark
+}
+
+// Mark is a labelled vertical line.
+type Mark struct {
+	X     float64
+	Label string
 }
 
 // Chart stacks panels vertically.
@@ -77,14 +85,23 @@ func (c Chart) Encode(w io.Writer) error {
 	for i := range img.Pix {
 		img.Pix[i] = 255
 	}
+	// One right margin for every panel, wide enough for the longest legend, so that the panels'
+	// x axes line up.
+	right := 20
+	for _, p := range c.Panels {
+		for _, s := range p.Series {
+			right = max(right, 6*len(s.Name)+36)
+		}
+	}
 	for i, p := range c.Panels {
-		drawPanel(img, image.Rect(0, i*ph, width, (i+1)*ph), p)
+		drawPanel(img, image.Rect(0, i*ph, width, (i+1)*ph), p, right)
 	}
 	return png.Encode(w, img)
 }
 
-func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
-	const left, right, top, bottom = 70, 20, 28, 40
+// drawPanel draws p in r; the legend sits in the right margin, never over the lines.
+func drawPanel(img *image.RGBA, r image.Rectangle, p Panel, right int) {
+	const left, top, bottom = 70, 28, 40
 	area := image.Rect(r.Min.X+left, r.Min.Y+top, r.Max.X-right, r.Max.Y-bottom)
 	black := color.RGBA{0, 0, 0, 255}
 	grey := color.RGBA{225, 225, 225, 255}
@@ -97,6 +114,11 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
 			}
 			xmin, xmax = math.Min(xmin, s.X[i]), math.Max(xmax, s.X[i])
 			ymin, ymax = math.Min(ymin, s.Y[i]), math.Max(ymax, s.Y[i])
+		}
+	}
+	for _, m := range p.Marks {
+		if !math.IsNaN(m.X) && !math.IsInf(xmin, 0) {
+			xmin, xmax = math.Min(xmin, m.X), math.Max(xmax, m.X)
 		}
 	}
 	if math.IsInf(xmin, 0) {
@@ -133,7 +155,18 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
 	}
 	drawLine(img, area.Min.X, area.Max.Y-1, area.Max.X-1, area.Max.Y-1, black)
 	drawLine(img, area.Min.X, area.Min.Y, area.Min.X, area.Max.Y-1, black)
-	lx := area.Max.X - 10
+	markCol := color.RGBA{110, 110, 110, 255}
+	for _, m := range p.Marks {
+		if math.IsNaN(m.X) {
+			continue
+		}
+		x := px(m.X)
+		for y := area.Min.Y; y < area.Max.Y; y += 6 { // dashed
+			drawLine(img, x, y, x, min(y+3, area.Max.Y-1), markCol)
+		}
+		drawText(img, min(x+3, area.Max.X-6*len(m.Label)), area.Min.Y+2, m.Label, markCol)
+	}
+	lx := area.Max.X + 10
 	for i, s := range p.Series {
 		col := palette[i%len(palette)]
 		prevOK := false
@@ -150,10 +183,9 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
 			fillRect(img, x-1, y-1, 3, 3, col)
 			x0, y0, prevOK = x, y, true
 		}
-		// Legend, right-aligned at the top of the plot area.
-		w := 6*len(s.Name) + 16
-		fillRect(img, lx-w, area.Min.Y+6+12*i, 10, 3, col)
-		drawText(img, lx-w+14, area.Min.Y+3+12*i, s.Name, black)
+		// Legend, right of the plot area.
+		fillRect(img, lx, area.Min.Y+6+12*i, 10, 3, col)
+		drawText(img, lx+14, area.Min.Y+3+12*i, s.Name, black)
 	}
 }
 

@@ -53,11 +53,13 @@ const (
 	ReportFile = "report.json"
 	// MetricsFile, PlotFile, BestDir, BestVariables and StateDir belong to the training loop
 	// (model/training): its log, its plot, the best-on-dev variables and the resume point.
-	MetricsFile   = "metrics.jsonl"
-	PlotFile      = "curves.png"
-	BestDir       = "best"
-	BestVariables = "model.safetensors"
-	StateDir      = "state"
+	MetricsFile = "metrics.jsonl"
+	// MetricsCSVFile is metrics.jsonl as CSV, written at the end of training.
+	MetricsCSVFile = "metrics.csv"
+	PlotFile       = "curves.png"
+	BestDir        = "best"
+	BestVariables  = "model.safetensors"
+	StateDir       = "state"
 	// BestMetricsFile, inside BestDir, holds the dev metrics of the best variables.
 	BestMetricsFile = "metrics.json"
 	// ContextFile is the tracker's second stage over its logits (tracker.ContextRescorer), written

@@ -33,14 +33,15 @@ func modelRecord(cfg *config.Config, section string, legacy *config.Config) (con
 	if err != nil {
 		return configRecord{}, err
 	}
-	old, err := legacy.YAML()
+	old, err := sectionsYAML(legacy)
 	if err != nil {
-		return configRecord{}, fmt.Errorf("config: %w", err)
+		return configRecord{}, err
 	}
 	return configRecord{YAML: y, Legacy: old}, nil
 }
 
-// sectionsYAML renders cfg as YAML with only the top-level keys named, in cfg's order.
+// sectionsYAML renders cfg as YAML with only the top-level keys named (all when none is), in
+// cfg's order, without the keys that change nothing trained (config.Unrecorded).
 func sectionsYAML(cfg *config.Config, keys ...string) ([]byte, error) {
 	full, err := cfg.YAML()
 	if err != nil {
@@ -56,14 +57,35 @@ func sectionsYAML(cfg *config.Config, keys ...string) ([]byte, error) {
 	m := doc.Content[0]
 	var kept []*yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if slices.Contains(keys, m.Content[i].Value) {
+		if len(keys) == 0 || slices.Contains(keys, m.Content[i].Value) {
 			kept = append(kept, m.Content[i], m.Content[i+1])
 		}
 	}
 	m.Content = kept
+	dropUnrecorded(m, "")
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return out, nil
+}
+
+// dropUnrecorded removes from a YAML mapping the keys that change nothing trained
+// (config.Unrecorded), at any depth; prefix is the mapping's dotted key.
+func dropUnrecorded(m *yaml.Node, prefix string) {
+	var kept []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		key := m.Content[i].Value
+		if prefix != "" {
+			key = prefix + "." + key
+		}
+		if config.Unrecorded(key) {
+			continue
+		}
+		if m.Content[i+1].Kind == yaml.MappingNode {
+			dropUnrecorded(m.Content[i+1], key)
+		}
+		kept = append(kept, m.Content[i], m.Content[i+1])
+	}
+	m.Content = kept
 }

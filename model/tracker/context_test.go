@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -91,6 +92,19 @@ func TestTrainWithContextRescoring(t *testing.T) {
 	}
 	if m.Context() == nil {
 		t.Fatal("trained model has no context rescorer")
+	}
+	// Rerunning the finished run reports without fitting the inner folds again, and keeps the
+	// same rescorer.
+	var rerunLog bytes.Buffer
+	again, _, err := Train(context.Background(), cfg, data, out, TrainOptions{Log: &rerunLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := rerunLog.String(); strings.Contains(log, "inner folds") || !strings.Contains(log, "already finished") {
+		t.Errorf("rerun of a finished run fitted again or did not say it was finished:\n%s", log)
+	}
+	if !reflect.DeepEqual(again.Context(), m.Context()) {
+		t.Errorf("rerun rescorer %+v, trained %+v", again.Context(), m.Context())
 	}
 	loaded, err := Load(out)
 	if err != nil {

@@ -200,8 +200,20 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	warmStart := hp.Lexical && tc.LexicalWarmStart && resume == nil
 	// The calibration of the warm start and the context rescorer read the same inner folds of the
 	// train split: their out-of-fold lexical logits are computed once.
+	// A finished run only reports: its rescorer is read back rather than fitted again (the inner
+	// folds cost more than the report), unless the config now asks for one it lacks.
+	var rescorer *ContextRescorer
+	reuse := false
+	if resume != nil && resume.Done {
+		if tc.ContextRescoring {
+			if rescorer, err = readContextRescorer(outDir, len(hp.Aspects)); err != nil {
+				return nil, nil, checkpointErr(err)
+			}
+		}
+		reuse = rescorer != nil
+	}
 	var oof []float64
-	if (warmStart && tc.LexicalCalibrationFolds > 0) || tc.ContextRescoring {
+	if !reuse && ((warmStart && tc.LexicalCalibrationFolds > 0) || tc.ContextRescoring) {
 		t0 := time.Now()
 		if oof, err = lexicalOOF(hp, tc, data.Train, tc.LexicalCalibrationFolds, cfg.Seed); err != nil {
 			return nil, nil, err
@@ -209,11 +221,12 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		fmt.Fprintf(log, "tracker: lexical regression in %d inner folds of the train split (%.1fs)\n",
 			tc.LexicalCalibrationFolds, time.Since(t0).Seconds())
 	}
-	rescorer, err := writeContextRescorer(outDir, tc, oof, data.Train, len(hp.Aspects))
-	if err != nil {
-		return nil, nil, err
+	if !reuse {
+		if rescorer, err = writeContextRescorer(outDir, tc, oof, data.Train, len(hp.Aspects)); err != nil {
+			return nil, nil, err
+		}
 	}
-	if rescorer != nil {
+	if rescorer != nil && !reuse {
 		fmt.Fprintf(log, "tracker: context rescorer fitted on the train split's inner out-of-fold logits (%s)\n", checkpoint.ContextFile)
 	}
 	if hp.Lexical {
@@ -294,13 +307,19 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if rep.Dev, err = m.Evaluate(data.Dev, tc.Threshold); err != nil {
 		return nil, nil, err
 	}
-	if len(data.Test.Examples) > 0 {
+	if tc.ReportTest && len(data.Test.Examples) > 0 {
 		if rep.Test, err = m.Evaluate(data.Test, tc.Threshold); err != nil {
 			return nil, nil, err
 		}
 	}
 	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), rep); err != nil {
 		return nil, nil, err
+	}
+	// The loop's dev F1 (the progress lines, best/metrics.json) scores the weights alone; the saved
+	// model adds calibration and context rescoring, so its dev F1 may differ: name both.
+	if loopF1, ok := res.Best["f1"]; ok && math.Abs(loopF1-rep.Dev.Sentence["f1"]) > 5e-5 {
+		fmt.Fprintf(log, "tracker: the training loop's best dev F1 %.4f (step %d) scored the weights alone; the saved model, with calibration and context rescoring, scores:\n",
+			loopF1, res.BestStep)
 	}
 	for _, sr := range []struct {
 		name string

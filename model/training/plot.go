@@ -2,24 +2,29 @@ package training
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/plot"
 )
 
 // WritePlot draws the curves of a metrics.jsonl file into a PNG: train and dev loss against the
-// step, then the dev metrics that lie in [0, 1] (F1, precision, recall, accuracy, AUC, ...), the
-// selection metric first.
-func WritePlot(metricsPath, pngPath, selectMetric string) error {
-	f, err := os.Open(metricsPath)
+// step, the dev metrics that lie in [0, 1] (F1, precision, recall, accuracy, AUC, ...), the
+// selection metric first, and the learning rate; a dashed line marks the best step (bestStep < 0:
+// none).
+func WritePlot(metricsPath, pngPath, selectMetric string, bestStep int) error {
+	rows, err := readMetrics(metricsPath)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	type pts struct{ x, y []float64 }
 	series := map[string]*pts{}
 	add := func(name string, x, y float64) {
@@ -30,15 +35,7 @@ func WritePlot(metricsPath, pngPath, selectMetric string) error {
 		}
 		s.x, s.y = append(s.x, x), append(s.y, y)
 	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		var row map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			return fmt.Errorf("%s:%d: %w", metricsPath, line, err)
-		}
+	for _, row := range rows {
 		split, _ := row["split"].(string)
 		step, _ := row["step"].(float64)
 		for k, v := range row {
@@ -48,9 +45,6 @@ func WritePlot(metricsPath, pngPath, selectMetric string) error {
 			}
 			add(split+" "+k, step, y)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s: %w", metricsPath, err)
 	}
 	toSeries := func(names []string) []plot.Series {
 		var out []plot.Series
@@ -63,8 +57,8 @@ func WritePlot(metricsPath, pngPath, selectMetric string) error {
 	}
 	var unit []string
 	for n, s := range series {
-		if len(n) < 4 || n[:4] != "dev " || n == "dev loss" {
-			continue
+		if len(n) < 4 || n[:4] != "dev " || n == "dev loss" || strings.HasSuffix(n, "_seconds") || strings.HasSuffix(n, "_per_sec") {
+			continue // timings are not scores
 		}
 		if slices.IndexFunc(s.y, func(v float64) bool { return v < 0 || v > 1 }) < 0 {
 			unit = append(unit, n)
@@ -76,9 +70,86 @@ func WritePlot(metricsPath, pngPath, selectMetric string) error {
 		rest := slices.Delete(slices.Clone(unit), i, i+1)
 		unit = append([]string{first}, rest...)
 	}
-	chart := plot.Chart{Panels: []plot.Panel{
-		{Title: "loss", XLabel: "step", Series: toSeries([]string{"train loss", "dev loss"})},
-		{Title: "dev metrics", XLabel: "step", Series: toSeries(unit)},
+	var marks []plot.Mark
+	if bestStep >= 0 {
+		marks = []plot.Mark{{X: float64(bestStep), Label: fmt.Sprintf("best %d", bestStep)}}
+	}
+	chart := plot.Chart{Width: 900, Panels: []plot.Panel{
+		{Title: "loss", XLabel: "step", Series: toSeries([]string{"train loss", "dev loss"}), Marks: marks},
+		{Title: "dev metrics", XLabel: "step", Series: toSeries(unit), Marks: marks},
+		{Title: "learning rate", XLabel: "step", Series: toSeries([]string{"train lr"}), Marks: marks},
 	}}
 	return chart.WritePNG(pngPath)
+}
+
+// readMetrics reads the rows of a metrics.jsonl file.
+func readMetrics(path string) ([]map[string]any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rows []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		var row map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		rows = append(rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// WriteCSV writes the rows of a metrics.jsonl file as CSV (pandas, spreadsheets): columns split,
+// step, epoch, then every other key in alphabetical order; a key a row lacks is an empty cell.
+func WriteCSV(metricsPath, csvPath string) error {
+	rows, err := readMetrics(metricsPath)
+	if err != nil {
+		return err
+	}
+	cols := []string{"split", "step", "epoch"}
+	seen := map[string]bool{"split": true, "step": true, "epoch": true}
+	var rest []string
+	for _, row := range rows {
+		for k := range row {
+			if !seen[k] {
+				seen[k] = true
+				rest = append(rest, k)
+			}
+		}
+	}
+	slices.Sort(rest)
+	cols = append(cols, rest...)
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if err := w.Write(cols); err != nil {
+		return err
+	}
+	for _, row := range rows {
+		rec := make([]string, len(cols))
+		for i, c := range cols {
+			switch v := row[c].(type) {
+			case nil:
+			case float64:
+				rec[i] = strconv.FormatFloat(v, 'g', -1, 64)
+			default:
+				rec[i] = fmt.Sprint(v)
+			}
+		}
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	return atomicio.WriteFile(csvPath, buf.Bytes(), 0o644)
 }

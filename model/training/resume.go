@@ -216,7 +216,7 @@ func ConfigChanges(old, cur *config.Config, sections ...string) ([]string, error
 		for _, s := range sections {
 			in = in || k == s || strings.HasPrefix(k, s+".")
 		}
-		if in && !reflect.DeepEqual(a[k], b[k]) {
+		if in && !config.Unrecorded(k) && !reflect.DeepEqual(a[k], b[k]) {
 			out = append(out, fmt.Sprintf("%s: %s -> %s", k, show(a[k]), show(b[k])))
 		}
 	}

@@ -221,7 +221,13 @@ func (r *trainRun) loop() (stop string, err error) {
 			if o.AfterStep != nil {
 				o.AfterStep(st.Step)
 			}
-			if st.Step%r.evalEvery == 0 || st.Step == r.total {
+			evalNow := st.Step%r.evalEvery == 0 || st.Step == r.total
+			if every := o.Loop.LogEvery; every > 0 && st.Step%every == 0 && !evalNow {
+				if err := r.logTrain(); err != nil {
+					return "", fmt.Errorf("training: %s: %w", MetricsFile, err)
+				}
+			}
+			if evalNow {
 				if err := r.evaluate(); err != nil {
 					return "", err
 				}
@@ -255,21 +261,13 @@ func (r *trainRun) evaluate() error {
 		return fmt.Errorf("training: evaluate did not return the selection metric %q", o.Select)
 	}
 	improved := !st.HasBest || (o.Minimize && score < st.BestScore) || (!o.Minimize && score > st.BestScore)
-	trainRow := map[string]any{"split": "train", "step": st.Step, "epoch": st.Epoch + 1,
-		"lr": o.lr(st.Step, r.total), "examples_per_sec": float64(r.windowExample) / max(time.Since(r.windowStart).Seconds(), 1e-9)}
-	if r.trainLossN > 0 {
-		trainRow["loss"] = r.trainLoss / float64(r.trainLossN)
-	}
-	devRow := map[string]any{"split": "dev", "step": st.Step, "epoch": st.Epoch + 1, "eval_seconds": time.Since(t0).Seconds()}
+	devRow := map[string]any{"split": "dev", "step": st.Step, "epoch": r.epochOf(), "eval_seconds": time.Since(t0).Seconds()}
 	for k, v := range m {
 		devRow[k] = v
 	}
-	if err := errors.Join(r.writeRow(trainRow), r.writeRow(devRow)); err != nil {
+	if err := errors.Join(r.logTrain(), r.writeRow(devRow)); err != nil {
 		return fmt.Errorf("training: %s: %w", MetricsFile, err)
 	}
-	r.trainLoss, r.trainLossN = 0, 0
-	r.windowStart, r.windowExample = time.Now(), 0
-	st.WindowLoss, st.WindowLossN, st.WindowExamples, st.WindowSeconds = 0, 0, 0, 0
 	st.LastEvalStep = st.Step
 	if improved {
 		st.HasBest, st.BestScore, st.BestStep, st.BadEvals, st.Best = true, score, st.Step, 0, m
@@ -279,8 +277,33 @@ func (r *trainRun) evaluate() error {
 	} else {
 		st.BadEvals++
 	}
-	fmt.Fprintf(r.log, "\nstep %d epoch %d: dev %s   best %s=%.4f at step %d\n", st.Step, st.Epoch+1, formatMetrics(m), o.Select, st.BestScore, st.BestStep)
+	fmt.Fprintf(r.log, "\nstep %d epoch %d: dev %s   best %s=%.4f at step %d\n", st.Step, r.epochOf(), formatMetrics(m), o.Select, st.BestScore, st.BestStep)
 	return o.saveState(*st)
+}
+
+// logTrain appends the train row of the window since the last one (mean loss, learning rate,
+// speed) to metrics.jsonl and starts a new window: every train.log_every steps and at each
+// evaluation.
+func (r *trainRun) logTrain() error {
+	o, st := &r.o, &r.st
+	row := map[string]any{"split": "train", "step": st.Step, "epoch": r.epochOf(),
+		"lr": o.lr(st.Step, r.total), "examples_per_sec": float64(r.windowExample) / max(time.Since(r.windowStart).Seconds(), 1e-9)}
+	if r.trainLossN > 0 {
+		row["loss"] = r.trainLoss / float64(r.trainLossN)
+	}
+	r.trainLoss, r.trainLossN = 0, 0
+	r.windowStart, r.windowExample = time.Now(), 0
+	st.WindowLoss, st.WindowLossN, st.WindowExamples, st.WindowSeconds = 0, 0, 0, 0
+	return r.writeRow(row)
+}
+
+// epochOf is the 1-based epoch the last step belongs to: a step that ended an epoch counts in that
+// epoch (the state has already moved its position to the next one's start only after the loop).
+func (r *trainRun) epochOf() int {
+	if r.st.BatchInEpoch == 0 && r.st.Step > 0 {
+		return r.st.Epoch // the epoch just ended; Epoch already counts it
+	}
+	return r.st.Epoch + 1
 }
 
 // writeRow appends one JSON row to metrics.jsonl.
@@ -322,8 +345,11 @@ func (r *trainRun) save(stop string) (*Result, error) {
 	if err := o.saveState(*st); err != nil {
 		return nil, err
 	}
-	if err := WritePlot(filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, PlotFile), o.Select); err != nil {
+	if err := WritePlot(filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, PlotFile), o.Select, st.BestStep); err != nil {
 		fmt.Fprintf(r.log, "training: plot: %v\n", err)
+	}
+	if err := WriteCSV(filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, MetricsCSVFile)); err != nil {
+		fmt.Fprintf(r.log, "training: %s: %v\n", MetricsCSVFile, err)
 	}
 	res.Steps, res.BestStep, res.Best, res.Stop = st.Step, st.BestStep, st.Best, stop
 	scope := ""

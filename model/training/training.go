@@ -154,11 +154,12 @@ type Result struct {
 
 // File and directory names inside Options.OutDir; the checkpoint layout is package checkpoint's.
 const (
-	BestDir       = checkpoint.BestDir
-	BestVariables = checkpoint.BestVariables
-	StateDir      = checkpoint.StateDir
-	MetricsFile   = checkpoint.MetricsFile
-	PlotFile      = checkpoint.PlotFile
+	BestDir        = checkpoint.BestDir
+	BestVariables  = checkpoint.BestVariables
+	StateDir       = checkpoint.StateDir
+	MetricsFile    = checkpoint.MetricsFile
+	MetricsCSVFile = checkpoint.MetricsCSVFile
+	PlotFile       = checkpoint.PlotFile
 )
 
 // OptimizerScope holds AdamW's moments, step counter and gradient accumulators.
