@@ -35,8 +35,16 @@ type GenOptions struct {
 // cacheBucket rounds the KV cache's length, so that a few graph shapes serve every prompt.
 const cacheBucket = 64
 
-// generator decodes from a causal LM with its KV cache: one prefill of the prompt, then one
-// token per step. It implements decode.Model over *genState, and is safe for concurrent use.
+// maxGenBatch caps the rows of one batched call (prompts x beam hypotheses), bounding the memory
+// of a step; more rows run in several calls.
+const maxGenBatch = 64
+
+// generator decodes from a causal LM with a padded KV cache, several sequences at once as
+// transformers' generate does: the prompts of one Generate call are left-padded to a common length
+// and prefilled in one batch (RoPE positions count real tokens only, the key mask hides the pads),
+// so that every hypothesis of every prompt then sits at the same cache slot and one batched step
+// advances them all, greedy, beam and sampling alike. It implements decode.Model over *genState,
+// and is safe for concurrent use.
 type generator struct {
 	lm      *causalLM
 	vocab   int
@@ -47,35 +55,52 @@ type generator struct {
 	step    *gomlxmodel.Exec
 }
 
-// genState is one hypothesis: the cache, the number of tokens in it, and, before the first Step,
-// the distribution after the prompt.
+// genState is one hypothesis: its own rows of the cache ([1, ...] tensors, shared with its clones
+// until one advances), the number of slots used (pads included), the number of pads, and, before
+// the first Step, the distribution after the prompt.
 type genState struct {
 	cache []*tensors.Tensor
 	n     int
+	pad   int
 	first []float32
 }
 
 func newGenerator(lm *causalLM, stop []int32) (*generator, error) {
 	g := &generator{lm: lm, vocab: lm.dec.Config().Vocab, stop: stop, layers: lm.dec.Config().Layers}
 	var err error
-	// prefill: tokens [1, S], positions [1, S], keyMask [1, M], last [1, 1] -> probs [1, V], cache...
+	// prefill: tokens [B, S], positions [B, S], keyMask [B, M], last [B, 1] -> probs [B, V], then
+	// each row's cache tensors ([1, ...], 2*Layers per row).
 	g.prefill, err = gomlxmodel.NewExec(lm.backend, lm.store, func(scope *gomlxmodel.Scope, in []*Node) []*Node {
 		gr := in[0].Graph()
-		m := in[2].Shape().Dimensions[1]
-		cache := lm.dec.NewCache(gr, 1, m)
+		b, m := in[0].Shape().Dimensions[0], in[2].Shape().Dimensions[1]
+		cache := lm.dec.NewCache(gr, b, m)
 		hidden, next := lm.dec.Step(scope, cache, in[0], in[1], in[2], Scalar(gr, dtypes.Int32, 0))
 		logits := lm.dec.Logits(scope, Squeeze(gatherPositions(hidden, in[3]), 1))
-		return append([]*Node{Softmax(logits, -1)}, next.Flatten()...)
+		return append([]*Node{Softmax(logits, -1)}, splitRows(next.Flatten(), b)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pretrained: %w", err)
 	}
-	// step: token [1, 1], position [1, 1], keyMask [1, M], offset [] , cache... -> probs [1, V], cache...
+	// step: token [B, 1], position [B, 1], keyMask [B, M], offset [], then each row's cache
+	// tensors -> probs [B, V], then each row's new cache tensors.
 	g.step, err = gomlxmodel.NewExec(lm.backend, lm.store, func(scope *gomlxmodel.Scope, in []*Node) []*Node {
-		cache := lm.dec.CacheFrom(in[4:])
-		hidden, next := lm.dec.Step(scope, cache, in[0], in[1], in[2], in[3])
+		b := in[0].Shape().Dimensions[0]
+		rows := in[4:]
+		per := len(rows) / b
+		joined := make([]*Node, per)
+		for c := range per {
+			parts := make([]*Node, b)
+			for r := range b {
+				parts[r] = rows[r*per+c]
+			}
+			joined[c] = parts[0]
+			if b > 1 {
+				joined[c] = Concatenate(parts, 0)
+			}
+		}
+		hidden, next := lm.dec.Step(scope, lm.dec.CacheFrom(joined), in[0], in[1], in[2], in[3])
 		logits := lm.dec.Logits(scope, Squeeze(hidden, 1))
-		return append([]*Node{Softmax(logits, -1)}, next.Flatten()...)
+		return append([]*Node{Softmax(logits, -1)}, splitRows(next.Flatten(), b)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pretrained: %w", err)
@@ -85,88 +110,183 @@ func newGenerator(lm *causalLM, stop []int32) (*generator, error) {
 	return g, nil
 }
 
-// start prefills a prompt and returns its state, with room for maxNew more tokens.
-func (g *generator) start(prompt []int32, maxNew int) (*genState, error) {
-	capacity := roundUp(len(prompt)+maxNew, cacheBucket)
-	s := roundUp(len(prompt), seqBucket)
-	tok := make([]int32, s)
-	pos := make([]int32, s)
-	for i := range s {
-		if i < len(prompt) {
-			tok[i] = prompt[i]
-		} else {
-			tok[i] = g.stop[0]
-		}
-		pos[i] = int32(i)
-	}
-	g.mu.Lock()
-	out, err := g.prefill.Call(tensors.FromFlatDataAndDimensions(tok, 1, s), tensors.FromFlatDataAndDimensions(pos, 1, s),
-		keyMask(capacity, len(prompt)), tensors.FromFlatDataAndDimensions([]int32{int32(len(prompt) - 1)}, 1, 1))
-	g.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return &genState{cache: out[1:], n: len(prompt), first: g.merged(out[0])}, nil
-}
-
-// keyMask marks the first n of capacity cache slots as real.
-func keyMask(capacity, n int) *tensors.Tensor {
-	m := make([]float32, capacity)
-	for i := range min(n, capacity) {
-		m[i] = 1
-	}
-	return tensors.FromFlatDataAndDimensions(m, 1, capacity)
-}
-
-// merged copies a [1, V] distribution, moving the probability of every stop token onto stop[0].
-func (g *generator) merged(t *tensors.Tensor) []float32 {
-	var p []float32
-	tensors.ConstFlatData(t, func(flat []float32) { p = slices.Clone(flat) })
-	for _, id := range g.stop[1:] {
-		if int(id) < len(p) {
-			p[g.stop[0]] += p[id]
-			p[id] = 0
+// splitRows cuts each [B, ...] node into its B rows and lists them row by row (row 0's nodes, then
+// row 1's, ...).
+func splitRows(nodes []*Node, b int) []*Node {
+	out := make([]*Node, 0, b*len(nodes))
+	for r := range b {
+		for _, n := range nodes {
+			if b == 1 {
+				out = append(out, n)
+				continue
+			}
+			out = append(out, Slice(n, AxisRange(r, r+1)))
 		}
 	}
-	return p
+	return out
+}
+
+// batchBucket rounds a batch up to a power of two (at most maxGenBatch), so that beam search,
+// whose number of live hypotheses shrinks as they finish, compiles a few step graphs only.
+func batchBucket(n int) int {
+	b := 1
+	for b < n && b < maxGenBatch {
+		b *= 2
+	}
+	return b
+}
+
+// start prefills the prompts together, left-padded to a common length, and returns their states,
+// with room for maxNew more tokens each.
+func (g *generator) start(prompts [][]int32, maxNew int) ([]*genState, error) {
+	longest := 0
+	for _, p := range prompts {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("pretrained: empty prompt")
+		}
+		longest = max(longest, len(p))
+	}
+	s := roundUp(longest, seqBucket)
+	capacity := roundUp(s+maxNew, cacheBucket)
+	states := make([]*genState, 0, len(prompts))
+	for lo := 0; lo < len(prompts); lo += maxGenBatch {
+		chunk := prompts[lo:min(lo+maxGenBatch, len(prompts))]
+		b := batchBucket(len(chunk))
+		tok := make([]int32, b*s)
+		pos := make([]int32, b*s)
+		mask := make([]float32, b*capacity)
+		last := make([]int32, b)
+		for r := range b {
+			p := chunk[min(r, len(chunk)-1)] // rows past the chunk repeat its last prompt; dropped
+			pad := s - len(p)
+			for i := range s {
+				tok[r*s+i] = g.stop[0]
+				if i >= pad {
+					tok[r*s+i] = p[i-pad]
+					pos[r*s+i] = int32(i - pad)
+					mask[r*capacity+i] = 1
+				}
+			}
+			last[r] = int32(s - 1)
+		}
+		g.mu.Lock()
+		out, err := g.prefill.Call(tensors.FromFlatDataAndDimensions(tok, b, s), tensors.FromFlatDataAndDimensions(pos, b, s),
+			tensors.FromFlatDataAndDimensions(mask, b, capacity), tensors.FromFlatDataAndDimensions(last, b, 1))
+		g.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		probs := g.mergedRows(out[0])
+		per := 2 * g.layers
+		for r := range chunk {
+			states = append(states, &genState{cache: out[1+r*per : 1+(r+1)*per], n: s, pad: s - len(chunk[r]), first: probs[r]})
+		}
+	}
+	return states, nil
+}
+
+// mergedRows copies a [B, V] distribution row by row, moving the probability of every stop token
+// onto stop[0].
+func (g *generator) mergedRows(t *tensors.Tensor) [][]float32 {
+	var rows [][]float32
+	tensors.ConstFlatData(t, func(flat []float32) {
+		for r := 0; r+g.vocab <= len(flat); r += g.vocab {
+			p := slices.Clone(flat[r : r+g.vocab])
+			for _, id := range g.stop[1:] {
+				if int(id) < len(p) {
+					p[g.stop[0]] += p[id]
+					p[id] = 0
+				}
+			}
+			rows = append(rows, p)
+		}
+	})
+	return rows
 }
 
 // Step implements decode.Model: a fresh state answers with its prompt's distribution (the token
-// fed, decode's start token, is not part of the sequence); the others run one cached step.
+// fed, decode's start token, is not part of the sequence); the others advance together, one
+// batched step per group of states at the same cache slot.
 func (g *generator) Step(states []*genState, tokens []int32, probs [][]float32) {
+	var idx []int
 	for i, st := range states {
 		if st.first != nil {
 			copy(probs[i], st.first)
 			st.first = nil
 			continue
 		}
-		p, err := g.advance(st, tokens[i])
-		if err != nil {
-			panic(err) // decode.Model has no error path; Generate recovers it
-		}
-		copy(probs[i], p)
+		idx = append(idx, i)
+	}
+	sub := make([]*genState, len(idx))
+	toks := make([]int32, len(idx))
+	for k, i := range idx {
+		sub[k], toks[k] = states[i], tokens[i]
+	}
+	out, err := g.advance(sub, toks)
+	if err != nil {
+		panic(err) // decode.Model has no error path; Generate recovers it
+	}
+	for k, i := range idx {
+		copy(probs[i], out[k])
 	}
 }
 
-// advance feeds one token to st and returns the next distribution.
-func (g *generator) advance(st *genState, token int32) ([]float32, error) {
-	capacity := st.cache[0].Shape().Dimensions[2]
-	if st.n >= capacity {
-		return nil, fmt.Errorf("pretrained: KV cache full (%d tokens)", capacity)
+// advance feeds tokens[i] to states[i] and returns each next distribution. States at the same
+// cache slot with the same capacity (all of them, within one Generate call) run as one batch.
+func (g *generator) advance(states []*genState, tokens []int32) ([][]float32, error) {
+	out := make([][]float32, len(states))
+	type key struct{ n, capacity int }
+	groups := map[key][]int{}
+	var order []key
+	for i, st := range states {
+		k := key{st.n, st.cache[0].Shape().Dimensions[2]}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
 	}
-	args := []any{tensors.FromFlatDataAndDimensions([]int32{token}, 1, 1), tensors.FromFlatDataAndDimensions([]int32{int32(st.n)}, 1, 1),
-		keyMask(capacity, st.n+1), tensors.FromScalarAndDimensions(int32(st.n))}
-	for _, t := range st.cache {
-		args = append(args, t)
+	for _, k := range order {
+		all := groups[k]
+		if k.n >= k.capacity {
+			return nil, fmt.Errorf("pretrained: KV cache full (%d tokens)", k.capacity)
+		}
+		for lo := 0; lo < len(all); lo += maxGenBatch {
+			idx := all[lo:min(lo+maxGenBatch, len(all))]
+			b := batchBucket(len(idx))
+			tok := make([]int32, b)
+			pos := make([]int32, b)
+			mask := make([]float32, b*k.capacity)
+			args := []any{nil, nil, nil, tensors.FromScalarAndDimensions(int32(k.n))}
+			for r := range b {
+				i := idx[min(r, len(idx)-1)] // rows past the group repeat its last state; dropped
+				st := states[i]
+				tok[r], pos[r] = tokens[i], int32(st.n-st.pad)
+				for j := st.pad; j <= st.n; j++ {
+					mask[r*k.capacity+j] = 1
+				}
+				for _, t := range st.cache {
+					args = append(args, t)
+				}
+			}
+			args[0] = tensors.FromFlatDataAndDimensions(tok, b, 1)
+			args[1] = tensors.FromFlatDataAndDimensions(pos, b, 1)
+			args[2] = tensors.FromFlatDataAndDimensions(mask, b, k.capacity)
+			g.mu.Lock()
+			res, err := g.step.Call(args...)
+			g.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			probs := g.mergedRows(res[0])
+			per := 2 * g.layers
+			for r, i := range idx {
+				st := states[i]
+				st.cache, st.n = res[1+r*per:1+(r+1)*per], st.n+1
+				out[i] = probs[r]
+			}
+		}
 	}
-	g.mu.Lock()
-	out, err := g.step.Call(args...)
-	g.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	st.cache, st.n = out[1:], st.n+1
-	return g.merged(out[0]), nil
+	return out, nil
 }
 
 // Clone implements decode.Model. Tensors are never changed in place (Exec does not donate them),
@@ -181,7 +301,8 @@ func (g *generator) Clone(s *genState) *genState {
 // VocabSize implements decode.Model.
 func (g *generator) VocabSize() int { return g.vocab }
 
-// Generate returns the generated ids of each prompt (without the end token).
+// Generate returns the generated ids of each prompt (without the end token); the prompts are
+// decoded together (see generator).
 func (g *generator) Generate(prompts [][]int32, o GenOptions) (out [][]int32, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -192,45 +313,62 @@ func (g *generator) Generate(prompts [][]int32, o GenOptions) (out [][]int32, er
 			err = e
 		}
 	}()
-	maxNew := max(o.MaxNewTokens, 1)
-	inits := make([]*genState, len(prompts))
-	for i, p := range prompts {
-		if inits[i], err = g.start(p, maxNew); err != nil {
-			return nil, err
-		}
+	if len(prompts) == 0 {
+		return [][]int32{}, nil
 	}
-	out = make([][]int32, len(prompts))
+	maxNew := max(o.MaxNewTokens, 1)
+	inits, err := g.start(prompts, maxNew)
+	if err != nil {
+		return nil, err
+	}
 	if o.Temperature > 0 {
-		for i, st := range inits {
-			if out[i], err = g.sample(st, maxNew, o, uint64(i)); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return g.sample(inits, maxNew, o)
 	}
 	hyps := decode.Search[*genState](g, inits, decode.Options{BeamSize: max(o.BeamSize, 1), MaxLen: maxNew, MinLen: 1,
 		LengthPenalty: o.LengthPenalty, NoRepeatNgram: o.NoRepeatNgram, BOS: g.stop[0], EOS: g.stop[0]})
+	out = make([][]int32, len(prompts))
 	for i, h := range hyps {
 		out[i] = h.Tokens
 	}
 	return out, nil
 }
 
-// sample draws up to maxNew tokens from st with temperature and top-p.
-func (g *generator) sample(st *genState, maxNew int, o GenOptions, stream uint64) ([]int32, error) {
-	r := rand.New(rand.NewPCG(uint64(o.Seed), stream))
-	p := st.first
-	var out []int32
+// sample draws up to maxNew tokens for each state with temperature and top-p, every unfinished
+// sequence advanced in the same batched step; prompt i draws from its own stream (seed, i), so
+// its output does not depend on the others.
+func (g *generator) sample(states []*genState, maxNew int, o GenOptions) ([][]int32, error) {
+	out := make([][]int32, len(states))
+	rngs := make([]*rand.Rand, len(states))
+	probs := make([][]float32, len(states))
+	live := make([]int, 0, len(states))
+	for i, st := range states {
+		rngs[i] = rand.New(rand.NewPCG(uint64(o.Seed), uint64(i)))
+		probs[i], st.first = st.first, nil
+		live = append(live, i)
+	}
 	for range maxNew {
-		tok := samplePiece(p, o.Temperature, o.TopP, r.Float64())
-		if tok == g.stop[0] {
+		var next []int
+		var sts []*genState
+		var toks []int32
+		for _, i := range live {
+			tok := samplePiece(probs[i], o.Temperature, o.TopP, rngs[i].Float64())
+			if tok == g.stop[0] {
+				continue
+			}
+			out[i] = append(out[i], tok)
+			next, sts, toks = append(next, i), append(sts, states[i]), append(toks, tok)
+		}
+		if len(next) == 0 {
 			break
 		}
-		out = append(out, tok)
-		var err error
-		if p, err = g.advance(st, tok); err != nil {
+		p, err := g.advance(sts, toks)
+		if err != nil {
 			return nil, err
 		}
+		for k, i := range next {
+			probs[i] = p[k]
+		}
+		live = next
 	}
 	return out, nil
 }
