@@ -32,8 +32,8 @@ func listDir(t *testing.T, dir string) []string {
 }
 
 // Issue 10 item 14: `eval --out` into a prepared directory overwrote its config.yaml. A non-empty
-// directory that is not a previous eval output is refused unless --overwrite; a previous eval
-// output is replaced as a whole.
+// directory that is not a previous eval output is refused, since issue 22 (defects 6 and 7) with
+// --overwrite too; a previous eval output is replaced as a whole.
 func TestRunOutIntoForeignDirectoryRefused(t *testing.T) {
 	parent := t.TempDir()
 	prepared := filepath.Join(parent, "prepared")
@@ -66,11 +66,15 @@ func TestRunOutIntoForeignDirectoryRefused(t *testing.T) {
 	if err := runInto(evalDir, false); err == nil {
 		t.Error("replaced an eval directory holding a user's file without --overwrite")
 	}
-	if err := runInto(prepared, true); err != nil {
-		t.Fatalf("--overwrite: %v", err)
+	if err := runInto(prepared, true); !errors.Is(err, atomicio.ErrForeign) || !strings.Contains(err.Error(), "holds config.yaml, not written by tracksum-eval") && !strings.Contains(err.Error(), "has no report.json") {
+		t.Fatalf("--overwrite into a prepared directory: %v, want ErrForeign", err)
 	}
-	if _, err := os.Stat(filepath.Join(prepared, "manifest.json")); !os.IsNotExist(err) {
-		t.Error("--overwrite kept a file of the replaced directory")
+	if _, err := os.Stat(filepath.Join(prepared, "manifest.json")); err != nil {
+		t.Errorf("--overwrite deleted a file eval did not write: %v", err)
+	}
+	os.Remove(filepath.Join(evalDir, "notes.txt"))
+	if err := runInto(evalDir, true); err != nil {
+		t.Fatalf("--overwrite of a previous eval output: %v", err)
 	}
 	file := filepath.Join(parent, "file")
 	os.WriteFile(file, []byte("keep"), 0o644)

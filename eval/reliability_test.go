@@ -41,7 +41,7 @@ func TestOutDirHoldsAnInput(t *testing.T) {
 	}{
 		{"pred inside --out", func(dir, _ string) string { return dir }, "--pred " + "%s is inside --out"},
 		{"pred is report.json of --out", func(dir, _ string) string { return dir }, "is inside --out"},
-		{"--out is the pred file", func(_, pred string) string { return pred }, "is the --pred file"},
+		{"--out is the pred file", func(_, pred string) string { return pred }, "is the same file as --pred"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")

@@ -3,12 +3,12 @@ package eval
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
@@ -164,7 +164,7 @@ func Run(ctx context.Context, opts Options) (*Outcome, error) {
 	var dir *atomicio.Dir
 	if opts.Out != "" {
 		var err error
-		dir, err = atomicio.NewDirWith(opts.Out, atomicio.DirOptions{Overwrite: opts.Overwrite, Replaceable: IsOutputDir})
+		dir, err = atomicio.NewDirWith(opts.Out, atomicio.DirOptions{Overwrite: opts.Overwrite, Previous: PreviousOutput, Refresh: true})
 		if err != nil {
 			return nil, fmt.Errorf("eval: %w", err)
 		}
@@ -202,18 +202,17 @@ func Run(ctx context.Context, opts Options) (*Outcome, error) {
 // OutputFiles are the files WriteOutputs creates (llm_metrics.json only with eval.metrics).
 var OutputFiles = []string{"report.json", "instances.jsonl", "report.html", "config.yaml", "llm_metrics.json"}
 
-// IsOutputDir reports whether directory entries are those of a previous eval output (report.json
-// and nothing but OutputFiles), which Run may replace without --overwrite; anything else (a
-// prepared directory, a checkpoint, a user's files) needs --overwrite.
-func IsOutputDir(entries []os.DirEntry) bool {
-	report := false
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !slices.Contains(OutputFiles, e.Name()) {
-			return false
-		}
-		report = report || e.Name() == "report.json"
+// PreviousOutput returns nil when dir is a previous eval output (report.json and nothing but
+// OutputFiles), which Run replaces without --overwrite; anything else (a prepared directory, a
+// checkpoint, a user's files) is never replaced, with or without --overwrite.
+func PreviousOutput(dir string) error {
+	if err := atomicio.OnlyFiles(dir, "tracksum-eval", OutputFiles); err != nil {
+		return err
 	}
-	return report
+	if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
+		return errors.New("has no report.json (not an eval output)")
+	}
+	return nil
 }
 
 // writeOutputs is WriteOutputs; tests replace it to fail half-way as a full disk would.
