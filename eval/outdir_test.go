@@ -66,7 +66,7 @@ func TestRunOutIntoForeignDirectoryRefused(t *testing.T) {
 	if err := runInto(evalDir, false); err == nil {
 		t.Error("replaced an eval directory holding a user's file without --overwrite")
 	}
-	if err := runInto(prepared, true); !errors.Is(err, atomicio.ErrForeign) || !strings.Contains(err.Error(), "holds config.yaml, not written by tracksum-eval") && !strings.Contains(err.Error(), "has no report.json") {
+	if err := runInto(prepared, true); !errors.Is(err, atomicio.ErrForeign) || !strings.Contains(err.Error(), "holds manifest.json, not written by tracksum-eval") {
 		t.Fatalf("--overwrite into a prepared directory: %v, want ErrForeign", err)
 	}
 	if _, err := os.Stat(filepath.Join(prepared, "manifest.json")); err != nil {
