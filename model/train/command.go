@@ -171,6 +171,13 @@ func Command() cli.Command {
 			if err := cli.CheckOutputs(inputs, map[string]string{"--out": out}); err != nil {
 				return err
 			}
+			// A single model (not a cross-validation, which may fill a pipeline's OUT/tracker)
+			// is never trained into a cross-validation's directory.
+			if folds, _ := fs.GetInt("folds"); fs.Lookup("folds") == nil || folds == 0 {
+				if err := training.CheckNotFold(out); err != nil {
+					return err
+				}
+			}
 			// A variant's own flag (e.g. --head, --lora-rank of --pretrained) would be ignored
 			// silently when the variant does not apply: refuse it instead.
 			if _, variant := training.ActiveVariant(task.Name, cfg); !variant {
