@@ -30,11 +30,13 @@ import (
 	"github.com/gomlx/go-huggingface/hub"
 	"github.com/gomlx/go-huggingface/models/safetensors"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // ProvenanceFile records what an export was made from.
@@ -93,6 +95,9 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	ck := o.Checkpoint
 	snap, ref, err := peft.OpenBase(ck, o.Base)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkAdapterAgreement(ck); err != nil {
 		return nil, err
 	}
 	inputs := map[string]string{"--checkpoint": ck, "base snapshot": snap.Dir}
@@ -196,6 +201,26 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	}
 	logf("export: wrote %s (%d tensors)", o.Out, written)
 	return prov, nil
+}
+
+// checkAdapterAgreement refuses a checkpoint whose adapter_config.json (what the merge uses)
+// disagrees with the LoRA settings of its pretrained.json (what infer uses): the export would
+// not be the model infer runs. A checkpoint without pretrained.json has no second record.
+func checkAdapterAgreement(ck string) error {
+	b, err := os.ReadFile(filepath.Join(ck, checkpoint.PretrainedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var meta struct {
+		LoRA config.LoRA `json:"lora"`
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(ck, checkpoint.PretrainedFile), err)
+	}
+	return peft.CheckAgreement(ck, meta.LoRA, checkpoint.PretrainedFile)
 }
 
 // previousExport recognises an export that --overwrite may replace: a ProvenanceFile whose file
