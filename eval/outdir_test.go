@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,5 +137,36 @@ func TestRunLockedOutput(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Error("a locked-out run wrote the output")
+	}
+}
+
+// TestReportSampledPastLimit is the regression test of issue 22's report rough edge: an eval of
+// 100k instances wrote a 310 MB report.html (1.56 GB RSS). Past ReportInstances the page shows an
+// evenly spaced sample of whole abstracts and says so; instances.jsonl keeps every instance.
+func TestReportSampledPastLimit(t *testing.T) {
+	defer func(n int) { ReportInstances = n }(ReportInstances)
+	dir := filepath.Join(t.TempDir(), "eval")
+	ReportInstances = 4
+	if err := runInto(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	html, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+	cards := strings.Count(string(html), `<div class="card" `)
+	// At least one abstract is shown whole, even when it alone passes the limit.
+	if cards == 0 || cards >= 9 || !strings.Contains(string(html), "This page shows "+fmt.Sprint(cards)+" of the 9 instances: every 3rd abstract") {
+		t.Errorf("report.html shows %d cards; note: %v", cards, strings.Contains(string(html), "This page shows"))
+	}
+	inst, _ := os.ReadFile(filepath.Join(dir, "instances.jsonl"))
+	if n := strings.Count(string(inst), "\n"); n != 9 {
+		t.Errorf("instances.jsonl holds %d instances, want all 9", n)
+	}
+	// Under the limit, every instance is shown and there is no note.
+	ReportInstances = 2000
+	if err := runInto(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	html, _ = os.ReadFile(filepath.Join(dir, "report.html"))
+	if n := strings.Count(string(html), `<div class="card" `); n != 9 || strings.Contains(string(html), "This page shows") {
+		t.Errorf("under the limit: %d cards, want 9 and no note", n)
 	}
 }

@@ -1,7 +1,7 @@
 package eval
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -240,12 +240,15 @@ func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
 			return err
 		}
 	}
-	var page bytes.Buffer
-	if err := report.Write(&page, Page(out)); err != nil {
+	// Streamed to the file: the page of a large evaluation is never held in memory whole.
+	if err := atomicio.WriteWith(filepath.Join(dir, "report.html"), 0o644, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<16)
+		if err := report.Write(bw, Page(out)); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}); err != nil {
 		return fmt.Errorf("report.html: %w", err)
-	}
-	if err := atomicio.WriteFile(filepath.Join(dir, "report.html"), page.Bytes(), 0o644); err != nil {
-		return err
 	}
 	if cfg != nil {
 		y, err := cfg.YAML()
@@ -259,8 +262,14 @@ func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
 	return nil
 }
 
+// ReportInstances is the most instances report.html shows. Past it, the page shows an evenly
+// spaced sample of the abstracts (every k-th in reference order, with all their instances) and
+// says so; instances.jsonl always holds every instance. Issue 22: 100k instances made a 310 MB
+// page that took 1.56 GB to build and no browser could open.
+var ReportInstances = 2000
+
 // Page builds the error-analysis page: abstracts in order of first appearance in the references,
-// each with its instances' cards.
+// each with its instances' cards; past ReportInstances, a sample of them (see ReportInstances).
 func Page(out *Outcome) report.Page {
 	rep := out.Report
 	p := report.Page{
@@ -293,9 +302,40 @@ func Page(out *Outcome) report.Page {
 		g := rep.ByAspect[a]
 		p.Summary = append(p.Summary, row("aspect "+a, &g))
 	}
+	// The abstracts shown: all of them, or every step-th (in order of first appearance) while
+	// the instances shown stay within ReportInstances.
+	order, perAbstract := map[string]int{}, []int{}
+	for i := range out.Pairs {
+		pmid := out.Pairs[i].Ref.PMID
+		if _, ok := order[pmid]; !ok {
+			order[pmid] = len(perAbstract)
+			perAbstract = append(perAbstract, 0)
+		}
+		perAbstract[order[pmid]]++
+	}
+	shown := make([]bool, len(perAbstract))
+	step, nShown, nAbstracts := 1, 0, 0
+	if len(out.Pairs) > ReportInstances {
+		step = (len(out.Pairs) + ReportInstances - 1) / max(ReportInstances, 1)
+	}
+	for a := 0; a < len(perAbstract); a += step {
+		if nShown+perAbstract[a] > ReportInstances && nShown > 0 {
+			break
+		}
+		shown[a] = true
+		nShown += perAbstract[a]
+		nAbstracts++
+	}
+	if nShown < len(out.Pairs) {
+		p.Note = fmt.Sprintf("This page shows %d of the %d instances: every %s abstract in reference order (%d of %d abstracts) with all its aspects, to keep the page small. The summary table covers every instance, and instances.jsonl holds every instance's scores.",
+			nShown, len(out.Pairs), ordinal(step), nAbstracts, len(perAbstract))
+	}
 	index := map[string]int{}
 	for i := range out.Pairs {
 		ref, pred, res := &out.Pairs[i].Ref, &out.Pairs[i].Pred, &out.Results[i]
+		if !shown[order[ref.PMID]] {
+			continue
+		}
 		k, ok := index[ref.PMID]
 		if !ok {
 			k = len(p.Abstracts)
@@ -322,4 +362,19 @@ func Page(out *Outcome) report.Page {
 		p.Abstracts[k].Cards = append(p.Abstracts[k].Cards, card)
 	}
 	return p
+}
+
+// ordinal writes 2 as "2nd", 3 as "3rd", 11 as "11th"... ("every 2nd abstract").
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return fmt.Sprintf("%dth", n)
+	case n%10 == 1:
+		return fmt.Sprintf("%dst", n)
+	case n%10 == 2:
+		return fmt.Sprintf("%dnd", n)
+	case n%10 == 3:
+		return fmt.Sprintf("%drd", n)
+	}
+	return fmt.Sprintf("%dth", n)
 }
