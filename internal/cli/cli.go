@@ -171,7 +171,7 @@ func CheckOutputs(inputs, outputs map[string]string) error {
 			case InsideDir:
 				return fmt.Errorf("%s %s is inside the %s directory %s: refusing to write into an input; choose another path", on, out, in, inputs[in])
 			}
-			if Within(inputs[in], out) == InsideDir {
+			if _, err := os.Stat(inputs[in]); err == nil && Within(inputs[in], out) == InsideDir {
 				return fmt.Errorf("%s %s is inside %s %s, which is replaced as a whole: refusing to delete an input; choose another %s", in, inputs[in], on, out, on)
 			}
 		}
