@@ -173,6 +173,11 @@ func TestTrainOutHoldsInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A cross-validation directory (issue 22 defect 9: a plain train into CV/fold-1 was taken
+	// for the fold by the CV's resume).
+	if err := os.WriteFile(filepath.Join(cvDir, training.CrossValidationMarker), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		desc string
 		args []string
@@ -181,6 +186,7 @@ func TestTrainOutHoldsInput(t *testing.T) {
 		{"--out holds --data", []string{"--task", "toy-sum", "--data", data, "--out", root}, "--data " + data + " is inside --out " + root},
 		{"--out is --data", []string{"--task", "toy-sum", "--data", data, "--out", data}, "is the same file as --data"},
 		{"--out holds the pretrained base", []string{"--task", "toy-track", "--data", data, "--out", root, "--pretrained", snap}, "is inside --out"},
+		{"plain train into a cross-validation's fold", []string{"--task", "toy-track", "--data", data, "--out", filepath.Join(cvDir, "fold-1")}, "inside the cross-validation directory"},
 		{"--out inside --folds-from", []string{"--task", "toy-track", "--data", filepath.Join(root, "d2"), "--out", filepath.Join(cvDir, "final"), "--final", "--folds-from", cvDir}, "inside the --folds-from directory"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
