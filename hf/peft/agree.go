@@ -58,8 +58,26 @@ func CheckAgreement(ck string, l config.LoRA, metaName string) error {
 		return diff("lora_alpha", c.LoRAAlpha, l.Alpha)
 	case c.UseRSLoRA != l.RSLoRA:
 		return diff("use_rslora", c.UseRSLoRA, l.RSLoRA)
-	case !same(c.TargetModules, l.TargetModules):
+	case !same(c.TargetModules, l.TargetModules) && !(slices.Contains(c.ModulesToSave, "classifier") && same(c.TargetModules, bertTargets(l.TargetModules))):
 		return diff("target_modules", c.TargetModules, l.TargetModules)
 	}
 	return nil
+}
+
+// bertTargets maps Llama-family target names to the BERT layers they select, as a BERT
+// classifier's adapter_config.json records them (model/pretrained's encoder; gate_proj has no
+// BERT layer).
+func bertTargets(targets []string) []string {
+	var out []string
+	for _, t := range targets {
+		if alias, ok := config.LoRATargetsBERTAlias[t]; ok {
+			t = alias
+		} else if t == "gate_proj" {
+			continue
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
