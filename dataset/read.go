@@ -101,18 +101,32 @@ func Lines(path string) iter.Seq2[Line, error] {
 			return
 		}
 		defer f.Close()
-		r := bufio.NewReaderSize(f, 1<<20)
+		for l, err := range ReadLines(f, path) {
+			if !yield(l, err) {
+				return
+			}
+		}
+	}
+}
+
+// ReadLines is the one JSONL line reader of every JSONL input (benchmark files, predictions,
+// references): it yields the non-blank lines of r with their 1-based numbers, a UTF-8
+// byte-order mark at the start removed (editors on Windows write one; json would fail on it with
+// "invalid character 'ï'"). Errors name the file (name) and line.
+func ReadLines(r io.Reader, name string) iter.Seq2[Line, error] {
+	return func(yield func(Line, error) bool) {
+		br := bufio.NewReaderSize(r, 1<<20)
 		for num := 1; ; num++ {
-			b, err := r.ReadBytes('\n')
+			b, err := br.ReadBytes('\n')
 			if err != nil && err != io.EOF {
-				yield(Line{}, fmt.Errorf("%s:%d: read: %w", path, num, err))
+				yield(Line{}, fmt.Errorf("%s:%d: read: %w", name, num, err))
 				return
 			}
 			if num == 1 {
 				b = bytes.TrimPrefix(b, []byte("\ufeff"))
 			}
 			if len(bytes.TrimSpace(b)) > 0 {
-				if !yield(Line{File: path, Num: num, Data: b}, nil) {
+				if !yield(Line{File: name, Num: num, Data: b}, nil) {
 					return
 				}
 			}

@@ -1,12 +1,11 @@
 package dataset
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Prediction is one record of a predictions JSONL file, as infer writes it and eval reads it (with
@@ -48,8 +47,23 @@ type Key struct {
 	Aspect string
 }
 
-// Key returns the record's (PMID, Aspect).
-func (r *Record) Key() Key { return Key{r.PMID, r.Aspect} }
+// Key returns the record's (PMID, Aspect), the aspect in the one spelling of AspectKey, so that
+// predictions and references that spell an aspect differently ("P", "p", "Participants": prepare
+// accepts any of them) still join.
+func (r *Record) Key() Key { return Key{r.PMID, AspectKey(r.Aspect)} }
+
+// AspectKey folds an aspect as written to one spelling for comparisons: the lower-cased code of
+// the aspect it names in any aspect set (a code or a name, in any case, as LookupAspect accepts
+// them), else the text lower-cased. The sets agree where they meet: "P", "p" and "Participants"
+// all give "p".
+func AspectKey(aspect string) string {
+	for _, set := range []string{AspectSetTracSum, AspectSetPCoA} {
+		if a, ok := LookupAspect(set, aspect); ok {
+			return strings.ToLower(a.Code)
+		}
+	}
+	return strings.ToLower(aspect)
+}
 
 // ReadRecordsFile reads a prediction or reference JSONL file with ReadRecords.
 func ReadRecordsFile(path string) ([]Record, error) {
@@ -69,25 +83,19 @@ func ReadRecordsFile(path string) ([]Record, error) {
 // is one line, "NAME:LINE: malformed record: problem", wrapping ErrMalformedRecord (or the read
 // error).
 func ReadRecords(r io.Reader, name string) ([]Record, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
 	var out []Record
-	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			rec, perr := parseRecord(b)
-			if perr != nil {
-				return nil, fmt.Errorf("%s:%d: %w", name, line, perr)
-			}
-			rec.File, rec.Line = name, line
-			out = append(out, rec)
-		}
-		if err == io.EOF {
-			return out, nil
-		}
+	for l, err := range ReadLines(r, name) {
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			return nil, err
 		}
+		rec, perr := parseRecord(l.Data)
+		if perr != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, l.Num, perr)
+		}
+		rec.File, rec.Line = name, l.Num
+		out = append(out, rec)
 	}
+	return out, nil
 }
 
 func parseRecord(b []byte) (Record, error) {

@@ -101,7 +101,7 @@ func TestReadRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := recs[0]; r.Line != 2 || r.File != "p.jsonl" || !r.HasPhrases || r.Key() != (Key{"1", "TD"}) {
+	if r := recs[0]; r.Line != 2 || r.File != "p.jsonl" || !r.HasPhrases || r.Aspect != "TD" || r.Key() != (Key{"1", "td"}) {
 		t.Errorf("record = %+v", r)
 	}
 }

@@ -1,8 +1,6 @@
 package eval
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -250,13 +248,11 @@ func readScores(path string) (map[dataset.Key]map[string]float64, error) {
 	}
 	defer f.Close()
 	out := map[dataset.Key]map[string]float64{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
+	for l, err := range dataset.ReadLines(f, path) {
+		if err != nil {
+			return nil, err
 		}
+		b, line := l.Data, l.Num
 		var raw map[string]json.RawMessage
 		if err := json.Unmarshal(b, &raw); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w: %v", path, line, ErrMalformed, err)
@@ -265,6 +261,7 @@ func readScores(path string) (map[dataset.Key]map[string]float64, error) {
 		if json.Unmarshal(raw["PMID"], &k.PMID) != nil || json.Unmarshal(raw["Aspect"], &k.Aspect) != nil || k.PMID == "" || k.Aspect == "" {
 			return nil, fmt.Errorf("%s:%d: %w: PMID and Aspect must be non-empty strings", path, line, ErrMalformed)
 		}
+		k.Aspect = dataset.AspectKey(k.Aspect)
 		if _, dup := out[k]; dup {
 			return nil, fmt.Errorf("%s:%d: %w: PMID %s aspect %q", path, line, ErrDuplicate, k.PMID, k.Aspect)
 		}
@@ -285,9 +282,6 @@ func readScores(path string) (map[dataset.Key]map[string]float64, error) {
 			vals[name] = x
 		}
 		out[k] = vals
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,8 +33,8 @@ func listDir(t *testing.T, dir string) []string {
 }
 
 // Issue 10 item 14: `eval --out` into a prepared directory overwrote its config.yaml. A non-empty
-// directory that is not a previous eval output is refused unless --overwrite; a previous eval
-// output is replaced as a whole.
+// directory that is not a previous eval output is refused, since issue 22 (defects 6 and 7) with
+// --overwrite too; a previous eval output is replaced as a whole.
 func TestRunOutIntoForeignDirectoryRefused(t *testing.T) {
 	parent := t.TempDir()
 	prepared := filepath.Join(parent, "prepared")
@@ -66,11 +67,15 @@ func TestRunOutIntoForeignDirectoryRefused(t *testing.T) {
 	if err := runInto(evalDir, false); err == nil {
 		t.Error("replaced an eval directory holding a user's file without --overwrite")
 	}
-	if err := runInto(prepared, true); err != nil {
-		t.Fatalf("--overwrite: %v", err)
+	if err := runInto(prepared, true); !errors.Is(err, atomicio.ErrForeign) || !strings.Contains(err.Error(), "holds manifest.json, not written by tracksum-eval") {
+		t.Fatalf("--overwrite into a prepared directory: %v, want ErrForeign", err)
 	}
-	if _, err := os.Stat(filepath.Join(prepared, "manifest.json")); !os.IsNotExist(err) {
-		t.Error("--overwrite kept a file of the replaced directory")
+	if _, err := os.Stat(filepath.Join(prepared, "manifest.json")); err != nil {
+		t.Errorf("--overwrite deleted a file eval did not write: %v", err)
+	}
+	os.Remove(filepath.Join(evalDir, "notes.txt"))
+	if err := runInto(evalDir, true); err != nil {
+		t.Fatalf("--overwrite of a previous eval output: %v", err)
 	}
 	file := filepath.Join(parent, "file")
 	os.WriteFile(file, []byte("keep"), 0o644)
@@ -132,5 +137,36 @@ func TestRunLockedOutput(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Error("a locked-out run wrote the output")
+	}
+}
+
+// TestReportSampledPastLimit is the regression test of issue 22's report rough edge: an eval of
+// 100k instances wrote a 310 MB report.html (1.56 GB RSS). Past ReportInstances the page shows an
+// evenly spaced sample of whole abstracts and says so; instances.jsonl keeps every instance.
+func TestReportSampledPastLimit(t *testing.T) {
+	defer func(n int) { ReportInstances = n }(ReportInstances)
+	dir := filepath.Join(t.TempDir(), "eval")
+	ReportInstances = 4
+	if err := runInto(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	html, _ := os.ReadFile(filepath.Join(dir, "report.html"))
+	cards := strings.Count(string(html), `<div class="card" `)
+	// At least one abstract is shown whole, even when it alone passes the limit.
+	if cards == 0 || cards >= 9 || !strings.Contains(string(html), "This page shows "+fmt.Sprint(cards)+" of the 9 instances: every 3rd abstract") {
+		t.Errorf("report.html shows %d cards; note: %v", cards, strings.Contains(string(html), "This page shows"))
+	}
+	inst, _ := os.ReadFile(filepath.Join(dir, "instances.jsonl"))
+	if n := strings.Count(string(inst), "\n"); n != 9 {
+		t.Errorf("instances.jsonl holds %d instances, want all 9", n)
+	}
+	// Under the limit, every instance is shown and there is no note.
+	ReportInstances = 2000
+	if err := runInto(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	html, _ = os.ReadFile(filepath.Join(dir, "report.html"))
+	if n := strings.Count(string(html), `<div class="card" `); n != 9 || strings.Contains(string(html), "This page shows") {
+		t.Errorf("under the limit: %d cards, want 9 and no note", n)
 	}
 }

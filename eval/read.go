@@ -28,20 +28,10 @@ var (
 )
 
 // checkOutDir refuses an --out directory that holds --pred or --ref (or is one of them, after
-// symlinks, by inode): Run replaces the directory as a whole, which would delete the input.
+// symlinks, by inode): Run replaces the directory as a whole, which would delete the input. It is
+// the rule every command shares (cli.CheckOutputs).
 func checkOutDir(out, pred, ref string) error {
-	if out == "" {
-		return nil
-	}
-	for _, in := range []struct{ flag, path string }{{"--pred", pred}, {"--ref", ref}} {
-		switch cli.Within(in.path, out) {
-		case cli.SameFile:
-			return fmt.Errorf("--out %s is the %s file: refusing to overwrite an input", out, in.flag)
-		case cli.InsideDir:
-			return fmt.Errorf("%s %s is inside --out %s, which is replaced as a whole: refusing to delete an input; choose another --out", in.flag, in.path, out)
-		}
-	}
-	return nil
+	return cli.CheckOutputs(map[string]string{"--pred": pred, "--ref": ref}, map[string]string{"--out": out})
 }
 
 // Pair is a reference and the prediction scored against it.

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -41,7 +42,7 @@ func TestOutDirHoldsAnInput(t *testing.T) {
 	}{
 		{"pred inside --out", func(dir, _ string) string { return dir }, "--pred " + "%s is inside --out"},
 		{"pred is report.json of --out", func(dir, _ string) string { return dir }, "is inside --out"},
-		{"--out is the pred file", func(_, pred string) string { return pred }, "is the --pred file"},
+		{"--out is the pred file", func(_, pred string) string { return pred }, "is the same file as --pred"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
@@ -110,6 +111,48 @@ func TestCompareOutIsAnInput(t *testing.T) {
 			}
 			if b, _ := os.ReadFile(a); string(b) != string(pred) {
 				t.Fatal("the input was modified")
+			}
+		})
+	}
+}
+
+// TestEvalInputSpellings is the regression test of issue 22's eval rough edges: a UTF-8 BOM at
+// the start of a JSONL input gave "invalid character 'ï'", and an aspect spelled "P" in the
+// predictions failed the join with the references' "p" although prepare accepts any case (and
+// the aspect's name). Both are handled by the one JSONL reader and the one aspect key of the
+// dataset package; the scores equal those of the plain files.
+func TestEvalInputSpellings(t *testing.T) {
+	cfg := testConfig().Eval
+	want, err := Evaluation(context.Background(), "testdata/pred.jsonl", "testdata/ref.jsonl", cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, _ := os.ReadFile("testdata/pred.jsonl")
+	ref, _ := os.ReadFile("testdata/ref.jsonl")
+	upper := strings.NewReplacer(`"Aspect": "p"`, `"Aspect": "P"`, `"Aspect": "i"`, `"Aspect": "Intervention"`).Replace(string(pred))
+	if upper == string(pred) {
+		t.Fatal("the fixture's aspects were not respelled")
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		desc, pred, ref string
+	}{
+		{"BOM in both files", "\ufeff" + string(pred), "\ufeff" + string(ref)},
+		{"aspects respelled in the predictions", upper, string(ref)},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			p, r := filepath.Join(dir, "p.jsonl"), filepath.Join(dir, "r.jsonl")
+			os.WriteFile(p, []byte(tc.pred), 0o644)
+			os.WriteFile(r, []byte(tc.ref), 0o644)
+			got, err := Evaluation(context.Background(), p, r, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := ReportJSON(got.Report)
+			a = bytes.ReplaceAll(bytes.ReplaceAll(a, []byte(p), []byte("testdata/pred.jsonl")), []byte(r), []byte("testdata/ref.jsonl"))
+			b, _ := ReportJSON(want.Report)
+			if !bytes.Equal(a, b) {
+				t.Errorf("report differs from the plain files':\n%s\n%s", a, b)
 			}
 		})
 	}

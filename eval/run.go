@@ -1,14 +1,14 @@
 package eval
 
 import (
-	"bytes"
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
@@ -164,7 +164,7 @@ func Run(ctx context.Context, opts Options) (*Outcome, error) {
 	var dir *atomicio.Dir
 	if opts.Out != "" {
 		var err error
-		dir, err = atomicio.NewDirWith(opts.Out, atomicio.DirOptions{Overwrite: opts.Overwrite, Replaceable: IsOutputDir})
+		dir, err = atomicio.NewDirWith(opts.Out, atomicio.DirOptions{Overwrite: opts.Overwrite, Previous: PreviousOutput, Refresh: true})
 		if err != nil {
 			return nil, fmt.Errorf("eval: %w", err)
 		}
@@ -202,18 +202,17 @@ func Run(ctx context.Context, opts Options) (*Outcome, error) {
 // OutputFiles are the files WriteOutputs creates (llm_metrics.json only with eval.metrics).
 var OutputFiles = []string{"report.json", "instances.jsonl", "report.html", "config.yaml", "llm_metrics.json"}
 
-// IsOutputDir reports whether directory entries are those of a previous eval output (report.json
-// and nothing but OutputFiles), which Run may replace without --overwrite; anything else (a
-// prepared directory, a checkpoint, a user's files) needs --overwrite.
-func IsOutputDir(entries []os.DirEntry) bool {
-	report := false
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !slices.Contains(OutputFiles, e.Name()) {
-			return false
-		}
-		report = report || e.Name() == "report.json"
+// PreviousOutput returns nil when dir is a previous eval output (report.json and nothing but
+// OutputFiles), which Run replaces without --overwrite; anything else (a prepared directory, a
+// checkpoint, a user's files) is never replaced, with or without --overwrite.
+func PreviousOutput(dir string) error {
+	if err := atomicio.OnlyFiles(dir, "tracksum-eval", OutputFiles); err != nil {
+		return err
 	}
-	return report
+	if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
+		return errors.New("has no report.json (not an eval output)")
+	}
+	return nil
 }
 
 // writeOutputs is WriteOutputs; tests replace it to fail half-way as a full disk would.
@@ -241,12 +240,15 @@ func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
 			return err
 		}
 	}
-	var page bytes.Buffer
-	if err := report.Write(&page, Page(out)); err != nil {
+	// Streamed to the file: the page of a large evaluation is never held in memory whole.
+	if err := atomicio.WriteWith(filepath.Join(dir, "report.html"), 0o644, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<16)
+		if err := report.Write(bw, Page(out)); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}); err != nil {
 		return fmt.Errorf("report.html: %w", err)
-	}
-	if err := atomicio.WriteFile(filepath.Join(dir, "report.html"), page.Bytes(), 0o644); err != nil {
-		return err
 	}
 	if cfg != nil {
 		y, err := cfg.YAML()
@@ -260,8 +262,14 @@ func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
 	return nil
 }
 
+// ReportInstances is the most instances report.html shows. Past it, the page shows an evenly
+// spaced sample of the abstracts (every k-th in reference order, with all their instances) and
+// says so; instances.jsonl always holds every instance. Issue 22: 100k instances made a 310 MB
+// page that took 1.56 GB to build and no browser could open.
+var ReportInstances = 2000
+
 // Page builds the error-analysis page: abstracts in order of first appearance in the references,
-// each with its instances' cards.
+// each with its instances' cards; past ReportInstances, a sample of them (see ReportInstances).
 func Page(out *Outcome) report.Page {
 	rep := out.Report
 	p := report.Page{
@@ -294,9 +302,40 @@ func Page(out *Outcome) report.Page {
 		g := rep.ByAspect[a]
 		p.Summary = append(p.Summary, row("aspect "+a, &g))
 	}
+	// The abstracts shown: all of them, or every step-th (in order of first appearance) while
+	// the instances shown stay within ReportInstances.
+	order, perAbstract := map[string]int{}, []int{}
+	for i := range out.Pairs {
+		pmid := out.Pairs[i].Ref.PMID
+		if _, ok := order[pmid]; !ok {
+			order[pmid] = len(perAbstract)
+			perAbstract = append(perAbstract, 0)
+		}
+		perAbstract[order[pmid]]++
+	}
+	shown := make([]bool, len(perAbstract))
+	step, nShown, nAbstracts := 1, 0, 0
+	if len(out.Pairs) > ReportInstances {
+		step = (len(out.Pairs) + ReportInstances - 1) / max(ReportInstances, 1)
+	}
+	for a := 0; a < len(perAbstract); a += step {
+		if nShown+perAbstract[a] > ReportInstances && nShown > 0 {
+			break
+		}
+		shown[a] = true
+		nShown += perAbstract[a]
+		nAbstracts++
+	}
+	if nShown < len(out.Pairs) {
+		p.Note = fmt.Sprintf("This page shows %d of the %d instances: every %s abstract in reference order (%d of %d abstracts) with all its aspects, to keep the page small. The summary table covers every instance, and instances.jsonl holds every instance's scores.",
+			nShown, len(out.Pairs), ordinal(step), nAbstracts, len(perAbstract))
+	}
 	index := map[string]int{}
 	for i := range out.Pairs {
 		ref, pred, res := &out.Pairs[i].Ref, &out.Pairs[i].Pred, &out.Results[i]
+		if !shown[order[ref.PMID]] {
+			continue
+		}
 		k, ok := index[ref.PMID]
 		if !ok {
 			k = len(p.Abstracts)
@@ -323,4 +362,19 @@ func Page(out *Outcome) report.Page {
 		p.Abstracts[k].Cards = append(p.Abstracts[k].Cards, card)
 	}
 	return p
+}
+
+// ordinal writes 2 as "2nd", 3 as "3rd", 11 as "11th"... ("every 2nd abstract").
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return fmt.Sprintf("%dth", n)
+	case n%10 == 1:
+		return fmt.Sprintf("%dst", n)
+	case n%10 == 2:
+		return fmt.Sprintf("%dnd", n)
+	case n%10 == 3:
+		return fmt.Sprintf("%drd", n)
+	}
+	return fmt.Sprintf("%dth", n)
 }

@@ -31,6 +31,10 @@ type Options struct {
 	Queue int
 	// MaxBodyBytes bounds a request body (413 beyond).
 	MaxBodyBytes int64
+	// BodyTimeout bounds the reading of a request body (408 beyond). The body is read before
+	// the request takes a place among the Workers+Queue, so that clients trickling their bodies
+	// cannot hold every place and starve the others (issue 22 defect 8).
+	BodyTimeout time.Duration
 	// RequestTimeout bounds a request from admission to answer, queueing included (504 beyond).
 	RequestTimeout time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests after SIGTERM/SIGINT.
@@ -50,7 +54,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Listen: "127.0.0.1:8000", ModelName: "tracksum", Workers: 2, Queue: 16, MaxBodyBytes: 1 << 20,
-		RequestTimeout: 120 * time.Second, ShutdownTimeout: 30 * time.Second, RetryAfter: time.Second,
+		BodyTimeout: 10 * time.Second, RequestTimeout: 120 * time.Second, ShutdownTimeout: 30 * time.Second, RetryAfter: time.Second,
 	}
 }
 
@@ -68,6 +72,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxBodyBytes < 1 {
 		errs = append(errs, errors.New("--max-body-bytes must be >= 1"))
+	}
+	if o.BodyTimeout <= 0 {
+		errs = append(errs, errors.New("--body-timeout must be > 0"))
 	}
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, errors.New("--request-timeout must be > 0"))
@@ -319,6 +326,29 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte
 	if !s.authorized(w, r) {
 		return
 	}
+	// The whole body is read (within BodyTimeout and MaxBodyBytes) before admission: a client
+	// that sends its body one byte at a time then holds a connection for BodyTimeout at most,
+	// never a place among the running and queued requests.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) // unsupported only by test recorders
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &mb):
+			s.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				fmt.Sprintf("request body over %d bytes", s.opts.MaxBodyBytes))
+		case errors.As(err, &ne) && ne.Timeout():
+			w.Header().Set("Connection", "close")
+			s.fail(w, http.StatusRequestTimeout, "invalid_request_error", "body_timeout",
+				fmt.Sprintf("request body not received within %s", s.opts.BodyTimeout))
+		default:
+			s.fail(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "reading the body: "+err.Error())
+		}
+		return
+	}
+	_ = rc.SetReadDeadline(time.Time{})
 	// Admission: a request beyond the running and queued ones is turned away at once, so that a
 	// burst cannot pile up unbounded goroutines and memory.
 	n := s.admitted.Add(1)
@@ -329,17 +359,6 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte
 		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 		s.fail(w, http.StatusTooManyRequests, "rate_limit_error", "queue_full",
 			fmt.Sprintf("server busy: %d requests running and %d queued; retry later", s.opts.Workers, s.opts.Queue))
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			s.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-				fmt.Sprintf("request body over %d bytes", s.opts.MaxBodyBytes))
-			return
-		}
-		s.fail(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "reading the body: "+err.Error())
 		return
 	}
 	req, msg := read(body)

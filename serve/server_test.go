@@ -493,3 +493,72 @@ func TestOptionsValidate(t *testing.T) {
 		t.Errorf("defaults do not validate")
 	}
 }
+
+// TestSlowBodiesDoNotStarve is the regression test of issue 22 defect 8: serve admitted a request
+// before reading its body, so 12 connections trickling a 1000-byte body one byte at a time held
+// every place of --workers 2 --queue 8 and each real request got 429 for as long as they lasted.
+// The body is now read first, within its own deadline: a real request is served meanwhile, and
+// the trickling clients get 408 once BodyTimeout has passed. Loopback only, 12 clients, ~2 s.
+func TestSlowBodiesDoNotStarve(t *testing.T) {
+	o := serve.DefaultOptions()
+	o.Workers, o.Queue, o.ModelName = 2, 8, "m"
+	o.BodyTimeout = 1500 * time.Millisecond
+	url, srv := servetest.StartBackend(t, echo{}, o)
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/v1")
+	const slow = 12
+	statuses := make(chan string, slow)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range slow {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr)
+		wg.Go(func() {
+			// One byte every 100 ms until the server answers (or the test ends).
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+				line, err := bufio.NewReader(conn).ReadString('\n')
+				if err != nil {
+					line = fmt.Sprintf("client %d: %v", i, err)
+				}
+				statuses <- strings.TrimSpace(line)
+			}()
+			for {
+				select {
+				case <-done:
+					return
+				case <-stop:
+					<-done
+					return
+				case <-time.After(100 * time.Millisecond):
+					conn.Write([]byte(" "))
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // every slow client has sent its headers and some body
+	start := time.Now()
+	resp, body := post(t, url, chatBody("m", "real", ""))
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a real request among %d slow bodies got %d: %s", slow, resp.StatusCode, body)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("the real request took %s, want well under the body timeout", el)
+	}
+	wg.Wait()
+	close(stop)
+	close(statuses)
+	for s := range statuses {
+		if !strings.HasPrefix(s, "HTTP/1.1 408") {
+			t.Errorf("a slow-body client got %q, want 408", s)
+		}
+	}
+	if st := srv.Stats(); st.Rejected != 0 {
+		t.Errorf("stats = %+v, want nothing rejected", st)
+	}
+}

@@ -22,15 +22,19 @@ package prepare
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/internal/progress"
 	"go.yaml.in/yaml/v3"
 )
@@ -70,9 +74,21 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	}
 	src := newSource(opts.Inputs, cfg.Prepare.AspectSet, cfg.Seed, cfg.Prepare.SampleSize, workers)
 
+	// An --out that is, or holds, an input would delete it when replaced (issue 22 defect 7).
+	inputs := map[string]string{}
+	for i, in := range opts.Inputs {
+		name := "--input"
+		if i > 0 {
+			name = fmt.Sprintf("--input (file %d)", i+1)
+		}
+		inputs[name] = in
+	}
+	if err := cli.CheckOutputs(inputs, map[string]string{"--out": opts.Out}); err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
 	// Lock and check the output before the long passes: a file or a foreign directory at --out, or
 	// another run writing it, fails now, and no other run can take the output until Commit.
-	dir, err := atomicio.NewDir(opts.Out, opts.Overwrite)
+	dir, err := atomicio.NewDirWith(opts.Out, atomicio.DirOptions{Overwrite: opts.Overwrite, Previous: previousOutput})
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
@@ -170,6 +186,35 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 		inBytes += in.Bytes
 	}
 	return &Summary{Manifest: m, Elapsed: time.Since(start), InputBytes: inBytes}, nil
+}
+
+// previousOutput recognises a prepared directory that --overwrite may replace: its manifest.json
+// lists everything prepare wrote (the shards, splits.json, tokenizer.json, config.yaml), and it
+// holds nothing else. The manifest is read without its schema check, so that a directory made by
+// an earlier build can be replaced too.
+func previousOutput(dir string) error {
+	files := []string{dataset.ManifestFile, dataset.SplitsFile, dataset.TokenizerFile, dataset.ConfigFile, dataset.CardFile}
+	b, err := os.ReadFile(filepath.Join(dir, dataset.ManifestFile))
+	if err != nil {
+		if err := atomicio.OnlyFiles(dir, "tracksum-prepare", files); err != nil {
+			return err
+		}
+		return fmt.Errorf("has no %s (not a prepared directory)", dataset.ManifestFile)
+	}
+	var m dataset.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("has an unreadable %s (not a prepared directory)", dataset.ManifestFile)
+	}
+	for _, t := range m.Tasks {
+		for _, sp := range t.Splits {
+			for _, sh := range sp.Shards {
+				if filepath.IsLocal(filepath.FromSlash(sh.Path)) {
+					files = append(files, sh.Path)
+				}
+			}
+		}
+	}
+	return atomicio.OnlyFiles(dir, "tracksum-prepare", files)
 }
 
 func configMap(cfg *config.Config) (map[string]any, error) {

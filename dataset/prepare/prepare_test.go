@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/subword"
 )
 
@@ -300,11 +301,20 @@ func TestRunRefusesExistingOutput(t *testing.T) {
 	if _, err := Run(context.Background(), testConfig(), Options{Out: out}); err == nil || !strings.Contains(err.Error(), "--overwrite") {
 		t.Errorf("err = %v", err)
 	}
-	if _, err := Run(context.Background(), testConfig(), Options{Out: out, Overwrite: true}); err != nil {
+	// Since issue 22 (defect 7), --overwrite replaces only a previous prepared directory: a
+	// user's file is never deleted.
+	if _, err := Run(context.Background(), testConfig(), Options{Out: out, Overwrite: true}); !errors.Is(err, atomicio.ErrForeign) {
+		t.Fatalf("--overwrite of a foreign directory: %v, want ErrForeign", err)
+	}
+	os.Remove(filepath.Join(out, "keep"))
+	if _, err := Run(context.Background(), testConfig(), Options{Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(out, "keep")); !os.IsNotExist(err) {
-		t.Error("overwrite kept an old file")
+	if _, err := Run(context.Background(), testConfig(), Options{Out: out}); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+		t.Errorf("previous output without --overwrite: %v", err)
+	}
+	if _, err := Run(context.Background(), testConfig(), Options{Out: out, Overwrite: true}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -25,6 +25,9 @@ type Page struct {
 	Title string
 	// Subtitle is a line under the title (judge, files).
 	Subtitle string
+	// Note, when set, is a highlighted line under the subtitle (e.g. that the page shows a sample
+	// of the instances).
+	Note string
 	// Metrics lists the metric names offered by the score filter, in order.
 	Metrics []string
 	// Summary rows are shown as a table at the top (name, then values in the order of Columns).
@@ -141,6 +144,7 @@ const pageHTML = `<!DOCTYPE html>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1em 2em; color: #222; }
 h1 { font-size: 1.4em; margin-bottom: 0; }
 .sub { color: #666; margin-top: .2em; }
+p.note { background: #fff3c4; padding: .3em .6em; border-radius: 4px; }
 table.summary { border-collapse: collapse; margin: 1em 0; }
 table.summary td, table.summary th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
 table.summary th:first-child, table.summary td:first-child { text-align: left; }
@@ -174,6 +178,7 @@ table.summary th:first-child, table.summary td:first-child { text-align: left; }
 <body>
 <h1>{{.Title}}</h1>
 <p class="sub">{{.Subtitle}}</p>
+{{if .Note}}<p class="note" id="note">{{.Note}}</p>{{end}}
 {{if .Summary}}<table class="summary" id="summary">
 <tr><th></th>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
 {{range .Summary}}<tr><td>{{.Name}}</td>{{range .Values}}<td>{{.}}</td>{{end}}</tr>

@@ -16,6 +16,7 @@ package export
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,11 +30,13 @@ import (
 	"github.com/gomlx/go-huggingface/hub"
 	"github.com/gomlx/go-huggingface/models/safetensors"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // ProvenanceFile records what an export was made from.
@@ -45,7 +48,8 @@ type Options struct {
 	Checkpoint string
 	// Out is the snapshot directory to write.
 	Out string
-	// Overwrite allows replacing an existing non-empty Out.
+	// Overwrite allows replacing an existing non-empty Out that is a previous export (its
+	// ProvenanceFile lists every file in it); any other directory is refused.
 	Overwrite bool
 	// Base, when set, is the base snapshot's directory, overriding the one base.json records (a
 	// moved snapshot); its weights must still have the recorded sha256.
@@ -64,6 +68,9 @@ type Provenance struct {
 	Merged        []string `json:"merged"` // base keys whose values changed
 	Added         []string `json:"added"`  // keys absent from the base (a head)
 	AdapterConfig any      `json:"adapter_config,omitempty"`
+	// Files lists every file the export wrote (this one included), so that --overwrite can tell
+	// a previous export from a directory holding a user's files.
+	Files []string `json:"files,omitempty"`
 }
 
 // sequenceClassification maps a model_type to transformers' class with a classification head,
@@ -88,6 +95,9 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	ck := o.Checkpoint
 	snap, ref, err := peft.OpenBase(ck, o.Base)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkAdapterAgreement(ck); err != nil {
 		return nil, err
 	}
 	inputs := map[string]string{"--checkpoint": ck, "base snapshot": snap.Dir}
@@ -126,7 +136,7 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := atomicio.NewDir(o.Out, o.Overwrite)
+	dir, err := atomicio.NewDirWith(o.Out, atomicio.DirOptions{Overwrite: o.Overwrite, Previous: previousExport})
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +184,15 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	if err := model.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), fileShapes, map[string]string{"format": "pt"}, get); err != nil {
 		return nil, fmt.Errorf("export %s: %w", o.Out, err)
 	}
+	entries, err := os.ReadDir(dir.Tmp)
+	if err != nil {
+		return nil, err
+	}
+	prov.Files = []string{ProvenanceFile}
+	for _, e := range entries {
+		prov.Files = append(prov.Files, e.Name())
+	}
+	slices.Sort(prov.Files)
 	if err := atomicio.WriteJSON(dir.Path(ProvenanceFile), prov); err != nil {
 		return nil, err
 	}
@@ -182,6 +201,61 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	}
 	logf("export: wrote %s (%d tensors)", o.Out, written)
 	return prov, nil
+}
+
+// checkAdapterAgreement refuses a checkpoint whose adapter_config.json (what the merge uses)
+// disagrees with the LoRA settings of its pretrained.json (what infer uses): the export would
+// not be the model infer runs. A checkpoint without pretrained.json has no second record.
+func checkAdapterAgreement(ck string) error {
+	b, err := os.ReadFile(filepath.Join(ck, checkpoint.PretrainedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var meta struct {
+		LoRA config.LoRA `json:"lora"`
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(ck, checkpoint.PretrainedFile), err)
+	}
+	return peft.CheckAgreement(ck, meta.LoRA, checkpoint.PretrainedFile)
+}
+
+// previousExport recognises an export that --overwrite may replace: a ProvenanceFile whose file
+// list covers everything in the directory. An export written before the list existed is
+// recognised by holding only regular files beside its ProvenanceFile (an export writes no
+// subdirectory).
+func previousExport(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, ProvenanceFile))
+	if err != nil {
+		if err := atomicio.OnlyFiles(dir, "tracksum-export", nil); err != nil {
+			return err
+		}
+		return fmt.Errorf("has no %s (not a tracksum-export output)", ProvenanceFile)
+	}
+	var prov Provenance
+	if err := json.Unmarshal(b, &prov); err != nil {
+		return fmt.Errorf("has an unreadable %s (not a tracksum-export output)", ProvenanceFile)
+	}
+	files := prov.Files
+	if files == nil {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			files = append(files, e.Name())
+		}
+	}
+	var local []string
+	for _, f := range files {
+		if filepath.IsLocal(f) && !strings.ContainsRune(f, '/') {
+			local = append(local, f)
+		}
+	}
+	return atomicio.OnlyFiles(dir, "tracksum-export", local)
 }
 
 // openMerger reads the checkpoint's adapter (adapter/) or fully fine-tuned tensors (full/).

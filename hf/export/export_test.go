@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -22,6 +23,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -292,12 +294,17 @@ func TestExportRefuses(t *testing.T) {
 	ctx := context.Background()
 	os.MkdirAll(out, 0o755)
 	os.WriteFile(filepath.Join(out, "keep.txt"), []byte("mine"), 0o644)
-	if _, err := Export(ctx, Options{Checkpoint: ck, Out: out}); err == nil || !strings.Contains(err.Error(), "not empty (use --overwrite)") {
+	if _, err := Export(ctx, Options{Checkpoint: ck, Out: out}); !errors.Is(err, atomicio.ErrForeign) || !strings.Contains(err.Error(), "holds keep.txt") {
 		t.Errorf("existing output: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(out, "keep.txt")); err != nil {
 		t.Errorf("a refused export touched the output: %v", err)
 	}
+	// --overwrite replaces only a previous export (issue 22 defect 6), not the user's keep.txt.
+	if _, err := Export(ctx, Options{Checkpoint: ck, Out: out, Overwrite: true}); !errors.Is(err, atomicio.ErrForeign) {
+		t.Errorf("--overwrite of a foreign directory: %v, want ErrForeign", err)
+	}
+	os.Remove(filepath.Join(out, "keep.txt"))
 	if _, err := Export(ctx, Options{Checkpoint: ck, Out: out, Overwrite: true}); err != nil {
 		t.Errorf("--overwrite: %v", err)
 	}
@@ -401,5 +408,63 @@ func TestExportBERTClassifier(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "vocab.txt")); string(b) != files["vocab.txt"] {
 		t.Error("vocab.txt not copied")
+	}
+}
+
+// TestExportOverwriteKeepsInputs is the regression test of issue 22 defect 6: with P holding the
+// base snapshot, the checkpoint and a user's other/important.txt, `tracksum-export --checkpoint
+// P/ck --out P --overwrite` exited 0 after deleting all three. An --out holding an input is
+// refused naming it; --overwrite replaces a previous export and nothing else.
+func TestExportOverwriteKeepsInputs(t *testing.T) {
+	ctx := context.Background()
+	p := t.TempDir()
+	baseDir, ck := filepath.Join(p, "base"), filepath.Join(p, "ck")
+	if err := randsnap.WriteDecoder(baseDir, tiny(dtypes.Float32, 4)); err != nil {
+		t.Fatal(err)
+	}
+	checkpointFor(t, baseDir, ck, false)
+	important := filepath.Join(p, "other", "important.txt")
+	os.MkdirAll(filepath.Dir(important), 0o755)
+	if err := os.WriteFile(important, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	survives := func(t *testing.T) {
+		t.Helper()
+		for _, f := range []string{important, filepath.Join(baseDir, snapshot.WeightsFile), filepath.Join(ck, peft.BaseFile)} {
+			if _, err := os.Stat(f); err != nil {
+				t.Fatalf("%s is gone: %v", f, err)
+			}
+		}
+	}
+	_, err := Export(ctx, Options{Checkpoint: ck, Out: p, Overwrite: true})
+	if err == nil || !strings.Contains(err.Error(), "--checkpoint "+ck+" is inside --out "+p) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("--out holding the checkpoint: err = %v, want a one-line refusal naming the input", err)
+	}
+	survives(t)
+
+	// The inputs elsewhere, P holding only the user's files: still refused.
+	ck2 := filepath.Join(t.TempDir(), "ck")
+	checkpointFor(t, baseDir, ck2, false)
+	if _, err := Export(ctx, Options{Checkpoint: ck2, Out: filepath.Join(p, "other"), Overwrite: true}); !errors.Is(err, atomicio.ErrForeign) ||
+		!strings.Contains(err.Error(), "holds important.txt, not written by tracksum-export") {
+		t.Errorf("--out holding a user's file: err = %v, want ErrForeign naming it", err)
+	}
+	survives(t)
+
+	// A previous export is replaced, unless a user's file was put in it since.
+	out := filepath.Join(t.TempDir(), "merged")
+	if _, err := Export(ctx, Options{Checkpoint: ck2, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Export(ctx, Options{Checkpoint: ck2, Out: out, Overwrite: true}); err != nil {
+		t.Fatalf("--overwrite of a previous export: %v", err)
+	}
+	notes := filepath.Join(out, "notes.txt")
+	os.WriteFile(notes, []byte("mine"), 0o644)
+	if _, err := Export(ctx, Options{Checkpoint: ck2, Out: out, Overwrite: true}); !errors.Is(err, atomicio.ErrForeign) {
+		t.Errorf("--overwrite of an export holding notes.txt: %v, want ErrForeign", err)
+	}
+	if _, err := os.Stat(notes); err != nil {
+		t.Errorf("notes.txt was deleted: %v", err)
 	}
 }

@@ -282,7 +282,7 @@ func Write(dir string, a *Adapter) error {
 	if _, err := a.Pairs(); err != nil {
 		return fmt.Errorf("adapter %s: %w", dir, err)
 	}
-	out, err := atomicio.NewDirWith(dir, atomicio.DirOptions{Replaceable: isAdapterDir})
+	out, err := atomicio.NewDirWith(dir, atomicio.DirOptions{Previous: isAdapterDir, Refresh: true})
 	if err != nil {
 		return fmt.Errorf("adapter %s: %w", dir, err)
 	}
@@ -306,13 +306,8 @@ func Write(dir string, a *Adapter) error {
 }
 
 // isAdapterDir lets Write replace a previous adapter (and nothing else).
-func isAdapterDir(entries []os.DirEntry) bool {
-	for _, e := range entries {
-		if e.Name() != ConfigFile && e.Name() != WeightsFile {
-			return false
-		}
-	}
-	return true
+func isAdapterDir(dir string) error {
+	return atomicio.OnlyFiles(dir, "tracksum-train", []string{ConfigFile, WeightsFile})
 }
 
 // Read reads an adapter directory written by Write or by PEFT's save_pretrained (safetensors

@@ -185,7 +185,7 @@ func TestWriteRead(t *testing.T) {
 	}
 	other := t.TempDir()
 	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o644)
-	if err := Write(other, a); err == nil || !strings.Contains(err.Error(), "not empty") {
+	if err := Write(other, a); err == nil || !strings.Contains(err.Error(), "holds notes.txt") {
 		t.Errorf("write over a foreign directory: %v", err)
 	}
 }

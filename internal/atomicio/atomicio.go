@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,11 +196,60 @@ type Dir struct {
 
 // DirOptions tune NewDirWith.
 type DirOptions struct {
-	// Overwrite allows replacing an existing non-empty directory.
+	// Overwrite allows replacing an existing non-empty directory: with Previous set, only a
+	// previous output of the same command.
 	Overwrite bool
-	// Replaceable, when set, allows replacing an existing non-empty directory without Overwrite
-	// when it returns true for its entries (e.g. a previous output of the same command).
-	Replaceable func(entries []os.DirEntry) bool
+	// Previous recognises a previous output of the same command in an existing non-empty
+	// directory (typically by its manifest, see OnlyFiles): nil for one, else an error saying
+	// what in it the command did not write ("holds notes.txt, not written by tracksum-eval").
+	// A directory it does not recognise is refused even with Overwrite, so that --overwrite
+	// never deletes a user's files (issue 22 defects 6 and 7). Every command's output directory
+	// sets it; only a command's own internal directories (training's state/) leave it nil.
+	Previous func(dir string) error
+	// Refresh replaces a recognised previous output without Overwrite (eval: a rerun refreshes
+	// its report).
+	Refresh bool
+}
+
+// ErrForeign reports an existing output directory that holds files its command did not write:
+// it is never replaced, with or without --overwrite.
+var ErrForeign = errors.New("not a previous output of this command")
+
+// OnlyFiles returns nil when dir holds nothing but the files named (paths relative to dir, with
+// slashes) and the directories leading to them, else an error naming the first other entry as
+// "holds NAME, not written by WHO". It is the usual DirOptions.Previous: files comes from the
+// manifest of the previous output.
+func OnlyFiles(dir, who string, files []string) error {
+	own := map[string]bool{}
+	for _, f := range files {
+		f = filepath.ToSlash(filepath.Clean(f))
+		own[f] = true
+		for d := filepath.ToSlash(filepath.Dir(f)); d != "." && d != "/" && !own[d+"/"]; d = filepath.ToSlash(filepath.Dir(d)) {
+			own[d+"/"] = true
+		}
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == dir {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir() && own[rel+"/"]:
+			return nil
+		case d.IsDir():
+			return fmt.Errorf("holds %s/, not written by %s", rel, who)
+		case !d.Type().IsRegular() || !own[rel]:
+			return fmt.Errorf("holds %s, not written by %s", rel, who)
+		}
+		return nil
+	})
 }
 
 // NewDir is NewDirWith(final, DirOptions{Overwrite: overwrite}).
@@ -240,9 +290,16 @@ func NewDirWith(final string, o DirOptions) (_ *Dir, err error) {
 	if _, err := ResolveDir(final); err != nil {
 		return nil, err
 	}
-	if entries, err := os.ReadDir(final); err == nil && len(entries) > 0 && !o.Overwrite &&
-		(o.Replaceable == nil || !o.Replaceable(entries)) {
-		return nil, fmt.Errorf("output directory %s already exists and is not empty (use --overwrite)", final)
+	if entries, err := os.ReadDir(final); err == nil && len(entries) > 0 {
+		if o.Previous != nil {
+			if why := o.Previous(final); why != nil {
+				return nil, fmt.Errorf("output directory %s %v: refusing to replace it (%w; --overwrite replaces only that); remove it yourself or choose another --out",
+					final, why, ErrForeign)
+			}
+		}
+		if !o.Overwrite && !(o.Refresh && o.Previous != nil) {
+			return nil, fmt.Errorf("output directory %s already exists and is not empty (use --overwrite)", final)
+		}
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("output %s: %w", final, err)
 	}

@@ -340,3 +340,49 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 		t.Errorf("%s holds %v, want %v", dir, got, names)
 	}
 }
+
+// TestPreviousRefusesForeign: with DirOptions.Previous, --overwrite replaces a recognised previous
+// output only; a directory holding anything else (at any depth) is refused with ErrForeign and
+// left as it was (issue 22 defects 6 and 7).
+func TestPreviousRefusesForeign(t *testing.T) {
+	own := []string{"manifest.json", "sub/a.parquet"}
+	previous := func(dir string) error { return OnlyFiles(dir, "tracksum-test", own) }
+	for _, tc := range []struct {
+		desc  string
+		files []string
+		want  string // "" = replaced
+	}{
+		{"previous output", own, ""},
+		{"part of a previous output", []string{"manifest.json"}, ""},
+		{"a user's file beside it", append([]string{"notes.txt"}, own...), "holds notes.txt, not written by tracksum-test"},
+		{"a user's file in its subdirectory", append([]string{"sub/mine.txt"}, own...), "holds sub/mine.txt"},
+		{"a user's directory", append([]string{"other/important.txt"}, own...), "holds other/"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			final := filepath.Join(t.TempDir(), "out")
+			for _, f := range tc.files {
+				p := filepath.Join(final, filepath.FromSlash(f))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := NewDirWith(final, DirOptions{Overwrite: true, Previous: previous})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.Abort()
+				return
+			}
+			if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrForeign containing %q", err, tc.want)
+			}
+			for _, f := range tc.files {
+				if _, err := os.Stat(filepath.Join(final, filepath.FromSlash(f))); err != nil {
+					t.Errorf("%s is gone: %v", f, err)
+				}
+			}
+		})
+	}
+}

@@ -210,12 +210,14 @@ type signalError struct{ sig os.Signal }
 
 func (e signalError) Error() string { return "received " + e.sig.String() }
 
-// CheckOutputs refuses outputs that would replace an input, before any work is done. inputs and
-// outputs map a flag name (e.g. "--input") to its path; empty paths are skipped. An output is
+// CheckOutputs refuses outputs that would replace an input, before any work is done: the one rule
+// of every command that writes a file or a directory (prepare, train, infer, eval, export). inputs
+// and outputs map a flag name (e.g. "--input") to its path; empty paths are skipped. An output is
 // refused when it is the same file as an input (after symlinks, by device and inode, so that a
 // symlink or a hard link to an input is caught), when it lies inside an input directory (a
-// prepared directory or a checkpoint: writing there would change what was read), or when two
-// outputs are the same file.
+// prepared directory or a checkpoint: writing there would change what was read), when an input
+// lies inside it (an output directory is replaced as a whole, so the input would be deleted with
+// it: issue 22 defects 6 and 7), or when two outputs are the same file.
 func CheckOutputs(inputs, outputs map[string]string) error {
 	outNames := slices.Sorted(maps.Keys(outputs))
 	inNames := slices.Sorted(maps.Keys(inputs))
@@ -233,6 +235,9 @@ func CheckOutputs(inputs, outputs map[string]string) error {
 				return fmt.Errorf("%s %s is the same file as %s %s: refusing to overwrite an input", on, out, in, inputs[in])
 			case InsideDir:
 				return fmt.Errorf("%s %s is inside the %s directory %s: refusing to write into an input; choose another path", on, out, in, inputs[in])
+			}
+			if _, err := os.Stat(inputs[in]); err == nil && Within(inputs[in], out) == InsideDir {
+				return fmt.Errorf("%s %s is inside %s %s, which is replaced as a whole: refusing to delete an input; choose another %s", in, inputs[in], on, out, on)
 			}
 		}
 		for _, other := range outNames[i+1:] {

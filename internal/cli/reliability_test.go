@@ -64,6 +64,10 @@ func TestCheckOutputs(t *testing.T) {
 	if err := os.Symlink(ckpt, dirLink); err != nil {
 		t.Fatal(err)
 	}
+	parentLink := filepath.Join(t.TempDir(), "parent-link")
+	if err := os.Symlink(dir, parentLink); err != nil {
+		t.Fatal(err)
+	}
 	inputs := map[string]string{"--input": in, "--tracker": ckpt}
 	for _, tc := range []struct {
 		desc    string
@@ -78,6 +82,10 @@ func TestCheckOutputs(t *testing.T) {
 		{"inside a checkpoint", map[string]string{"--out": filepath.Join(ckpt, "pred.jsonl")}, "is inside the --tracker directory"},
 		{"inside a checkpoint through a symlink", map[string]string{"--out": filepath.Join(dirLink, "new", "pred.jsonl")}, "is inside the --tracker directory"},
 		{"two outputs on one file", map[string]string{"--out": filepath.Join(dir, "p.jsonl"), "--refs": filepath.Join(dir, "p.jsonl")}, "--out and --refs are the same file"},
+		// Issue 22 defects 6 and 7: an output directory replaced as a whole must not hold an input.
+		{"output holds the inputs", map[string]string{"--out": dir}, "--input " + in + " is inside --out " + dir + ", which is replaced as a whole"},
+		{"output holds the inputs through a symlink", map[string]string{"--out": parentLink}, "is inside --out " + parentLink},
+		{"output is the input directory", map[string]string{"--out": dirLink}, "is the same file as --tracker"},
 		{"distinct new files", map[string]string{"--out": filepath.Join(dir, "p.jsonl"), "--refs": filepath.Join(dir, "r.jsonl")}, ""},
 		{"empty outputs are skipped", map[string]string{"--out": filepath.Join(dir, "p.jsonl"), "--refs": ""}, ""},
 	} {

@@ -50,7 +50,9 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/tracker"
+	"github.com/tracksum/tracksum/model/training"
 )
 
 // Models of the harness (Options.Model).
@@ -66,7 +68,7 @@ const (
 	ReportFile      = "cv.json"
 	PredictionsFile = "oof.jsonl"
 	ReferencesFile  = "references.jsonl"
-	SettingsFile    = "cv-settings.json"
+	SettingsFile    = training.CrossValidationMarker
 )
 
 // DefaultDevShare is the share of the training folds' abstracts carved out as the dev part.
@@ -123,6 +125,11 @@ type FoldResult struct {
 	// Scores holds the probability of every test row, in Keys order.
 	Keys   []tracker.RowKey `json:"keys,omitempty"`
 	Scores []float32        `json:"scores,omitempty"`
+	// Rows identifies the abstracts of the fold's train, dev and test parts, and Checkpoint the
+	// sha256 of the files of its checkpoint fold-k/ (tracker model): a rerun verifies both before
+	// it takes the fold as done (issue 22 defect 9). Absent from records of earlier builds.
+	Rows       *training.Rows    `json:"rows,omitempty"`
+	Checkpoint map[string]string `json:"checkpoint_sha256,omitempty"`
 }
 
 // Report is CK/cv.json.
@@ -199,18 +206,27 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 			return nil, fmt.Errorf("cv: %w", err)
 		}
 		path := filepath.Join(opts.Out, fmt.Sprintf("fold-%d.json", k))
+		foldDir := filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k))
+		data, parts := all.partition(folds, k, opts.DevShare, cfg.Seed)
+		rows := data.Rows()
 		if r, err := readFoldResult(path); err == nil {
-			fmt.Fprintf(log, "cv: fold %d/%d already done (%s): test sentence F1 %.4f\n", k+1, folds.K, path, r.Test.Sentence["f1"])
-			results[k] = *r
-			continue
+			redo, err := verifyFold(r, path, foldDir, rows, opts.Model == ModelTracker)
+			if err != nil {
+				return nil, err
+			}
+			if redo == "" {
+				fmt.Fprintf(log, "cv: fold %d/%d already done (%s): test sentence F1 %.4f\n", k+1, folds.K, path, r.Test.Sentence["f1"])
+				results[k] = *r
+				continue
+			}
+			fmt.Fprintf(log, "cv: fold %d/%d: %s; training it again\n", k+1, folds.K, redo)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("cv: %w", err)
 		}
-		data, parts := all.partition(folds, k, opts.DevShare, cfg.Seed)
 		fmt.Fprintf(log, "cv: fold %d/%d (%s): %d train, %d dev, %d test abstracts\n", k+1, folds.K, opts.Model,
 			parts[0], parts[1], parts[2])
 		r := FoldResult{Fold: k, TrainAbstracts: parts[0], DevAbstracts: parts[1], TestAbstracts: parts[2],
-			Keys: data.Test.Keys}
+			Keys: data.Test.Keys, Rows: &rows}
 		t0 := time.Now()
 		var devProbs []float32
 		switch opts.Model {
@@ -229,7 +245,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		default:
 			// The fold checkpoint carries the context rescorer (tracker.context_rescoring), and
 			// ScoreSplit scores as infer does with it: OOF scores = infer --tracker fold-k.
-			m, rep, err := tracker.Train(ctx, cfg, opts.Data, filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k)),
+			m, rep, err := tracker.Train(ctx, cfg, opts.Data, foldDir,
 				tracker.TrainOptions{Log: log, Data: data, AllowChangedConfig: opts.AllowChangedConfig})
 			if err != nil {
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
@@ -243,6 +259,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 			}
 		}
 		r.TrainSeconds = time.Since(t0).Seconds()
+		if opts.Model == ModelTracker {
+			if r.Checkpoint, err = checkpointSums(foldDir); err != nil {
+				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+			}
+		}
 		r.Dev = tracker.EvaluateScores(data.Dev, devProbs, tc.Threshold)
 		r.Test = tracker.EvaluateScores(data.Test, r.Scores, tc.Threshold)
 		if err := atomicio.WriteJSON(path, &r); err != nil {
@@ -567,6 +588,73 @@ func checkSettingsOf(out, data string, settings map[string]any, rec configRecord
 		return fmt.Errorf("cv: %w", err)
 	}
 	return atomicio.WriteFile(path, b, 0o644)
+}
+
+// foldCheckpointFiles are the files of a tracker fold checkpoint that infer --tracker CV reads,
+// whose sha256 the fold's record keeps (context.json only when the fold has one).
+var foldCheckpointFiles = []string{filepath.Join(checkpoint.BestDir, checkpoint.BestVariables), checkpoint.HyperparamsFile,
+	checkpoint.TokenizerFile, checkpoint.ContextFile}
+
+// checkpointSums returns the sha256 of the foldCheckpointFiles present in dir.
+func checkpointSums(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, name := range foldCheckpointFiles {
+		sum, err := fileSHA256(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) && name == checkpoint.ContextFile {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[filepath.ToSlash(name)] = sum
+	}
+	return out, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// verifyFold checks a finished fold's record r (at path) before a rerun takes it as done: its
+// rows must be those of the fold's partition now, and, for a model with a checkpoint (withDir),
+// its checkpoint dir must still be there with the files it recorded. It returns why the fold
+// must be trained again ("" when it is done), or an error for a damaged checkpoint, which is
+// never replaced silently.
+func verifyFold(r *FoldResult, path, dir string, rows training.Rows, withDir bool) (string, error) {
+	if r.Rows != nil {
+		if d := rows.Differs(*r.Rows); d != "" {
+			return fmt.Sprintf("%s was made on other rows (%s differ)", path, d), nil
+		}
+	}
+	if !withDir {
+		return "", nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, checkpoint.HyperparamsFile)); err != nil {
+		return fmt.Sprintf("%s is there but its checkpoint %s is missing", path, dir), nil
+	}
+	if r.Checkpoint == nil {
+		return "", nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Checkpoint)) {
+		sum, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			return "", fmt.Errorf("cv: %s: %w (damaged fold checkpoint; delete %s and %s to train the fold again)", path, err, dir, path)
+		}
+		if sum != r.Checkpoint[name] {
+			return "", fmt.Errorf("cv: %s does not match the sha256 recorded in %s (damaged fold checkpoint); delete %s and %s to train the fold again",
+				filepath.Join(dir, filepath.FromSlash(name)), path, dir, path)
+		}
+	}
+	return "", nil
 }
 
 func readFoldResult(path string) (*FoldResult, error) {

@@ -64,6 +64,11 @@ func open(dir, task, v string) (*loaded, error) {
 		return nil, fmt.Errorf("%w: %s is a pretrained %s, not a %s (%s)", ErrCheckpoint, dir, kindName(meta.Task, meta.Variant),
 			kindName(task, v), runHint(meta.Task, meta.Variant))
 	}
+	// The model is built from meta.LoRA; export merges with adapter/adapter_config.json: the
+	// two must agree, or infer and the exported model would differ silently.
+	if err := peft.CheckAgreement(dir, meta.LoRA, checkpoint.PretrainedFile); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
 	snap, _, err := peft.OpenBase(dir, "")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)

@@ -53,6 +53,19 @@ type Data struct {
 	Train, Dev    []dataset.SummarizerRow
 }
 
+// Rows identifies the abstracts of d's train and dev rows (training.Rows; a summarizer has no
+// test part), recorded in a checkpoint so that a resume on other rows is refused.
+func (d *Data) Rows() training.Rows {
+	pmids := func(rows []dataset.SummarizerRow) []string {
+		out := make([]string, len(rows))
+		for i, r := range rows {
+			out[i] = r.PMID
+		}
+		return out
+	}
+	return training.NewRows(pmids(d.Train), pmids(d.Dev), nil)
+}
+
 // ReadData reads the summarizer shards (train and dev splits) and the tokenizer of the prepared
 // directory dir. A row whose aspect is not in the manifest's aspect set is an error naming it.
 func ReadData(dir string) (*Data, error) {
@@ -203,6 +216,10 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		MinLenRatio:        cfg.Summarizer.MinLenRatio, CopyChainBonus: cfg.Summarizer.CopyChainBonus,
 		CopyStartBonus: cfg.Summarizer.CopyStartBonus, MaxDecodeLen: cfg.Summarizer.MaxDecodeLen, WordRule: cfg.Summarizer.WordRule, KnownWords: knownWords}
 	if err := writeCheckpointFiles(outDir, meta, data.TokenizerPath, cfg, opts.AllowChangedConfig, log); err != nil {
+		return nil, nil, err
+	}
+	// A cross-validation fold (opts.Data) must prove its rows, as the tracker's (issue 22 defect 9).
+	if err := training.CheckRows(outDir, data.Rows(), opts.Data != nil); err != nil {
 		return nil, nil, err
 	}
 

@@ -51,6 +51,19 @@ type Data struct {
 	Test      SplitData
 }
 
+// Rows identifies the abstracts of d's three splits (training.Rows), recorded in a checkpoint
+// so that a resume on other rows is refused.
+func (d *Data) Rows() training.Rows {
+	pmids := func(keys []RowKey) []string {
+		out := make([]string, len(keys))
+		for i, k := range keys {
+			out[i] = k.PMID
+		}
+		return out
+	}
+	return training.NewRows(pmids(d.Train.Keys), pmids(d.Dev.Keys), pmids(d.Test.Keys))
+}
+
 // ReadData reads the tracker shards and tokenizer of a prepared directory. Sentences are truncated
 // to maxTokens tokens.
 func ReadData(dir string, maxTokens int) (*Data, error) {
@@ -179,6 +192,11 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	}
 	hp := NewHyperparams(tc, data.Tokenizer.VocabSize(), data.Manifest.AspectSet, codes, names)
 	if err := prepareCheckpointDir(outDir, hp, dataDir, cfg, opts.AllowChangedConfig, log); err != nil {
+		return nil, nil, checkpointErr(err)
+	}
+	// A cross-validation fold (opts.Data) must prove its rows: a finished checkpoint of a plain
+	// train there would otherwise be taken for the fold (issue 22 defect 9).
+	if err := training.CheckRows(outDir, data.Rows(), opts.Data != nil); err != nil {
 		return nil, nil, checkpointErr(err)
 	}
 	resume, err := training.ReadResumePoint(outDir)

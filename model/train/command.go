@@ -165,6 +165,23 @@ func Command() cli.Command {
 			if data == "" || out == "" {
 				return cli.Usagef("--data and --out are required")
 			}
+			// The rule of every command (issue 22 defects 6 and 7): --out may not be, lie in or
+			// hold an input.
+			inputs := map[string]string{"--data": data, "tracker.pretrained": cfg.Tracker.Pretrained,
+				"summarizer.pretrained": cfg.Summarizer.Pretrained}
+			if fs.Lookup("folds-from") != nil {
+				inputs["--folds-from"], _ = fs.GetString("folds-from")
+			}
+			if err := cli.CheckOutputs(inputs, map[string]string{"--out": out}); err != nil {
+				return err
+			}
+			// A single model (not a cross-validation, which may fill a pipeline's OUT/tracker)
+			// is never trained into a cross-validation's directory.
+			if folds, _ := fs.GetInt("folds"); fs.Lookup("folds") == nil || folds == 0 {
+				if err := training.CheckNotFold(out); err != nil {
+					return err
+				}
+			}
 			// A variant's own flag (e.g. --head, --lora-rank of --pretrained) would be ignored
 			// silently when the variant does not apply: refuse it instead.
 			if _, variant := training.ActiveVariant(task.Name, cfg); !variant {

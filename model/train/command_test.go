@@ -3,6 +3,8 @@ package train
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -162,6 +164,49 @@ func TestCommand(t *testing.T) {
 			}
 			if tc.check != nil && got.cfg != nil {
 				tc.check(t)
+			}
+		})
+	}
+}
+
+// TestTrainOutHoldsInput: train shares the rule of issue 22 defects 6 and 7: an --out that holds,
+// is or lies in an input (--data, --pretrained, --folds-from) is refused before any task runs.
+func TestTrainOutHoldsInput(t *testing.T) {
+	root := t.TempDir()
+	data, snap, cvDir := filepath.Join(root, "P"), filepath.Join(root, "snap"), filepath.Join(root, "cv")
+	for _, d := range []string{data, snap, cvDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A cross-validation directory (issue 22 defect 9: a plain train into CV/fold-1 was taken
+	// for the fold by the CV's resume).
+	if err := os.WriteFile(filepath.Join(cvDir, training.CrossValidationMarker), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc string
+		args []string
+		want string
+	}{
+		{"--out holds --data", []string{"--task", "toy-sum", "--data", data, "--out", root}, "--data " + data + " is inside --out " + root},
+		{"--out is --data", []string{"--task", "toy-sum", "--data", data, "--out", data}, "is the same file as --data"},
+		{"--out holds the pretrained base", []string{"--task", "toy-track", "--data", data, "--out", root, "--pretrained", snap}, "is inside --out"},
+		{"plain train into a cross-validation's fold", []string{"--task", "toy-track", "--data", data, "--out", filepath.Join(cvDir, "fold-1")}, "inside the cross-validation directory"},
+		{"--out inside --folds-from", []string{"--task", "toy-track", "--data", filepath.Join(root, "d2"), "--out", filepath.Join(cvDir, "final"), "--final", "--folds-from", cvDir}, "inside the --folds-from directory"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			got.task = ""
+			cmd := Command()
+			if err := cmd.Flags.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Run(context.Background(), cmd.Flags.Args())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+			if got.task != "" {
+				t.Errorf("ran %q", got.task)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/training"
 )
@@ -29,6 +30,8 @@ type settings struct {
 	n    int
 	rng  *rand.Rand
 	work string
+	// env is added to every command's environment (TRACKSUM_* settings a test needs).
+	env []string
 }
 
 func setup(t *testing.T) *settings {
@@ -69,6 +72,7 @@ func (s *settings) cmd(name string, args ...string) *exec.Cmd {
 			c.Env = append(c.Env, kv)
 		}
 	}
+	c.Env = append(c.Env, s.env...)
 	return c
 }
 
@@ -312,12 +316,49 @@ func TestCrashTrain(t *testing.T) {
 		name string
 		n    int
 	}{{"tracker", s.n}, {"summarizer", s.n}} {
-		t.Run(task.name, func(t *testing.T) { s.trainTrials(t, task.name, task.n, data) })
+		t.Run(task.name, func(t *testing.T) { s.trainTrials(t, task.name, task.n, []string{"--task", task.name, "--data", data}) })
 	}
 }
 
-func (s *settings) trainTrials(t *testing.T, task string, n int, data string) {
-	args := []string{"--task", task, "--data", data}
+// TestCrashPretrained kills LoRA fine-tuning of a pretrained causal LM (tracker, lm_cls head, on a
+// tiny random Llama snapshot with hf/randsnap's byte-level tokenizer) like TestCrashTrain, then
+// exports of its checkpoint (tracksum-export --overwrite over a previous export) like
+// TestCrashPrepare: after each kill the output is the previous or the new version, and a rerun
+// ends bit-identical to an uninterrupted run.
+func TestCrashPretrained(t *testing.T) {
+	s := setup(t)
+	if _, err := os.Stat(filepath.Join(s.root, "bin", "tracksum-export")); err != nil {
+		t.Fatalf("bin/tracksum-export missing: run make build first (%v)", err)
+	}
+	// randsnap's tokenizer spends one token per byte: longer prompts (as scripts/pretrained-demo.sh).
+	s.env = []string{"TRACKSUM_TRACKER_MAX_SEQ_LEN=512", "TRACKSUM_TRACKER_TRAIN_WARMUP_STEPS=0"}
+	data := filepath.Join(s.work, "prepared-pretrained")
+	s.run(t, "prepare", "--quiet", "--sample-size", "10", "--out", data)
+	snap := filepath.Join(s.work, "snapshot")
+	if err := randsnap.WriteDecoder(snap, randsnap.Decoder{ModelType: "llama", Vocab: 300, Hidden: 16, Layers: 1, Heads: 2,
+		KVHeads: 1, Intermediate: 32, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--task", "tracker", "--pretrained", snap, "--head", "lm_cls", "--lora-rank", "4", "--data", data,
+		"--max-steps", "6", "--eval-every", "2", "--batch-size", "4", "--learning-rate", "1e-3"}
+	ref := filepath.Join(s.work, "ref-pretrained-tracker")
+	t.Run("train", func(t *testing.T) { s.trainTrials(t, "pretrained-tracker", s.n, args) })
+	t.Run("export", func(t *testing.T) {
+		if !fileExists(filepath.Join(ref, "pretrained.json")) {
+			t.Skip("no reference checkpoint (the train subtest did not run)")
+		}
+		other := filepath.Join(s.work, "other-pretrained-tracker")
+		s.run(t, "train", append(slices.Clone(args), "--seed", "11", "--out", other)...)
+		prev, want := filepath.Join(s.work, "export-prev"), filepath.Join(s.work, "export-new")
+		s.run(t, "export", "--checkpoint", other, "--out", prev)
+		took := s.run(t, "export", "--checkpoint", ref, "--out", want)
+		s.replaceTrials(t, "export", []string{"--checkpoint", ref, "--overwrite"}, prev, want, took)
+	})
+}
+
+// trainTrials kills `tracksum-train args --out CK` runs (label names the reference checkpoint
+// and the trials) until n kills landed, checking each interrupted directory and each rerun.
+func (s *settings) trainTrials(t *testing.T, task string, n int, args []string) {
 	ref := filepath.Join(s.work, "ref-"+task)
 	took := s.run(t, "train", append(slices.Clone(args), "--out", ref)...)
 	want := tree(t, ref, timingFree)

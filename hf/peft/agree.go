@@ -1,0 +1,83 @@
+package peft
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/tracksum/tracksum/config"
+)
+
+// ErrDisagree marks a checkpoint whose adapter_config.json and training metadata describe
+// different adapters (one of them edited by hand).
+var ErrDisagree = errors.New("adapter settings disagree")
+
+// CheckAgreement cross-checks the adapter of the checkpoint ck against l, the LoRA settings its
+// metadata file (metaName, e.g. pretrained.json) records: infer builds the model from the
+// metadata and export merges with adapter/adapter_config.json, so the two must describe the
+// same adapter (r, lora_alpha, use_rslora, target_modules), or inference and the exported model
+// would silently differ (issue 22: lora_alpha edited to 1000 changed the export only). A
+// checkpoint without adapter/ (full fine-tuning) has nothing to check. The error is one line
+// naming both files.
+func CheckAgreement(ck string, l config.LoRA, metaName string) error {
+	path := filepath.Join(ck, AdapterDir, ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if l.Rank > 0 {
+			if _, derr := os.Stat(filepath.Join(ck, AdapterDir)); derr == nil {
+				return fmt.Errorf("%s is missing", path)
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	meta := filepath.Join(ck, metaName)
+	diff := func(field string, a, m any) error {
+		return fmt.Errorf("%w: %s has %s %v but %s records %v (one of them was edited); restore it or retrain",
+			ErrDisagree, path, field, a, meta, m)
+	}
+	same := func(a, b []string) bool {
+		return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+	}
+	switch {
+	case l.Rank == 0:
+		return fmt.Errorf("%w: %s exists but %s records full fine-tuning (lora rank 0)", ErrDisagree, path, meta)
+	case c.R != l.Rank:
+		return diff("r", c.R, l.Rank)
+	case math.Abs(c.LoRAAlpha-l.Alpha) > 1e-12*math.Max(1, math.Abs(l.Alpha)):
+		return diff("lora_alpha", c.LoRAAlpha, l.Alpha)
+	case c.UseRSLoRA != l.RSLoRA:
+		return diff("use_rslora", c.UseRSLoRA, l.RSLoRA)
+	case !same(c.TargetModules, l.TargetModules) && !(slices.Contains(c.ModulesToSave, "classifier") && same(c.TargetModules, bertTargets(l.TargetModules))):
+		return diff("target_modules", c.TargetModules, l.TargetModules)
+	}
+	return nil
+}
+
+// bertTargets maps Llama-family target names to the BERT layers they select, as a BERT
+// classifier's adapter_config.json records them (model/pretrained's encoder; gate_proj has no
+// BERT layer).
+func bertTargets(targets []string) []string {
+	var out []string
+	for _, t := range targets {
+		if alias, ok := config.LoRATargetsBERTAlias[t]; ok {
+			t = alias
+		} else if t == "gate_proj" {
+			continue
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
