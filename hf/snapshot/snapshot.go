@@ -86,6 +86,33 @@ type Snapshot struct {
 // tokenizer.json, tokenizer_config.json and the weights (model.safetensors, or the index and every
 // shard it names, each with a readable header that holds the tensors the index assigns to it).
 func Open(dir string) (*Snapshot, error) {
+	s, err := openFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openWeights(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenConfig opens a snapshot without its weights: the directory, config.json with a supported
+// model_type, tokenizer.json and tokenizer_config.json, as Open checks them. It is for reading the
+// architecture only (tracksum-train --plan, where a user may have downloaded just the config and
+// tokenizer files); Names, Shape, Tensors and WeightsSHA256 of the result see no weights.
+func OpenConfig(dir string) (*Snapshot, error) {
+	s, err := openFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.weights = safetensors.NewEmpty(s.Repo)
+	s.weights.Index = &safetensors.ShardedModelIndex{WeightMap: map[string]string{}}
+	s.weights.Headers = map[string]*safetensors.Header{}
+	return s, nil
+}
+
+// openFiles checks the directory, config.json and the tokenizer files (not the weights).
+func openFiles(dir string) (*Snapshot, error) {
 	dir = filepath.Clean(dir)
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -107,9 +134,6 @@ func Open(dir string) (*Snapshot, error) {
 		}
 	}
 	s.HasGenerationConfig = fileExists(filepath.Join(dir, GenerationConfigFile))
-	if err := s.openWeights(); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 

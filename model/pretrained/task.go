@@ -28,6 +28,7 @@ func init() {
 		Description: "with --pretrained DIR: a fine-tuned Hugging Face model (lm_cls, generative or encoder_cls head)",
 		Applies:     func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" },
 		Train:       TrainTracker,
+		Plan:        PlanTracker,
 	})
 	training.RegisterVariant(training.Variant{
 		Task: "summarizer",
@@ -38,6 +39,7 @@ func init() {
 		Description: "with --pretrained DIR: a fine-tuned Hugging Face causal LM",
 		Applies:     func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
 		Train:       TrainSummarizer,
+		Plan:        PlanSummarizer,
 	})
 	pretrainedUsage := "TASK.pretrained: local Hugging Face causal LM snapshot to fine-tune as the variant's models (summarizer.pretrained; docs/variants.md); empty: train from scratch"
 	training.RegisterVariant(training.Variant{
