@@ -14,13 +14,10 @@
 package snapshot
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -388,22 +385,14 @@ func CheckFinite(t *tensors.Tensor) error {
 
 // WeightsSHA256 returns the hex SHA-256 of the weight files' bytes concatenated in WeightFiles
 // order: for a single-file snapshot it equals `sha256sum model.safetensors`. Checkpoints record it
-// so a changed base model is detected.
+// so a changed base model is detected. The digest is cached (CachedSHA256): a snapshot whose
+// files keep their path, size, modification time and inode is not read again.
 func (s *Snapshot) WeightsSHA256() (string, error) {
-	h := sha256.New()
-	for _, file := range s.WeightFiles {
-		path := filepath.Join(s.Dir, file)
-		f, err := os.Open(path)
-		if err != nil {
-			return "", fmt.Errorf("%s: %v", path, err)
-		}
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return "", fmt.Errorf("%s: %v", path, err)
-		}
+	paths := make([]string, len(s.WeightFiles))
+	for i, file := range s.WeightFiles {
+		paths[i] = filepath.Join(s.Dir, file)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return CachedSHA256(paths)
 }
 
 // Int returns the integer config.json value at key, or def when the key is absent or null.
