@@ -32,7 +32,8 @@ if [ ! -x "$BIN" ]; then
 	exit 1
 fi
 mkdir -p "$OUT"
-WORK="$OUT/work"
+# Snapshots and checkpoints (GBs on a GPU): keep WORK outside OUT where OUT is sent back.
+WORK="${WORK:-$OUT/work}"
 mkdir -p "$WORK"
 RES="$OUT/gpu-check.jsonl"
 LOG="$OUT/gpu-check.log"
