@@ -122,30 +122,39 @@ for s in "${shapes[@]}"; do
 done
 
 # (c) our LoRA steps; (e) PEFT/transformers load them; (d) the reference steps.
-# Each run is "task shape batch max_seq_len steps"; GPU_CHECK_RUNS (runs separated by ";")
-# replaces the list (the Go test of the script runs one tiny tracker).
+# Each run is "task shape batch max_seq_len steps [precision [ckpt]]"; precision (f32, bf16, auto)
+# and "ckpt" set TRACKSUM_<TASK>_TRAIN_PRECISION and _GRADIENT_CHECKPOINTING for that run (a build
+# without those keys refuses them in one line). GPU_CHECK_RUNS (runs separated by ";") replaces
+# the list (the Go test of the script runs one tiny tracker).
 if [ -n "${GPU_CHECK_RUNS:-}" ]; then
 	IFS=';' read -r -a runs <<<"$GPU_CHECK_RUNS"
 elif [ "$CPU" = 1 ]; then
 	# Three micro-batch sizes of the tracker: the plan's activation model against the peak RSS.
 	runs=("tracker tiny 2 128 2" "tracker tiny 4 128 2" "tracker tiny 8 128 2" "summarizer tiny 2 256 2")
 else
-	runs=("tracker smollm2-135m 32 128 5" "summarizer smollm2-135m 8 1024 5" "tracker llama-3.1-8b-2l 32 128 5"
-		"summarizer llama-3.1-8b-2l 16 2048 3" "tracker llama-3.2-1b 32 128 5")
+	runs=("tracker smollm2-135m 32 128 5 bf16" "summarizer smollm2-135m 8 1024 5 bf16" "tracker llama-3.1-8b-2l 32 128 5 bf16"
+		"summarizer llama-3.1-8b-2l 16 2048 3 bf16 ckpt" "tracker smollm2-135m 32 128 5 f32" "summarizer llama-3.1-8b-2l 16 2048 3 bf16"
+		"tracker llama-3.2-1b 32 128 5 bf16")
 fi
 for r in "${runs[@]}"; do
-	read -r task shape batch seq steps <<<"$r"
-	name="$task-$shape-b$batch"
+	read -r task shape batch seq steps precision ckpt <<<"$r"
+	name="$task-$shape-b$batch${precision:+-$precision}${ckpt:+-$ckpt}"
 	[ -d "$WORK/snap-$shape" ] || continue
-	step "train $name" 240 "$BIN" train --task "$task" --snapshot "$WORK/snap-$shape" --out "$WORK/$name" \
+	settings=()
+	sec=$(printf '%s' "$task" | tr '[:lower:]' '[:upper:]')
+	[ -n "${precision:-}" ] && settings+=("TRACKSUM_${sec}_TRAIN_PRECISION=$precision")
+	[ "${ckpt:-}" = ckpt ] && settings+=("TRACKSUM_${sec}_TRAIN_GRADIENT_CHECKPOINTING=true")
+	step "train $name" 240 env "${settings[@]}" "$BIN" train --task "$task" --snapshot "$WORK/snap-$shape" --out "$WORK/$name" \
 		--steps "$steps" --batch "$batch" --seq "$seq" || continue
 	ck="$WORK/$name/$task"
 	step "logits $name" 120 "$BIN" logits --checkpoint "$ck" --out "$WORK/$name/logits.safetensors"
 	step "export $name" 120 "$BIN" export --checkpoint "$ck" --out "$WORK/$name/export"
 	step "PEFT/transformers load $name" 180 "$PY" scripts/gpucheck/peft_check.py load --checkpoint "$ck" \
 		--export "$WORK/$name/export" --ours "$WORK/$name/logits.safetensors" --task "$task"
+	ref_dtype=bfloat16
+	[ "${precision:-}" = f32 ] && ref_dtype=float32
 	step "PEFT reference steps $name" 240 "$PY" scripts/gpucheck/peft_check.py train --checkpoint "$ck" \
-		--task "$task" --batch "$batch" --seq "$seq" --steps "$steps"
+		--task "$task" --batch "$batch" --seq "$seq" --steps "$steps" --dtype "$ref_dtype"
 done
 
 # (f) the prepared shards with pyarrow (any run's prepared/ directory).

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
@@ -24,7 +25,7 @@ import (
 // cache that cannot be read or written only costs the hashing.
 
 // CacheDirEnv overrides the cache directory (default: os.UserCacheDir()/tracksum).
-const CacheDirEnv = "TRACKSUM_CACHE_DIR"
+const CacheDirEnv = config.CacheDirEnv
 
 // digestDir is the cache's subdirectory of digests.
 const digestDir = "sha256"

@@ -100,7 +100,7 @@ func markdown(rows []map[string]any) string {
 	}
 	section("parity", "Parity with the float32 PyTorch goldens (max |diff|)", []string{"family", "backend", "hidden_max_abs_diff", "logits_max_abs_diff", "lora_logits_max_abs_diff", "loss_abs_diff", "ok"})
 	section("snapshot", "Random snapshots", []string{"shape", "detail", "vocab", "dtype", "seconds"})
-	section("train", "LoRA steps (tracksum)", []string{"task", "snapshot", "backend", "batch", "max_seq_len", "steps", "tokens_per_sec", "train_loss", "dev_loss", "peak_rss_bytes", "plan_total_bytes", "ok"})
+	section("train", "LoRA steps (tracksum)", []string{"task", "snapshot", "backend", "precision", "gradient_checkpointing", "batch", "max_seq_len", "steps", "tokens_per_sec", "train_loss", "dev_loss", "peak_rss_bytes", "plan_total_bytes", "ok"})
 	section("reference", "LoRA steps (transformers + PEFT)", []string{"task", "snapshot", "device", "dtype", "batch", "max_seq_len", "steps", "tokens_per_sec", "first_loss", "peak_bytes", "ok"})
 	section("peft", "PEFT and transformers load our adapter and export (logits vs ours)", []string{"checkpoint", "what", "max_abs_diff", "tolerance", "ok"})
 	section("parquet", "Prepared shards read with pyarrow", []string{"file", "rows", "columns", "ok"})

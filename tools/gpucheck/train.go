@@ -6,8 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset/prepare"
@@ -51,8 +56,13 @@ func trainCommand() cli.Command {
 }
 
 func train(ctx context.Context, task, snap, out string, steps, batch, seq, samples int) error {
-	def := config.Default()
-	cfg := &def
+	// The defaults with the TRACKSUM_* environment, as every tracksum command reads it: the check
+	// chooses settings it has no flag for (e.g. TRACKSUM_TRACKER_TRAIN_PRECISION=bf16 and
+	// TRACKSUM_TRACKER_TRAIN_GRADIENT_CHECKPOINTING=true where the build has those keys).
+	cfg, err := config.Load(viper.New(), "", pflag.NewFlagSet("gpucheck", pflag.ContinueOnError), nil)
+	if err != nil {
+		return err
+	}
 	cfg.Prepare.SampleSize = samples
 	data := filepath.Join(out, "prepared")
 	if _, err := os.Stat(filepath.Join(data, "manifest.json")); err != nil {
@@ -69,9 +79,13 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 		l.WarmupSteps, l.LearningRate, l.Patience = 0, 1e-4, 0
 	}
 	req := training.Request{Data: data, Out: ck, Log: os.Stderr}
-	var err error
 	start := time.Now()
-	in := plan.Inputs{Batch: batch, SeqLen: seq, GradAccumulation: 1, Precision: plan.F32, Section: task, LoRA: config.DefaultLoRA()}
+	_, backend, err := model.Backend()
+	if err != nil {
+		return err
+	}
+	in := plan.Inputs{Batch: batch, SeqLen: seq, GradAccumulation: 1, Section: task, LoRA: config.DefaultLoRA()}
+	in.Precision, in.Checkpointing = envSettings(task, backend)
 	if task == "tracker" {
 		cfg.Tracker.Pretrained, cfg.Tracker.Head, cfg.Tracker.MaxSeqLen = snap, config.HeadGenerative, seq
 		loop(&cfg.Tracker.Train)
@@ -86,7 +100,7 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	}
 	res := map[string]any{"step": "train", "task": task, "snapshot": filepath.Base(snap), "steps": steps, "batch": batch, "max_seq_len": seq,
 		"wall_seconds": time.Since(start).Seconds()}
-	_, res["backend"], _ = model.Backend()
+	res["backend"], res["precision"], res["gradient_checkpointing"] = backend, in.Precision, in.Checkpointing
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		res["peak_rss_bytes"] = ru.Maxrss * 1024 // Linux reports KiB
@@ -117,6 +131,22 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	}
 	res["ok"] = true
 	return emit(os.Stdout, res)
+}
+
+// envSettings are the precision and checkpointing of the run as the environment sets them
+// (TRACKSUM_<TASK>_TRAIN_PRECISION: auto, the default, is bf16 on a CUDA backend and f32
+// elsewhere), for the plan printed beside the measurement.
+func envSettings(task, backend string) (string, bool) {
+	prefix := config.EnvPrefix + "_" + strings.ToUpper(task) + "_TRAIN_"
+	p := strings.ToLower(os.Getenv(prefix + "PRECISION"))
+	if p == "" || p == "auto" {
+		p = plan.F32
+		if strings.Contains(strings.ToLower(backend), "cuda") {
+			p = plan.BF16
+		}
+	}
+	ck, _ := strconv.ParseBool(os.Getenv(prefix + "GRADIENT_CHECKPOINTING"))
+	return p, ck
 }
 
 // losses returns the last train and dev losses of a metrics.jsonl (nil when absent).
