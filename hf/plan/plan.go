@@ -70,6 +70,9 @@ type Inputs struct {
 	// gradient checkpointing: the verdict is given for them.
 	Precision     string
 	Checkpointing bool
+	// Assumed says that Precision and Checkpointing were not read from a config but assumed
+	// (the plan says so).
+	Assumed bool
 	// DeviceMemory is the device's memory in bytes (0: no verdict).
 	DeviceMemory int64
 	// Section is the config section the advice names (tracker, summarizer).

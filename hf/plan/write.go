@@ -90,6 +90,9 @@ func (p *Plan) Write(w io.Writer) error {
 		pf("  total %s\n", Bytes(v.Total))
 	}
 	pf("  (* = configured: precision %s, gradient checkpointing %s)\n", in.Precision, onOff(in.Checkpointing))
+	if in.Assumed {
+		pf("  (this build reads no train.precision or train.gradient_checkpointing: bf16 without checkpointing is assumed, as auto means on a CUDA card)\n")
+	}
 	if in.DeviceMemory > 0 {
 		cur := p.Configured()
 		if cur.Total <= in.DeviceMemory {

@@ -24,8 +24,9 @@ const (
 // planPrecision and planCheckpointing are the settings the plan's verdict is given for. This
 // build computes in float32 whatever the backend (train.precision and train.gradient_checkpointing
 // come with the mixed-precision issue); the plan is meant for a CUDA card, where train.precision's
-// "auto" will mean bf16, so its verdict is for bf16 without checkpointing, and it prints the three
-// other settings beside it.
+// "auto" will mean bf16, so its verdict is for bf16 without checkpointing (marked Assumed), and it
+// prints the three other settings beside it. With those keys: config.ResolvePrecision(loop.Precision,
+// "cuda") and loop.GradientCheckpointing, and Assumed false.
 func planSettings(_ config.TrainLoop) (precision string, checkpointing bool) {
 	return plan.BF16, false
 }
@@ -98,6 +99,7 @@ func planInputs(section string, snap *snapshot.Snapshot, dc decoder.Config, l co
 		in.DeviceMemory = n
 	}
 	in.Precision, in.Checkpointing = planSettings(loop)
+	in.Assumed = true
 	// transformers writes the weights' dtype as torch_dtype (4.x) or dtype (5.x).
 	for _, key := range []string{"dtype", "torch_dtype"} {
 		if d, err := snap.String(key, ""); err == nil && d != "" {
