@@ -11,8 +11,8 @@
 #
 # Steps, in order of value, each under its own `timeout` (a step that runs out is recorded as such
 # and the next one starts): (b) every decoder family's parity goldens on the backend; (a) random
-# snapshots of real shapes; (c) LoRA steps of the generative tracker and the summarizer (tokens/s,
-# losses, peak memory, the memory plan beside it); (e) PEFT and transformers load our adapter and
+# snapshots of real shapes (each when a run first needs it); (c) LoRA steps of the generative
+# tracker and the summarizer (tokens/s, losses, peak memory, the memory plan beside it); (e) PEFT and transformers load our adapter and
 # our merged export, logits compared with ours; (d) the same LoRA steps with transformers + PEFT;
 # (f) the prepared Parquet shards read with pyarrow. After each step (g) gpu-check.json and
 # gpu-check.md are rewritten in OUT (default ./gpu-check-out), so a run cut short still reports what
@@ -75,7 +75,6 @@ env_row commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [ "$CPU" = 1 ]; then
 	export GOMLX_BACKEND=go
 	env_row mode "CPU (GPU_CHECK_CPU=1): go backend, tiny shapes"
-	shapes=(tiny)
 else
 	env_row mode "GPU: XLA CUDA through JAX's PJRT plugin"
 	env_row gpu "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)"
@@ -99,7 +98,6 @@ else
 	export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:-}"
 	env_row plugin "$plugin"
 	env_row xla_flags "${XLA_FLAGS:-}"
-	shapes=(smollm2-135m llama-3.1-8b-2l llama-3.2-1b)
 fi
 env_row backend "$GOMLX_BACKEND"
 env_row python "$("$PY" -c 'import sys; print(sys.version.split()[0])' 2>&1); $("$PY" -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)' 2>&1 | tail -1)"
@@ -115,12 +113,6 @@ render
 # (b) parity goldens of every family on the backend.
 step "parity goldens (4 families)" 120 "$BIN" parity
 
-# (a) random snapshots. The Go writer (hf/randsnap) is used in both modes: deterministic, and the
-# same bytes whatever Python the machine has.
-for s in "${shapes[@]}"; do
-	step "snapshot $s" 180 "$BIN" snapshot --out "$WORK/snap-$s" --shape "$s" "${tok[@]}"
-done
-
 # (c) our LoRA steps; (e) PEFT/transformers load them; (d) the reference steps.
 # Each run is "task shape batch max_seq_len steps [precision [ckpt]]"; precision (f32, bf16, auto)
 # and "ckpt" set TRACKSUM_<TASK>_TRAIN_PRECISION and _GRADIENT_CHECKPOINTING for that run (a build
@@ -132,14 +124,20 @@ elif [ "$CPU" = 1 ]; then
 	# Three micro-batch sizes of the tracker: the plan's activation model against the peak RSS.
 	runs=("tracker tiny 2 128 2" "tracker tiny 4 128 2" "tracker tiny 8 128 2" "summarizer tiny 2 256 2")
 else
-	runs=("tracker smollm2-135m 32 128 5 bf16" "summarizer smollm2-135m 8 1024 5 bf16" "tracker llama-3.1-8b-2l 32 128 5 bf16"
-		"summarizer llama-3.1-8b-2l 16 2048 3 bf16 ckpt" "tracker smollm2-135m 32 128 5 f32" "summarizer llama-3.1-8b-2l 16 2048 3 bf16"
+	# In order of value: the recipe's shapes in bf16 first (the summarizer's 16 x 2,048 on two 8B
+	# layers with checkpointing, as the plan chooses), then without checkpointing, f32, and 1B.
+	runs=("tracker smollm2-135m 32 128 5 bf16" "summarizer llama-3.1-8b-2l 16 2048 3 bf16 ckpt" "tracker llama-3.1-8b-2l 32 128 5 bf16"
+		"summarizer smollm2-135m 8 1024 5 bf16" "summarizer llama-3.1-8b-2l 16 2048 3 bf16" "tracker smollm2-135m 32 128 5 f32"
 		"tracker llama-3.2-1b 32 128 5 bf16")
 fi
 for r in "${runs[@]}"; do
 	read -r task shape batch seq steps precision ckpt <<<"$r"
 	name="$task-$shape-b$batch${precision:+-$precision}${ckpt:+-$ckpt}"
-	[ -d "$WORK/snap-$shape" ] || continue
+	# (a) the random snapshot of the shape, when first needed. Written by the Go side (hf/randsnap) in
+	# both modes: deterministic, whatever Python the machine has.
+	if [ ! -d "$WORK/snap-$shape" ]; then
+		step "snapshot $shape" 180 "$BIN" snapshot --out "$WORK/snap-$shape" --shape "$shape" "${tok[@]}" || continue
+	fi
 	settings=()
 	sec=$(printf '%s' "$task" | tr '[:lower:]' '[:upper:]')
 	[ -n "${precision:-}" ] && settings+=("TRACKSUM_${sec}_TRAIN_PRECISION=$precision")
