@@ -14,6 +14,10 @@ import (
 // they are not config keys, so checkEnv leaves them alone.
 const BenchEnvPrefix = EnvPrefix + "_BENCH_"
 
+// CacheDirEnv names the directory of tracksum's caches (the base snapshots' file digests, package
+// hf/snapshot); not a config key: checkEnv leaves it alone.
+const CacheDirEnv = EnvPrefix + "_CACHE_DIR"
+
 // envKey returns the environment variable that overrides a dotted config key.
 func envKey(key string) string {
 	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
@@ -69,7 +73,7 @@ func checkEnv(environ []string, lookup func(key string) string) error {
 	var errs []error
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, EnvPrefix+"_") || strings.HasPrefix(name, BenchEnvPrefix) || slices.Contains(exempt, name) {
+		if !strings.HasPrefix(name, EnvPrefix+"_") || strings.HasPrefix(name, BenchEnvPrefix) || name == CacheDirEnv || slices.Contains(exempt, name) {
 			continue
 		}
 		key, ok := known[name]

@@ -35,6 +35,7 @@ func TestUnknownEnvironmentKey(t *testing.T) {
 		{desc: "a renamed API key variable is allowed too",
 			env: map[string]string{"TRACKSUM_EVAL_LLM_API_KEY_ENV": "TRACKSUM_MY_KEY", "TRACKSUM_MY_KEY": "sk-x"}},
 		{desc: "benchmark knobs are not config keys", env: map[string]string{"TRACKSUM_BENCH_ABSTRACTS": "10"}},
+		{desc: "the cache directory is not a config key", env: map[string]string{"TRACKSUM_CACHE_DIR": "/tmp/c"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			for k, v := range tc.env {

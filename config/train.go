@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -45,6 +46,9 @@ type TrainLoop struct {
 	// by GoMLX's distributed execution); 1 = one device, the only count implemented: the training
 	// loop refuses more (training.CheckDevices). BatchSize is the global micro-batch.
 	Devices int `mapstructure:"devices" yaml:"devices"`
+	// DeviceMemory is the memory of one device with its unit ("80GiB", "80GB"), against which
+	// tracksum-train --plan (--plan-memory) says whether a pretrained recipe fits; "" = no verdict.
+	DeviceMemory string `mapstructure:"device_memory" yaml:"device_memory"`
 }
 
 // DecaySchedules lists the accepted values of train.decay.
@@ -123,6 +127,11 @@ func (c TrainLoop) Validate(section string) error {
 	if c.Devices < 1 {
 		bad("devices", fmt.Sprintf("must be >= 1, got %d", c.Devices))
 	}
+	if c.DeviceMemory != "" {
+		if _, err := ParseBytes(c.DeviceMemory); err != nil {
+			bad("device_memory", err.Error())
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -131,4 +140,28 @@ func (c TrainLoop) Validate(section string) error {
 // that changing them, or a release adding one, never refuses a finished run.
 func Unrecorded(key string) bool {
 	return strings.HasSuffix(key, ".train.log_every") || key == "tracker.report_test"
+}
+
+// ParseBytes reads a memory size with its unit: "80GiB", "80 GB", "141GiB", "512MiB". Decimal
+// units (kB, MB, GB, TB: powers of 1000) and binary ones (KiB, MiB, GiB, TiB: powers of 1024) are
+// both accepted; a bare number is refused, since "80" could be either.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   float64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+	}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(t, u.suffix); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || !(f > 0) || f*u.mult > 1<<62 {
+				break
+			}
+			return int64(f * u.mult), nil
+		}
+	}
+	return 0, fmt.Errorf("memory size %q: want a positive number with a unit, e.g. 80GiB or 80GB (GB = 10^9 bytes, GiB = 2^30)", s)
 }

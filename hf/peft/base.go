@@ -37,19 +37,28 @@ type BaseRef struct {
 	WeightsSHA256 string `json:"weights_sha256"`
 	// WeightFiles are the weight files the digest covers, relative to Dir.
 	WeightFiles []string `json:"weight_files"`
+	// Files are the SHA-256 of the snapshot's other files that shape the model
+	// (snapshot.ShapingFiles present at training: config.json, tokenizer files, chat template,
+	// generation config), by file name. Absent in checkpoints written before they were recorded.
+	Files map[string]string `json:"files,omitempty"`
 }
 
-// RefOf describes an opened snapshot (hashing its weights: a few seconds per GB).
+// RefOf describes an opened snapshot (hashing its files: a few seconds per GB, once per version
+// of the files thanks to snapshot's digest cache).
 func RefOf(s *snapshot.Snapshot) (BaseRef, error) {
 	dir, err := filepath.Abs(s.Dir)
 	if err != nil {
 		return BaseRef{}, fmt.Errorf("snapshot %s: %w", s.Dir, err)
 	}
+	files, err := s.FileDigests()
+	if err != nil {
+		return BaseRef{}, err
+	}
 	sum, err := s.WeightsSHA256()
 	if err != nil {
 		return BaseRef{}, err
 	}
-	return BaseRef{Dir: dir, ModelType: s.ModelType, WeightsSHA256: sum, WeightFiles: slices.Clone(s.WeightFiles)}, nil
+	return BaseRef{Dir: dir, ModelType: s.ModelType, WeightsSHA256: sum, WeightFiles: slices.Clone(s.WeightFiles), Files: files}, nil
 }
 
 // WriteBaseRef writes ckDir/base.json for the snapshot s, atomically, and returns what it wrote.
@@ -80,10 +89,11 @@ func ReadBaseRef(ckDir string) (BaseRef, error) {
 	return ref, nil
 }
 
-// OpenBase reads ckDir/base.json, opens the snapshot it names and checks that its weights are the
-// ones the checkpoint was trained on. dir, when not empty, is opened instead of the recorded
-// directory (a snapshot moved or copied elsewhere), with the same check. A changed or missing base
-// is a one-line error naming base.json, the directory and both digests.
+// OpenBase reads ckDir/base.json, opens the snapshot it names and checks that its weights and the
+// files that shape the model (config, tokenizer, template, generation config) are the ones the
+// checkpoint was trained on. dir, when not empty, is opened instead of the recorded directory (a
+// snapshot moved or copied elsewhere), with the same check. A changed or missing base is a
+// one-line error naming base.json, the directory, the changed file and both digests.
 func OpenBase(ckDir, dir string) (*snapshot.Snapshot, BaseRef, error) {
 	ref, err := ReadBaseRef(ckDir)
 	if err != nil {
@@ -99,6 +109,24 @@ func OpenBase(ckDir, dir string) (*snapshot.Snapshot, BaseRef, error) {
 	}
 	if s.ModelType != ref.ModelType {
 		return nil, BaseRef{}, fmt.Errorf("%s: base model %s is model_type %q, the checkpoint was trained on %q", path, dir, s.ModelType, ref.ModelType)
+	}
+	if ref.Files != nil {
+		now, err := s.FileDigests()
+		if err != nil {
+			return nil, BaseRef{}, fmt.Errorf("%s: base model: %w", path, err)
+		}
+		for _, name := range snapshot.ShapingFiles {
+			was, had := ref.Files[name]
+			is, has := now[name]
+			switch {
+			case had && !has:
+				return nil, BaseRef{}, fmt.Errorf("%s: base model %s has changed: %s is missing, the checkpoint was trained with it (sha256 %s)", path, dir, name, was)
+			case !had && has:
+				return nil, BaseRef{}, fmt.Errorf("%s: base model %s has changed: %s was added since training", path, dir, name)
+			case was != is:
+				return nil, BaseRef{}, fmt.Errorf("%s: base model %s has changed: %s sha256 %s, the checkpoint was trained on %s", path, dir, name, is, was)
+			}
+		}
 	}
 	sum, err := s.WeightsSHA256()
 	if err != nil {

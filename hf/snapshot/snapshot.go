@@ -14,13 +14,10 @@
 package snapshot
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -86,6 +83,33 @@ type Snapshot struct {
 // tokenizer.json, tokenizer_config.json and the weights (model.safetensors, or the index and every
 // shard it names, each with a readable header that holds the tensors the index assigns to it).
 func Open(dir string) (*Snapshot, error) {
+	s, err := openFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openWeights(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenConfig opens a snapshot without its weights: the directory, config.json with a supported
+// model_type, tokenizer.json and tokenizer_config.json, as Open checks them. It is for reading the
+// architecture only (tracksum-train --plan, where a user may have downloaded just the config and
+// tokenizer files); Names, Shape, Tensors and WeightsSHA256 of the result see no weights.
+func OpenConfig(dir string) (*Snapshot, error) {
+	s, err := openFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.weights = safetensors.NewEmpty(s.Repo)
+	s.weights.Index = &safetensors.ShardedModelIndex{WeightMap: map[string]string{}}
+	s.weights.Headers = map[string]*safetensors.Header{}
+	return s, nil
+}
+
+// openFiles checks the directory, config.json and the tokenizer files (not the weights).
+func openFiles(dir string) (*Snapshot, error) {
 	dir = filepath.Clean(dir)
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -107,9 +131,6 @@ func Open(dir string) (*Snapshot, error) {
 		}
 	}
 	s.HasGenerationConfig = fileExists(filepath.Join(dir, GenerationConfigFile))
-	if err := s.openWeights(); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -364,22 +385,14 @@ func CheckFinite(t *tensors.Tensor) error {
 
 // WeightsSHA256 returns the hex SHA-256 of the weight files' bytes concatenated in WeightFiles
 // order: for a single-file snapshot it equals `sha256sum model.safetensors`. Checkpoints record it
-// so a changed base model is detected.
+// so a changed base model is detected. The digest is cached (CachedSHA256): a snapshot whose
+// files keep their path, size, modification time and inode is not read again.
 func (s *Snapshot) WeightsSHA256() (string, error) {
-	h := sha256.New()
-	for _, file := range s.WeightFiles {
-		path := filepath.Join(s.Dir, file)
-		f, err := os.Open(path)
-		if err != nil {
-			return "", fmt.Errorf("%s: %v", path, err)
-		}
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return "", fmt.Errorf("%s: %v", path, err)
-		}
+	paths := make([]string, len(s.WeightFiles))
+	for i, file := range s.WeightFiles {
+		paths[i] = filepath.Join(s.Dir, file)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return CachedSHA256(paths)
 }
 
 // Int returns the integer config.json value at key, or def when the key is absent or null.

@@ -216,6 +216,33 @@ func TestTrackerTrainInfer(t *testing.T) {
 			// A resumed run of a finished checkpoint does nothing and keeps it.
 			trainTask(t, "tracker", cfg, data, ck)
 
+			// A base whose config changed since training (rope_theta) is refused at infer, naming
+			// config.json (the reliability issue's defect 5); restored, it loads again.
+			cfgPath := filepath.Join(llm, "config.json")
+			orig, err := os.ReadFile(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw map[string]any
+			if err := json.Unmarshal(orig, &raw); err != nil {
+				t.Fatal(err)
+			}
+			raw["rope_theta"] = 10.0
+			edited, _ := json.Marshal(raw)
+			if err := os.WriteFile(cfgPath, edited, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, errChanged := pretrained.LoadTracker(ck)
+			if err := os.WriteFile(cfgPath, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if errChanged == nil || !strings.Contains(errChanged.Error(), "config.json sha256") || strings.Contains(errChanged.Error(), "\n") {
+				t.Errorf("changed base config: error %v, want one line naming config.json", errChanged)
+			}
+			if _, err := pretrained.LoadTracker(ck); err != nil {
+				t.Errorf("restored base config: %v", err)
+			}
+
 			// A base whose weights changed since training is refused, naming base.json.
 			var ref peft.BaseRef
 			if err := checkpoint.ReadJSON(filepath.Join(ck, peft.BaseFile), &ref, false); err != nil {

@@ -32,6 +32,7 @@ func init() {
 		Description: "with --pretrained DIR: a fine-tuned Hugging Face model (lm_cls, generative or encoder_cls head)",
 		Applies:     func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" },
 		Train:       TrainTracker,
+		Plan:        PlanTracker,
 	})
 	training.RegisterVariant(training.Variant{
 		Task: "summarizer",
@@ -42,6 +43,7 @@ func init() {
 		Description: "with --pretrained DIR: a fine-tuned Hugging Face causal LM",
 		Applies:     func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
 		Train:       TrainSummarizer,
+		Plan:        PlanSummarizer,
 	})
 	training.RegisterVariant(training.Variant{
 		Task: variant.SumThenTrack,

@@ -36,6 +36,7 @@ var loopFlags = map[string]string{
 	"batch-size":    "batch_size",
 	"learning-rate": "learning_rate",
 	"eval-every":    "eval_every",
+	"plan-memory":   "device_memory",
 }
 
 // Command returns tracksum-train over the tasks registered so far (call it from main, after the
@@ -110,6 +111,8 @@ func Command() cli.Command {
 			fs.String("folds-from", "", "with --final: the cross-validation directory (the --out of train --folds K on the same --data and config)")
 		}
 	}
+	fs.Bool("plan", false, "print the memory plan of a --pretrained recipe (parameters, weights, adapters, gradients, optimizer state, activations, total per device) and exit; needs only the snapshot's config.json and tokenizer files")
+	fs.String("plan-memory", "", "TASK.train.device_memory: with --plan, the device's memory (80GiB, 80GB): says whether the recipe fits and what to change if not")
 	fs.Bool("allow-changed-config", false, "resume a checkpoint although seed or TASK settings differ from its config.yaml (refused by default)")
 
 	synopsis := "--task " + strings.Join(names, "|") + " --data PREPARED_DIR --out CHECKPOINT_DIR [--config FILE] [flags]"
@@ -140,6 +143,8 @@ func Command() cli.Command {
 				return cli.Usagef("unexpected arguments %v", args)
 			case !ok:
 				return cli.Usagef("--task must be %s, got %q", orList(names), name)
+			case fs.Changed("plan-memory") && !planOnly(fs):
+				return cli.Usagef("--plan-memory goes with --plan")
 			}
 			// A flag of another task (e.g. --architecture with --task summarizer) would be ignored
 			// silently: refuse it instead.
@@ -162,7 +167,7 @@ func Command() cli.Command {
 			if err != nil {
 				return err
 			}
-			if data == "" || out == "" {
+			if (data == "" || out == "") && !planOnly(fs) {
 				return cli.Usagef("--data and --out are required")
 			}
 			// The rule of every command (issue 22 defects 6 and 7): --out may not be, lie in or
@@ -177,7 +182,7 @@ func Command() cli.Command {
 			}
 			// A single model (not a cross-validation, which may fill a pipeline's OUT/tracker)
 			// is never trained into a cross-validation's directory.
-			if folds, _ := fs.GetInt("folds"); fs.Lookup("folds") == nil || folds == 0 {
+			if folds, _ := fs.GetInt("folds"); out != "" && (fs.Lookup("folds") == nil || folds == 0) {
 				if err := training.CheckNotFold(out); err != nil {
 					return err
 				}
@@ -192,6 +197,13 @@ func Command() cli.Command {
 						return cli.Usagef("--%s applies to --task %s %s only", name, task.Name, when)
 					}
 				}
+			}
+			if planOnly(fs) {
+				v, variant := training.ActiveVariant(task.Name, cfg)
+				if !variant || v.Plan == nil {
+					return cli.Usagef("--plan plans a --pretrained causal LM of --task tracker or summarizer; give --pretrained DIR")
+				}
+				return v.Plan(ctx, cfg, training.Request{Log: os.Stdout})
 			}
 			req := training.Request{Data: data, Out: out, Log: os.Stderr}
 			req.AllowChangedConfig, _ = fs.GetBool("allow-changed-config")
@@ -241,6 +253,12 @@ func Command() cli.Command {
 			return task.Train(ctx, cfg, req)
 		},
 	}
+}
+
+// planOnly reports whether --plan was given: the command prints the plan instead of training.
+func planOnly(fs interface{ GetBool(string) (bool, error) }) bool {
+	plan, _ := fs.GetBool("plan")
+	return plan
 }
 
 // finalTasks returns the tasks whose cross-validation has a final training.

@@ -43,7 +43,8 @@ func init() {
 	// A variant, as model/pretrained's --pretrained: the same --task, chosen by a config key.
 	training.RegisterVariant(training.Variant{Task: "toy-track", Flags: []training.TaskFlag{{Name: "pretrained", Key: "tracker.pretrained", Usage: "toy"},
 		{Name: "lora-rank", Key: "tracker.lora.rank", Usage: "toy"}}, Description: "with --pretrained DIR: toy",
-		Applies: func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" }, Train: record("toy-track pretrained")})
+		Applies: func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" }, Train: record("toy-track pretrained"),
+		Plan: record("toy-track plan")})
 }
 
 func TestCommand(t *testing.T) {
@@ -134,6 +135,15 @@ func TestCommand(t *testing.T) {
 		{desc: "variant's flag without the variant", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--lora-rank", "0"},
 			usage: "--lora-rank applies to --task toy-track with --pretrained DIR only"},
 		{desc: "variant's key set empty", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", ""}, task: "toy-track"},
+		{desc: "plan without --data and --out", args: []string{"--task", "toy-track", "--pretrained", "snap", "--plan", "--plan-memory", "80GiB"}, task: "toy-track plan",
+			check: func(t *testing.T) {
+				if got.cfg.Tracker.Train.DeviceMemory != "80GiB" {
+					t.Errorf("device memory %q, want 80GiB from --plan-memory", got.cfg.Tracker.Train.DeviceMemory)
+				}
+			}},
+		{desc: "plan of a model without one", args: []string{"--task", "toy-track", "--plan"}, usage: "--plan plans a --pretrained causal LM"},
+		{desc: "plan memory without plan", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--plan-memory", "80GiB"}, usage: "--plan-memory goes with --plan"},
+		{desc: "plan memory without a unit", args: []string{"--task", "toy-track", "--pretrained", "snap", "--plan", "--plan-memory", "80"}, err: "tracker.train.device_memory"},
 		{desc: "training error", args: []string{"--task", "toy-sum", "--data", "fail", "--out", "o"}, task: "toy-sum", err: "no shards"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

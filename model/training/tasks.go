@@ -89,6 +89,9 @@ type Variant struct {
 	Applies func(cfg *config.Config) bool
 	// Train trains the variant, as Task.Train.
 	Train func(ctx context.Context, cfg *config.Config, req Request) error
+	// Plan, when set, writes the variant's memory plan to req.Log without training and without
+	// reading weights (tracksum-train --plan); req.Data and req.Out are unused.
+	Plan func(ctx context.Context, cfg *config.Config, req Request) error
 }
 
 var registry struct {

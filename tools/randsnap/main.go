@@ -12,15 +12,9 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/tracksum/tracksum/hf/randsnap"
-	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 )
@@ -97,10 +91,10 @@ func write(o options) error {
 	if o.hidden%o.heads != 0 {
 		return cli.Usagef("--hidden %d is not a multiple of --heads %d", o.hidden, o.heads)
 	}
-	var tok tokenizerInfo
+	var tok randsnap.TokenizerInfo
 	if o.tokenizer != "" {
 		var err error
-		if tok, err = readTokenizer(o.tokenizer); err != nil {
+		if tok, err = randsnap.ReadTokenizerInfo(o.tokenizer); err != nil {
 			return err
 		}
 	}
@@ -113,7 +107,7 @@ func write(o options) error {
 		e := randsnap.Encoder{Vocab: o.vocab, Hidden: o.hidden, Layers: o.layers, Heads: o.heads,
 			Intermediate: o.intermediate, Prefix: "bert.", Pooler: true, DType: dt, Seed: o.seed, TokenizerDir: o.tokenizer}
 		if e.Vocab == 0 {
-			e.Vocab = cmp.Or(tok.size, 100)
+			e.Vocab = cmp.Or(tok.Size, 100)
 		}
 		err = randsnap.WriteEncoder(dir.Tmp, e)
 	} else {
@@ -123,18 +117,18 @@ func write(o options) error {
 		d := randsnap.Decoder{ModelType: o.modelType, Vocab: o.vocab, Hidden: o.hidden, Layers: o.layers, Heads: o.heads,
 			KVHeads: o.kvHeads, Intermediate: o.intermediate, Tied: o.tied, DType: dt, Seed: o.seed, TokenizerDir: o.tokenizer}
 		if d.Vocab == 0 {
-			d.Vocab = cmp.Or(tok.size, 300)
+			d.Vocab = cmp.Or(tok.Size, 300)
 		}
 		if o.tokenizer != "" {
-			if d.Vocab < tok.size {
-				return cli.Usagef("--vocab %d is smaller than the tokenizer's %d ids", d.Vocab, tok.size)
+			if d.Vocab < tok.Size {
+				return cli.Usagef("--vocab %d is smaller than the tokenizer's %d ids", d.Vocab, tok.Size)
 			}
 			d.Extra = map[string]any{}
-			if tok.bos >= 0 {
-				d.Extra["bos_token_id"] = tok.bos
+			if tok.BOS >= 0 {
+				d.Extra["bos_token_id"] = tok.BOS
 			}
-			if len(tok.eos) > 0 {
-				d.Extra["eos_token_id"] = tok.eos
+			if len(tok.EOS) > 0 {
+				d.Extra["eos_token_id"] = tok.EOS
 			}
 			if o.modelType == "llama" {
 				// Llama 3.1's position encoding (its config.json), so that the rope_scaling path runs too.
@@ -150,94 +144,4 @@ func write(o options) error {
 		return err
 	}
 	return dir.Commit()
-}
-
-// tokenizerInfo is what a copied tokenizer decides in config.json.
-type tokenizerInfo struct {
-	size int   // highest id + 1
-	bos  int   // -1: none
-	eos  []int // eos_token, plus Llama 3's other end tokens when present
-}
-
-// readTokenizer reads the ids the snapshot's config.json must agree with.
-func readTokenizer(dir string) (tokenizerInfo, error) {
-	info := tokenizerInfo{bos: -1}
-	var tj struct {
-		AddedTokens []struct {
-			ID      int    `json:"id"`
-			Content string `json:"content"`
-		} `json:"added_tokens"`
-		Model struct {
-			Vocab json.RawMessage `json:"vocab"`
-		} `json:"model"`
-	}
-	path := filepath.Join(dir, snapshot.TokenizerFile)
-	if err := readJSON(path, &tj); err != nil {
-		return info, err
-	}
-	ids := map[string]int{}
-	// BPE and WordPiece vocabularies are {token: id}; Unigram's is [[token, score], ...] with ids in order.
-	var byToken map[string]int
-	var pieces [][2]any
-	switch {
-	case json.Unmarshal(tj.Model.Vocab, &byToken) == nil:
-		ids = byToken
-	case json.Unmarshal(tj.Model.Vocab, &pieces) == nil:
-		for i, p := range pieces {
-			if s, ok := p[0].(string); ok {
-				ids[s] = i
-			}
-		}
-	default:
-		return info, fmt.Errorf("%s: model.vocab is neither a map nor a list", path)
-	}
-	for _, a := range tj.AddedTokens {
-		ids[a.Content] = a.ID
-	}
-	for _, id := range ids {
-		info.size = max(info.size, id+1)
-	}
-	if info.size == 0 {
-		return info, fmt.Errorf("%s: empty vocabulary", path)
-	}
-	var tc map[string]any
-	cpath := filepath.Join(dir, snapshot.TokenizerConfigFile)
-	if err := readJSON(cpath, &tc); err != nil {
-		return info, err
-	}
-	token := func(key string) (int, bool) {
-		var s string
-		switch v := tc[key].(type) {
-		case string:
-			s = v
-		case map[string]any: // AddedToken object
-			s, _ = v["content"].(string)
-		}
-		id, ok := ids[s]
-		return id, ok && s != ""
-	}
-	if id, ok := token("bos_token"); ok {
-		info.bos = id
-	}
-	if id, ok := token("eos_token"); ok {
-		info.eos = append(info.eos, id)
-	}
-	// Llama 3.1 Instruct's config.json lists three end tokens; keep them so the snapshot looks like it.
-	for _, s := range []string{"<|end_of_text|>", "<|eom_id|>", "<|eot_id|>"} {
-		if id, ok := ids[s]; ok && !slices.Contains(info.eos, id) {
-			info.eos = append(info.eos, id)
-		}
-	}
-	return info, nil
-}
-
-func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

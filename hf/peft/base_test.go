@@ -1,0 +1,126 @@
+package peft_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/randsnap"
+	"github.com/tracksum/tracksum/hf/snapshot"
+)
+
+// editJSON rewrites the JSON object file at path with key set to v.
+func editJSON(t *testing.T, path, key string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m[key] = v
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChangedBaseConfigRefused is the reliability issue's defect 5: after training, an edited
+// config.json (rope_theta), tokenizer, chat template or generation config of the base left the
+// weights' digest unchanged, and infer ran on a different model. Every file that shapes the model
+// is recorded in base.json, and OpenBase (infer, export, resume) refuses a changed one in one line
+// naming it.
+func TestChangedBaseConfigRefused(t *testing.T) {
+	t.Setenv(snapshot.CacheDirEnv, filepath.Join(t.TempDir(), "cache"))
+	cases := []struct {
+		desc string
+		edit func(t *testing.T, dir string)
+		want string
+	}{
+		{"unchanged", func(*testing.T, string) {}, ""},
+		{"rope_theta", func(t *testing.T, dir string) { editJSON(t, filepath.Join(dir, snapshot.ConfigFile), "rope_theta", 10) }, "config.json sha256"},
+		{"rms_norm_eps", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, snapshot.ConfigFile), "rms_norm_eps", 0.5)
+		}, "config.json sha256"},
+		{"chat template", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, snapshot.TokenizerConfigFile), "chat_template", "{{ messages }}")
+		}, "tokenizer_config.json sha256"},
+		{"tokenizer", func(t *testing.T, dir string) {
+			editJSON(t, filepath.Join(dir, snapshot.TokenizerFile), "truncation", nil)
+		}, "tokenizer.json sha256"},
+		{"generation config removed", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, snapshot.GenerationConfigFile)); err != nil {
+				t.Fatal(err)
+			}
+		}, "generation_config.json is missing"},
+		{"special tokens map added", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "special_tokens_map.json"), []byte(`{"eos_token": "x"}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "special_tokens_map.json was added since training"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			snap, ck := filepath.Join(t.TempDir(), "snap"), t.TempDir()
+			if err := randsnap.WriteDecoder(snap, randsnap.Decoder{ModelType: "llama", Vocab: 300, Hidden: 16, Layers: 1, Heads: 2, Intermediate: 32, Seed: 1}); err != nil {
+				t.Fatal(err)
+			}
+			s, err := snapshot.Open(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := peft.WriteBaseRef(ck, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ref.Files) < 4 {
+				t.Fatalf("base.json records %v, want config, tokenizer, tokenizer_config and generation_config", ref.Files)
+			}
+			tc.edit(t, snap)
+			_, _, err = peft.OpenBase(ck, "")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unchanged base refused: %v", err)
+			case tc.want == "":
+			case err == nil:
+				t.Fatalf("changed base accepted, want an error with %q", tc.want)
+			case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), peft.BaseFile) || strings.Contains(err.Error(), "\n"):
+				t.Errorf("error %q, want one line naming %s and %q", err, peft.BaseFile, tc.want)
+			}
+		})
+	}
+}
+
+// A checkpoint written before the files were recorded (base.json without "files") still opens:
+// only its weights are checked.
+func TestBaseRefWithoutFiles(t *testing.T) {
+	t.Setenv(snapshot.CacheDirEnv, filepath.Join(t.TempDir(), "cache"))
+	snap, ck := filepath.Join(t.TempDir(), "snap"), t.TempDir()
+	if err := randsnap.WriteDecoder(snap, randsnap.Decoder{ModelType: "llama", Vocab: 300, Hidden: 16, Layers: 1, Heads: 2, Intermediate: 32, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := peft.RefOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Files = nil
+	b, _ := json.Marshal(ref)
+	if err := os.WriteFile(filepath.Join(ck, peft.BaseFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	editJSON(t, filepath.Join(snap, snapshot.ConfigFile), "rope_theta", 10)
+	if _, _, err := peft.OpenBase(ck, ""); err != nil {
+		t.Fatalf("old base.json refused: %v", err)
+	}
+}

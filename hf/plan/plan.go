@@ -1,0 +1,268 @@
+// Package plan estimates, without loading any weight, the device memory of fine-tuning a
+// pretrained causal LM of package hf/decoder with LoRA (or full fine-tuning): parameters, bytes of
+// the frozen base, adapters, gradients, AdamW state and activations per micro-batch, with and
+// without gradient checkpointing, in bf16 and in float32. tracksum-train --plan prints it, and
+// says whether a recipe fits a device and which setting to change when it does not.
+//
+// The parameter and weight figures are exact (they are the tensors hf/decoder loads and creates);
+// the activation figure is a model of what this project's graph keeps for the backward pass,
+// compared with measured peaks in docs/gpu.md.
+//
+// # Example
+//
+//	snap, err := snapshot.OpenConfig("Llama-3.1-8B-Instruct") // config.json + tokenizer files only
+//	dc, err := decoder.ConfigOf(snap)
+//	p, err := plan.Compute(plan.Inputs{Config: dc, LoRA: config.DefaultLoRA(), Batch: 32, SeqLen: 128, AnswerTokens: 8})
+//	p.Write(os.Stdout)
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/decoder"
+)
+
+// Precisions of the plan: bf16 (frozen base weights, base matmuls and activations in bf16; adapters,
+// heads, gradients and AdamW state in float32) and f32 (everything computed in float32; half
+// weights are stored as loaded and converted in the graph).
+const (
+	BF16 = "bf16"
+	F32  = "f32"
+)
+
+// Limits of a plan's inputs: a config.json or a config value beyond them is refused before
+// anything is computed, so that a hostile or mistyped file gets a one-line error (no real
+// checkpoint comes near them: Llama-3.1-405B has 126 layers, hidden 16,384, vocab 128,256).
+const (
+	MaxLayers       = 1024
+	MaxHidden       = 1 << 17
+	MaxIntermediate = 1 << 20
+	MaxHeads        = 1024
+	MaxVocab        = 1 << 22
+	MaxSeqLen       = 1 << 20
+	MaxBatch        = 1 << 16
+	MaxRank         = 1 << 14
+)
+
+// Inputs are what a plan depends on: the architecture, the adapters and head, and the micro-batch.
+type Inputs struct {
+	// Config is the decoder's architecture (decoder.ConfigOf).
+	Config decoder.Config
+	// WeightDType is the base weights' stored dtype (config.json's torch_dtype or dtype):
+	// "bfloat16", "float16" or "float32"; "" means bfloat16, the dtype of every current release.
+	WeightDType string
+	// LoRA are the adapters; Rank 0 plans full fine-tuning (every weight trainable in float32).
+	LoRA config.LoRA
+	// HeadParams are the trainable parameters outside the decoder (lm_cls: the score weight,
+	// Hidden of them; generative and the summarizer: 0).
+	HeadParams int64
+	// Batch is the micro-batch (train.batch_size), SeqLen the padded sequence length
+	// (max_seq_len), AnswerTokens the longest answer of a micro-batch: the positions whose
+	// vocabulary logits the loss computes (0 for lm_cls, whose head reads the last token's
+	// hidden state only).
+	Batch, SeqLen, AnswerTokens int
+	// GradAccumulation > 1 keeps an accumulator of the gradients between micro-batches.
+	GradAccumulation int
+	// Precision is the configured precision (BF16 or F32) and Checkpointing the configured
+	// gradient checkpointing: the verdict is given for them.
+	Precision     string
+	Checkpointing bool
+	// Assumed says that Precision and Checkpointing were not read from a config but assumed
+	// (the plan says so).
+	Assumed bool
+	// DeviceMemory is the device's memory in bytes (0: no verdict).
+	DeviceMemory int64
+	// Section is the config section the advice names (tracker, summarizer).
+	Section string
+}
+
+// Variant is the memory of one (precision, checkpointing) setting, in bytes.
+type Variant struct {
+	Precision     string
+	Checkpointing bool
+	// ConvertedWeights are the float32 copies of half-precision frozen weights made in the
+	// graph (f32 precision only): all layers' without checkpointing, one layer's with it.
+	ConvertedWeights int64
+	// Activations are the values kept for the backward pass of one micro-batch, plus the
+	// working set of one layer's backward.
+	Activations int64
+	// Total is the peak per device: base weights, trainable state and the above.
+	Total int64
+}
+
+// Plan is the estimate for one recipe.
+type Plan struct {
+	In Inputs
+	// BaseParams are the decoder's parameters (embedding, layers, final norm, LM head when
+	// untied); TrainableParams those the optimizer updates (adapters and head, or everything).
+	BaseParams, TrainableParams int64
+	// BaseWeights are the base weights' bytes as held in memory; Trainable the float32 trainable
+	// parameters (adapters and head; with full fine-tuning, the float32 base itself);
+	// Gradients one float32 gradient per trainable parameter; Optimizer AdamW's two moments plus
+	// the gradient accumulator when GradAccumulation > 1.
+	BaseWeights, Trainable, Gradients, Optimizer int64
+	// Variants are bf16 and f32, each without and with checkpointing.
+	Variants []Variant
+}
+
+// Compute returns the plan of in, or a one-line error for a value outside the limits.
+func Compute(in Inputs) (*Plan, error) {
+	c := in.Config
+	checks := []struct {
+		name     string
+		v, limit int
+	}{
+		{"num_hidden_layers", c.Layers, MaxLayers}, {"hidden_size", c.Hidden, MaxHidden},
+		{"intermediate_size", c.Intermediate, MaxIntermediate}, {"num_attention_heads", c.Heads, MaxHeads},
+		{"num_key_value_heads", c.KVHeads, MaxHeads}, {"head_dim", c.HeadDim, MaxHidden}, {"vocab_size", c.Vocab, MaxVocab},
+		{"max_seq_len", in.SeqLen, MaxSeqLen}, {"batch_size", in.Batch, MaxBatch}, {"lora.rank", in.LoRA.Rank, MaxRank},
+	}
+	var errs []error
+	for _, k := range checks {
+		if k.v > k.limit || k.v < 0 || (k.v == 0 && k.name != "lora.rank") {
+			errs = append(errs, fmt.Errorf("%s = %d, want 1..%d", k.name, k.v, k.limit))
+		}
+	}
+	if in.AnswerTokens < 0 || in.AnswerTokens > in.SeqLen {
+		errs = append(errs, fmt.Errorf("answer tokens = %d, want 0..max_seq_len (%d)", in.AnswerTokens, in.SeqLen))
+	}
+	if in.Precision != BF16 && in.Precision != F32 {
+		errs = append(errs, fmt.Errorf("precision %q, want %s or %s", in.Precision, BF16, F32))
+	}
+	wb, ok := map[string]int64{"": 2, "bfloat16": 2, "float16": 2, "float32": 4}[in.WeightDType]
+	if !ok {
+		errs = append(errs, fmt.Errorf("weight dtype %q, want bfloat16, float16 or float32", in.WeightDType))
+	}
+	if in.GradAccumulation < 1 {
+		errs = append(errs, fmt.Errorf("grad_accumulation = %d, want >= 1", in.GradAccumulation))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("plan: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	p := &Plan{In: in}
+	layerW := layerParams(c)
+	p.BaseParams = int64(c.Vocab)*int64(c.Hidden) + int64(c.Layers)*layerW + int64(c.Hidden)
+	if !c.TieWordEmbeddings {
+		p.BaseParams += int64(c.Vocab) * int64(c.Hidden)
+	}
+	full := in.LoRA.Rank == 0
+	if full {
+		p.TrainableParams = p.BaseParams + in.HeadParams
+		p.BaseWeights = 0 // the float32 base is the trainable state
+	} else {
+		p.TrainableParams = int64(c.Layers)*loraParams(c, in.LoRA) + in.HeadParams
+		p.BaseWeights = p.BaseParams * wb
+	}
+	p.Trainable = 4 * p.TrainableParams
+	p.Gradients = 4 * p.TrainableParams
+	p.Optimizer = 8 * p.TrainableParams
+	if in.GradAccumulation > 1 {
+		p.Optimizer += 4 * p.TrainableParams
+	}
+	for _, prec := range []string{BF16, F32} {
+		for _, ck := range []bool{false, true} {
+			v := Variant{Precision: prec, Checkpointing: ck}
+			if prec == F32 && !full && wb < 4 {
+				layers := int64(c.Layers)
+				if ck {
+					layers = 1
+				}
+				// Embedding and LM head are converted once, outside the layers.
+				heads := int64(2)
+				if c.TieWordEmbeddings {
+					heads = 1
+				}
+				v.ConvertedWeights = 4 * (layers*layerW + heads*int64(c.Vocab)*int64(c.Hidden))
+			}
+			v.Activations = activations(in, prec, ck)
+			v.Total = p.BaseWeights + p.Trainable + p.Gradients + p.Optimizer + v.ConvertedWeights + v.Activations
+			p.Variants = append(p.Variants, v)
+		}
+	}
+	return p, nil
+}
+
+// layerParams are one decoder layer's weights: seven projections (with their biases) and two norms.
+func layerParams(c decoder.Config) int64 {
+	q, kv, h, i := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim), int64(c.Hidden), int64(c.Intermediate)
+	n := h*q + 2*h*kv + q*h + 3*h*i + 2*h
+	if c.AttentionBias {
+		n += q + 2*kv
+	}
+	if c.OProjBias {
+		n += h
+	}
+	if c.MLPBias {
+		n += 2*i + h
+	}
+	return n
+}
+
+// loraParams are one layer's adapter parameters: rank x (in + out) per targeted projection.
+func loraParams(c decoder.Config, l config.LoRA) int64 {
+	q, kv, h, i := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim), int64(c.Hidden), int64(c.Intermediate)
+	dims := map[string][2]int64{
+		"q_proj": {h, q}, "k_proj": {h, kv}, "v_proj": {h, kv}, "o_proj": {q, h},
+		"gate_proj": {h, i}, "up_proj": {h, i}, "down_proj": {i, h},
+	}
+	targets := l.TargetModules
+	if targets == nil {
+		targets = decoder.DefaultTargets
+	}
+	var n int64
+	for _, t := range targets {
+		if d, ok := dims[t]; ok {
+			n += int64(l.Rank) * (d[0] + d[1])
+		}
+	}
+	return n
+}
+
+// The activation model: per token and layer, the values hf/decoder's graph keeps for the backward
+// pass (inputs of matmuls and of non-linear ops):
+//
+//	residual stream before and after attention (2H), the two normalised inputs (2H),
+//	rotated queries, repeated keys and values, the attention output (4·Heads·HeadDim),
+//	gate, up, sigmoid(gate), act(gate), act(gate)·up (5I), the adapters' rank-r products (7r),
+//	attention probabilities (Heads·T, float32 in either precision: softmax stays in float32),
+//
+// in the compute dtype (2 bytes in bf16, 4 in f32). Checkpointing keeps only each layer's input
+// (H) and recomputes one layer at a time during the backward pass. On top: the additive attention
+// mask [B, Heads, T, T] (float32, built once), the final norm's input and output, and the answer
+// logits [B, K, V] with their log-softmax and one-hot targets (float32). The backward pass of a
+// layer needs about one more layer's worth of gradients of activations.
+func activations(in Inputs, prec string, ck bool) int64 {
+	c := in.Config
+	cb := int64(4)
+	if prec == BF16 {
+		cb = 2
+	}
+	tokens := int64(in.Batch) * int64(in.SeqLen)
+	q, h, i := int64(c.Heads*c.HeadDim), int64(c.Hidden), int64(c.Intermediate)
+	r := int64(in.LoRA.Rank)
+	perTokenLayer := cb*(4*h+4*q+5*i+7*r) + 4*int64(c.Heads)*int64(in.SeqLen)
+	layer := tokens * perTokenLayer
+	var kept int64
+	if ck {
+		kept = int64(c.Layers)*tokens*h*cb + layer
+	} else {
+		kept = int64(c.Layers) * layer
+	}
+	mask := 4 * int64(in.Batch) * int64(c.Heads) * int64(in.SeqLen) * int64(in.SeqLen)
+	final := 2 * 4 * tokens * h
+	logits := 3 * 4 * int64(in.Batch) * int64(in.AnswerTokens) * int64(c.Vocab)
+	return kept + layer + mask + final + logits
+}
+
+// Configured returns the variant of the configured precision and checkpointing.
+func (p *Plan) Configured() Variant {
+	for _, v := range p.Variants {
+		if v.Precision == p.In.Precision && v.Checkpointing == p.In.Checkpointing {
+			return v
+		}
+	}
+	return p.Variants[0]
+}

@@ -1,0 +1,190 @@
+package plan_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/plan"
+	"github.com/tracksum/tracksum/hf/snapshot"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden plans in testdata/")
+
+// llama31 opens the Llama-3.1-8B config fixture (config.json only, placeholder tokenizer files).
+func llama31(t *testing.T) decoder.Config {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("testdata", "llama-3.1-8b", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"config.json": b, "tokenizer.json": []byte("{}"), "tokenizer_config.json": []byte("{}")} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := snapshot.OpenConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := decoder.ConfigOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The figures a user can check by hand for the paper's recipe on Llama-3.1-8B (issue 19):
+// 8,030,261,248 base parameters, 16.06 GB (14.96 GiB) of bf16 weights, 41,943,040 LoRA
+// parameters (r16 on the seven projections of 32 layers), + 4,096 for lm_cls's score weight.
+func TestPlanLlama31Paper(t *testing.T) {
+	c := llama31(t)
+	cases := []struct {
+		desc       string
+		headParams int64
+		trainable  int64
+	}{
+		{"generative", 0, 41_943_040},
+		{"lm_cls", 4096, 41_947_136},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			p, err := plan.Compute(plan.Inputs{Config: c, WeightDType: "bfloat16", LoRA: config.DefaultLoRA(), HeadParams: tc.headParams,
+				Batch: 32, SeqLen: 128, AnswerTokens: 8, GradAccumulation: 2, Precision: plan.BF16, Section: "tracker"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.BaseParams != 8_030_261_248 {
+				t.Errorf("base parameters %d, want 8,030,261,248", p.BaseParams)
+			}
+			if p.TrainableParams != tc.trainable {
+				t.Errorf("trainable %d, want %d", p.TrainableParams, tc.trainable)
+			}
+			if got := plan.Bytes(p.BaseWeights); got != "16.06 GB (14.96 GiB)" {
+				t.Errorf("base weights %s, want 16.06 GB (14.96 GiB)", got)
+			}
+		})
+	}
+}
+
+// The printed plans of the paper's two recipes, golden (regenerate: go test ./hf/plan -update).
+func TestPlanGolden(t *testing.T) {
+	c := llama31(t)
+	cases := []struct {
+		name string
+		in   plan.Inputs
+	}{
+		{"tracker-generative", plan.Inputs{Batch: 32, SeqLen: 128, AnswerTokens: 8, Section: "tracker"}},
+		{"tracker-lm_cls", plan.Inputs{Batch: 32, SeqLen: 128, HeadParams: 4096, Section: "tracker"}},
+		{"summarizer", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer"}},
+		{"summarizer-f32-checkpointing", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Precision: plan.F32, Checkpointing: true}},
+		{"full-finetuning", plan.Inputs{Batch: 8, SeqLen: 512, AnswerTokens: 8, Section: "tracker", LoRA: config.LoRA{Rank: 0, Alpha: 16}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Config, in.WeightDType, in.GradAccumulation, in.DeviceMemory = c, "bfloat16", 2, 80<<30
+			if in.Precision == "" {
+				in.Precision = plan.BF16
+			}
+			if in.LoRA.Alpha == 0 {
+				in.LoRA = config.DefaultLoRA()
+			}
+			p, err := plan.Compute(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := p.Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "llama-3.1-8b", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != string(want) {
+				t.Errorf("plan differs from %s:\n%s", path, b.String())
+			}
+		})
+	}
+}
+
+// Every size is printed with its unit, decimal and binary side by side.
+func TestPlanUnitsNamed(t *testing.T) {
+	if got := plan.Bytes(16_060_522_496); got != "16.06 GB (14.96 GiB)" {
+		t.Errorf("Bytes = %q", got)
+	}
+	if got := plan.Count(8030261248); got != "8,030,261,248" {
+		t.Errorf("Count = %q", got)
+	}
+}
+
+// Absurd values are refused by Compute with a one-line error naming the key, before anything
+// is sized.
+func TestPlanRefusesAbsurdValues(t *testing.T) {
+	c := llama31(t)
+	cases := []struct {
+		desc string
+		mod  func(*plan.Inputs)
+		want string
+	}{
+		{"layers", func(in *plan.Inputs) { in.Config.Layers = 1_000_000_000 }, "num_hidden_layers = 1000000000"},
+		{"vocab", func(in *plan.Inputs) { in.Config.Vocab = 1 << 40 }, "vocab_size"},
+		{"batch", func(in *plan.Inputs) { in.Batch = 0 }, "batch_size = 0"},
+		{"seq", func(in *plan.Inputs) { in.SeqLen = 1 << 30 }, "max_seq_len"},
+		{"answer", func(in *plan.Inputs) { in.AnswerTokens = 200 }, "answer tokens = 200"},
+		{"precision", func(in *plan.Inputs) { in.Precision = "fp8" }, `precision "fp8"`},
+		{"dtype", func(in *plan.Inputs) { in.WeightDType = "int4" }, `weight dtype "int4"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			in := plan.Inputs{Config: c, LoRA: config.DefaultLoRA(), Batch: 32, SeqLen: 128, AnswerTokens: 8, GradAccumulation: 1, Precision: plan.BF16}
+			tc.mod(&in)
+			_, err := plan.Compute(in)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The advice is the first change that fits: checkpointing, then bf16, then a smaller micro-batch
+// with the same examples per optimizer step.
+func TestPlanAdvice(t *testing.T) {
+	c := llama31(t)
+	cases := []struct {
+		desc   string
+		in     plan.Inputs
+		memory int64
+		want   string
+	}{
+		{"checkpointing", plan.Inputs{Precision: plan.BF16, Batch: 16, SeqLen: 2048, AnswerTokens: 256}, 80 << 30, "summarizer.train.gradient_checkpointing: true"},
+		{"smaller batch", plan.Inputs{Precision: plan.BF16, Checkpointing: true, Batch: 16, SeqLen: 2048, AnswerTokens: 256}, 40 << 30, "summarizer.train.batch_size: 4 with summarizer.train.grad_accumulation: 8"},
+		{"nothing fits", plan.Inputs{Precision: plan.BF16, Checkpointing: true, Batch: 1, SeqLen: 64, AnswerTokens: 8}, 8 << 30, "no setting of this recipe fits"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			in := tc.in
+			in.Config, in.LoRA, in.GradAccumulation, in.DeviceMemory, in.Section = c, config.DefaultLoRA(), 2, tc.memory, "summarizer"
+			p, err := plan.Compute(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Advice(); !strings.Contains(got, tc.want) {
+				t.Errorf("advice %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,106 @@
+package pretrained_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+// planSnapshot writes a snapshot of the Llama-3.1-8B config fixture with placeholder tokenizer
+// files and no weights: what --plan must accept.
+func planSnapshot(t *testing.T, edit func(string) string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "hf", "plan", "testdata", "llama-3.1-8b", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgText := string(b)
+	if edit != nil {
+		cfgText = edit(cfgText)
+	}
+	for name, data := range map[string]string{"config.json": cfgText, "tokenizer.json": "{}", "tokenizer_config.json": "{}"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func paperConfig(t *testing.T) *config.Config {
+	t.Helper()
+	cfg, err := config.Load(viper.New(), filepath.Join("..", "..", "configs", "paper.yaml"), pflag.NewFlagSet("x", pflag.ContinueOnError), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// The issue's check: tracksum-train --plan --config configs/paper.yaml --pretrained
+// DIR_WITH_LLAMA_3_1_8B_CONFIG prints the three figures, from config.json alone.
+func TestPlanPaperRecipe(t *testing.T) {
+	dir := planSnapshot(t, nil)
+	cases := []struct {
+		desc string
+		set  func(*config.Config)
+		plan func(context.Context, *config.Config, training.Request) error
+		want []string
+	}{
+		{"tracker generative", func(c *config.Config) { c.Tracker.Pretrained, c.Tracker.Head = dir, config.HeadGenerative }, pretrained.PlanTracker,
+			[]string{"base parameters:       8,030,261,248", "16.06 GB (14.96 GiB) (bfloat16, frozen)", "trainable parameters:  41,943,040 ", "32 x 128 tokens", "fits:"}},
+		{"tracker lm_cls", func(c *config.Config) { c.Tracker.Pretrained = dir }, pretrained.PlanTracker,
+			[]string{"trainable parameters:  41,947,136 ", "+ 4,096 head", "a classification head on the last token"}},
+		{"summarizer", func(c *config.Config) { c.Summarizer.Pretrained = dir }, pretrained.PlanSummarizer,
+			[]string{"16 x 2048 tokens", "does not fit", "summarizer.train.gradient_checkpointing: true"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg := paperConfig(t)
+			tc.set(cfg)
+			var b bytes.Buffer
+			if err := tc.plan(context.Background(), cfg, training.Request{Log: &b}); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("plan lacks %q:\n%s", w, b.String())
+				}
+			}
+		})
+	}
+}
+
+// A config.json with absurd sizes is refused in a moment, with one line naming the key (the
+// reliability issue's defect 2, for the one command that reads a config without weights).
+func TestPlanRefusesAbsurdConfig(t *testing.T) {
+	cases := []struct{ desc, from, to, want string }{
+		{"layers", `"num_hidden_layers": 32`, `"num_hidden_layers": 1000000000`, "num_hidden_layers = 1000000000"},
+		{"vocab", `"vocab_size": 128256`, `"vocab_size": 99999999999`, "vocab_size"},
+		{"negative hidden", `"hidden_size": 4096`, `"hidden_size": -4096`, "hidden_size"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := planSnapshot(t, func(s string) string { return strings.Replace(s, tc.from, tc.to, 1) })
+			cfg := paperConfig(t)
+			cfg.Tracker.Pretrained = dir
+			start := time.Now()
+			err := pretrained.PlanTracker(context.Background(), cfg, training.Request{Log: &bytes.Buffer{}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line with %q", err, tc.want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}

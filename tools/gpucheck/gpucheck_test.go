@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGPUCheckCPUMode runs scripts/gpu-check.sh in its CPU mode with one tiny tracker run, so
+// that the script, the Go side and the report cannot rot between the rare GPU loans: every step
+// ends ok or skipped (Python packages absent), the four families' goldens hold on the go backend,
+// and gpu-check.md is written.
+func TestGPUCheckCPUMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gpucheck and runs the check's CPU mode (~1 minute)")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "gpucheck")
+	build := exec.Command("go", "build", "-ldflags", "-s -w", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := filepath.Join(tmp, "out")
+	cmd := exec.Command("bash", "scripts/gpu-check.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GPU_CHECK_CPU=1", "GPUCHECK_BIN="+bin, "OUT="+out,
+		"GPU_CHECK_RUNS=tracker tiny 2 64 1", "TRACKSUM_CACHE_DIR="+filepath.Join(tmp, "cache"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gpu-check.sh: %v\n%s", err, b)
+	}
+	var rep struct {
+		Results []map[string]any `json:"results"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "gpu-check.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range rep.Results {
+		step, _ := r["step"].(string)
+		switch step {
+		case "status":
+			if s, _ := r["status"].(string); s != "ok" && !strings.HasPrefix(s, "skipped") {
+				t.Errorf("step %v: %s", r["name"], s)
+			}
+		case "parity", "train", "logits", "export", "snapshot":
+			if r["ok"] != true {
+				t.Errorf("%s not ok: %v", step, r)
+			}
+		}
+		count[step]++
+	}
+	if count["parity"] != 4 || count["train"] != 1 || count["logits"] != 1 || count["export"] != 1 {
+		t.Errorf("results per step %v, want 4 parity and one train, logits and export", count)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "gpu-check.md"))
+	if err != nil || !strings.Contains(string(md), "| llama | go |") {
+		t.Errorf("gpu-check.md lacks the parity table: %v\n%s", err, md)
+	}
+}
+
+// The report renders byte sizes with both units and keeps a step's stray output out.
+func TestMarkdown(t *testing.T) {
+	rows := []map[string]any{
+		{"step": "status", "name": "train x", "status": "ok", "seconds": 3.0},
+		{"step": "train", "task": "tracker", "peak_rss_bytes": 16060522496.0, "tokens_per_sec": 1234.5678, "ok": true},
+	}
+	md := markdown(rows)
+	for _, want := range []string{"| train x | ok | 3 |", "16.06 GB (14.96 GiB)", "1235", "GB = 10^9 bytes, GiB = 2^30 bytes"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+// Command gpucheck is the Go side of scripts/gpu-check.sh: one stripped binary carried to a lent
+// GPU machine (which has no Go toolchain), doing every step that needs tracksum's code on the
+// backend GOMLX_BACKEND names (e.g. xla:/abs/path/xla_cuda_plugin.so, or the pure-Go backend).
+// Each subcommand prints one JSON object on one line (the script appends it to its results):
+//
+//	gpucheck snapshot --out DIR --shape tiny|smollm2-135m|llama-3.2-1b|llama-3.1-8b-2l [--tokenizer DIR]
+//	gpucheck parity [--goldens hf/decoder/testdata]      every family's goldens (forward, LoRA, loss)
+//	gpucheck train --task tracker|summarizer --snapshot DIR --out DIR [--steps 3 --batch 8 --seq 128]
+//	gpucheck logits --checkpoint CK --out FILE            our logits of a fixed batch (for PEFT's)
+//	gpucheck export --checkpoint CK --out DIR             the merged Hugging Face snapshot
+//	gpucheck report --in RESULTS.jsonl --json FILE --md FILE   the report, after every step
+//
+// Build (docs/gpu.md): GOEXPERIMENT=simd go build -ldflags "-s -w" -o gpucheck/bin/gpucheck ./tools/gpucheck
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/tracksum/tracksum/internal/cli"
+)
+
+func main() { cli.Main(command()) }
+
+func command() cli.Command {
+	return cli.Command{
+		Name:        "gpucheck",
+		Synopsis:    "snapshot|parity|train|logits|export|report [flags]",
+		Description: "The Go side of scripts/gpu-check.sh (docs/gpu.md): each subcommand prints one JSON line.",
+		Run: func(context.Context, []string) error {
+			return cli.Usagef("want a subcommand: snapshot, parity, train, logits or export")
+		},
+		Subcommands: []cli.Command{snapshotCommand(), parityCommand(), trainCommand(), logitsCommand(), exportCommand(), reportCommand()},
+	}
+}
+
+// emit writes one result as a JSON line.
+func emit(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}

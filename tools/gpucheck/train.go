@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/plan"
+	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/training"
+)
+
+func trainCommand() cli.Command {
+	fs := cli.NewFlags("gpucheck train")
+	fs.String("task", "tracker", "tracker (generative head) or summarizer")
+	fs.String("snapshot", "", "base snapshot (gpucheck snapshot)")
+	fs.String("out", "", "work directory: prepared/ (reused) and the checkpoint TASK/ (replaced)")
+	fs.Int("steps", 3, "optimizer steps")
+	fs.Int("batch", 8, "examples per micro-batch")
+	fs.Int("seq", 128, "max_seq_len")
+	fs.Int("samples", 12, "synthetic abstracts prepared (the built-in sample)")
+	return cli.Command{
+		Name: "gpucheck train", Synopsis: "--task tracker|summarizer --snapshot DIR --out DIR [flags]", Flags: fs,
+		Description: "A few LoRA steps (r16, rsLoRA, the seven projections) of tracksum-train's pretrained task on the\n" +
+			"built-in sample: tokens/s, losses, peak RSS, and the memory plan of the same shapes beside it.",
+		Run: func(ctx context.Context, args []string) error {
+			task, _ := fs.GetString("task")
+			snap, _ := fs.GetString("snapshot")
+			out, _ := fs.GetString("out")
+			steps, _ := fs.GetInt("steps")
+			batch, _ := fs.GetInt("batch")
+			seq, _ := fs.GetInt("seq")
+			samples, _ := fs.GetInt("samples")
+			if (task != "tracker" && task != "summarizer") || snap == "" || out == "" || len(args) > 0 {
+				return cli.Usagef("--task tracker|summarizer, --snapshot and --out are required")
+			}
+			return train(ctx, task, snap, out, steps, batch, seq, samples)
+		},
+	}
+}
+
+func train(ctx context.Context, task, snap, out string, steps, batch, seq, samples int) error {
+	// The defaults with the TRACKSUM_* environment, as every tracksum command reads it: the check
+	// chooses settings it has no flag for (e.g. TRACKSUM_TRACKER_TRAIN_PRECISION=bf16 and
+	// TRACKSUM_TRACKER_TRAIN_GRADIENT_CHECKPOINTING=true where the build has those keys).
+	cfg, err := config.Load(viper.New(), "", pflag.NewFlagSet("gpucheck", pflag.ContinueOnError), nil)
+	if err != nil {
+		return err
+	}
+	cfg.Prepare.SampleSize = samples
+	data := filepath.Join(out, "prepared")
+	if _, err := os.Stat(filepath.Join(data, "manifest.json")); err != nil {
+		if _, err := prepare.Run(ctx, cfg, prepare.Options{Out: data, Overwrite: true}); err != nil {
+			return err
+		}
+	}
+	ck := filepath.Join(out, task)
+	if err := os.RemoveAll(ck); err != nil {
+		return err
+	}
+	loop := func(l *config.TrainLoop) {
+		l.MaxSteps, l.EvalEvery, l.BatchSize, l.GradAccumulation = steps, steps, batch, 1
+		l.WarmupSteps, l.LearningRate, l.Patience = 0, 1e-4, 0
+	}
+	req := training.Request{Data: data, Out: ck, Log: os.Stderr}
+	start := time.Now()
+	_, backend, err := model.Backend()
+	if err != nil {
+		return err
+	}
+	in := plan.Inputs{Batch: batch, SeqLen: seq, GradAccumulation: 1, Section: task, LoRA: config.DefaultLoRA()}
+	in.Precision, in.Checkpointing = envSettings(task, backend)
+	if task == "tracker" {
+		cfg.Tracker.Pretrained, cfg.Tracker.Head, cfg.Tracker.MaxSeqLen = snap, config.HeadGenerative, seq
+		loop(&cfg.Tracker.Train)
+		in.AnswerTokens = min(8, seq)
+		err = pretrained.TrainTracker(ctx, cfg, req)
+	} else {
+		cfg.Summarizer.Pretrained, cfg.Summarizer.MaxSeqLen = snap, seq
+		cfg.Summarizer.DevDecodeLimit, cfg.Summarizer.BeamSize = 1, 1
+		loop(&cfg.Summarizer.Train)
+		in.AnswerTokens = min(256, seq)
+		err = pretrained.TrainSummarizer(ctx, cfg, req)
+	}
+	res := map[string]any{"step": "train", "task": task, "snapshot": filepath.Base(snap), "steps": steps, "batch": batch, "max_seq_len": seq,
+		"wall_seconds": time.Since(start).Seconds()}
+	res["backend"], res["precision"], res["gradient_checkpointing"] = backend, in.Precision, in.Checkpointing
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		res["peak_rss_bytes"] = ru.Maxrss * 1024 // Linux reports KiB
+	}
+	if err != nil {
+		res["ok"], res["error"] = false, err.Error()
+		_ = emit(os.Stdout, res)
+		return err
+	}
+	var rep pretrained.Report
+	if err := checkpoint.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil {
+		return err
+	}
+	res["tokens_per_sec"], res["examples_per_sec"], res["train_seconds"] = rep.TokensPerSec, rep.ExamplesPerSec, rep.TrainSeconds
+	res["trainable_parameters"], res["dev"] = rep.Trainable, rep.Dev
+	res["train_loss"], res["dev_loss"] = losses(filepath.Join(ck, training.MetricsFile))
+	// The plan of the same shapes (float32, no checkpointing: what the go backend runs today),
+	// to compare its total with the measured peak.
+	if s, err := snapshot.OpenConfig(snap); err == nil {
+		if in.Config, err = decoder.ConfigOf(s); err == nil {
+			in.WeightDType, _ = s.String("torch_dtype", "")
+			if p, err := plan.Compute(in); err == nil {
+				v := p.Configured()
+				res["plan_total_bytes"], res["plan_activation_bytes"] = v.Total, v.Activations
+				res["plan_static_bytes"] = v.Total - v.Activations - v.ConvertedWeights
+			}
+		}
+	}
+	res["ok"] = true
+	return emit(os.Stdout, res)
+}
+
+// envSettings are the precision and checkpointing of the run as the environment sets them
+// (TRACKSUM_<TASK>_TRAIN_PRECISION: auto, the default, is bf16 on a CUDA backend and f32
+// elsewhere), for the plan printed beside the measurement.
+func envSettings(task, backend string) (string, bool) {
+	prefix := config.EnvPrefix + "_" + strings.ToUpper(task) + "_TRAIN_"
+	p := strings.ToLower(os.Getenv(prefix + "PRECISION"))
+	if p == "" || p == "auto" {
+		p = plan.F32
+		if strings.Contains(strings.ToLower(backend), "cuda") {
+			p = plan.BF16
+		}
+	}
+	ck, _ := strconv.ParseBool(os.Getenv(prefix + "GRADIENT_CHECKPOINTING"))
+	return p, ck
+}
+
+// losses returns the last train and dev losses of a metrics.jsonl (nil when absent).
+func losses(path string) (train, dev any) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var row map[string]any
+		if json.Unmarshal(sc.Bytes(), &row) != nil {
+			continue
+		}
+		if l, ok := row["loss"]; ok {
+			if row["split"] == "train" {
+				train = l
+			} else {
+				dev = l
+			}
+		}
+	}
+	return train, dev
+}
