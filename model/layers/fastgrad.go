@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 	"sync"
-	"weak"
+	"sync/atomic"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -44,18 +45,41 @@ import (
 // gets its own gradient, every other node (GoMLX's own layers, plain graph ops) the original one.
 // Backends without a fused op (InternalFusedOpCaller falls back) get the decomposed versions below,
 // with the same gradients.
+//
+// Gradient checkpointing ((*Node).Checkpoint): GoMLX differentiates a node of a checkpointed
+// block through a copy (CloneWithInputs) whose inputs are recomputed in the backward pass, and
+// hands the copy, not the node, to the gradient function. A pointer key would miss the copy (the
+// fused softmax, which GoMLX cannot differentiate, would then panic; a product would silently get
+// GoMLX's slow gradient), so a node built here is keyed by an alias, which the copy keeps: the
+// gradient function runs on the copy and so reads the recomputed inputs and output.
 
-// customVJPs maps a node built here to its gradient function. The key is a weak pointer and the
-// entry is deleted when the node is collected, so the map keeps no graph alive.
-var customVJPs sync.Map // weak.Pointer[Node] -> func(node, v *Node) []*Node
+// customVJPs maps the alias of a node built here to its gradient function. The entry is deleted
+// when the node is collected (its copies belong to the same graph and go with it), so the map
+// keeps no graph alive.
+var customVJPs sync.Map // alias string -> func(node, v *Node) []*Node
+
+// nextGradID numbers the aliases of customVJPs: unique in the process, so never taken in a graph.
+var nextGradID atomic.Uint64
+
+// customGradients counts the gradients taken from customVJPs: the tests check that a checkpointed
+// graph uses as many as the same graph without checkpoints (a missed one falls back to GoMLX's
+// gradient with the same values, which a comparison of values cannot see).
+var customGradients atomic.Int64
+
+// gradAliasPrefix starts the aliases of the nodes with a gradient of their own (absolute, so a
+// graph's alias scope does not change them).
+const gradAliasPrefix = "/tracksum/fastgrad/"
 
 func init() {
 	for _, t := range []NodeType{NodeTypeDotGeneral, NodeTypeBroadcastInDim, NodeTypeMax, NodeTypeMul,
 		NodeTypeFusedDense, NodeTypeFusedLayerNorm, NodeTypeFusedSoftmax, NodeTypeConcatenate} {
 		orig, registered := VJPRegistration[t]
 		VJPRegistration[t] = func(node *Node, vjps []*Node, outputShape shapes.Shape) []*Node {
-			if f, ok := customVJPs.Load(weak.Make(node)); ok && outputShape.IsScalar() {
-				return f.(func(node, v *Node) []*Node)(node, vjps[0])
+			if alias := node.GetAlias(); alias != "" && outputShape.IsScalar() {
+				if f, ok := customVJPs.Load(alias); ok {
+					customGradients.Add(1)
+					return f.(func(node, v *Node) []*Node)(node, vjps[0])
+				}
 			}
 			if !registered {
 				panic(fmt.Sprintf("graph has node %s with type %q, for which no gradient is defined", node, node.Type()))
@@ -72,9 +96,10 @@ func withGradient(node *Node, want NodeType, grad func(node, v *Node) []*Node) *
 	if node.Type() != want {
 		panic(fmt.Sprintf("layers: expected a %s node, got %s", want, node.Type()))
 	}
-	key := weak.Make(node)
+	key := gradAliasPrefix + strconv.FormatUint(nextGradID.Add(1), 10)
+	node.WithAlias(key)
 	customVJPs.Store(key, grad)
-	runtime.AddCleanup(node, func(key weak.Pointer[Node]) { customVJPs.Delete(key) }, key)
+	runtime.AddCleanup(node, func(key string) { customVJPs.Delete(key) }, key)
 	return node
 }
 
@@ -365,14 +390,21 @@ func SumLast(x *Node) *Node {
 // inputs, which is never executed (nothing uses it, so the backend drops it), and the gradient of
 // that node with respect to each input is what grad computes.
 
-// customBlock returns the output of forward, of shape outShape, whose gradient with respect to
-// inputs (float nodes of outShape's dtype) is grad(v), given v = dL/d(output): one gradient per
-// input, nil for none. forward(false) may use ops that GoMLX cannot differentiate (e.g. Bitcast);
-// without fused ops (FusionEnv false) the block is forward(true), which must then be
+// customBlock returns the output of forward(inputs, false), of shape outShape, whose gradient
+// with respect to inputs (float nodes of outShape's dtype) is grad(v), given v = dL/d(output): one
+// gradient per input, nil for none. grad reads the intermediate values that the last call of
+// forward kept. forward(in, false) may use ops that GoMLX cannot differentiate (e.g. Bitcast);
+// without fused ops (FusionEnv false) the block is forward(inputs, true), which must then be
 // differentiable op by op: the reference the tests compare the block's gradient with.
-func customBlock(inputs []*Node, outShape shapes.Shape, forward func(plain bool) *Node, grad func(v *Node) []*Node) *Node {
+//
+// In a checkpointed block GoMLX differentiates a copy of the alternate node whose inputs are
+// recomputed in the backward pass: the block's forward pass is then run again on those inputs
+// before grad, so that grad reads recomputed values and the first forward pass's intermediate
+// values need not live until the backward pass.
+func customBlock(inputs []*Node, outShape shapes.Shape, forward func(in []*Node, plain bool) *Node, grad func(v *Node) []*Node) *Node {
 	g := inputs[0].Graph()
 	var grads []*Node
+	var lead *Node // the alternate node (a copy of it under checkpointing is differentiated instead)
 	alternate := func() *Node {
 		flat := make([]*Node, 0, len(inputs)+1)
 		total := 0
@@ -392,20 +424,37 @@ func customBlock(inputs []*Node, outShape shapes.Shape, forward func(plain bool)
 			}
 			return out
 		})
-		lead := Reshape(Slice(cat, AxisRange(0, outShape.Size())), outShape.Dimensions...)
-		return IdentityWithCustomGradient(lead, func(_, v *Node) *Node {
+		lead = IdentityWithCustomGradient(Reshape(Slice(cat, AxisRange(0, outShape.Size())), outShape.Dimensions...), func(node, v *Node) *Node {
+			if node != lead {
+				forward(blockInputs(node, len(inputs)), false)
+			}
 			grads = grad(v)
 			if len(grads) != len(inputs) {
 				panic(fmt.Sprintf("layers: block gradient gave %d values for %d inputs", len(grads), len(inputs)))
 			}
 			return v // unused: the concatenation's gradient ignores it
 		})
+		return lead
 	}
-	y, fused := InternalFusedOpCaller(func() *Node { return forward(false) }, alternate, true)
+	y, fused := InternalFusedOpCaller(func() *Node { return forward(inputs, false) }, alternate, true)
 	if !fused {
-		return forward(true)
+		return forward(inputs, true)
 	}
 	return y
+}
+
+// blockInputs returns the n inputs of a copy of customBlock's alternate node, read back through
+// the ops alternate built on them: Identity <- Reshape <- Slice <- Concatenate of Reshape(input_i).
+func blockInputs(alt *Node, n int) []*Node {
+	cat := alt.Inputs()[0].Inputs()[0].Inputs()[0]
+	if cat.Type() != NodeTypeConcatenate || len(cat.Inputs()) != n+1 {
+		panic(fmt.Sprintf("layers: block gradient found %s where the alternate's concatenation of %d inputs should be", cat.Type(), n))
+	}
+	out := make([]*Node, n)
+	for i, r := range cat.Inputs()[:n] {
+		out[i] = r.Inputs()[0]
+	}
+	return out
 }
 
 // transposeKeepLast is TransposeAllDims(x, perm...) for a permutation that keeps the last axis in
@@ -467,15 +516,16 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 		nq = 1
 	}
 	n := batch * seq
-	x2 := Reshape(x, n, d)
 	// The Go backend's kernels for a product contracted on the last axis of both operands
 	// (q·kᵀ, dL/do·vᵀ) are 2-4x slower than with the right operand's contracted axis first when
 	// there are 17 to 40 keys (measured): there the keys and the values are also transposed to
 	// [B, H, dh, S] for those two products.
 	keysFirst := !firstOnly && seq >= 17 && seq < 48
 	// Forward values the gradient reuses.
-	var q, k, val, p, merged *Node
-	forward := func(plain bool) *Node {
+	var x2, wqkvIn, woIn, q, k, val, p, merged *Node
+	forward := func(in []*Node, plain bool) *Node {
+		x, wqkv, bqkv, wo, bo := in[0], in[1], in[2], in[3], in[4]
+		x2, wqkvIn, woIn = Reshape(x, n, d), wqkv, wo
 		col := func(w *Node, part int) *Node {
 			if w.Rank() == 1 {
 				return Slice(w, AxisRange(part*d, (part+1)*d))
@@ -523,7 +573,7 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 	grad := func(v *Node) []*Node {
 		rows := batch * nq
 		v2 := Reshape(v, rows, d)
-		dmerged, dwo := matmulGrads(merged, wo, v2)
+		dmerged, dwo := matmulGrads(merged, woIn, v2)
 		dbo := sumRows(v2)
 		var do *Node
 		if firstOnly {
@@ -558,7 +608,7 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 			dqm = mergeHeadsFast(dq, false)
 		}
 		dqkv := Concatenate([]*Node{dqm, dkm, dvm}, 1) // [n, 3d]
-		dx, dwqkv := matmulGrads(x2, wqkv, dqkv)
+		dx, dwqkv := matmulGrads(x2, wqkvIn, dqkv)
 		return []*Node{Reshape(dx, batch, seq, d), dwqkv, sumRows(dqkv), dwo, dbo}
 	}
 	return customBlock([]*Node{x, wqkv, bqkv, wo, bo}, shapes.Make(x.DType(), batch, nq, d), forward, grad)

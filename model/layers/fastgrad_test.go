@@ -35,8 +35,9 @@ func randomTensor(rng *rand.Rand, dims ...int) *tensors.Tensor {
 }
 
 // TestFastGradients checks that the values and gradients of the ops of fastgrad.go equal those of
-// the GoMLX ops they replace (up to float rounding), on random inputs. (Moved here with the ops
-// from model/tracker, where it began.)
+// the GoMLX ops they replace (up to float rounding), on random inputs, and that each op in a
+// gradient-checkpointed block gets the same custom gradients as without checkpoints. (Moved here
+// with the ops from model/tracker, where it began.)
 func TestFastGradients(t *testing.T) {
 	backend, _, err := model.Backend()
 	if err != nil {
@@ -210,8 +211,32 @@ func TestFastGradients(t *testing.T) {
 						return append([]*Node{y}, Gradient(loss, in[:n]...)...)
 					}
 				}
+				before := customGradients.Load()
 				fast := MustNewExec(backend, build(tc.fast)).MustExec(args...)
+				used := customGradients.Load() - before
 				ref := MustNewExec(backend, build(tc.gomlxF)).MustExec(args...)
+				// The same op in a checkpointed block (the inputs are checkpoints, the output ends
+				// the block): GoMLX differentiates copies of its nodes, recomputed in the backward
+				// pass, which must get the same custom gradients.
+				before = customGradients.Load()
+				ckpt := MustNewExec(backend, build(func(in []*Node) *Node {
+					marked := make([]*Node, len(in))
+					for i, x := range in {
+						marked[i] = x.Checkpoint()
+					}
+					return tc.fast(marked).StopCheckpoint()
+				})).MustExec(args...)
+				if got := customGradients.Load() - before; got != used {
+					t.Errorf("checkpointed: %d custom gradients used, want %d as without checkpoints", got, used)
+				}
+				for i := range fast {
+					got, want := tensors.MustCopyFlatData[float32](ckpt[i]), tensors.MustCopyFlatData[float32](fast[i])
+					for j := range want {
+						if d := math.Abs(float64(got[j] - want[j])); d > 1e-6*(1+math.Abs(float64(want[j]))) {
+							t.Fatalf("checkpointed: output %d (0: value, then gradients) element %d: %g, want %g as without checkpoints", i, j, got[j], want[j])
+						}
+					}
+				}
 				for i := range ref {
 					if !fast[i].Shape().Equal(ref[i].Shape()) {
 						t.Fatalf("output %d: shape %s, want %s", i, fast[i].Shape(), ref[i].Shape())
