@@ -110,6 +110,59 @@ func sumRows(v *Node) *Node {
 	return Reshape(DotGeneral(ones, []int{1}, nil, v, []int{0}, nil), k)
 }
 
+// Half precision on the Go backend.
+//
+// The Go backend (gomlx/compute v0.1.5, AVX2 kernels) computes a bfloat16 or float16 DotGeneral
+// correctly only when the left operand is contracted on its last axis and the right one on its
+// first axis after the batch axes: the other layouts return wrong values once 16 or more values
+// are contracted (measured on all four layouts; TestHalfPrecisionProducts checks the ops). For half
+// dtypes the ops below
+// therefore lay their operands out that way with explicit transposes (dot, and the half
+// variants of ProductTransposed and AttentionScores); float32 and float64 keep their layouts
+// unchanged. XLA folds such transposes into its products.
+
+// isHalf reports whether dt is a 16-bit float type.
+func isHalf(dt dtypes.DType) bool { return dt == dtypes.BFloat16 || dt == dtypes.Float16 }
+
+// dot is DotGeneral(lhs, lc, batch, rhs, rc, batch) with one contracted axis each and batch axes
+// leading both operands; for half dtypes the operands are first transposed into the layout the Go
+// backend computes correctly (lhs: [batch..., free..., contracted]; rhs: [batch..., contracted,
+// free...]), which leaves the output's layout unchanged.
+func dot(lhs *Node, lc int, batch []int, rhs *Node, rc int) *Node {
+	if !isHalf(lhs.DType()) {
+		return DotGeneral(lhs, []int{lc}, batch, rhs, []int{rc}, batch)
+	}
+	nb := len(batch)
+	for i, b := range batch {
+		if b != i {
+			panic(fmt.Sprintf("layers: dot needs leading batch axes, got %v", batch))
+		}
+	}
+	if lc != lhs.Rank()-1 {
+		perm := make([]int, 0, lhs.Rank())
+		for i := range lhs.Rank() {
+			if i != lc {
+				perm = append(perm, i)
+			}
+		}
+		lhs, lc = TransposeAllDims(lhs, append(perm, lc)...), lhs.Rank()-1
+	}
+	if rc != nb {
+		perm := make([]int, 0, rhs.Rank())
+		for i := range nb {
+			perm = append(perm, i)
+		}
+		perm = append(perm, rc)
+		for i := nb; i < rhs.Rank(); i++ {
+			if i != rc {
+				perm = append(perm, i)
+			}
+		}
+		rhs, rc = TransposeAllDims(rhs, perm...), nb
+	}
+	return DotGeneral(lhs, []int{lc}, batch, rhs, []int{rc}, batch)
+}
+
 // Product is x [n, in] @ w [in, out] with a gradient that needs no transpose for x and one
 // transpose of the smaller of x and the output gradient for w.
 func Product(x, w *Node) *Node {
@@ -127,7 +180,7 @@ func Product(x, w *Node) *Node {
 func matmulGrads(x, w, v *Node) (dx, dw *Node) {
 	in, out := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
 	n := x.Shape().Dimensions[0]
-	dx = DotGeneral(v, []int{1}, nil, w, []int{1}, nil) // [n, in]: v @ w^T, both contracted on their last axis
+	dx = dot(v, 1, nil, w, 1) // [n, in]: v @ w^T, both contracted on their last axis
 	if n*in <= n*out+in*out {
 		dw = DotGeneral(Transpose(x, 0, 1), []int{1}, nil, v, []int{0}, nil) // x^T [in, n] @ v [n, out]
 	} else {
@@ -186,11 +239,26 @@ func Dense(x, w, b *Node, act activation.Type) *Node {
 // AttentionScores is q·k over the last axis for every (batch, head): q [B, H, Sq, e], k [B, H,
 // Sk, e] -> [B, H, Sq, Sk] (einsum bhqe,bhke->bhqk).
 func AttentionScores(q, k *Node) *Node {
+	if isHalf(q.DType()) {
+		return attentionScoresHalf(q, TransposeAllDims(k, 0, 1, 3, 2))
+	}
 	y := DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1})
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
 		q, k := node.Inputs()[0], node.Inputs()[1]
 		dq := DotGeneral(v, []int{3}, []int{0, 1}, k, []int{2}, []int{0, 1}) // Σ_k v[q,k] k[k,e]
 		return []*Node{dq, tokenContraction(v, q)}                           // dk = Σ_q v[q,k] q[q,e]
+	})
+}
+
+// attentionScoresHalf is AttentionScores with the keys given transposed, kT [B, H, e, Sk]: the
+// layout of half-precision products (see dot).
+func attentionScoresHalf(q, kT *Node) *Node {
+	y := DotGeneral(q, []int{3}, []int{0, 1}, kT, []int{2}, []int{0, 1})
+	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
+		q, kT := node.Inputs()[0], node.Inputs()[1]
+		dq := dot(v, 3, []int{0, 1}, kT, 3) // Σ_k v[q,k] kT[e,k]
+		dkT := dot(q, 2, []int{0, 1}, v, 2) // Σ_q q[q,e] v[q,k]: [B, H, e, Sk]
+		return []*Node{dq, dkT}
 	})
 }
 
@@ -200,8 +268,8 @@ func AttentionValues(p, values *Node) *Node {
 	y := DotGeneral(p, []int{3}, []int{0, 1}, values, []int{2}, []int{0, 1})
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
 		p, values := node.Inputs()[0], node.Inputs()[1]
-		dp := DotGeneral(v, []int{3}, []int{0, 1}, values, []int{3}, []int{0, 1}) // Σ_e v[q,e] values[k,e]
-		return []*Node{dp, tokenContraction(p, v)}                                // dv = Σ_q p[q,k] v[q,e]
+		dp := dot(v, 3, []int{0, 1}, values, 3)    // Σ_e v[q,e] values[k,e]
+		return []*Node{dp, tokenContraction(p, v)} // dv = Σ_q p[q,k] v[q,e]
 	})
 }
 
@@ -293,7 +361,7 @@ func layerNormGrad(x, gain, v *Node, epsilon float64) (dx, dgain *Node) {
 // sumLast is the sum of v [n, d] over its last axis, [n, 1], as a product with ones.
 func sumLast(v *Node) *Node {
 	ones := Ones(v.Graph(), shapes.Make(v.DType(), 1, v.Shape().Dimensions[1]))
-	return DotGeneral(v, []int{1}, nil, ones, []int{1}, nil)
+	return dot(v, 1, nil, ones, 1)
 }
 
 // expandLast repeats v [n, 1] along a last axis of d, [n, d], as the product v @ ones[1, d] (exact:
@@ -348,6 +416,9 @@ func SoftmaxLast(x *Node) *Node {
 // one operand: a transpose of v [n, m], or when that is larger, of x [n, d] and of the product
 // (xᵀ v) [d, m] (an output softmax has m >> d).
 func ProductTransposed(x, w *Node) *Node {
+	if isHalf(x.DType()) {
+		return Product(x, Transpose(w, 0, 1)) // the layout of half-precision products (see dot)
+	}
 	y := DotGeneral(x, []int{1}, nil, w, []int{1}, nil)
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
 		x, w := node.Inputs()[0], node.Inputs()[1]
@@ -370,8 +441,12 @@ func SumLast(x *Node) *Node {
 	dims := x.Shape().Dimensions
 	d := dims[len(dims)-1]
 	n := x.Shape().Size() / d
-	ones := Ones(x.Graph(), shapes.Make(x.DType(), 1, d))
-	y := DotGeneral(Reshape(x, n, d), []int{1}, nil, ones, []int{1}, nil) // [n, 1]
+	var y *Node
+	if isHalf(x.DType()) {
+		y = DotGeneral(Reshape(x, n, d), []int{1}, nil, Ones(x.Graph(), shapes.Make(x.DType(), d, 1)), []int{0}, nil) // [n, 1] (see dot)
+	} else {
+		y = DotGeneral(Reshape(x, n, d), []int{1}, nil, Ones(x.Graph(), shapes.Make(x.DType(), 1, d)), []int{1}, nil) // [n, 1]
+	}
 	y = withGradient(y, NodeTypeDotGeneral, func(_, v *Node) []*Node {
 		return []*Node{BroadcastToDims(v, n, d), nil}
 	})
