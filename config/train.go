@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // TrainLoop holds the hyperparameters of the shared GoMLX training loop (package model/training). It
@@ -40,6 +41,40 @@ type TrainLoop struct {
 	// by GoMLX's distributed execution); 1 = one device, the only count implemented: the training
 	// loop refuses more (training.CheckDevices). BatchSize is the global micro-batch.
 	Devices int `mapstructure:"devices" yaml:"devices"`
+	// Precision is the compute precision of a pretrained model (--pretrained): f32, bf16 (mixed
+	// precision: frozen base weights, their products and the activations in bfloat16; adapters,
+	// heads, optimizer state, norms, softmax, logits and losses in float32) or auto (bf16 on a
+	// CUDA backend, f32 otherwise: ResolvePrecision). The from-scratch models always compute in
+	// float32.
+	Precision string `mapstructure:"precision" yaml:"precision"`
+	// GradientCheckpointing recomputes each decoder/encoder layer's activations of a pretrained
+	// model in the backward pass instead of keeping them (GoMLX's (*Node).Checkpoint): less memory
+	// for a second forward pass; the gradients are the same. Pretrained models only.
+	GradientCheckpointing bool `mapstructure:"gradient_checkpointing" yaml:"gradient_checkpointing"`
+}
+
+// Precisions of train.precision.
+const (
+	PrecisionAuto = "auto"
+	PrecisionF32  = "f32"
+	PrecisionBF16 = "bf16"
+)
+
+// Precisions lists the accepted values of train.precision.
+var Precisions = []string{PrecisionAuto, PrecisionF32, PrecisionBF16}
+
+// ResolvePrecision returns the precision p means on the backend named backend (as model.Backend
+// names it, e.g. "go", "xla:cpu", "xla:cuda" or an xla plugin's path): auto is bf16 on a CUDA
+// backend (the name or the plugin path contains "cuda") and f32 elsewhere (the pure-Go backend
+// and xla:cpu, where bfloat16 products are no faster); f32 and bf16 are themselves.
+func ResolvePrecision(p, backend string) string {
+	if p != PrecisionAuto {
+		return p
+	}
+	if strings.Contains(strings.ToLower(backend), "cuda") {
+		return PrecisionBF16
+	}
+	return PrecisionF32
 }
 
 // DecaySchedules lists the accepted values of train.decay.
@@ -62,6 +97,7 @@ func DefaultTrainLoop() TrainLoop {
 		EvalEvery:        0,
 		Patience:         4,
 		Devices:          1,
+		Precision:        PrecisionAuto,
 	}
 }
 
@@ -113,6 +149,9 @@ func (c TrainLoop) Validate(section string) error {
 	}
 	if c.Devices < 1 {
 		bad("devices", fmt.Sprintf("must be >= 1, got %d", c.Devices))
+	}
+	if !slices.Contains(Precisions, c.Precision) {
+		bad("precision", fmt.Sprintf("must be one of %v, got %q", Precisions, c.Precision))
 	}
 	return errors.Join(errs...)
 }

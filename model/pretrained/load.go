@@ -120,9 +120,11 @@ func restore(dir string, m trainable) error {
 }
 
 // newTracker builds the tracker of meta.Head on the snapshot (tokDir: where its tokenizer is,
-// chat: its chat for a causal LM). For the generative head, meta.YesNo is found when unset. The
-// SUM-THEN-TRACK pair tracker (meta.Variant) reads (sentence, summary) pairs.
-func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta) (*Tracker, trainable, error) {
+// chat: its chat for a causal LM), in meta.Precision, its training graphs checkpointed per layer
+// with checkpointing. For the generative head, meta.YesNo is found when unset. The SUM-THEN-TRACK
+// pair tracker (meta.Variant) reads (sentence, summary) pairs.
+func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta, checkpointing bool) (*Tracker, trainable, error) {
+	cs := computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: checkpointing}
 	t := &Tracker{Meta: *meta}
 	pair := meta.Variant == variant.SumThenTrack
 	if meta.Head == config.HeadEncoderCLS && pair {
@@ -131,7 +133,7 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 		return nil, nil, fmt.Errorf("sum_then_track: the pair tracker on a pretrained model needs a causal LM (tracker.head lm_cls or generative), not encoder_cls (model_type %s)", snap.ModelType)
 	}
 	if meta.Head == config.HeadEncoderCLS {
-		enc, err := loadEncoderCLS(backend, snap, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen)
+		enc, err := loadEncoderCLS(backend, snap, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen, cs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -158,7 +160,7 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 		}
 		p.yn = *meta.YesNo
 	}
-	lm, err := loadCausalLM(backend, snap, meta.LoRA, meta.Seed, meta.Head == config.HeadLMCLS)
+	lm, err := loadCausalLM(backend, snap, meta.LoRA, meta.Seed, meta.Head == config.HeadLMCLS, cs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -191,7 +193,7 @@ func loadTracker(dir, v string) (*Tracker, error) {
 	if l.meta.Head == config.HeadGenerative && l.meta.YesNo == nil {
 		return nil, fmt.Errorf("%w: %s: generative head without yes_no", ErrCheckpoint, dir)
 	}
-	t, m, err := newTracker(l.backend, l.snap, dir, l.chat, l.meta)
+	t, m, err := newTracker(l.backend, l.snap, dir, l.chat, l.meta, false)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +292,7 @@ func loadSummarizer(dir, v string) (*Summarizer, error) {
 	if l.meta.Generation == nil {
 		return nil, fmt.Errorf("%w: %s: summarizer without generation settings", ErrCheckpoint, dir)
 	}
-	lm, err := loadCausalLM(l.backend, l.snap, l.meta.LoRA, l.meta.Seed, false)
+	lm, err := loadCausalLM(l.backend, l.snap, l.meta.LoRA, l.meta.Seed, false, computeSettings{bf16: l.meta.Precision == config.PrecisionBF16})
 	if err != nil {
 		return nil, err
 	}
