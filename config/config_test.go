@@ -247,3 +247,23 @@ func TestResolvePrecision(t *testing.T) {
 		t.Errorf("precision fp16: error %v", err)
 	}
 }
+
+func TestInferPrecision(t *testing.T) {
+	for _, tc := range []struct {
+		desc, precision, err string
+	}{
+		{"empty: the checkpoint's", "", ""},
+		{"bf16", "bf16", ""},
+		{"auto", "auto", ""},
+		{"unknown", "half", `infer.precision: must be empty (the checkpoint's) or one of [auto f32 bf16], got "half"`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := DefaultInfer()
+			c.Precision = tc.precision
+			err := c.Validate()
+			if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+}

@@ -38,8 +38,8 @@ func trainLosses(t *testing.T, ck string) []float64 {
 
 // TestBF16TrackerTracksF32: a LoRA run of the generative tracker in bf16 with gradient
 // checkpointing (tracksum-train --precision bf16 --gradient-checkpointing) records its precision
-// in the checkpoint, loads from it, and its training loss (the mean of the 3 steps') stays within 2%
-// of the f32 run's on the tiny random snapshot.
+// in the checkpoint, which inference follows unless overridden, and its training loss (the mean of
+// the 3 steps') stays within 2% of the f32 run's on the tiny random snapshot.
 func TestBF16TrackerTracksF32(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains two models (~10 s)")
@@ -63,8 +63,15 @@ func TestBF16TrackerTracksF32(t *testing.T) {
 			t.Errorf("%s: checkpoint records precision %q, want %q", prec, meta.Precision, want)
 		}
 		losses[prec] = trainLosses(t, ck)
-		if _, err := pretrained.LoadTracker(ck); err != nil {
-			t.Fatal(err)
+		// Inference follows the checkpoint's precision unless told otherwise (infer --precision).
+		for _, c := range []struct{ override, want string }{{"", meta.Precision}, {config.PrecisionF32, ""}, {config.PrecisionBF16, "bf16"}} {
+			tr, err := pretrained.LoadTracker(ck, pretrained.LoadOptions{Precision: c.override})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Meta.Precision != c.want {
+				t.Errorf("%s checkpoint loaded with precision %q: computes in %q, want %q", prec, c.override, tr.Meta.Precision, c.want)
+			}
 		}
 	}
 	f32, bf16 := losses[config.PrecisionF32], losses[config.PrecisionBF16]
