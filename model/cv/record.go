@@ -57,6 +57,7 @@ func sectionsYAML(cfg *config.Config, keys ...string) ([]byte, error) {
 	var kept []*yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if slices.Contains(keys, m.Content[i].Value) {
+			dropPretrainedCompute(m.Content[i+1])
 			kept = append(kept, m.Content[i], m.Content[i+1])
 		}
 	}
@@ -66,4 +67,31 @@ func sectionsYAML(cfg *config.Config, keys ...string) ([]byte, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return out, nil
+}
+
+// pretrainedComputeKeys are the train keys of a section that only the pretrained models read
+// (train.precision, train.gradient_checkpointing): a cross-validation trains the from-scratch
+// models, on which they change nothing, so its records leave them out, and the records written
+// before they existed stay valid.
+var pretrainedComputeKeys = []string{"precision", "gradient_checkpointing"}
+
+// dropPretrainedCompute removes pretrainedComputeKeys from the train mapping of section, a
+// section's YAML mapping (other nodes are left as they are).
+func dropPretrainedCompute(section *yaml.Node) {
+	if section.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(section.Content); i += 2 {
+		train := section.Content[i+1]
+		if section.Content[i].Value != "train" || train.Kind != yaml.MappingNode {
+			continue
+		}
+		var kept []*yaml.Node
+		for j := 0; j+1 < len(train.Content); j += 2 {
+			if !slices.Contains(pretrainedComputeKeys, train.Content[j].Value) {
+				kept = append(kept, train.Content[j], train.Content[j+1])
+			}
+		}
+		train.Content = kept
+	}
 }
