@@ -227,3 +227,48 @@ func TestDefaultTrackerRescoring(t *testing.T) {
 		t.Errorf("both off (the plain TF-IDF + LR recipe): %v", err)
 	}
 }
+
+func TestResolvePrecision(t *testing.T) {
+	tests := []struct {
+		desc, precision, backend, want string
+	}{
+		{"auto on the go backend", PrecisionAuto, "go", PrecisionF32},
+		{"auto on xla:cpu", PrecisionAuto, "xla:cpu", PrecisionF32},
+		{"auto on xla:cuda", PrecisionAuto, "xla:cuda", PrecisionBF16},
+		{"auto on a CUDA plugin path", PrecisionAuto, "xla:/opt/jax_plugins/xla_cuda13/xla_cuda_plugin.so", PrecisionBF16},
+		{"f32 on CUDA", PrecisionF32, "xla:cuda", PrecisionF32},
+		{"bf16 on the go backend", PrecisionBF16, "go", PrecisionBF16},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := ResolvePrecision(tc.precision, tc.backend); got != tc.want {
+				t.Errorf("ResolvePrecision(%q, %q) = %q, want %q", tc.precision, tc.backend, got, tc.want)
+			}
+		})
+	}
+	loop := DefaultTrainLoop()
+	loop.Precision = "fp16"
+	if err := loop.Validate("tracker.train"); err == nil || !strings.Contains(err.Error(), `tracker.train.precision: must be one of [auto f32 bf16], got "fp16"`) {
+		t.Errorf("precision fp16: error %v", err)
+	}
+}
+
+func TestInferPrecision(t *testing.T) {
+	for _, tc := range []struct {
+		desc, precision, err string
+	}{
+		{"empty: the checkpoint's", "", ""},
+		{"bf16", "bf16", ""},
+		{"auto", "auto", ""},
+		{"unknown", "half", `infer.precision: must be empty (the checkpoint's) or one of [auto f32 bf16], got "half"`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := DefaultInfer()
+			c.Precision = tc.precision
+			err := c.Validate()
+			if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+}

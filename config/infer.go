@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Infer configures Track-then-Sum inference: which sentences the tracker keeps and how the work is
@@ -27,6 +28,10 @@ type Infer struct {
 	Workers int `mapstructure:"workers" yaml:"workers"`
 	// LLM configures the LLM methods (see InferLLM).
 	LLM InferLLM `mapstructure:"llm" yaml:"llm"`
+	// Precision overrides the compute precision of checkpoints fine-tuned from a pretrained model
+	// (train.precision): f32, bf16 or auto (bf16 on a CUDA backend, else f32); empty = the one
+	// each checkpoint was trained in. Left out of the YAML when empty, as Grounding.
+	Precision string `mapstructure:"precision" yaml:"precision,omitempty"`
 }
 
 // DefaultInfer returns the built-in infer settings.
@@ -42,6 +47,9 @@ func (c Infer) Validate() error {
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("infer.workers: must be >= 0"))
+	}
+	if c.Precision != "" && !slices.Contains(Precisions, c.Precision) {
+		errs = append(errs, fmt.Errorf("infer.precision: must be empty (the checkpoint's) or one of %v, got %q", Precisions, c.Precision))
 	}
 	switch c.Grounding {
 	case "off", "prune", "restore":

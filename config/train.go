@@ -49,6 +49,40 @@ type TrainLoop struct {
 	// DeviceMemory is the memory of one device with its unit ("80GiB", "80GB"), against which
 	// tracksum-train --plan (--plan-memory) says whether a pretrained recipe fits; "" = no verdict.
 	DeviceMemory string `mapstructure:"device_memory" yaml:"device_memory"`
+	// Precision is the compute precision of a pretrained model (--pretrained): f32, bf16 (mixed
+	// precision: frozen base weights, their products and the activations in bfloat16; adapters,
+	// heads, optimizer state, norms, softmax, logits and losses in float32) or auto (bf16 on a
+	// CUDA backend, f32 otherwise: ResolvePrecision). The from-scratch models always compute in
+	// float32.
+	Precision string `mapstructure:"precision" yaml:"precision"`
+	// GradientCheckpointing recomputes each decoder/encoder layer's activations of a pretrained
+	// model in the backward pass instead of keeping them (GoMLX's (*Node).Checkpoint): less memory
+	// for a second forward pass; the gradients are the same. Pretrained models only.
+	GradientCheckpointing bool `mapstructure:"gradient_checkpointing" yaml:"gradient_checkpointing"`
+}
+
+// Precisions of train.precision.
+const (
+	PrecisionAuto = "auto"
+	PrecisionF32  = "f32"
+	PrecisionBF16 = "bf16"
+)
+
+// Precisions lists the accepted values of train.precision.
+var Precisions = []string{PrecisionAuto, PrecisionF32, PrecisionBF16}
+
+// ResolvePrecision returns the precision p means on the backend named backend (as model.Backend
+// names it, e.g. "go", "xla:cpu", "xla:cuda" or an xla plugin's path): auto is bf16 on a CUDA
+// backend (the name or the plugin path contains "cuda") and f32 elsewhere (the pure-Go backend
+// and xla:cpu, where bfloat16 products are no faster); f32 and bf16 are themselves.
+func ResolvePrecision(p, backend string) string {
+	if p != PrecisionAuto {
+		return p
+	}
+	if strings.Contains(strings.ToLower(backend), "cuda") {
+		return PrecisionBF16
+	}
+	return PrecisionF32
 }
 
 // DecaySchedules lists the accepted values of train.decay.
@@ -72,6 +106,7 @@ func DefaultTrainLoop() TrainLoop {
 		EvalEvery:        0,
 		Patience:         4,
 		Devices:          1,
+		Precision:        PrecisionAuto,
 	}
 }
 
@@ -132,14 +167,31 @@ func (c TrainLoop) Validate(section string) error {
 			bad("device_memory", err.Error())
 		}
 	}
+	if !slices.Contains(Precisions, c.Precision) {
+		bad("precision", fmt.Sprintf("must be one of %v, got %q", Precisions, c.Precision))
+	}
 	return errors.Join(errs...)
 }
 
-// Unrecorded reports whether a dotted config key changes nothing that is trained (how often the
-// loop logs): settings records of cross-validations and the resume check leave such keys out, so
-// that changing them, or a release adding one, never refuses a finished run.
+// Unrecorded reports whether a dotted config key changes no trained weight (how often the loop
+// logs, what is reported, the memory the plan is checked against, whether activations are
+// recomputed: the gradients are the same): settings records of cross-validations and the resume
+// check leave such keys out, so that changing them, or a release adding one, never refuses a
+// finished run.
 func Unrecorded(key string) bool {
-	return strings.HasSuffix(key, ".train.log_every") || key == "tracker.report_test"
+	for _, suffix := range []string{".train.log_every", ".train.device_memory", ".train.gradient_checkpointing"} {
+		if strings.HasSuffix(key, suffix) {
+			return true
+		}
+	}
+	return key == "tracker.report_test"
+}
+
+// FromScratchUnread reports whether a dotted config key is read by the pretrained models only
+// (train.precision: the from-scratch models always compute in float32), so that the records of
+// cross-validations, which train from scratch, leave it out too.
+func FromScratchUnread(key string) bool {
+	return strings.HasSuffix(key, ".train.precision")
 }
 
 // ParseBytes reads a memory size with its unit: "80GiB", "80 GB", "141GiB", "512MiB". Decimal

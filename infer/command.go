@@ -13,6 +13,7 @@ var inferFlagKeys = map[string]string{
 	"grounding":    "infer.grounding",
 	"aspects":      "infer.aspects",
 	"workers":      "infer.workers",
+	"precision":    "infer.precision",
 	"llm-model":    "infer.llm.model",
 	"demos":        "infer.llm.demos",
 	"temperature":  "infer.llm.temperature",
@@ -38,6 +39,7 @@ func Command() cli.Command {
 	fs.String("grounding", "restore", "infer.grounding: a tracked sentence that supports no claim of its summary is appended to it (restore), dropped from the citations (prune) or left (off); trained summarizers only")
 	fs.StringSlice("aspects", nil, "infer.aspects: aspect codes to summarize (default: the input's, or all for raw text)")
 	fs.Int("workers", 0, "infer.workers: abstracts processed in parallel (0 = number of CPUs)")
+	fs.String("precision", "", "infer.precision: compute precision of --pretrained checkpoints: f32, bf16 or auto (bf16 on CUDA, else f32); default: the checkpoint's")
 	fs.Int("beam-size", 0, "beam size (default: the summarizer checkpoint's; 1 = greedy)")
 	fs.Float64("length-penalty", 1, "GNMT length penalty alpha (default: the checkpoint's)")
 	fs.Int("no-repeat-ngram", 3, "forbid repeating n-grams of this size, 0 = off (default: the checkpoint's)")

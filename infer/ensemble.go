@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/tracker"
@@ -133,7 +134,7 @@ func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 
 // loadTracker loads --tracker dir: an ensemble of fold checkpoints when dir is a cross-validation
 // output, else one tracker checkpoint. It returns the tracker and its aspect set.
-func loadTracker(dir string, log io.Writer) (Tracker, string, error) {
+func loadTracker(cfg *config.Config, dir string, log io.Writer) (Tracker, string, error) {
 	if IsCrossValidation(dir) {
 		e, err := LoadEnsemble(dir)
 		if err != nil {
@@ -144,7 +145,7 @@ func loadTracker(dir string, log io.Writer) (Tracker, string, error) {
 	}
 	if pretrained.IsCheckpoint(dir) {
 		// A fine-tuned pretrained model (train --pretrained): its base is read from base.json.
-		m, err := pretrained.LoadTracker(dir)
+		m, err := pretrained.LoadTracker(dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 		if err != nil {
 			return nil, "", err
 		}

@@ -305,7 +305,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	}
 	if o.Tracker != GoldTracker && o.Tracker != LLMComponent && o.Method == "" {
 		// A cross-validation directory (cv.json) is the ensemble of its fold checkpoints.
-		if p.Tracker, aspectSet, err = loadTracker(o.Tracker, log); err != nil {
+		if p.Tracker, aspectSet, err = loadTracker(cfg, o.Tracker, log); err != nil {
 			return nil, err
 		}
 	}
@@ -442,7 +442,7 @@ func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspect
 	if err := checkPretrainedFlags(o, o.Summarizer); err != nil {
 		return "", err
 	}
-	s, err := pretrained.LoadSummarizer(o.Summarizer)
+	s, err := pretrained.LoadSummarizer(o.Summarizer, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 	if err != nil {
 		return "", err
 	}

@@ -152,7 +152,7 @@ func loadPretrainedVariant(cfg *config.Config, o Options, log io.Writer) (*varia
 		return nil, err
 	}
 	if o.Method == MethodETE {
-		m, err := pretrained.LoadEndToEnd(o.Model)
+		m, err := pretrained.LoadEndToEnd(o.Model, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 		if err != nil {
 			return nil, err
 		}
@@ -165,9 +165,9 @@ func loadPretrainedVariant(cfg *config.Config, o Options, log io.Writer) (*varia
 	var m *pretrained.SumThenTrack
 	var err error
 	if o.Model != "" {
-		m, err = pretrained.LoadSumThenTrack(o.Model)
+		m, err = pretrained.LoadSumThenTrack(o.Model, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 	} else {
-		m, err = pretrained.LoadSumThenTrackParts(o.Summarizer, o.Tracker)
+		m, err = pretrained.LoadSumThenTrackParts(o.Summarizer, o.Tracker, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 	}
 	if err != nil {
 		return nil, err

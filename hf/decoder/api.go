@@ -122,14 +122,27 @@ const BaseScope = "/model/base"
 // LoRAScope + "/" + K.
 const LoRAScope = "/model/lora"
 
+// Compute says how the graphs of a model are computed (not what they compute): set with SetCompute
+// after Load, before building graphs.
+type Compute struct {
+	// BF16 computes the base weights' products and the activations in bfloat16 (mixed precision:
+	// adapters, norms, softmax, logits and loss stay float32; see graph.go). Off: float32.
+	BF16 bool
+	// GradientCheckpointing makes each decoder layer of Hidden a checkpointed block (GoMLX's
+	// (*Node).Checkpoint): the backward pass recomputes a layer's activations from its input
+	// instead of keeping them, trading a second forward pass for memory. Gradients are unchanged.
+	GradientCheckpointing bool
+}
+
 // Model is a loaded decoder: its config, its adapters' settings and the store variables of its
 // weights.
 type Model struct {
-	cfg  Config
-	lora LoRA
-	st   *gomlxmodel.Store
-	base map[string]*gomlxmodel.Variable // HF key -> variable
-	a, b map[string]*gomlxmodel.Variable // HF module key ("model.layers.0.self_attn.q_proj") -> lora_A / lora_B
+	cfg     Config
+	compute Compute
+	lora    LoRA
+	st      *gomlxmodel.Store
+	base    map[string]*gomlxmodel.Variable // HF key -> variable
+	a, b    map[string]*gomlxmodel.Variable // HF module key ("model.layers.0.self_attn.q_proj") -> lora_A / lora_B
 }
 
 // Load creates the model's variables in store from the snapshot's weights: base weights under
@@ -145,6 +158,12 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) 
 
 // Config returns the model's architecture.
 func (m *Model) Config() Config { return m.cfg }
+
+// SetCompute sets how the model's graphs are computed (float32 without checkpoints until set).
+func (m *Model) SetCompute(c Compute) { m.compute = c }
+
+// ComputeSettings returns what SetCompute set.
+func (m *Model) ComputeSettings() Compute { return m.compute }
 
 // LoRA returns the adapter settings the model was loaded with.
 func (m *Model) LoRA() LoRA { return m.lora }
@@ -172,7 +191,7 @@ func CausalLMLoss(logits, labels *Node) *Node { return causalLMLoss(logits, labe
 const IgnoreLabel = -100
 
 // KVCache holds, for every layer, the rotated keys and the values of the tokens seen so far:
-// Keys[l] and Values[l] are [B, KVHeads, MaxLen, HeadDim] in float32. A cache is a set of graph
+// Keys[l] and Values[l] are [B, KVHeads, MaxLen, HeadDim] in float32 (bfloat16 with Compute.BF16). A cache is a set of graph
 // nodes: a generation loop passes the tensors out of one step's Exec into the next one.
 type KVCache struct {
 	Keys, Values []*Node

@@ -154,3 +154,63 @@ func BenchmarkLoRAStep(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLoRAStepLong is BenchmarkLoRAStep on one sequence of 1,024 tokens, in each compute
+// setting: float32 or bf16, with or without per-layer gradient checkpointing. Peak memory is the
+// figure it is for, measured per setting in its own process (docs/pretrained.md):
+//
+//	go test -c -o /tmp/decoder.test ./hf/decoder
+//	TRACKSUM_DECODER_BENCH_DIR=/tmp/smol /usr/bin/time -v /tmp/decoder.test -test.run '^$' \
+//	  -test.bench 'BenchmarkLoRAStepLong/f32-checkpointed$' -test.benchtime 2x
+func BenchmarkLoRAStepLong(b *testing.B) {
+	const seq = 1024
+	for _, c := range []struct {
+		name string
+		c    Compute
+	}{
+		{"f32", Compute{}},
+		{"f32-checkpointed", Compute{GradientCheckpointing: true}},
+		{"bf16", Compute{BF16: true}},
+		{"bf16-checkpointed", Compute{BF16: true, GradientCheckpointing: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			store := gomlxmodel.NewStore()
+			m, err := Load(openSnap(b, benchSnapshot(b)), store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.SetCompute(c.c)
+			vars := m.LoRAVariables()
+			exec, err := gomlxmodel.NewExec(backend(b), store, func(scope *gomlxmodel.Scope, tok, msk *Node) *Node {
+				loss := CausalLMLoss(m.Logits(scope, m.Hidden(scope, tok, msk)), tok)
+				var vs []*gomlxmodel.Variable
+				var nodes []*Node
+				for _, k := range sortedKeys(vars) {
+					vs = append(vs, vars[k])
+					nodes = append(nodes, vars[k].ValueGraph(tok.Graph()))
+				}
+				for i, g := range Gradient(loss, nodes...) {
+					vs[i].SetValueGraph(Sub(nodes[i], MulScalar(g, 1e-3)))
+				}
+				return loss
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]int32, seq)
+			ones := make([]int32, seq)
+			for i := range ids {
+				ids[i] = int32((i*7919 + 13) % smolShape.Vocab)
+				ones[i] = 1
+			}
+			tokens, mask := tensors.FromFlatDataAndDimensions(ids, 1, seq), tensors.FromFlatDataAndDimensions(ones, 1, seq)
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := exec.Exec(tokens, mask); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(seq*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

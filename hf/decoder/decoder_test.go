@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -280,87 +281,102 @@ func TestLossAndGradients(t *testing.T) {
 // forward at every position, for every family (mistral's window is shorter than the sequence).
 func TestKVCacheDecode(t *testing.T) {
 	for _, fam := range families {
-		t.Run(fam, func(t *testing.T) {
-			gold := readGolden(t, fam)
-			store := gomlxmodel.NewStore()
-			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			setAdapters(t, fam, m)
-			// The whole golden batch (right and left padding): positions 0..T-1 as in the full
-			// forward, the padding slots masked in the cache.
-			tokAll, maskAll := flatInt(gold["tokens"]), flatInt(gold["mask"])
-			dims := gold["tokens"].Shape().Dimensions
-			B, T, V := dims[0], dims[1], m.Config().Vocab
-			want := flat32(gold["lora_logits"])
-			const prompt = 4
-			maxLen := T + 2 // a cache longer than the sequence: unused slots stay masked
-			cache := m.NewCacheTensors(B, maxLen)
-			nCache := len(cache)
-			stepExec := func() *gomlxmodel.Exec {
-				e, err := gomlxmodel.NewExec(backend(t), store, func(scope *gomlxmodel.Scope, g *Graph, in []*Node) []*Node {
-					tok, pos, keyMask, off := in[0], in[1], in[2], in[3]
-					h, next := m.Step(scope, m.CacheFrom(in[4:]), tok, pos, keyMask, off)
-					return append([]*Node{m.Logits(scope, h)}, next.Flatten()...)
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return e
-			}
-			prefill, one := stepExec(), stepExec()
-			got := make([]float32, B*T*V)
-			for start := 0; start < T; {
-				s, e := 1, one
-				if start == 0 {
-					s, e = prompt, prefill
-				}
-				tok := make([]int32, B*s)
-				pos := make([]int32, B*s)
-				km := make([]float32, B*maxLen)
-				for b := range B {
-					for i := range s {
-						tok[b*s+i] = tokAll[b*T+start+i]
-						pos[b*s+i] = int32(start + i)
-					}
-					for i := 0; i < start+s; i++ {
-						km[b*maxLen+i] = float32(maskAll[b*T+i])
-					}
-				}
-				args := []any{tensors.FromFlatDataAndDimensions(tok, B, s), tensors.FromFlatDataAndDimensions(pos, B, s),
-					tensors.FromFlatDataAndDimensions(km, B, maxLen), int32(start)}
-				for _, c := range cache {
-					args = append(args, c)
-				}
-				out, err := e.Exec(args...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(out) != 1+nCache {
-					t.Fatalf("%d outputs, want %d", len(out), 1+nCache)
-				}
-				lg := flat32(out[0]) // [B, s, V]
-				for b := range B {
-					copy(got[(b*T+start)*V:(b*T+start+s)*V], lg[b*s*V:(b+1)*s*V])
-				}
-				cache = out[1:]
-				start += s
-			}
-			worst := 0.0
-			for row, mk := range maskAll {
-				if mk == 0 {
-					continue
-				}
-				for j := range V {
-					worst = max(worst, math.Abs(float64(got[row*V+j]-want[row*V+j])))
-				}
-			}
-			if worst > tol {
-				t.Errorf("cached decode vs full forward: max |diff| %.3g > %g", worst, tol)
-			}
-		})
+		for _, bf16 := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s bf16 %v", fam, bf16), func(t *testing.T) { kvCacheDecode(t, fam, bf16) })
+		}
 	}
+}
+
+// kvCacheDecode is TestKVCacheDecode of one family: in bf16 (a bf16 cache) against the bf16 full
+// forward, within bf16RelTol of its largest logit.
+func kvCacheDecode(t *testing.T, fam string, bf16 bool) {
+	gold := readGolden(t, fam)
+	store := gomlxmodel.NewStore()
+	m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAdapters(t, fam, m)
+	m.SetCompute(Compute{BF16: bf16})
+	// The whole golden batch (right and left padding): positions 0..T-1 as in the full
+	// forward, the padding slots masked in the cache.
+	tokAll, maskAll := flatInt(gold["tokens"]), flatInt(gold["mask"])
+	dims := gold["tokens"].Shape().Dimensions
+	B, T, V := dims[0], dims[1], m.Config().Vocab
+	want := flat32(gold["lora_logits"])
+	limit := tol
+	if bf16 {
+		_, logits := forward(t, store, m, gold["tokens"], gold["mask"])
+		want = flat32(logits)
+		_, scale := maxDiff(want, want)
+		limit = bf16RelTol * scale
+	}
+	const prompt = 4
+	maxLen := T + 2 // a cache longer than the sequence: unused slots stay masked
+	cache := m.NewCacheTensors(B, maxLen)
+	nCache := len(cache)
+	stepExec := func() *gomlxmodel.Exec {
+		e, err := gomlxmodel.NewExec(backend(t), store, func(scope *gomlxmodel.Scope, g *Graph, in []*Node) []*Node {
+			tok, pos, keyMask, off := in[0], in[1], in[2], in[3]
+			h, next := m.Step(scope, m.CacheFrom(in[4:]), tok, pos, keyMask, off)
+			return append([]*Node{m.Logits(scope, h)}, next.Flatten()...)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	prefill, one := stepExec(), stepExec()
+	got := make([]float32, B*T*V)
+	for start := 0; start < T; {
+		s, e := 1, one
+		if start == 0 {
+			s, e = prompt, prefill
+		}
+		tok := make([]int32, B*s)
+		pos := make([]int32, B*s)
+		km := make([]float32, B*maxLen)
+		for b := range B {
+			for i := range s {
+				tok[b*s+i] = tokAll[b*T+start+i]
+				pos[b*s+i] = int32(start + i)
+			}
+			for i := 0; i < start+s; i++ {
+				km[b*maxLen+i] = float32(maskAll[b*T+i])
+			}
+		}
+		args := []any{tensors.FromFlatDataAndDimensions(tok, B, s), tensors.FromFlatDataAndDimensions(pos, B, s),
+			tensors.FromFlatDataAndDimensions(km, B, maxLen), int32(start)}
+		for _, c := range cache {
+			args = append(args, c)
+		}
+		out, err := e.Exec(args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 1+nCache {
+			t.Fatalf("%d outputs, want %d", len(out), 1+nCache)
+		}
+		lg := flat32(out[0]) // [B, s, V]
+		for b := range B {
+			copy(got[(b*T+start)*V:(b*T+start+s)*V], lg[b*s*V:(b+1)*s*V])
+		}
+		cache = out[1:]
+		start += s
+	}
+	worst := 0.0
+	for row, mk := range maskAll {
+		if mk == 0 {
+			continue
+		}
+		for j := range V {
+			worst = max(worst, math.Abs(float64(got[row*V+j]-want[row*V+j])))
+		}
+	}
+	if worst > limit {
+		t.Errorf("cached decode vs full forward: max |diff| %.3g > %g", worst, limit)
+	}
+	t.Logf("cached decode vs full forward: max |diff| %.3g", worst)
 }
 
 // TestTrainableFlags: with LoRA the base is frozen and the adapters (float32, B zero, A within

@@ -24,32 +24,65 @@ import (
 //	  h = h + down_proj(act(gate_proj(m)) * up_proj(m)),  m = post_attention_layernorm(h)
 //	hidden = norm(h); logits = hidden @ (lm_head or embed_tokens)ᵀ
 //
-// Everything is computed in float32; half-precision weights are converted in the graph.
+// By default everything is computed in float32; half-precision weights are converted in the graph.
+// With SetCompute(Compute{BF16: true}) the base weights, their products and the activations between
+// them are bfloat16, as transformers' model in torch_dtype=bfloat16 with PEFT and no autocast: the
+// adapters (float32) read the input cast to float32 and their sum with the base output is cast back;
+// RMSNorm's statistics, the attention softmax (with its mask), the final norm, the hidden states
+// Hidden returns, the logits and the loss are float32.
 
 // maskedScore is added to the scores of keys a query may not see: exp underflows to exactly 0, and
 // a row with every key masked (a padding query) stays finite (uniform), as with transformers'
 // finfo.min.
 const maskedScore = -1e30
 
-// weight returns the base weight of Hugging Face key name as a float32 node of g.
-func (m *Model) weight(g *Graph, name string) *Node {
-	w := m.base[name].ValueGraph(g)
-	if w.DType() != dtypes.Float32 {
-		w = ConvertDType(w, dtypes.Float32)
+// dtype is the dtype of the base products and activations: bfloat16 with Compute.BF16, else float32.
+func (m *Model) dtype() dtypes.DType {
+	if m.compute.BF16 {
+		return dtypes.BFloat16
 	}
-	return w
+	return dtypes.Float32
+}
+
+// weight returns the base weight of Hugging Face key name as a float32 node of g.
+func (m *Model) weight(g *Graph, name string) *Node { return m.weightAs(g, name, dtypes.Float32, nil) }
+
+// weightAs returns the base weight of key name as a dt node of g. With anchor (a node of a
+// checkpointed layer, under gradient checkpointing), a conversion is made to depend on it, so that
+// GoMLX recomputes the converted copy in the backward pass instead of keeping it from the forward
+// pass (a float32 copy of every bf16 weight of the model, otherwise).
+func (m *Model) weightAs(g *Graph, name string, dt dtypes.DType, anchor *Node) *Node {
+	w := m.base[name].ValueGraph(g)
+	if w.DType() == dt {
+		return w
+	}
+	if anchor != nil {
+		w = SchedulingBarrier(w, anchor)
+	}
+	return ConvertDType(w, dt)
+}
+
+// as returns x converted to dt (x itself when it has that dtype).
+func as(x *Node, dt dtypes.DType) *Node {
+	if x.DType() == dt {
+		return x
+	}
+	return ConvertDType(x, dt)
 }
 
 // linear applies projection p to x [n, in], n = batch·tokens: x Wᵀ (+ b) (+ scale · dropout(x) Aᵀ Bᵀ
-// with an adapter).
-func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int) *Node {
+// with an adapter), in x's dtype. The adapter's path is float32 (PEFT without autocast casts the
+// input to the adapter's dtype, adds in float32 and casts the sum back to the base output's dtype).
+// anchor: see weightAs.
+func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int, anchor *Node) *Node {
 	g := x.Graph()
-	y := layers.ProductTransposed(x, m.weight(g, p.key+".weight"))
+	dt := x.DType()
+	y := layers.ProductTransposed(x, m.weightAs(g, p.key+".weight", dt, anchor))
 	if p.bias {
-		y = Add(y, ExpandAxes(m.weight(g, p.key+".bias"), 0))
+		y = Add(y, ExpandAxes(m.weightAs(g, p.key+".bias", dt, anchor), 0))
 	}
 	if a, ok := m.a[p.key]; ok {
-		xd := x
+		xd := as(x, dtypes.Float32)
 		if m.lora.Dropout > 0 {
 			// Dropout sees the examples on axis 0, as the sharded training step requires.
 			n, in := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
@@ -57,28 +90,34 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 		}
 		low := layers.ProductTransposed(xd, a.ValueGraph(g))             // [n, r]
 		delta := layers.ProductTransposed(low, m.b[p.key].ValueGraph(g)) // [n, out]
-		y = Add(y, MulScalar(delta, m.lora.Scale()))
+		y = as(Add(as(y, dtypes.Float32), MulScalar(delta, m.lora.Scale())), dt)
 	}
 	return y
 }
 
-// rmsNorm normalises x [n, H] with weight key name (gemma: scaled by 1 + w).
-func (m *Model) rmsNorm(x *Node, name string) *Node {
-	w := m.weight(x.Graph(), name)
-	if m.cfg.Gemma() {
-		w = AddScalar(w, 1)
-	}
+// rmsNorm normalises x [n, H] with weight key name (gemma: scaled by 1 + w), in float32 as
+// transformers' RMSNorm, and returns it in dtype out: llama's norm casts the normalised value to
+// out before the product with the weight (of dtype out), gemma's after it (weight in float32).
+// anchor: see weightAs.
+func (m *Model) rmsNorm(x *Node, name string, out dtypes.DType, anchor *Node) *Node {
+	g := x.Graph()
+	x = as(x, dtypes.Float32)
 	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
 	// Div by Sqrt rather than Rsqrt: GoMLX v0.28.6 defines no gradient for Rsqrt.
-	return Mul(Div(x, Sqrt(AddScalar(ms, m.cfg.RMSNormEps))), ExpandAxes(w, 0))
+	normed := Div(x, Sqrt(AddScalar(ms, m.cfg.RMSNormEps)))
+	if m.cfg.Gemma() {
+		w := AddScalar(m.weightAs(g, name, dtypes.Float32, anchor), 1)
+		return as(Mul(normed, ExpandAxes(w, 0)), out)
+	}
+	return Mul(as(normed, out), ExpandAxes(m.weightAs(g, name, out, anchor), 0))
 }
 
-// embed looks tokens [B, T] up: [B*T, H] float32.
+// embed looks tokens [B, T] up: [B*T, H] in the model's dtype.
 func (m *Model) embed(tokens *Node) *Node {
 	g := tokens.Graph()
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	ids := Reshape(ConvertDType(tokens, dtypes.Int32), b*t, 1)
-	h := Gather(m.weight(g, "model.embed_tokens.weight"), ids)
+	h := Gather(m.weightAs(g, "model.embed_tokens.weight", m.dtype(), nil), ids)
 	if m.cfg.Gemma() {
 		// transformers multiplies by sqrt(hidden) as a tensor of the hidden states' dtype.
 		h = MulScalar(h, float64(float32(math.Sqrt(float64(m.cfg.Hidden)))))
@@ -86,14 +125,15 @@ func (m *Model) embed(tokens *Node) *Node {
 	return h
 }
 
-// rope returns cos and sin [B, 1, T, HeadDim] of positions [B, T].
+// rope returns cos and sin [B, 1, T, HeadDim] of positions [B, T], computed in float32 and returned
+// in the model's dtype (transformers' rotary embedding casts them to the states' dtype).
 func (m *Model) rope(positions *Node) (cos, sin *Node) {
 	g := positions.Graph()
 	inv := Const(g, m.cfg.invFreq())                            // [D/2]
 	pos := ConvertDType(positions, dtypes.Float32)              // [B, T]
 	freqs := Mul(ExpandAxes(pos, -1), ExpandLeftToRank(inv, 3)) // [B, T, D/2]
 	emb := Concatenate([]*Node{freqs, freqs}, -1)               // [B, T, D]
-	return ExpandAxes(Cos(emb), 1), ExpandAxes(Sin(emb), 1)
+	return as(ExpandAxes(Cos(emb), 1), m.dtype()), as(ExpandAxes(Sin(emb), 1), m.dtype())
 }
 
 // applyRope rotates x [B, heads, T, D]: x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1].
@@ -148,33 +188,51 @@ type layerKV struct{ k, v *Node }
 // run is the decoder over tokens [B, T] at RoPE positions [B, T] and cache slots qSlots [T]; kv(l,
 // k, v) gives layer l's keys and values [B, KV, S, D] to attend to given the new ones (the new
 // ones themselves without a cache), keyMask [B, S] marks the real slots. It returns the final-norm
-// hidden states [B, T, Hidden].
-func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask *Node, kv func(l int, k, v *Node) layerKV) *Node {
+// hidden states [B, T, Hidden] in float32. With checkpoint (training graphs under
+// Compute.GradientCheckpointing) each layer is a checkpointed block: only its input is kept for the
+// backward pass, which recomputes the rest.
+func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask *Node, kv func(l int, k, v *Node) layerKV, checkpoint bool) *Node {
 	c := m.cfg
+	dt := m.dtype()
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	h := m.embed(tokens) // [B*T, H]
 	cos, sin := m.rope(positions)
 	bias := m.attentionBias(qSlots, keyMask, c.Heads)
 	rep := c.Heads / c.KVHeads
 	for l := range c.Layers {
+		var anchor *Node
+		if checkpoint {
+			h = h.Checkpoint()
+			anchor = h
+		}
 		p := c.projections(l)
 		pre := layerKey(l)
-		a := m.rmsNorm(h, pre+".input_layernorm.weight")
-		q := applyRope(splitHeads(m.linear(scope, p[0], a, b), b, t, c.Heads, c.HeadDim), cos, sin)
-		k := applyRope(splitHeads(m.linear(scope, p[1], a, b), b, t, c.KVHeads, c.HeadDim), cos, sin)
-		v := splitHeads(m.linear(scope, p[2], a, b), b, t, c.KVHeads, c.HeadDim)
+		a := m.rmsNorm(h, pre+".input_layernorm.weight", dt, anchor)
+		q := applyRope(splitHeads(m.linear(scope, p[0], a, b, anchor), b, t, c.Heads, c.HeadDim), cos, sin)
+		k := applyRope(splitHeads(m.linear(scope, p[1], a, b, anchor), b, t, c.KVHeads, c.HeadDim), cos, sin)
+		v := splitHeads(m.linear(scope, p[2], a, b, anchor), b, t, c.KVHeads, c.HeadDim)
 		all := kv(l, k, v)
 		scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), 1/math.Sqrt(float64(c.HeadDim)))
-		probs := layers.SoftmaxLast(Add(scores, bias))
+		// The softmax and its mask in float32 (transformers' eager attention: softmax in float32,
+		// cast back to the values' dtype).
+		probs := as(layers.SoftmaxLast(Add(as(scores, dtypes.Float32), bias)), dt)
 		att := layers.AttentionValues(probs, repeatKV(all.v, rep)) // [B, heads, T, D]
 		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), b*t, c.Heads*c.HeadDim)
-		h = Add(h, m.linear(scope, p[3], att, b))
-		mm := m.rmsNorm(h, pre+".post_attention_layernorm.weight")
-		gate := m.linear(scope, p[4], mm, b)
-		up := m.linear(scope, p[5], mm, b)
-		h = Add(h, m.linear(scope, p[6], Mul(m.act(gate), up), b))
+		h = Add(h, m.linear(scope, p[3], att, b, anchor))
+		mm := m.rmsNorm(h, pre+".post_attention_layernorm.weight", dt, anchor)
+		gate := m.linear(scope, p[4], mm, b, anchor)
+		up := m.linear(scope, p[5], mm, b, anchor)
+		h = Add(h, m.linear(scope, p[6], Mul(m.act(gate), up), b, anchor))
 	}
-	h = m.rmsNorm(h, "model.norm.weight")
+	if checkpoint {
+		h = h.StopCheckpoint()
+	}
+	h = m.rmsNorm(h, "model.norm.weight", dtypes.Float32, nil)
+	if dt != dtypes.Float32 {
+		// transformers' final norm returns the model's dtype: the float32 hidden states hold
+		// those values (exactly: a widening conversion).
+		h = as(as(h, dt), dtypes.Float32)
+	}
 	return Reshape(h, b, t, c.Hidden)
 }
 
@@ -194,7 +252,7 @@ func (m *Model) hidden(scope *gomlxmodel.Scope, tokens, mask *Node) *Node {
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	slots := Iota(g, shapes.Make(dtypes.Int32, t), 0)
 	positions := BroadcastToDims(ExpandAxes(slots, 0), b, t)
-	return m.run(scope, tokens, positions, slots, mask, func(_ int, k, v *Node) layerKV { return layerKV{k, v} })
+	return m.run(scope, tokens, positions, slots, mask, func(_ int, k, v *Node) layerKV { return layerKV{k, v} }, m.compute.GradientCheckpointing)
 }
 
 func (m *Model) logits(_ *gomlxmodel.Scope, hidden *Node) *Node {
@@ -205,7 +263,9 @@ func (m *Model) logits(_ *gomlxmodel.Scope, hidden *Node) *Node {
 	if m.cfg.TieWordEmbeddings {
 		head = "model.embed_tokens.weight"
 	}
-	y := layers.ProductTransposed(Reshape(hidden, n, m.cfg.Hidden), m.weight(g, head))
+	// In bf16 the product is bfloat16 (transformers' lm_head), its logits widened to float32.
+	dt := m.dtype()
+	y := as(layers.ProductTransposed(as(Reshape(hidden, n, m.cfg.Hidden), dt), m.weightAs(g, head, dt, nil)), dtypes.Float32)
 	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), m.cfg.Vocab)...)
 }
 
@@ -229,7 +289,7 @@ func causalLMLoss(logits, labels *Node) *Node {
 }
 
 func (m *Model) cacheShapes(batch, maxLen int) []shapes.Shape {
-	s := shapes.Make(dtypes.Float32, batch, m.cfg.KVHeads, maxLen, m.cfg.HeadDim)
+	s := shapes.Make(m.dtype(), batch, m.cfg.KVHeads, maxLen, m.cfg.HeadDim)
 	out := make([]shapes.Shape, 2*m.cfg.Layers)
 	for i := range out {
 		out[i] = s
@@ -283,15 +343,23 @@ func (m *Model) step(scope *gomlxmodel.Scope, cache *KVCache, tokens, positions,
 	keep := OneMinus(ReduceSum(onehot, 0))                                                                                 // [L]
 	keep = Reshape(keep, 1, 1, maxLen, 1)
 	next := &KVCache{Keys: make([]*Node, len(cache.Keys)), Values: make([]*Node, len(cache.Values))}
+	onehot, keep = as(onehot, m.dtype()), as(keep, m.dtype())
 	place := func(old, nw *Node) *Node {
-		placed := Einsum("bhsd,sl->bhld", nw, onehot)
+		var placed *Node
+		if m.compute.BF16 {
+			// The Go backend's half-precision products need the left operand contracted on its
+			// last axis (see model/layers' dot).
+			placed = Einsum("bhds,sl->bhld", TransposeAllDims(nw, 0, 1, 3, 2), onehot)
+		} else {
+			placed = Einsum("bhsd,sl->bhld", nw, onehot)
+		}
 		return Add(Mul(old, keep), placed)
 	}
 	hidden := m.run(scope, tokens, positions, slots, keyMask, func(l int, k, v *Node) layerKV {
 		next.Keys[l] = place(cache.Keys[l], k)
 		next.Values[l] = place(cache.Values[l], v)
 		return layerKV{next.Keys[l], next.Values[l]}
-	})
+	}, false)
 	return hidden, next
 }
 

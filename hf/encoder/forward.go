@@ -32,12 +32,13 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 	if tokenTypes == nil {
 		tokenTypes = Zeros(g, shapes.Make(dtypes.Int32, batch, seq))
 	}
+	dt := m.dtype()
 	// BertEmbeddings: word + token type + absolute position, LayerNorm, dropout.
-	x := Gather(m.weight(g, "embeddings.word_embeddings.weight"), ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1))
-	x = Add(x, Gather(m.weight(g, "embeddings.token_type_embeddings.weight"), ExpandAxes(ConvertDType(tokenTypes, dtypes.Int32), -1)))
-	pos := Slice(m.weight(g, "embeddings.position_embeddings.weight"), AxisRange(0, seq))
+	x := Gather(m.weightAs(g, "embeddings.word_embeddings.weight", dt, nil), ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1))
+	x = Add(x, Gather(m.weightAs(g, "embeddings.token_type_embeddings.weight", dt, nil), ExpandAxes(ConvertDType(tokenTypes, dtypes.Int32), -1)))
+	pos := Slice(m.weightAs(g, "embeddings.position_embeddings.weight", dt, nil), AxisRange(0, seq))
 	x = Add(x, BroadcastToDims(ExpandAxes(pos, 0), batch, seq, c.Hidden))
-	x = m.layerNorm(g, "embeddings.LayerNorm", x)
+	x = m.layerNorm(g, "embeddings.LayerNorm", x, nil)
 	x = layers.Dropout(scope, x, c.HiddenDropout)
 
 	// BertModel.get_extended_attention_mask: (1 - mask) * finfo(float32).min added to the scores of
@@ -49,27 +50,38 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 		bias = BroadcastToDims(Reshape(bias, batch, 1, 1, seq), batch, c.Heads, seq, seq)
 	}
 	for i := range c.Layers {
+		// Under gradient checkpointing each layer is a checkpointed block (see decoder): only its
+		// input is kept for the backward pass.
+		var anchor *Node
+		if m.compute.GradientCheckpointing {
+			x = x.Checkpoint()
+			anchor = x
+		}
 		layer := scope.In("layer_%d", i)
 		p := layerKey(i)
 		// BertSelfAttention.
-		q := layers.SplitHeads(m.linear(layer, p+".attention.self.query", x), c.Heads)
-		k := layers.SplitHeads(m.linear(layer, p+".attention.self.key", x), c.Heads)
-		v := layers.SplitHeads(m.linear(layer, p+".attention.self.value", x), c.Heads)
-		scores := MulScalar(layers.AttentionScores(q, k), 1/math.Sqrt(float64(c.HeadDim())))
+		q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query", x, anchor), c.Heads)
+		k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key", x, anchor), c.Heads)
+		v := layers.SplitHeads(m.linearIn(layer, p+".attention.self.value", x, anchor), c.Heads)
+		// The softmax and its mask in float32 (the scores' product in the model's dtype).
+		scores := as(MulScalar(layers.AttentionScores(q, k), 1/math.Sqrt(float64(c.HeadDim()))), dtypes.Float32)
 		if bias != nil {
 			scores = Add(scores, bias)
 		}
-		probs := layers.Dropout(layer, layers.SoftmaxLast(scores), c.AttentionDropout)
+		probs := as(layers.Dropout(layer, layers.SoftmaxLast(scores), c.AttentionDropout), dt)
 		ctx := layers.MergeHeads(layers.AttentionValues(probs, v))
 		// BertSelfOutput: dense, dropout, LayerNorm of the residual sum (post-LN).
-		h := layers.Dropout(layer, m.linear(layer, p+".attention.output.dense", ctx), c.HiddenDropout)
-		a := m.layerNorm(g, p+".attention.output.LayerNorm", Add(h, x))
+		h := layers.Dropout(layer, m.linearIn(layer, p+".attention.output.dense", ctx, anchor), c.HiddenDropout)
+		a := m.layerNorm(g, p+".attention.output.LayerNorm", Add(h, x), anchor)
 		// BertIntermediate and BertOutput.
-		inter := m.activation(m.linear(layer, p+".intermediate.dense", a))
-		h = layers.Dropout(layer, m.linear(layer, p+".output.dense", inter), c.HiddenDropout)
-		x = m.layerNorm(g, p+".output.LayerNorm", Add(h, a))
+		inter := m.activation(m.linearIn(layer, p+".intermediate.dense", a, anchor))
+		h = layers.Dropout(layer, m.linearIn(layer, p+".output.dense", inter, anchor), c.HiddenDropout)
+		x = m.layerNorm(g, p+".output.LayerNorm", Add(h, a), anchor)
 	}
-	return x
+	if m.compute.GradientCheckpointing {
+		x = x.StopCheckpoint()
+	}
+	return as(x, dtypes.Float32)
 }
 
 // CLS returns the hidden state of the first token ([CLS]) of hidden [B, T, Hidden]: [B, Hidden].
@@ -85,7 +97,7 @@ func (m *Model) Pooled(scope *gomlxmodel.Scope, hidden *Node) *Node {
 	if !m.pooler {
 		return cls
 	}
-	return Tanh(m.linear(scope.In("pooler"), "pooler.dense", cls))
+	return as(Tanh(m.linear(scope.In("pooler"), "pooler.dense", as(cls, m.dtype()))), dtypes.Float32)
 }
 
 // Classify applies BertForSequenceClassification's head to pooled [B, Hidden]: dropout (hidden
@@ -101,32 +113,61 @@ func (m *Model) Classify(scope *gomlxmodel.Scope, pooled *Node) *Node {
 	return dense(x, w.NodeValue(g), b.NodeValue(g))
 }
 
-// weight returns the base weight of relative key rel in float32.
-func (m *Model) weight(g *Graph, rel string) *Node {
+// dtype is the dtype of the base products and activations: bfloat16 with Compute.BF16, else float32.
+func (m *Model) dtype() dtypes.DType {
+	if m.compute.BF16 {
+		return dtypes.BFloat16
+	}
+	return dtypes.Float32
+}
+
+// weightAs returns the base weight of relative key rel as a dt node. With anchor (a node of a
+// checkpointed layer), a conversion depends on it, so that GoMLX recomputes the converted copy in
+// the backward pass instead of keeping it from the forward pass.
+func (m *Model) weightAs(g *Graph, rel string, dt dtypes.DType, anchor *Node) *Node {
 	v := m.base[m.keys[rel]]
 	if v == nil {
 		exceptions.Panicf("encoder: weight %s was not loaded", m.prefix+rel)
 	}
 	w := v.NodeValue(g)
-	if w.DType() != dtypes.Float32 {
-		w = ConvertDType(w, dtypes.Float32)
+	if w.DType() == dt {
+		return w
 	}
-	return w
+	if anchor != nil {
+		w = SchedulingBarrier(w, anchor)
+	}
+	return ConvertDType(w, dt)
+}
+
+// as returns x converted to dt (x itself when it has that dtype).
+func as(x *Node, dt dtypes.DType) *Node {
+	if x.DType() == dt {
+		return x
+	}
+	return ConvertDType(x, dt)
 }
 
 // linear is nn.Linear of module key (relative, without ".weight") over the last axis of x, plus
-// the module's adapter when it has one: x Wᵀ + b + Scale · (dropout(x) Aᵀ) Bᵀ.
+// the module's adapter when it has one: x Wᵀ + b + Scale · (dropout(x) Aᵀ) Bᵀ, in x's dtype.
 func (m *Model) linear(scope *gomlxmodel.Scope, key string, x *Node) *Node {
+	return m.linearIn(scope, key, x, nil)
+}
+
+// linearIn is linear with the base weights converted under anchor (see weightAs). The adapter's
+// path is float32 (PEFT without autocast: the input cast to the adapter's dtype, the sum with the
+// base output cast back).
+func (m *Model) linearIn(scope *gomlxmodel.Scope, key string, x, anchor *Node) *Node {
 	g := x.Graph()
-	y := dense(x, m.weight(g, key+".weight"), m.weight(g, key+".bias"))
+	dt := x.DType()
+	y := dense(x, m.weightAs(g, key+".weight", dt, anchor), m.weightAs(g, key+".bias", dt, anchor))
 	mod := m.prefix + key
 	a, b := m.a[mod], m.b[mod]
 	if a == nil {
 		return y
 	}
-	xin := layers.Dropout(scope.In("%s", key+".lora"), x, m.lora.Dropout)
+	xin := layers.Dropout(scope.In("%s", key+".lora"), as(x, dtypes.Float32), m.lora.Dropout)
 	down := dense(xin, a.NodeValue(g), nil)
-	return Add(y, MulScalar(dense(down, b.NodeValue(g), nil), m.lora.Scale()))
+	return as(Add(as(y, dtypes.Float32), MulScalar(dense(down, b.NodeValue(g), nil), m.lora.Scale())), dt)
 }
 
 // dense is x [..., in] @ wᵀ (w [out, in], Hugging Face's layout) + b ([out] or nil): [..., out].
@@ -141,9 +182,11 @@ func dense(x, w, b *Node) *Node {
 	return Reshape(y, append(append([]int{}, dims[:len(dims)-1]...), out)...)
 }
 
-// layerNorm is nn.LayerNorm(Hidden, eps=layer_norm_eps) of module key (relative).
-func (m *Model) layerNorm(g *Graph, key string, x *Node) *Node {
-	return layers.LayerNorm(x, m.weight(g, key+".weight"), m.weight(g, key+".bias"), m.cfg.LayerNormEps)
+// layerNorm is nn.LayerNorm(Hidden, eps=layer_norm_eps) of module key (relative), computed in
+// float32 and returned in x's dtype. anchor: see weightAs.
+func (m *Model) layerNorm(g *Graph, key string, x, anchor *Node) *Node {
+	y := layers.LayerNorm(as(x, dtypes.Float32), m.weightAs(g, key+".weight", dtypes.Float32, anchor), m.weightAs(g, key+".bias", dtypes.Float32, anchor), m.cfg.LayerNormEps)
+	return as(y, x.DType())
 }
 
 // activation is transformers' ACT2FN[hidden_act].

@@ -90,17 +90,18 @@ func (c Config) expectedTensors(withPooler bool) map[string][]int {
 // Model is a loaded BERT encoder: its config, adapter settings and the store variables of its
 // weights, adapters and (after AddClassifier) classification head.
 type Model struct {
-	cfg    Config
-	lora   LoRA
-	store  *gomlxmodel.Store
-	prefix string
-	pooler bool
-	keys   map[string]string               // key relative to the prefix -> key in the file
-	base   map[string]*gomlxmodel.Variable // key in the file -> variable
-	a, b   map[string]*gomlxmodel.Variable // module key in the file ("bert.pooler.dense") -> lora_A / lora_B
-	head   map[string]*gomlxmodel.Variable // "classifier.weight", "classifier.bias"
-	saved  map[string]*tensors.Tensor      // the snapshot's own classifier (a merged export), or nil
-	dir    string
+	cfg     Config
+	compute Compute
+	lora    LoRA
+	store   *gomlxmodel.Store
+	prefix  string
+	pooler  bool
+	keys    map[string]string               // key relative to the prefix -> key in the file
+	base    map[string]*gomlxmodel.Variable // key in the file -> variable
+	a, b    map[string]*gomlxmodel.Variable // module key in the file ("bert.pooler.dense") -> lora_A / lora_B
+	head    map[string]*gomlxmodel.Variable // "classifier.weight", "classifier.bias"
+	saved   map[string]*tensors.Tensor      // the snapshot's own classifier (a merged export), or nil
+	dir     string
 }
 
 // Load creates the model's variables in store from the snapshot's weights: base weights under
@@ -247,6 +248,21 @@ func (m *Model) allLinears() []linear {
 
 // Config returns the model's architecture.
 func (m *Model) Config() Config { return m.cfg }
+
+// Compute says how the encoder's graphs are computed (not what they compute); set with SetCompute
+// after Load, before building graphs.
+type Compute struct {
+	// BF16 computes the base weights' products and the activations in bfloat16 (mixed precision:
+	// adapters, classifier head, layer norms, the attention softmax and Hidden's output stay
+	// float32). Off: float32.
+	BF16 bool
+	// GradientCheckpointing makes each encoder layer of Hidden a checkpointed block (GoMLX's
+	// (*Node).Checkpoint): the backward pass recomputes a layer's activations from its input.
+	GradientCheckpointing bool
+}
+
+// SetCompute sets how the model's graphs are computed (float32 without checkpoints until set).
+func (m *Model) SetCompute(c Compute) { m.compute = c }
 
 // LoRA returns the adapter settings the model was loaded with.
 func (m *Model) LoRA() LoRA { return m.lora }

@@ -70,8 +70,10 @@ func sectionsYAML(cfg *config.Config, keys ...string) ([]byte, error) {
 	return out, nil
 }
 
-// dropUnrecorded removes from a YAML mapping the keys that change nothing trained
-// (config.Unrecorded), at any depth; prefix is the mapping's dotted key.
+// dropUnrecorded removes from a YAML mapping the keys that change nothing a cross-validation
+// trains (config.Unrecorded, config.FromScratchUnread: a cross-validation trains the from-scratch
+// models), at any depth; prefix is the mapping's dotted key. Records written before such a key
+// existed stay valid.
 func dropUnrecorded(m *yaml.Node, prefix string) {
 	var kept []*yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -79,7 +81,7 @@ func dropUnrecorded(m *yaml.Node, prefix string) {
 		if prefix != "" {
 			key = prefix + "." + key
 		}
-		if config.Unrecorded(key) {
+		if config.Unrecorded(key) || config.FromScratchUnread(key) {
 			continue
 		}
 		if m.Content[i+1].Kind == yaml.MappingNode {

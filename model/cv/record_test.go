@@ -36,6 +36,11 @@ func TestModelRecordIgnoresOtherSections(t *testing.T) {
 		{"tracker: the seed", "tracker", func(c *config.Config) { c.Seed++ }, false},
 		{"summarizer: another tracker", "summarizer", func(c *config.Config) { c.Tracker = config.Tracker{} }, true},
 		{"summarizer: its training steps", "summarizer", func(c *config.Config) { c.Summarizer.Train.MaxSteps++ }, false},
+		// Pretrained models only: a cross-validation trains from scratch (records written before
+		// these keys existed stay valid).
+		{"tracker: precision and checkpointing", "tracker", func(c *config.Config) {
+			c.Tracker.Train.Precision, c.Tracker.Train.GradientCheckpointing = config.PrecisionBF16, true
+		}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -51,6 +56,9 @@ func TestModelRecordIgnoresOtherSections(t *testing.T) {
 		if !strings.Contains(y, key) {
 			t.Errorf("tracker record lacks %s:\n%s", key, y)
 		}
+	}
+	if strings.Contains(y, "precision:") || strings.Contains(y, "gradient_checkpointing:") {
+		t.Errorf("tracker record holds the pretrained models' compute keys:\n%s", y)
 	}
 	if strings.Contains(y, "summarizer:") || strings.Contains(y, "eval:") {
 		t.Errorf("tracker record holds another section:\n%s", y)

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 	"sync"
-	"weak"
+	"sync/atomic"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -44,18 +45,41 @@ import (
 // gets its own gradient, every other node (GoMLX's own layers, plain graph ops) the original one.
 // Backends without a fused op (InternalFusedOpCaller falls back) get the decomposed versions below,
 // with the same gradients.
+//
+// Gradient checkpointing ((*Node).Checkpoint): GoMLX differentiates a node of a checkpointed
+// block through a copy (CloneWithInputs) whose inputs are recomputed in the backward pass, and
+// hands the copy, not the node, to the gradient function. A pointer key would miss the copy (the
+// fused softmax, which GoMLX cannot differentiate, would then panic; a product would silently get
+// GoMLX's slow gradient), so a node built here is keyed by an alias, which the copy keeps: the
+// gradient function runs on the copy and so reads the recomputed inputs and output.
 
-// customVJPs maps a node built here to its gradient function. The key is a weak pointer and the
-// entry is deleted when the node is collected, so the map keeps no graph alive.
-var customVJPs sync.Map // weak.Pointer[Node] -> func(node, v *Node) []*Node
+// customVJPs maps the alias of a node built here to its gradient function. The entry is deleted
+// when the node is collected (its copies belong to the same graph and go with it), so the map
+// keeps no graph alive.
+var customVJPs sync.Map // alias string -> func(node, v *Node) []*Node
+
+// nextGradID numbers the aliases of customVJPs: unique in the process, so never taken in a graph.
+var nextGradID atomic.Uint64
+
+// customGradients counts the gradients taken from customVJPs: the tests check that a checkpointed
+// graph uses as many as the same graph without checkpoints (a missed one falls back to GoMLX's
+// gradient with the same values, which a comparison of values cannot see).
+var customGradients atomic.Int64
+
+// gradAliasPrefix starts the aliases of the nodes with a gradient of their own (absolute, so a
+// graph's alias scope does not change them).
+const gradAliasPrefix = "/tracksum/fastgrad/"
 
 func init() {
 	for _, t := range []NodeType{NodeTypeDotGeneral, NodeTypeBroadcastInDim, NodeTypeMax, NodeTypeMul,
 		NodeTypeFusedDense, NodeTypeFusedLayerNorm, NodeTypeFusedSoftmax, NodeTypeConcatenate} {
 		orig, registered := VJPRegistration[t]
 		VJPRegistration[t] = func(node *Node, vjps []*Node, outputShape shapes.Shape) []*Node {
-			if f, ok := customVJPs.Load(weak.Make(node)); ok && outputShape.IsScalar() {
-				return f.(func(node, v *Node) []*Node)(node, vjps[0])
+			if alias := node.GetAlias(); alias != "" && outputShape.IsScalar() {
+				if f, ok := customVJPs.Load(alias); ok {
+					customGradients.Add(1)
+					return f.(func(node, v *Node) []*Node)(node, vjps[0])
+				}
 			}
 			if !registered {
 				panic(fmt.Sprintf("graph has node %s with type %q, for which no gradient is defined", node, node.Type()))
@@ -72,9 +96,10 @@ func withGradient(node *Node, want NodeType, grad func(node, v *Node) []*Node) *
 	if node.Type() != want {
 		panic(fmt.Sprintf("layers: expected a %s node, got %s", want, node.Type()))
 	}
-	key := weak.Make(node)
+	key := gradAliasPrefix + strconv.FormatUint(nextGradID.Add(1), 10)
+	node.WithAlias(key)
 	customVJPs.Store(key, grad)
-	runtime.AddCleanup(node, func(key weak.Pointer[Node]) { customVJPs.Delete(key) }, key)
+	runtime.AddCleanup(node, func(key string) { customVJPs.Delete(key) }, key)
 	return node
 }
 
@@ -83,6 +108,59 @@ func sumRows(v *Node) *Node {
 	n, k := v.Shape().Dimensions[0], v.Shape().Dimensions[1]
 	ones := Ones(v.Graph(), shapes.Make(v.DType(), 1, n))
 	return Reshape(DotGeneral(ones, []int{1}, nil, v, []int{0}, nil), k)
+}
+
+// Half precision on the Go backend.
+//
+// The Go backend (gomlx/compute v0.1.5, AVX2 kernels) computes a bfloat16 or float16 DotGeneral
+// correctly only when the left operand is contracted on its last axis and the right one on its
+// first axis after the batch axes: the other layouts return wrong values once 16 or more values
+// are contracted (measured on all four layouts; TestHalfPrecisionProducts checks the ops). For half
+// dtypes the ops below
+// therefore lay their operands out that way with explicit transposes (dot, and the half
+// variants of ProductTransposed and AttentionScores); float32 and float64 keep their layouts
+// unchanged. XLA folds such transposes into its products.
+
+// isHalf reports whether dt is a 16-bit float type.
+func isHalf(dt dtypes.DType) bool { return dt == dtypes.BFloat16 || dt == dtypes.Float16 }
+
+// dot is DotGeneral(lhs, lc, batch, rhs, rc, batch) with one contracted axis each and batch axes
+// leading both operands; for half dtypes the operands are first transposed into the layout the Go
+// backend computes correctly (lhs: [batch..., free..., contracted]; rhs: [batch..., contracted,
+// free...]), which leaves the output's layout unchanged.
+func dot(lhs *Node, lc int, batch []int, rhs *Node, rc int) *Node {
+	if !isHalf(lhs.DType()) {
+		return DotGeneral(lhs, []int{lc}, batch, rhs, []int{rc}, batch)
+	}
+	nb := len(batch)
+	for i, b := range batch {
+		if b != i {
+			panic(fmt.Sprintf("layers: dot needs leading batch axes, got %v", batch))
+		}
+	}
+	if lc != lhs.Rank()-1 {
+		perm := make([]int, 0, lhs.Rank())
+		for i := range lhs.Rank() {
+			if i != lc {
+				perm = append(perm, i)
+			}
+		}
+		lhs, lc = TransposeAllDims(lhs, append(perm, lc)...), lhs.Rank()-1
+	}
+	if rc != nb {
+		perm := make([]int, 0, rhs.Rank())
+		for i := range nb {
+			perm = append(perm, i)
+		}
+		perm = append(perm, rc)
+		for i := nb; i < rhs.Rank(); i++ {
+			if i != rc {
+				perm = append(perm, i)
+			}
+		}
+		rhs, rc = TransposeAllDims(rhs, perm...), nb
+	}
+	return DotGeneral(lhs, []int{lc}, batch, rhs, []int{rc}, batch)
 }
 
 // Product is x [n, in] @ w [in, out] with a gradient that needs no transpose for x and one
@@ -102,7 +180,7 @@ func Product(x, w *Node) *Node {
 func matmulGrads(x, w, v *Node) (dx, dw *Node) {
 	in, out := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
 	n := x.Shape().Dimensions[0]
-	dx = DotGeneral(v, []int{1}, nil, w, []int{1}, nil) // [n, in]: v @ w^T, both contracted on their last axis
+	dx = dot(v, 1, nil, w, 1) // [n, in]: v @ w^T, both contracted on their last axis
 	if n*in <= n*out+in*out {
 		dw = DotGeneral(Transpose(x, 0, 1), []int{1}, nil, v, []int{0}, nil) // x^T [in, n] @ v [n, out]
 	} else {
@@ -161,11 +239,26 @@ func Dense(x, w, b *Node, act activation.Type) *Node {
 // AttentionScores is q·k over the last axis for every (batch, head): q [B, H, Sq, e], k [B, H,
 // Sk, e] -> [B, H, Sq, Sk] (einsum bhqe,bhke->bhqk).
 func AttentionScores(q, k *Node) *Node {
+	if isHalf(q.DType()) {
+		return attentionScoresHalf(q, TransposeAllDims(k, 0, 1, 3, 2))
+	}
 	y := DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1})
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
 		q, k := node.Inputs()[0], node.Inputs()[1]
 		dq := DotGeneral(v, []int{3}, []int{0, 1}, k, []int{2}, []int{0, 1}) // Σ_k v[q,k] k[k,e]
 		return []*Node{dq, tokenContraction(v, q)}                           // dk = Σ_q v[q,k] q[q,e]
+	})
+}
+
+// attentionScoresHalf is AttentionScores with the keys given transposed, kT [B, H, e, Sk]: the
+// layout of half-precision products (see dot).
+func attentionScoresHalf(q, kT *Node) *Node {
+	y := DotGeneral(q, []int{3}, []int{0, 1}, kT, []int{2}, []int{0, 1})
+	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
+		q, kT := node.Inputs()[0], node.Inputs()[1]
+		dq := dot(v, 3, []int{0, 1}, kT, 3) // Σ_k v[q,k] kT[e,k]
+		dkT := dot(q, 2, []int{0, 1}, v, 2) // Σ_q q[q,e] v[q,k]: [B, H, e, Sk]
+		return []*Node{dq, dkT}
 	})
 }
 
@@ -175,8 +268,8 @@ func AttentionValues(p, values *Node) *Node {
 	y := DotGeneral(p, []int{3}, []int{0, 1}, values, []int{2}, []int{0, 1})
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
 		p, values := node.Inputs()[0], node.Inputs()[1]
-		dp := DotGeneral(v, []int{3}, []int{0, 1}, values, []int{3}, []int{0, 1}) // Σ_e v[q,e] values[k,e]
-		return []*Node{dp, tokenContraction(p, v)}                                // dv = Σ_q p[q,k] v[q,e]
+		dp := dot(v, 3, []int{0, 1}, values, 3)    // Σ_e v[q,e] values[k,e]
+		return []*Node{dp, tokenContraction(p, v)} // dv = Σ_q p[q,k] v[q,e]
 	})
 }
 
@@ -268,7 +361,7 @@ func layerNormGrad(x, gain, v *Node, epsilon float64) (dx, dgain *Node) {
 // sumLast is the sum of v [n, d] over its last axis, [n, 1], as a product with ones.
 func sumLast(v *Node) *Node {
 	ones := Ones(v.Graph(), shapes.Make(v.DType(), 1, v.Shape().Dimensions[1]))
-	return DotGeneral(v, []int{1}, nil, ones, []int{1}, nil)
+	return dot(v, 1, nil, ones, 1)
 }
 
 // expandLast repeats v [n, 1] along a last axis of d, [n, d], as the product v @ ones[1, d] (exact:
@@ -323,6 +416,9 @@ func SoftmaxLast(x *Node) *Node {
 // one operand: a transpose of v [n, m], or when that is larger, of x [n, d] and of the product
 // (xᵀ v) [d, m] (an output softmax has m >> d).
 func ProductTransposed(x, w *Node) *Node {
+	if isHalf(x.DType()) {
+		return Product(x, Transpose(w, 0, 1)) // the layout of half-precision products (see dot)
+	}
 	y := DotGeneral(x, []int{1}, nil, w, []int{1}, nil)
 	return withGradient(y, NodeTypeDotGeneral, func(node, v *Node) []*Node {
 		x, w := node.Inputs()[0], node.Inputs()[1]
@@ -345,8 +441,12 @@ func SumLast(x *Node) *Node {
 	dims := x.Shape().Dimensions
 	d := dims[len(dims)-1]
 	n := x.Shape().Size() / d
-	ones := Ones(x.Graph(), shapes.Make(x.DType(), 1, d))
-	y := DotGeneral(Reshape(x, n, d), []int{1}, nil, ones, []int{1}, nil) // [n, 1]
+	var y *Node
+	if isHalf(x.DType()) {
+		y = DotGeneral(Reshape(x, n, d), []int{1}, nil, Ones(x.Graph(), shapes.Make(x.DType(), d, 1)), []int{0}, nil) // [n, 1] (see dot)
+	} else {
+		y = DotGeneral(Reshape(x, n, d), []int{1}, nil, Ones(x.Graph(), shapes.Make(x.DType(), 1, d)), []int{1}, nil) // [n, 1]
+	}
 	y = withGradient(y, NodeTypeDotGeneral, func(_, v *Node) []*Node {
 		return []*Node{BroadcastToDims(v, n, d), nil}
 	})
@@ -365,14 +465,21 @@ func SumLast(x *Node) *Node {
 // inputs, which is never executed (nothing uses it, so the backend drops it), and the gradient of
 // that node with respect to each input is what grad computes.
 
-// customBlock returns the output of forward, of shape outShape, whose gradient with respect to
-// inputs (float nodes of outShape's dtype) is grad(v), given v = dL/d(output): one gradient per
-// input, nil for none. forward(false) may use ops that GoMLX cannot differentiate (e.g. Bitcast);
-// without fused ops (FusionEnv false) the block is forward(true), which must then be
+// customBlock returns the output of forward(inputs, false), of shape outShape, whose gradient
+// with respect to inputs (float nodes of outShape's dtype) is grad(v), given v = dL/d(output): one
+// gradient per input, nil for none. grad reads the intermediate values that the last call of
+// forward kept. forward(in, false) may use ops that GoMLX cannot differentiate (e.g. Bitcast);
+// without fused ops (FusionEnv false) the block is forward(inputs, true), which must then be
 // differentiable op by op: the reference the tests compare the block's gradient with.
-func customBlock(inputs []*Node, outShape shapes.Shape, forward func(plain bool) *Node, grad func(v *Node) []*Node) *Node {
+//
+// In a checkpointed block GoMLX differentiates a copy of the alternate node whose inputs are
+// recomputed in the backward pass: the block's forward pass is then run again on those inputs
+// before grad, so that grad reads recomputed values and the first forward pass's intermediate
+// values need not live until the backward pass.
+func customBlock(inputs []*Node, outShape shapes.Shape, forward func(in []*Node, plain bool) *Node, grad func(v *Node) []*Node) *Node {
 	g := inputs[0].Graph()
 	var grads []*Node
+	var lead *Node // the alternate node (a copy of it under checkpointing is differentiated instead)
 	alternate := func() *Node {
 		flat := make([]*Node, 0, len(inputs)+1)
 		total := 0
@@ -392,20 +499,37 @@ func customBlock(inputs []*Node, outShape shapes.Shape, forward func(plain bool)
 			}
 			return out
 		})
-		lead := Reshape(Slice(cat, AxisRange(0, outShape.Size())), outShape.Dimensions...)
-		return IdentityWithCustomGradient(lead, func(_, v *Node) *Node {
+		lead = IdentityWithCustomGradient(Reshape(Slice(cat, AxisRange(0, outShape.Size())), outShape.Dimensions...), func(node, v *Node) *Node {
+			if node != lead {
+				forward(blockInputs(node, len(inputs)), false)
+			}
 			grads = grad(v)
 			if len(grads) != len(inputs) {
 				panic(fmt.Sprintf("layers: block gradient gave %d values for %d inputs", len(grads), len(inputs)))
 			}
 			return v // unused: the concatenation's gradient ignores it
 		})
+		return lead
 	}
-	y, fused := InternalFusedOpCaller(func() *Node { return forward(false) }, alternate, true)
+	y, fused := InternalFusedOpCaller(func() *Node { return forward(inputs, false) }, alternate, true)
 	if !fused {
-		return forward(true)
+		return forward(inputs, true)
 	}
 	return y
+}
+
+// blockInputs returns the n inputs of a copy of customBlock's alternate node, read back through
+// the ops alternate built on them: Identity <- Reshape <- Slice <- Concatenate of Reshape(input_i).
+func blockInputs(alt *Node, n int) []*Node {
+	cat := alt.Inputs()[0].Inputs()[0].Inputs()[0]
+	if cat.Type() != NodeTypeConcatenate || len(cat.Inputs()) != n+1 {
+		panic(fmt.Sprintf("layers: block gradient found %s where the alternate's concatenation of %d inputs should be", cat.Type(), n))
+	}
+	out := make([]*Node, n)
+	for i, r := range cat.Inputs()[:n] {
+		out[i] = r.Inputs()[0]
+	}
+	return out
 }
 
 // transposeKeepLast is TransposeAllDims(x, perm...) for a permutation that keeps the last axis in
@@ -467,15 +591,16 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 		nq = 1
 	}
 	n := batch * seq
-	x2 := Reshape(x, n, d)
 	// The Go backend's kernels for a product contracted on the last axis of both operands
 	// (q·kᵀ, dL/do·vᵀ) are 2-4x slower than with the right operand's contracted axis first when
 	// there are 17 to 40 keys (measured): there the keys and the values are also transposed to
 	// [B, H, dh, S] for those two products.
 	keysFirst := !firstOnly && seq >= 17 && seq < 48
 	// Forward values the gradient reuses.
-	var q, k, val, p, merged *Node
-	forward := func(plain bool) *Node {
+	var x2, wqkvIn, woIn, q, k, val, p, merged *Node
+	forward := func(in []*Node, plain bool) *Node {
+		x, wqkv, bqkv, wo, bo := in[0], in[1], in[2], in[3], in[4]
+		x2, wqkvIn, woIn = Reshape(x, n, d), wqkv, wo
 		col := func(w *Node, part int) *Node {
 			if w.Rank() == 1 {
 				return Slice(w, AxisRange(part*d, (part+1)*d))
@@ -523,7 +648,7 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 	grad := func(v *Node) []*Node {
 		rows := batch * nq
 		v2 := Reshape(v, rows, d)
-		dmerged, dwo := matmulGrads(merged, wo, v2)
+		dmerged, dwo := matmulGrads(merged, woIn, v2)
 		dbo := sumRows(v2)
 		var do *Node
 		if firstOnly {
@@ -558,7 +683,7 @@ func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bo
 			dqm = mergeHeadsFast(dq, false)
 		}
 		dqkv := Concatenate([]*Node{dqm, dkm, dvm}, 1) // [n, 3d]
-		dx, dwqkv := matmulGrads(x2, wqkv, dqkv)
+		dx, dwqkv := matmulGrads(x2, wqkvIn, dqkv)
 		return []*Node{Reshape(dx, batch, seq, d), dwqkv, sumRows(dqkv), dwo, dbo}
 	}
 	return customBlock([]*Node{x, wqkv, bqkv, wo, bo}, shapes.Make(x.DType(), batch, nq, d), forward, grad)

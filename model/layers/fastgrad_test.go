@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers/activation"
@@ -35,8 +36,9 @@ func randomTensor(rng *rand.Rand, dims ...int) *tensors.Tensor {
 }
 
 // TestFastGradients checks that the values and gradients of the ops of fastgrad.go equal those of
-// the GoMLX ops they replace (up to float rounding), on random inputs. (Moved here with the ops
-// from model/tracker, where it began.)
+// the GoMLX ops they replace (up to float rounding), on random inputs, and that each op in a
+// gradient-checkpointed block gets the same custom gradients as without checkpoints. (Moved here
+// with the ops from model/tracker, where it began.)
 func TestFastGradients(t *testing.T) {
 	backend, _, err := model.Backend()
 	if err != nil {
@@ -210,8 +212,32 @@ func TestFastGradients(t *testing.T) {
 						return append([]*Node{y}, Gradient(loss, in[:n]...)...)
 					}
 				}
+				before := customGradients.Load()
 				fast := MustNewExec(backend, build(tc.fast)).MustExec(args...)
+				used := customGradients.Load() - before
 				ref := MustNewExec(backend, build(tc.gomlxF)).MustExec(args...)
+				// The same op in a checkpointed block (the inputs are checkpoints, the output ends
+				// the block): GoMLX differentiates copies of its nodes, recomputed in the backward
+				// pass, which must get the same custom gradients.
+				before = customGradients.Load()
+				ckpt := MustNewExec(backend, build(func(in []*Node) *Node {
+					marked := make([]*Node, len(in))
+					for i, x := range in {
+						marked[i] = x.Checkpoint()
+					}
+					return tc.fast(marked).StopCheckpoint()
+				})).MustExec(args...)
+				if got := customGradients.Load() - before; got != used {
+					t.Errorf("checkpointed: %d custom gradients used, want %d as without checkpoints", got, used)
+				}
+				for i := range fast {
+					got, want := tensors.MustCopyFlatData[float32](ckpt[i]), tensors.MustCopyFlatData[float32](fast[i])
+					for j := range want {
+						if d := math.Abs(float64(got[j] - want[j])); d > 1e-6*(1+math.Abs(float64(want[j]))) {
+							t.Fatalf("checkpointed: output %d (0: value, then gradients) element %d: %g, want %g as without checkpoints", i, j, got[j], want[j])
+						}
+					}
+				}
 				for i := range ref {
 					if !fast[i].Shape().Equal(ref[i].Shape()) {
 						t.Fatalf("output %d: shape %s, want %s", i, fast[i].Shape(), ref[i].Shape())
@@ -232,5 +258,68 @@ func TestFastGradients(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestHalfPrecisionProducts: the product ops give in bfloat16 the values and gradients they give in
+// float32, up to bfloat16's rounding (2^-8 relative per value, compounded by the sums), on shapes
+// with 16 or more contracted values, where the Go backend's half-precision kernels take only one
+// operand layout (see dot).
+func TestHalfPrecisionProducts(t *testing.T) {
+	backend, _, err := model.Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		desc string
+		dims [][]int
+		op   func(in []*Node) *Node
+	}{
+		{"product", [][]int{{20, 32}, {32, 24}, {20, 24}}, func(in []*Node) *Node { return Product(in[0], in[1]) }},
+		{"product with the transposed weights", [][]int{{20, 32}, {24, 32}, {20, 24}}, func(in []*Node) *Node { return ProductTransposed(in[0], in[1]) }},
+		{"attention scores", [][]int{{2, 3, 18, 16}, {2, 3, 20, 16}, {2, 3, 18, 20}}, func(in []*Node) *Node { return AttentionScores(in[0], in[1]) }},
+		{"attention values", [][]int{{2, 3, 18, 20}, {2, 3, 20, 16}, {2, 3, 18, 16}}, func(in []*Node) *Node { return AttentionValues(in[0], in[1]) }},
+		{"sum over the last axis", [][]int{{4, 5, 32}, {4, 5}}, func(in []*Node) *Node { return SumLast(in[0]) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			args := make([]any, len(tc.dims))
+			for i, d := range tc.dims {
+				args[i] = randomTensor(rng, d...)
+			}
+			run := func(dt dtypes.DType) [][]float32 {
+				out := MustNewExec(backend, func(in []*Node) []*Node {
+					n := len(in) - 1
+					half := make([]*Node, n)
+					for i := range half {
+						half[i] = ConvertDType(in[i], dt)
+					}
+					y := tc.op(half)
+					loss := ReduceAllSum(Mul(ConvertDType(y, dtypes.Float32), in[n]))
+					res := []*Node{ConvertDType(y, dtypes.Float32)}
+					for _, g := range Gradient(loss, half...) {
+						res = append(res, ConvertDType(g, dtypes.Float32))
+					}
+					return res
+				}).MustExec(args...)
+				var flat [][]float32
+				for _, o := range out {
+					flat = append(flat, tensors.MustCopyFlatData[float32](o))
+				}
+				return flat
+			}
+			f32, bf16 := run(dtypes.Float32), run(dtypes.BFloat16)
+			for i := range f32 {
+				var worst, scale float64
+				for j := range f32[i] {
+					worst = max(worst, math.Abs(float64(bf16[i][j]-f32[i][j])))
+					scale = max(scale, math.Abs(float64(f32[i][j])))
+				}
+				if worst > 2e-2*scale {
+					t.Errorf("output %d (0: value, then gradients): bfloat16 differs from float32 by %.3g (max |value| %.3g)", i, worst, scale)
+				}
+			}
+		})
 	}
 }

@@ -53,6 +53,10 @@ type Meta struct {
 	LoRA config.LoRA `json:"lora"`
 	// Seed drew the adapters' and the head's initial values.
 	Seed int64 `json:"seed"`
+	// Precision is the compute precision the model was trained in (train.precision resolved on
+	// the training backend): "bf16", or empty for float32. Inference computes in it unless told
+	// otherwise (infer --precision).
+	Precision string `json:"precision,omitempty"`
 	// YesNo locates the generative tracker's answer token.
 	YesNo *yesNo `json:"yes_no,omitempty"`
 	// FullContext: the summarizer reads the whole abstract too (TTS (+) f).

@@ -37,7 +37,7 @@ type encoderCLS struct {
 
 // loadEncoderCLS loads the snapshot's encoder with adapters per l and a one-logit classifier;
 // tokDir holds the tokenizer (the snapshot, or a checkpoint's copy).
-func loadEncoderCLS(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, l config.LoRA, seed int64, set string, maxLen int) (*encoderCLS, error) {
+func loadEncoderCLS(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, l config.LoRA, seed int64, set string, maxLen int, cs computeSettings) (*encoderCLS, error) {
 	tok, err := loadTokenizer(tokDir)
 	if err != nil {
 		return nil, err
@@ -51,6 +51,7 @@ func loadEncoderCLS(backend compute.Backend, snap *snapshot.Snapshot, tokDir str
 	if err != nil {
 		return nil, err
 	}
+	enc.SetCompute(encoder.Compute{BF16: cs.bf16, GradientCheckpointing: cs.checkpointing})
 	if err := enc.AddClassifier(1, seed); err != nil {
 		return nil, err
 	}

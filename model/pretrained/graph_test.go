@@ -32,7 +32,7 @@ func tinyLM(t *testing.T) *causalLM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := loadCausalLM(backend, snap, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "v_proj"}}, 1, false)
+	m, err := loadCausalLM(backend, snap, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "v_proj"}}, 1, false, computeSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}

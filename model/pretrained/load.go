@@ -52,10 +52,27 @@ type loaded struct {
 	chat    *Chat // nil for an encoder
 }
 
+// LoadOptions change how a checkpoint is loaded for inference (at most one is given to a Load
+// function).
+type LoadOptions struct {
+	// Precision overrides the compute precision the checkpoint was trained in (Meta.Precision):
+	// f32, bf16 or auto (config.ResolvePrecision on the backend); empty keeps the checkpoint's.
+	Precision string
+}
+
+// precisionOf returns the first options' precision override ("" when none).
+func precisionOf(opts []LoadOptions) string {
+	if len(opts) == 0 {
+		return ""
+	}
+	return opts[0].Precision
+}
+
 // open reads a checkpoint's metadata, checks that it is a model of task for the method v (""
 // Track-then-Sum, or a variant.* name), and opens its base (checked against base.json's digest)
 // and, for a causal LM, its chat (the checkpoint's copies of the tokenizer and template).
-func open(dir, task, v string) (*loaded, error) {
+// precision, when not empty, replaces the checkpoint's compute precision (LoadOptions).
+func open(dir, task, v, precision string) (*loaded, error) {
 	meta, err := ReadMeta(dir)
 	if err != nil {
 		return nil, err
@@ -73,9 +90,12 @@ func open(dir, task, v string) (*loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	backend, _, err := model.Backend()
+	backend, bname, err := model.Backend()
 	if err != nil {
 		return nil, err
+	}
+	if precision != "" {
+		meta.Precision = metaPrecision(precision, bname)
 	}
 	l := &loaded{meta: meta, snap: snap, backend: backend}
 	if meta.Head == config.HeadEncoderCLS {
@@ -125,9 +145,11 @@ func restore(dir string, m trainable) error {
 }
 
 // newTracker builds the tracker of meta.Head on the snapshot (tokDir: where its tokenizer is,
-// chat: its chat for a causal LM). For the generative head, meta.YesNo is found when unset. The
-// SUM-THEN-TRACK pair tracker (meta.Variant) reads (sentence, summary) pairs.
-func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta) (*Tracker, trainable, error) {
+// chat: its chat for a causal LM), in meta.Precision, its training graphs checkpointed per layer
+// with checkpointing. For the generative head, meta.YesNo is found when unset. The SUM-THEN-TRACK
+// pair tracker (meta.Variant) reads (sentence, summary) pairs.
+func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta, checkpointing bool) (*Tracker, trainable, error) {
+	cs := computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: checkpointing}
 	t := &Tracker{Meta: *meta}
 	pair := meta.Variant == variant.SumThenTrack
 	if meta.Head == config.HeadEncoderCLS && pair {
@@ -136,7 +158,7 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 		return nil, nil, fmt.Errorf("sum_then_track: the pair tracker on a pretrained model needs a causal LM (tracker.head lm_cls or generative), not encoder_cls (model_type %s)", snap.ModelType)
 	}
 	if meta.Head == config.HeadEncoderCLS {
-		enc, err := loadEncoderCLS(backend, snap, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen)
+		enc, err := loadEncoderCLS(backend, snap, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen, cs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -163,7 +185,7 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 		}
 		p.yn = *meta.YesNo
 	}
-	lm, err := loadCausalLM(backend, snap, meta.LoRA, meta.Seed, meta.Head == config.HeadLMCLS)
+	lm, err := loadCausalLM(backend, snap, meta.LoRA, meta.Seed, meta.Head == config.HeadLMCLS, cs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,20 +205,23 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 	return t, lm, nil
 }
 
-// LoadTracker loads a tracker checkpoint written by TrainTracker.
-func LoadTracker(dir string) (*Tracker, error) { return loadTracker(dir, "") }
+// LoadTracker loads a tracker checkpoint written by TrainTracker; it computes in the precision it
+// was trained in unless opts say otherwise.
+func LoadTracker(dir string, opts ...LoadOptions) (*Tracker, error) {
+	return loadTracker(dir, "", opts...)
+}
 
 // loadTracker loads a tracker checkpoint of the method v ("" Track-then-Sum, or
 // variant.SumThenTrack's pair tracker).
-func loadTracker(dir, v string) (*Tracker, error) {
-	l, err := open(dir, dataset.TaskTracker, v)
+func loadTracker(dir, v string, opts ...LoadOptions) (*Tracker, error) {
+	l, err := open(dir, dataset.TaskTracker, v, precisionOf(opts))
 	if err != nil {
 		return nil, err
 	}
 	if l.meta.Head == config.HeadGenerative && l.meta.YesNo == nil {
 		return nil, fmt.Errorf("%w: %s: generative head without yes_no", ErrCheckpoint, dir)
 	}
-	t, m, err := newTracker(l.backend, l.snap, dir, l.chat, l.meta)
+	t, m, err := newTracker(l.backend, l.snap, dir, l.chat, l.meta, false)
 	if err != nil {
 		return nil, err
 	}
@@ -282,20 +307,23 @@ func (t *Tracker) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	return out, nil
 }
 
-// LoadSummarizer loads a summarizer checkpoint written by TrainSummarizer.
-func LoadSummarizer(dir string) (*Summarizer, error) { return loadSummarizer(dir, "") }
+// LoadSummarizer loads a summarizer checkpoint written by TrainSummarizer; it computes in the
+// precision it was trained in unless opts say otherwise.
+func LoadSummarizer(dir string, opts ...LoadOptions) (*Summarizer, error) {
+	return loadSummarizer(dir, "", opts...)
+}
 
 // loadSummarizer loads a summarizer checkpoint of the method v ("" Track-then-Sum, or a
 // variant.* name).
-func loadSummarizer(dir, v string) (*Summarizer, error) {
-	l, err := open(dir, dataset.TaskSummarizer, v)
+func loadSummarizer(dir, v string, opts ...LoadOptions) (*Summarizer, error) {
+	l, err := open(dir, dataset.TaskSummarizer, v, precisionOf(opts))
 	if err != nil {
 		return nil, err
 	}
 	if l.meta.Generation == nil {
 		return nil, fmt.Errorf("%w: %s: summarizer without generation settings", ErrCheckpoint, dir)
 	}
-	lm, err := loadCausalLM(l.backend, l.snap, l.meta.LoRA, l.meta.Seed, false)
+	lm, err := loadCausalLM(l.backend, l.snap, l.meta.LoRA, l.meta.Seed, false, computeSettings{bf16: l.meta.Precision == config.PrecisionBF16})
 	if err != nil {
 		return nil, err
 	}

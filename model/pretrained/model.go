@@ -37,14 +37,29 @@ type causalLM struct {
 	lora    config.LoRA
 }
 
+// computeSettings says how a pretrained model's graphs are computed: bf16 mixed precision, and in
+// training graphs gradient checkpointing (hf/decoder's and hf/encoder's Compute).
+type computeSettings struct{ bf16, checkpointing bool }
+
+// metaPrecision is Meta.Precision for train.precision p resolved on the backend named backend:
+// "bf16", or empty for float32 (the checkpoints written before the key existed).
+func metaPrecision(p, backend string) string {
+	if config.ResolvePrecision(p, backend) == config.PrecisionBF16 {
+		return config.PrecisionBF16
+	}
+	return ""
+}
+
 // loadCausalLM loads the snapshot into a new store, with adapters per l and, when withHead, a
-// score head drawn N(0, 0.02²) from seed (transformers' initializer_range default).
-func loadCausalLM(backend compute.Backend, snap *snapshot.Snapshot, l config.LoRA, seed int64, withHead bool) (*causalLM, error) {
+// score head drawn N(0, 0.02²) from seed (transformers' initializer_range default), computing as cs
+// says.
+func loadCausalLM(backend compute.Backend, snap *snapshot.Snapshot, l config.LoRA, seed int64, withHead bool, cs computeSettings) (*causalLM, error) {
 	store := gomlxmodel.NewStore()
 	dec, err := decoder.Load(snap, store, l, seed)
 	if err != nil {
 		return nil, err
 	}
+	dec.SetCompute(decoder.Compute{BF16: cs.bf16, GradientCheckpointing: cs.checkpointing})
 	m := &causalLM{snap: snap, dec: dec, store: store, backend: backend, lora: l}
 	if withHead {
 		h := dec.Config().Hidden

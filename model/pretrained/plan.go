@@ -21,14 +21,14 @@ const (
 	planSummarizerAnswer = 256
 )
 
-// planPrecision and planCheckpointing are the settings the plan's verdict is given for. This
-// build computes in float32 whatever the backend (train.precision and train.gradient_checkpointing
-// come with the mixed-precision issue); the plan is meant for a CUDA card, where train.precision's
-// "auto" will mean bf16, so its verdict is for bf16 without checkpointing (marked Assumed), and it
-// prints the three other settings beside it. With those keys: config.ResolvePrecision(loop.Precision,
-// "cuda") and loop.GradientCheckpointing, and Assumed false.
-func planSettings(_ config.TrainLoop) (precision string, checkpointing bool) {
-	return plan.BF16, false
+// planSettings are the settings the plan's verdict is given for: train.precision as a CUDA card
+// resolves it ("auto" is bf16 there: the plan is for a GPU) and train.gradient_checkpointing; the
+// plan prints the three other combinations beside it.
+func planSettings(loop config.TrainLoop) (precision string, checkpointing bool) {
+	if config.ResolvePrecision(loop.Precision, "cuda") == config.PrecisionBF16 {
+		return plan.BF16, loop.GradientCheckpointing
+	}
+	return plan.F32, loop.GradientCheckpointing
 }
 
 // PlanTracker writes the memory plan of the pretrained tracker of cfg (tracker.pretrained,
@@ -99,7 +99,6 @@ func planInputs(section string, snap *snapshot.Snapshot, dc decoder.Config, l co
 		in.DeviceMemory = n
 	}
 	in.Precision, in.Checkpointing = planSettings(loop)
-	in.Assumed = true
 	// transformers writes the weights' dtype as torch_dtype (4.x) or dtype (5.x).
 	for _, key := range []string{"dtype", "torch_dtype"} {
 		if d, err := snap.String(key, ""); err == nil && d != "" {

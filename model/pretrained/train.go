@@ -210,7 +210,7 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 		return nil, err
 	}
 	meta := &Meta{Task: dataset.TaskTracker, Head: head, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: run.maxSeqLen,
-		LoRA: tc.LoRA, Seed: cfg.Seed, Variant: run.variant}
+		LoRA: tc.LoRA, Seed: cfg.Seed, Variant: run.variant, Precision: metaPrecision(tc.Train.Precision, s.bname)}
 	rows, devRows, err := run.rows()
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	if len(rows) == 0 || len(devRows) == 0 {
 		return nil, fmt.Errorf("%s: the %s needs train and dev rows (got %d and %d)", req.Data, kindName(dataset.TaskTracker, run.variant), len(rows), len(devRows))
 	}
-	t, m, err := newTracker(s.backend, s.snap, s.snap.Dir, s.chat, meta)
+	t, m, err := newTracker(s.backend, s.snap, s.snap.Dir, s.chat, meta, tc.Train.GradientCheckpointing)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +317,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		gen.MaxNewTokens = cfg.Variants.MaxOutputLen
 	}
 	meta := &Meta{Task: dataset.TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
-		LoRA: sc.LoRA, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v}
+		LoRA: sc.LoRA, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v, Precision: metaPrecision(sc.Train.Precision, s.bname)}
 	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: fullContext, variant: v}
 	trainSet, devSet, err := read()
 	if err != nil {
@@ -349,7 +349,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
 		devRows = devRows[:sc.DevDecodeLimit]
 	}
-	m, err := loadCausalLM(s.backend, s.snap, sc.LoRA, cfg.Seed, false)
+	m, err := loadCausalLM(s.backend, s.snap, sc.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing})
 	if err != nil {
 		return nil, err
 	}

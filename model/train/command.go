@@ -37,6 +37,9 @@ var loopFlags = map[string]string{
 	"learning-rate": "learning_rate",
 	"eval-every":    "eval_every",
 	"plan-memory":   "device_memory",
+	// Pretrained models only (refused in Run when no variant applies).
+	"precision":              "precision",
+	"gradient-checkpointing": "gradient_checkpointing",
 }
 
 // Command returns tracksum-train over the tasks registered so far (call it from main, after the
@@ -89,6 +92,8 @@ func Command() cli.Command {
 	fs.Int("batch-size", 0, "TASK.train.batch_size")
 	fs.Float64("learning-rate", 0, "TASK.train.learning_rate")
 	fs.Int("eval-every", 0, "TASK.train.eval_every (0: each epoch)")
+	fs.String("precision", "", "TASK.train.precision with --pretrained: f32, bf16 (mixed: base weights and activations bf16, adapters and optimizer f32) or auto (bf16 on a CUDA backend, else f32)")
+	fs.Bool("gradient-checkpointing", false, "TASK.train.gradient_checkpointing with --pretrained: recompute each layer's activations in the backward pass (less memory, same gradients)")
 	for _, t := range tasks {
 		for _, f := range t.Flags {
 			if fs.Lookup(f.Name) == nil {
@@ -190,6 +195,13 @@ func Command() cli.Command {
 			// A variant's own flag (e.g. --head, --lora-rank of --pretrained) would be ignored
 			// silently when the variant does not apply: refuse it instead.
 			if _, variant := training.ActiveVariant(task.Name, cfg); !variant {
+				// The from-scratch models compute in float32 without checkpoints.
+				if p, _ := fs.GetString("precision"); fs.Changed("precision") && p == "bf16" {
+					return cli.Usagef("--precision bf16 applies to --task %s with --pretrained only (the from-scratch model computes in f32)", task.Name)
+				}
+				if on, _ := fs.GetBool("gradient-checkpointing"); on {
+					return cli.Usagef("--gradient-checkpointing applies to --task %s with --pretrained only", task.Name)
+				}
 				only := training.VariantOnly(task.Name)
 				for _, name := range slices.Sorted(maps.Keys(only)) {
 					if fs.Changed(name) && fs.Lookup(name).Value.String() != "" {

@@ -101,6 +101,14 @@ func TestCommand(t *testing.T) {
 		{desc: "another task's cv model", args: []string{"--task", "toy-pipe", "--data", "d", "--out", "o", "--folds", "3", "--cv-model", "a"}, usage: "--cv-model for --task toy-pipe must be p or q"},
 		{desc: "another task's flag", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--architecture", "ngram"}, usage: "--architecture applies to --task toy-track, not toy-sum"},
 		{desc: "unknown task", args: []string{"--task", "nope", "--data", "d", "--out", "o"}, usage: `--task must be`},
+		{desc: "precision bf16 of a from-scratch model", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--precision", "bf16"}, usage: "--precision bf16 applies to --task toy-sum with --pretrained only"},
+		{desc: "checkpointing of a from-scratch model", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--gradient-checkpointing"}, usage: "--gradient-checkpointing applies to --task toy-sum with --pretrained only"},
+		{desc: "precision and checkpointing flags bound to the task's section", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--precision", "f32"}, task: "toy-sum",
+			check: func(t *testing.T) {
+				if got.cfg.Summarizer.Train.Precision != "f32" || got.cfg.Tracker.Train.Precision != "auto" {
+					t.Errorf("summarizer precision %q tracker precision %q", got.cfg.Summarizer.Train.Precision, got.cfg.Tracker.Train.Precision)
+				}
+			}},
 		{desc: "no --out", args: []string{"--task", "toy-sum", "--data", "d"}, usage: "--data and --out are required"},
 		{desc: "arguments", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "x"}, usage: "unexpected arguments"},
 		{desc: "folds of a task without cross-validation", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--folds", "3"}, usage: "cross-validates --task"},
