@@ -60,7 +60,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -69,6 +68,7 @@ import (
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // ErrNoTemplate is returned (wrapped, with the file name) when a tokenizer_config.json has no chat
@@ -129,7 +129,7 @@ func Load(path string) (*Template, error) {
 // LoadNamed reads path and parses the chat template called name: the list form's entry of that
 // name, or the string form when name is "default".
 func LoadNamed(path, name string) (*Template, error) {
-	data, err := os.ReadFile(path)
+	data, err := atomicio.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}

@@ -22,12 +22,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/gomlx/go-huggingface/tokenizers/api"
 	"github.com/gomlx/go-huggingface/tokenizers/hftokenizer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // SupportedModels are the tokenizer.json model types the library implements: WordPiece (BERT
@@ -72,7 +72,7 @@ type tokenizerJSONHead struct {
 func Load(dir string) (*Tokenizer, error) {
 	tjPath := filepath.Join(dir, "tokenizer.json")
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
-	cfgData, err := os.ReadFile(cfgPath)
+	cfgData, err := atomicio.ReadFile(cfgPath)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -80,7 +80,7 @@ func Load(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", cfgPath, oneLine(err))
 	}
-	tjData, err := os.ReadFile(tjPath)
+	tjData, err := atomicio.ReadFile(tjPath)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // Chat turns conversations into token ids the way the checkpoint was trained to read them: the
@@ -43,7 +43,7 @@ var tokenizers struct {
 func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	h := sha256.New()
 	for _, name := range []string{snapshot.TokenizerFile, snapshot.TokenizerConfigFile} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := atomicio.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return tokenizer.Load(dir) // its error names the file
 		}
