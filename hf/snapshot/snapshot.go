@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
@@ -258,6 +259,44 @@ func (s *Snapshot) Shape(name string) (shape shapes.Shape, ok bool) {
 		return shapes.Shape{}, false
 	}
 	return e.Shape, true
+}
+
+// CheckLayerCount compares a layer count of config.json (key, e.g. num_hidden_layers, value n)
+// with the layers the weights hold: the distinct indices i of tensors named prefix+i+"." for the
+// first of prefixes that names any tensor (e.g. "model.layers."). It runs on the headers, before
+// anything is sized by n, so a config claiming 1e9 layers fails at once instead of growing a
+// per-layer table until the process is killed; a config with fewer layers than its weights is
+// refused too, since the extra layers would be dropped silently.
+func (s *Snapshot) CheckLayerCount(key string, n int, prefixes ...string) error {
+	held := map[int]bool{}
+	used := ""
+	for _, prefix := range prefixes {
+		for name := range s.weights.Index.WeightMap {
+			rest, ok := strings.CutPrefix(name, prefix)
+			if !ok {
+				continue
+			}
+			idx, _, _ := strings.Cut(rest, ".")
+			if i, err := strconv.Atoi(idx); err == nil && i >= 0 {
+				held[i] = true
+			}
+		}
+		if len(held) > 0 {
+			used = prefix
+			break
+		}
+	}
+	if n == len(held) {
+		return nil
+	}
+	path := filepath.Join(s.Dir, ConfigFile)
+	if len(held) == 0 {
+		return fmt.Errorf("%s: %s = %d, but the weights hold no layer tensors (%s0.*)", path, key, n, prefixes[0])
+	}
+	if n > len(held) {
+		return fmt.Errorf("%s: %s = %d, but the weights hold %d layers (%s*): the config does not match its weights", path, key, n, len(held), used)
+	}
+	return fmt.Errorf("%s: %s = %d, but the weights hold %d layers (%s*): the extra layers would be ignored; fix the config", path, key, n, len(held), used)
 }
 
 // FileOf returns the weight file (relative to Dir) that holds the named tensor, or "".
