@@ -57,6 +57,9 @@ type Tokenizer struct {
 	split *splitter
 	// fallback, when set, encodes instead of the library for byte_fallback models (fix 3).
 	fallback *byteFallback
+	// maxID is the largest id of the vocabulary and added tokens, maxToken its token.
+	maxID    int
+	maxToken string
 }
 
 // tokenizerJSONHead is the part of tokenizer.json this package checks before handing the file to
@@ -121,7 +124,31 @@ func Load(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", tjPath, oneLine(err))
 	}
-	return &Tokenizer{Dir: dir, Model: head.Model.Type, Class: cfg.TokenizerClass, withSpecial: &withSpecial, plain: &plain, split: split, fallback: fallback}, nil
+	t := &Tokenizer{Dir: dir, Model: head.Model.Type, Class: cfg.TokenizerClass, withSpecial: &withSpecial, plain: &plain, split: split, fallback: fallback, maxID: -1}
+	for token, id := range plain.GetVocab() {
+		if id < 0 {
+			return nil, fmt.Errorf("tokenizer: %s: token %q has the negative id %d", tjPath, token, id)
+		}
+		if id > t.maxID || (id == t.maxID && token < t.maxToken) {
+			t.maxID, t.maxToken = id, token
+		}
+	}
+	return t, nil
+}
+
+// MaxID returns the largest token id the tokenizer can produce (vocabulary and added tokens).
+func (t *Tokenizer) MaxID() int { return t.maxID }
+
+// CheckFits returns a one-line error when an id of the tokenizer has no row in a model's
+// embedding of rows rows (config.json's vocab_size): such an id would index past the embedding
+// (a panic), or silently read another table's memory in a gather. Models may have more rows than
+// the tokenizer has ids (padded vocabularies, e.g. Qwen2), never fewer.
+func (t *Tokenizer) CheckFits(rows int, what string) error {
+	if t.maxID < rows {
+		return nil
+	}
+	return fmt.Errorf("tokenizer: %s: token %q has id %d, but %s has only %d embedding rows (vocab_size): the tokenizer does not belong to this model",
+		filepath.Join(t.Dir, "tokenizer.json"), t.maxToken, t.maxID, what, rows)
 }
 
 // Encode returns the token ids of text, with the special tokens of the tokenizer's post-processor
