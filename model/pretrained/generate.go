@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/gomlx/compute/dtypes"
@@ -53,6 +56,10 @@ type genState struct {
 	cache []*tensors.Tensor
 	n     int
 	first []float32
+	// limit is the most tokens the state may hold (prompt, answer): the model's context
+	// (max_position_embeddings) or the prompt plus the answer's cap; a state there answers only
+	// the end token.
+	limit int
 }
 
 func newGenerator(lm *causalLM, stop []int32) (*generator, error) {
@@ -85,9 +92,15 @@ func newGenerator(lm *causalLM, stop []int32) (*generator, error) {
 	return g, nil
 }
 
-// start prefills a prompt and returns its state, with room for maxNew more tokens.
+// start prefills a prompt and returns its state, with room for maxNew more tokens within the
+// model's context.
 func (g *generator) start(prompt []int32, maxNew int) (*genState, error) {
-	capacity := roundUp(len(prompt)+maxNew, cacheBucket)
+	ctxLen := g.lm.dec.Config().MaxPositions
+	if len(prompt) >= ctxLen {
+		return nil, fmt.Errorf("pretrained: a prompt of %d tokens leaves no room for an answer in the model's context of %d (max_position_embeddings)", len(prompt), ctxLen)
+	}
+	limit := min(len(prompt)+maxNew, ctxLen)
+	capacity := roundUp(limit, cacheBucket)
 	s := roundUp(len(prompt), seqBucket)
 	tok := make([]int32, s)
 	pos := make([]int32, s)
@@ -106,7 +119,7 @@ func (g *generator) start(prompt []int32, maxNew int) (*genState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &genState{cache: out[1:], n: len(prompt), first: g.merged(out[0])}, nil
+	return &genState{cache: out[1:], n: len(prompt), first: g.merged(out[0]), limit: limit}, nil
 }
 
 // keyMask marks the first n of capacity cache slots as real.
@@ -138,13 +151,18 @@ func (g *generator) Step(states []*genState, tokens []int32, probs [][]float32) 
 		if st.first != nil {
 			copy(probs[i], st.first)
 			st.first = nil
-			continue
+		} else {
+			p, err := g.advance(st, tokens[i])
+			if err != nil {
+				panic(err) // decode.Model has no error path; Generate recovers it
+			}
+			copy(probs[i], p)
 		}
-		p, err := g.advance(st, tokens[i])
-		if err != nil {
-			panic(err) // decode.Model has no error path; Generate recovers it
+		if st.n >= st.limit {
+			// The context is full: the token predicted now could not be fed back, so it is the end.
+			clear(probs[i])
+			probs[i][g.stop[0]] = 1
 		}
-		copy(probs[i], p)
 	}
 }
 
@@ -193,6 +211,9 @@ func (g *generator) Generate(prompts [][]int32, o GenOptions) (out [][]int32, er
 		}
 	}()
 	maxNew := max(o.MaxNewTokens, 1)
+	if err := g.checkSearch(prompts, maxNew, o); err != nil {
+		return nil, err
+	}
 	inits := make([]*genState, len(prompts))
 	for i, p := range prompts {
 		if inits[i], err = g.start(p, maxNew); err != nil {
@@ -216,6 +237,52 @@ func (g *generator) Generate(prompts [][]int32, o GenOptions) (out [][]int32, er
 	return out, nil
 }
 
+// checkSearch refuses a beam search whose hypotheses cannot exist at once in memory, before
+// any is allocated: each hypothesis keeps a KV cache (layers x keys and values x kv heads x
+// head_dim x its capacity, float32) and a distribution over the vocabulary. A beam wider than
+// the vocabulary has nothing to fill it. The budget is half the memory the system reports
+// available (8 GiB when it does not say).
+func (g *generator) checkSearch(prompts [][]int32, maxNew int, o GenOptions) error {
+	c := g.lm.dec.Config()
+	beam := max(o.BeamSize, 1)
+	if o.Temperature > 0 {
+		beam = 1
+	}
+	if beam > c.Vocab {
+		return fmt.Errorf("pretrained: beam size %d is larger than the vocabulary (%d tokens)", beam, c.Vocab)
+	}
+	var need float64
+	for _, p := range prompts {
+		capacity := roundUp(min(len(p)+maxNew, c.MaxPositions), cacheBucket)
+		perHyp := float64(c.Layers)*2*float64(c.KVHeads*c.HeadDim)*float64(capacity)*4 + 3*float64(c.Vocab)*4
+		need += float64(beam) * perHyp
+	}
+	if budget := memoryBudget(); need > budget {
+		return fmt.Errorf("pretrained: beam size %d over %d prompts needs about %.1f GiB for its caches, more than the %.1f GiB available: lower --beam-size or --max-length",
+			beam, len(prompts), need/(1<<30), budget/(1<<30))
+	}
+	return nil
+}
+
+// memoryBudget is half of MemAvailable in /proc/meminfo, or 8 GiB where that is not readable.
+func memoryBudget() float64 {
+	const fallback = 8 << 30
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return fallback
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil || kb <= 0 {
+				return fallback
+			}
+			return kb * 1024 / 2
+		}
+	}
+	return fallback
+}
+
 // sample draws up to maxNew tokens from st with temperature and top-p.
 func (g *generator) sample(st *genState, maxNew int, o GenOptions, stream uint64) ([]int32, error) {
 	r := rand.New(rand.NewPCG(uint64(o.Seed), stream))
@@ -223,7 +290,7 @@ func (g *generator) sample(st *genState, maxNew int, o GenOptions, stream uint64
 	var out []int32
 	for range maxNew {
 		tok := samplePiece(p, o.Temperature, o.TopP, r.Float64())
-		if tok == g.stop[0] {
+		if tok == g.stop[0] || st.n >= st.limit {
 			break
 		}
 		out = append(out, tok)
