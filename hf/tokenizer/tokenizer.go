@@ -79,7 +79,7 @@ func Load(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	cfg, err := api.ParseConfigContent(cfgData)
+	cfg, err := api.ParseConfigContent(withoutChatTemplate(cfgData))
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", cfgPath, oneLine(err))
 	}
@@ -183,6 +183,26 @@ func (t *Tokenizer) Decode(ids []int) string {
 // VocabSize is the number of token ids, added tokens included.
 func (t *Tokenizer) VocabSize() int {
 	return t.plain.VocabSize()
+}
+
+// withoutChatTemplate drops chat_template from a tokenizer_config.json: the library's Config
+// types it as a string, so the list form [{"name", "template"}] (valid in transformers) failed to
+// parse, and the tokenizer never uses it (hf/chattemplate reads it). Data that is not a JSON
+// object is returned as is, for the library's own error.
+func withoutChatTemplate(data []byte) []byte {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return data
+	}
+	if _, ok := m["chat_template"]; !ok {
+		return data
+	}
+	delete(m, "chat_template")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 func supported(model string) bool {
