@@ -299,6 +299,9 @@ func (t *Template) compile(source string) error {
 	if err != nil {
 		return err
 	}
+	if err := lexBounded(source, cfg); err != nil {
+		return err
+	}
 	env := environment()
 	tpl, err := exec.NewTemplate(id, cfg, loader, env)
 	if err != nil {
@@ -357,7 +360,14 @@ func environment() *exec.Environment {
 type raised struct{ msg string }
 
 // Render renders messages as apply_chat_template(messages, tokenize=False, ...) does.
-func (t *Template) Render(messages []Message, opts Options) (string, error) {
+func (t *Template) Render(messages []Message, opts Options) (_ string, err error) {
+	// A template is data from a download: a panic inside the engine on some input is this
+	// template's error, not the process's end.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: %w: the template engine failed: %s", t.Path, ErrRender, oneLine(fmt.Sprint(r)))
+		}
+	}()
 	for _, k := range []string{"messages", "add_generation_prompt"} {
 		if _, ok := opts.Variables[k]; ok {
 			return "", fmt.Errorf("%s: %w: variable %q is set by Render itself", t.Path, ErrRender, k)
@@ -416,7 +426,7 @@ func (t *Template) Render(messages []Message, opts Options) (string, error) {
 		Methods:           methods(b),
 	}, out, t.cfg, t.loader, t.tpl)
 	r.RootNode = t.root
-	err := r.Execute()
+	err = r.Execute()
 	if b.err != nil {
 		return "", fmt.Errorf("%s: %w: %s", t.Path, ErrLimit, oneLine(b.err.Error()))
 	}

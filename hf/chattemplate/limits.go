@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	controlStructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
+	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/tokens"
@@ -170,7 +171,8 @@ func size(v *exec.Value) int {
 	return 0
 }
 
-// guard checks, before gonja computes left OP right, that the result stays within the budget;
+// guard checks, before gonja computes left OP right, that the result stays within the budget
+// (and that a remainder is not by zero);
 // it returns right unchanged (the instrumented tree evaluates left OP guard(left, right, OP)).
 func (b *budget) guard(args *exec.VarArgs) (*exec.Value, error) {
 	if err := b.step(); err != nil {
@@ -202,6 +204,11 @@ func (b *budget) guard(args *exec.VarArgs) (*exec.Value, error) {
 		}
 	case "~":
 		n = len(left.String()) + len(right.String())
+	case "%":
+		// gonja computes an integer remainder with Go's %, which panics on 0.
+		if right.IsInteger() && right.Integer() == 0 {
+			return nil, errors.New("integer modulo by zero")
+		}
 	}
 	if err := b.grow(n); err != nil {
 		return nil, err
@@ -446,7 +453,7 @@ func guardBinary(e *nodes.BinaryExpression) {
 		return
 	}
 	switch e.Operator.Token.Type {
-	case tokens.Multiply, tokens.Addition, tokens.Tilde:
+	case tokens.Multiply, tokens.Addition, tokens.Tilde, tokens.Modulo:
 	default:
 		return
 	}
@@ -509,4 +516,24 @@ func literalBytes(v reflect.Value, seen map[unsafe.Pointer]bool) int {
 		}
 	}
 	return n
+}
+
+// lexBounded lexes source in gonja's channel mode and reports whether the lexer ends within
+// a token count no real lexing needs (a token per byte, and some): on some malformed tags
+// gonja's lexer never ends, emitting tokens until memory runs out, and its synchronous mode,
+// which exec.NewTemplate uses, cannot be stopped. A lexer stopped here stays blocked on its
+// channel (one idle goroutine per such template) instead of growing.
+func lexBounded(source string, cfg *config.Config) error {
+	l := tokens.NewLexer(source, cfg)
+	go l.Run()
+	limit := len(source) + 64
+	for n := 0; ; n++ {
+		tok, ok := <-l.Tokens
+		if !ok || tok == nil || tok.Type == tokens.EOF || tok.Type == tokens.Error {
+			return nil
+		}
+		if n > limit {
+			return fmt.Errorf("the lexer does not end (more than %d tokens for %d bytes)", limit, len(source))
+		}
+	}
 }
