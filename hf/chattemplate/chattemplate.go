@@ -275,7 +275,13 @@ var lstripBlocks = regexp.MustCompile(`(?m)^[ \t]+(\{[%#](?:[^+]|$))`)
 
 // compile parses source with the Jinja2 settings transformers uses, into t.tpl and, for
 // rendering under Limits, an instrumented copy of its tree in t.root.
-func (t *Template) compile(source string) error {
+func (t *Template) compile(source string) (err error) {
+	// gonja's lexer and parser panic on some malformed sources: a syntax error of the template.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the template engine failed: %v", r)
+		}
+	}()
 	source = generationTag.ReplaceAllStringFunc(source, func(m string) string {
 		g := generationTag.FindStringSubmatch(m)
 		out := ""

@@ -525,15 +525,28 @@ func literalBytes(v reflect.Value, seen map[unsafe.Pointer]bool) int {
 // channel (one idle goroutine per such template) instead of growing.
 func lexBounded(source string, cfg *config.Config) error {
 	l := tokens.NewLexer(source, cfg)
-	go l.Run()
+	crashed := make(chan any, 1)
+	go func() {
+		// The lexer also panics on some inputs (a slice out of range in lexNumber).
+		defer func() {
+			if r := recover(); r != nil {
+				crashed <- r
+			}
+		}()
+		l.Run()
+	}()
 	limit := len(source) + 64
 	for n := 0; ; n++ {
-		tok, ok := <-l.Tokens
-		if !ok || tok == nil || tok.Type == tokens.EOF || tok.Type == tokens.Error {
-			return nil
-		}
-		if n > limit {
-			return fmt.Errorf("the lexer does not end (more than %d tokens for %d bytes)", limit, len(source))
+		select {
+		case r := <-crashed:
+			return fmt.Errorf("the lexer failed: %v", r)
+		case tok, ok := <-l.Tokens:
+			if !ok || tok == nil || tok.Type == tokens.EOF || tok.Type == tokens.Error {
+				return nil
+			}
+			if n > limit {
+				return fmt.Errorf("the lexer does not end (more than %d tokens for %d bytes)", limit, len(source))
+			}
 		}
 	}
 }
