@@ -541,8 +541,13 @@ func lexBounded(source string, cfg *config.Config) error {
 		case r := <-crashed:
 			return fmt.Errorf("the lexer failed: %v", r)
 		case tok, ok := <-l.Tokens:
-			if !ok || tok == nil || tok.Type == tokens.EOF || tok.Type == tokens.Error {
+			if !ok || tok == nil || tok.Type == tokens.EOF {
 				return nil
+			}
+			if tok.Type == tokens.Error {
+				// Reported here: on some such sources the synchronous lexer of exec.NewTemplate
+				// goes on forever instead of stopping at the error.
+				return fmt.Errorf("line %d col %d: %s", tok.Line, tok.Col, tok.Val)
 			}
 			if n > limit {
 				return fmt.Errorf("the lexer does not end (more than %d tokens for %d bytes)", limit, len(source))
