@@ -76,6 +76,8 @@ FUZZ_TARGETS := ./dataset:FuzzStreamInstances ./dataset:FuzzReadRaw ./dataset:Fu
 	./dataset:FuzzReadShards ./model:FuzzReadTensors ./eval:FuzzRead ./eval/judge:FuzzParseClaims \
 	./eval/judge:FuzzParseVerdict ./infer/llmmethods:FuzzParseAnswers ./subword:FuzzEncode ./subword:FuzzCleanLongWords \
 	./model/ete:FuzzParse
+# Hugging Face snapshots: safetensors headers, config.json of each family, chat templates (limits).
+FUZZ_TARGETS += ./hf/snapshot:FuzzSnapshotHeader ./hf/encoder:FuzzConfig ./hf/chattemplate:FuzzRender
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -87,8 +87,17 @@ func Command() cli.Command {
 			o.RepeatSourceNgrams = given(fs.Changed("repeat-source-ngrams"), func() (bool, error) { return fs.GetBool("repeat-source-ngrams") })
 			o.SampleTemperature, _ = fs.GetFloat64("sample-temperature")
 			o.TopP, _ = fs.GetFloat64("top-p")
-			if o.SampleTemperature < 0 || o.TopP <= 0 || o.TopP > 1 {
-				return cli.Usagef("--sample-temperature must be >= 0 and --top-p in (0, 1]")
+			// 0 is "the checkpoint's" only when the flag is not given.
+			for _, name := range []string{"beam-size", "max-length"} {
+				if v, _ := fs.GetInt(name); fs.Changed(name) && v < 1 {
+					return cli.Usagef("--%s %d: want 1 or more", name, v)
+				}
+			}
+			if o.TopP == 0 {
+				return cli.Usagef("--top-p 0: want a number in (0, 1]")
+			}
+			if err := CheckDecoding(o); err != nil {
+				return cli.Usagef("%v", err)
 			}
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)

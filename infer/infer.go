@@ -272,6 +272,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	if err := CheckMethod(o); err != nil {
 		return nil, err
 	}
+	if err := CheckDecoding(o); err != nil {
+		return nil, err
+	}
 	if o.Method == MethodTTS {
 		o.Method = ""
 	}

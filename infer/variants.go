@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/tracksum/tracksum/config"
@@ -36,6 +37,46 @@ func MethodNames() []string {
 		out = append(out, string(m))
 	}
 	return out
+}
+
+// CheckDecoding checks o's decoding settings, with one error naming the flag: NaN passes every
+// comparison, so each float must be finite before its range is checked; a negative beam size or
+// length (0 is the checkpoint's) is refused. How large a beam or a length fits is checked where
+// the model is known (model/pretrained caps the length by its context and refuses a beam whose
+// cache cannot fit in memory).
+func CheckDecoding(o Options) error {
+	finite := func(flag string, v float64) error {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("--%s %v: want a finite number", flag, v)
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		flag string
+		v    *float64
+	}{{"length-penalty", o.LengthPenalty}, {"min-length-ratio", o.MinLenRatio}, {"copy-chain-bonus", o.CopyChainBonus},
+		{"sample-temperature", &o.SampleTemperature}, {"top-p", &o.TopP}} {
+		if f.v != nil {
+			if err := finite(f.flag, *f.v); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case o.SampleTemperature < 0:
+		return fmt.Errorf("--sample-temperature %v: want 0 (search) or more", o.SampleTemperature)
+	case o.TopP < 0 || o.TopP > 1: // 0 is "unset" (1) for library callers; the command refuses it
+		return fmt.Errorf("--top-p %v: want a number in (0, 1]", o.TopP)
+	case o.BeamSize < 0:
+		return fmt.Errorf("--beam-size %d: want 1 or more", o.BeamSize)
+	case o.MaxLen < 0:
+		return fmt.Errorf("--max-length %d: want 1 or more", o.MaxLen)
+	case o.MinLenRatio != nil && *o.MinLenRatio < 0:
+		return fmt.Errorf("--min-length-ratio %v: want 0 or more", *o.MinLenRatio)
+	case o.NoRepeatNgram != nil && *o.NoRepeatNgram < 0:
+		return fmt.Errorf("--no-repeat-ngram %d: want 0 (off) or more", *o.NoRepeatNgram)
+	}
+	return nil
 }
 
 // CheckMethod checks that the models named in o fit its method, with one error saying what to

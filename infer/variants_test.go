@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,6 +161,36 @@ func TestRunVariants(t *testing.T) {
 		}
 		if _, err := os.Stat(o.Out); err == nil {
 			t.Errorf("%s: an output was written", tc.desc)
+		}
+	}
+}
+
+// TestInferFlagAllocationCaps: issue 22 defect 11's rough edge. NaN passes every comparison, so
+// --sample-temperature NaN, --top-p NaN and --length-penalty NaN were accepted, as were
+// --max-length -5 and --beam-size 0: each is now a one-line usage error naming the flag. (The
+// caps by the model's context and memory are model/pretrained's TestInferFlagAllocationCaps.)
+func TestInferFlagAllocationCaps(t *testing.T) {
+	base := []string{"--tracker", "gold", "--input", "x", "--out", "y"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sample-temperature", "NaN"}, "--sample-temperature NaN: want a finite number"},
+		{[]string{"--top-p", "NaN"}, "--top-p NaN: want a finite number"},
+		{[]string{"--top-p", "0"}, "--top-p 0: want a number in (0, 1]"},
+		{[]string{"--length-penalty", "NaN"}, "--length-penalty NaN: want a finite number"},
+		{[]string{"--min-length-ratio", "+Inf"}, "--min-length-ratio +Inf: want a finite number"},
+		{[]string{"--max-length", "-5"}, "--max-length -5: want 1 or more"},
+		{[]string{"--beam-size", "0"}, "--beam-size 0: want 1 or more"},
+		{[]string{"--no-repeat-ngram", "-1"}, "--no-repeat-ngram -1: want 0 (off) or more"},
+	} {
+		cmd := Command()
+		if err := cmd.Flags.Parse(append(slices.Clone(base), tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Run(context.Background(), cmd.Flags.Args())
+		if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: err = %v, want a one-line usage error containing %q", tc.args, err, tc.want)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -38,6 +37,9 @@ var safetensorsDTypes = map[dtypes.DType]string{
 	dtypes.Uint64:   "U64",
 	dtypes.Uint32:   "U32",
 	dtypes.Uint8:    "U8",
+	dtypes.Int8:     "I8",
+	dtypes.Int16:    "I16",
+	dtypes.Uint16:   "U16",
 	dtypes.Bool:     "BOOL",
 }
 
@@ -159,40 +161,15 @@ func ReadTensors(path string) (map[string]*tensors.Tensor, error) {
 	if n > uint64(len(raw)-8) {
 		return nil, fail("header length %d exceeds file size %d", n, len(raw))
 	}
-	var header map[string]json.RawMessage
-	if err := json.Unmarshal(raw[8:8+n], &header); err != nil {
-		return nil, fail("header: %v", err)
-	}
 	data := raw[8+n:]
-	byName := map[string]dtypes.DType{}
-	for dt, name := range safetensorsDTypes {
-		byName[name] = dt
+	entries, err := ParseSafetensorsHeader(raw[8:8+n], int64(len(data)))
+	if err != nil {
+		return nil, fail("%v", err)
 	}
 	out := map[string]*tensors.Tensor{}
-	for name, msg := range header {
-		if name == "__metadata__" {
-			continue
-		}
-		var e safetensorsEntry
-		if err := json.Unmarshal(msg, &e); err != nil {
-			return nil, fail("tensor %s: %v", name, err)
-		}
-		dt, ok := byName[e.DType]
-		if !ok {
-			return nil, fail("tensor %s: unsupported dtype %q", name, e.DType)
-		}
-		size := int64(dt.Size())
-		for _, d := range e.Shape {
-			if d < 0 || size > math.MaxInt64/int64(max(d, 1)) {
-				return nil, fail("tensor %s: bad shape %v", name, e.Shape)
-			}
-			size *= int64(d)
-		}
-		if e.DataOffsets[0] < 0 || e.DataOffsets[1] > int64(len(data)) || e.DataOffsets[1]-e.DataOffsets[0] != size {
-			return nil, fail("tensor %s: data range %v does not hold %d bytes", name, e.DataOffsets, size)
-		}
-		t := tensors.FromShape(shapes.Make(dt, e.Shape...))
-		if err := t.MutableBytes(func(b []byte) { copy(b, data[e.DataOffsets[0]:e.DataOffsets[1]]) }); err != nil {
+	for name, e := range entries {
+		t := tensors.FromShape(e.Shape)
+		if err := t.MutableBytes(func(b []byte) { copy(b, data[e.Begin:e.End]) }); err != nil {
 			return nil, fail("tensor %s: %v", name, err)
 		}
 		out[name] = t

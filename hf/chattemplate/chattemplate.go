@@ -3,7 +3,7 @@
 //
 // The template comes from the checkpoint's tokenizer_config.json: "chat_template" as a string, or
 // the list form [{"name": ..., "template": ...}] (the entry named "default" unless another name is
-// asked for). It is executed by the Go Jinja engine github.com/nikolalohinski/gonja/v2 configured
+// asked for; a list of one is its default). It is executed by the Go Jinja engine github.com/nikolalohinski/gonja/v2 configured
 // as transformers configures Jinja2 (trim_blocks, lstrip_blocks, no trailing newline kept), with
 // the special tokens of the file (bos_token, eos_token, unk_token, sep_token, pad_token, cls_token,
 // mask_token, additional_special_tokens; AddedToken objects reduced to their content) as variables,
@@ -57,10 +57,10 @@
 package chattemplate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -69,6 +69,10 @@ import (
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
+	"github.com/nikolalohinski/gonja/v2/nodes"
+	"github.com/nikolalohinski/gonja/v2/parser"
+	"github.com/nikolalohinski/gonja/v2/tokens"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // ErrNoTemplate is returned (wrapped, with the file name) when a tokenizer_config.json has no chat
@@ -100,6 +104,10 @@ type Options struct {
 	Variables map[string]any
 	// Now is the clock of strftime_now; nil means time.Now.
 	Now func() time.Time
+	// Context cancels a rendering (nil: never); Limits bound it (zero fields: DefaultLimits).
+	// Exceeding either is an ErrLimit error naming the file.
+	Context context.Context
+	Limits  Limits
 }
 
 // Template is a parsed chat template with the special tokens of its tokenizer_config.json.
@@ -119,6 +127,12 @@ type Template struct {
 
 	tpl     *exec.Template
 	builtin builtinRenderer
+	// root is tpl's syntax tree, instrumented for Limits (limits.go); cfg, env and loader are
+	// what tpl was compiled with, to render root the way tpl.Execute renders its own tree.
+	root   *nodes.Template
+	cfg    *config.Config
+	env    *exec.Environment
+	loader loaders.Loader
 }
 
 // Load reads path (a tokenizer_config.json) and parses its default chat template.
@@ -129,7 +143,7 @@ func Load(path string) (*Template, error) {
 // LoadNamed reads path and parses the chat template called name: the list form's entry of that
 // name, or the string form when name is "default".
 func LoadNamed(path, name string) (*Template, error) {
-	data, err := os.ReadFile(path)
+	data, err := atomicio.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
@@ -178,7 +192,7 @@ func Parse(path string, data []byte, name string) (*Template, error) {
 		special["additional_special_tokens"] = tokens
 	}
 	t := &Template{Path: path, Name: name, Source: source, SpecialTokens: special, Engine: "gonja"}
-	t.tpl, err = compile(source)
+	err = t.compile(source)
 	if err != nil {
 		family, render := builtinFor(source)
 		if render == nil {
@@ -226,6 +240,10 @@ func pickTemplate(v json.RawMessage, name string) (string, error) {
 		}
 		names = append(names, e.Name)
 	}
+	// As transformers: a list of one template is the default whatever its name.
+	if len(list) == 1 && name == "default" && strings.TrimSpace(list[0].Template) != "" {
+		return list[0].Template, nil
+	}
 	return "", fmt.Errorf("%w named %q (the file has %s)", ErrNoTemplate, name, strings.Join(names, ", "))
 }
 
@@ -255,8 +273,15 @@ var generationTag = regexp.MustCompile(`(?s)(\s*)\{%(-?)\s*(?:end)?generation\s*
 // lstrip_blocks removes unless the tag opens with "+" ({%+ or {#+).
 var lstripBlocks = regexp.MustCompile(`(?m)^[ \t]+(\{[%#](?:[^+]|$))`)
 
-// compile parses source with the Jinja2 settings transformers uses.
-func compile(source string) (*exec.Template, error) {
+// compile parses source with the Jinja2 settings transformers uses, into t.tpl and, for
+// rendering under Limits, an instrumented copy of its tree in t.root.
+func (t *Template) compile(source string) (err error) {
+	// gonja's lexer and parser panic on some malformed sources: a syntax error of the template.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the template engine failed: %v", r)
+		}
+	}()
 	source = generationTag.ReplaceAllStringFunc(source, func(m string) string {
 		g := generationTag.FindStringSubmatch(m)
 		out := ""
@@ -278,9 +303,36 @@ func compile(source string) (*exec.Template, error) {
 	const id = "/chat_template.jinja"
 	loader, err := loaders.NewMemoryLoader(map[string]string{id: source})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return exec.NewTemplate(id, cfg, loader, environment())
+	if err := lexBounded(source, cfg); err != nil {
+		return err
+	}
+	env := environment()
+	tpl, err := exec.NewTemplate(id, cfg, loader, env)
+	if err != nil {
+		return err
+	}
+	// exec.Template keeps its tree private: the same source is parsed again (it parsed once
+	// already, so it parses again) into a tree that is instrumented and rendered by Render.
+	root, err := parser.NewParser(id, tokens.LexAll(source, cfg), cfg, loader, env.ControlStructures).Parse()
+	if err != nil {
+		return err
+	}
+	instrument(root)
+	t.tpl, t.root, t.cfg, t.env, t.loader = tpl, root, cfg, env, loader
+	return nil
+}
+
+// gonjaFilters are the filters of gonja v2.9.1, by name: a FilterSet cannot be listed, so each is
+// wrapped by name (a filter a later gonja adds stays unwrapped until listed here).
+var gonjaFilters = []string{
+	"abs", "attr", "batch", "capitalize", "center", "default", "d", "dictsort", "e", "escape",
+	"filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "join",
+	"items", "last", "length", "count", "list", "lower", "map", "max", "min", "pprint", "random",
+	"rejectattr", "reject", "replace", "reverse", "round", "safe", "selectattr", "select", "slice",
+	"sort", "string", "striptags", "sum", "title", "tojson", "trim", "truncate", "unique", "upper",
+	"urlencode", "urlize", "wordcount", "wordwrap", "xmlattr",
 }
 
 // environment is gonja's default environment with our filters; the globals that depend on one
@@ -293,12 +345,20 @@ func environment() *exec.Environment {
 			panic(err) // gonja always registers these; failing here is a programming error.
 		}
 	}
+	// Every filter counts against the render's budget (limits.go).
+	for _, name := range gonjaFilters {
+		if f, ok := filters.Get(name); ok {
+			if err := filters.Replace(name, limitFilter(f)); err != nil {
+				panic(err) // Get just found it
+			}
+		}
+	}
 	return &exec.Environment{
 		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables),
 		Filters:           filters,
 		Tests:             builtins.Tests,
 		ControlStructures: builtins.ControlStructures,
-		Methods:           methods(),
+		Methods:           methods(nil),
 	}
 }
 
@@ -306,7 +366,14 @@ func environment() *exec.Environment {
 type raised struct{ msg string }
 
 // Render renders messages as apply_chat_template(messages, tokenize=False, ...) does.
-func (t *Template) Render(messages []Message, opts Options) (string, error) {
+func (t *Template) Render(messages []Message, opts Options) (_ string, err error) {
+	// A template is data from a download: a panic inside the engine on some input is this
+	// template's error, not the process's end.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: %w: the template engine failed: %s", t.Path, ErrRender, oneLine(fmt.Sprint(r)))
+		}
+	}()
 	for _, k := range []string{"messages", "add_generation_prompt"} {
 		if _, ok := opts.Variables[k]; ok {
 			return "", fmt.Errorf("%s: %w: variable %q is set by Render itself", t.Path, ErrRender, k)
@@ -350,8 +417,25 @@ func (t *Template) Render(messages []Message, opts Options) (string, error) {
 		return strftime(now(), format)
 	}
 
-	var out strings.Builder
-	err := t.tpl.Execute(&out, exec.NewContext(vars))
+	b := newBudget(opts.Context, opts.Limits)
+	vars[budgetVar] = b
+	vars[guardFunc] = b.guard
+	vars[countFunc] = b.count
+	vars["range"] = b.rangeFunc
+	out := &limitedWriter{b: b, max: b.l.MaxOutput}
+	// As tpl.Execute, but over the instrumented tree.
+	r := exec.NewRenderer(&exec.Environment{
+		Tests:             t.env.Tests,
+		Filters:           t.env.Filters,
+		ControlStructures: t.env.ControlStructures,
+		Context:           t.env.Context.Inherit().Update(exec.NewContext(vars)),
+		Methods:           methods(b),
+	}, out, t.cfg, t.loader, t.tpl)
+	r.RootNode = t.root
+	err = r.Execute()
+	if b.err != nil {
+		return "", fmt.Errorf("%s: %w: %s", t.Path, ErrLimit, oneLine(b.err.Error()))
+	}
 	if exc != nil {
 		return "", fmt.Errorf("%s: %w: raise_exception: %s", t.Path, ErrRender, oneLine(exc.msg))
 	}

@@ -22,8 +22,8 @@ var gonjaStrMethods = []string{
 
 // methods returns gonja's methods with Python's str.strip/lstrip/rstrip: gonja v2.9.1 fails on
 // a bare .lstrip()/.rstrip() (its default argument is a rune, not a string) and treats an
-// explicit ” as whitespace.
-func methods() exec.Methods {
+// explicit ” as whitespace. With a render's budget b, each counts against it (limits.go).
+func methods(b *budget) exec.Methods {
 	str := map[string]exec.Method[string]{}
 	for _, name := range gonjaStrMethods {
 		if m, ok := builtins.Methods.Str.Get(name); ok {
@@ -33,6 +33,11 @@ func methods() exec.Methods {
 	str["strip"] = stripMethod(true, true)
 	str["lstrip"] = stripMethod(true, false)
 	str["rstrip"] = stripMethod(false, true)
+	if b != nil {
+		for name, m := range str {
+			str[name] = limitMethod(m, b)
+		}
+	}
 	m := builtins.Methods
 	m.Str = exec.NewMethodSet(str)
 	return m

@@ -34,12 +34,15 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 		return fail("model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(decoderTypes, ", "))
 	}
 	var err error
+	// Limits far above any published model (Llama 3.1 405B: 126 layers, hidden 16384, Gemma 3:
+	// vocab 262144): a hostile config must not size a table before the weights are consulted.
 	required := []struct {
 		key string
 		dst *int
+		max int
 	}{
-		{"vocab_size", &c.Vocab}, {"hidden_size", &c.Hidden}, {"num_hidden_layers", &c.Layers},
-		{"num_attention_heads", &c.Heads}, {"intermediate_size", &c.Intermediate},
+		{"vocab_size", &c.Vocab, 1 << 23}, {"hidden_size", &c.Hidden, 1 << 17}, {"num_hidden_layers", &c.Layers, 1 << 12},
+		{"num_attention_heads", &c.Heads, 1 << 12}, {"intermediate_size", &c.Intermediate, 1 << 20},
 	}
 	for _, r := range required {
 		if *r.dst, err = s.Int(r.key, -1); err != nil {
@@ -48,6 +51,12 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 		if *r.dst <= 0 {
 			return fail("%s is missing or not positive", r.key)
 		}
+		if *r.dst > r.max {
+			return fail("%s = %d is beyond any real model (limit %d)", r.key, *r.dst, r.max)
+		}
+	}
+	if err := s.CheckLayerCount("num_hidden_layers", c.Layers, "model.layers."); err != nil {
+		return Config{}, err
 	}
 	if c.KVHeads, err = s.Int("num_key_value_heads", c.Heads); err != nil {
 		return Config{}, err
@@ -73,6 +82,13 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	}
 	if c.RopeTheta, err = s.Float("rope_theta", 10000); err != nil {
 		return Config{}, err
+	}
+	// Zero or negative values make every activation NaN, reported later as a diverging loss.
+	if c.RMSNormEps <= 0 {
+		return fail("rms_norm_eps = %g, want a positive number", c.RMSNormEps)
+	}
+	if c.RopeTheta <= 0 {
+		return fail("rope_theta = %g, want a positive number", c.RopeTheta)
 	}
 	if c.RopeScaling, err = ropeScaling(s, path); err != nil {
 		return Config{}, err
@@ -121,6 +137,9 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	c.HiddenAct = act
 	if c.MaxPositions, err = s.Int("max_position_embeddings", 2048); err != nil {
 		return Config{}, err
+	}
+	if c.MaxPositions <= 0 || c.MaxPositions > 1<<24 {
+		return fail("max_position_embeddings = %d, want 1 to %d", c.MaxPositions, 1<<24)
 	}
 	if c.BOS, err = s.Int("bos_token_id", -1); err != nil {
 		return Config{}, err

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -601,5 +602,52 @@ func TestLoRADropout(t *testing.T) {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			t.Fatal("non-finite logits in training")
 		}
+	}
+}
+
+// TestSnapshotHugeLayerCount: issue 22 defect 2 and its rough edges. A config.json claiming 1e9
+// layers grew a per-layer table to 21 GB before any check; the layer count is now compared with
+// the weights' headers first (and sizes with sane limits), so the error comes at once. A config
+// with fewer layers than its weights, or a non-positive rms_norm_eps or rope_theta, is refused
+// instead of ignoring layers or training to NaN.
+func TestSnapshotHugeLayerCount(t *testing.T) {
+	set := func(key, value string) func(string) string {
+		return func(s string) string {
+			i := strings.Index(s, `"`+key+`": `)
+			if i < 0 {
+				t.Fatalf("config has no %s", key)
+			}
+			j := i + strings.IndexAny(s[i:], ",\n")
+			return s[:i] + `"` + key + `": ` + value + s[j:]
+		}
+	}
+	cases := []struct {
+		desc, key, value, want string
+	}{
+		{"a billion layers", "num_hidden_layers", "1000000000", "num_hidden_layers = 1000000000 is beyond any real model (limit 4096)"},
+		{"more layers than the weights", "num_hidden_layers", "3", "num_hidden_layers = 3, but the weights hold 2 layers (model.layers.*): the config does not match its weights"},
+		{"fewer layers than the weights", "num_hidden_layers", "1", "num_hidden_layers = 1, but the weights hold 2 layers (model.layers.*): the extra layers would be ignored"},
+		{"huge vocab", "vocab_size", "1000000000000", "vocab_size = 1000000000000 is beyond any real model"},
+		{"zero rms_norm_eps", "rms_norm_eps", "0", "rms_norm_eps = 0, want a positive number"},
+		{"negative rope_theta", "rope_theta", "-10", "rope_theta = -10, want a positive number"},
+		{"huge context", "max_position_embeddings", "1000000000000", "max_position_embeddings = 1000000000000, want 1 to 16777216"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := copySnapshot(t, "llama", nil, set(tc.key, tc.value))
+			s := openSnap(t, dir)
+			start := time.Now()
+			_, err := Load(s, gomlxmodel.NewStore(), testLoRA, 0)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the error took %v", d)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") ||
+				!strings.HasPrefix(msg, filepath.Join(dir, "config.json")+": ") {
+				t.Errorf("error %q, want one line naming config.json and containing %q", msg, tc.want)
+			}
+		})
 	}
 }

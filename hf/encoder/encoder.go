@@ -151,6 +151,20 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 		if *k.dst <= 0 && k.key != "pad_token_id" {
 			return fail("%s = %d, want a positive number", k.key, *k.dst)
 		}
+		// Far above any published encoder: a hostile config must not size anything.
+		if limit := int(1) << 24; *k.dst > limit {
+			return fail("%s = %d is beyond any real model (limit %d)", k.key, *k.dst, limit)
+		}
+	}
+	if c.Layers > 1<<12 {
+		return fail("num_hidden_layers = %d is beyond any real model (limit %d)", c.Layers, 1<<12)
+	}
+	layerPrefixes := make([]string, len(keyPrefixes))
+	for i, p := range keyPrefixes {
+		layerPrefixes[i] = p + "encoder.layer."
+	}
+	if err := s.CheckLayerCount("num_hidden_layers", c.Layers, layerPrefixes...); err != nil {
+		return Config{}, err
 	}
 	if c.Hidden%c.Heads != 0 {
 		return fail("hidden_size = %d is not a multiple of num_attention_heads = %d", c.Hidden, c.Heads)
@@ -167,8 +181,8 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 		if *f.dst, err = s.Float(f.key, f.def); err != nil {
 			return Config{}, err
 		}
-		if *f.dst < 0 {
-			return fail("%s = %g, want a number >= 0", f.key, *f.dst)
+		if *f.dst < 0 || (*f.dst == 0 && f.key == "layer_norm_eps") {
+			return fail("%s = %g, want a number >= 0 (layer_norm_eps > 0)", f.key, *f.dst)
 		}
 	}
 	if c.HiddenAct, err = s.String("hidden_act", "gelu"); err != nil {

@@ -55,6 +55,12 @@ func TestLoadErrors(t *testing.T) {
 		}, want: "not a BERT checkpoint", wantErr: snapshot.ErrMissingTensor},
 		{desc: "shape mismatch", enc: func(e *randsnap.Encoder) { e.Extra = map[string]any{"intermediate_size": 12} },
 			want: "model.safetensors: bert.encoder.layer.0.intermediate.dense.bias: shape [16], want [12]", wantErr: snapshot.ErrShape},
+		{desc: "a billion layers (issue 22 defect 2)", enc: func(e *randsnap.Encoder) { e.Extra = map[string]any{"num_hidden_layers": 1000000000} },
+			want: "num_hidden_layers = 1000000000 is beyond any real model"},
+		{desc: "more layers than the weights (issue 22 defect 2)", enc: func(e *randsnap.Encoder) { e.Extra = map[string]any{"num_hidden_layers": 3} },
+			want: "num_hidden_layers = 3, but the weights hold 2 layers (bert.encoder.layer.*)"},
+		{desc: "fewer layers than the weights (issue 22)", enc: func(e *randsnap.Encoder) { e.Extra = map[string]any{"num_hidden_layers": 1} },
+			want: "num_hidden_layers = 1, but the weights hold 2 layers (bert.encoder.layer.*): the extra layers would be ignored"},
 		{desc: "vocab mismatch", enc: func(e *randsnap.Encoder) { e.Extra = map[string]any{"vocab_size": 61} },
 			want: "bert.embeddings.word_embeddings.weight: shape [60 8], want [61 8]", wantErr: snapshot.ErrShape},
 		{desc: "integer weights", edit: func(ts map[string]*tensors.Tensor) {

@@ -278,20 +278,19 @@ func openMerger(ck string, base map[string]shapes.Shape, prov *Provenance, close
 	case exists(fullPath):
 		// Read lazily through go-huggingface's memory-mapped reader: a fully fine-tuned model's
 		// float32 tensors can be larger than memory.
-		fullDir := filepath.Dir(fullPath)
-		st, err := safetensors.New(hub.NewLocal(fullDir))
+		// The header is validated first (model.ReadSafetensorsHeader): the library's reader trusts
+		// its shapes and offsets.
+		header, err := model.ReadSafetensorsHeader(fullPath)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", fullPath, err)
+			return nil, err
 		}
 		full := map[string]shapes.Shape{}
-		for _, name := range st.ListTensorNames() {
-			meta, err := st.GetTensorMetadata(name)
-			if err != nil {
-				return nil, fmt.Errorf("%s: tensor %s: %v", fullPath, name, err)
-			}
-			if full[name], err = meta.GoMLXShape(); err != nil {
-				return nil, fmt.Errorf("%s: tensor %s: %v", fullPath, name, err)
-			}
+		for name, e := range header {
+			full[name] = e.Shape
+		}
+		st, err := safetensors.New(hub.NewLocal(filepath.Dir(fullPath)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", fullPath, err)
 		}
 		reader, err := st.NewTensorReader(peft.FullWeights)
 		if err != nil {

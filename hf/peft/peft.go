@@ -314,7 +314,7 @@ func isAdapterDir(dir string) error {
 // only: an adapter_model.bin is refused with a message). Errors are one line naming the file.
 func Read(dir string) (*Adapter, error) {
 	cfgPath := filepath.Join(dir, ConfigFile)
-	raw, err := os.ReadFile(cfgPath)
+	raw, err := atomicio.ReadFile(cfgPath)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("adapter %s: %s is missing", dir, ConfigFile)

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
@@ -29,6 +30,8 @@ import (
 	"github.com/gomlx/go-huggingface/hub"
 	"github.com/gomlx/go-huggingface/models/safetensors"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model"
 )
 
 // SupportedModelTypes lists config.json model_type values tracksum can load.
@@ -77,6 +80,8 @@ type Snapshot struct {
 	HasGenerationConfig bool
 
 	weights *safetensors.Model
+	// headers are the validated headers of WeightFiles (model.ReadSafetensorsHeader).
+	headers map[string]map[string]model.SafetensorsEntry
 }
 
 // Open validates the snapshot in dir: the directory, config.json with a supported model_type,
@@ -129,6 +134,10 @@ func openFiles(dir string) (*Snapshot, error) {
 		if !fileExists(filepath.Join(dir, name)) {
 			return nil, tagged(ErrMissingFile, "snapshot %s: %s is missing", dir, name)
 		}
+		// A FIFO would block the tokenizer's read forever: refused here, with its name.
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: not a regular file", filepath.Join(dir, name))
+		}
 	}
 	s.HasGenerationConfig = fileExists(filepath.Join(dir, GenerationConfigFile))
 	return s, nil
@@ -136,7 +145,7 @@ func openFiles(dir string) (*Snapshot, error) {
 
 func (s *Snapshot) readConfig() error {
 	path := filepath.Join(s.Dir, ConfigFile)
-	data, err := os.ReadFile(path)
+	data, err := atomicio.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return tagged(ErrMissingFile, "snapshot %s: %s is missing", s.Dir, ConfigFile)
@@ -161,14 +170,21 @@ func (s *Snapshot) readConfig() error {
 	return nil
 }
 
-// openWeights reads the index (if any) and every weight file's header, through go-huggingface.
-// The single-file case builds the index from model.safetensors explicitly, rather than the
-// library's "first .safetensors file found", which could pick an adapter file in a subdirectory.
+// openWeights reads the index (if any) and validates every weight file's header with the one
+// safetensors header check of package model (dtypes, dimensions, byte sizes that do not wrap,
+// offsets within the file, no overlaps) before go-huggingface's reader, which trusts the header,
+// is given the file. The single-file case builds the index from model.safetensors explicitly,
+// rather than the library's "first .safetensors file found", which could pick an adapter file in
+// a subdirectory.
 func (s *Snapshot) openWeights() error {
 	m := safetensors.NewEmpty(s.Repo)
+	s.headers = map[string]map[string]model.SafetensorsEntry{}
 	switch {
 	case fileExists(filepath.Join(s.Dir, WeightsIndexFile)):
 		indexPath := filepath.Join(s.Dir, WeightsIndexFile)
+		if _, err := atomicio.ReadFile(indexPath); err != nil {
+			return err
+		}
 		if err := m.LoadShardedModel(WeightsIndexFile); err != nil {
 			return fmt.Errorf("%s: %v", indexPath, oneLine(err))
 		}
@@ -186,29 +202,45 @@ func (s *Snapshot) openWeights() error {
 		for _, file := range s.WeightFiles {
 			names := byFile[file]
 			slices.Sort(names)
+			// Shards are files of the snapshot: an absolute path or one climbing out of it would
+			// read another model's weights (and "missing" misleads when that file exists).
+			if !filepath.IsLocal(file) {
+				return fmt.Errorf("%s: shard path %q (for %d tensors, e.g. %s) is not a relative path inside the snapshot",
+					indexPath, file, len(names), names[0])
+			}
 			if !fileExists(filepath.Join(s.Dir, file)) {
 				return tagged(ErrMissingFile, "%s: shard %s (named for %d tensors, e.g. %s) is missing",
 					indexPath, file, len(names), names[0])
+			}
+			header, err := model.ReadSafetensorsHeader(filepath.Join(s.Dir, file))
+			if err != nil {
+				return err
+			}
+			s.headers[file] = header
+			for _, name := range names {
+				if _, ok := header[name]; !ok {
+					return fmt.Errorf("%s: index names tensor %s in shard %s, which does not hold it",
+						indexPath, name, file)
+				}
 			}
 			fi, err := m.GetSafetensor(file)
 			if err != nil {
 				return fmt.Errorf("%s: unreadable safetensors header: %v", filepath.Join(s.Dir, file), oneLine(err))
 			}
 			m.Headers[file] = fi.Header
-			for _, name := range names {
-				if _, ok := fi.Header.Tensors[name]; !ok {
-					return fmt.Errorf("%s: index names tensor %s in shard %s, which does not hold it",
-						indexPath, name, file)
-				}
-			}
 		}
 	case fileExists(filepath.Join(s.Dir, WeightsFile)):
+		header, err := model.ReadSafetensorsHeader(filepath.Join(s.Dir, WeightsFile))
+		if err != nil {
+			return err
+		}
+		if len(header) == 0 {
+			return fmt.Errorf("%s: holds no tensors", filepath.Join(s.Dir, WeightsFile))
+		}
+		s.headers[WeightsFile] = header
 		fi, err := m.GetSafetensor(WeightsFile)
 		if err != nil {
 			return fmt.Errorf("%s: unreadable safetensors header: %v", filepath.Join(s.Dir, WeightsFile), oneLine(err))
-		}
-		if len(fi.Header.Tensors) == 0 {
-			return fmt.Errorf("%s: holds no tensors", filepath.Join(s.Dir, WeightsFile))
 		}
 		m.Index = &safetensors.ShardedModelIndex{WeightMap: map[string]string{}}
 		for name := range fi.Header.Tensors {
@@ -225,51 +257,7 @@ func (s *Snapshot) openWeights() error {
 		return tagged(ErrMissingFile, "snapshot %s: neither %s nor %s is present%s",
 			s.Dir, WeightsFile, WeightsIndexFile, hint)
 	}
-	// Every tensor's dtype must be one GoMLX reads, and its byte range must match its shape:
-	// checked here so a truncated or foreign file fails at Open, not halfway through loading.
-	for _, file := range s.WeightFiles {
-		path := filepath.Join(s.Dir, file)
-		var end int64
-		for name, meta := range m.Headers[file].Tensors {
-			shape, err := meta.GoMLXShape()
-			if err != nil {
-				return fmt.Errorf("%s: tensor %s: %v", path, name, oneLine(err))
-			}
-			if n := meta.DataOffsets[1] - meta.DataOffsets[0]; n != int64(shape.ByteSize()) || meta.DataOffsets[0] < 0 {
-				return fmt.Errorf("%s: tensor %s: shape %v %s needs %d bytes, the header gives %d",
-					path, name, meta.Shape, meta.Dtype, shape.ByteSize(), n)
-			}
-			end = max(end, meta.DataOffsets[1])
-		}
-		// The reader maps the file and slices it at the header's offsets: a file cut short (an
-		// interrupted download) must fail here, with its name, not when a tensor is read.
-		if err := checkLength(path, end); err != nil {
-			return err
-		}
-	}
 	s.weights = m
-	return nil
-}
-
-// checkLength returns an error when the safetensors file at path is shorter than its 8-byte header
-// length, its header and dataEnd bytes of tensor data.
-func checkLength(path string, dataEnd int64) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	defer f.Close()
-	var hlen uint64
-	if err := binary.Read(f, binary.LittleEndian, &hlen); err != nil {
-		return fmt.Errorf("%s: unreadable safetensors header: %v", path, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
-	}
-	if want := 8 + int64(hlen) + dataEnd; hlen > math.MaxInt64/2 || fi.Size() < want {
-		return fmt.Errorf("%s: truncated: %d bytes, the header's tensors need %d", path, fi.Size(), want)
-	}
 	return nil
 }
 
@@ -287,15 +275,49 @@ func (s *Snapshot) Shape(name string) (shape shapes.Shape, ok bool) {
 	if !found {
 		return shapes.Shape{}, false
 	}
-	meta, found := s.weights.Headers[file].Tensors[name]
+	e, found := s.headers[file][name]
 	if !found {
 		return shapes.Shape{}, false
 	}
-	shape, err := meta.GoMLXShape()
-	if err != nil {
-		return shapes.Shape{}, false
+	return e.Shape, true
+}
+
+// CheckLayerCount compares a layer count of config.json (key, e.g. num_hidden_layers, value n)
+// with the layers the weights hold: the distinct indices i of tensors named prefix+i+"." for the
+// first of prefixes that names any tensor (e.g. "model.layers."). It runs on the headers, before
+// anything is sized by n, so a config claiming 1e9 layers fails at once instead of growing a
+// per-layer table until the process is killed; a config with fewer layers than its weights is
+// refused too, since the extra layers would be dropped silently.
+func (s *Snapshot) CheckLayerCount(key string, n int, prefixes ...string) error {
+	held := map[int]bool{}
+	used := ""
+	for _, prefix := range prefixes {
+		for name := range s.weights.Index.WeightMap {
+			rest, ok := strings.CutPrefix(name, prefix)
+			if !ok {
+				continue
+			}
+			idx, _, _ := strings.Cut(rest, ".")
+			if i, err := strconv.Atoi(idx); err == nil && i >= 0 {
+				held[i] = true
+			}
+		}
+		if len(held) > 0 {
+			used = prefix
+			break
+		}
 	}
-	return shape, true
+	if n == len(held) {
+		return nil
+	}
+	path := filepath.Join(s.Dir, ConfigFile)
+	if len(held) == 0 {
+		return fmt.Errorf("%s: %s = %d, but the weights hold no layer tensors (%s0.*)", path, key, n, prefixes[0])
+	}
+	if n > len(held) {
+		return fmt.Errorf("%s: %s = %d, but the weights hold %d layers (%s*): the config does not match its weights", path, key, n, len(held), used)
+	}
+	return fmt.Errorf("%s: %s = %d, but the weights hold %d layers (%s*): the extra layers would be ignored; fix the config", path, key, n, len(held), used)
 }
 
 // FileOf returns the weight file (relative to Dir) that holds the named tensor, or "".

@@ -22,12 +22,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/gomlx/go-huggingface/tokenizers/api"
 	"github.com/gomlx/go-huggingface/tokenizers/hftokenizer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // SupportedModels are the tokenizer.json model types the library implements: WordPiece (BERT
@@ -57,6 +57,9 @@ type Tokenizer struct {
 	split *splitter
 	// fallback, when set, encodes instead of the library for byte_fallback models (fix 3).
 	fallback *byteFallback
+	// maxID is the largest id of the vocabulary and added tokens, maxToken its token.
+	maxID    int
+	maxToken string
 }
 
 // tokenizerJSONHead is the part of tokenizer.json this package checks before handing the file to
@@ -72,15 +75,15 @@ type tokenizerJSONHead struct {
 func Load(dir string) (*Tokenizer, error) {
 	tjPath := filepath.Join(dir, "tokenizer.json")
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
-	cfgData, err := os.ReadFile(cfgPath)
+	cfgData, err := atomicio.ReadFile(cfgPath)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	cfg, err := api.ParseConfigContent(cfgData)
+	cfg, err := api.ParseConfigContent(withoutChatTemplate(cfgData))
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", cfgPath, oneLine(err))
 	}
-	tjData, err := os.ReadFile(tjPath)
+	tjData, err := atomicio.ReadFile(tjPath)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -121,7 +124,31 @@ func Load(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", tjPath, oneLine(err))
 	}
-	return &Tokenizer{Dir: dir, Model: head.Model.Type, Class: cfg.TokenizerClass, withSpecial: &withSpecial, plain: &plain, split: split, fallback: fallback}, nil
+	t := &Tokenizer{Dir: dir, Model: head.Model.Type, Class: cfg.TokenizerClass, withSpecial: &withSpecial, plain: &plain, split: split, fallback: fallback, maxID: -1}
+	for token, id := range plain.GetVocab() {
+		if id < 0 {
+			return nil, fmt.Errorf("tokenizer: %s: token %q has the negative id %d", tjPath, token, id)
+		}
+		if id > t.maxID || (id == t.maxID && token < t.maxToken) {
+			t.maxID, t.maxToken = id, token
+		}
+	}
+	return t, nil
+}
+
+// MaxID returns the largest token id the tokenizer can produce (vocabulary and added tokens).
+func (t *Tokenizer) MaxID() int { return t.maxID }
+
+// CheckFits returns a one-line error when an id of the tokenizer has no row in a model's
+// embedding of rows rows (config.json's vocab_size): such an id would index past the embedding
+// (a panic), or silently read another table's memory in a gather. Models may have more rows than
+// the tokenizer has ids (padded vocabularies, e.g. Qwen2), never fewer.
+func (t *Tokenizer) CheckFits(rows int, what string) error {
+	if t.maxID < rows {
+		return nil
+	}
+	return fmt.Errorf("tokenizer: %s: token %q has id %d, but %s has only %d embedding rows (vocab_size): the tokenizer does not belong to this model",
+		filepath.Join(t.Dir, "tokenizer.json"), t.maxToken, t.maxID, what, rows)
 }
 
 // Encode returns the token ids of text, with the special tokens of the tokenizer's post-processor
@@ -156,6 +183,26 @@ func (t *Tokenizer) Decode(ids []int) string {
 // VocabSize is the number of token ids, added tokens included.
 func (t *Tokenizer) VocabSize() int {
 	return t.plain.VocabSize()
+}
+
+// withoutChatTemplate drops chat_template from a tokenizer_config.json: the library's Config
+// types it as a string, so the list form [{"name", "template"}] (valid in transformers) failed to
+// parse, and the tokenizer never uses it (hf/chattemplate reads it). Data that is not a JSON
+// object is returned as is, for the library's own error.
+func withoutChatTemplate(data []byte) []byte {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return data
+	}
+	if _, ok := m["chat_template"]; !ok {
+		return data
+	}
+	delete(m, "chat_template")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 func supported(model string) bool {

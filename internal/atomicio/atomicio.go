@@ -146,6 +146,8 @@ func kind(m os.FileMode) string {
 	switch {
 	case m.IsRegular():
 		return "regular file"
+	case m.IsDir():
+		return "directory"
 	case m&os.ModeNamedPipe != 0:
 		return "named pipe"
 	case m&os.ModeSocket != 0:
@@ -491,4 +493,18 @@ func LockFile(path string) (*Lock, error) {
 		return nil, fmt.Errorf("remove leftovers of %s: %w", path, err)
 	}
 	return l, nil
+}
+
+// ReadFile is os.ReadFile for inputs: it refuses anything but a regular file (a FIFO, a device, a
+// socket) before opening it, since opening a FIFO blocks until a writer appears and a device may
+// never end. The error names path and what it is.
+func ReadFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, kind(fi.Mode()))
+	}
+	return os.ReadFile(path)
 }

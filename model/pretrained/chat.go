@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // Chat turns conversations into token ids the way the checkpoint was trained to read them: the
@@ -43,7 +43,7 @@ var tokenizers struct {
 func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	h := sha256.New()
 	for _, name := range []string{snapshot.TokenizerFile, snapshot.TokenizerConfigFile} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := atomicio.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return tokenizer.Load(dir) // its error names the file
 		}
@@ -68,11 +68,24 @@ func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 }
 
 // LoadChat reads the tokenizer and chat template of dir (a snapshot or a checkpoint holding
-// copies of tokenizer.json and tokenizer_config.json). eos are extra end-of-answer ids.
-func LoadChat(dir string, eos []int) (*Chat, error) {
+// copies of tokenizer.json and tokenizer_config.json). eos are extra end-of-answer ids. vocab is
+// the model's embedding rows (config.json's vocab_size): every id the tokenizer or eos can give
+// must have a row, checked here once rather than failing as an index out of range in a graph
+// (vocab 0 skips the check: prompt tests without a model).
+func LoadChat(dir string, eos []int, vocab int) (*Chat, error) {
 	tok, err := loadTokenizer(dir)
 	if err != nil {
 		return nil, err
+	}
+	if vocab > 0 {
+		if err := tok.CheckFits(vocab, "the model"); err != nil {
+			return nil, err
+		}
+		for _, id := range eos {
+			if id < 0 || id >= vocab {
+				return nil, fmt.Errorf("%s: eos_token_id %d is outside the vocabulary (vocab_size %d)", filepath.Join(dir, snapshot.ConfigFile), id, vocab)
+			}
+		}
 	}
 	tpl, err := chattemplate.Load(filepath.Join(dir, snapshot.TokenizerConfigFile))
 	if err != nil {

@@ -149,11 +149,11 @@ func prepareDir(outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.
 	} else if _, err := peft.WriteBaseRef(outDir, snap); err != nil {
 		return err
 	}
-	tok, err := os.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerFile))
+	tok, err := atomicio.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerFile))
 	if err != nil {
 		return err
 	}
-	tcfg, err := os.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerConfigFile))
+	tcfg, err := atomicio.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerConfigFile))
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,14 @@ func loadEncoderCLS(backend compute.Backend, snap *snapshot.Snapshot, tokDir str
 		return nil, err
 	}
 	store := gomlxmodel.NewStore()
+	ec, err := encoder.ConfigOf(snap)
+	if err != nil {
+		return nil, err
+	}
+	// Before any weight is read: an id past the embedding would fail inside a graph.
+	if err := tok.CheckFits(ec.Vocab, snap.Dir); err != nil {
+		return nil, err
+	}
 	enc, err := encoder.Load(snap, store, l, seed)
 	if err != nil {
 		return nil, err

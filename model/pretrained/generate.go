@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/gomlx/compute/dtypes"
@@ -63,7 +66,15 @@ type genState struct {
 	n     int
 	pad   int
 	first []float32
+	// limit is the most real tokens the state may hold (prompt, answer): the model's context
+	// (max_position_embeddings) or the prompt plus the answer's cap; a state there answers only
+	// the end token.
+	limit int
 }
+
+// full reports whether st holds as many real tokens as it may: the token it predicts now could not
+// be fed back, so it is the end.
+func (st *genState) full() bool { return st.n-st.pad >= st.limit }
 
 func newGenerator(lm *causalLM, stop []int32) (*generator, error) {
 	g := &generator{lm: lm, vocab: lm.dec.Config().Vocab, stop: stop, layers: lm.dec.Config().Layers}
@@ -137,17 +148,18 @@ func batchBucket(n int) int {
 }
 
 // start prefills the prompts together, left-padded to a common length, and returns their states,
-// with room for maxNew more tokens each.
+// with room for maxNew more tokens each within the model's context.
 func (g *generator) start(prompts [][]int32, maxNew int) ([]*genState, error) {
-	longest := 0
 	for _, p := range prompts {
 		if len(p) == 0 {
 			return nil, fmt.Errorf("pretrained: empty prompt")
 		}
-		longest = max(longest, len(p))
 	}
-	s := roundUp(longest, seqBucket)
-	capacity := roundUp(s+maxNew, cacheBucket)
+	s, capacity, err := g.layout(prompts, maxNew)
+	if err != nil {
+		return nil, err
+	}
+	ctxLen := g.lm.dec.Config().MaxPositions
 	states := make([]*genState, 0, len(prompts))
 	for lo := 0; lo < len(prompts); lo += maxGenBatch {
 		chunk := prompts[lo:min(lo+maxGenBatch, len(prompts))]
@@ -179,10 +191,27 @@ func (g *generator) start(prompts [][]int32, maxNew int) ([]*genState, error) {
 		probs := g.mergedRows(out[0])
 		per := 2 * g.layers
 		for r := range chunk {
-			states = append(states, &genState{cache: out[1+r*per : 1+(r+1)*per], n: s, pad: s - len(chunk[r]), first: probs[r]})
+			states = append(states, &genState{cache: out[1+r*per : 1+(r+1)*per], n: s, pad: s - len(chunk[r]), first: probs[r],
+				limit: min(len(chunk[r])+maxNew, ctxLen)})
 		}
 	}
 	return states, nil
+}
+
+// layout returns the common prompt length s (the longest prompt, bucketed) and cache capacity of a
+// batch of prompts with up to maxNew tokens each within the model's context; a prompt that leaves
+// no room for an answer is an error.
+func (g *generator) layout(prompts [][]int32, maxNew int) (s, capacity int, err error) {
+	ctxLen := g.lm.dec.Config().MaxPositions
+	longest, gen := 0, 0
+	for _, p := range prompts {
+		if len(p) >= ctxLen {
+			return 0, 0, fmt.Errorf("pretrained: a prompt of %d tokens leaves no room for an answer in the model's context of %d (max_position_embeddings)", len(p), ctxLen)
+		}
+		longest, gen = max(longest, len(p)), max(gen, min(maxNew, ctxLen-len(p)))
+	}
+	s = roundUp(longest, seqBucket)
+	return s, roundUp(s+gen, cacheBucket), nil
 }
 
 // mergedRows copies a [B, V] distribution row by row, moving the probability of every stop token
@@ -228,6 +257,12 @@ func (g *generator) Step(states []*genState, tokens []int32, probs [][]float32) 
 	}
 	for k, i := range idx {
 		copy(probs[i], out[k])
+	}
+	for i, st := range states {
+		if st.full() {
+			clear(probs[i])
+			probs[i][g.stop[0]] = 1
+		}
 	}
 }
 
@@ -317,6 +352,9 @@ func (g *generator) Generate(prompts [][]int32, o GenOptions) (out [][]int32, er
 		return [][]int32{}, nil
 	}
 	maxNew := max(o.MaxNewTokens, 1)
+	if err := g.checkSearch(prompts, maxNew, o); err != nil {
+		return nil, err
+	}
 	inits, err := g.start(prompts, maxNew)
 	if err != nil {
 		return nil, err
@@ -331,6 +369,52 @@ func (g *generator) Generate(prompts [][]int32, o GenOptions) (out [][]int32, er
 		out[i] = h.Tokens
 	}
 	return out, nil
+}
+
+// checkSearch refuses a search whose hypotheses cannot exist at once in memory, before any is
+// allocated: each hypothesis keeps a KV cache (layers x keys and values x kv heads x head_dim x
+// the batch's capacity, counted in float32) and a distribution over the vocabulary. A beam wider
+// than the vocabulary has nothing to fill it. The budget is half the memory the system reports
+// available (8 GiB when it does not say).
+func (g *generator) checkSearch(prompts [][]int32, maxNew int, o GenOptions) error {
+	c := g.lm.dec.Config()
+	beam := max(o.BeamSize, 1)
+	if o.Temperature > 0 {
+		beam = 1
+	}
+	if beam > c.Vocab {
+		return fmt.Errorf("pretrained: beam size %d is larger than the vocabulary (%d tokens)", beam, c.Vocab)
+	}
+	_, capacity, err := g.layout(prompts, maxNew)
+	if err != nil {
+		return err
+	}
+	perHyp := float64(c.Layers)*2*float64(c.KVHeads*c.HeadDim)*float64(capacity)*4 + 3*float64(c.Vocab)*4
+	need := float64(beam) * float64(len(prompts)) * perHyp
+	if budget := memoryBudget(); need > budget {
+		return fmt.Errorf("pretrained: beam size %d over %d prompts needs about %.1f GiB for its caches, more than the %.1f GiB available: lower --beam-size or --max-length",
+			beam, len(prompts), need/(1<<30), budget/(1<<30))
+	}
+	return nil
+}
+
+// memoryBudget is half of MemAvailable in /proc/meminfo, or 8 GiB where that is not readable.
+func memoryBudget() float64 {
+	const fallback = 8 << 30
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return fallback
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil || kb <= 0 {
+				return fallback
+			}
+			return kb * 1024 / 2
+		}
+	}
+	return fallback
 }
 
 // sample draws up to maxNew tokens for each state with temperature and top-p, every unfinished
@@ -352,7 +436,7 @@ func (g *generator) sample(states []*genState, maxNew int, o GenOptions) ([][]in
 		var toks []int32
 		for _, i := range live {
 			tok := samplePiece(probs[i], o.Temperature, o.TopP, rngs[i].Float64())
-			if tok == g.stop[0] {
+			if tok == g.stop[0] || states[i].full() {
 				continue
 			}
 			out[i] = append(out[i], tok)

@@ -105,7 +105,7 @@ func open(dir, task, v, precision string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.chat, err = LoadChat(dir, dc.EOSList); err != nil {
+	if l.chat, err = LoadChat(dir, dc.EOSList, dc.Vocab); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	return l, nil

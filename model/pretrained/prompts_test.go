@@ -36,7 +36,7 @@ func llamaChat(t *testing.T) *Chat {
 			t.Skipf("%s is absent (not committed: fetch it with tools/hftokenizer/fetch.sh)", filepath.Join(llamaDir, f))
 		}
 	}
-	llama.once.Do(func() { llama.chat, llama.err = LoadChat(llamaDir, nil) })
+	llama.once.Do(func() { llama.chat, llama.err = LoadChat(llamaDir, nil, 0) })
 	if llama.err != nil {
 		t.Fatal(llama.err)
 	}
@@ -259,7 +259,7 @@ func TestOtherFamiliesAnswerTurn(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
 				t.Skipf("%s is absent (fetch it with tools/hftokenizer/fetch.sh)", dir)
 			}
-			c, err := LoadChat(dir, nil)
+			c, err := LoadChat(dir, nil, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -103,7 +103,7 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if err != nil {
 		return fail(err)
 	}
-	if s.chat, err = LoadChat(snap.Dir, dc.EOSList); err != nil {
+	if s.chat, err = LoadChat(snap.Dir, dc.EOSList, dc.Vocab); err != nil {
 		return fail(err)
 	}
 	fmt.Fprintf(log, "pretrained %s: %s (model_type %s, %d layers, hidden %d, vocab %d) on backend %s\n",
