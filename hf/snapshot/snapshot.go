@@ -78,6 +78,9 @@ type Snapshot struct {
 	WeightFiles []string
 	// HasGenerationConfig reports whether generation_config.json is present.
 	HasGenerationConfig bool
+	// ConfigOnly is set by OpenConfig: the weights were not read, so nothing is checked against
+	// them (the configuration's own limits still apply).
+	ConfigOnly bool
 
 	weights *safetensors.Model
 	// headers are the validated headers of WeightFiles (model.ReadSafetensorsHeader).
@@ -110,6 +113,7 @@ func OpenConfig(dir string) (*Snapshot, error) {
 	s.weights = safetensors.NewEmpty(s.Repo)
 	s.weights.Index = &safetensors.ShardedModelIndex{WeightMap: map[string]string{}}
 	s.weights.Headers = map[string]*safetensors.Header{}
+	s.ConfigOnly = true
 	return s, nil
 }
 
@@ -289,6 +293,9 @@ func (s *Snapshot) Shape(name string) (shape shapes.Shape, ok bool) {
 // per-layer table until the process is killed; a config with fewer layers than its weights is
 // refused too, since the extra layers would be dropped silently.
 func (s *Snapshot) CheckLayerCount(key string, n int, prefixes ...string) error {
+	if s.ConfigOnly {
+		return nil // no weights to compare with (OpenConfig): the config's limits were checked
+	}
 	held := map[int]bool{}
 	used := ""
 	for _, prefix := range prefixes {
