@@ -21,7 +21,7 @@ for a in sorted({r[0] for r in data["train"]}):
     vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
     X = sp.hstack([vec.fit_transform([r[1] for r in tr]), sp.csr_matrix(np.array([r[2:5] for r in tr], dtype=float))]).tocsr()
     y = np.array([r[5] for r in tr])
-    clf = LogisticRegression(C=10, class_weight="balanced", solver="newton-cg", tol=1e-10, max_iter=10000)
+    clf = LogisticRegression(C=10, class_weight="balanced", solver="newton-cg", tol=1e-8, max_iter=1000)
     clf.fit(X, y)
     if te:
         Xt = sp.hstack([vec.transform([r[1] for _, r in te]), sp.csr_matrix(np.array([r[2:5] for _, r in te], dtype=float))]).tocsr()
