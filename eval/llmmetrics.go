@@ -30,8 +30,8 @@ type LLMResult struct {
 }
 
 // LLMMetricNames are the per-instance values the LLM metrics add to instances.jsonl's "scores"
-// (and that `tracksum-eval agreement` correlates): the FM overall score, each facet's grade over
-// its scale, and the QA coverage and consistency.
+// (and that `tracksum-eval agreement` correlates): the FM overall score, each facet's normalised
+// grade (facet.FacetScore.Normalized), and the QA coverage and consistency.
 var LLMMetricNames = []string{"fm", "fm_background", "fm_method", "fm_result", "fm_conclusion", "qa_coverage", "qa_consistency"}
 
 // Scores returns the instance's defined LLM metric values by name (undefined ones are absent).
@@ -41,7 +41,7 @@ func (r *LLMResult) Scores() map[string]float64 {
 		out["fm"] = r.FM.Overall
 		for _, f := range r.FM.Facets {
 			if f.Score > 0 {
-				out["fm_"+f.Facet] = float64(f.Score) / float64(f.Scale)
+				out["fm_"+f.Facet] = f.Normalized()
 			}
 		}
 	}

@@ -283,11 +283,19 @@ func phraseCounts(ref, pred *dataset.Record, predSummary string) (hit, nRef, nPr
 	return hit, len(refTok), len(predTok)
 }
 
+// tokenSet returns the distinct lowercased tokens of texts as NLTK's default word_tokenize makes
+// them: each text is split into sentences first (dataset.SplitSentences standing in for punkt,
+// which Debian's NLTK lacks), then each sentence is tokenized (wordtok: preserve_line=True on one
+// sentence). Tokenizing a whole multi-sentence summary as one line would leave a word that ends
+// an inner sentence with its period ("placebo." for "placebo"), so a summary's phrase would not
+// match itself.
 func tokenSet(texts ...string) map[string]struct{} {
 	m := map[string]struct{}{}
 	for _, t := range texts {
-		for _, w := range wordtok.Tokenize(t) {
-			m[strings.ToLower(w)] = struct{}{}
+		for _, s := range dataset.SplitSentences(t) {
+			for _, w := range wordtok.Tokenize(s) {
+				m[strings.ToLower(w)] = struct{}{}
+			}
 		}
 	}
 	return m

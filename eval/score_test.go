@@ -303,6 +303,24 @@ func TestPhraseMetrics(t *testing.T) {
 	}
 }
 
+// TestPhraseTokensInnerSentence is the regression test of issue 24 (5a): phrase tokens were made
+// from the whole summary as one line (NLTK's preserve_line=True), so "placebo." ending the inner
+// sentence was one token and a reference scored against itself got P-R = P-P = 0.75.
+func TestPhraseTokensInnerSentence(t *testing.T) {
+	doc := []string{"Patients received oral placebo.", "The dose was 50 mg."}
+	rec := dataset.Record{HasPhrases: true}
+	rec.PMID, rec.Aspect, rec.Document, rec.Indexes, rec.Sentences = "1", "I", doc, []int{0, 1}, doc
+	rec.Summary, rec.Phrases = "Patients received oral placebo. The dose was 50 mg.", []string{"oral placebo", "50 mg"}
+	s := &Scorer{Judge: lexical(), Rouge: rouge.New(rouge.Options{Stem: true}), Phrases: true}
+	res, err := s.Evaluate(context.Background(), []Pair{{Ref: rec, Pred: rec}}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[0]; r.Values[PhraseRecall] != 1 || r.Values[PhrasePrecision] != 1 {
+		t.Errorf("reference against itself: phrase recall %v, precision %v, want 1", r.Values[PhraseRecall], r.Values[PhrasePrecision])
+	}
+}
+
 func TestRougeSentenceLines(t *testing.T) {
 	// Newlines must change ROUGE-Lsum only: ROUGE-1/2/L read them as separators.
 	sc := rouge.New(rouge.Options{Stem: true})

@@ -7,11 +7,15 @@
 // Our reading of the parts the paper leaves open, all documented in docs/eval.md:
 //   - a facet whose reference segment is empty is omitted, and the remaining weights are
 //     renormalised (the paper: "we adjust our evaluation by omitting the non-conforming aspect");
-//   - each facet score is divided by its scale's maximum, so the overall score is in [0.25, 1]
-//     (the paper's Equation 1 is not in its text; its tables report scores in [0, 1]);
-//   - a facet present in the reference but empty in the candidate scores 1 without asking the
-//     LLM: the lowest grade of both scales covers "lacks relevant content in this aspect";
-//   - a reference that is TracSum's negative ("Unknown.") has no facets: FM is undefined;
+//   - each facet grade g on a 1..s scale counts (g-1)/(s-1), so the lowest grade ("contradicted or
+//     missing") is 0, the highest 1 and the overall score is in [0, 1] (the paper's Equation 1 is
+//     not in its text; its tables report scores in [0, 1]);
+//   - a facet present in the reference but empty in the candidate gets the lowest grade, 1,
+//     without asking the LLM: the lowest grade of both scales covers "lacks relevant content in
+//     this aspect"; so a negative candidate ("Unknown.") against a positive reference scores 0;
+//   - a negative reference (TracSum's "Unknown.") is scored as the other metrics score negatives:
+//     1 when the candidate is negative too, 0 when it is not (a false positive lowers FM), both
+//     without a request;
 //   - an answer that cannot be parsed is counted as malformed and leaves its facet (or, for an
 //     extraction, the instance) unscored; it is never fatal. It is cached like any other answer,
 //     so that a rerun reproduces the same scores without a request (with temperature 0 a retry
@@ -116,7 +120,7 @@ type FacetScore struct {
 type Assessment struct {
 	// Facets holds the four facets in order (empty when the instance could not be scored).
 	Facets []FacetScore `json:"facets"`
-	// Overall is the weighted, normalised score in [0.25, 1]; valid only when Defined.
+	// Overall is the weighted, normalised score in [0, 1]; valid only when Defined.
 	Overall float64 `json:"overall"`
 	Defined bool    `json:"defined"`
 	// Skipped says why the instance was not scored ("" when it was).
@@ -148,13 +152,23 @@ func (a *Assessment) unparsed(step, answer string) {
 // Segments are the extracted segments of one text, by Facet.
 type Segments [NumFacets]string
 
+// Normalized is the facet's grade on [0, 1]: (Score-1)/(Scale-1), the lowest grade 0.
+func (fs FacetScore) Normalized() float64 {
+	return float64(fs.Score-1) / float64(fs.Scale-1)
+}
+
 // Score computes FM of candidate against reference. Negative texts are TracSum's "Unknown."
 // (or empty). An error is returned only when the endpoint fails (unreachable, HTTP error,
 // cancelled); a malformed answer is recorded in the Assessment.
 func (m *Metric) Score(ctx context.Context, reference, candidate string) (Assessment, error) {
 	res := Assessment{Facets: []FacetScore{}}
 	if dataset.IsUnknownSummary(reference) {
-		res.Skipped = "reference is negative (Unknown.)"
+		// As every metric of eval scores negatives: agreeing on "nothing to say" is right, a
+		// summary where the reference has none is wrong.
+		res.Defined = true
+		if dataset.IsUnknownSummary(candidate) {
+			res.Overall = 1
+		}
 		return res, nil
 	}
 	ref, answer, ok, err := m.extract(ctx, reference)
@@ -200,7 +214,7 @@ func (m *Metric) Score(ctx context.Context, reference, candidate string) (Assess
 			}
 		}
 		if fs.Score > 0 && m.opts.Weights[f] > 0 {
-			num += m.opts.Weights[f] * float64(fs.Score) / float64(fs.Scale)
+			num += m.opts.Weights[f] * fs.Normalized()
 			den += m.opts.Weights[f]
 		}
 		res.Facets = append(res.Facets, fs)

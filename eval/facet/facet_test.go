@@ -127,20 +127,25 @@ func TestScore(t *testing.T) {
 			ref: refText, cand: candText,
 			rules: [][2]string{extractRule(refText, full), extractRule(candText, `{"background":"cb","method":"cm","result":"cr","conclusion":""}`),
 				gradeRule(Background, "3"), gradeRule(Method, "4"), gradeRule(Result, "Grade: 3")},
-			// (0.1*3/3 + 0.3*4/4 + 0.3*3/4 + 0.3*1/3) / 1
-			overall: 0.1 + 0.3 + 0.225 + 0.1, defined: true, scores: [NumFacets]int{3, 4, 3, 1}, requests: 5},
+			// (0.1*(3-1)/2 + 0.3*(4-1)/3 + 0.3*(3-1)/3 + 0.3*(1-1)/2) / 1
+			overall: 0.1 + 0.3 + 0.2 + 0, defined: true, scores: [NumFacets]int{3, 4, 3, 1}, requests: 5},
 		{desc: "a facet absent from the reference is omitted and the weights renormalised",
 			ref: refText, cand: candText,
 			rules: [][2]string{extractRule(refText, `{"background":"","method":"rm","result":"rr","conclusion":"rc"}`),
 				extractRule(candText, full), gradeRule(Method, "2"), gradeRule(Result, "4"), gradeRule(Conclusion, "3")},
-			overall: (0.3*2/4 + 0.3*4/4 + 0.3*3/3) / 0.9, defined: true, scores: [NumFacets]int{0, 2, 4, 3}, requests: 5},
+			overall: (0.3*1/3 + 0.3*3/3 + 0.3*2/2) / 0.9, defined: true, scores: [NumFacets]int{0, 2, 4, 3}, requests: 5},
 		{desc: "custom weights", ref: refText, cand: candText, weights: &[NumFacets]float64{1, 0, 0, 0},
 			rules:   [][2]string{extractRule(refText, full), extractRule(candText, full), gradeRule(Background, "2"), gradeRule(Method, "4"), gradeRule(Result, "4"), gradeRule(Conclusion, "3")},
-			overall: 2.0 / 3, defined: true, scores: [NumFacets]int{2, 4, 4, 3}, requests: 6},
-		{desc: "negative candidate: every reference facet scores 1, one request",
+			overall: 1.0 / 2, defined: true, scores: [NumFacets]int{2, 4, 4, 3}, requests: 6},
+		{desc: "negative candidate: every reference facet gets the lowest grade, FM 0, one request",
 			ref: refText, cand: "Unknown.", rules: [][2]string{extractRule(refText, full)},
-			overall: (0.1/3 + 0.3/4 + 0.3/4 + 0.3/3), defined: true, scores: [NumFacets]int{1, 1, 1, 1}, requests: 1},
-		{desc: "negative reference: undefined, no request", ref: "Unknown.", cand: candText, requests: 0},
+			overall: 0, defined: true, scores: [NumFacets]int{1, 1, 1, 1}, requests: 1},
+		{desc: "negative candidate, reference with one facet: still 0",
+			ref: refText, cand: "Unknown.", rules: [][2]string{extractRule(refText, `{"background":"rb","method":"","result":"","conclusion":""}`)},
+			overall: 0, defined: true, scores: [NumFacets]int{1, 0, 0, 0}, requests: 1},
+		{desc: "false positive: negative reference, positive candidate scores 0, no request",
+			ref: "Unknown.", cand: candText, overall: 0, defined: true, requests: 0},
+		{desc: "both negative: 1, no request", ref: "Unknown.", cand: "unknown", overall: 1, defined: true, requests: 0},
 		{desc: "malformed reference extraction: undefined, counted",
 			ref: refText, cand: candText, rules: [][2]string{extractRule(refText, "I think the study is about pain.")},
 			malformed: []string{"extract reference"}, requests: 1},
@@ -148,7 +153,7 @@ func TestScore(t *testing.T) {
 			ref: refText, cand: candText,
 			rules: [][2]string{extractRule(refText, full), extractRule(candText, full),
 				gradeRule(Background, "very good"), gradeRule(Method, "4"), gradeRule(Result, "4"), gradeRule(Conclusion, "3")},
-			overall: (0.3 + 0.3 + 0.3) / 0.9, defined: true, scores: [NumFacets]int{0, 4, 4, 3},
+			overall: (0.3 + 0.3 + 0.3*2/2) / 0.9, defined: true, scores: [NumFacets]int{0, 4, 4, 3},
 			malformed: []string{"grade background"}, requests: 6},
 	}
 	for _, tc := range tests {
@@ -165,7 +170,7 @@ func TestScore(t *testing.T) {
 			if got.Defined != tc.defined || math.Abs(got.Overall-tc.overall) > 1e-12 {
 				t.Errorf("overall = %v (defined %v), want %v (%v)", got.Overall, got.Defined, tc.overall, tc.defined)
 			}
-			if tc.defined {
+			if tc.defined && tc.scores != [NumFacets]int{} {
 				for f := range NumFacets {
 					if got.Facets[f].Score != tc.scores[f] {
 						t.Errorf("%s score = %d, want %d", f, got.Facets[f].Score, tc.scores[f])

@@ -32,12 +32,14 @@ type LexicalOptions struct {
 // Decomposition: the summary is split into sentences (at . ! ? followed by a space and a capital
 // letter, digit or parenthesis, except after abbreviations such as "vs." or "et al."), and each
 // sentence into clauses at "; ", ", and ", ", but ", ", while ", "whereas", ", although ",
-// ", though ", ", yet ", "with", "who", "which", "including", "followed by", "and" and finally
-// any comma, wherever both sides keep at least MinClauseWords content words (numbers count). The
-// units are clauses and phrases rather than the grammatical sentences an LLM would write, but
-// they come close to its atomic subclaims ("the most common toxicities were neutropenia (68%),
-// anemia (44%) and ..." gives one unit per toxicity), so that one cited sentence can support one
-// unit of a long summary.
+// ", though ", ", yet ", "who", "which" and finally any comma, outside parentheses and brackets,
+// wherever both sides keep at least MinClauseWords clause words: content words of two or more
+// letters that are not statistical markers (p, ci, hr, rr, or, sd, iqr, n, range, ...); numbers
+// do not count. So a number, an interval, a p-value or a parenthetical stays with the clause it
+// qualifies ("HR 0.59; 95% CI 0.40-0.87; P = .02" is one claim, not three), a list of single
+// words ("vemurafenib, cobimetinib, and atezolizumab") stays one claim, and a prepositional
+// phrase ("adults with melanoma") is never cut off; the items of a list of longer phrases are
+// split at its commas, as an LLM's atomic subclaims would be.
 //
 // Entailment: premise entails hypothesis when
 //  1. at least Threshold of the hypothesis's distinct content words (lowercased; stop words,
@@ -369,23 +371,34 @@ func splitSentences(text string) []string {
 	return out
 }
 
-// clauseSeparators are the boundaries where a sentence may be split into clauses; the separator is
-// dropped (the right clause starts after it).
+// clauseSeparators are the boundaries where a sentence may be split; the separator is dropped (the
+// right clause starts after it). "and", "with", "including" and "followed by" are not among them:
+// they join phrases far more often than clauses. A comma is, last, for the items of a list of
+// phrases, each of which an LLM's decomposition makes a subclaim of its own.
 var clauseSeparators = []string{
 	"; ", ", and ", ", but ", ", while ", ", whereas ", " whereas ", ", although ", ", though ", ", yet ",
-	", with ", " with ", ", who ", " who ", ", which ", " which ", ", including ", " including ",
-	", followed by ", " followed by ", " and ", ", ",
+	", who ", " who ", ", which ", " which ", ", ",
+}
+
+// statMarkers are words of statistical reporting that do not make a clause of a number
+// ("95% CI 0.40-0.87", "HR 0.59", "P = .02", "median 12 (range 3-40)").
+var statMarkers = setOf("ci", "hr", "rr", "or", "sd", "se", "sem", "iqr", "range", "ratio", "interval",
+	"confidence", "95", "aor", "ahr", "irr", "nnt", "vs", "versus")
+
+// clauseWord reports whether t counts towards a clause's MinClauseWords.
+func (t token) clauseWord() bool {
+	return !t.num && t.content() && utf8.RuneCountInString(t.text) > 1 && !statMarkers[t.text]
 }
 
 // clauseSpans returns the byte spans of the clauses of a sentence whose tokens are toks: a cut at a
-// separator is made, left to right, when the clause so far and the rest of the sentence both keep
-// MinClauseWords content tokens.
+// separator outside parentheses and brackets is made, left to right, when the clause so far and
+// the rest of the sentence both keep MinClauseWords clause words.
 func (l *Lexical) clauseSpans(sentence string, toks []token) [][2]int {
-	// cum[k] = content tokens among toks[:k].
+	// cum[k] = clause words among toks[:k].
 	cum := make([]int, len(toks)+1)
 	for k, t := range toks {
 		cum[k+1] = cum[k]
-		if t.content() {
+		if t.clauseWord() {
 			cum[k+1]++
 		}
 	}
@@ -399,10 +412,16 @@ func (l *Lexical) clauseSpans(sentence string, toks []token) [][2]int {
 		return cum[b] - cum[a]
 	}
 	var spans [][2]int
-	start := 0
+	start, depth := 0, 0
 	for pos := 0; pos < len(sentence); pos++ {
-		if c := sentence[pos]; c != ',' && c != ';' && c != ' ' {
-			continue // every separator starts with one of these
+		switch sentence[pos] {
+		case '(', '[':
+			depth++
+		case ')', ']':
+			depth = max(0, depth-1)
+		}
+		if c := sentence[pos]; depth > 0 || (c != ',' && c != ';' && c != ' ') {
+			continue // every separator starts with one of these, outside brackets
 		}
 		plen := 0
 		for _, sep := range clauseSeparators {
@@ -414,7 +433,16 @@ func (l *Lexical) clauseSpans(sentence string, toks []token) [][2]int {
 		if plen == 0 || pos < start {
 			continue
 		}
-		if contentIn(start, pos) >= l.opts.MinClauseWords && contentIn(pos+plen, len(sentence)) >= l.opts.MinClauseWords {
+		// A bare comma separates list items: the item after it (up to the next comma) must be a
+		// claim of its own, not one word of a list.
+		itemEnd := len(sentence)
+		if sentence[pos:pos+plen] == ", " {
+			if k := strings.IndexByte(sentence[pos+plen:], ','); k >= 0 {
+				itemEnd = pos + plen + k
+			}
+		}
+		if contentIn(start, pos) >= l.opts.MinClauseWords && contentIn(pos+plen, len(sentence)) >= l.opts.MinClauseWords &&
+			contentIn(pos+plen, itemEnd) >= l.opts.MinClauseWords {
 			spans = append(spans, [2]int{start, pos})
 			start = pos + plen
 			pos = start - 1

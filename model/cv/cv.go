@@ -6,14 +6,17 @@
 // directory sees the same folds and the same dev parts, so two runs compare pairwise
 // (`tracksum-eval compare`).
 //
-// Models: ModelTracker (the configured tracker, trained with tracker.Train into CK/fold-k) and
-// ModelLexical (the TF-IDF + logistic-regression baseline: the tracker's lexical warm start
-// alone). The predictions copy the tracked sentences as the summary ("tracker + copy"), or
+// Models: ModelTracker (the configured tracker, trained with tracker.Train into CK/fold-k),
+// ModelLexical (the strong lexical baseline, tracker.Textbook: word 1-2-gram TF-IDF + three
+// position features + balanced logistic regression, C = 10, whatever the tracker's configuration)
+// and ModelLexicalCalibrated and ModelLexicalContext (that baseline with per-aspect calibration
+// shifts, or with the context rescorer, stacked on it: ablations).
+// The predictions copy the tracked sentences as the summary ("tracker + copy"), or
 // "Unknown." when none is tracked.
 //
-// With tracker.lexical_calibration_folds the warm start (and the baseline) carries per-aspect
-// bias shifts chosen by an inner K-fold of the fold's train part; with tracker.context_rescoring
-// each fold's scores are rescored by a tracker.ContextRescorer fitted on that train part too
+// With tracker.lexical_calibration_folds the tracker's warm start carries per-aspect bias shifts
+// chosen by an inner K-fold of the fold's train part; with tracker.context_rescoring each fold's
+// scores are rescored by a tracker.ContextRescorer fitted on that train part too
 // (stored in the fold checkpoint CK/fold-k/context.json, which infer applies, and recorded in
 // CK/fold-k.json). Neither reads the fold's dev part or its held-out fold.
 //
@@ -59,9 +62,23 @@ import (
 const (
 	// ModelTracker is the tracker of cfg.Tracker, trained per fold.
 	ModelTracker = "tracker"
-	// ModelLexical is the TF-IDF + logistic-regression baseline (tracker.FitLexicalBaseline).
+	// ModelLexical is the strong lexical baseline (tracker.Textbook, fitted on each fold's train
+	// part; the dev part is not read).
 	ModelLexical = "lexical"
+	// ModelLexicalCalibrated is ModelLexical with per-aspect logit shifts chosen on its
+	// out-of-fold logits of LexicalContextFolds inner folds of the train part (an ablation).
+	ModelLexicalCalibrated = "lexical-calibrated"
+	// ModelLexicalContext is ModelLexical with a context rescorer fitted on its out-of-fold logits
+	// of LexicalContextFolds inner folds of the train part (tracker.FitLexicalBaseline).
+	ModelLexicalContext = "lexical-context"
 )
+
+// trackerModels are the models Run cross-validates.
+var trackerModels = []string{ModelTracker, ModelLexical, ModelLexicalCalibrated, ModelLexicalContext}
+
+// LexicalContextFolds is the number of inner folds of ModelLexicalCalibrated's shifts and
+// ModelLexicalContext's rescorer.
+const LexicalContextFolds = 5
 
 // Files written into the output directory.
 const (
@@ -88,7 +105,7 @@ type Options struct {
 	Out string
 	// Folds, when > 0, must equal the number of folds of Data (a guard against a wrong directory).
 	Folds int
-	// Model is ModelTracker (default when empty) or ModelLexical.
+	// Model is one of trackerModels (ModelTracker when empty).
 	Model string
 	// DevShare is the share of the training folds' abstracts used as dev; 0 means DefaultDevShare.
 	DevShare float64
@@ -114,10 +131,11 @@ type FoldResult struct {
 	// Steps and BestStep come from the tracker's training (0 for the lexical baseline).
 	Steps    int `json:"steps"`
 	BestStep int `json:"best_step"`
-	// CalibrationShifts are the lexical baseline's per-aspect logit shifts (aspect-set order) when
-	// tracker.lexical_calibration_folds is on; the tracker logs its own.
+	// CalibrationShifts are ModelLexicalCalibrated's per-aspect logit shifts (aspect-set order);
+	// the tracker logs its own.
 	CalibrationShifts []float64 `json:"calibration_shifts,omitempty"`
-	// Context is the fold's context rescorer (tracker.context_rescoring), fitted on the train part.
+	// Context is the fold's context rescorer (tracker.context_rescoring, or ModelLexicalContext's),
+	// fitted on the train part.
 	Context      *tracker.ContextRescorer `json:"context,omitempty"`
 	TrainSeconds float64                  `json:"train_seconds"`
 	Dev          *tracker.SplitReport     `json:"dev"`
@@ -164,8 +182,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 	if opts.Model == "" {
 		opts.Model = ModelTracker
 	}
-	if opts.Model != ModelTracker && opts.Model != ModelLexical {
-		return nil, fmt.Errorf("cv: unknown model %q (want %s or %s)", opts.Model, ModelTracker, ModelLexical)
+	if !slices.Contains(trackerModels, opts.Model) {
+		return nil, fmt.Errorf("cv: unknown model %q (want one of %s)", opts.Model, strings.Join(trackerModels, ", "))
 	}
 	folds, err := checkOptions(&opts)
 	if err != nil {
@@ -230,8 +248,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		t0 := time.Now()
 		var devProbs []float32
 		switch opts.Model {
-		case ModelLexical:
-			b, err := tracker.FitLexicalBaseline(tc, data, cfg.Seed)
+		case ModelLexical, ModelLexicalCalibrated, ModelLexicalContext:
+			stage := map[string]tracker.LexicalStage{ModelLexical: tracker.StageNone,
+				ModelLexicalCalibrated: tracker.StageCalibration, ModelLexicalContext: tracker.StageContext}[opts.Model]
+			b, err := tracker.FitLexicalBaseline(data, stage, LexicalContextFolds, cfg.Seed)
 			if err != nil {
 				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
 			}

@@ -218,12 +218,13 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	t0 := time.Now()
 	trOpts := sub
 	trOpts.Out, trOpts.Model = filepath.Join(opts.Out, TrackerDir), ModelTracker
-	// A lexical cross-validation already in OUT/tracker is used as the tracker (the pipeline needs
-	// the folds' scores, not checkpoints): it is what the default tracker selects anyway (step 0
-	// in every TracSum fold, docs/tracker.md) at a fraction of the time.
+	// A lexical cross-validation already in OUT/tracker (the strong baseline, or lexical-context,
+	// the best tracker found, docs/tracker.md) is used as the tracker: the pipeline needs the
+	// folds' scores, not checkpoints, and the default tracker's transformer never beat them.
 	var prev map[string]any
-	if err := readJSONFile(filepath.Join(trOpts.Out, SettingsFile), &prev); err == nil && prev["model"] == ModelLexical {
-		trOpts.Model = ModelLexical
+	if err := readJSONFile(filepath.Join(trOpts.Out, SettingsFile), &prev); err == nil &&
+		(prev["model"] == ModelLexical || prev["model"] == ModelLexicalContext) {
+		trOpts.Model = prev["model"].(string)
 	}
 	trRep, err := Run(ctx, onlySection(cfg, "tracker"), trOpts)
 	if err != nil {

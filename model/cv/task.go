@@ -13,10 +13,12 @@ import (
 // the whole pipeline's (--task pipeline --folds K, a task that exists only cross-validated).
 func init() {
 	training.RegisterCrossValidation(training.CrossValidation{
-		Task:            "tracker",
-		Models:          []string{ModelTracker, ModelLexical},
-		DefaultModel:    ModelTracker,
-		ModelsUsage:     "tracker: the configured tracker; lexical: TF-IDF + logistic regression baseline",
+		Task:         "tracker",
+		Models:       trackerModels,
+		DefaultModel: ModelTracker,
+		ModelsUsage: "tracker: the configured tracker; lexical: the strong lexical baseline (word 1-2-gram TF-IDF + position, " +
+			"balanced logistic regression, C = 10); lexical-calibrated, lexical-context: that baseline with per-aspect " +
+			"calibration shifts or with the context rescorer",
 		DefaultDevShare: DefaultDevShare,
 		Run: func(ctx context.Context, cfg *config.Config, r training.Request) error {
 			_, err := Run(ctx, cfg, Options{Data: r.Data, Out: r.Out, Folds: r.Folds, Model: r.Model, DevShare: r.DevShare,

@@ -2,113 +2,143 @@ package tracker
 
 import (
 	"fmt"
-	"math"
-
-	"github.com/gomlx/gomlx/core/tensors"
-	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/model"
+	"math/rand/v2"
+	"slices"
 )
 
-// LexicalBaseline is the TF-IDF + logistic-regression tracker alone: exactly the lexical warm
-// start that Train fits before training (same IDF tables, same imbalance weighting, same
-// objective and solver: fitLexical), scored on the host without the encoder. It is the baseline
-// of the cross-validation harness (tracksum-train --folds K --cv-model lexical).
+// LexicalBaseline is the tracker's strong lexical baseline (Textbook, fitted on the train split
+// only) and, as named ablations, the same with per-aspect calibration shifts or with the context
+// rescorer stacked on it. It is the baseline of the cross-validation harness (tracksum-train
+// --folds K --cv-model lexical; lexical-calibrated and lexical-context for the ablations) and of
+// the pipeline cross-validation.
 type LexicalBaseline struct {
-	hp             *Hyperparams
-	idfTok, idfBi  []float32
-	tokens, bigram []float32 // [aspect, vocab] and [aspect, bucket] weights
-	pos, bias      []float32 // [aspect, NumPosFeatures] and [aspect]
-	// Shifts are the per-aspect logit shifts of lexical_calibration_folds (already in the bias;
-	// nil when off), in the order of the aspect set.
+	Textbook *Textbook
+	// Shifts are per-aspect logit shifts (bestShifts of the inner out-of-fold logits; nil when not
+	// asked for), added before the sigmoid.
 	Shifts []float64
-	// Context is the context rescorer of tracker.context_rescoring (nil when off), fitted on the
-	// same inner folds as Shifts and applied by ScoreSplit.
+	// Context is the context rescorer (nil when not asked for), fitted on the textbook model's
+	// inner out-of-fold logits of the train split and applied by ScoreSplit.
 	Context *ContextRescorer
 }
 
-// FitLexicalBaseline fits the baseline on data.Train with the settings of tc (imbalance,
-// pos_weight, lexical_l2, ngram_buckets, lexical_calibration_folds, whose inner folds are dealt
-// with seed, and context_rescoring, fitted on the same inner folds); data.Dev and data.Test are
-// not used.
-func FitLexicalBaseline(tc config.Tracker, data *Data, seed int64) (*LexicalBaseline, error) {
+// LexicalStage is what FitLexicalBaseline stacks on the textbook model.
+type LexicalStage int
+
+// Stages of FitLexicalBaseline.
+const (
+	// StageNone is the textbook model alone.
+	StageNone LexicalStage = iota
+	// StageCalibration adds per-aspect logit shifts that maximise the F1 at 0.5 of the inner
+	// out-of-fold logits (bestShifts).
+	StageCalibration
+	// StageContext adds the context rescorer (fitContextRescorer, which ends with its own shifts).
+	StageContext
+)
+
+// FitLexicalBaseline fits the textbook baseline on data.Train and, unless stage is StageNone, the
+// stage stacked on it from the textbook model's out-of-fold logits of innerFolds inner folds of
+// the train split by abstract (dealt with seed). data.Dev and data.Test are not read.
+func FitLexicalBaseline(data *Data, stage LexicalStage, innerFolds int, seed int64) (*LexicalBaseline, error) {
 	if len(data.Train.Examples) == 0 {
 		return nil, fmt.Errorf("%w: no training rows for the lexical baseline", ErrPrepared)
 	}
-	hp := baselineHyperparams(tc, data)
-	store := gomlxmodel.NewStore()
-	idfTok, idfBi, err := SetIDF(store, hp, data.Train.Examples)
+	for i, e := range data.Train.Examples {
+		if e.Text == "" {
+			return nil, fmt.Errorf("%w: train row %d (%s/%s) has no sentence text", ErrPrepared, i, data.Train.Keys[i].PMID, data.Train.Keys[i].Aspect)
+		}
+	}
+	na := len(data.Aspects)
+	tb, err := FitTextbook(data.Train.Examples, na)
 	if err != nil {
 		return nil, err
 	}
-	var shifts []float64
-	var context *ContextRescorer
-	if tc.LexicalCalibrationFolds > 0 || tc.ContextRescoring {
-		// One inner K-fold for both, as in Train.
-		oof, err := lexicalOOF(hp, tc, data.Train, tc.LexicalCalibrationFolds, seed)
-		if err != nil {
-			return nil, err
-		}
-		shifts = bestShifts(oof, data.Train.Examples, len(hp.Aspects), tc.Threshold)
-		if tc.ContextRescoring {
-			context = contextFromOOF(oof, data.Train, len(hp.Aspects), tc.Threshold)
-		}
+	b := &LexicalBaseline{Textbook: tb}
+	if stage == StageNone {
+		return b, nil
 	}
-	b := &LexicalBaseline{hp: hp, idfTok: idfTok, idfBi: idfBi, Shifts: shifts, Context: context}
-	if err := fitLexical(store, hp, weighTraining(data.Train.Examples, tc), idfTok, idfBi, tc.LexicalL2, shifts); err != nil {
+	oof, err := textbookOOF(data.Train, na, innerFolds, seed)
+	if err != nil {
 		return nil, err
 	}
-	head := model.ModelScope + "/head/"
-	for _, v := range []struct {
-		path string
-		dst  *[]float32
-	}{{head + "lexical/tokens", &b.tokens}, {head + "lexical/bigrams", &b.bigram},
-		{head + "aspect_position_weights", &b.pos}, {head + "aspect_bias", &b.bias}} {
-		if *v.dst, err = tensors.CopyFlatData[float32](store.GetVariable(v.path).MustValue()); err != nil {
-			return nil, fmt.Errorf("tracker: lexical baseline: %s: %w", v.path, err)
-		}
+	if stage == StageCalibration {
+		b.Shifts = bestShifts(oof, data.Train.Examples, na, 0.5)
+	} else {
+		b.Context = fitContextRescorer(oof, data.Train.Examples, data.Train.Keys, na, 0.5)
 	}
 	return b, nil
 }
 
-// Score returns the probability of each example: the sigmoid of the per-aspect bias plus the
-// position and TF-IDF terms, computed in float64 as fitLexical computes them.
-func (b *LexicalBaseline) Score(exs []Example) []float32 {
-	out := make([]float32, len(exs))
-	for i, e := range exs {
-		a := int(e.Aspect)
-		s := float64(b.bias[a])
-		idx, val := lexicalFeatures(e, b.hp, b.idfTok, b.idfBi)
-		for j, k := range idx {
-			if k < b.hp.VocabSize {
-				s += float64(b.tokens[a*b.hp.VocabSize+k]) * val[j]
-			} else {
-				s += float64(b.bigram[a*b.hp.NgramBuckets+k-b.hp.VocabSize]) * val[j]
-			}
-		}
-		for j, f := range e.Pos {
-			s += float64(b.pos[a*NumPosFeatures+j]) * float64(f)
-		}
-		out[i] = float32(1 / (1 + math.Exp(-s)))
-	}
-	return out
-}
-
-// ScoreSplit returns the probability of each row of s: Score, then the context rescorer (when
-// the baseline has one) over the rows of each instance (s.Keys), as Model.ScoreSplit.
+// ScoreSplit returns the probability of each row of s: the textbook model's, then the context
+// rescorer (when the baseline has one) over the rows of each instance (s.Keys).
 func (b *LexicalBaseline) ScoreSplit(s SplitData) ([]float32, error) {
-	probs := b.Score(s.Examples)
+	probs := b.Textbook.Score(s.Examples)
+	if b.Shifts != nil {
+		for i := range s.Examples {
+			e := &s.Examples[i]
+			probs[i] = float32(sigmoid(b.Textbook.Logit(e) + b.Shifts[e.Aspect]))
+		}
+	}
 	if b.Context == nil {
 		return probs, nil
 	}
 	return b.Context.Rescore(Logits(probs), s.Examples, s.Keys)
 }
 
-// baselineHyperparams returns the hyperparameters Train would use for data with tc.
-func baselineHyperparams(tc config.Tracker, data *Data) *Hyperparams {
-	codes, names := make([]string, len(data.Aspects)), make([]string, len(data.Aspects))
-	for i, a := range data.Aspects {
-		codes[i], names[i] = a.Code, a.Name
+// innerFolds deals the abstracts (PMIDs) of keys into `folds` inner folds: sorted, shuffled with
+// seed on calibrationStream, dealt round-robin. Only the keys' own split is read.
+func innerFolds(keys []RowKey, folds int, seed int64) (map[string]int, error) {
+	var pmids []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if !seen[k.PMID] {
+			seen[k.PMID] = true
+			pmids = append(pmids, k.PMID)
+		}
 	}
-	return NewHyperparams(tc, data.Tokenizer.VocabSize(), data.Manifest.AspectSet, codes, names)
+	if folds < 2 || len(pmids) < folds {
+		return nil, fmt.Errorf("%d inner folds need at least 2 folds and as many abstracts (have %d)", folds, len(pmids))
+	}
+	slices.Sort(pmids)
+	rng := rand.New(rand.NewPCG(uint64(seed), calibrationStream))
+	rng.Shuffle(len(pmids), func(i, j int) { pmids[i], pmids[j] = pmids[j], pmids[i] })
+	fold := make(map[string]int, len(pmids))
+	for i, id := range pmids {
+		fold[id] = i % folds
+	}
+	return fold, nil
+}
+
+// textbookOOF returns the textbook model's out-of-fold logit of every row of train, from the inner
+// folds of innerFolds (the same folds as lexicalOOF's for the same seed).
+func textbookOOF(train SplitData, aspects, folds int, seed int64) ([]float64, error) {
+	if len(train.Keys) != len(train.Examples) {
+		return nil, fmt.Errorf("tracker: out-of-fold: %d keys for %d rows", len(train.Keys), len(train.Examples))
+	}
+	fold, err := innerFolds(train.Keys, folds, seed)
+	if err != nil {
+		return nil, fmt.Errorf("tracker: out-of-fold: %w", err)
+	}
+	logits := make([]float64, len(train.Examples))
+	for f := range folds {
+		var fit, held []int
+		for i, k := range train.Keys {
+			if fold[k.PMID] == f {
+				held = append(held, i)
+			} else {
+				fit = append(fit, i)
+			}
+		}
+		exs := make([]Example, len(fit))
+		for j, i := range fit {
+			exs[j] = train.Examples[i]
+		}
+		tb, err := FitTextbook(exs, aspects)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range held {
+			logits[i] = tb.Logit(&train.Examples[i])
+		}
+	}
+	return logits, nil
 }

@@ -15,6 +15,9 @@ type Example struct {
 	Pos    [NumPosFeatures]float32
 	// Label is 1 when the sentence is relevant; Weight its loss weight (training only).
 	Label, Weight float32
+	// Text is the sentence itself, read by the textbook baseline (word n-grams); the network
+	// reads only IDs.
+	Text string
 }
 
 // lengthBuckets are the padded sentence lengths: a batch is padded to the smallest bucket that

@@ -150,8 +150,8 @@ func (c *ContextRescorer) Rescore(logits []float64, exs []Example, keys []RowKey
 // (lexicalOOF of tracker.lexical_calibration_folds inner folds by abstract), shifted by their
 // per-aspect calibration as the calibrated warm start is, so that the rescorer sees logits placed
 // as the model's (the calibration shifts bestShifts computes from the same logits). Only the train
-// split is read. Train and FitLexicalBaseline call it when
-// tracker.context_rescoring is on, sharing the inner folds with the calibration.
+// split is read. Train calls it when tracker.context_rescoring is on, sharing the inner folds
+// with the calibration.
 func contextFromOOF(logits []float64, train SplitData, aspects int, threshold float64) *ContextRescorer {
 	shifts := bestShifts(logits, train.Examples, aspects, threshold)
 	shifted := make([]float64, len(logits))

@@ -3,8 +3,6 @@ package tracker
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"slices"
 	"strings"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -178,8 +176,8 @@ const calibrationStream = 0xca1
 // this way has seen nothing of its dev or test data. The positive weight (tc.PosWeight) pulls the
 // fitted probabilities up and the L2 penalty pulls them towards the prior, so the F1-optimal cut is
 // rarely at 0.5 and differs per aspect; shifting the bias keeps 0.5 as the operating threshold.
-// Train and FitLexicalBaseline compute the shifts from one lexicalOOF that they share with the
-// context rescorer (contextFromOOF).
+// Train computes the shifts from one lexicalOOF that it shares with the context rescorer
+// (contextFromOOF).
 
 // lexicalOOF returns the lexical regression's out-of-fold logit of every row of train, from the
 // inner K-fold by abstract described above.
@@ -187,23 +185,9 @@ func lexicalOOF(hp *Hyperparams, tc config.Tracker, train SplitData, folds int, 
 	if len(train.Keys) != len(train.Examples) {
 		return nil, fmt.Errorf("tracker: calibration: %d keys for %d rows", len(train.Keys), len(train.Examples))
 	}
-	var pmids []string
-	seen := map[string]bool{}
-	for _, k := range train.Keys {
-		if !seen[k.PMID] {
-			seen[k.PMID] = true
-			pmids = append(pmids, k.PMID)
-		}
-	}
-	if folds < 2 || len(pmids) < folds {
-		return nil, fmt.Errorf("tracker: calibration: %d inner folds need at least 2 folds and as many abstracts (have %d)", folds, len(pmids))
-	}
-	slices.Sort(pmids)
-	rng := rand.New(rand.NewPCG(uint64(seed), calibrationStream))
-	rng.Shuffle(len(pmids), func(i, j int) { pmids[i], pmids[j] = pmids[j], pmids[i] })
-	fold := make(map[string]int, len(pmids))
-	for i, id := range pmids {
-		fold[id] = i % folds
+	fold, err := innerFolds(train.Keys, folds, seed)
+	if err != nil {
+		return nil, fmt.Errorf("tracker: calibration: %w", err)
 	}
 	logits := make([]float64, len(train.Examples))
 	for f := range folds {

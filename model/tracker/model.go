@@ -168,7 +168,7 @@ func (m *Model) ScoreBatch(reqs []Request) ([][]float32, error) {
 // example tokenizes sentence i of an n-sentence abstract exactly as prepare does for TrackerRow.
 func (m *Model) example(sentence string, i, n, aspect int) Example {
 	ids := m.tok.Encode(sentence)
-	return Example{IDs: truncate(ids, m.hp.MaxTokens()), Aspect: int32(aspect), Pos: PositionFeatures(i, n)}
+	return Example{IDs: truncate(ids, m.hp.MaxTokens()), Aspect: int32(aspect), Pos: PositionFeatures(i, n), Text: sentence}
 }
 
 func truncate(ids []int32, n int) []int32 {

@@ -121,6 +121,7 @@ func ReadData(dir string, maxTokens int) (*Data, error) {
 				Pos:    PositionFeatures(int(row.SentenceIndex), int(row.DocLength)),
 				Label:  label,
 				Weight: 1,
+				Text:   row.Sentence,
 			})
 			sp.dst.Keys = append(sp.dst.Keys, RowKey{PMID: row.PMID, Aspect: row.Aspect, SentenceIndex: int(row.SentenceIndex)})
 		}
