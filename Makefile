@@ -78,6 +78,8 @@ FUZZ_TARGETS := ./dataset:FuzzStreamInstances ./dataset:FuzzReadRaw ./dataset:Fu
 	./model/ete:FuzzParse
 # Hugging Face snapshots: safetensors headers, config.json of each family, chat templates (limits).
 FUZZ_TARGETS += ./hf/snapshot:FuzzSnapshotHeader ./hf/encoder:FuzzConfig ./hf/chattemplate:FuzzRender
+# The server's request decoders (chat and text completions, unsupported fields).
+FUZZ_TARGETS += ./serve:FuzzRequestDecoder
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
