@@ -63,8 +63,16 @@ func TestGPUCheckCPUMode(t *testing.T) {
 		}
 		count[step]++
 	}
-	if count["parity"] != 4 || count["train"] != 1 || count["logits"] != 1 || count["export"] != 1 {
-		t.Errorf("results per step %v, want 4 parity and one train, logits and export", count)
+	// Without the fetched Llama 3.1 tokenizer the script skips the LoRA runs (their prompts do not
+	// fit the byte-level test tokenizer) and says so; CI runs this test again after fetching it.
+	_, err = os.Stat(filepath.Join(root, "hf", "tokenizer", "testdata", "hf", "llama3", "tokenizer.json"))
+	runs := 1
+	if err != nil {
+		runs = 0
+		t.Log("hf/tokenizer/testdata/hf/llama3 is absent (tools/hftokenizer/fetch.sh): the LoRA runs are skipped")
+	}
+	if count["parity"] != 4 || count["train"] != runs || count["logits"] != runs || count["export"] != runs {
+		t.Errorf("results per step %v, want 4 parity and %d train, logits and export", count, runs)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "gpu-check.md"))
 	if err != nil || !strings.Contains(string(md), "| llama | go |") {
