@@ -111,34 +111,11 @@ func innerFolds(keys []RowKey, folds int, seed int64) (map[string]int, error) {
 // textbookOOF returns the textbook model's out-of-fold logit of every row of train, from the inner
 // folds of innerFolds (the same folds as lexicalOOF's for the same seed).
 func textbookOOF(train SplitData, aspects, folds int, seed int64) ([]float64, error) {
-	if len(train.Keys) != len(train.Examples) {
-		return nil, fmt.Errorf("tracker: out-of-fold: %d keys for %d rows", len(train.Keys), len(train.Examples))
-	}
-	fold, err := innerFolds(train.Keys, folds, seed)
-	if err != nil {
-		return nil, fmt.Errorf("tracker: out-of-fold: %w", err)
-	}
-	logits := make([]float64, len(train.Examples))
-	for f := range folds {
-		var fit, held []int
-		for i, k := range train.Keys {
-			if fold[k.PMID] == f {
-				held = append(held, i)
-			} else {
-				fit = append(fit, i)
-			}
-		}
-		exs := make([]Example, len(fit))
-		for j, i := range fit {
-			exs[j] = train.Examples[i]
-		}
+	return outOfFold("out-of-fold", train, folds, seed, func(exs []Example) (func(*Example) float64, error) {
 		tb, err := FitTextbook(exs, aspects)
 		if err != nil {
 			return nil, err
 		}
-		for _, i := range held {
-			logits[i] = tb.Logit(&train.Examples[i])
-		}
-	}
-	return logits, nil
+		return tb.Logit, nil
+	})
 }

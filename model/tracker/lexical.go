@@ -182,31 +182,44 @@ const calibrationStream = 0xca1
 // lexicalOOF returns the lexical regression's out-of-fold logit of every row of train, from the
 // inner K-fold by abstract described above.
 func lexicalOOF(hp *Hyperparams, tc config.Tracker, train SplitData, folds int, seed int64) ([]float64, error) {
+	return outOfFold("calibration", train, folds, seed, func(exs []Example) (func(*Example) float64, error) {
+		idfTok, idfBi := idfTables(hp, exs)
+		w := fitLexicalWeights(hp, weighTraining(exs, tc), idfTok, idfBi, tc.LexicalL2)
+		return func(e *Example) float64 { return w.logit(*e, hp, idfTok, idfBi) }, nil
+	})
+}
+
+// outOfFold returns the out-of-fold logit of every row of train: for each inner fold by abstract
+// (innerFolds), a model is fitted on the other folds' rows and scores the fold's own. what names
+// the caller in errors.
+func outOfFold(what string, train SplitData, folds int, seed int64, fit func(exs []Example) (func(*Example) float64, error)) ([]float64, error) {
 	if len(train.Keys) != len(train.Examples) {
-		return nil, fmt.Errorf("tracker: calibration: %d keys for %d rows", len(train.Keys), len(train.Examples))
+		return nil, fmt.Errorf("tracker: %s: %d keys for %d rows", what, len(train.Keys), len(train.Examples))
 	}
 	fold, err := innerFolds(train.Keys, folds, seed)
 	if err != nil {
-		return nil, fmt.Errorf("tracker: calibration: %w", err)
+		return nil, fmt.Errorf("tracker: %s: %w", what, err)
 	}
 	logits := make([]float64, len(train.Examples))
 	for f := range folds {
-		var fit, held []int
+		var fitRows, held []int
 		for i, k := range train.Keys {
 			if fold[k.PMID] == f {
 				held = append(held, i)
 			} else {
-				fit = append(fit, i)
+				fitRows = append(fitRows, i)
 			}
 		}
-		exs := make([]Example, len(fit))
-		for j, i := range fit {
+		exs := make([]Example, len(fitRows))
+		for j, i := range fitRows {
 			exs[j] = train.Examples[i]
 		}
-		idfTok, idfBi := idfTables(hp, exs)
-		w := fitLexicalWeights(hp, weighTraining(exs, tc), idfTok, idfBi, tc.LexicalL2)
+		logit, err := fit(exs)
+		if err != nil {
+			return nil, err
+		}
 		for _, i := range held {
-			logits[i] = w.logit(train.Examples[i], hp, idfTok, idfBi)
+			logits[i] = logit(&train.Examples[i])
 		}
 	}
 	return logits, nil
