@@ -188,12 +188,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use GET")
-		return
-	}
-	if !s.authorized(w, r) {
+	if !s.admit(w, r, http.MethodGet) {
 		return
 	}
 	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelInfo{{
@@ -203,12 +198,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 
 // model is GET /v1/models/{id}: the served model, or a 404 naming it.
 func (s *Server) model(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use GET")
-		return
-	}
-	if !s.authorized(w, r) {
+	if !s.admit(w, r, http.MethodGet) {
 		return
 	}
 	id := strings.TrimPrefix(r.URL.Path, "/v1/models/")
@@ -218,6 +208,17 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, modelInfo{ID: s.opts.ModelName, Object: "model", Created: s.created, OwnedBy: "tracksum"})
+}
+
+// admit answers a request of another method than method (405) or without the API key (401) and
+// reports whether the route may go on.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use "+method)
+		return false
+	}
+	return s.authorized(w, r)
 }
 
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
@@ -318,12 +319,7 @@ func readCompletion(body []byte) (call, string) {
 // the request timeout, stop strings, then write.
 func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte) (call, string), write func(http.ResponseWriter, call, answer)) {
 	info := logInfo(r)
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		s.fail(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "use POST")
-		return
-	}
-	if !s.authorized(w, r) {
+	if !s.admit(w, r, http.MethodPost) {
 		return
 	}
 	// The whole body is read (within BodyTimeout and MaxBodyBytes) before admission: a client
