@@ -52,22 +52,7 @@ func (m *Model) weight(g *Graph, name string) *Node { return m.weightAs(g, name,
 // GoMLX recomputes the converted copy in the backward pass instead of keeping it from the forward
 // pass (a float32 copy of every bf16 weight of the model, otherwise).
 func (m *Model) weightAs(g *Graph, name string, dt dtypes.DType, anchor *Node) *Node {
-	w := m.base[name].ValueGraph(g)
-	if w.DType() == dt {
-		return w
-	}
-	if anchor != nil {
-		w = SchedulingBarrier(w, anchor)
-	}
-	return ConvertDType(w, dt)
-}
-
-// as returns x converted to dt (x itself when it has that dtype).
-func as(x *Node, dt dtypes.DType) *Node {
-	if x.DType() == dt {
-		return x
-	}
-	return ConvertDType(x, dt)
+	return layers.ConvertFrozen(m.base[name].ValueGraph(g), dt, anchor)
 }
 
 // linear applies projection p to x [n, in], n = batch·tokens: x Wᵀ (+ b) (+ scale · dropout(x) Aᵀ Bᵀ
@@ -82,7 +67,7 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 		y = Add(y, ExpandAxes(m.weightAs(g, p.key+".bias", dt, anchor), 0))
 	}
 	if a, ok := m.a[p.key]; ok {
-		xd := as(x, dtypes.Float32)
+		xd := layers.As(x, dtypes.Float32)
 		if m.lora.Dropout > 0 {
 			// Dropout sees the examples on axis 0, as the sharded training step requires.
 			n, in := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
@@ -90,7 +75,7 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 		}
 		low := layers.ProductTransposed(xd, a.ValueGraph(g))             // [n, r]
 		delta := layers.ProductTransposed(low, m.b[p.key].ValueGraph(g)) // [n, out]
-		y = as(Add(as(y, dtypes.Float32), MulScalar(delta, m.lora.Scale())), dt)
+		y = layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(delta, m.lora.Scale())), dt)
 	}
 	return y
 }
@@ -101,15 +86,15 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 // anchor: see weightAs.
 func (m *Model) rmsNorm(x *Node, name string, out dtypes.DType, anchor *Node) *Node {
 	g := x.Graph()
-	x = as(x, dtypes.Float32)
+	x = layers.As(x, dtypes.Float32)
 	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
 	// Div by Sqrt rather than Rsqrt: GoMLX v0.28.6 defines no gradient for Rsqrt.
 	normed := Div(x, Sqrt(AddScalar(ms, m.cfg.RMSNormEps)))
 	if m.cfg.Gemma() {
 		w := AddScalar(m.weightAs(g, name, dtypes.Float32, anchor), 1)
-		return as(Mul(normed, ExpandAxes(w, 0)), out)
+		return layers.As(Mul(normed, ExpandAxes(w, 0)), out)
 	}
-	return Mul(as(normed, out), ExpandAxes(m.weightAs(g, name, out, anchor), 0))
+	return Mul(layers.As(normed, out), ExpandAxes(m.weightAs(g, name, out, anchor), 0))
 }
 
 // embed looks tokens [B, T] up: [B*T, H] in the model's dtype.
@@ -133,7 +118,7 @@ func (m *Model) rope(positions *Node) (cos, sin *Node) {
 	pos := ConvertDType(positions, dtypes.Float32)              // [B, T]
 	freqs := Mul(ExpandAxes(pos, -1), ExpandLeftToRank(inv, 3)) // [B, T, D/2]
 	emb := Concatenate([]*Node{freqs, freqs}, -1)               // [B, T, D]
-	return as(ExpandAxes(Cos(emb), 1), m.dtype()), as(ExpandAxes(Sin(emb), 1), m.dtype())
+	return layers.As(ExpandAxes(Cos(emb), 1), m.dtype()), layers.As(ExpandAxes(Sin(emb), 1), m.dtype())
 }
 
 // applyRope rotates x [B, heads, T, D]: x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1].
@@ -215,7 +200,7 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 		scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), 1/math.Sqrt(float64(c.HeadDim)))
 		// The softmax and its mask in float32 (transformers' eager attention: softmax in float32,
 		// cast back to the values' dtype).
-		probs := as(layers.SoftmaxLast(Add(as(scores, dtypes.Float32), bias)), dt)
+		probs := layers.As(layers.SoftmaxLast(Add(layers.As(scores, dtypes.Float32), bias)), dt)
 		att := layers.AttentionValues(probs, repeatKV(all.v, rep)) // [B, heads, T, D]
 		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), b*t, c.Heads*c.HeadDim)
 		h = Add(h, m.linear(scope, p[3], att, b, anchor))
@@ -231,7 +216,7 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 	if dt != dtypes.Float32 {
 		// transformers' final norm returns the model's dtype: the float32 hidden states hold
 		// those values (exactly: a widening conversion).
-		h = as(as(h, dt), dtypes.Float32)
+		h = layers.As(layers.As(h, dt), dtypes.Float32)
 	}
 	return Reshape(h, b, t, c.Hidden)
 }
@@ -265,7 +250,7 @@ func (m *Model) logits(_ *gomlxmodel.Scope, hidden *Node) *Node {
 	}
 	// In bf16 the product is bfloat16 (transformers' lm_head), its logits widened to float32.
 	dt := m.dtype()
-	y := as(layers.ProductTransposed(as(Reshape(hidden, n, m.cfg.Hidden), dt), m.weightAs(g, head, dt, nil)), dtypes.Float32)
+	y := layers.As(layers.ProductTransposed(layers.As(Reshape(hidden, n, m.cfg.Hidden), dt), m.weightAs(g, head, dt, nil)), dtypes.Float32)
 	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), m.cfg.Vocab)...)
 }
 
@@ -343,7 +328,7 @@ func (m *Model) step(scope *gomlxmodel.Scope, cache *KVCache, tokens, positions,
 	keep := OneMinus(ReduceSum(onehot, 0))                                                                                 // [L]
 	keep = Reshape(keep, 1, 1, maxLen, 1)
 	next := &KVCache{Keys: make([]*Node, len(cache.Keys)), Values: make([]*Node, len(cache.Values))}
-	onehot, keep = as(onehot, m.dtype()), as(keep, m.dtype())
+	onehot, keep = layers.As(onehot, m.dtype()), layers.As(keep, m.dtype())
 	place := func(old, nw *Node) *Node {
 		var placed *Node
 		if m.compute.BF16 {

@@ -64,11 +64,11 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 		k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key", x, anchor), c.Heads)
 		v := layers.SplitHeads(m.linearIn(layer, p+".attention.self.value", x, anchor), c.Heads)
 		// The softmax and its mask in float32 (the scores' product in the model's dtype).
-		scores := as(MulScalar(layers.AttentionScores(q, k), 1/math.Sqrt(float64(c.HeadDim()))), dtypes.Float32)
+		scores := layers.As(MulScalar(layers.AttentionScores(q, k), 1/math.Sqrt(float64(c.HeadDim()))), dtypes.Float32)
 		if bias != nil {
 			scores = Add(scores, bias)
 		}
-		probs := as(layers.Dropout(layer, layers.SoftmaxLast(scores), c.AttentionDropout), dt)
+		probs := layers.As(layers.Dropout(layer, layers.SoftmaxLast(scores), c.AttentionDropout), dt)
 		ctx := layers.MergeHeads(layers.AttentionValues(probs, v))
 		// BertSelfOutput: dense, dropout, LayerNorm of the residual sum (post-LN).
 		h := layers.Dropout(layer, m.linearIn(layer, p+".attention.output.dense", ctx, anchor), c.HiddenDropout)
@@ -81,7 +81,7 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 	if m.compute.GradientCheckpointing {
 		x = x.StopCheckpoint()
 	}
-	return as(x, dtypes.Float32)
+	return layers.As(x, dtypes.Float32)
 }
 
 // CLS returns the hidden state of the first token ([CLS]) of hidden [B, T, Hidden]: [B, Hidden].
@@ -97,7 +97,7 @@ func (m *Model) Pooled(scope *gomlxmodel.Scope, hidden *Node) *Node {
 	if !m.pooler {
 		return cls
 	}
-	return as(Tanh(m.linear(scope.In("pooler"), "pooler.dense", as(cls, m.dtype()))), dtypes.Float32)
+	return layers.As(Tanh(m.linear(scope.In("pooler"), "pooler.dense", layers.As(cls, m.dtype()))), dtypes.Float32)
 }
 
 // Classify applies BertForSequenceClassification's head to pooled [B, Hidden]: dropout (hidden
@@ -129,22 +129,7 @@ func (m *Model) weightAs(g *Graph, rel string, dt dtypes.DType, anchor *Node) *N
 	if v == nil {
 		exceptions.Panicf("encoder: weight %s was not loaded", m.prefix+rel)
 	}
-	w := v.NodeValue(g)
-	if w.DType() == dt {
-		return w
-	}
-	if anchor != nil {
-		w = SchedulingBarrier(w, anchor)
-	}
-	return ConvertDType(w, dt)
-}
-
-// as returns x converted to dt (x itself when it has that dtype).
-func as(x *Node, dt dtypes.DType) *Node {
-	if x.DType() == dt {
-		return x
-	}
-	return ConvertDType(x, dt)
+	return layers.ConvertFrozen(v.NodeValue(g), dt, anchor)
 }
 
 // linear is nn.Linear of module key (relative, without ".weight") over the last axis of x, plus
@@ -165,9 +150,9 @@ func (m *Model) linearIn(scope *gomlxmodel.Scope, key string, x, anchor *Node) *
 	if a == nil {
 		return y
 	}
-	xin := layers.Dropout(scope.In("%s", key+".lora"), as(x, dtypes.Float32), m.lora.Dropout)
+	xin := layers.Dropout(scope.In("%s", key+".lora"), layers.As(x, dtypes.Float32), m.lora.Dropout)
 	down := dense(xin, a.NodeValue(g), nil)
-	return as(Add(as(y, dtypes.Float32), MulScalar(dense(down, b.NodeValue(g), nil), m.lora.Scale())), dt)
+	return layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(dense(down, b.NodeValue(g), nil), m.lora.Scale())), dt)
 }
 
 // dense is x [..., in] @ wᵀ (w [out, in], Hugging Face's layout) + b ([out] or nil): [..., out].
@@ -185,8 +170,8 @@ func dense(x, w, b *Node) *Node {
 // layerNorm is nn.LayerNorm(Hidden, eps=layer_norm_eps) of module key (relative), computed in
 // float32 and returned in x's dtype. anchor: see weightAs.
 func (m *Model) layerNorm(g *Graph, key string, x, anchor *Node) *Node {
-	y := layers.LayerNorm(as(x, dtypes.Float32), m.weightAs(g, key+".weight", dtypes.Float32, anchor), m.weightAs(g, key+".bias", dtypes.Float32, anchor), m.cfg.LayerNormEps)
-	return as(y, x.DType())
+	y := layers.LayerNorm(layers.As(x, dtypes.Float32), m.weightAs(g, key+".weight", dtypes.Float32, anchor), m.weightAs(g, key+".bias", dtypes.Float32, anchor), m.cfg.LayerNormEps)
+	return layers.As(y, x.DType())
 }
 
 // activation is transformers' ACT2FN[hidden_act].

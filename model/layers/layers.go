@@ -173,3 +173,25 @@ func expandBias(bias *Node, dims []int) *Node {
 	}
 	return bias
 }
+
+// As returns x converted to dt (x itself when it has that dtype).
+func As(x *Node, dt dtypes.DType) *Node {
+	if x.DType() == dt {
+		return x
+	}
+	return ConvertDType(x, dt)
+}
+
+// ConvertFrozen returns the frozen weight w converted to dt. With anchor (a node of a
+// checkpointed layer, under gradient checkpointing), the conversion is made to depend on it, so
+// that GoMLX recomputes the converted copy in the backward pass instead of keeping it from the
+// forward pass (a float32 copy of every bf16 weight of the model, otherwise).
+func ConvertFrozen(w *Node, dt dtypes.DType, anchor *Node) *Node {
+	if w.DType() == dt {
+		return w
+	}
+	if anchor != nil {
+		w = SchedulingBarrier(w, anchor)
+	}
+	return ConvertDType(w, dt)
+}
