@@ -105,3 +105,12 @@ func SetGoParallelism(b compute.Backend, n int) bool {
 	set.Call([]reflect.Value{reflect.ValueOf(n)})
 	return true
 }
+
+// CompilesPerShape reports whether the process-wide backend compiles a program for each new input
+// shape (the XLA backends: about half a minute for a 30-layer decoder's training step on an H100,
+// docs/gpu.md), rather than running any shape at no extra cost (the pure-Go backend). Callers
+// that pad batches then use few shapes (powers of two) instead of tight ones.
+func CompilesPerShape() bool {
+	b, name, err := Backend()
+	return err == nil && b != nil && !strings.HasPrefix(strings.TrimSpace(name), "go")
+}

@@ -100,6 +100,10 @@ else
 	env_row xla_flags "${XLA_FLAGS:-}"
 fi
 env_row backend "$GOMLX_BACKEND"
+# Comparisons with float32 references run without TF32 (go-xla turns it on for float32 matmuls on
+# CUDA by default; the first check measured ~4e-3 differences with it): EXACT is their backend.
+EXACT="$GOMLX_BACKEND"
+[ "$CPU" = 1 ] || EXACT="$GOMLX_BACKEND,tf32=false"
 env_row python "$("$PY" -c 'import sys; print(sys.version.split()[0])' 2>&1); $("$PY" -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)' 2>&1 | tail -1)"
 tok=()
 if [ -s "$TOKENIZER/tokenizer.json" ] && [ -s "$TOKENIZER/tokenizer_config.json" ]; then
@@ -110,8 +114,29 @@ else
 fi
 render
 
+# smi_start NAME / smi_stop: the GPU memory in use while a step runs (nvidia-smi every 200 ms; go-xla
+# does not preallocate on CUDA, so its BFC allocator's growth shows), as a gpu_memory row.
+smi_pid="" smi_name="" smi_file="$WORK/nvidia-smi.csv"
+smi_start() {
+	smi_name=$1
+	[ "$CPU" = 1 ] && return 0
+	command -v nvidia-smi >/dev/null || return 0
+	nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader,nounits -lms 200 >"$smi_file" 2>/dev/null &
+	smi_pid=$!
+}
+smi_stop() {
+	[ -n "$smi_pid" ] || return 0
+	kill "$smi_pid" 2>/dev/null
+	wait "$smi_pid" 2>/dev/null
+	smi_pid=""
+	awk -F', *' -v name="$smi_name" '$1+0 > peak { peak = $1+0; total = $2+0 }
+		END { if (peak > 0) printf "{\"step\":\"gpu_memory\",\"name\":\"%s\",\"peak_used_bytes\":%d,\"total_bytes\":%d}\n", name, peak*1048576, total*1048576 }' "$smi_file" >>"$RES"
+	render
+}
+
 # (b) parity goldens of every family on the backend.
-step "parity goldens (4 families)" 120 "$BIN" parity
+step "parity goldens (4 families, TF32 off)" 120 env GOMLX_BACKEND="$EXACT" "$BIN" parity
+[ "$CPU" = 1 ] || step "parity goldens (4 families, TF32 on: go-xla's default)" 120 "$BIN" parity
 
 # (c) our LoRA steps; (e) PEFT/transformers load them; (d) the reference steps.
 # Each run is "task shape batch max_seq_len steps [precision [ckpt]]"; precision (f32, bf16, auto)
@@ -126,9 +151,9 @@ elif [ "$CPU" = 1 ]; then
 else
 	# In order of value: the recipe's shapes in bf16 first (the summarizer's 16 x 2,048 on two 8B
 	# layers with checkpointing, as the plan chooses), then without checkpointing, f32, and 1B.
-	runs=("tracker smollm2-135m 32 128 5 bf16" "summarizer llama-3.1-8b-2l 16 2048 3 bf16 ckpt" "tracker llama-3.1-8b-2l 32 128 5 bf16"
-		"summarizer smollm2-135m 8 1024 5 bf16" "summarizer llama-3.1-8b-2l 16 2048 3 bf16" "tracker smollm2-135m 32 128 5 f32"
-		"tracker llama-3.2-1b 32 128 5 bf16")
+	runs=("tracker smollm2-135m 32 128 12 bf16" "summarizer llama-3.1-8b-2l 16 2048 6 bf16 ckpt" "tracker llama-3.1-8b-2l 32 128 12 bf16"
+		"summarizer smollm2-135m 8 1024 12 bf16" "summarizer llama-3.1-8b-2l 16 2048 6 bf16" "tracker smollm2-135m 32 128 12 f32"
+		"tracker llama-3.2-1b 32 128 12 bf16")
 fi
 for r in "${runs[@]}"; do
 	read -r task shape batch seq steps precision ckpt <<<"$r"
@@ -149,17 +174,25 @@ for r in "${runs[@]}"; do
 	sec=$(printf '%s' "$task" | tr '[:lower:]' '[:upper:]')
 	[ -n "${precision:-}" ] && settings+=("TRACKSUM_${sec}_TRAIN_PRECISION=$precision")
 	[ "${ckpt:-}" = ckpt ] && settings+=("TRACKSUM_${sec}_TRAIN_GRADIENT_CHECKPOINTING=true")
+	smi_start "train $name"
 	step "train $name" 240 env "${settings[@]}" "$BIN" train --task "$task" --snapshot "$WORK/snap-$shape" --out "$WORK/$name" \
-		--steps "$steps" --batch "$batch" --seq "$seq" || continue
+		--steps "$steps" --batch "$batch" --seq "$seq"
+	rc=$?
+	smi_stop
+	[ $rc -eq 0 ] || continue
 	ck="$WORK/$name/$task"
-	step "logits $name" 120 "$BIN" logits --checkpoint "$ck" --out "$WORK/$name/logits.safetensors"
+	step "logits $name" 120 env GOMLX_BACKEND="$EXACT" "$BIN" logits --checkpoint "$ck" --out "$WORK/$name/logits.safetensors"
 	step "export $name" 120 "$BIN" export --checkpoint "$ck" --out "$WORK/$name/export"
 	step "PEFT/transformers load $name" 180 "$PY" scripts/gpucheck/peft_check.py load --checkpoint "$ck" \
 		--export "$WORK/$name/export" --ours "$WORK/$name/logits.safetensors" --task "$task"
 	ref_dtype=bfloat16
 	[ "${precision:-}" = f32 ] && ref_dtype=float32
+	ref_ckpt=()
+	[ "${ckpt:-}" = ckpt ] && ref_ckpt=(--gradient-checkpointing)
+	smi_start "PEFT reference steps $name"
 	step "PEFT reference steps $name" 240 "$PY" scripts/gpucheck/peft_check.py train --checkpoint "$ck" \
-		--task "$task" --batch "$batch" --seq "$seq" --steps "$steps" --dtype "$ref_dtype"
+		--task "$task" --batch "$batch" --seq "$seq" --steps "$steps" --dtype "$ref_dtype" "${ref_ckpt[@]}"
+	smi_stop
 done
 
 # (f) the prepared shards with pyarrow (any run's prepared/ directory).

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -16,6 +17,26 @@ const (
 )
 
 func roundUp(n, m int) int { return max(m, (n+m-1)/m*m) }
+
+// bucketLen is the padded length of n: the next multiple of step on the go backend, where a new
+// shape costs nothing, and the next power of two (at least step) on a backend that compiles a
+// program per shape (model.CompilesPerShape): the first GPU check spent ~35 s of each 5-step run's
+// step compiling, because every batch of multiples of 16 was a new shape.
+func bucketLen(n, step int) int {
+	if !model.CompilesPerShape() {
+		return roundUp(n, step)
+	}
+	return pow2Len(n, step)
+}
+
+// pow2Len is the least power-of-two multiple of step (a power of two) that holds n.
+func pow2Len(n, step int) int {
+	p := step
+	for p < n {
+		p *= 2
+	}
+	return p
+}
 
 // lossPositions lists, for an answer example, the positions t whose logits predict a label
 // (labels[t+1] is not decoder.IgnoreLabel) and those labels.
@@ -34,7 +55,7 @@ func padTokens(exs []Example, pad int32) (tokens *tensors.Tensor, mask *tensors.
 	for _, e := range exs {
 		t = max(t, len(e.Tokens))
 	}
-	t = roundUp(t, seqBucket)
+	t = bucketLen(t, seqBucket)
 	tok := make([]int32, len(exs)*t)
 	msk := make([]float32, len(exs)*t)
 	for b, e := range exs {
@@ -59,7 +80,7 @@ func answerBatch(exs []Example, pad int32) training.Batch {
 		all = append(all, [2][]int32{p, g})
 		k = max(k, len(p))
 	}
-	k = roundUp(k, answerBucket)
+	k = bucketLen(k, answerBucket)
 	pos := make([]int32, len(exs)*k)
 	tgt := make([]int32, len(exs)*k)
 	w := make([]float32, len(exs)*k)

@@ -210,8 +210,8 @@ func (g *generator) layout(prompts [][]int32, maxNew int) (s, capacity int, err 
 		}
 		longest, gen = max(longest, len(p)), max(gen, min(maxNew, ctxLen-len(p)))
 	}
-	s = roundUp(longest, seqBucket)
-	return s, roundUp(s+gen, cacheBucket), nil
+	s = bucketLen(longest, seqBucket)
+	return s, bucketLen(s+gen, cacheBucket), nil
 }
 
 // mergedRows copies a [B, V] distribution row by row, moving the probability of every stop token

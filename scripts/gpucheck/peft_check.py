@@ -40,6 +40,8 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--gradient-checkpointing", action="store_true",
+                    help="recompute each layer in the backward pass, as our run with train.gradient_checkpointing")
     a = ap.parse_args()
     step = "peft" if a.mode == "load" else "reference"
     try:
@@ -114,6 +116,9 @@ def train(a):
     dev = device()
     dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}[a.dtype]
     base = AutoModelForCausalLM.from_pretrained(base_dir(a.checkpoint), torch_dtype=dtype).to(dev)
+    if a.gradient_checkpointing:
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        base.enable_input_require_grads()
     model = PeftModel.from_pretrained(base, os.path.join(a.checkpoint, "adapter"), is_trainable=True).to(dev)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
@@ -136,13 +141,13 @@ def train(a):
         out.loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        losses.append(float(out.loss))
+        losses.append(float(out.loss.detach()))
     if dev == "cuda":
         torch.cuda.synchronize()
     secs = time.time() - start
     peak = torch.cuda.max_memory_allocated() if dev == "cuda" else None
     emit(step="reference", task=a.task, snapshot=base_dir(a.checkpoint), device=dev, dtype=a.dtype, batch=a.batch,
-         max_seq_len=a.seq, steps=a.steps, tokens_per_sec=a.batch * a.seq * a.steps / secs, first_loss=losses[0],
+         max_seq_len=a.seq, steps=a.steps, gradient_checkpointing=a.gradient_checkpointing, tokens_per_sec=a.batch * a.seq * a.steps / secs, first_loss=losses[0],
          losses=losses, peak_bytes=peak, ok=True)
     return 0
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
@@ -42,7 +43,7 @@ func parityCommand() cli.Command {
 			failed := 0
 			for _, fam := range []string{"llama", "mistral", "qwen2", "gemma"} {
 				start := time.Now()
-				res := map[string]any{"step": "parity", "family": fam, "backend": name, "tolerance": parityTol}
+				res := map[string]any{"step": "parity", "family": fam, "backend": name, "tf32": tf32(name), "tolerance": parityTol}
 				diffs, err := parity(filepath.Join(dir, fam))
 				ok := err == nil
 				for k, v := range diffs {
@@ -144,4 +145,18 @@ func maxDiff(got, want *tensors.Tensor, mask []int32) float64 {
 		}
 	}
 	return worst
+}
+
+// tf32 says whether the backend's float32 matmuls use TF32 (go-xla's default on CUDA: ~1e-3
+// relative error, outside the goldens' tolerance; "tf32=false" in GOMLX_BACKEND turns it off).
+func tf32(backend string) string {
+	switch {
+	case !strings.HasPrefix(backend, "xla"):
+		return "n/a"
+	case strings.Contains(backend, "tf32=false"):
+		return "off"
+	case strings.Contains(strings.ToLower(backend), "cuda"):
+		return "on"
+	}
+	return "n/a"
 }

@@ -98,10 +98,11 @@ func markdown(rows []map[string]any) string {
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
 		}
 	}
-	section("parity", "Parity with the float32 PyTorch goldens (max |diff|)", []string{"family", "backend", "hidden_max_abs_diff", "logits_max_abs_diff", "lora_logits_max_abs_diff", "loss_abs_diff", "ok"})
+	section("parity", "Parity with the float32 PyTorch goldens (max |diff|)", []string{"family", "tf32", "hidden_max_abs_diff", "logits_max_abs_diff", "lora_logits_max_abs_diff", "loss_abs_diff", "ok"})
 	section("snapshot", "Random snapshots", []string{"shape", "detail", "vocab", "dtype", "seconds"})
-	section("train", "LoRA steps (tracksum)", []string{"task", "snapshot", "backend", "precision", "gradient_checkpointing", "batch", "max_seq_len", "steps", "tokens_per_sec", "train_loss", "dev_loss", "peak_rss_bytes", "plan_total_bytes", "ok"})
-	section("reference", "LoRA steps (transformers + PEFT)", []string{"task", "snapshot", "device", "dtype", "batch", "max_seq_len", "steps", "tokens_per_sec", "first_loss", "peak_bytes", "ok"})
+	section("train", "LoRA steps (tracksum)", []string{"task", "snapshot", "precision", "gradient_checkpointing", "batch", "max_seq_len", "steps", "tokens_per_sec", "steady_tokens_per_sec", "train_loss", "dev_loss", "peak_rss_bytes", "plan_total_bytes", "ok"})
+	section("reference", "LoRA steps (transformers + PEFT)", []string{"task", "snapshot", "device", "dtype", "gradient_checkpointing", "batch", "max_seq_len", "steps", "tokens_per_sec", "first_loss", "peak_bytes", "ok"})
+	section("gpu_memory", "GPU memory in use during each step (nvidia-smi, sampled every 200 ms)", []string{"name", "peak_used_bytes", "total_bytes"})
 	section("peft", "PEFT and transformers load our adapter and export (logits vs ours)", []string{"checkpoint", "what", "max_abs_diff", "tolerance", "ok"})
 	section("parquet", "Prepared shards read with pyarrow", []string{"file", "rows", "columns", "ok"})
 	b.WriteString("\nGB = 10^9 bytes, GiB = 2^30 bytes.\n")
@@ -130,7 +131,7 @@ func cell(col string, v any) string {
 		return plan.Bytes(int64(f))
 	case isNum && strings.Contains(col, "diff"):
 		return fmt.Sprintf("%.2g", f)
-	case isNum && slices.Contains([]string{"tokens_per_sec", "train_loss", "dev_loss", "first_loss", "seconds"}, col):
+	case isNum && slices.Contains([]string{"tokens_per_sec", "steady_tokens_per_sec", "train_loss", "dev_loss", "first_loss", "seconds"}, col):
 		return fmt.Sprintf("%.4g", f)
 	}
 	return str(v)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,6 +78,8 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	loop := func(l *config.TrainLoop) {
 		l.MaxSteps, l.EvalEvery, l.BatchSize, l.GradAccumulation = steps, steps, batch, 1
 		l.WarmupSteps, l.LearningRate, l.Patience = 0, 1e-4, 0
+		// A train row per step: the steady speed is their median (steadySpeed).
+		l.LogEvery = 1
 	}
 	req := training.Request{Data: data, Out: ck, Log: os.Stderr}
 	start := time.Now()
@@ -117,6 +120,10 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	res["tokens_per_sec"], res["examples_per_sec"], res["train_seconds"] = rep.TokensPerSec, rep.ExamplesPerSec, rep.TrainSeconds
 	res["trainable_parameters"], res["dev"] = rep.Trainable, rep.Dev
 	res["train_loss"], res["dev_loss"] = losses(filepath.Join(ck, training.MetricsFile))
+	if eps := steadySpeed(filepath.Join(ck, training.MetricsFile)); eps > 0 && rep.ExamplesPerSec > 0 {
+		res["steady_examples_per_sec"] = eps
+		res["steady_tokens_per_sec"] = eps * rep.TokensPerSec / rep.ExamplesPerSec
+	}
 	// The plan of the same shapes (float32, no checkpointing: what the go backend runs today),
 	// to compare its total with the measured peak.
 	if s, err := snapshot.OpenConfig(snap); err == nil {
@@ -147,6 +154,34 @@ func envSettings(task, backend string) (string, bool) {
 	}
 	ck, _ := strconv.ParseBool(os.Getenv(prefix + "GRADIENT_CHECKPOINTING"))
 	return p, ck
+}
+
+// steadySpeed is the median examples/s of the per-step train rows of a metrics.jsonl after the
+// first (which compiles the step on an XLA backend): the speed of a long run, where the report's
+// mean over a few steps is mostly compilation. 0 with fewer than three rows.
+func steadySpeed(path string) float64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var speeds []float64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var row struct {
+			Split string   `json:"split"`
+			EPS   *float64 `json:"examples_per_sec"`
+		}
+		if json.Unmarshal(sc.Bytes(), &row) == nil && row.Split == "train" && row.EPS != nil {
+			speeds = append(speeds, *row.EPS)
+		}
+	}
+	if len(speeds) < 3 {
+		return 0
+	}
+	speeds = speeds[1:]
+	slices.Sort(speeds)
+	return speeds[len(speeds)/2]
 }
 
 // losses returns the last train and dev losses of a metrics.jsonl (nil when absent).
