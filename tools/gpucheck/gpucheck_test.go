@@ -75,7 +75,7 @@ func TestGPUCheckCPUMode(t *testing.T) {
 		t.Errorf("results per step %v, want 4 parity and %d train, logits and export", count, runs)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "gpu-check.md"))
-	if err != nil || !strings.Contains(string(md), "| llama | go |") {
+	if err != nil || !strings.Contains(string(md), "| llama | n/a |") {
 		t.Errorf("gpu-check.md lacks the parity table: %v\n%s", err, md)
 	}
 }
@@ -84,12 +84,51 @@ func TestGPUCheckCPUMode(t *testing.T) {
 func TestMarkdown(t *testing.T) {
 	rows := []map[string]any{
 		{"step": "status", "name": "train x", "status": "ok", "seconds": 3.0},
-		{"step": "train", "task": "tracker", "peak_rss_bytes": 16060522496.0, "tokens_per_sec": 1234.5678, "ok": true},
+		{"step": "train", "task": "tracker", "peak_rss_bytes": 16060522496.0, "tokens_per_sec": 1234.5678, "steady_tokens_per_sec": 29512.3, "ok": true},
+		{"step": "gpu_memory", "name": "train x", "peak_used_bytes": 5882511360.0, "total_bytes": 85520809984.0},
 	}
 	md := markdown(rows)
-	for _, want := range []string{"| train x | ok | 3 |", "16.06 GB (14.96 GiB)", "1235", "GB = 10^9 bytes, GiB = 2^30 bytes"} {
+	for _, want := range []string{"| train x | ok | 3 |", "16.06 GB (14.96 GiB)", "1235", "2.951e+04", "| train x | 5.88 GB (5.48 GiB) |",
+		"GB = 10^9 bytes, GiB = 2^30 bytes"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// steadySpeed is the median of the per-step rows after the first (the compiling one).
+func TestSteadySpeed(t *testing.T) {
+	tests := []struct {
+		name string
+		rows string
+		want float64
+	}{
+		{"compile then steady", `{"split":"train","examples_per_sec":1}
+{"split":"train","examples_per_sec":100}
+{"split":"dev","loss":0.5}
+{"split":"train","examples_per_sec":90}
+{"split":"train","examples_per_sec":110}
+`, 100},
+		{"too few rows", `{"split":"train","examples_per_sec":1}
+{"split":"train","examples_per_sec":100}
+`, 0},
+		{"garbage lines skipped", "not json\n" + `{"split":"train","examples_per_sec":1}
+{"split":"train","examples_per_sec":7}
+{"split":"train","examples_per_sec":9}
+`, 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "metrics.jsonl")
+			if err := os.WriteFile(p, []byte(tt.rows), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := steadySpeed(p); got != tt.want {
+				t.Errorf("steadySpeed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if got := steadySpeed(filepath.Join(t.TempDir(), "absent")); got != 0 {
+		t.Errorf("steadySpeed of a missing file = %v, want 0", got)
 	}
 }

@@ -1,0 +1,39 @@
+package pretrained
+
+import (
+	"testing"
+
+	"github.com/tracksum/tracksum/model"
+)
+
+func TestPaddedLengths(t *testing.T) {
+	tests := []struct {
+		n, step       int
+		roundUp, pow2 int
+	}{
+		{n: 1, step: 16, roundUp: 16, pow2: 16},
+		{n: 16, step: 16, roundUp: 16, pow2: 16},
+		{n: 17, step: 16, roundUp: 32, pow2: 32},
+		{n: 33, step: 16, roundUp: 48, pow2: 64},
+		{n: 100, step: 16, roundUp: 112, pow2: 128},
+		{n: 1025, step: 16, roundUp: 1040, pow2: 2048},
+		{n: 5, step: 4, roundUp: 8, pow2: 8},
+		{n: 0, step: 4, roundUp: 4, pow2: 4},
+		{n: 130, step: 64, roundUp: 192, pow2: 256},
+	}
+	for _, tt := range tests {
+		if got := roundUp(tt.n, tt.step); got != tt.roundUp {
+			t.Errorf("roundUp(%d, %d) = %d, want %d", tt.n, tt.step, got, tt.roundUp)
+		}
+		if got := pow2Len(tt.n, tt.step); got != tt.pow2 {
+			t.Errorf("pow2Len(%d, %d) = %d, want %d", tt.n, tt.step, got, tt.pow2)
+		}
+		want := tt.roundUp
+		if model.CompilesPerShape() {
+			want = tt.pow2
+		}
+		if got := bucketLen(tt.n, tt.step); got != want {
+			t.Errorf("bucketLen(%d, %d) = %d, want %d (compiles per shape: %v)", tt.n, tt.step, got, want, model.CompilesPerShape())
+		}
+	}
+}
