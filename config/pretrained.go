@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/tracksum/tracksum/hf/family"
 )
 
 // LoRA configures the low-rank adapters trained on a pretrained model (tracker.lora, summarizer.lora):
@@ -28,9 +30,18 @@ type LoRA struct {
 	TargetModules []string `mapstructure:"target_modules" yaml:"target_modules"`
 }
 
-// LoRATargetsLlama lists the linear layers of a Llama-family decoder layer (llama, mistral, qwen2,
-// gemma), under their Hugging Face module names: the default targets (the paper's recipe).
-var LoRATargetsLlama = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+// LoRATargetsLlama lists the linear layers of a Llama-style decoder layer (hf/family's llama, and
+// every family that kept its module names), under their Hugging Face module names: the default
+// targets (the paper's recipe).
+var LoRATargetsLlama = familyTargets("llama")
+
+func familyTargets(modelType string) []string {
+	f, ok := family.Lookup(modelType)
+	if !ok {
+		panic("config: family " + modelType + " is not registered")
+	}
+	return f.LoRATargets
+}
 
 // LoRATargetsBERT lists the linear layers of a BERT encoder layer, by PEFT's suffix matching on
 // Hugging Face module names (encoder.layer.N.attention.self.query, ..., encoder.layer.N.output.dense).
@@ -81,9 +92,9 @@ func (c LoRA) Validate(section string) error {
 	seen := map[string]bool{}
 	for _, m := range c.TargetModules {
 		switch {
-		case !slices.Contains(LoRATargetsLlama, m) && !slices.Contains(LoRATargetsBERT, m):
-			bad("target_modules", fmt.Sprintf("unknown layer %q (known: %s; BERT: %s)", m,
-				strings.Join(LoRATargetsLlama, ", "), strings.Join(LoRATargetsBERT, ", ")))
+		case !slices.Contains(family.LoRATargets(""), m):
+			bad("target_modules", fmt.Sprintf("unknown layer %q (decoders: %s; encoders: %s)", m,
+				strings.Join(family.LoRATargets(family.CausalLM), ", "), strings.Join(family.LoRATargets(family.Encoder), ", ")))
 		case seen[m]:
 			bad("target_modules", fmt.Sprintf("%q is listed twice", m))
 		}

@@ -31,7 +31,7 @@ import (
 // Config is the architecture of a checkpoint, read from its config.json with Hugging Face's defaults
 // for keys that are absent.
 type Config struct {
-	// ModelType is config.json's model_type: "llama", "mistral", "qwen2" or "gemma".
+	// ModelType is config.json's model_type: a causal LM family of hf/family.
 	ModelType string
 	// Vocab is vocab_size.
 	Vocab int
@@ -63,9 +63,14 @@ type Config struct {
 	OProjBias bool
 	// MLPBias: gate/up/down projections have biases (llama's mlp_bias).
 	MLPBias bool
-	// SlidingWindow is mistral's sliding_window (0: full attention). qwen2's sliding window is
-	// used only with use_sliding_window true, which is rejected at load.
+	// SlidingWindow is mistral's sliding_window (0: full attention). qwen2's and qwen3's sliding
+	// window is used only with use_sliding_window true, which is rejected at load.
 	SlidingWindow int
+	// NormPlusOne, ScaleEmbeddings and QKNorm are the family's graph features (hf/family):
+	// RMSNorm by (1 + w), embeddings times sqrt(Hidden), per-head RMSNorm of queries and keys.
+	NormPlusOne, ScaleEmbeddings, QKNorm bool
+	// LoRATargets are the family's adapter module names (nil LoRA.TargetModules: all of them).
+	LoRATargets []string
 	// HiddenAct is hidden_act (or gemma's hidden_activation): "silu", "gelu_pytorch_tanh", "gelu".
 	HiddenAct string
 	// MaxPositions is max_position_embeddings (informational: RoPE has no table to outgrow).
@@ -88,27 +93,24 @@ type RopeScaling struct {
 // inconsistent sizes are one-line errors naming config.json.
 func ConfigOf(s *snapshot.Snapshot) (Config, error) { return configOf(s) }
 
-// Gemma reports whether the config is a Gemma (v1) model: embeddings scaled by sqrt(Hidden), RMSNorm
-// weights applied as (1 + w), GeGLU with the tanh approximation of GELU.
-func (c Config) Gemma() bool { return c.ModelType == "gemma" }
-
-// DefaultTargets are the LoRA target modules of the paper's recipe: every projection of attention
-// and MLP.
+// DefaultTargets are the LoRA target modules of the paper's recipe for the Llama-style families:
+// every projection of attention and MLP. A family's own list is Config.LoRATargets.
 var DefaultTargets = config.LoRATargetsLlama
 
 // LoRA configures the low-rank adapters, as the config's tracker.lora / summarizer.lora sections
 // (one type for both: PEFT's LoraConfig fields): y = x W^T + Scale() * dropout(x) A^T B^T, with
 // A [Rank, in] drawn kaiming-uniform(a=sqrt(5)) from Load's seed and B [out, Rank] zeros, both
 // float32. Rank 0 means no adapters: full fine-tuning of all weights. TargetModules are module
-// names (the last component of the Hugging Face key: "q_proj", ...); nil means DefaultTargets.
+// names (the last component of the Hugging Face key: "q_proj", ...); nil means all of the
+// family's (Config.LoRATargets).
 // Dropout applies to the adapter's input in training graphs only.
 type LoRA = config.LoRA
 
 // targeted reports whether module (e.g. "q_proj") carries an adapter.
-func targeted(l LoRA, module string) bool {
+func (c Config) targeted(l LoRA, module string) bool {
 	targets := l.TargetModules
 	if targets == nil {
-		targets = DefaultTargets
+		targets = c.LoRATargets
 	}
 	return l.Rank > 0 && slices.Contains(targets, module)
 }

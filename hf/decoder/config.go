@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
-
-// decoderTypes are the model types of this package (bert is hf/encoder's).
-var decoderTypes = []string{"gemma", "llama", "mistral", "qwen2"}
 
 // activations maps hidden_act values to the function the MLP applies; gelu_new and
 // gelu_pytorch_tanh are the same tanh approximation in transformers.
@@ -21,18 +18,21 @@ var activations = map[string]string{
 	"gelu": "gelu",
 }
 
-// configOf reads Config from the snapshot with the defaults of transformers' LlamaConfig,
-// MistralConfig, Qwen2Config and GemmaConfig for the keys a config.json may omit. Sizes have no
-// default: a config.json without them is not a real checkpoint's.
+// configOf reads Config from the snapshot with the defaults of its family's configuration class
+// (hf/family) for the keys a config.json may omit. Sizes have no default: a config.json without
+// them is not a real checkpoint's.
 func configOf(s *snapshot.Snapshot) (Config, error) {
 	path := filepath.Join(s.Dir, snapshot.ConfigFile)
 	fail := func(format string, args ...any) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
 	}
 	c := Config{ModelType: s.ModelType}
-	if !slices.Contains(decoderTypes, c.ModelType) {
-		return fail("model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(decoderTypes, ", "))
+	fam, ok := family.Lookup(c.ModelType)
+	if !ok || fam.Kind != family.CausalLM {
+		return fail("model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(family.Names(family.CausalLM), ", "))
 	}
+	c.NormPlusOne, c.ScaleEmbeddings, c.QKNorm = fam.NormPlusOne, fam.ScaleEmbeddings, fam.QKNorm
+	c.LoRATargets = fam.LoRATargets
 	var err error
 	// Limits far above any published model (Llama 3.1 405B: 126 layers, hidden 16384, Gemma 3:
 	// vocab 262144): a hostile config must not size a table before the weights are consulted.
@@ -65,8 +65,8 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 		return fail("num_key_value_heads = %d does not divide num_attention_heads = %d", c.KVHeads, c.Heads)
 	}
 	defHeadDim := c.Hidden / c.Heads
-	if c.Gemma() {
-		defHeadDim = 256 // GemmaConfig's default
+	if fam.HeadDim > 0 {
+		defHeadDim = fam.HeadDim
 	}
 	if c.HeadDim, err = s.Int("head_dim", defHeadDim); err != nil {
 		return Config{}, err
@@ -74,7 +74,7 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
 		return fail("head_dim = %d, want a positive even number (RoPE rotates pairs)", c.HeadDim)
 	}
-	if !c.Gemma() && s.Config["head_dim"] == nil && c.Hidden%c.Heads != 0 {
+	if fam.HeadDim == 0 && s.Config["head_dim"] == nil && c.Hidden%c.Heads != 0 {
 		return fail("hidden_size = %d is not a multiple of num_attention_heads = %d", c.Hidden, c.Heads)
 	}
 	if c.RMSNormEps, err = s.Float("rms_norm_eps", 1e-6); err != nil {
@@ -93,27 +93,13 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	if c.RopeScaling, err = ropeScaling(s, path); err != nil {
 		return Config{}, err
 	}
-	if c.TieWordEmbeddings, err = s.Bool("tie_word_embeddings", c.Gemma()); err != nil {
+	if c.TieWordEmbeddings, err = s.Bool("tie_word_embeddings", fam.TiedEmbeddings); err != nil {
 		return Config{}, err
 	}
-	switch c.ModelType {
-	case "qwen2":
+	switch fam.Bias {
+	case family.BiasQKV:
 		c.AttentionBias = true // Qwen2Attention: q/k/v with bias, o without
-		useSW, err := s.Bool("use_sliding_window", false)
-		if err != nil {
-			return Config{}, err
-		}
-		if useSW {
-			return fail("use_sliding_window = true (qwen2's per-layer sliding window) is not supported")
-		}
-	case "mistral":
-		// MistralConfig's default is a 4096 window; an explicit null turns it off.
-		if _, present := s.Config["sliding_window"]; !present {
-			c.SlidingWindow = 4096
-		} else if c.SlidingWindow, err = s.Int("sliding_window", 0); err != nil {
-			return Config{}, err
-		}
-	default:
+	case family.BiasFromConfig:
 		if c.AttentionBias, err = s.Bool("attention_bias", false); err != nil {
 			return Config{}, err
 		}
@@ -122,13 +108,26 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 			return Config{}, err
 		}
 	}
-	act := "silu"
-	if c.Gemma() {
-		// GemmaMLP uses hidden_activation, defaulting to the tanh GELU whatever hidden_act says.
-		if act, err = s.String("hidden_activation", "gelu_pytorch_tanh"); err != nil {
+	switch fam.SlidingWindow {
+	case family.SlidingWindowOptIn:
+		useSW, err := s.Bool("use_sliding_window", false)
+		if err != nil {
 			return Config{}, err
 		}
-	} else if act, err = s.String("hidden_act", "silu"); err != nil {
+		if useSW {
+			return fail("use_sliding_window = true (%s's per-layer sliding window) is not supported", c.ModelType)
+		}
+	case family.SlidingWindowAll:
+		// An explicit null turns the window off.
+		if _, present := s.Config["sliding_window"]; !present {
+			c.SlidingWindow = fam.DefaultSlidingWindow
+		} else if c.SlidingWindow, err = s.Int("sliding_window", 0); err != nil {
+			return Config{}, err
+		}
+	}
+	// Gemma's MLP reads hidden_activation, defaulting to the tanh GELU whatever hidden_act says.
+	act, err := s.String(fam.ActivationKey, fam.Activation)
+	if err != nil {
 		return Config{}, err
 	}
 	if _, ok := activations[act]; !ok {

@@ -17,13 +17,33 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
 )
 
-// families are the checkpoints tools/hfparity/decoder.py generates in testdata/.
-var families = []string{"llama", "mistral", "qwen2", "gemma"}
+// families are the registered causal LM families: tools/hfparity/decoder.py generates a golden
+// checkpoint of each in testdata/ (TestEveryFamilyHasGoldens).
+var families = family.Names(family.CausalLM)
+
+// A family registered without its parity golden, or a golden left for an unregistered family, is
+// a family nobody checked against transformers' math.
+func TestEveryFamilyHasGoldens(t *testing.T) {
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join("testdata", e.Name(), "golden.safetensors")); e.IsDir() && err == nil {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	if !slices.Equal(dirs, families) {
+		t.Errorf("golden checkpoints %v, registered causal LM families %v: add the family to tools/hfparity/decoder.py and run it", dirs, families)
+	}
+}
 
 // tol is the largest absolute difference accepted from the float32 PyTorch reference.
 const tol = 1e-4

@@ -19,7 +19,8 @@ import (
 //	h = embed_tokens[ids]                       (gemma: * sqrt(hidden), rounded to the dtype)
 //	for each layer:
 //	  a = input_layernorm(h)                    RMSNorm: x / sqrt(mean(x²) + eps) * w   (gemma: * (1 + w))
-//	  q, k, v = q/k/v_proj(a)                   (qwen2: with biases), heads split, RoPE on q and k
+//	  q, k, v = q/k/v_proj(a)                   (qwen2: with biases), heads split (qwen3: q_norm,
+//	                                            k_norm per head), RoPE on q and k
 //	  h = h + o_proj(softmax(q kᵀ / sqrt(head_dim) + mask) v)   keys/values repeated per group (GQA)
 //	  h = h + down_proj(act(gate_proj(m)) * up_proj(m)),  m = post_attention_layernorm(h)
 //	hidden = norm(h); logits = hidden @ (lm_head or embed_tokens)ᵀ
@@ -90,11 +91,19 @@ func (m *Model) rmsNorm(x *Node, name string, out dtypes.DType, anchor *Node) *N
 	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
 	// Div by Sqrt rather than Rsqrt: GoMLX v0.28.6 defines no gradient for Rsqrt.
 	normed := Div(x, Sqrt(AddScalar(ms, m.cfg.RMSNormEps)))
-	if m.cfg.Gemma() {
+	if m.cfg.NormPlusOne {
 		w := AddScalar(m.weightAs(g, name, dtypes.Float32, anchor), 1)
 		return layers.As(Mul(normed, ExpandAxes(w, 0)), out)
 	}
 	return Mul(layers.As(normed, out), ExpandAxes(m.weightAs(g, name, out, anchor), 0))
+}
+
+// headNorm is Qwen3's q_norm / k_norm: the RMSNorm of each head of x [n, heads*HeadDim] over its
+// HeadDim values, with weight key name [HeadDim], in x's dtype.
+func (m *Model) headNorm(x *Node, name string, heads int, anchor *Node) *Node {
+	n := x.Shape().Dimensions[0]
+	y := m.rmsNorm(Reshape(x, n*heads, m.cfg.HeadDim), name, x.DType(), anchor)
+	return Reshape(y, n, heads*m.cfg.HeadDim)
 }
 
 // embed looks tokens [B, T] up: [B*T, H] in the model's dtype.
@@ -103,7 +112,7 @@ func (m *Model) embed(tokens *Node) *Node {
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	ids := Reshape(ConvertDType(tokens, dtypes.Int32), b*t, 1)
 	h := Gather(m.weightAs(g, "model.embed_tokens.weight", m.dtype(), nil), ids)
-	if m.cfg.Gemma() {
+	if m.cfg.ScaleEmbeddings {
 		// transformers multiplies by sqrt(hidden) as a tensor of the hidden states' dtype.
 		h = MulScalar(h, float64(float32(math.Sqrt(float64(m.cfg.Hidden)))))
 	}
@@ -193,8 +202,13 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 		p := c.projections(l)
 		pre := layerKey(l)
 		a := m.rmsNorm(h, pre+".input_layernorm.weight", dt, anchor)
-		q := applyRope(splitHeads(m.linear(scope, p[0], a, b, anchor), b, t, c.Heads, c.HeadDim), cos, sin)
-		k := applyRope(splitHeads(m.linear(scope, p[1], a, b, anchor), b, t, c.KVHeads, c.HeadDim), cos, sin)
+		q, k := m.linear(scope, p[0], a, b, anchor), m.linear(scope, p[1], a, b, anchor)
+		if c.QKNorm {
+			q = m.headNorm(q, pre+".self_attn.q_norm.weight", c.Heads, anchor)
+			k = m.headNorm(k, pre+".self_attn.k_norm.weight", c.KVHeads, anchor)
+		}
+		q = applyRope(splitHeads(q, b, t, c.Heads, c.HeadDim), cos, sin)
+		k = applyRope(splitHeads(k, b, t, c.KVHeads, c.HeadDim), cos, sin)
 		v := splitHeads(m.linear(scope, p[2], a, b, anchor), b, t, c.KVHeads, c.HeadDim)
 		all := kv(l, k, v)
 		scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), 1/math.Sqrt(float64(c.HeadDim)))

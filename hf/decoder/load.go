@@ -53,6 +53,10 @@ func (c Config) expectedTensors() map[string][]int {
 	for i := range c.Layers {
 		want[layerKey(i)+".input_layernorm.weight"] = []int{c.Hidden}
 		want[layerKey(i)+".post_attention_layernorm.weight"] = []int{c.Hidden}
+		if c.QKNorm {
+			want[layerKey(i)+".self_attn.q_norm.weight"] = []int{c.HeadDim}
+			want[layerKey(i)+".self_attn.k_norm.weight"] = []int{c.HeadDim}
+		}
 		for _, p := range c.projections(i) {
 			want[p.key+".weight"] = []int{p.out, p.in}
 			if p.bias {
@@ -72,8 +76,8 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) 
 		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
 	}
 	for _, t := range lora.TargetModules {
-		if !slices.Contains(DefaultTargets, t) {
-			return nil, fmt.Errorf("lora target module %q: want one of %v", t, DefaultTargets)
+		if !slices.Contains(cfg.LoRATargets, t) {
+			return nil, fmt.Errorf("lora target module %q is not a %s layer: want one of %v", t, cfg.ModelType, cfg.LoRATargets)
 		}
 	}
 	want := cfg.expectedTensors()
@@ -118,7 +122,7 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) 
 		rng := rand.New(rand.NewPCG(uint64(seed), 0x10ba))
 		for i := range cfg.Layers {
 			for _, p := range cfg.projections(i) {
-				if !targeted(lora, p.module) {
+				if !cfg.targeted(lora, p.module) {
 					continue
 				}
 				va, vb, err := NewLoRA(store, LoRAScope, p.key, lora.Rank, p.in, p.out, rng)

@@ -31,6 +31,7 @@ import (
 	"github.com/gomlx/go-huggingface/models/safetensors"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
@@ -71,14 +72,6 @@ type Provenance struct {
 	// Files lists every file the export wrote (this one included), so that --overwrite can tell
 	// a previous export from a directory holding a user's files.
 	Files []string `json:"files,omitempty"`
-}
-
-// sequenceClassification maps a model_type to transformers' class with a classification head,
-// which a SEQ_CLS checkpoint's merged snapshot names in config.json's architectures.
-var sequenceClassification = map[string]string{
-	"llama": "LlamaForSequenceClassification", "mistral": "MistralForSequenceClassification",
-	"qwen2": "Qwen2ForSequenceClassification", "gemma": "GemmaForSequenceClassification",
-	"bert": "BertForSequenceClassification",
 }
 
 // headModules are the modules of a classification head: the tensors of a fully fine-tuned
@@ -347,8 +340,9 @@ func exportConfig(snap *snapshot.Snapshot, prov *Provenance, out map[string]shap
 	if prov.TaskType != peft.TaskSeqCls {
 		return cfg, nil
 	}
-	arch, ok := sequenceClassification[snap.ModelType]
-	if !ok {
+	fam, _ := family.Lookup(snap.ModelType)
+	arch := fam.SequenceClassificationClass
+	if arch == "" {
 		return nil, fmt.Errorf("export: no sequence-classification class for model_type %q", snap.ModelType)
 	}
 	labels := 0

@@ -185,7 +185,8 @@ func Compute(in Inputs) (*Plan, error) {
 	return p, nil
 }
 
-// layerParams are one decoder layer's weights: seven projections (with their biases) and two norms.
+// layerParams are one decoder layer's weights: seven projections (with their biases), two norms
+// (and qwen3's per-head q/k norms).
 func layerParams(c decoder.Config) int64 {
 	q, kv, h, i := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim), int64(c.Hidden), int64(c.Intermediate)
 	n := h*q + 2*h*kv + q*h + 3*h*i + 2*h
@@ -197,6 +198,9 @@ func layerParams(c decoder.Config) int64 {
 	}
 	if c.MLPBias {
 		n += 2*i + h
+	}
+	if c.QKNorm {
+		n += 2 * int64(c.HeadDim)
 	}
 	return n
 }
@@ -210,7 +214,7 @@ func loraParams(c decoder.Config, l config.LoRA) int64 {
 	}
 	targets := l.TargetModules
 	if targets == nil {
-		targets = decoder.DefaultTargets
+		targets = c.LoRATargets
 	}
 	var n int64
 	for _, t := range targets {

@@ -30,12 +30,14 @@ import (
 	"github.com/gomlx/go-huggingface/hub"
 	"github.com/gomlx/go-huggingface/models/safetensors"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model"
 )
 
-// SupportedModelTypes lists config.json model_type values tracksum can load.
-var SupportedModelTypes = []string{"bert", "gemma", "llama", "mistral", "qwen2"}
+// SupportedModelTypes lists config.json model_type values tracksum can load: the families of
+// hf/family.
+var SupportedModelTypes = family.Names("")
 
 // File names of a Hugging Face snapshot.
 const (

@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/model"
@@ -41,7 +42,9 @@ func parityCommand() cli.Command {
 				return err
 			}
 			failed := 0
-			for _, fam := range []string{"llama", "mistral", "qwen2", "gemma"} {
+			// Every registered decoder family has a golden directory (hf/decoder's
+			// TestEveryFamilyHasGoldens).
+			for _, fam := range family.Names(family.CausalLM) {
 				start := time.Now()
 				res := map[string]any{"step": "parity", "family": fam, "backend": name, "tf32": tf32(name), "tolerance": parityTol}
 				diffs, err := parity(filepath.Join(dir, fam))

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Golden outputs of tiny random causal LMs (llama, mistral, qwen2, gemma) for hf/decoder's tests.
+"""Golden outputs of tiny random causal LMs (llama, mistral, qwen2, qwen3, gemma) for hf/decoder's tests.
 
 transformers is not installable here, so the forward pass below is written from Hugging Face's
-modeling_llama.py, modeling_mistral.py, modeling_qwen2.py and modeling_gemma.py (eager attention,
+modeling_llama.py, modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py and modeling_gemma.py (eager attention,
 float32) and PEFT's lora.Linear; it runs on Debian's torch 1.13 CPU. For each family it writes to
 hf/decoder/testdata/<family>/:
 
@@ -16,7 +16,9 @@ hf/decoder/testdata/<family>/:
                                    (prompt and padding set to -100, transformers' ForCausalLMLoss)
       grad.<PEFT key>              gradients of that loss with respect to a few adapter tensors
 
-Regenerate: /usr/bin/python3 tools/hfparity/decoder.py   (from the repository root)
+Regenerate: /usr/bin/python3 tools/hfparity/decoder.py [FAMILY ...]   (from the repository root;
+no argument: every family; each family's random stream is seeded by its position in FAMILIES, so
+adding one at the end leaves the others' files unchanged)
 """
 
 import json
@@ -53,6 +55,10 @@ FAMILIES = {
     "gemma": dict(BASE, model_type="gemma", architectures=["GemmaForCausalLM"], tie_word_embeddings=True,
                   head_dim=16, num_key_value_heads=1, hidden_act="gelu_pytorch_tanh",
                   hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, rope_scaling=None),
+    # Per-head q/k RMSNorm; head_dim 16 != hidden/heads = 8 (Qwen3's head_dim is its own key).
+    "qwen3": dict(BASE, model_type="qwen3", architectures=["Qwen3ForCausalLM"], tie_word_embeddings=False,
+                  head_dim=16, attention_bias=False, rope_theta=1000000.0, use_sliding_window=False,
+                  sliding_window=None, rope_scaling=None),
 }
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -98,6 +104,9 @@ def random_weights(c, rng):
             w[key + ".weight"] = rng.normal(0, 1 / math.sqrt(n), (o, n))
             if bias:
                 w[key + ".bias"] = rng.normal(0, 0.1, o)
+        if c["model_type"] == "qwen3":
+            for name in ("q_norm", "k_norm"):
+                w[f"model.layers.{i}.self_attn.{name}.weight"] = rng.normal(0, 0.1, head_dim(c)) + 1.0
     w["model.norm.weight"] = norm()
     if not c["tie_word_embeddings"]:
         w["lm_head.weight"] = rng.normal(0, 1 / math.sqrt(h), (v, h))
@@ -173,8 +182,12 @@ def forward(c, W, tokens, mask, lora=None):
     for layer in range(c["num_hidden_layers"]):
         p = f"model.layers.{layer}."
         x = rms_norm(h, W[p + "input_layernorm.weight"], eps, gemma)
-        q = linear(p + "self_attn.q_proj", x).view(B, T, nh, hd).transpose(1, 2)
-        k = linear(p + "self_attn.k_proj", x).view(B, T, kvh, hd).transpose(1, 2)
+        q = linear(p + "self_attn.q_proj", x).view(B, T, nh, hd)
+        k = linear(p + "self_attn.k_proj", x).view(B, T, kvh, hd)
+        if c["model_type"] == "qwen3":  # Qwen3Attention: q_norm/k_norm over head_dim, before RoPE
+            q = rms_norm(q, W[p + "self_attn.q_norm.weight"], eps, False)
+            k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps, False)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = linear(p + "self_attn.v_proj", x).view(B, T, kvh, hd).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
@@ -223,7 +236,13 @@ def write_tokenizer(d):
 
 def main():
     torch.set_num_threads(1)
+    only = set(sys.argv[1:])
+    unknown = only - set(FAMILIES)
+    if unknown:
+        sys.exit(f"unknown families {sorted(unknown)}: want some of {list(FAMILIES)}")
     for fam_idx, (fam, c) in enumerate(FAMILIES.items()):
+        if only and fam not in only:
+            continue
         rng = np.random.default_rng(1000 + fam_idx)
         d = os.path.join(OUT, fam)
         os.makedirs(d, exist_ok=True)
