@@ -19,16 +19,16 @@ import (
 // chosen so that the counts agree with the printed claim scores. The paper's sentence [k] is our
 // index k-1.
 var table5Doc = []string{
-	"Earlier work found that the HVJ envelope acts on tumour cells directly.",                                                   // [1]
+	"Earlier work found that the HVJ envelope acts on tumour cells directly.",                                                      // [1]
 	"In this phase Ia trial, six patients with stage IIIC or IV malignant melanoma underwent intratumoral GEN0101 administration.", // [2]
-	"The trial's main goal was to assess the safety and tolerability of GEN0101.",                                                 // [3]
-	"Two groups of three patients each got GEN0101 at a low dose of 30,000 or a high dose of 60,000 mNAU.",                       // [4]
-	"Natural killer cell activity rose after the injections.",                                                                     // [5]
-	"Serum interferon-gamma levels rose as well.",                                                                                 // [6]
-	"No dose-limiting toxicity was seen.",                                                                                         // [7]
-	"Tumour responses were assessed by imaging.",                                                                                  // [8]
-	"Some injected lesions shrank.",                                                                                               // [9]
-	"The treatment had antitumor effects.",                                                                                        // [10]
+	"The trial's main goal was to assess the safety and tolerability of GEN0101.",                                                  // [3]
+	"Two groups of three patients each got GEN0101 at a low dose of 30,000 or a high dose of 60,000 mNAU.",                         // [4]
+	"Natural killer cell activity rose after the injections.",                                                                      // [5]
+	"Serum interferon-gamma levels rose as well.",                                                                                  // [6]
+	"No dose-limiting toxicity was seen.",                                                                                          // [7]
+	"Tumour responses were assessed by imaging.",                                                                                   // [8]
+	"Some injected lesions shrank.",                                                                                                // [9]
+	"The treatment had antitumor effects.",                                                                                         // [10]
 }
 
 const (
@@ -199,7 +199,9 @@ type decomposeBy struct {
 	judge.Judge
 }
 
-func (d decomposeBy) Decompose(_ context.Context, s string) ([]string, error) { return d.claims[s], nil }
+func (d decomposeBy) Decompose(_ context.Context, s string) ([]string, error) {
+	return d.claims[s], nil
+}
 
 // TestPCoATable5LexicalJudge pins where the lexical judge parts from the paper on Table 5. On its
 // own decomposition each output is one or two long clauses that no single cited sentence covers
