@@ -130,7 +130,15 @@ type EvalLLM struct {
 	Backoff time.Duration `mapstructure:"backoff" yaml:"backoff"`
 	// Timeout bounds each request.
 	Timeout time.Duration `mapstructure:"timeout" yaml:"timeout"`
+	// EntailHints adds instructions to the llm judge's entailment prompt that the papers' NLI
+	// model (TRUE) does not get: "agreement" (numbers, doses, groups and negations must agree),
+	// "abbreviations" (an abbreviation may be read as its expansion; TRUE fails there). None by
+	// default: the prompt asks for entailment and nothing else.
+	EntailHints []string `mapstructure:"entail_hints" yaml:"entail_hints"`
 }
+
+// EvalEntailHints lists the accepted values of eval.llm.entail_hints (judge.EntailHints).
+var EvalEntailHints = []string{"agreement", "abbreviations"}
 
 // EvalJudges lists the accepted values of eval.judge.
 var EvalJudges = []string{"lexical", "llm"}
@@ -156,6 +164,7 @@ func DefaultEval() Eval {
 			MaxRetries:  4,
 			Backoff:     500 * time.Millisecond,
 			Timeout:     60 * time.Second,
+			EntailHints: []string{},
 		},
 		Metrics: []string{},
 		FM: EvalFM{WeightBackground: 0.1, WeightMethod: 0.3, WeightResult: 0.3, WeightConclusion: 0.3,
@@ -203,6 +212,11 @@ func (c Eval) Validate() error {
 	}
 	if c.LLM.Timeout <= 0 {
 		bad("llm.timeout", "must be > 0")
+	}
+	for _, h := range c.LLM.EntailHints {
+		if !slices.Contains(EvalEntailHints, h) {
+			bad("llm.entail_hints", "unknown hint %q (known: %v)", h, EvalEntailHints)
+		}
 	}
 	for _, m := range c.Metrics {
 		if !slices.Contains(EvalMetrics, m) {
