@@ -40,7 +40,7 @@ func NewJudge(cfg config.Eval) (judge.Judge, error) {
 			BaseURL: cfg.LLM.BaseURL, Model: cfg.LLM.Model, APIKey: key, CacheDir: cfg.LLM.CacheDir,
 			Concurrency: cfg.LLM.Concurrency, MaxRetries: cfg.LLM.MaxRetries, Backoff: cfg.LLM.Backoff,
 			Timeout: cfg.LLM.Timeout,
-		})
+		}, cfg.LLM.EntailHints...)
 	}
 	return nil, fmt.Errorf("eval.judge: unknown judge %q", cfg.Judge)
 }
