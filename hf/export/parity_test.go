@@ -9,6 +9,7 @@ import (
 
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/family"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/peft"
@@ -26,7 +27,7 @@ func TestExportReloadsToMergedLogits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, fam := range []string{"llama", "mistral", "qwen2", "gemma"} {
+	for _, fam := range family.Names(family.CausalLM) {
 		t.Run(fam, func(t *testing.T) {
 			src := filepath.Join("..", "decoder", "testdata", fam)
 			if _, err := os.Stat(filepath.Join(src, "golden.safetensors")); err != nil {
