@@ -51,8 +51,8 @@ type Config struct {
 	RMSNormEps float64
 	// RopeTheta is rope_theta (10000 when absent).
 	RopeTheta float64
-	// RopeScaling is rope_scaling with rope_type "llama3" (Llama 3.1+), nil when absent. Other
-	// rope types are a load error.
+	// RopeScaling is rope_scaling with rope_type "llama3" (Llama 3.1+) or "linear", nil when
+	// absent. Other rope types are a load error.
 	RopeScaling *RopeScaling
 	// TieWordEmbeddings: the LM head is embed_tokens (no lm_head.weight).
 	TieWordEmbeddings bool
@@ -66,9 +66,22 @@ type Config struct {
 	// SlidingWindow is mistral's sliding_window (0: full attention). qwen2's and qwen3's sliding
 	// window is used only with use_sliding_window true, which is rejected at load.
 	SlidingWindow int
-	// NormPlusOne, ScaleEmbeddings and QKNorm are the family's graph features (hf/family):
-	// RMSNorm by (1 + w), embeddings times sqrt(Hidden), per-head RMSNorm of queries and keys.
-	NormPlusOne, ScaleEmbeddings, QKNorm bool
+	// SlidingLayers, when not nil, says which layers attend within SlidingWindow (Gemma 2 and 3);
+	// nil: every layer when SlidingWindow > 0.
+	SlidingLayers []bool
+	// LocalRopeTheta, when > 0, is the RoPE base of the sliding layers, which ignore RopeScaling
+	// (Gemma 3's rope_local_base_freq).
+	LocalRopeTheta float64
+	// QueryPreAttnScalar, when > 0, scales attention scores by its inverse square root instead of
+	// HeadDim's (Gemma 2 and 3).
+	QueryPreAttnScalar float64
+	// AttnSoftcap and FinalSoftcap, when > 0, cap attention scores and logits as cap * tanh(x / cap)
+	// (Gemma 2's attn_logit_softcapping and final_logit_softcapping).
+	AttnSoftcap, FinalSoftcap float64
+	// NormPlusOne, ScaleEmbeddings, QKNorm and SandwichNorms are the family's graph features
+	// (hf/family): RMSNorm by (1 + w), embeddings times sqrt(Hidden), per-head RMSNorm of queries
+	// and keys, norms around the attention and MLP outputs.
+	NormPlusOne, ScaleEmbeddings, QKNorm, SandwichNorms bool
 	// LoRATargets are the family's adapter module names (nil LoRA.TargetModules: all of them).
 	LoRATargets []string
 	// HiddenAct is hidden_act (or gemma's hidden_activation): "silu", "gelu_pytorch_tanh", "gelu".
@@ -81,8 +94,10 @@ type Config struct {
 	EOSList []int
 }
 
-// RopeScaling is Llama 3.1's rope_scaling frequency adjustment (rope_type "llama3").
+// RopeScaling is rope_scaling's frequency adjustment: rope_type "linear" (every frequency divided by
+// Factor) or "llama3" (Llama 3.1's bands, with the other fields).
 type RopeScaling struct {
+	Type                          string
 	Factor                        float64
 	LowFreqFactor                 float64
 	HighFreqFactor                float64

@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -31,7 +32,7 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	if !ok || fam.Kind != family.CausalLM {
 		return fail("model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(family.Names(family.CausalLM), ", "))
 	}
-	c.NormPlusOne, c.ScaleEmbeddings, c.QKNorm = fam.NormPlusOne, fam.ScaleEmbeddings, fam.QKNorm
+	c.NormPlusOne, c.ScaleEmbeddings, c.QKNorm, c.SandwichNorms = fam.NormPlusOne, fam.ScaleEmbeddings, fam.QKNorm, fam.SandwichNorms
 	c.LoRATargets = fam.LoRATargets
 	var err error
 	// Limits far above any published model (Llama 3.1 405B: 126 layers, hidden 16384, Gemma 3:
@@ -80,8 +81,41 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	if c.RMSNormEps, err = s.Float("rms_norm_eps", 1e-6); err != nil {
 		return Config{}, err
 	}
-	if c.RopeTheta, err = s.Float("rope_theta", 10000); err != nil {
+	if c.RopeTheta, err = s.Float("rope_theta", cmp.Or(fam.RopeTheta, 10000)); err != nil {
 		return Config{}, err
+	}
+	if fam.LocalRopeTheta > 0 {
+		if c.LocalRopeTheta, err = s.Float("rope_local_base_freq", fam.LocalRopeTheta); err != nil {
+			return Config{}, err
+		}
+		if c.LocalRopeTheta <= 0 {
+			return fail("rope_local_base_freq = %g, want a positive number", c.LocalRopeTheta)
+		}
+	}
+	if fam.QueryPreAttnScalar > 0 {
+		if c.QueryPreAttnScalar, err = s.Float("query_pre_attn_scalar", fam.QueryPreAttnScalar); err != nil {
+			return Config{}, err
+		}
+		if c.QueryPreAttnScalar <= 0 {
+			return fail("query_pre_attn_scalar = %g, want a positive number", c.QueryPreAttnScalar)
+		}
+	}
+	if fam.Softcapping {
+		for _, cap := range []struct {
+			key string
+			dst *float64
+			def float64
+		}{{"attn_logit_softcapping", &c.AttnSoftcap, fam.AttnSoftcap}, {"final_logit_softcapping", &c.FinalSoftcap, fam.FinalSoftcap}} {
+			if v, present := s.Config[cap.key]; present && v == nil {
+				continue // null: no cap
+			}
+			if *cap.dst, err = s.Float(cap.key, cap.def); err != nil {
+				return Config{}, err
+			}
+			if *cap.dst < 0 {
+				return fail("%s = %g, want a positive number or null", cap.key, *cap.dst)
+			}
+		}
 	}
 	// Zero or negative values make every activation NaN, reported later as a diverging loss.
 	if c.RMSNormEps <= 0 {
@@ -117,12 +151,20 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 		if useSW {
 			return fail("use_sliding_window = true (%s's per-layer sliding window) is not supported", c.ModelType)
 		}
-	case family.SlidingWindowAll:
+	case family.SlidingWindowAll, family.SlidingWindowLayers:
 		// An explicit null turns the window off.
 		if _, present := s.Config["sliding_window"]; !present {
 			c.SlidingWindow = fam.DefaultSlidingWindow
 		} else if c.SlidingWindow, err = s.Int("sliding_window", 0); err != nil {
 			return Config{}, err
+		}
+		if c.SlidingWindow < 0 {
+			return fail("sliding_window = %d, want a positive number or null", c.SlidingWindow)
+		}
+		if fam.SlidingWindow == family.SlidingWindowLayers {
+			if c.SlidingLayers, err = slidingLayers(s, fam, c.Layers); err != nil {
+				return fail("%v", err)
+			}
 		}
 	}
 	// Gemma's MLP reads hidden_activation, defaulting to the tanh GELU whatever hidden_act says.
@@ -167,6 +209,40 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	return c, nil
 }
 
+// slidingLayers says which of n layers slide: config.json's layer_types ("sliding_attention" or
+// "full_attention" each), else layer i when (i+1) % pattern != 0, pattern being
+// sliding_window_pattern or the family's default.
+func slidingLayers(s *snapshot.Snapshot, fam family.Family, n int) ([]bool, error) {
+	out := make([]bool, n)
+	if raw, ok := s.Config["layer_types"]; ok && raw != nil {
+		list, ok := raw.([]any)
+		if !ok || len(list) != n {
+			return nil, fmt.Errorf("layer_types = %v, want a list of %d layer types", raw, n)
+		}
+		for i, v := range list {
+			switch v {
+			case "sliding_attention":
+				out[i] = true
+			case "full_attention":
+			default:
+				return nil, fmt.Errorf("layer_types[%d] = %v, want sliding_attention or full_attention", i, v)
+			}
+		}
+		return out, nil
+	}
+	pattern, err := s.Int("sliding_window_pattern", fam.SlidingPattern)
+	if err != nil {
+		return nil, err
+	}
+	if pattern < 1 {
+		return nil, fmt.Errorf("sliding_window_pattern = %d, want a positive number", pattern)
+	}
+	for i := range out {
+		out[i] = (i+1)%pattern != 0
+	}
+	return out, nil
+}
+
 // ropeScaling reads rope_scaling: null/absent, or Llama 3's "llama3" type. Other types (linear,
 // dynamic, yarn, longrope) change the frequencies differently and are refused rather than ignored.
 func ropeScaling(s *snapshot.Snapshot, path string) (*RopeScaling, error) {
@@ -185,8 +261,8 @@ func ropeScaling(s *snapshot.Snapshot, path string) (*RopeScaling, error) {
 	if typ == "default" {
 		return nil, nil
 	}
-	if typ != "llama3" {
-		return nil, fmt.Errorf("%s: rope_scaling type %q is not supported (supported: llama3, default)", path, typ)
+	if typ != "llama3" && typ != "linear" {
+		return nil, fmt.Errorf("%s: rope_scaling type %q is not supported (supported: llama3, linear, default)", path, typ)
 	}
 	num := func(key string) (float64, error) {
 		f, ok := m[key].(float64)
@@ -195,10 +271,13 @@ func ropeScaling(s *snapshot.Snapshot, path string) (*RopeScaling, error) {
 		}
 		return f, nil
 	}
-	r := &RopeScaling{}
+	r := &RopeScaling{Type: typ}
 	var err error
 	if r.Factor, err = num("factor"); err != nil {
 		return nil, err
+	}
+	if typ == "linear" {
+		return r, nil
 	}
 	if r.LowFreqFactor, err = num("low_freq_factor"); err != nil {
 		return nil, err
@@ -217,18 +296,28 @@ func ropeScaling(s *snapshot.Snapshot, path string) (*RopeScaling, error) {
 	return r, nil
 }
 
-// invFreq returns RoPE's inverse frequencies (HeadDim/2 of them), with Llama 3's adjustment when
-// configured, computed as transformers does (in float32 from int64 exponents) so that positions
-// times frequencies round the same way.
-func (c Config) invFreq() []float32 {
+// invFreq returns RoPE's inverse frequencies (HeadDim/2 of them), with rope_scaling's adjustment
+// when configured, computed as transformers does (in float32 from int64 exponents) so that
+// positions times frequencies round the same way. local: the sliding layers' frequencies when
+// LocalRopeTheta is set (its base, no scaling).
+func (c Config) invFreq(local bool) []float32 {
 	d := c.HeadDim
+	theta, r := c.RopeTheta, c.RopeScaling
+	if local && c.LocalRopeTheta > 0 {
+		theta, r = c.LocalRopeTheta, nil
+	}
 	out := make([]float32, d/2)
 	for i := range out {
 		exp := float32(2*i) / float32(d)
-		out[i] = float32(1.0 / math.Pow(c.RopeTheta, float64(exp)))
+		out[i] = float32(1.0 / math.Pow(theta, float64(exp)))
 	}
-	r := c.RopeScaling
 	if r == nil {
+		return out
+	}
+	if r.Type == "linear" {
+		for i := range out {
+			out[i] /= float32(r.Factor)
+		}
 		return out
 	}
 	old := float64(r.OriginalMaxPositionEmbeddings)

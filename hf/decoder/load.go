@@ -53,6 +53,10 @@ func (c Config) expectedTensors() map[string][]int {
 	for i := range c.Layers {
 		want[layerKey(i)+".input_layernorm.weight"] = []int{c.Hidden}
 		want[layerKey(i)+".post_attention_layernorm.weight"] = []int{c.Hidden}
+		if c.SandwichNorms {
+			want[layerKey(i)+".pre_feedforward_layernorm.weight"] = []int{c.Hidden}
+			want[layerKey(i)+".post_feedforward_layernorm.weight"] = []int{c.Hidden}
+		}
 		if c.QKNorm {
 			want[layerKey(i)+".self_attn.q_norm.weight"] = []int{c.HeadDim}
 			want[layerKey(i)+".self_attn.k_norm.weight"] = []int{c.HeadDim}

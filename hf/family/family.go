@@ -37,6 +37,11 @@ const (
 	// SlidingWindowOptIn: use_sliding_window turns on a per-layer window (qwen2, qwen3); tracksum
 	// refuses it at load rather than ignoring it.
 	SlidingWindowOptIn
+	// SlidingWindowLayers: some layers slide (window sliding_window, default
+	// Family.DefaultSlidingWindow, null: none), as config.json's layer_types says, or else layer i
+	// when (i+1) % pattern != 0, pattern being sliding_window_pattern or Family.SlidingPattern
+	// (Gemma 2: every even layer; Gemma 3: five of six).
+	SlidingWindowLayers
 )
 
 // Bias is which projections of a decoder layer have biases.
@@ -78,6 +83,20 @@ type Family struct {
 	// under SlidingWindowAll.
 	SlidingWindow        SlidingWindow
 	DefaultSlidingWindow int
+	// SlidingPattern is the layer pattern's default under SlidingWindowLayers.
+	SlidingPattern int
+	// RopeTheta is rope_theta's default (0: 10000).
+	RopeTheta float64
+	// LocalRopeTheta, when set, is rope_local_base_freq's default: the sliding layers' RoPE base,
+	// without rope_scaling (Gemma 3).
+	LocalRopeTheta float64
+	// QueryPreAttnScalar, when set, is query_pre_attn_scalar's default: attention scores are scaled
+	// by its inverse square root instead of head_dim's (Gemma 2 and 3).
+	QueryPreAttnScalar float64
+	// Softcapping: attn_logit_softcapping and final_logit_softcapping are read (null: none), with
+	// AttnSoftcap and FinalSoftcap as their defaults: scores and logits become cap * tanh(x / cap).
+	Softcapping               bool
+	AttnSoftcap, FinalSoftcap float64
 	// Bias says which projections have biases.
 	Bias Bias
 
@@ -88,8 +107,12 @@ type Family struct {
 	// ScaleEmbeddings: embeddings are multiplied by sqrt(hidden_size) (gemma).
 	ScaleEmbeddings bool
 	// QKNorm: an RMSNorm over head_dim (weights self_attn.q_norm / k_norm) on each head of the
-	// queries and keys before RoPE (qwen3).
+	// queries and keys before RoPE (qwen3, gemma3_text).
 	QKNorm bool
+	// SandwichNorms: the attention and MLP outputs are normalised before their residual additions
+	// (post_attention_layernorm, post_feedforward_layernorm), and the MLP reads
+	// pre_feedforward_layernorm (Gemma 2 and 3).
+	SandwichNorms bool
 }
 
 var registry = map[string]Family{}
@@ -104,6 +127,8 @@ func Register(f Family) {
 		panic(fmt.Sprintf("family: %s: kind %q", f.ModelType, f.Kind))
 	case len(f.LoRATargets) == 0:
 		panic(fmt.Sprintf("family: %s: no LoRA targets", f.ModelType))
+	case f.SlidingWindow == SlidingWindowLayers && f.SlidingPattern < 1:
+		panic(fmt.Sprintf("family: %s: SlidingWindowLayers without a SlidingPattern", f.ModelType))
 	}
 	if _, dup := registry[f.ModelType]; dup {
 		panic(fmt.Sprintf("family: %s registered twice", f.ModelType))

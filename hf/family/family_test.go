@@ -21,7 +21,7 @@ func TestRegisteredFamiliesAreComplete(t *testing.T) {
 			t.Errorf("%s: SlidingWindowAll without a default window", name)
 		}
 	}
-	if got, want := Names(CausalLM), []string{"gemma", "llama", "mistral", "qwen2", "qwen3"}; !slices.Equal(got, want) {
+	if got, want := Names(CausalLM), []string{"gemma", "gemma2", "gemma3_text", "llama", "mistral", "qwen2", "qwen3"}; !slices.Equal(got, want) {
 		t.Errorf("causal LM families %v, want %v", got, want)
 	}
 	if got := Names(Encoder); !slices.Equal(got, []string{"bert"}) {

@@ -186,7 +186,7 @@ func Compute(in Inputs) (*Plan, error) {
 }
 
 // layerParams are one decoder layer's weights: seven projections (with their biases), two norms
-// (and qwen3's per-head q/k norms).
+// (and the per-head q/k norms and sandwich norms of the families that have them).
 func layerParams(c decoder.Config) int64 {
 	q, kv, h, i := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim), int64(c.Hidden), int64(c.Intermediate)
 	n := h*q + 2*h*kv + q*h + 3*h*i + 2*h
@@ -201,6 +201,9 @@ func layerParams(c decoder.Config) int64 {
 	}
 	if c.QKNorm {
 		n += 2 * int64(c.HeadDim)
+	}
+	if c.SandwichNorms {
+		n += 2 * h
 	}
 	return n
 }

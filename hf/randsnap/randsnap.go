@@ -44,7 +44,7 @@ type Decoder struct {
 	RopeTheta float64
 	// RopeScaling is written as rope_scaling when not nil (e.g. Llama 3's llama3 type).
 	RopeScaling map[string]any
-	// SlidingWindow is mistral's sliding_window (0: null).
+	// SlidingWindow is sliding_window of the families that read it (0: null).
 	SlidingWindow int
 	// DType of the weights: Float32 (the zero value is taken as Float32), BFloat16 or Float16.
 	DType dtypes.DType
@@ -88,6 +88,10 @@ func (d Decoder) specs() map[string]shapes.Shape {
 			out[p+"self_attn.q_proj.bias"] = s(d.Heads * hd)
 			out[p+"self_attn.k_proj.bias"] = s(kv * hd)
 			out[p+"self_attn.v_proj.bias"] = s(kv * hd)
+		}
+		if fam.SandwichNorms {
+			out[p+"pre_feedforward_layernorm.weight"] = s(d.Hidden)
+			out[p+"post_feedforward_layernorm.weight"] = s(d.Hidden)
 		}
 		if fam.QKNorm {
 			out[p+"self_attn.q_norm.weight"] = s(hd)
@@ -163,7 +167,7 @@ func (d Decoder) config() map[string]any {
 		c[fam.ActivationKey] = fam.Activation
 	}
 	switch fam.SlidingWindow {
-	case family.SlidingWindowAll:
+	case family.SlidingWindowAll, family.SlidingWindowLayers:
 		c["sliding_window"] = nil
 		if d.SlidingWindow > 0 {
 			c["sliding_window"] = d.SlidingWindow
