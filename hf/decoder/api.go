@@ -82,6 +82,9 @@ type Config struct {
 	// (hf/family): RMSNorm by (1 + w), embeddings times sqrt(Hidden), per-head RMSNorm of queries
 	// and keys, norms around the attention and MLP outputs.
 	NormPlusOne, ScaleEmbeddings, QKNorm, SandwichNorms bool
+	// FusedQKV and FusedGateUp: qkv_proj and gate_up_proj instead of q/k/v_proj and
+	// gate/up_proj (Phi-3).
+	FusedQKV, FusedGateUp bool
 	// LoRATargets are the family's adapter module names (nil LoRA.TargetModules: all of them).
 	LoRATargets []string
 	// HiddenAct is hidden_act (or gemma's hidden_activation): "silu", "gelu_pytorch_tanh", "gelu".

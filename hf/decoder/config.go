@@ -33,6 +33,7 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 		return fail("model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(family.Names(family.CausalLM), ", "))
 	}
 	c.NormPlusOne, c.ScaleEmbeddings, c.QKNorm, c.SandwichNorms = fam.NormPlusOne, fam.ScaleEmbeddings, fam.QKNorm, fam.SandwichNorms
+	c.FusedQKV, c.FusedGateUp = fam.FusedQKV, fam.FusedGateUp
 	c.LoRATargets = fam.LoRATargets
 	var err error
 	// Limits far above any published model (Llama 3.1 405B: 126 layers, hidden 16384, Gemma 3:
@@ -126,6 +127,12 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	}
 	if c.RopeScaling, err = ropeScaling(s, path); err != nil {
 		return Config{}, err
+	}
+	// Phi-4-mini and others rotate only part of each head: not implemented, so refused.
+	if prf, err := s.Float("partial_rotary_factor", 1); err != nil {
+		return Config{}, err
+	} else if prf != 1 {
+		return fail("partial_rotary_factor = %g is not supported (only 1: RoPE on the whole head)", prf)
 	}
 	if c.TieWordEmbeddings, err = s.Bool("tie_word_embeddings", fam.TiedEmbeddings); err != nil {
 		return Config{}, err

@@ -209,8 +209,8 @@ func TestLoRAParity(t *testing.T) {
 				}
 				merged++
 			}
-			if merged != 7*full.Config().Layers {
-				t.Fatalf("merged %d weights, want %d", merged, 7*full.Config().Layers)
+			if want := len(full.Config().LoRATargets) * full.Config().Layers; merged != want {
+				t.Fatalf("merged %d weights, want %d", merged, want)
 			}
 			_, mlogits := forward(t, store2, full, gold["tokens"], gold["mask"])
 			compareRows(t, "merged_logits", mlogits, gold["merged_logits"], mask)

@@ -217,21 +217,31 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 			h = h.Checkpoint()
 			anchor = h
 		}
-		p := c.projections(l)
+		proj := func(module string) projection { return c.projection(l, module) }
 		pre := layerKey(l)
 		cos, sin, bias := cos, sin, fullBias
 		if c.slides(l) {
 			cos, sin, bias = localCos, localSin, slidingBias
 		}
 		a := m.rmsNorm(h, pre+".input_layernorm.weight", dt, anchor)
-		q, k := m.linear(scope, p[0], a, b, anchor), m.linear(scope, p[1], a, b, anchor)
+		var q, k, v *Node
+		if c.FusedQKV {
+			// Phi3Attention: the fused output's rows are [q | k | v].
+			qkv := m.linear(scope, proj("qkv_proj"), a, b, anchor)
+			qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+			q = SliceAxis(qkv, 1, AxisRange(0, qd))
+			k = SliceAxis(qkv, 1, AxisRange(qd, qd+kvd))
+			v = SliceAxis(qkv, 1, AxisRange(qd+kvd, qd+2*kvd))
+		} else {
+			q, k, v = m.linear(scope, proj("q_proj"), a, b, anchor), m.linear(scope, proj("k_proj"), a, b, anchor), m.linear(scope, proj("v_proj"), a, b, anchor)
+		}
 		if c.QKNorm {
 			q = m.headNorm(q, pre+".self_attn.q_norm.weight", c.Heads, anchor)
 			k = m.headNorm(k, pre+".self_attn.k_norm.weight", c.KVHeads, anchor)
 		}
 		q = applyRope(splitHeads(q, b, t, c.Heads, c.HeadDim), cos, sin)
 		k = applyRope(splitHeads(k, b, t, c.KVHeads, c.HeadDim), cos, sin)
-		v := splitHeads(m.linear(scope, p[2], a, b, anchor), b, t, c.KVHeads, c.HeadDim)
+		v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
 		all := kv(l, k, v)
 		scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), scale)
 		if c.AttnSoftcap > 0 {
@@ -242,7 +252,7 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 		probs := layers.As(layers.SoftmaxLast(Add(layers.As(scores, dtypes.Float32), bias)), dt)
 		att := layers.AttentionValues(probs, repeatKV(all.v, rep)) // [B, heads, T, D]
 		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), b*t, c.Heads*c.HeadDim)
-		o := m.linear(scope, p[3], att, b, anchor)
+		o := m.linear(scope, proj("o_proj"), att, b, anchor)
 		mlpNorm := ".post_attention_layernorm.weight"
 		if c.SandwichNorms {
 			o = m.rmsNorm(o, pre+".post_attention_layernorm.weight", dt, anchor)
@@ -250,9 +260,15 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 		}
 		h = Add(h, o)
 		mm := m.rmsNorm(h, pre+mlpNorm, dt, anchor)
-		gate := m.linear(scope, p[4], mm, b, anchor)
-		up := m.linear(scope, p[5], mm, b, anchor)
-		down := m.linear(scope, p[6], Mul(m.act(gate), up), b, anchor)
+		var gate, up *Node
+		if c.FusedGateUp {
+			// Phi3MLP: gate, up = gate_up_proj(m).chunk(2).
+			gu := m.linear(scope, proj("gate_up_proj"), mm, b, anchor)
+			gate, up = SliceAxis(gu, 1, AxisRange(0, c.Intermediate)), SliceAxis(gu, 1, AxisRange(c.Intermediate, 2*c.Intermediate))
+		} else {
+			gate, up = m.linear(scope, proj("gate_proj"), mm, b, anchor), m.linear(scope, proj("up_proj"), mm, b, anchor)
+		}
+		down := m.linear(scope, proj("down_proj"), Mul(m.act(gate), up), b, anchor)
 		if c.SandwichNorms {
 			down = m.rmsNorm(down, pre+".post_feedforward_layernorm.weight", dt, anchor)
 		}

@@ -26,19 +26,39 @@ type projection struct {
 // layerKey returns the key prefix of layer i.
 func layerKey(i int) string { return fmt.Sprintf("model.layers.%d", i) }
 
-// projections lists the linear modules of layer i, in a fixed order.
+// projections lists the linear modules of layer i, in a fixed order: q, k, v (or the fused qkv),
+// o, gate, up (or the fused gate_up), down.
 func (c Config) projections(i int) []projection {
 	p := layerKey(i)
 	q, kv := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	return []projection{
-		{p + ".self_attn.q_proj", "q_proj", q, c.Hidden, c.AttentionBias},
-		{p + ".self_attn.k_proj", "k_proj", kv, c.Hidden, c.AttentionBias},
-		{p + ".self_attn.v_proj", "v_proj", kv, c.Hidden, c.AttentionBias},
-		{p + ".self_attn.o_proj", "o_proj", c.Hidden, q, c.OProjBias},
-		{p + ".mlp.gate_proj", "gate_proj", c.Intermediate, c.Hidden, c.MLPBias},
-		{p + ".mlp.up_proj", "up_proj", c.Intermediate, c.Hidden, c.MLPBias},
-		{p + ".mlp.down_proj", "down_proj", c.Hidden, c.Intermediate, c.MLPBias},
+	var out []projection
+	if c.FusedQKV {
+		out = append(out, projection{p + ".self_attn.qkv_proj", "qkv_proj", q + 2*kv, c.Hidden, c.AttentionBias})
+	} else {
+		out = append(out,
+			projection{p + ".self_attn.q_proj", "q_proj", q, c.Hidden, c.AttentionBias},
+			projection{p + ".self_attn.k_proj", "k_proj", kv, c.Hidden, c.AttentionBias},
+			projection{p + ".self_attn.v_proj", "v_proj", kv, c.Hidden, c.AttentionBias})
 	}
+	out = append(out, projection{p + ".self_attn.o_proj", "o_proj", c.Hidden, q, c.OProjBias})
+	if c.FusedGateUp {
+		out = append(out, projection{p + ".mlp.gate_up_proj", "gate_up_proj", 2 * c.Intermediate, c.Hidden, c.MLPBias})
+	} else {
+		out = append(out,
+			projection{p + ".mlp.gate_proj", "gate_proj", c.Intermediate, c.Hidden, c.MLPBias},
+			projection{p + ".mlp.up_proj", "up_proj", c.Intermediate, c.Hidden, c.MLPBias})
+	}
+	return append(out, projection{p + ".mlp.down_proj", "down_proj", c.Hidden, c.Intermediate, c.MLPBias})
+}
+
+// projection returns layer i's module named module ("q_proj", "qkv_proj", ...).
+func (c Config) projection(i int, module string) projection {
+	for _, p := range c.projections(i) {
+		if p.module == module {
+			return p
+		}
+	}
+	panic(fmt.Sprintf("decoder: %s has no %s", c.ModelType, module))
 }
 
 // expectedTensors returns every weight the config requires, with its dimensions.
@@ -81,7 +101,7 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) 
 	}
 	for _, t := range lora.TargetModules {
 		if !slices.Contains(cfg.LoRATargets, t) {
-			return nil, fmt.Errorf("lora target module %q is not a %s layer: want one of %v", t, cfg.ModelType, cfg.LoRATargets)
+			return nil, fmt.Errorf("lora target module %q is not a %s layer: set lora.target_modules to some of %v", t, cfg.ModelType, cfg.LoRATargets)
 		}
 	}
 	want := cfg.expectedTensors()

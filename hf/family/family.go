@@ -31,8 +31,8 @@ type SlidingWindow int
 const (
 	// NoSlidingWindow: full attention; sliding_window is not read.
 	NoSlidingWindow SlidingWindow = iota
-	// SlidingWindowAll: every layer attends within sliding_window (mistral); an absent key means
-	// Family.DefaultSlidingWindow, an explicit null full attention.
+	// SlidingWindowAll: every layer attends within sliding_window (mistral, phi3); an absent key
+	// means Family.DefaultSlidingWindow (0: none), an explicit null full attention.
 	SlidingWindowAll
 	// SlidingWindowOptIn: use_sliding_window turns on a per-layer window (qwen2, qwen3); tracksum
 	// refuses it at load rather than ignoring it.
@@ -109,6 +109,9 @@ type Family struct {
 	// QKNorm: an RMSNorm over head_dim (weights self_attn.q_norm / k_norm) on each head of the
 	// queries and keys before RoPE (qwen3, gemma3_text).
 	QKNorm bool
+	// FusedQKV: one qkv_proj whose output rows are [q | k | v]; FusedGateUp: one gate_up_proj whose
+	// output rows are [gate | up] (Phi-3).
+	FusedQKV, FusedGateUp bool
 	// SandwichNorms: the attention and MLP outputs are normalised before their residual additions
 	// (post_attention_layernorm, post_feedforward_layernorm), and the MLP reads
 	// pre_feedforward_layernorm (Gemma 2 and 3).

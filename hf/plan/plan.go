@@ -214,6 +214,7 @@ func loraParams(c decoder.Config, l config.LoRA) int64 {
 	dims := map[string][2]int64{
 		"q_proj": {h, q}, "k_proj": {h, kv}, "v_proj": {h, kv}, "o_proj": {q, h},
 		"gate_proj": {h, i}, "up_proj": {h, i}, "down_proj": {i, h},
+		"qkv_proj": {h, q + 2*kv}, "gate_up_proj": {h, 2 * i},
 	}
 	targets := l.TargetModules
 	if targets == nil {

@@ -80,9 +80,13 @@ func (d Decoder) specs() map[string]shapes.Shape {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		out[p+"input_layernorm.weight"] = s(d.Hidden)
 		out[p+"post_attention_layernorm.weight"] = s(d.Hidden)
-		out[p+"self_attn.q_proj.weight"] = s(d.Heads*hd, d.Hidden)
-		out[p+"self_attn.k_proj.weight"] = s(kv*hd, d.Hidden)
-		out[p+"self_attn.v_proj.weight"] = s(kv*hd, d.Hidden)
+		if fam.FusedQKV {
+			out[p+"self_attn.qkv_proj.weight"] = s((d.Heads+2*kv)*hd, d.Hidden)
+		} else {
+			out[p+"self_attn.q_proj.weight"] = s(d.Heads*hd, d.Hidden)
+			out[p+"self_attn.k_proj.weight"] = s(kv*hd, d.Hidden)
+			out[p+"self_attn.v_proj.weight"] = s(kv*hd, d.Hidden)
+		}
 		out[p+"self_attn.o_proj.weight"] = s(d.Hidden, d.Heads*hd)
 		if fam.Bias == family.BiasQKV {
 			out[p+"self_attn.q_proj.bias"] = s(d.Heads * hd)
@@ -97,8 +101,12 @@ func (d Decoder) specs() map[string]shapes.Shape {
 			out[p+"self_attn.q_norm.weight"] = s(hd)
 			out[p+"self_attn.k_norm.weight"] = s(hd)
 		}
-		out[p+"mlp.gate_proj.weight"] = s(d.Intermediate, d.Hidden)
-		out[p+"mlp.up_proj.weight"] = s(d.Intermediate, d.Hidden)
+		if fam.FusedGateUp {
+			out[p+"mlp.gate_up_proj.weight"] = s(2*d.Intermediate, d.Hidden)
+		} else {
+			out[p+"mlp.gate_proj.weight"] = s(d.Intermediate, d.Hidden)
+			out[p+"mlp.up_proj.weight"] = s(d.Intermediate, d.Hidden)
+		}
 		out[p+"mlp.down_proj.weight"] = s(d.Hidden, d.Intermediate)
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/family"
 )
 
 // rawTensor is one tensor of a test safetensors file: its dtype name as the format spells it,
@@ -211,7 +212,7 @@ func TestOpenErrors(t *testing.T) {
 		{"unsupported model_type", func(t *testing.T, dir string) string {
 			writeFile(t, filepath.Join(dir, ConfigFile), `{"model_type": "t5"}`)
 			return dir
-		}, `config.json: model_type "t5" is not supported (supported: bert, gemma, gemma2, gemma3_text, llama, mistral, qwen2, qwen3)`, ErrUnsupportedModelType},
+		}, `config.json: model_type "t5" is not supported (supported: ` + strings.Join(family.Names(""), ", ") + `)`, ErrUnsupportedModelType},
 		{"no tokenizer.json", func(t *testing.T, dir string) string { os.Remove(filepath.Join(dir, TokenizerFile)); return dir }, "tokenizer.json is missing", ErrMissingFile},
 		{"no tokenizer_config.json", func(t *testing.T, dir string) string {
 			os.Remove(filepath.Join(dir, TokenizerConfigFile))

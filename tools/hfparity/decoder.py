@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Golden outputs of tiny random causal LMs (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text)
-for hf/decoder's tests.
+"""Golden outputs of tiny random causal LMs (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text,
+phi3) for hf/decoder's tests.
 
 transformers is not installable here, so the forward pass below is written from Hugging Face's
 modeling_llama.py, modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py, modeling_gemma.py,
-modeling_gemma2.py and modeling_gemma3.py (Gemma3ForCausalLM, text only) (eager attention,
+modeling_gemma2.py, modeling_gemma3.py (Gemma3ForCausalLM, text only) and modeling_phi3.py (eager attention,
 float32) and PEFT's lora.Linear; it runs on Debian's torch 1.13 CPU. For each family it writes to
 hf/decoder/testdata/<family>/:
 
@@ -76,13 +76,19 @@ FAMILIES = {
                         sliding_window_pattern=3, rope_theta=1000000.0, rope_local_base_freq=10000.0,
                         rope_scaling=dict(rope_type="linear", factor=8.0),
                         layer_types=["sliding_attention", "sliding_attention", "full_attention"]),
+    # Fused qkv_proj and gate_up_proj (Phi3Attention, Phi3MLP), a window of 4 on every layer.
+    "phi3": dict(BASE, model_type="phi3", architectures=["Phi3ForCausalLM"], tie_word_embeddings=False,
+                 sliding_window=4, rope_scaling=None, original_max_position_embeddings=256,
+                 partial_rotary_factor=1.0, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0),
 }
+FUSED = ("phi3",)
 
 GEMMA_NORM = ("gemma", "gemma2", "gemma3_text")  # RMSNorm scaled by (1 + w), embeddings by sqrt(hidden)
 SANDWICH = ("gemma2", "gemma3_text")  # post-attention, pre- and post-feedforward norms
 QK_NORM = ("qwen3", "gemma3_text")
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+FUSED_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
 RANK, ALPHA = 4, 8.0
 SCALE = ALPHA / math.sqrt(RANK)  # rsLoRA
 GRAD_MODULES = ["model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.v_proj", "model.layers.1.mlp.down_proj"]
@@ -98,6 +104,13 @@ def modules(c, i):
     q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
     bias = c["model_type"] == "qwen2"
     p = f"model.layers.{i}."
+    if c["model_type"] in FUSED:
+        return [
+            (p + "self_attn.qkv_proj", "qkv_proj", q + 2 * kv, h, False),
+            (p + "self_attn.o_proj", "o_proj", h, q, False),
+            (p + "mlp.gate_up_proj", "gate_up_proj", 2 * c["intermediate_size"], h, False),
+            (p + "mlp.down_proj", "down_proj", h, c["intermediate_size"], False),
+        ]
     return [
         (p + "self_attn.q_proj", "q_proj", q, h, bias),
         (p + "self_attn.k_proj", "k_proj", kv, h, bias),
@@ -179,7 +192,7 @@ def is_sliding(c, layer):
     """Whether a layer attends within sliding_window: every layer (mistral), layer_types, or Gemma 2's
     even layers and Gemma 3's sliding_window_pattern."""
     mt = c["model_type"]
-    if mt == "mistral":
+    if mt in ("mistral", "phi3"):
         return bool(c.get("sliding_window"))
     if "layer_types" in c:
         return c["layer_types"][layer] == "sliding_attention"
@@ -235,9 +248,15 @@ def forward(c, W, tokens, mask, lora=None):
         cos, sin = rope(sliding and mt == "gemma3_text")
         bias = sliding_bias if sliding else full_bias
         x = rms_norm(h, W[p + "input_layernorm.weight"], eps, gemma)
-        q = linear(p + "self_attn.q_proj", x).view(B, T, nh, hd)
-        k = linear(p + "self_attn.k_proj", x).view(B, T, kvh, hd)
-        v = linear(p + "self_attn.v_proj", x).view(B, T, kvh, hd).transpose(1, 2)
+        if mt in FUSED:  # Phi3Attention: qkv = qkv_proj(x), split as [q | k | v]
+            qkv = linear(p + "self_attn.qkv_proj", x)
+            q = qkv[..., : nh * hd].view(B, T, nh, hd)
+            k = qkv[..., nh * hd: (nh + kvh) * hd].view(B, T, kvh, hd)
+            v = qkv[..., (nh + kvh) * hd:].view(B, T, kvh, hd).transpose(1, 2)
+        else:
+            q = linear(p + "self_attn.q_proj", x).view(B, T, nh, hd)
+            k = linear(p + "self_attn.k_proj", x).view(B, T, kvh, hd)
+            v = linear(p + "self_attn.v_proj", x).view(B, T, kvh, hd).transpose(1, 2)
         if mt in QK_NORM:  # q_norm/k_norm over head_dim, before RoPE
             q = rms_norm(q, W[p + "self_attn.q_norm.weight"], eps, gemma)
             k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps, gemma)
@@ -256,7 +275,11 @@ def forward(c, W, tokens, mask, lora=None):
         else:
             h = h + o
             x = rms_norm(h, W[p + "post_attention_layernorm.weight"], eps, gemma)
-        m = linear(p + "mlp.down_proj", act(c, linear(p + "mlp.gate_proj", x)) * linear(p + "mlp.up_proj", x))
+        if mt in FUSED:  # Phi3MLP: gate, up = gate_up_proj(x).chunk(2, dim=-1)
+            gate, up = linear(p + "mlp.gate_up_proj", x).chunk(2, dim=-1)
+        else:
+            gate, up = linear(p + "mlp.gate_proj", x), linear(p + "mlp.up_proj", x)
+        m = linear(p + "mlp.down_proj", act(c, gate) * up)
         if mt in SANDWICH:
             m = rms_norm(m, W[p + "post_feedforward_layernorm.weight"], eps, gemma)
         h = h + m
@@ -342,7 +365,8 @@ def main():
         _st.write(os.path.join(d, "adapter_model.safetensors"), peft)
         with open(os.path.join(d, "adapter_config.json"), "w") as f:
             json.dump({"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": RANK, "lora_alpha": ALPHA,
-                       "use_rslora": True, "lora_dropout": 0.0, "target_modules": TARGETS, "bias": "none",
+                       "use_rslora": True, "lora_dropout": 0.0,
+                       "target_modules": FUSED_TARGETS if fam in FUSED else TARGETS, "bias": "none",
                        "base_model_name_or_path": None, "fan_in_fan_out": False, "inference_mode": True},
                       f, indent=2, sort_keys=True)
 
@@ -359,7 +383,10 @@ def main():
                 "hidden": hidden.numpy(), "logits": logits.numpy(),
                 "lora_logits": lora_logits.detach().numpy(), "merged_logits": merged_logits.numpy(),
                 "loss": np.array(loss.item(), np.float32)}
-        for key in GRAD_MODULES:
+        grad_modules = GRAD_MODULES
+        if fam in FUSED:
+            grad_modules = ["model.layers.0.self_attn.qkv_proj", "model.layers.1.mlp.gate_up_proj", "model.layers.1.mlp.down_proj"]
+        for key in grad_modules:
             a, b = lora[key]
             gold[f"grad.base_model.model.{key}.lora_A.weight"] = a.grad.numpy()
             gold[f"grad.base_model.model.{key}.lora_B.weight"] = b.grad.numpy()
