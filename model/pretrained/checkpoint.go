@@ -194,7 +194,9 @@ func writeInterop(outDir, snapDir, task string, l config.LoRA, modules []string,
 		if err := os.MkdirAll(filepath.Join(outDir, peft.FullDir), 0o755); err != nil {
 			return err
 		}
-		return model.WriteTensors(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved)
+		// Every weight under its Hugging Face key: a file transformers loads as the model's
+		// weights (issue 23 item 8), so with the "format": "pt" it checks, as PEFT's adapter files.
+		return model.WriteTensorsWith(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved, map[string]string{"format": "pt"})
 	}
 	if err := values(head, peft.Prefix, saved); err != nil {
 		return err
