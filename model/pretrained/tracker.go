@@ -205,7 +205,7 @@ func trackerExamples(ctx context.Context, labelled func(sentence, against string
 		// Each example renders the base's chat template (up to its 10 s limit): a signal is
 		// honoured between examples, not after all of them.
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("building the training examples: %w", err)
 		}
 		w := float32(1)
 		if r.Label {

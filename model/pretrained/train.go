@@ -329,7 +329,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 			// Each example renders the base's chat template (up to its 10 s limit): a signal is
 			// honoured between examples, not after all of them.
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("building the training examples: %w", err)
 			}
 			e, err := p.example(r.Aspect, r.Sentences, r.Document, r.Summary, r.Citations)
 			if err != nil {
