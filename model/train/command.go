@@ -151,6 +151,8 @@ func Command() cli.Command {
 				return cli.Usagef("--task must be %s, got %q", orList(names), name)
 			case fs.Changed("plan-memory") && !planOnly(fs):
 				return cli.Usagef("--plan-memory goes with --plan")
+			case fs.Changed("overwrite") && planOnly(fs):
+				return cli.Usagef("--overwrite replaces a training run; --plan trains nothing")
 			}
 			// A flag of another task (e.g. --architecture with --task summarizer) would be ignored
 			// silently: refuse it instead.

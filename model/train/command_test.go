@@ -150,6 +150,7 @@ func TestCommand(t *testing.T) {
 				}
 			}},
 		{desc: "plan of a model without one", args: []string{"--task", "toy-track", "--plan"}, usage: "--plan plans a --pretrained causal LM"},
+		{desc: "overwrite with plan", args: []string{"--task", "toy-track", "--pretrained", "snap", "--plan", "--overwrite"}, usage: "--plan trains nothing"},
 		{desc: "plan memory without plan", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--plan-memory", "80GiB"}, usage: "--plan-memory goes with --plan"},
 		{desc: "plan memory without a unit", args: []string{"--task", "toy-track", "--pretrained", "snap", "--plan", "--plan-memory", "80"}, err: "tracker.train.device_memory"},
 		{desc: "training error", args: []string{"--task", "toy-sum", "--data", "fail", "--out", "o"}, task: "toy-sum", err: "no shards"},
