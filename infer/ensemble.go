@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,7 +135,7 @@ func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 
 // loadTracker loads --tracker dir: an ensemble of fold checkpoints when dir is a cross-validation
 // output, else one tracker checkpoint. It returns the tracker and its aspect set.
-func loadTracker(cfg *config.Config, dir string, log io.Writer) (Tracker, string, error) {
+func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Writer) (Tracker, string, error) {
 	if IsCrossValidation(dir) {
 		e, err := LoadEnsemble(dir)
 		if err != nil {
@@ -145,7 +146,7 @@ func loadTracker(cfg *config.Config, dir string, log io.Writer) (Tracker, string
 	}
 	if pretrained.IsCheckpoint(dir) {
 		// A fine-tuned pretrained model (train --pretrained): its base is read from base.json.
-		m, err := pretrained.LoadTracker(dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
+		m, err := pretrained.LoadTracker(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 		if err != nil {
 			return nil, "", err
 		}

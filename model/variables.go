@@ -66,14 +66,20 @@ func SaveVariables(path string, store *gomlxmodel.Store, keep func(varPath strin
 	return WriteTensors(path, vars)
 }
 
-// WriteTensors writes named tensors to path in the safetensors layout, atomically, names sorted.
+// WriteTensors writes named tensors to path in the safetensors layout, atomically, names sorted:
+// tracksum's own files (checkpoints, resume points), with "format": "gomlx" in the header.
 func WriteTensors(path string, vars map[string]*tensors.Tensor) error {
+	return WriteTensorsWith(path, vars, map[string]string{"format": "gomlx", "producer": "tracksum"})
+}
+
+// WriteTensorsWith is WriteTensors with the header's __metadata__ given: {"format": "pt"} for a
+// file that transformers or PEFT must load (they refuse any other format).
+func WriteTensorsWith(path string, vars map[string]*tensors.Tensor, metadata map[string]string) error {
 	specs := make(map[string]shapes.Shape, len(vars))
 	for name, t := range vars {
 		specs[name] = t.Shape()
 	}
-	return WriteTensorsFunc(path, specs, map[string]string{"format": "gomlx", "producer": "tracksum"},
-		func(name string) (*tensors.Tensor, error) { return vars[name], nil })
+	return WriteTensorsFunc(path, specs, metadata, func(name string) (*tensors.Tensor, error) { return vars[name], nil })
 }
 
 // WriteTensorsFunc writes the tensors named by specs to path in the safetensors layout, atomically,

@@ -8,7 +8,8 @@
 //
 // The checkpoint directory receives everything needed to use the model without the training config
 // (hyperparameters, tokenizer, resolved config, best-on-dev variables) plus metrics.jsonl, curves.png
-// and a resume point: after Ctrl-C, rerunning the same command continues where it stopped. The
+// and a resume point: after Ctrl-C, rerunning the same command continues where it stopped; with
+// --overwrite it starts afresh instead, replacing the previous run once the new one has finished. The
 // tasks are those linked in below (each registers itself with model/training); a new model is one
 // more import.
 package main

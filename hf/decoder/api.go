@@ -19,6 +19,7 @@
 package decoder
 
 import (
+	"context"
 	"slices"
 
 	"github.com/gomlx/compute/shapes"
@@ -171,9 +172,9 @@ type Model struct {
 // graph); with Rank 0 they are trainable and converted to float32 at load. Adapters (float32,
 // trainable, A drawn from seed: 0 is a valid seed) go under LoRAScope. Every tensor's shape is
 // checked against the config; a missing or misshaped tensor, or a non-finite value, is a one-line
-// error.
-func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
-	return load(s, store, lora, seed)
+// error. Reading stops with an error wrapping ctx.Err() once ctx is cancelled.
+func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
+	return load(ctx, s, store, lora, seed)
 }
 
 // Config returns the model's architecture.

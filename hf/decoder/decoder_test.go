@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -157,7 +158,7 @@ func TestForwardParity(t *testing.T) {
 		t.Run(fam, func(t *testing.T) {
 			gold := readGolden(t, fam)
 			store := gomlxmodel.NewStore()
-			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, LoRA{}, 0)
+			m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", fam)), store, LoRA{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +179,7 @@ func TestLoRAParity(t *testing.T) {
 			mask := flatInt(gold["mask"])
 			snap := openSnap(t, filepath.Join("testdata", fam))
 			store := gomlxmodel.NewStore()
-			m, err := Load(snap, store, testLoRA, 0)
+			m, err := Load(context.Background(), snap, store, testLoRA, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +193,7 @@ func TestLoRAParity(t *testing.T) {
 			compareRows(t, "lora_logits", logits, gold["lora_logits"], mask)
 
 			store2 := gomlxmodel.NewStore()
-			full, err := Load(snap, store2, LoRA{}, 0)
+			full, err := Load(context.Background(), snap, store2, LoRA{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +244,7 @@ func TestLossAndGradients(t *testing.T) {
 		t.Run(fam, func(t *testing.T) {
 			gold := readGolden(t, fam)
 			store := gomlxmodel.NewStore()
-			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
+			m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -313,7 +314,7 @@ func TestKVCacheDecode(t *testing.T) {
 func kvCacheDecode(t *testing.T, fam string, bf16 bool) {
 	gold := readGolden(t, fam)
 	store := gomlxmodel.NewStore()
-	m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
+	m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +406,7 @@ func kvCacheDecode(t *testing.T, fam string, bf16 bool) {
 func TestTrainableFlags(t *testing.T) {
 	snap := openSnap(t, filepath.Join("testdata", "llama"))
 	store := gomlxmodel.NewStore()
-	m, err := Load(snap, store, LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "v_proj"}}, 0)
+	m, err := Load(context.Background(), snap, store, LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "v_proj"}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,7 @@ func TestTrainableFlags(t *testing.T) {
 		}
 	}
 	store2 := gomlxmodel.NewStore()
-	m2, err := Load(snap, store2, LoRA{}, 0)
+	m2, err := Load(context.Background(), snap, store2, LoRA{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +530,7 @@ func TestLoadErrors(t *testing.T) {
 			dir := copySnapshot(t, "llama", tc.edit, tc.configEdit)
 			s, err := snapshot.Open(dir)
 			if err == nil {
-				_, err = Load(s, gomlxmodel.NewStore(), testLoRA, 0)
+				_, err = Load(context.Background(), s, gomlxmodel.NewStore(), testLoRA, 0)
 			}
 			if err == nil {
 				t.Fatal("no error")
@@ -557,7 +558,7 @@ func TestHalfPrecisionWeights(t *testing.T) {
 			tokens := tensors.FromFlatDataAndDimensions([]int32{5, 9, 3, 17, 40, 2, 8, 11}, 2, 4)
 			mask := tensors.FromFlatDataAndDimensions([]int32{1, 1, 1, 1, 1, 1, 1, 0}, 2, 4)
 			frozenStore := gomlxmodel.NewStore()
-			frozen, err := Load(snap, frozenStore, LoRA{Rank: 2, Alpha: 2}, 0)
+			frozen, err := Load(context.Background(), snap, frozenStore, LoRA{Rank: 2, Alpha: 2}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -565,7 +566,7 @@ func TestHalfPrecisionWeights(t *testing.T) {
 				t.Errorf("frozen base dtype %s, want %s", got, dt)
 			}
 			fullStore := gomlxmodel.NewStore()
-			full, err := Load(snap, fullStore, LoRA{}, 0)
+			full, err := Load(context.Background(), snap, fullStore, LoRA{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -587,7 +588,7 @@ func TestLoRADropout(t *testing.T) {
 	store := gomlxmodel.NewStore()
 	lora := testLoRA
 	lora.Dropout = 0.5
-	m, err := Load(openSnap(t, filepath.Join("testdata", "llama")), store, lora, 0)
+	m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", "llama")), store, lora, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -657,7 +658,7 @@ func TestSnapshotHugeLayerCount(t *testing.T) {
 			dir := copySnapshot(t, "llama", nil, set(tc.key, tc.value))
 			s := openSnap(t, dir)
 			start := time.Now()
-			_, err := Load(s, gomlxmodel.NewStore(), testLoRA, 0)
+			_, err := Load(context.Background(), s, gomlxmodel.NewStore(), testLoRA, 0)
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -91,7 +92,7 @@ func (c Config) expectedTensors() map[string][]int {
 	return want
 }
 
-func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
+func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
 	cfg, err := configOf(s)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) 
 			return nil, fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(name), name, shape.DType)
 		}
 	}
-	ts, err := s.Tensors(func(name string) bool { _, ok := want[name]; return ok })
+	ts, err := s.Tensors(ctx, func(name string) bool { _, ok := want[name]; return ok })
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		}
 	}
 	ck := o.Checkpoint
-	snap, ref, err := peft.OpenBase(ck, o.Base)
+	snap, ref, err := peft.OpenBase(ctx, ck, o.Base)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		name := baseName[file]
 		var w *tensors.Tensor
 		if _, inBase := base[name]; inBase {
-			ts, err := snap.Tensors(func(n string) bool { return n == name })
+			ts, err := snap.Tensors(ctx, func(n string) bool { return n == name })
 			if err != nil {
 				return nil, err
 			}

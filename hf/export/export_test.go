@@ -70,7 +70,7 @@ func checkpointFor(t *testing.T, baseDir, ck string, head bool) *peft.Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := peft.WriteBaseRef(ck, snap); err != nil {
+	if _, err := peft.WriteBaseRef(context.Background(), ck, snap); err != nil {
 		t.Fatal(err)
 	}
 	l := config.LoRA{Rank: 4, Alpha: 8, RSLoRA: true, TargetModules: config.LoRATargetsLlama} // scale 8/sqrt(4) = 4
@@ -258,7 +258,7 @@ func TestExportFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := peft.WriteBaseRef(ck, snap); err != nil {
+	if _, err := peft.WriteBaseRef(context.Background(), ck, snap); err != nil {
 		t.Fatal(err)
 	}
 	norm := tensors.FromFlatDataAndDimensions(slices.Repeat([]float32{1.5}, 16), 16)
@@ -364,7 +364,7 @@ func TestExportBERTClassifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := peft.WriteBaseRef(ck, snap); err != nil {
+	if _, err := peft.WriteBaseRef(context.Background(), ck, snap); err != nil {
 		t.Fatal(err)
 	}
 	l := config.LoRA{Rank: 2, Alpha: 2, TargetModules: []string{"query"}}

@@ -45,7 +45,7 @@ func TestExportReloadsToMergedLogits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := peft.WriteBaseRef(ck, snap); err != nil {
+			if _, err := peft.WriteBaseRef(context.Background(), ck, snap); err != nil {
 				t.Fatal(err)
 			}
 			a, err := peft.Read(src)
@@ -63,7 +63,7 @@ func TestExportReloadsToMergedLogits(t *testing.T) {
 				t.Fatal(err)
 			}
 			store := gomlxmodel.NewStore()
-			m, err := decoder.Load(merged, store, decoder.LoRA{}, 0)
+			m, err := decoder.Load(context.Background(), merged, store, decoder.LoRA{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package randsnap
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,7 +54,7 @@ func TestWriteDecoder(t *testing.T) {
 			if !ok || sh.DType != want || sh.Dimensions[0] != 2*4 || sh.Dimensions[1] != 16 {
 				t.Errorf("k_proj shape %v (found %v), want %s [8 16]", sh, ok, want)
 			}
-			if _, err := s.Tensors(nil); err != nil {
+			if _, err := s.Tensors(context.Background(), nil); err != nil {
 				t.Fatal(err)
 			}
 			tok, err := tokenizer.Load(dir)

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,7 @@ func FuzzSnapshotHeader(f *testing.F) {
 			}
 			return
 		}
-		ts, err := s.Tensors(nil)
+		ts, err := s.Tensors(context.Background(), nil)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error spans lines: %q", err)

@@ -10,10 +10,11 @@
 //
 //	s, err := snapshot.Open("/models/Llama-3.2-1B-Instruct")
 //	hidden, err := s.Int("hidden_size", 0)
-//	weights, err := s.Tensors(func(name string) bool { return strings.HasPrefix(name, "model.layers.0.") })
+//	weights, err := s.Tensors(ctx, func(name string) bool { return strings.HasPrefix(name, "model.layers.0.") })
 package snapshot
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -337,7 +338,12 @@ func (s *Snapshot) FileOf(name string) string {
 // Tensors reads the weights whose names keep accepts (all of them when keep is nil) into host
 // tensors, in their stored dtype (bf16, f16, f32...). A weight holding NaN or ±Inf is an error
 // naming the tensor and its file.
-func (s *Snapshot) Tensors(keep func(name string) bool) (map[string]*tensors.Tensor, error) {
+//
+// ctx is checked before each tensor is read: the weights of a large snapshot take minutes to read,
+// and a command stopped by SIGINT or SIGTERM must not finish reading them first (issue 22). A
+// cancelled ctx gives an error wrapping ctx.Err() (context.Canceled), naming the file and the
+// tensor it stopped before.
+func (s *Snapshot) Tensors(ctx context.Context, keep func(name string) bool) (map[string]*tensors.Tensor, error) {
 	out := map[string]*tensors.Tensor{}
 	for _, file := range s.WeightFiles {
 		var names []string
@@ -351,11 +357,18 @@ func (s *Snapshot) Tensors(keep func(name string) bool) (map[string]*tensors.Ten
 		}
 		slices.Sort(names)
 		path := filepath.Join(s.Dir, file)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: reading stopped before tensor %s: %w", path, names[0], err)
+		}
 		reader, err := s.weights.NewTensorReader(file)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", path, oneLine(err))
 		}
 		for _, name := range names {
+			if err := ctx.Err(); err != nil {
+				reader.Close()
+				return nil, fmt.Errorf("%s: reading stopped before tensor %s: %w", path, name, err)
+			}
 			t, err := reader.ReadTensor(nil, name)
 			if err != nil {
 				reader.Close()
@@ -417,13 +430,14 @@ func CheckFinite(t *tensors.Tensor) error {
 // WeightsSHA256 returns the hex SHA-256 of the weight files' bytes concatenated in WeightFiles
 // order: for a single-file snapshot it equals `sha256sum model.safetensors`. Checkpoints record it
 // so a changed base model is detected. The digest is cached (CachedSHA256): a snapshot whose
-// files keep their path, size, modification time and inode is not read again.
-func (s *Snapshot) WeightsSHA256() (string, error) {
+// files keep their path, size, modification time and inode is not read again. Hashing stops with
+// an error wrapping ctx.Err() once ctx is cancelled.
+func (s *Snapshot) WeightsSHA256(ctx context.Context) (string, error) {
 	paths := make([]string, len(s.WeightFiles))
 	for i, file := range s.WeightFiles {
 		paths[i] = filepath.Join(s.Dir, file)
 	}
-	return CachedSHA256(paths)
+	return CachedSHA256(ctx, paths)
 }
 
 // Int returns the integer config.json value at key, or def when the key is absent or null.

@@ -232,14 +232,14 @@ func TestTrackerTrainInfer(t *testing.T) {
 			if err := os.WriteFile(cfgPath, edited, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, errChanged := pretrained.LoadTracker(ck)
+			_, errChanged := pretrained.LoadTracker(context.Background(), ck)
 			if err := os.WriteFile(cfgPath, orig, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if errChanged == nil || !strings.Contains(errChanged.Error(), "config.json sha256") || strings.Contains(errChanged.Error(), "\n") {
 				t.Errorf("changed base config: error %v, want one line naming config.json", errChanged)
 			}
-			if _, err := pretrained.LoadTracker(ck); err != nil {
+			if _, err := pretrained.LoadTracker(context.Background(), ck); err != nil {
 				t.Errorf("restored base config: %v", err)
 			}
 
@@ -252,7 +252,7 @@ func TestTrackerTrainInfer(t *testing.T) {
 			if err := checkpoint.WriteJSON(filepath.Join(ck, peft.BaseFile), ref); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := pretrained.LoadTracker(ck); err == nil || !strings.Contains(err.Error(), "has changed") || !strings.Contains(err.Error(), peft.BaseFile) {
+			if _, err := pretrained.LoadTracker(context.Background(), ck); err == nil || !strings.Contains(err.Error(), "has changed") || !strings.Contains(err.Error(), peft.BaseFile) {
 				t.Errorf("changed base: error %v, want one naming %s and saying the base has changed", err, peft.BaseFile)
 			}
 		})
@@ -315,7 +315,7 @@ func TestSummarizerTrainInfer(t *testing.T) {
 	}
 
 	// Sampling (temperature, top-p) through the loaded model.
-	s, err := pretrained.LoadSummarizer(ck)
+	s, err := pretrained.LoadSummarizer(context.Background(), ck)
 	if err != nil {
 		t.Fatal(err)
 	}

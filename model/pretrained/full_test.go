@@ -36,7 +36,7 @@ func TestCausalLMFullFineTuning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := snap.Tensors(nil)
+	base, err := snap.Tensors(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func parityCommand() cli.Command {
 	return cli.Command{
 		Name: "gpucheck parity", Synopsis: "[--goldens DIR]", Flags: fs,
 		Description: "Runs every decoder family's goldens (forward, LoRA forward, loss) on the backend; one JSON line per family.",
-		Run: func(_ context.Context, args []string) error {
+		Run: func(ctx context.Context, args []string) error {
 			dir, _ := fs.GetString("goldens")
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
@@ -47,7 +47,7 @@ func parityCommand() cli.Command {
 			for _, fam := range family.Names(family.CausalLM) {
 				start := time.Now()
 				res := map[string]any{"step": "parity", "family": fam, "backend": name, "tf32": tf32(name), "tolerance": parityTol}
-				diffs, err := parity(filepath.Join(dir, fam))
+				diffs, err := parity(ctx, filepath.Join(dir, fam))
 				ok := err == nil
 				for k, v := range diffs {
 					res[k] = v
@@ -74,7 +74,7 @@ func parityCommand() cli.Command {
 
 // parity returns the largest differences from a family's goldens: hidden states and logits of the
 // base, logits with the golden adapters, and the loss with them.
-func parity(dir string) (map[string]float64, error) {
+func parity(ctx context.Context, dir string) (map[string]float64, error) {
 	gold, err := model.ReadTensors(filepath.Join(dir, "golden.safetensors"))
 	if err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func parity(dir string) (map[string]float64, error) {
 		return nil, err
 	}
 	store := gomlxmodel.NewStore()
-	m, err := decoder.Load(snap, store, parityLoRA, 0)
+	m, err := decoder.Load(ctx, snap, store, parityLoRA, 0)
 	if err != nil {
 		return nil, err
 	}
