@@ -187,7 +187,7 @@ func histogramFigure(t *TrackerScores) report.Figure {
 	for b := range n {
 		lo := float64(b) / float64(n)
 		label := ""
-		if b%2 == 0 {
+		if b%max(n/10, 1) == 0 {
 			label = strconv.FormatFloat(lo, 'f', 1, 64)
 		}
 		cats = append(cats, label)
@@ -198,7 +198,7 @@ func histogramFigure(t *TrackerScores) report.Figure {
 		uncited.Notes = append(uncited.Notes, fmt.Sprintf("(scores %.2f-%.2f: %d sentences)", lo, hi, t.HistUncited[b]))
 	}
 	c := report.BarChart{Title: "Tracker score histogram", YLabel: "% of the class", Categories: cats, Percent: true,
-		Series: []report.BarSeries{cited, uncited}}
+		Series: []report.BarSeries{cited, uncited}, Edges: "1.0"}
 	rows := make([][]string, n)
 	for b := range n {
 		rows[b] = []string{fmt.Sprintf("%.2f-%.2f", float64(b)/float64(n), float64(b+1)/float64(n)), strconv.Itoa(t.HistCited[b]), strconv.Itoa(t.HistUncited[b])}
@@ -226,8 +226,12 @@ func sweepFigure(t *TrackerScores) report.Figure {
 	}
 	k05 := int(math.Round(defaultThres * float64(len(t.Thresholds)-1)))
 	caption := fmt.Sprintf("Selecting the sentences scored at or above each threshold, against the reference citations, micro over every scored sentence. At 0.5: %s.", at(k05))
-	if b := t.Best(); b >= 0 {
-		c.Marks = append(c.Marks, report.Mark{X: t.Thresholds[b], Label: fmt.Sprintf("best F1 %.2f", t.Thresholds[b])})
+	switch b := t.Best(); {
+	case b == k05:
+		c.Marks[0].Label = "0.5 (default, best F1)"
+		caption += " No threshold gives a higher F1."
+	case b >= 0:
+		c.Marks = append(c.Marks, report.Mark{X: t.Thresholds[b], Label: fmt.Sprintf("best F1 at %.2f", t.Thresholds[b])})
 		caption += fmt.Sprintf(" Best F1 at %.2f: %s.", t.Thresholds[b], at(b))
 	}
 	caption += " These are the tracker's own selections; the predictions' citations may differ where the summary's grounding changed them."

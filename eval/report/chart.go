@@ -36,6 +36,9 @@ type BarChart struct {
 	YMax float64
 	// Percent shows values in [0, 1] as percentages on the axis and in the tooltips.
 	Percent bool
+	// Edges, when set, makes the chart a histogram: Categories label the bins' lower edges and are
+	// drawn at the left of each group, and Edges is the label of the last bin's upper edge.
+	Edges string
 }
 
 // BarSeries is one bar per category. Low and High, when set, are whiskers (a confidence
@@ -188,8 +191,16 @@ func (c BarChart) SVG() template.HTML {
 					f(cx), f(y(lo)), f(y(up)), f(cx-3), f(y(lo)), f(cx+3), f(cx-3), f(y(up)), f(cx+3))
 			}
 		}
+		lx := x0 + groupW*0.4
+		if c.Edges != "" {
+			lx = x0 - groupW*0.1
+		}
 		fmt.Fprintf(&b, `<text x="%s" y="%d" font-size="11" text-anchor="middle">%s</text>`+"\n",
-			f(x0+groupW*0.4), chartH-padB+14, esc(cat))
+			f(lx), chartH-padB+14, esc(cat))
+	}
+	if c.Edges != "" {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="11" text-anchor="middle">%s</text>`+"\n",
+			chartW-padR, chartH-padB+14, esc(c.Edges))
 	}
 	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#555"/>`, padL, chartW-padR, f(y(0)), f(y(0)))
 	b.WriteString("</svg>")
@@ -219,9 +230,10 @@ func (c LineChart) SVG() template.HTML {
 	}
 	fmt.Fprintf(&b, `<text x="%s" y="%d" font-size="12" text-anchor="middle">%s</text>`+"\n",
 		f(float64(padL)+plotW/2), chartH-8, esc(c.XLabel))
-	for _, m := range c.Marks {
+	for i, m := range c.Marks {
+		// Labels are stacked so that two close marks (the default and the best threshold) stay legible.
 		fmt.Fprintf(&b, `<line class="mark" x1="%s" x2="%s" y1="%d" y2="%d" stroke="#555" stroke-dasharray="4 3"/><text x="%s" y="%d" font-size="11">%s</text>`+"\n",
-			f(x(m.X)), f(x(m.X)), padT, chartH-padB, f(x(m.X)+4), padT+10, esc(m.Label))
+			f(x(m.X)), f(x(m.X)), padT, chartH-padB, f(x(m.X)+4), padT+10+13*i, esc(m.Label))
 	}
 	for i, s := range c.Series {
 		var d strings.Builder

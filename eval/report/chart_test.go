@@ -2,15 +2,13 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden charts in testdata/")
+	"github.com/tracksum/tracksum/internal/golden"
+)
 
 // TestChartsGolden pins the SVG of each chart kind byte for byte: the page must be deterministic,
 // and a change of layout should be a reviewed change of testdata/*.svg (go test ./eval/report
@@ -29,7 +27,7 @@ func TestChartsGolden(t *testing.T) {
 			},
 		}.SVG())},
 		{"bars with an automatic axis", "histogram.svg", string(BarChart{
-			Title: "Histogram", YLabel: "% of the class", Categories: []string{"0.0", "", "0.5", ""}, Percent: true,
+			Title: "Histogram", YLabel: "% of the class", Categories: []string{"0.0", "", "0.5", ""}, Percent: true, Edges: "1.0",
 			Series: []BarSeries{{Name: "cited", Values: []float64{0.1, 0.2, 0.3, 0.4}}, {Name: "not cited", Values: []float64{0.7, 0.2, 0.1, 0}}},
 		}.SVG())},
 		{"lines with gaps and marks", "lines.svg", string(LineChart{
@@ -40,19 +38,7 @@ func TestChartsGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
-			path := filepath.Join("testdata", tc.file)
-			if *update {
-				if err := os.WriteFile(path, []byte(tc.svg+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test ./eval/report -update writes it)", err)
-			}
-			if tc.svg+"\n" != string(want) {
-				t.Errorf("%s differs from the chart (go test ./eval/report -update rewrites it); got:\n%s", path, tc.svg)
-			}
+			golden.Check(t, filepath.Join("testdata", tc.file), []byte(tc.svg+"\n"))
 			if strings.Contains(tc.svg, "<by>") || strings.Contains(tc.svg, "http") {
 				t.Error("chart text is not escaped, or the chart names a URL")
 			}
