@@ -85,6 +85,9 @@ func Page(out *Outcome) report.Page {
 		p.Subtitle += fmt.Sprintf(" · LLM metrics %v (%s)", out.LLMReport.Metrics, out.LLMReport.Model)
 	}
 	p.Tables = metricTables(rep, sameExact)
+	if out.LLMReport != nil {
+		p.Tables = append(p.Tables, llmTable(rep, out.LLMReport))
+	}
 	p.Notes = append(p.Notes, fmt.Sprintf("Values are per-instance means in %%; under each, its %g%% percentile bootstrap interval (%d resamples, seed %d). Each F1 is the harmonic mean of the averaged recall and precision.",
 		100*rep.Overall.Level, rep.Settings.Bootstrap.Resamples, rep.Settings.Bootstrap.Seed))
 	if sameExact {
@@ -138,6 +141,32 @@ func metricTables(rep *Report, sameExact bool) []report.Table {
 		tables = append(tables, t)
 	}
 	return tables
+}
+
+// llmTable shows the LLM metrics (eval.metrics) transposed, a row per metric and a column per
+// aspect: there can be more of them (fm and each facet's) than fit side by side.
+func llmTable(rep *Report, llm *LLMReport) report.Table {
+	t := report.Table{ID: "t-llm", Title: "LLM metrics (" + llm.Model + ")", Columns: []report.Column{{Head: "all"}}}
+	aspects := rep.Aspects()
+	for _, a := range aspects {
+		t.Columns = append(t.Columns, report.Column{Head: a})
+	}
+	cell := func(sums []LLMMetricSummary, name string) report.Cell {
+		for _, s := range sums {
+			if s.Name == name && s.N > 0 {
+				return report.Cell{Value: pct(s.Mean), CI: ciText(s.CI)}
+			}
+		}
+		return report.Cell{Value: "-"}
+	}
+	for _, s := range llm.Overall {
+		row := report.Row{Name: s.Name, Cells: []report.Cell{cell(llm.Overall, s.Name)}}
+		for _, a := range aspects {
+			row.Cells = append(row.Cells, cell(llm.ByAspect[a], s.Name))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
 }
 
 // aspectFigures draws the claim and citation precision and recall of every aspect (and of all

@@ -315,8 +315,8 @@ svg.chart { max-width: 100%; height: auto; display: block; font-family: system-u
 <span class="legend">Citations: <span class="correct">correct</span><span class="uncredited">cited by both, not credited by the judge</span><span class="spurious">spurious</span><span class="missed">missed</span></span>
 </div>
 {{range $a := .Abstracts}}<section class="abstract" id="pmid-{{.PMID}}" data-pmid="{{.PMID}}">
-<div class="doc"><h2>PMID {{.PMID}}</h2>{{with .ProbAspects}}<div class="tphead" title="tracker probability of each sentence, per aspect">tracker p: {{range .}}<span class="tp">{{.}}</span>{{end}}</div>{{end}}<ol>
-{{range $i, $s := .Sentences}}<li class="sent" data-i="{{$i}}"><span class="idx">{{$i}}</span><span class="txt">{{$s}}</span>{{with $a.ProbCells $i}}<span class="tps">{{range .}}<span class="tp {{.Class}}" data-aspect="{{.Aspect}}" title="tracker probability, aspect {{.Aspect}}">{{if .Text}}{{.Text}}{{else}}-{{end}}</span>{{end}}</span>{{end}}</li>
+<div class="doc"><h2>PMID {{.PMID}}</h2>{{with .ProbAspects}}<div class="tphead" title="the tracker's probability of each sentence, per aspect (bold: 0.5 and above)">tracker p: {{range .}}<span class="tp">{{.}}</span>{{end}}</div>{{end}}<ol>
+{{range $i, $s := .Sentences}}<li class="sent" data-i="{{$i}}"><span class="idx">{{$i}}</span><span class="txt">{{$s}}</span>{{with $a.ProbCells $i}}<span class="tps">{{range .}}<span class="tp {{.Class}}" data-aspect="{{.Aspect}}">{{if .Text}}{{.Text}}{{else}}-{{end}}</span>{{end}}</span>{{end}}</li>
 {{end}}</ol></div>
 <div class="cards">
 {{range .Cards}}<div class="card" tabindex="0" data-aspect="{{.Aspect}}" data-ref="{{ints .Ref}}" data-pred="{{ints .Pred}}" data-valid="{{ints .Valid}}" data-scores="{{scores .Scores}}">
