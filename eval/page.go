@@ -256,7 +256,7 @@ func sweepFigure(t *TrackerScores) report.Figure {
 	k05 := int(math.Round(defaultThres * float64(len(t.Thresholds)-1)))
 	caption := fmt.Sprintf("Selecting the sentences scored at or above each threshold, against the reference citations, micro over every scored sentence. At 0.5: %s.", at(k05))
 	switch b := t.Best(); {
-	case b == k05:
+	case b >= 0 && t.F1[k05] == t.F1[b]:
 		c.Marks[0].Label = "0.5 (default, best F1)"
 		caption += " No threshold gives a higher F1."
 	case b >= 0:

@@ -193,3 +193,31 @@ func TestPageTablesChartsNotes(t *testing.T) {
 		t.Errorf("claims table, all, P: interval %q, want %q", got, want)
 	}
 }
+
+// TestSweepFigureMarks: 0.5 is marked, and the best-F1 threshold beside it only when it does
+// better (the demo's tracker separates perfectly from 0.32 to 0.5: one mark, not two saying the
+// same).
+func TestSweepFigureMarks(t *testing.T) {
+	cases := []struct {
+		desc  string
+		pairs []Pair
+		want  []string
+		not   string
+	}{
+		{"0.5 ties the best F1", []Pair{scoredPair([]int{0}, 0.9, 0.1, 0.3)}, []string{"0.5 (default, best F1)", "No threshold gives a higher F1."}, "best F1 at"},
+		{"a lower threshold does better", []Pair{scoredPair([]int{0, 1}, 0.9, 0.45, 0.1)}, []string{"0.5 (default)", "best F1 at 0.11", "Best F1 at 0.11: P 100.0, R 100.0, F1 100.0."}, "default, best"},
+	}
+	for _, c := range cases {
+		ts := SweepTracker(c.pairs, 20, 100)
+		f := sweepFigure(&ts)
+		page := string(f.SVG) + f.Caption
+		for _, w := range c.want {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s: the sweep lacks %q:\n%s", c.desc, w, f.Caption)
+			}
+		}
+		if strings.Contains(page, c.not) {
+			t.Errorf("%s: the sweep says %q", c.desc, c.not)
+		}
+	}
+}

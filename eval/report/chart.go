@@ -231,9 +231,10 @@ func (c LineChart) SVG() template.HTML {
 	fmt.Fprintf(&b, `<text x="%s" y="%d" font-size="12" text-anchor="middle">%s</text>`+"\n",
 		f(float64(padL)+plotW/2), chartH-8, esc(c.XLabel))
 	for i, m := range c.Marks {
-		// Labels are stacked so that two close marks (the default and the best threshold) stay legible.
+		// Labels are stacked at the foot of the plot, where P/R/F1 curves seldom run, so that two close
+		// marks (the default and the best threshold) stay legible.
 		fmt.Fprintf(&b, `<line class="mark" x1="%s" x2="%s" y1="%d" y2="%d" stroke="#555" stroke-dasharray="4 3"/><text x="%s" y="%d" font-size="11">%s</text>`+"\n",
-			f(x(m.X)), f(x(m.X)), padT, chartH-padB, f(x(m.X)+4), padT+10+13*i, esc(m.Label))
+			f(x(m.X)), f(x(m.X)), padT, chartH-padB, f(x(m.X)+4), chartH-padB-6-13*i, esc(m.Label))
 	}
 	for i, s := range c.Series {
 		var d strings.Builder
