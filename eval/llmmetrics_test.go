@@ -160,8 +160,9 @@ func TestLLMMetricsScripted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f == "report.html" && (!strings.Contains(string(b), "Facet-aware metric (FM)") || !strings.Contains(string(b), "QA coverage")) {
-			t.Errorf("report.html shows no LLM metric details")
+		if f == "report.html" && (!strings.Contains(string(b), "Facet-aware metric (FM)") || !strings.Contains(string(b), "QA coverage") ||
+			!strings.Contains(string(b), `<table class="summary" id="t-llm">`)) {
+			t.Errorf("report.html shows no LLM metric details or table")
 		}
 	}
 	// agreement correlates fm with human scores (here a linear function of it: r = 1).
