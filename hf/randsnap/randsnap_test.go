@@ -3,6 +3,7 @@ package randsnap
 import (
 	"bytes"
 	"context"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -113,7 +114,7 @@ func TestEveryFamilyLoads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := decoder.Load(snap, gomlxmodel.NewStore(), decoder.LoRA{Rank: 2, Alpha: 4}, 1); err != nil {
+			if _, err := decoder.Load(context.Background(), snap, gomlxmodel.NewStore(), decoder.LoRA{Rank: 2, Alpha: 4}, 1); err != nil {
 				t.Fatalf("%s: %v", fam, err)
 			}
 		})
