@@ -3,7 +3,6 @@ package randsnap
 import (
 	"bytes"
 	"context"
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
