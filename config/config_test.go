@@ -218,6 +218,10 @@ func TestDefaultTrackerRescoring(t *testing.T) {
 	if err := d.Validate(); err != nil {
 		t.Errorf("default tracker: %v", err)
 	}
+	if d.Architecture != TrackerLexicalContext {
+		t.Errorf("default tracker architecture %q, want %q (the best of the cross-validation, issue 24)", d.Architecture, TrackerLexicalContext)
+	}
+	d.Architecture = "transformer"
 	d.LexicalCalibrationFolds = 0
 	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "tracker.context_rescoring") {
 		t.Errorf("calibration off, rescoring on: %v", err)
@@ -225,6 +229,40 @@ func TestDefaultTrackerRescoring(t *testing.T) {
 	d.ContextRescoring = false
 	if err := d.Validate(); err != nil {
 		t.Errorf("both off (the plain TF-IDF + LR recipe): %v", err)
+	}
+}
+
+// TestTrackerArchitecture checks tracker.architecture's values and what lexical-context needs:
+// its inner folds (lexical_calibration_folds >= 2) whatever context_rescoring says.
+func TestTrackerArchitecture(t *testing.T) {
+	for _, tc := range []struct {
+		desc, arch string
+		folds      int
+		rescoring  bool
+		err        string
+	}{
+		{"default", TrackerLexicalContext, 5, true, ""},
+		{"lexical-context, rescoring key off (unused)", TrackerLexicalContext, 5, false, ""},
+		{"lexical-context, 2 inner folds", TrackerLexicalContext, 2, false, ""},
+		{"lexical-context without inner folds", TrackerLexicalContext, 0, false,
+			"tracker.lexical_calibration_folds: must be >= 2 with architecture lexical-context (its context rescorer is fitted on the out-of-fold logits of these inner folds), got 0"},
+		{"lexical-context without inner folds, rescoring on: one error", TrackerLexicalContext, 0, true,
+			"tracker.lexical_calibration_folds: must be >= 2 with architecture lexical-context (its context rescorer is fitted on the out-of-fold logits of these inner folds), got 0"},
+		{"transformer", "transformer", 5, true, ""},
+		{"ngram", "ngram", 0, false, ""},
+		{"unknown", "lexical", 5, true, `tracker.architecture: must be one of [lexical-context transformer ngram], got "lexical"`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := DefaultTracker()
+			c.Architecture, c.LexicalCalibrationFolds, c.ContextRescoring = tc.arch, tc.folds, tc.rescoring
+			err := c.Validate()
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tc.err != "" && (err == nil || err.Error() != tc.err):
+				t.Errorf("Validate: %v, want %q", err, tc.err)
+			}
+		})
 	}
 }
 
