@@ -65,6 +65,10 @@ const (
 	// ContextFile is the tracker's second stage over its logits (tracker.ContextRescorer), written
 	// when tracker.context_rescoring is on; a checkpoint without it scores with the logits alone.
 	ContextFile = "context.json"
+	// LexicalFile holds the fitted lexical tracker of tracker.architecture lexical-context
+	// (vectorizers, regressions and calibration shifts; its context rescorer is in ContextFile),
+	// in place of BestDir's variables: that tracker has no network.
+	LexicalFile = "lexical.json"
 	// VariantFile marks the checkpoint of a Table 6 variant (model/stt, model/ete): a JSON object
 	// naming the variant, so that infer --method stt|ete refuses another model's checkpoint.
 	VariantFile = "variant.json"

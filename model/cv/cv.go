@@ -611,16 +611,21 @@ func checkSettingsOf(out, data string, settings map[string]any, rec configRecord
 }
 
 // foldCheckpointFiles are the files of a tracker fold checkpoint that infer --tracker CV reads,
-// whose sha256 the fold's record keeps (context.json only when the fold has one).
+// whose sha256 the fold's record keeps (context.json only when the fold has one; a lexical-context
+// fold has lexical.json instead of the variables).
 var foldCheckpointFiles = []string{filepath.Join(checkpoint.BestDir, checkpoint.BestVariables), checkpoint.HyperparamsFile,
-	checkpoint.TokenizerFile, checkpoint.ContextFile}
+	checkpoint.TokenizerFile, checkpoint.ContextFile, checkpoint.LexicalFile}
 
 // checkpointSums returns the sha256 of the foldCheckpointFiles present in dir.
 func checkpointSums(dir string) (map[string]string, error) {
 	out := map[string]string{}
+	_, err := os.Stat(filepath.Join(dir, checkpoint.LexicalFile))
+	lexical := err == nil
 	for _, name := range foldCheckpointFiles {
 		sum, err := fileSHA256(filepath.Join(dir, name))
-		if errors.Is(err, os.ErrNotExist) && name == checkpoint.ContextFile {
+		optional := name == checkpoint.ContextFile || name == checkpoint.LexicalFile ||
+			(lexical && name == filepath.Join(checkpoint.BestDir, checkpoint.BestVariables))
+		if errors.Is(err, os.ErrNotExist) && optional {
 			continue
 		}
 		if err != nil {

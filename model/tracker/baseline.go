@@ -10,7 +10,8 @@ import (
 // only) and, as named ablations, the same with per-aspect calibration shifts or with the context
 // rescorer stacked on it. It is the baseline of the cross-validation harness (tracksum-train
 // --folds K --cv-model lexical; lexical-calibrated and lexical-context for the ablations) and of
-// the pipeline cross-validation.
+// the pipeline cross-validation; at StageContext it is also the tracker of tracker.architecture
+// lexical-context (the default), which Train fits and saves and Load reads back.
 type LexicalBaseline struct {
 	Textbook *Textbook
 	// Shifts are per-aspect logit shifts (bestShifts of the inner out-of-fold logits; nil when not
@@ -39,6 +40,12 @@ const (
 // stage stacked on it from the textbook model's out-of-fold logits of innerFolds inner folds of
 // the train split by abstract (dealt with seed). data.Dev and data.Test are not read.
 func FitLexicalBaseline(data *Data, stage LexicalStage, innerFolds int, seed int64) (*LexicalBaseline, error) {
+	return fitLexicalBaseline(data, stage, innerFolds, seed, 0.5)
+}
+
+// fitLexicalBaseline is FitLexicalBaseline with the decision threshold the calibration and the
+// rescorer's shifts aim at (tracker.threshold for the lexical-context tracker of Train).
+func fitLexicalBaseline(data *Data, stage LexicalStage, innerFolds int, seed int64, threshold float64) (*LexicalBaseline, error) {
 	if len(data.Train.Examples) == 0 {
 		return nil, fmt.Errorf("%w: no training rows for the lexical baseline", ErrPrepared)
 	}
@@ -61,9 +68,9 @@ func FitLexicalBaseline(data *Data, stage LexicalStage, innerFolds int, seed int
 		return nil, err
 	}
 	if stage == StageCalibration {
-		b.Shifts = bestShifts(oof, data.Train.Examples, na, 0.5)
+		b.Shifts = bestShifts(oof, data.Train.Examples, na, threshold)
 	} else {
-		b.Context = fitContextRescorer(oof, data.Train.Examples, data.Train.Keys, na, 0.5)
+		b.Context = fitContextRescorer(oof, data.Train.Examples, data.Train.Keys, na, threshold)
 	}
 	return b, nil
 }
@@ -71,13 +78,7 @@ func FitLexicalBaseline(data *Data, stage LexicalStage, innerFolds int, seed int
 // ScoreSplit returns the probability of each row of s: the textbook model's, then the context
 // rescorer (when the baseline has one) over the rows of each instance (s.Keys).
 func (b *LexicalBaseline) ScoreSplit(s SplitData) ([]float32, error) {
-	probs := b.Textbook.Score(s.Examples)
-	if b.Shifts != nil {
-		for i := range s.Examples {
-			e := &s.Examples[i]
-			probs[i] = float32(sigmoid(b.Textbook.Logit(e) + b.Shifts[e.Aspect]))
-		}
-	}
+	probs := b.scoreExamples(s.Examples)
 	if b.Context == nil {
 		return probs, nil
 	}

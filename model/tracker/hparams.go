@@ -44,7 +44,12 @@ type Hyperparams struct {
 }
 
 // NewHyperparams takes the model settings from the tracker config and the data facts.
+// The lexical-context tracker has no network: its network keys are recorded as 0.
 func NewHyperparams(c config.Tracker, vocabSize int, aspectSet string, codes, names []string) *Hyperparams {
+	if c.Architecture == ArchLexicalContext {
+		return &Hyperparams{Architecture: c.Architecture, VocabSize: vocabSize, MaxLen: c.MaxLen,
+			AspectSet: aspectSet, Aspects: codes, AspectNames: names, Threshold: c.Threshold}
+	}
 	return &Hyperparams{
 		Architecture: c.Architecture,
 		VocabSize:    vocabSize,
@@ -91,10 +96,10 @@ func readHyperparams(dir string) (*Hyperparams, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	if hp.Architecture != ArchTransformer && hp.Architecture != ArchNgram {
+	if hp.Architecture != ArchTransformer && hp.Architecture != ArchNgram && hp.Architecture != ArchLexicalContext {
 		return nil, fmt.Errorf("%w: %s: unknown architecture %q", ErrCheckpoint, path, hp.Architecture)
 	}
-	if hp.VocabSize < 1 || hp.DModel < 1 || hp.MaxLen < 2 || len(hp.Aspects) == 0 || len(hp.AspectNames) != len(hp.Aspects) {
+	if hp.VocabSize < 1 || (hp.DModel < 1 && hp.Architecture != ArchLexicalContext) || hp.MaxLen < 2 || len(hp.Aspects) == 0 || len(hp.AspectNames) != len(hp.Aspects) {
 		return nil, fmt.Errorf("%w: %s: incomplete hyperparameters", ErrCheckpoint, path)
 	}
 	return &hp, nil

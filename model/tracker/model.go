@@ -30,6 +30,9 @@ type Model struct {
 	exec    *gomlxmodel.Exec
 	// context, when not nil, rescores each instance's probabilities (ScoreBatch, ScoreSplit).
 	context *ContextRescorer
+	// lexical, when not nil, is the model (architecture lexical-context): it scores the sentences'
+	// text and there is no network (backend, store and exec are nil).
+	lexical *LexicalBaseline
 }
 
 // newModel wraps a store whose /model variables hold (or will hold) the tracker's weights.
@@ -46,7 +49,8 @@ func newModel(backend compute.Backend, hp *Hyperparams, tok *subword.Tokenizer, 
 
 // Load rebuilds a tracker from a checkpoint directory written by Train (hparams.json,
 // tokenizer.json, best/model.safetensors, and context.json when it was trained with
-// tracker.context_rescoring); it needs nothing else. The backend is model.Backend().
+// tracker.context_rescoring; for architecture lexical-context, lexical.json and context.json
+// instead of the variables); it needs nothing else. The backend is model.Backend().
 func Load(dir string) (*Model, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: %s is not a directory", ErrCheckpoint, dir)
@@ -61,6 +65,13 @@ func Load(dir string) (*Model, error) {
 	}
 	if tok.VocabSize() != hp.VocabSize {
 		return nil, fmt.Errorf("%w: %s: tokenizer has %d ids, hparams.json says %d", ErrCheckpoint, dir, tok.VocabSize(), hp.VocabSize)
+	}
+	if hp.Architecture == ArchLexicalContext {
+		b, err := readLexical(dir, len(hp.Aspects))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+		}
+		return &Model{hp: hp, tok: tok, lexical: b, context: b.Context}, nil
 	}
 	backend, _, err := model.Backend()
 	if err != nil {
@@ -110,6 +121,9 @@ func (m *Model) Hyperparams() Hyperparams { return *m.hp }
 
 // Tokenizer returns the model's tokenizer.
 func (m *Model) Tokenizer() *subword.Tokenizer { return m.tok }
+
+// Lexical returns the model of a lexical-context tracker, nil for a network.
+func (m *Model) Lexical() *LexicalBaseline { return m.lexical }
 
 // Context returns the model's context rescorer, nil when it has none.
 func (m *Model) Context() *ContextRescorer { return m.context }
@@ -194,6 +208,10 @@ func (m *Model) ScoreSplit(s SplitData) ([]float32, error) {
 // length and scored in batches of at most 64 (rows padded to a power of two), deterministically:
 // the same examples give bit-identical probabilities from the same variables.
 func (m *Model) ScoreExamples(exs []Example) ([]float32, error) {
+	if m.lexical != nil {
+		// Read-only: no lock needed. The lexical tracker reads Text, not the subword ids.
+		return m.lexical.scoreExamples(exs), nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]float32, len(exs))

@@ -200,6 +200,9 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err := training.CheckRows(outDir, data.Rows(), opts.Data != nil); err != nil {
 		return nil, nil, checkpointErr(err)
 	}
+	if hp.Architecture == ArchLexicalContext {
+		return trainLexical(hp, tc, cfg.Seed, data, outDir, log)
+	}
 	resume, err := training.ReadResumePoint(outDir)
 	if err != nil {
 		return nil, nil, checkpointErr(err)
@@ -340,6 +343,12 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		fmt.Fprintf(log, "tracker: the training loop's best dev F1 %.4f (step %d) scored the weights alone; the saved model, with calibration and context rescoring, scores:\n",
 			loopF1, res.BestStep)
 	}
+	logSplitReports(log, rep)
+	return m, rep, nil
+}
+
+// logSplitReports prints the dev (and test) figures of a finished training.
+func logSplitReports(log io.Writer, rep *Report) {
 	for _, sr := range []struct {
 		name string
 		r    *SplitReport
@@ -349,7 +358,6 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 				sr.name, sr.r.Sentence["f1"], sr.r.Sentence["precision"], sr.r.Sentence["recall"], sr.r.Sentence["auc"], sr.r.ExactMatch, sr.r.Instances)
 		}
 	}
-	return m, rep, nil
 }
 
 // writeContextRescorer fits the context rescorer of tc.ContextRescoring on the inner out-of-fold
