@@ -219,8 +219,8 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	trOpts := sub
 	trOpts.Out, trOpts.Model = filepath.Join(opts.Out, TrackerDir), ModelTracker
 	// A lexical cross-validation already in OUT/tracker (the strong baseline, or lexical-context,
-	// the best tracker found, docs/tracker.md) is used as the tracker: the pipeline needs the
-	// folds' scores, not checkpoints, and the default tracker's transformer never beat them.
+	// the best tracker found and the default architecture, docs/tracker.md) is used as the
+	// tracker: the pipeline needs the folds' scores, not checkpoints.
 	var prev map[string]any
 	if err := readJSONFile(filepath.Join(trOpts.Out, SettingsFile), &prev); err == nil &&
 		(prev["model"] == ModelLexical || prev["model"] == ModelLexicalContext) {

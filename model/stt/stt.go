@@ -199,6 +199,12 @@ func Config(cfg *config.Config) (*config.Config, error) {
 	c.Summarizer.MaxDecodeLen = 0
 	c.Summarizer.CopyStartBonus = 0
 	c.Tracker.MaxLen = cfg.Variants.PairMaxLen
+	// The pair tracker reads (sentence, summary) token pairs, which the lexical-context tracker
+	// (word n-grams of one sentence's text) cannot: it is then the transformer, as before
+	// lexical-context became the default.
+	if c.Tracker.Architecture == config.TrackerLexicalContext {
+		c.Tracker.Architecture = tracker.ArchTransformer
+	}
 	return &c, c.Validate()
 }
 

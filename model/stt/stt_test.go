@@ -175,3 +175,25 @@ func TestReadTrackerDataAssign(t *testing.T) {
 		t.Error("no cited sentence among the training pairs")
 	}
 }
+
+// TestConfigPairTrackerArchitecture checks that the pair tracker is a network: the default
+// tracker, lexical-context, reads one sentence's text and cannot score (sentence, summary) pairs.
+func TestConfigPairTrackerArchitecture(t *testing.T) {
+	for _, tc := range []struct{ desc, arch, want string }{
+		{"default lexical-context: transformer", config.TrackerLexicalContext, "transformer"},
+		{"transformer kept", "transformer", "transformer"},
+		{"ngram kept", "ngram", "ngram"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Tracker.Architecture = tc.arch
+			c, err := Config(&cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Tracker.Architecture != tc.want || cfg.Tracker.Architecture != tc.arch {
+				t.Errorf("pair tracker %q (caller's config now %q), want %q", c.Tracker.Architecture, cfg.Tracker.Architecture, tc.want)
+			}
+		})
+	}
+}
