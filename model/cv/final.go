@@ -47,7 +47,8 @@ type FinalReport struct {
 	CV            string `json:"cv"`
 	FoldBestSteps []int  `json:"fold_best_steps"`
 	// Steps is the step count trained (the lower median of FoldBestSteps); WarmStart is true when it
-	// is 0 and the checkpoint is the lexical warm start.
+	// is 0 and the checkpoint is the lexical warm start (false for the lexical-context tracker, which
+	// has no training loop).
 	Steps     int  `json:"steps"`
 	WarmStart bool `json:"warm_start"`
 	// Data is the prepared directory; Abstracts and Rows count what was trained on: every tracker
@@ -144,7 +145,9 @@ func checkSameRun(dir, data string, cfg *config.Config, allowChanged bool) error
 // last step, so the checkpoint holds the last step (or the warm start, should it score higher
 // in-sample, which is logged). The learning-rate schedule spans the chosen steps. When the
 // cross-validation chose step 0, the final model is the (calibrated) lexical warm start fitted on
-// every abstract. It writes opts.Out/final.json (FinalReport).
+// every abstract. The lexical-context tracker (tracker.architecture) has no training loop: its
+// folds record step 0 and the final model is that tracker fitted on every abstract. It writes
+// opts.Out/final.json (FinalReport).
 func Final(ctx context.Context, cfg *config.Config, opts FinalOptions) (*tracker.Model, *FinalReport, error) {
 	log := opts.Log
 	if log == nil {
@@ -162,7 +165,8 @@ func Final(ctx context.Context, cfg *config.Config, opts FinalOptions) (*tracker
 	}
 	tc := cfg.Tracker
 	warmStart := tc.Lexical && tc.LexicalWarmStart
-	if steps == 0 && !warmStart {
+	lexical := tc.Architecture == config.TrackerLexicalContext
+	if steps == 0 && !warmStart && !lexical {
 		return nil, nil, fmt.Errorf("cv: final: %s chose step 0, but tracker.lexical and tracker.lexical_warm_start are not both on: there is no warm start to keep", opts.CV)
 	}
 	all, err := readRows(opts.Data, tc.MaxLen-1)
@@ -181,11 +185,14 @@ func Final(ctx context.Context, cfg *config.Config, opts FinalOptions) (*tracker
 	loop := &c.Tracker.Train
 	loop.Patience = 0
 	fmt.Fprintf(log, "cv: final: %s: best-on-dev steps per fold %v -> %d steps (lower median)\n", opts.CV, foldSteps, steps)
-	if steps == 0 {
+	switch {
+	case lexical:
+		fmt.Fprintf(log, "cv: final: tracker.architecture %s has no training loop: the final model is that tracker fitted on all abstracts\n", tc.Architecture)
+	case steps == 0:
 		loop.MaxSteps, loop.EvalEvery, loop.LearningRate = 1, 1, noOpLearningRate
 		fmt.Fprintf(log, "cv: final: the cross-validation chose step 0: the final model is the calibrated lexical warm start "+
 			"fitted on all abstracts (one no-op step at learning rate %g, since the training loop needs one)\n", noOpLearningRate)
-	} else {
+	default:
 		loop.MaxSteps, loop.EvalEvery = steps, steps
 	}
 	// Enough epochs that max_steps, not the epochs, ends training (each epoch has >= 1 step).
@@ -204,7 +211,7 @@ func Final(ctx context.Context, cfg *config.Config, opts FinalOptions) (*tracker
 	if want := min(steps, loop.MaxSteps); steps > 0 && rep.BestStep != want {
 		fmt.Fprintf(log, "cv: final: note: the checkpoint holds step %d, which scored higher in-sample than step %d\n", rep.BestStep, want)
 	}
-	fr := &FinalReport{CV: opts.CV, FoldBestSteps: foldSteps, Steps: steps, WarmStart: steps == 0 || rep.BestStep == 0,
+	fr := &FinalReport{CV: opts.CV, FoldBestSteps: foldSteps, Steps: steps, WarmStart: !lexical && (steps == 0 || rep.BestStep == 0),
 		Data: opts.Data, Abstracts: len(pmids), Rows: len(every.Examples), HeldOut: finalHeldOut}
 	if err := atomicio.WriteJSON(filepath.Join(opts.Out, FinalFile), fr); err != nil {
 		return nil, nil, fmt.Errorf("cv: %w", err)
