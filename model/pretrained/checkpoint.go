@@ -15,7 +15,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
@@ -196,7 +196,7 @@ func writeInterop(outDir, snapDir, task string, l config.LoRA, modules []string,
 		}
 		// Every weight under its Hugging Face key: a file transformers loads as the model's
 		// weights (issue 23 item 8), so with the "format": "pt" it checks, as PEFT's adapter files.
-		return model.WriteTensorsWith(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved, map[string]string{"format": "pt"})
+		return tensorio.WriteTensorsWith(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved, map[string]string{"format": "pt"})
 	}
 	if err := values(head, peft.Prefix, saved); err != nil {
 		return err

@@ -24,7 +24,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/infer"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -124,7 +124,7 @@ func checkAdapter(t *testing.T, ck string, wantKeys int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	best, err := model.ReadTensors(checkpoint.BestWeights(ck))
+	best, err := tensorio.ReadTensors(checkpoint.BestWeights(ck))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestEncoderTrackerTrainInfer(t *testing.T) {
 					t.Errorf("adapter_config: target_modules %v task %s, want BERT's [query value] and %s", got, a.Config.TaskType, peft.TaskSeqCls)
 				}
 			} else {
-				full, err := model.ReadTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights))
+				full, err := tensorio.ReadTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -422,7 +422,7 @@ func TestEncoderTrackerResume(t *testing.T) {
 	if first != 2 {
 		t.Errorf("resumed run's first step %d, want 2", first)
 	}
-	state, err := model.ReadTensors(filepath.Join(cut, checkpoint.StateDir, "variables.safetensors"))
+	state, err := tensorio.ReadTensors(filepath.Join(cut, checkpoint.StateDir, "variables.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,11 +431,11 @@ func TestEncoderTrackerResume(t *testing.T) {
 			t.Fatalf("the resume point holds base weight %s", name)
 		}
 	}
-	a, err := model.ReadTensors(checkpoint.BestWeights(whole))
+	a, err := tensorio.ReadTensors(checkpoint.BestWeights(whole))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := model.ReadTensors(checkpoint.BestWeights(cut))
+	b, err := tensorio.ReadTensors(checkpoint.BestWeights(cut))
 	if err != nil {
 		t.Fatal(err)
 	}

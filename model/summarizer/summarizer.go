@@ -27,6 +27,7 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	tsmodel "github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
@@ -111,7 +112,7 @@ func Load(dir string) (*Summarizer, error) {
 		return nil, fmt.Errorf("%w: %s: tokenizer has %d ids, model %d", ErrNotSummarizer, dir, tok.VocabSize(), m.Hyperparams.VocabSize)
 	}
 	weights := checkpoint.BestWeights(dir)
-	ts, err := tsmodel.ReadTensors(weights)
+	ts, err := tensorio.ReadTensors(weights)
 	if err != nil {
 		return nil, fmt.Errorf("summarizer %s: %w", dir, err)
 	}
