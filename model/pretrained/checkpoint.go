@@ -104,7 +104,7 @@ func IsCheckpoint(dir string) bool {
 // ReadMeta reads dir's pretrained.json.
 func ReadMeta(dir string) (*Meta, error) {
 	var m Meta
-	if err := checkpoint.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
+	if err := atomicio.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	path := filepath.Join(dir, checkpoint.PretrainedFile)

@@ -24,6 +24,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
@@ -197,7 +198,7 @@ func TestTrackerTrainInfer(t *testing.T) {
 			}
 			checkAdapter(t, ck, want)
 			var rep pretrained.Report
-			if err := checkpoint.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil || rep.Steps != 3 {
+			if err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil || rep.Steps != 3 {
 				t.Fatalf("report %+v, err %v; want 3 steps", rep, err)
 			}
 
@@ -245,7 +246,7 @@ func TestTrackerTrainInfer(t *testing.T) {
 
 			// A base whose weights changed since training is refused, naming base.json.
 			var ref peft.BaseRef
-			if err := checkpoint.ReadJSON(filepath.Join(ck, peft.BaseFile), &ref, false); err != nil {
+			if err := atomicio.ReadJSON(filepath.Join(ck, peft.BaseFile), &ref, false); err != nil {
 				t.Fatal(err)
 			}
 			ref.WeightsSHA256 = strings.Repeat("0", 64)
