@@ -21,7 +21,7 @@
 // trained with, although they differ for the same concept: the tracker's dense layers hold
 // "<layer>/weights" and "<layer>/biases" and its layer norms "gain"/"offset", the summarizer's
 // "<layer>_w" and "<layer>_b" and "gain"/"bias" (layers.Scoped and layers.Suffixed in
-// model/layers). Renaming them would need a converter for every existing checkpoint.
+// layers). Renaming them would need a converter for every existing checkpoint.
 package checkpoint
 
 import (

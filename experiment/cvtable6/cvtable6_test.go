@@ -11,8 +11,8 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/experiment/cv"
 	"github.com/tracksum/tracksum/infer"
-	"github.com/tracksum/tracksum/model/cv"
 )
 
 // TestFolds runs both registered fold functions as the table6 harness does: train on a PMID
