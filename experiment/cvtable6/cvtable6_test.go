@@ -20,7 +20,7 @@ import (
 // per annotated aspect in order; a second call reuses the fold's finished checkpoint.
 func TestFolds(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := config.Load(viper.New(), "../../../configs/tiny.yaml", pflag.NewFlagSet("t", pflag.ContinueOnError), nil)
+	cfg, err := config.Load(viper.New(), "../../configs/tiny.yaml", pflag.NewFlagSet("t", pflag.ContinueOnError), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
