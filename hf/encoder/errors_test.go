@@ -16,7 +16,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 // tinyEncoder is a random BERT snapshot small enough for error tests.
@@ -29,12 +29,12 @@ func tinyEncoder() randsnap.Encoder {
 func editWeights(t *testing.T, dir string, edit func(map[string]*tensors.Tensor)) {
 	t.Helper()
 	path := filepath.Join(dir, snapshot.WeightsFile)
-	ts, err := model.ReadTensors(path)
+	ts, err := tensorio.ReadTensors(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit(ts)
-	if err := model.WriteTensors(path, ts); err != nil {
+	if err := tensorio.WriteTensors(path, ts); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
@@ -83,7 +84,7 @@ func readLexical(dir string, aspects int) (*LexicalBaseline, error) {
 		return nil, fmt.Errorf("%s: %d bytes, more than a lexical tracker holds (%d)", path, st.Size(), maxLexicalFileBytes)
 	}
 	var f lexicalFile
-	if err := checkpoint.ReadJSON(path, &f, true); err != nil {
+	if err := atomicio.ReadJSON(path, &f, true); err != nil {
 		return nil, err
 	}
 	if err := f.check(aspects); err != nil {
