@@ -2,7 +2,12 @@
 // (aims, intervention, outcomes, ...) it gives each sentence the probability that a summary of that
 // aspect cites it (TracSum sections 5.2 and C.2), trained with binary cross-entropy.
 //
-// Two architectures share the input pipeline and the head (tracker.architecture):
+// The default tracker.architecture, "lexical-context", has no network: the textbook TF-IDF +
+// logistic regression per aspect (Textbook) with the context rescorer stacked on its inner
+// out-of-fold logits (LexicalBaseline at StageContext), saved as lexical.json and context.json;
+// it is the best tracker of the cross-validation (docs/tracker.md).
+//
+// Two network architectures share the input pipeline and the head:
 //   - "transformer": a learned aspect token followed by the sentence's tokens, plus learned position
 //     embeddings, through a pre-norm transformer encoder; the aspect token's final state is the
 //     sentence vector.
@@ -14,8 +19,8 @@
 // pretrained backbone converted to those paths can be loaded with model.LoadVariablesInto.
 //
 // A checkpoint directory (written by Train) holds hparams.json, tokenizer.json, config.yaml, the
-// best-on-dev variables in best/model.safetensors and the training logs; Load rebuilds the model
-// from it alone.
+// best-on-dev variables in best/model.safetensors (lexical.json for lexical-context) and the
+// training logs; Load rebuilds the model from it alone.
 //
 // # Example
 //
