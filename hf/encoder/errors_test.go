@@ -124,7 +124,7 @@ func TestConfigOfOtherModelType(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(s, gomlxmodel.NewStore(), LoRA{}, 0)
-	if err == nil || !strings.Contains(err.Error(), `config.json: model_type "llama" is not an encoder of this package (supported: bert)`) {
+	if err == nil || !strings.Contains(err.Error(), `config.json: model_type "llama" is not an encoder of this package (supported: bert, roberta)`) {
 		t.Fatalf("error %v", err)
 	}
 }

@@ -35,7 +35,7 @@ import (
 )
 
 // SupportedModelTypes lists config.json model_type values tracksum can load.
-var SupportedModelTypes = []string{"bert", "gemma", "llama", "mistral", "qwen2"}
+var SupportedModelTypes = []string{"bert", "gemma", "llama", "mistral", "qwen2", "roberta"}
 
 // File names of a Hugging Face snapshot.
 const (

@@ -211,7 +211,7 @@ func TestOpenErrors(t *testing.T) {
 		{"unsupported model_type", func(t *testing.T, dir string) string {
 			writeFile(t, filepath.Join(dir, ConfigFile), `{"model_type": "t5"}`)
 			return dir
-		}, `config.json: model_type "t5" is not supported (supported: bert, gemma, llama, mistral, qwen2)`, ErrUnsupportedModelType},
+		}, `config.json: model_type "t5" is not supported (supported: bert, gemma, llama, mistral, qwen2, roberta)`, ErrUnsupportedModelType},
 		{"no tokenizer.json", func(t *testing.T, dir string) string { os.Remove(filepath.Join(dir, TokenizerFile)); return dir }, "tokenizer.json is missing", ErrMissingFile},
 		{"no tokenizer_config.json", func(t *testing.T, dir string) string {
 			os.Remove(filepath.Join(dir, TokenizerConfigFile))
