@@ -13,6 +13,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/judge"
+	"github.com/tracksum/tracksum/eval/judge/nli"
 	"github.com/tracksum/tracksum/eval/report"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/progress"
@@ -20,17 +21,23 @@ import (
 )
 
 // NewJudge builds the judge named by cfg.Judge. The llm judge's API key is read from the
-// environment variable cfg.LLM.APIKeyEnv.
+// environment variable cfg.LLM.APIKeyEnv; the nli judge loads the snapshot cfg.NLI.Model and
+// decomposes summaries as the lexical judge does.
 func NewJudge(cfg config.Eval) (judge.Judge, error) {
 	switch cfg.Judge {
-	case "lexical":
+	case "lexical", "nli":
 		w := cfg.Workers
 		if w == 0 {
 			w = runtime.GOMAXPROCS(0)
 		}
-		return judge.NewLexical(judge.LexicalOptions{
+		lex := judge.NewLexical(judge.LexicalOptions{
 			Threshold: cfg.Lexical.Threshold, MinClauseWords: cfg.Lexical.MinClauseWords, Workers: w,
-		}), nil
+		})
+		if cfg.Judge == "lexical" {
+			return lex, nil
+		}
+		return nli.New(nli.Options{Dir: cfg.NLI.Model, Threshold: cfg.NLI.Threshold, BatchSize: cfg.NLI.BatchSize,
+			MaxLength: cfg.NLI.MaxLength, CacheDir: cfg.NLI.CacheDir, Decomposer: lex})
 	case "llm":
 		key := ""
 		if cfg.LLM.APIKeyEnv != "" {
@@ -115,9 +122,15 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 		Pred: pred, Ref: ref, Judge: j.Name(), Stem: cfg.Stem, Missing: cfg.Missing,
 		Bootstrap: bootstrapOptions(cfg),
 	}
-	if cfg.Judge == "lexical" {
+	if cfg.Judge == "lexical" || cfg.Judge == "nli" {
 		settings.Lexical = map[string]float64{
 			"threshold": cfg.Lexical.Threshold, "min_clause_words": float64(cfg.Lexical.MinClauseWords),
+		}
+	}
+	if nj, ok := j.(*nli.Judge); ok {
+		settings.NLI = &NLISettings{Model: cfg.NLI.Model, WeightsSHA256: nj.WeightsSHA256(), Threshold: cfg.NLI.Threshold, MaxLength: nj.MaxLength()}
+		if stderr != nil {
+			fmt.Fprintf(stderr, "nli judge: %s\n", nj.Stats())
 		}
 	}
 	rep := BuildReport(results, phrases, settings.Bootstrap, settings)
