@@ -138,3 +138,53 @@ func TestRobertaTokensMatchTokenizersJS(t *testing.T) {
 		}
 	}
 }
+
+// TestBertNLIParity: a BertForSequenceClassification snapshot with its own three-label head
+// (tools/hfparity/bert_nli.py): the saved classifier is taken and the logits of sentence pairs
+// (token types 0 then 1, padding) match the reference to 1e-4.
+func TestBertNLIParity(t *testing.T) {
+	dir := "testdata/bert_nli"
+	data, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		IDs    [][]int32   `json:"ids"`
+		Types  [][]int32   `json:"token_types"`
+		Mask   [][]float32 `json:"mask"`
+		Logits []float64   `json:"logits"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := gomlxmodel.NewStore()
+	m, err := Load(s, store, LoRA{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.SavedLabels() != 3 || !m.HasPooler() || m.Config().PositionOffset != 0 {
+		t.Fatalf("saved labels %d, pooler %v, position offset %d", m.SavedLabels(), m.HasPooler(), m.Config().PositionOffset)
+	}
+	if err := m.AddClassifier(3, 0); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := model.Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := gomlxmodel.NewExec(b, store, func(scope *gomlxmodel.Scope, ids, types, mask *Node) *Node {
+		return m.Classify(scope, m.Pooled(scope, m.Hidden(scope, ids, types, mask)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := exec.Exec(flat2(g.IDs), flat2(g.Types), flat2(g.Mask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "bert nli logits", tensors.MustCopyFlatData[float32](res[0]), g.Logits)
+}
