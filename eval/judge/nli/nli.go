@@ -458,15 +458,20 @@ func (j *Judge) compute(ctx context.Context, reqs []*request) error {
 	return nil
 }
 
-// runBatch computes the probabilities of batch in one forward pass, right-padded to a power of two
-// (batch and length, so that few graphs are compiled), stores them and marks the requests done.
+// runBatch computes the probabilities of batch in one forward pass, stores them and marks the
+// requests done. The batch is right-padded to the next multiple of 16 tokens on the go backend,
+// where a new shape costs nothing (attention's cost grows with the square of the length), and to
+// powers of two (batch and length) on a backend that compiles a program per shape
+// (model.CompilesPerShape), so that few programs are compiled.
 func (j *Judge) runBatch(batch []*request) {
 	longest := 0
 	for _, r := range batch {
 		longest = max(longest, len(r.ids))
 	}
-	t := min(pow2(longest), j.maxLen)
-	b := pow2(len(batch))
+	t, b := min((longest+15)/16*16, j.maxLen), len(batch)
+	if model.CompilesPerShape() {
+		t, b = min(pow2(longest), j.maxLen), pow2(len(batch))
+	}
 	ids := make([]int32, b*t)
 	mask := make([]int32, b*t)
 	for i := range ids {
