@@ -110,6 +110,14 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 	if stderr != nil {
 		bar = progress.NewTo(stderr, "eval", int64(len(pairs)), "instances")
 		tick = func() { bar.Add(1) }
+		if nj, ok := j.(*nli.Judge); ok {
+			// The nli judge's work is in sentence pairs, not instances: show them too.
+			tick = func() {
+				st := nj.Stats()
+				bar.Status("nli %d pairs, %d computed, %d cached", st.Pairs, st.Computed, st.CacheHits)
+				bar.Add(1)
+			}
+		}
 	}
 	results, err := sc.Evaluate(ctx, pairs, cfg.Workers, tick)
 	if bar != nil {
@@ -129,7 +137,7 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 	}
 	if nj, ok := j.(*nli.Judge); ok {
 		settings.NLI = &NLISettings{Model: cfg.NLI.Model, WeightsSHA256: nj.WeightsSHA256(), Threshold: cfg.NLI.Threshold, MaxLength: nj.MaxLength()}
-		if stderr != nil {
+		if stderr != nil && !progress.Quiet() {
 			fmt.Fprintf(stderr, "nli judge: %s\n", nj.Stats())
 		}
 	}
