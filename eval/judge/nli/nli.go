@@ -42,7 +42,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
@@ -96,17 +95,16 @@ func (s Stats) String() string {
 
 // Judge is the nli judge. It is safe for concurrent use.
 type Judge struct {
-	opts    Options
-	name    string
-	tok     *tokenizer.Tokenizer
-	sp      encoder.PairTokens
-	pad     int32
-	maxLen  int
-	entail  int // index of the entailment label
-	labels  int
-	digest  string
-	backend compute.Backend
-	exec    *gomlxmodel.Exec
+	opts   Options
+	name   string
+	tok    *tokenizer.Tokenizer
+	sp     encoder.PairTokens
+	pad    int32
+	maxLen int
+	entail int // index of the entailment label
+	labels int
+	digest string
+	exec   *gomlxmodel.Exec
 
 	mu      sync.Mutex
 	memo    map[string]float64
@@ -122,7 +120,6 @@ type request struct {
 	premise  string
 	hyp      string
 	ids      []int32
-	done     bool
 	p        float64
 	err      error
 	finished chan struct{}
@@ -202,7 +199,7 @@ func New(opts Options) (*Judge, error) {
 	exec.SetMaxCache(-1)
 	return &Judge{opts: opts, name: "nli:" + filepath.Base(filepath.Clean(snap.Dir)), tok: tok, sp: sp,
 		pad: int32(cfg.PadTokenID), maxLen: maxLen, entail: entail, labels: labels, digest: digest,
-		backend: backend, exec: exec, memo: map[string]float64{}}, nil
+		exec: exec, memo: map[string]float64{}}, nil
 }
 
 // readLabels returns the index of the entailment label and the number of labels of config.json's
