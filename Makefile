@@ -63,7 +63,8 @@ bench:
 
 # Crash-safety check, not part of `make test` (about 35 minutes on 2 cores): CRASHTEST_N random
 # SIGKILLs during prepare, train (tracker and summarizer, tiny profile; a LoRA fine-tuning of a tiny
-# random Llama snapshot), export and eval; see scripts/crashtest.
+# random Llama snapshot), export and eval, and a SIGTERM while a pretrained base is loaded (exit 143
+# within 3 s); see scripts/crashtest.
 CRASHTEST_N ?= 10
 crashtest: build
 	CRASHTEST=1 CRASHTEST_N=$(CRASHTEST_N) $(GO) test -count=1 -v -timeout 2h ./scripts/crashtest
@@ -73,7 +74,7 @@ crashtest: build
 # with every `go test`; a crash found here writes its input there: fix it and commit the file.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := ./dataset:FuzzStreamInstances ./dataset:FuzzReadRaw ./dataset:FuzzSplitSentences \
-	./dataset:FuzzReadShards ./model:FuzzReadTensors ./eval:FuzzRead ./eval/judge:FuzzParseClaims \
+	./dataset:FuzzReadShards ./internal/tensorio:FuzzReadTensors ./eval:FuzzRead ./eval/judge:FuzzParseClaims \
 	./eval/judge:FuzzParseVerdict ./infer/llmmethods:FuzzParseAnswers ./subword:FuzzEncode ./subword:FuzzCleanLongWords \
 	./model/ete:FuzzParse
 # Hugging Face snapshots: safetensors headers, config.json of each family, chat templates (limits).

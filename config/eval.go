@@ -61,9 +61,10 @@ type EvalQA struct {
 	// SummaryQuestions is the number of question-answer pairs drawn from the summary
 	// (consistency; the paper finds 5-7 best).
 	SummaryQuestions int `mapstructure:"summary_questions" yaml:"summary_questions"`
-	// Source is the text coverage questions are drawn from: "cited" (the reference's cited
-	// sentences in eval, the prediction's in refine: the aspect's evidence) or "document" (the
-	// whole abstract). Consistency is always checked against the whole abstract.
+	// Source is the text coverage questions are drawn from: "document" (the whole abstract:
+	// LongSumEval's reference-free rule, questions from the source document) or "cited" (our
+	// option: the reference's cited sentences in eval, the prediction's in refine, the aspect's
+	// evidence). Consistency is always checked against the whole abstract.
 	Source string `mapstructure:"source" yaml:"source"`
 	// Similarity compares a summary answer with the source's: "rouge1" (ROUGE-1 F1) or
 	// "jaccard" (token-set overlap, the paper's partial match).
@@ -74,6 +75,10 @@ type EvalQA struct {
 	// T_cons (paper: 0.60 and 0.73): a summary meeting both is not refined.
 	CoverageTarget    float64 `mapstructure:"coverage_target" yaml:"coverage_target"`
 	ConsistencyTarget float64 `mapstructure:"consistency_target" yaml:"consistency_target"`
+	// EarlyStop ends a refinement at the first revision that does not raise the mean of the
+	// scores. LongSumEval's Algorithm 2 (false, the default) revises on until the targets are met
+	// or the rounds are spent.
+	EarlyStop bool `mapstructure:"early_stop" yaml:"early_stop"`
 	// Temperature is sent with every request.
 	Temperature float64 `mapstructure:"temperature" yaml:"temperature"`
 	// MaxTokens bounds each answer (0: the endpoint's default).
@@ -84,7 +89,7 @@ type EvalQA struct {
 var EvalMetrics = []string{"fm", "qa"}
 
 // EvalQASources lists the accepted values of eval.qa.source.
-var EvalQASources = []string{"cited", "document"}
+var EvalQASources = []string{"document", "cited"}
 
 // EvalQASimilarities lists the accepted values of eval.qa.similarity.
 var EvalQASimilarities = []string{"rouge1", "jaccard"}
@@ -128,6 +133,11 @@ type EvalLLM struct {
 	Backoff time.Duration `mapstructure:"backoff" yaml:"backoff"`
 	// Timeout bounds each request.
 	Timeout time.Duration `mapstructure:"timeout" yaml:"timeout"`
+	// EntailHints adds instructions to the llm judge's entailment prompt that the papers' NLI
+	// model (TRUE) does not get: "agreement" (numbers, doses, groups and negations must agree),
+	// "abbreviations" (an abbreviation may be read as its expansion; TRUE fails there). None by
+	// default: the prompt asks for entailment and nothing else.
+	EntailHints []string `mapstructure:"entail_hints" yaml:"entail_hints"`
 }
 
 // EvalNLI configures the nli judge: a local snapshot of a BERT or RoBERTa sequence-classification
@@ -149,6 +159,9 @@ type EvalNLI struct {
 	// a rerun computes nothing; empty disables the cache.
 	CacheDir string `mapstructure:"cache_dir" yaml:"cache_dir"`
 }
+
+// EvalEntailHints lists the accepted values of eval.llm.entail_hints (judge.EntailHints).
+var EvalEntailHints = []string{"agreement", "abbreviations"}
 
 // EvalJudges lists the accepted values of eval.judge.
 var EvalJudges = []string{"lexical", "llm", "nli"}
@@ -174,13 +187,14 @@ func DefaultEval() Eval {
 			MaxRetries:  4,
 			Backoff:     500 * time.Millisecond,
 			Timeout:     60 * time.Second,
+			EntailHints: []string{},
 		},
 		NLI:     EvalNLI{Model: "", Threshold: 0.5, BatchSize: 16, MaxLength: 0, CacheDir: ".cache/tracksum-nli"},
 		Metrics: []string{},
 		FM: EvalFM{WeightBackground: 0.1, WeightMethod: 0.3, WeightResult: 0.3, WeightConclusion: 0.3,
 			Temperature: 0, MaxTokens: 512},
-		QA: EvalQA{SourceQuestions: 8, SummaryQuestions: 6, Source: "cited", Similarity: "rouge1", Threshold: 0.6,
-			CoverageTarget: 0.6, ConsistencyTarget: 0.73, Temperature: 0, MaxTokens: 1024},
+		QA: EvalQA{SourceQuestions: 8, SummaryQuestions: 6, Source: "document", Similarity: "rouge1", Threshold: 0.6,
+			CoverageTarget: 0.6, ConsistencyTarget: 0.73, EarlyStop: false, Temperature: 0, MaxTokens: 1024},
 	}
 }
 
@@ -234,6 +248,11 @@ func (c Eval) Validate() error {
 	}
 	if c.Judge == "nli" && c.NLI.Model == "" {
 		bad("nli.model", "must be set when eval.judge is nli (a local snapshot directory: --nli-model DIR)")
+	}
+	for _, h := range c.LLM.EntailHints {
+		if !slices.Contains(EvalEntailHints, h) {
+			bad("llm.entail_hints", "unknown hint %q (known: %v)", h, EvalEntailHints)
+		}
 	}
 	for _, m := range c.Metrics {
 		if !slices.Contains(EvalMetrics, m) {

@@ -1,11 +1,15 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/tracksum/tracksum/hf/family"
 )
 
 // LoRA configures the low-rank adapters trained on a pretrained model (tracker.lora, summarizer.lora):
@@ -14,23 +18,59 @@ import (
 // adapter files tracksum writes (hf/peft) load in PEFT unchanged.
 type LoRA struct {
 	// Rank r of A and B; 0 = full fine-tuning (every base weight trainable, no adapters).
-	Rank int `mapstructure:"rank" yaml:"rank"`
+	Rank int `mapstructure:"rank" yaml:"rank" json:"rank"`
 	// Alpha scales the update: scale = alpha / rank, or alpha / sqrt(rank) with rslora.
-	Alpha float64 `mapstructure:"alpha" yaml:"alpha"`
+	Alpha float64 `mapstructure:"alpha" yaml:"alpha" json:"alpha"`
 	// RSLoRA uses the rank-stabilised scale alpha / sqrt(rank) (PEFT's use_rslora; the paper's recipe).
-	RSLoRA bool `mapstructure:"rslora" yaml:"rslora"`
+	RSLoRA bool `mapstructure:"rslora" yaml:"rslora" json:"rslora"`
 	// Dropout is applied to the adapter's input during training only (PEFT's lora_dropout).
-	Dropout float64 `mapstructure:"dropout" yaml:"dropout"`
+	Dropout float64 `mapstructure:"dropout" yaml:"dropout" json:"dropout"`
 	// TargetModules names the linear layers that get adapters, by the module names of the Hugging
 	// Face model (PEFT's target_modules): the Llama-family projections, or BERT's (LoRATargetsBERT).
 	// The Llama names also select BERT's corresponding layers (LoRATargetsBERTAlias), so the default
 	// works for both families.
-	TargetModules []string `mapstructure:"target_modules" yaml:"target_modules"`
+	TargetModules []string `mapstructure:"target_modules" yaml:"target_modules" json:"target_modules"`
 }
 
-// LoRATargetsLlama lists the linear layers of a Llama-family decoder layer (llama, mistral, qwen2,
-// gemma), under their Hugging Face module names: the default targets (the paper's recipe).
-var LoRATargetsLlama = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+// loraJSON is LoRA without its methods, for UnmarshalJSON's default decoding.
+type loraJSON LoRA
+
+// UnmarshalJSON reads LoRA's JSON form (a checkpoint's pretrained.json), whose keys are those of
+// the config (rank, alpha, rslora, dropout, target_modules), and the form written before LoRA had
+// json tags, whose keys were the Go field names (Rank, Alpha, RSLoRA, Dropout, TargetModules):
+// checkpoints trained then still load and resume. Any other key is an error, as in the rest of
+// the file.
+func (l *LoRA) UnmarshalJSON(b []byte) error {
+	var v struct {
+		loraJSON
+		// The old key; the others match their new ones already (JSON keys match fields
+		// case-insensitively).
+		OldTargetModules []string `json:"TargetModules"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("lora: %w", err)
+	}
+	*l = LoRA(v.loraJSON)
+	if l.TargetModules == nil {
+		l.TargetModules = v.OldTargetModules
+	}
+	return nil
+}
+
+// LoRATargetsLlama lists the linear layers of a Llama-style decoder layer (hf/family's llama, and
+// every family that kept its module names), under their Hugging Face module names: the default
+// targets (the paper's recipe).
+var LoRATargetsLlama = familyTargets("llama")
+
+func familyTargets(modelType string) []string {
+	f, ok := family.Lookup(modelType)
+	if !ok {
+		panic("config: family " + modelType + " is not registered")
+	}
+	return f.LoRATargets
+}
 
 // LoRATargetsBERT lists the linear layers of a BERT encoder layer, by PEFT's suffix matching on
 // Hugging Face module names (encoder.layer.N.attention.self.query, ..., encoder.layer.N.output.dense).
@@ -81,9 +121,9 @@ func (c LoRA) Validate(section string) error {
 	seen := map[string]bool{}
 	for _, m := range c.TargetModules {
 		switch {
-		case !slices.Contains(LoRATargetsLlama, m) && !slices.Contains(LoRATargetsBERT, m):
-			bad("target_modules", fmt.Sprintf("unknown layer %q (known: %s; BERT: %s)", m,
-				strings.Join(LoRATargetsLlama, ", "), strings.Join(LoRATargetsBERT, ", ")))
+		case !slices.Contains(family.LoRATargets(""), m):
+			bad("target_modules", fmt.Sprintf("unknown layer %q (decoders: %s; encoders: %s)", m,
+				strings.Join(family.LoRATargets(family.CausalLM), ", "), strings.Join(family.LoRATargets(family.Encoder), ", ")))
 		case seen[m]:
 			bad("target_modules", fmt.Sprintf("%q is listed twice", m))
 		}

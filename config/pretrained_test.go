@@ -18,7 +18,7 @@ func TestPretrainedValidation(t *testing.T) {
 		{"negative rank", "tracker:\n  lora:\n    rank: -1\n", "tracker.lora.rank: must be >= 0 (0 = full fine-tuning), got -1"},
 		{"zero alpha", "summarizer:\n  lora:\n    alpha: 0\n", "summarizer.lora.alpha: must be > 0, got 0"},
 		{"dropout", "tracker:\n  lora:\n    dropout: 1\n", "tracker.lora.dropout: must be in [0, 1), got 1"},
-		{"unknown target", "tracker:\n  lora:\n    target_modules: [q_proj, qkv]\n", `tracker.lora.target_modules: unknown layer "qkv" (known: q_proj, k_proj`},
+		{"unknown target", "tracker:\n  lora:\n    target_modules: [q_proj, qkv]\n", `tracker.lora.target_modules: unknown layer "qkv" (decoders: down_proj, gate_proj, gate_up_proj, k_proj, o_proj, q_proj, qkv_proj, up_proj, v_proj; encoders: `},
 		{"duplicate target", "summarizer:\n  lora:\n    target_modules: [q_proj, q_proj]\n", `summarizer.lora.target_modules: "q_proj" is listed twice`},
 		{"no target with a rank", "tracker:\n  lora:\n    target_modules: []\n", "tracker.lora.target_modules: must name at least one layer when rank > 0"},
 		{"head", "tracker:\n  head: softmax\n", `tracker.head: must be one of [auto encoder_cls lm_cls generative], got "softmax"`},

@@ -39,6 +39,9 @@ type Record struct {
 	Line int
 	// HasPhrases is set when the record carries a Phrases field (even an empty list).
 	HasPhrases bool
+	// Scores are a prediction's per-sentence tracker probabilities (Prediction.Scores) when the
+	// record carries them, else nil: eval's report plots them (histogram, threshold sweep).
+	Scores []float32
 }
 
 // Key identifies an instance: the join key of predictions and references.
@@ -77,11 +80,11 @@ func ReadRecordsFile(path string) ([]Record, error) {
 
 // ReadRecords reads prediction or reference JSONL records from r; name is used in error messages.
 // It is the lenient sibling of StreamInstances, for files a method wrote rather than benchmark
-// files: unknown extra fields (e.g. infer's per-sentence Scores) are ignored, Document and Indexes
-// may be absent, Summary may be empty (track-only predictions) but must be present, PMID and
-// Aspect must be non-empty, and aspect codes are kept as written. Blank lines are skipped. An error
-// is one line, "NAME:LINE: malformed record: problem", wrapping ErrMalformedRecord (or the read
-// error).
+// files: unknown extra fields are ignored (infer's per-sentence Scores are kept, in Record.Scores),
+// Document and Indexes may be absent, Summary may be empty (track-only predictions) but must be
+// present, PMID and Aspect must be non-empty, and aspect codes are kept as written. Blank lines are
+// skipped. An error is one line, "NAME:LINE: malformed record: problem", wrapping
+// ErrMalformedRecord (or the read error).
 func ReadRecords(r io.Reader, name string) ([]Record, error) {
 	var out []Record
 	for l, err := range ReadLines(r, name) {
@@ -105,6 +108,7 @@ func parseRecord(b []byte) (Record, error) {
 		// (track-only predictions write ""): a missing one is an error, not an empty summary.
 		Summary *string   `json:"Summary"`
 		Phrases *[]string `json:"Phrases"`
+		Scores  []float32 `json:"Scores"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return Record{}, fmt.Errorf("%w: %v", ErrMalformedRecord, err)
@@ -113,7 +117,7 @@ func parseRecord(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("%w: field Summary is missing (track-only predictions write \"Summary\": \"\")", ErrMalformedRecord)
 	}
 	raw.Instance.Summary = *raw.Summary
-	rec := Record{Instance: raw.Instance}
+	rec := Record{Instance: raw.Instance, Scores: raw.Scores}
 	if raw.Phrases != nil {
 		rec.HasPhrases = true
 		rec.Phrases = *raw.Phrases

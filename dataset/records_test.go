@@ -104,6 +104,17 @@ func TestReadRecords(t *testing.T) {
 	if r := recs[0]; r.Line != 2 || r.File != "p.jsonl" || !r.HasPhrases || r.Aspect != "TD" || r.Key() != (Key{"1", "td"}) {
 		t.Errorf("record = %+v", r)
 	}
+	if recs[0].Scores != nil {
+		t.Errorf("a record without Scores reads as Scores %v, want nil", recs[0].Scores)
+	}
+	// eval's report reads the tracker's per-sentence probabilities from predictions.
+	recs, err = ReadRecords(strings.NewReader(`{"PMID":"1","Aspect":"p","Summary":"s","Indexes":[0],"Scores":[0.75,0.25]}`), "p.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recs[0].Scores; len(got) != 2 || got[0] != 0.75 || got[1] != 0.25 {
+		t.Errorf("Scores = %v, want [0.75 0.25]", got)
+	}
 }
 
 // TestPredictionJSON pins the predictions JSONL layout: field order, omitted optional fields and a

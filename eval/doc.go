@@ -11,8 +11,10 @@
 // References must carry Document. Records are joined on (PMID, Aspect). A duplicate record, a
 // prediction for an unknown instance or a cited index outside the reference's document is an error
 // naming the file and line; a reference without prediction is an error unless missing=empty, which
-// scores it against "Unknown." with no citation. Unknown extra fields (e.g. infer's per-sentence
-// Scores) are ignored; repeated indices count once.
+// scores it against "Unknown." with no citation. A prediction's optional per-sentence tracker
+// Scores (written by infer) must hold one probability per sentence of the reference's document;
+// they feed the report's score histogram and threshold sweep, never a metric. Other extra fields
+// are ignored; repeated indices count once.
 //
 // # Metrics of one instance
 //

@@ -87,7 +87,7 @@ func QAOptions(c config.EvalQA) qaeval.Options {
 	return qaeval.Options{
 		SourceQuestions: c.SourceQuestions, SummaryQuestions: c.SummaryQuestions, Similarity: c.Similarity,
 		Threshold: c.Threshold, CoverageTarget: c.CoverageTarget, ConsistencyTarget: c.ConsistencyTarget,
-		Temperature: c.Temperature, MaxTokens: c.MaxTokens,
+		EarlyStop: c.EarlyStop, Temperature: c.Temperature, MaxTokens: c.MaxTokens,
 	}
 }
 

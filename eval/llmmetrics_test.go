@@ -52,12 +52,13 @@ func scriptedLLM(t *testing.T) (*httptest.Server, *atomic.Int64) {
 		p := req.Messages[len(req.Messages)-1].Content
 		var answer string
 		switch {
-		case strings.Contains(p, "Copy out the part"):
-			b, _ := json.Marshal(map[string]string{"background": "", "method": "", "result": between(p, "Text:\n", "\n\nJSON:"), "conclusion": ""})
+		case strings.Contains(p, "Extract the segment of the input"):
+			text := strings.TrimSuffix(p[strings.Index(p, "Input:\n")+len("Input:\n"):], "\n")
+			b, _ := json.Marshal(map[string]string{"background": "", "method": "", "result": text, "conclusion": ""})
 			answer = string(b)
-		case strings.Contains(p, "Grade how well"):
+		case strings.Contains(p, "ssess the alignment"):
 			answer = "2"
-			if between(p, "Text 1:\n", "\n\nText 2:") == between(p, "Text 2:\n", "\n\nGrade:") {
+			if between(p, "Input1: ", "\nInput2: ") == between(p, "\nInput2: ", "\nNumber:") {
 				answer = "4"
 			}
 		case strings.Contains(p, "questions that test"):
@@ -159,8 +160,9 @@ func TestLLMMetricsScripted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f == "report.html" && (!strings.Contains(string(b), "Facet-aware metric (FM)") || !strings.Contains(string(b), "QA coverage")) {
-			t.Errorf("report.html shows no LLM metric details")
+		if f == "report.html" && (!strings.Contains(string(b), "Facet-aware metric (FM)") || !strings.Contains(string(b), "QA coverage") ||
+			!strings.Contains(string(b), `<table class="summary" id="t-llm">`)) {
+			t.Errorf("report.html shows no LLM metric details or table")
 		}
 	}
 	// agreement correlates fm with human scores (here a linear function of it: r = 1).

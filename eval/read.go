@@ -86,6 +86,9 @@ func Join(refs, preds []dataset.Record, missingEmpty bool) ([]Pair, error) {
 		if err := checkIndexes(p, len(refs[j].Document)); err != nil {
 			return nil, err
 		}
+		if err := checkScores(p, len(refs[j].Document)); err != nil {
+			return nil, err
+		}
 		pairs[j] = Pair{Ref: refs[j], Pred: *p}
 	}
 	var missing []string
@@ -124,6 +127,25 @@ func checkIndexes(r *dataset.Record, n int) error {
 	idx := slices.Clone(r.Indexes)
 	slices.Sort(idx)
 	r.Indexes = slices.Compact(idx)
+	return nil
+}
+
+// checkScores rejects tracker scores (infer's optional per-sentence Scores) that are not one
+// probability per sentence of the reference's document: the report's histogram and threshold
+// sweep pair each score with a sentence, so a list of another length can only be misread.
+func checkScores(r *dataset.Record, n int) error {
+	if r.Scores == nil {
+		return nil
+	}
+	if len(r.Scores) != n {
+		return fmt.Errorf("%s:%d: %w: %d Scores, the document of PMID %s has %d sentences",
+			r.File, r.Line, ErrMalformed, len(r.Scores), r.PMID, n)
+	}
+	for i, s := range r.Scores {
+		if !(s >= 0 && s <= 1) {
+			return fmt.Errorf("%s:%d: %w: Scores[%d] = %g is not a probability in [0, 1]", r.File, r.Line, ErrMalformed, i, s)
+		}
+	}
 	return nil
 }
 

@@ -23,7 +23,7 @@ import (
 // NewJudge builds the judge named by cfg.Judge. The llm judge's API key is read from the
 // environment variable cfg.LLM.APIKeyEnv; the nli judge loads the snapshot cfg.NLI.Model and
 // decomposes summaries as the lexical judge does.
-func NewJudge(cfg config.Eval) (judge.Judge, error) {
+func NewJudge(ctx context.Context, cfg config.Eval) (judge.Judge, error) {
 	switch cfg.Judge {
 	case "lexical", "nli":
 		w := cfg.Workers
@@ -36,7 +36,7 @@ func NewJudge(cfg config.Eval) (judge.Judge, error) {
 		if cfg.Judge == "lexical" {
 			return lex, nil
 		}
-		return nli.New(nli.Options{Dir: cfg.NLI.Model, Threshold: cfg.NLI.Threshold, BatchSize: cfg.NLI.BatchSize,
+		return nli.New(ctx, nli.Options{Dir: cfg.NLI.Model, Threshold: cfg.NLI.Threshold, BatchSize: cfg.NLI.BatchSize,
 			MaxLength: cfg.NLI.MaxLength, CacheDir: cfg.NLI.CacheDir, Decomposer: lex})
 	case "llm":
 		key := ""
@@ -47,7 +47,7 @@ func NewJudge(cfg config.Eval) (judge.Judge, error) {
 			BaseURL: cfg.LLM.BaseURL, Model: cfg.LLM.Model, APIKey: key, CacheDir: cfg.LLM.CacheDir,
 			Concurrency: cfg.LLM.Concurrency, MaxRetries: cfg.LLM.MaxRetries, Backoff: cfg.LLM.Backoff,
 			Timeout: cfg.LLM.Timeout,
-		})
+		}, cfg.LLM.EntailHints...)
 	}
 	return nil, fmt.Errorf("eval.judge: unknown judge %q", cfg.Judge)
 }
@@ -96,7 +96,7 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 	if err != nil {
 		return nil, err
 	}
-	j, err := NewJudge(cfg)
+	j, err := NewJudge(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -281,121 +281,4 @@ func WriteOutputs(dir string, out *Outcome, cfg *config.Config) error {
 		}
 	}
 	return nil
-}
-
-// ReportInstances is the most instances report.html shows. Past it, the page shows an evenly
-// spaced sample of the abstracts (every k-th in reference order, with all their instances) and
-// says so; instances.jsonl always holds every instance. Issue 22: 100k instances made a 310 MB
-// page that took 1.56 GB to build and no browser could open.
-var ReportInstances = 2000
-
-// Page builds the error-analysis page: abstracts in order of first appearance in the references,
-// each with its instances' cards; past ReportInstances, a sample of them (see ReportInstances).
-func Page(out *Outcome) report.Page {
-	rep := out.Report
-	p := report.Page{
-		Title:    "tracksum evaluation: " + filepath.Base(rep.Settings.Pred),
-		Subtitle: fmt.Sprintf("predictions %s · references %s · judge %s · %d instances", rep.Settings.Pred, rep.Settings.Ref, rep.Settings.Judge, rep.Overall.N),
-	}
-	metrics := rep.Overall.Metrics()
-	for _, m := range metrics {
-		p.Metrics = append(p.Metrics, m.String())
-	}
-	if out.LLMReport != nil {
-		for _, s := range out.LLMReport.Overall {
-			p.Metrics = append(p.Metrics, s.Name)
-		}
-		p.Subtitle += fmt.Sprintf(" · LLM metrics %v (%s)", out.LLMReport.Metrics, out.LLMReport.Model)
-	}
-	p.Columns = []string{"n"}
-	for _, m := range metrics {
-		p.Columns = append(p.Columns, m.String())
-	}
-	row := func(name string, g *Group) report.Row {
-		r := report.Row{Name: name, Values: []string{fmt.Sprint(g.N)}}
-		for _, m := range metrics {
-			r.Values = append(r.Values, pct(g.Mean[m]))
-		}
-		return r
-	}
-	p.Summary = append(p.Summary, row("all", &rep.Overall), row("positive refs", &rep.Positive))
-	for _, a := range rep.Aspects() {
-		g := rep.ByAspect[a]
-		p.Summary = append(p.Summary, row("aspect "+a, &g))
-	}
-	// The abstracts shown: all of them, or every step-th (in order of first appearance) while
-	// the instances shown stay within ReportInstances.
-	order, perAbstract := map[string]int{}, []int{}
-	for i := range out.Pairs {
-		pmid := out.Pairs[i].Ref.PMID
-		if _, ok := order[pmid]; !ok {
-			order[pmid] = len(perAbstract)
-			perAbstract = append(perAbstract, 0)
-		}
-		perAbstract[order[pmid]]++
-	}
-	shown := make([]bool, len(perAbstract))
-	step, nShown, nAbstracts := 1, 0, 0
-	if len(out.Pairs) > ReportInstances {
-		step = (len(out.Pairs) + ReportInstances - 1) / max(ReportInstances, 1)
-	}
-	for a := 0; a < len(perAbstract); a += step {
-		if nShown+perAbstract[a] > ReportInstances && nShown > 0 {
-			break
-		}
-		shown[a] = true
-		nShown += perAbstract[a]
-		nAbstracts++
-	}
-	if nShown < len(out.Pairs) {
-		p.Note = fmt.Sprintf("This page shows %d of the %d instances: every %s abstract in reference order (%d of %d abstracts) with all its aspects, to keep the page small. The summary table covers every instance, and instances.jsonl holds every instance's scores.",
-			nShown, len(out.Pairs), ordinal(step), nAbstracts, len(perAbstract))
-	}
-	index := map[string]int{}
-	for i := range out.Pairs {
-		ref, pred, res := &out.Pairs[i].Ref, &out.Pairs[i].Pred, &out.Results[i]
-		if !shown[order[ref.PMID]] {
-			continue
-		}
-		k, ok := index[ref.PMID]
-		if !ok {
-			k = len(p.Abstracts)
-			index[ref.PMID] = k
-			p.Abstracts = append(p.Abstracts, report.Abstract{PMID: ref.PMID, Sentences: ref.Document})
-		}
-		card := report.Card{
-			Aspect: ref.Aspect, RefSummary: ref.Summary, PredSummary: pred.Summary,
-			RefNegative: res.RefNegative, PredNegative: res.PredNegative,
-			Ref: res.RefIndexes, Pred: res.PredIndexes, Valid: res.Valid,
-		}
-		for _, c := range res.RefClaims {
-			card.RefClaims = append(card.RefClaims, report.Claim{Text: c.Text, Entailed: c.Entailed})
-		}
-		for _, c := range res.PredClaims {
-			card.PredClaims = append(card.PredClaims, report.Claim{Text: c.Text, Entailed: c.Entailed})
-		}
-		for _, m := range metrics {
-			card.Scores = append(card.Scores, report.Score{Name: m.String(), Value: res.Values[m]})
-		}
-		if out.LLM != nil {
-			addLLMCard(&card, &out.LLM[i])
-		}
-		p.Abstracts[k].Cards = append(p.Abstracts[k].Cards, card)
-	}
-	return p
-}
-
-// ordinal writes 2 as "2nd", 3 as "3rd", 11 as "11th"... ("every 2nd abstract").
-func ordinal(n int) string {
-	switch {
-	case n%100 >= 11 && n%100 <= 13:
-		return fmt.Sprintf("%dth", n)
-	case n%10 == 1:
-		return fmt.Sprintf("%dst", n)
-	case n%10 == 2:
-		return fmt.Sprintf("%dnd", n)
-	case n%10 == 3:
-		return fmt.Sprintf("%drd", n)
-	}
-	return fmt.Sprintf("%dth", n)
 }

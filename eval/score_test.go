@@ -173,6 +173,10 @@ func TestReadJoinErrors(t *testing.T) {
 		{"broken JSON", "testdata/malformed/bad_json.jsonl", false, ErrMalformed, "testdata/malformed/bad_json.jsonl:2: malformed record"},
 		{"index of the wrong type", "testdata/malformed/string_index.jsonl", false, ErrMalformed, "string_index.jsonl:1: malformed record"},
 		{"no PMID", "testdata/malformed/no_pmid.jsonl", false, ErrMalformed, "no_pmid.jsonl:1: malformed record: field PMID is missing or empty"},
+		{"tracker scores of the wrong length", "testdata/malformed/scores_length.jsonl", true, ErrMalformed,
+			"scores_length.jsonl:1: malformed record: 2 Scores, the document of PMID 1002 has 3 sentences"},
+		{"tracker score above 1", "testdata/malformed/scores_range.jsonl", true, ErrMalformed,
+			"scores_range.jsonl:1: malformed record: Scores[2] = 1.5 is not a probability in [0, 1]"},
 		{"missing predictions", "testdata/partial.jsonl", false, ErrMissing,
 			"missing prediction for 5 reference instance(s): testdata/ref.jsonl:4 (PMID 1001 aspect \"s\")"},
 	}

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,9 +17,9 @@ import (
 	"github.com/tracksum/tracksum/model/tracker"
 )
 
-// CVReportFile is the report a cross-validation directory holds (model/cv's cv.json, written last
+// CVReportFile is the report a cross-validation directory holds (experiment/cv's cv.json, written last
 // by `tracksum-train --task tracker --folds K`). Its presence makes --tracker DIR an ensemble of
-// the fold checkpoints DIR/fold-k. (Package model/cv imports infer in its tests, so infer reads
+// the fold checkpoints DIR/fold-k. (Package experiment/cv imports infer in its tests, so infer reads
 // the two fields it needs itself rather than importing cv.)
 const CVReportFile = "cv.json"
 
@@ -134,7 +135,7 @@ func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 
 // loadTracker loads --tracker dir: an ensemble of fold checkpoints when dir is a cross-validation
 // output, else one tracker checkpoint. It returns the tracker and its aspect set.
-func loadTracker(cfg *config.Config, dir string, log io.Writer) (Tracker, string, error) {
+func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Writer) (Tracker, string, error) {
 	if IsCrossValidation(dir) {
 		e, err := LoadEnsemble(dir)
 		if err != nil {
@@ -145,7 +146,7 @@ func loadTracker(cfg *config.Config, dir string, log io.Writer) (Tracker, string
 	}
 	if pretrained.IsCheckpoint(dir) {
 		// A fine-tuned pretrained model (train --pretrained): its base is read from base.json.
-		m, err := pretrained.LoadTracker(dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
+		m, err := pretrained.LoadTracker(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 		if err != nil {
 			return nil, "", err
 		}

@@ -299,7 +299,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	aspectSet := ""
 	var vr *variantRun
 	if variantMethod(o.Method) {
-		if vr, err = loadVariant(cfg, o, log); err != nil {
+		if vr, err = loadVariant(ctx, cfg, o, log); err != nil {
 			return nil, err
 		}
 		// Its models are loaded: nothing below may load --tracker or --summarizer (stt's parts).
@@ -308,7 +308,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	}
 	if o.Tracker != GoldTracker && o.Tracker != LLMComponent && o.Method == "" {
 		// A cross-validation directory (cv.json) is the ensemble of its fold checkpoints.
-		if p.Tracker, aspectSet, err = loadTracker(cfg, o.Tracker, log); err != nil {
+		if p.Tracker, aspectSet, err = loadTracker(ctx, cfg, o.Tracker, log); err != nil {
 			return nil, err
 		}
 	}
@@ -320,7 +320,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		// Set up with the tracker llm, once the input is read.
 	default:
 		if pretrained.IsCheckpoint(o.Summarizer) {
-			if aspectSet, err = loadPretrainedSummarizer(cfg, o, p, aspectSet, log); err != nil {
+			if aspectSet, err = loadPretrainedSummarizer(ctx, cfg, o, p, aspectSet, log); err != nil {
 				return nil, err
 			}
 			break
@@ -441,11 +441,11 @@ func matchFullContext(cfg *config.Config, dir string, trained bool, p *Pipeline,
 // loadPretrainedSummarizer sets p's summarizer to the fine-tuned pretrained model of o.Summarizer
 // (train --task summarizer --pretrained), with its decoding settings and o's overrides, and
 // returns the aspect set to read the input with.
-func loadPretrainedSummarizer(cfg *config.Config, o Options, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
+func loadPretrainedSummarizer(ctx context.Context, cfg *config.Config, o Options, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
 	if err := checkPretrainedFlags(o, o.Summarizer); err != nil {
 		return "", err
 	}
-	s, err := pretrained.LoadSummarizer(o.Summarizer, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
+	s, err := pretrained.LoadSummarizer(ctx, o.Summarizer, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 	if err != nil {
 		return "", err
 	}

@@ -31,9 +31,11 @@ type RefineStats struct {
 // prediction, for at most rounds revisions each, through the endpoint of eval.llm with the model
 // infer.llm.model (default eval.llm.model) and the settings eval.qa.*. Each prediction's Summary
 // becomes the best summary found and its Refinement field keeps every round (summary, scores,
-// feedback) for inspection. Coverage questions come from the prediction's cited sentences
-// (eval.qa.source: cited) or the whole abstract (document); consistency is checked against the
-// whole abstract. Negative predictions ("Unknown.") are left as they are.
+// feedback) for inspection. Coverage questions come from the whole abstract (eval.qa.source:
+// document, the paper's rule) or the prediction's cited sentences (cited); consistency is checked
+// against the whole abstract. Revisions go on until the targets are met or the rounds are spent
+// (Algorithm 2), or stop at the first that does not help with eval.qa.early_stop. Negative
+// predictions ("Unknown.") are left as they are.
 func Refine(ctx context.Context, cfg *config.Config, abstracts []Abstract, preds []dataset.Prediction, rounds int, log io.Writer) (*RefineStats, error) {
 	opts := cfg.Eval.LLM.ClientOptions(cfg.Infer.LLM.Model)
 	if opts.Model == "" {

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -143,7 +144,7 @@ func (f predictFunc) Predict(a Abstract) ([]dataset.Prediction, error) {
 // for SUM-THEN-TRACK, infer.threshold on the pair tracker. The checkpoint's variant.json says
 // whether it holds the from-scratch models (model/stt, model/ete) or fine-tuned pretrained LMs
 // (model/pretrained).
-func loadVariant(cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
+func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
 	if cfg.Infer.FullContext {
 		return nil, fmt.Errorf("--full-context is TTS (+) f, a Track-then-Sum summarizer's input: not with --method %s", o.Method)
 	}
@@ -159,7 +160,7 @@ func loadVariant(cfg *config.Config, o Options, log io.Writer) (*variantRun, err
 		return nil, err
 	}
 	if meta.Pretrained {
-		return loadPretrainedVariant(cfg, o, log)
+		return loadPretrainedVariant(ctx, cfg, o, log)
 	}
 	if o.Method == MethodETE {
 		m, err := ete.Load(o.Model)
@@ -188,12 +189,12 @@ func loadVariant(cfg *config.Config, o Options, log io.Writer) (*variantRun, err
 // loadPretrainedVariant loads the SUM-THEN-TRACK or END-TO-END model of o on fine-tuned
 // pretrained LMs (tracksum-train --task sum_then_track|end_to_end --pretrained), with the
 // pretrained summarizer's decoding flags and, for SUM-THEN-TRACK, infer.threshold.
-func loadPretrainedVariant(cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
+func loadPretrainedVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
 	if err := checkPretrainedFlags(o, cmp.Or(o.Model, o.Summarizer)); err != nil {
 		return nil, err
 	}
 	if o.Method == MethodETE {
-		m, err := pretrained.LoadEndToEnd(o.Model, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
+		m, err := pretrained.LoadEndToEnd(ctx, o.Model, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 		if err != nil {
 			return nil, err
 		}
@@ -206,9 +207,9 @@ func loadPretrainedVariant(cfg *config.Config, o Options, log io.Writer) (*varia
 	var m *pretrained.SumThenTrack
 	var err error
 	if o.Model != "" {
-		m, err = pretrained.LoadSumThenTrack(o.Model, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
+		m, err = pretrained.LoadSumThenTrack(ctx, o.Model, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 	} else {
-		m, err = pretrained.LoadSumThenTrackParts(o.Summarizer, o.Tracker, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
+		m, err = pretrained.LoadSumThenTrackParts(ctx, o.Summarizer, o.Tracker, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 	}
 	if err != nil {
 		return nil, err

@@ -22,7 +22,9 @@
 //     mostly gets the same answer back); only refusals (llm.IsRefusal) are asked again and never
 //     cached. Delete the cache directory to ask again.
 //
-// The prompts are ours (the paper's wording is not copied), zero-shot, and golden-tested.
+// The prompts are the paper's as printed (prompts are functional text: rewording changes the
+// grades), zero-shot (the paper's few-shot variant did not help), and golden-tested; see
+// ExtractPrompt and GradePrompt for what the paper leaves open.
 //
 // # Example
 //
@@ -35,7 +37,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -252,46 +253,43 @@ func ask(ctx context.Context, c Chatter, req llm.Request) (string, error) {
 	return answer, err
 }
 
-// ExtractPrompt asks for the four facet segments of text as a JSON object (the paper's
-// extraction step, in our words).
+// ExtractPrompt asks for the four facet segments of text as a JSON object: the extraction prompt
+// of the paper's section 3.3 as printed, followed by the text (the paper does not print how the
+// input is attached).
 func ExtractPrompt(text string) string {
-	return "Instructions:\n" +
-		"Read the text below, a summary of a scientific study. Copy out the part of the text that states each of " +
-		"these four facets:\n" +
-		"- background: the context and the objective of the work;\n" +
-		"- method: how the study was done (design, participants, interventions, comparisons, measures);\n" +
-		"- result: what was observed and measured, with its numbers;\n" +
-		"- conclusion: what the authors conclude, limitations and future directions.\n" +
-		"Use the text's own words. A facet the text does not state gets an empty string.\n" +
-		"Reply with one JSON object only, with exactly the keys \"background\", \"method\", \"result\" and " +
-		"\"conclusion\", and no other text.\n\n" +
-		"Text:\n" + strings.TrimSpace(text) + "\n\n" +
-		"JSON:\n"
+	return "What is the background/method/result/conclusion of this work?\n" +
+		"Extract the segment of the input as the answer.\n" +
+		"Return the answer in JSON format, where the key is background/method/result/conclusion.\n" +
+		"If any category is not represented in the input, its value should be left empty.\n\n" +
+		"Input:\n" + strings.TrimSpace(text) + "\n"
 }
 
-// GradePrompt asks for the grade of candidate's segment against reference's for facet f, on the
-// facet's scale (the paper's rubrics, in our words).
+// GradePrompt asks for the grade of candidate's segment (Input2) against reference's (Input1)
+// for facet f, zero-shot. The paper prints the rubrics in section 3.2, which section 3.3 says
+// guide the LLM, and its few-shot grading prompts; we take the rubrics of 3.2 as printed (their
+// lowest grade covers "lacks relevant content", the rule an empty candidate facet is scored by),
+// and the few-shot prompts' first line, answer instruction and input layout, without their
+// examples: Background and Conclusion are graded "using a less strict criterion" on 1-3, Method
+// and Result on 1-4. The prompt does not name the facet, as the paper's does not.
 func GradePrompt(f Facet, reference, candidate string) string {
-	var rubric string
+	var head, rubric string
 	if f.Scale() == 3 {
-		rubric = "3: Text 2 agrees with Text 1 overall.\n" +
-			"2: Text 2 does not mention what Text 1 says.\n" +
-			"1: Text 2 contradicts Text 1, or has nothing relevant to this facet.\n"
+		head = "Using a less strict criterion, assess the alignment (1-3) between the two inputs.\n"
+		rubric = "- 3: Input2 is generally consistent with Input1.\n" +
+			"- 2: Input1 is not mentioned in Input2.\n" +
+			"- 1: Input2 contradicts Input1, or Input2 lacks relevant content in this aspect.\n"
 	} else {
-		rubric = "4: Text 2 contains the information of Text 1, possibly without minor details.\n" +
-			"3: Text 2 contains the information of Text 1 but leaves out some of its key information.\n" +
-			"2: Text 2 is not empty but mentions none of the key information of Text 1.\n" +
-			"1: Text 2 contradicts Text 1, or has nothing relevant to this facet.\n"
+		head = "Assess the alignment (1-4) between the two inputs.\n"
+		rubric = "- 4: Input2 generally includes Input1’s information, or omits minor details from Input1.\n" +
+			"- 3: Input2 generally includes Input1’s information, but omits a part of the key information from Input1.\n" +
+			"- 2: Input2 is not empty, but it does not mention any key information in Input1.\n" +
+			"- 1: Input2 contradicts Input1, or Input2 lacks relevant content in this aspect.\n"
 	}
-	return "Instructions:\n" +
-		fmt.Sprintf("Text 1 is the %s of a reference summary of a study; Text 2 is the %s of a generated summary "+
-			"of the same study. Grade how well Text 2 matches Text 1 on this scale (1-%d):\n", f, f, f.Scale()) +
-		rubric +
-		"Key information is what a reader needs to understand the main message of Text 1; minor details are " +
-		"supplementary elements whose absence does not change it. Reply with the grade only, a single number.\n\n" +
-		"Text 1:\n" + strings.TrimSpace(reference) + "\n\n" +
-		"Text 2:\n" + strings.TrimSpace(candidate) + "\n\n" +
-		"Grade:\n"
+	return head + rubric +
+		"Only return the number.\n\n" +
+		"Input1: " + strings.TrimSpace(reference) + "\n" +
+		"Input2: " + strings.TrimSpace(candidate) + "\n" +
+		"Number:"
 }
 
 // facetKeys maps the answer keys accepted for each facet (case-insensitive).

@@ -104,10 +104,12 @@ const (
 	candText = "CAND-TEXT"
 )
 
-func extractRule(text, answer string) [2]string { return [2]string{"Text:\n" + text, answer} }
+func extractRule(text, answer string) [2]string { return [2]string{"Input:\n" + text, answer} }
 
+// gradeRule answers the grading prompt of facet f: the paper's prompt does not name the facet,
+// so the rule matches the reference segment the tests give each facet ("rb", "rm", "rr", "rc").
 func gradeRule(f Facet, answer string) [2]string {
-	return [2]string{fmt.Sprintf("Text 1 is the %s", f), answer}
+	return [2]string{fmt.Sprintf("Input1: r%c\n", f.String()[0]), answer}
 }
 
 func TestScore(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tracksum/tracksum/dataset"
@@ -20,16 +21,25 @@ type LLMOptions = llm.Options
 // request, so a rerun on the same inputs sends no request.
 type LLM struct {
 	client *llm.Client
+	// hints are the entailment prompt's optional instructions (EntailHints), in the order given.
+	hints []string
 }
 
 // ErrUnreachable marks an endpoint that could not be reached (connection refused, DNS, timeout)
 // after all retries. It is llm.ErrUnreachable.
 var ErrUnreachable = llm.ErrUnreachable
 
-// NewLLM returns an llm judge; it sends nothing until the first Decompose or Entails.
-func NewLLM(opts LLMOptions) (*LLM, error) {
+// NewLLM returns an llm judge; it sends nothing until the first Decompose or Entails. hints
+// (values of EntailHints, config eval.llm.entail_hints) add instructions to the entailment prompt
+// that the papers' NLI model (TRUE) does not get; none by default.
+func NewLLM(opts LLMOptions, hints ...string) (*LLM, error) {
 	if opts.BaseURL == "" || opts.Model == "" {
 		return nil, errors.New("llm judge: base URL and model are required (eval.llm.base_url, eval.llm.model)")
+	}
+	for _, h := range hints {
+		if _, ok := entailHintText[h]; !ok {
+			return nil, fmt.Errorf("llm judge: unknown entailment hint %q (known: %v)", h, EntailHints)
+		}
 	}
 	if opts.ConfigKey == "" {
 		opts.ConfigKey = "eval.llm.base_url"
@@ -38,7 +48,7 @@ func NewLLM(opts LLMOptions) (*LLM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llm judge: %w", err)
 	}
-	return &LLM{client: c}, nil
+	return &LLM{client: c, hints: slices.Clone(hints)}, nil
 }
 
 // Stats returns what the judge's client did so far (requests, cache hits, retries, failures).
@@ -50,7 +60,7 @@ func (j *LLM) Name() string { return "llm:" + j.client.Model() }
 // Concurrency implements Judge.
 func (j *LLM) Concurrency() int { return j.client.Concurrency() }
 
-// Decompose implements Judge with the decomposition prompt (PCoA's Table 7, reworded).
+// Decompose implements Judge with the decomposition prompt (PCoA's Table 7).
 func (j *LLM) Decompose(ctx context.Context, summary string) ([]string, error) {
 	if dataset.IsUnknownSummary(summary) {
 		return nil, nil
@@ -67,7 +77,7 @@ func (j *LLM) Entails(ctx context.Context, premise, hypothesis string) (bool, er
 	if strings.TrimSpace(premise) == "" || strings.TrimSpace(hypothesis) == "" {
 		return false, nil
 	}
-	answer, err := j.ask(ctx, EntailPrompt(premise, hypothesis), func(a string) bool {
+	answer, err := j.ask(ctx, EntailPrompt(premise, hypothesis, j.hints...), func(a string) bool {
 		_, ok := ParseVerdict(a)
 		return ok && !llm.IsRefusal(a)
 	})
@@ -78,32 +88,61 @@ func (j *LLM) Entails(ctx context.Context, premise, hypothesis string) (bool, er
 	return yes, nil
 }
 
-// DecomposePrompt is the decomposition prompt: PCoA's instruction (Table 7) in our own words, with
-// our own demonstration.
+// DecomposePrompt is the decomposition prompt: PCoA's Table 7 as the paper prints it (the prompt
+// its decomposition model, Mistral-Large-2411, was given; TracSum uses the same model), with its
+// demonstration. Prompts are functional text: rewording them changes the subclaims.
 func DecomposePrompt(summary string) string {
 	return "Instructions:\n" +
-		"Split the summary below into a list of atomic subclaims. Each subclaim must state exactly one fact " +
-		"taken from the summary. Reply with a JSON list of sentences only, with no other text.\n\n" +
+		"Please decompose the given summary into a list of atomic subclaims, where each subclaim represents a " +
+		"single factual statement from the summary. Output only a list of sentences, and do not output " +
+		"additional information.\n\n" +
 		"Demonstration:\n" +
 		"Summary:\n" +
-		"After a median follow-up of two years, no new safety signals appeared, and the adverse events matched those reported earlier for drug X.\n" +
+		"Long-term follow-up showed no new safety concerns, and results were consistent with the known " +
+		"tolerability profile of encorafenib plus binimetinib.\n" +
 		"List of subclaims:\n" +
-		"[\"The median follow-up was two years.\", \"No new safety signals appeared.\", " +
-		"\"The adverse events matched those reported earlier for drug X.\"]\n\n" +
+		"[\"Long-term follow-up was conducted.\", \"No new safety concerns were found.\", " +
+		"\"Results were consistent with the known tolerability profile of encorafenib plus binimetinib.\"]\n\n" +
 		"Summary:\n" + strings.TrimSpace(summary) + "\n" +
 		"List of subclaims:\n"
 }
 
-// EntailPrompt is the entailment prompt, in the spirit of the papers' NLI evaluator: one premise,
-// one hypothesis, a yes/no answer.
-func EntailPrompt(premise, hypothesis string) string {
-	return "Instructions:\n" +
-		"Decide whether the premise entails the hypothesis: given only the premise, must the hypothesis be true? " +
-		"Numbers, doses, percentages, groups and negations must agree; an abbreviation may be read as its " +
-		"expansion when the premise makes it clear. Reply with one word: yes or no.\n\n" +
+// The entailment prompt's optional hints (config eval.llm.entail_hints). Each departs from the
+// papers' judge, TRUE, an NLI model that reads only the premise and the hypothesis.
+const (
+	// HintAgreement asks that numbers, doses, percentages, groups and negations agree (what NLI
+	// implies anyway, spelled out for a general LLM).
+	HintAgreement = "agreement"
+	// HintAbbreviations lets an abbreviation be read as its expansion: TracSum (section 6.5) shows
+	// TRUE failing exactly there ("RT" for "radiation therapy"), so this hint makes the judge more
+	// lenient than the paper's.
+	HintAbbreviations = "abbreviations"
+)
+
+// EntailHints lists the accepted hints, in the order they are written into the prompt.
+var EntailHints = []string{HintAgreement, HintAbbreviations}
+
+var entailHintText = map[string]string{
+	HintAgreement:     "Numbers, doses, percentages, groups and negations must agree.",
+	HintAbbreviations: "An abbreviation may be read as its expansion when the premise makes it clear.",
+}
+
+// EntailPrompt is the entailment prompt, standing in for the papers' NLI model (TRUE): one premise,
+// one hypothesis, a yes/no answer, and no other instruction unless hints (EntailHints) are given.
+func EntailPrompt(premise, hypothesis string, hints ...string) string {
+	var b strings.Builder
+	b.WriteString("Instructions:\n" +
+		"Decide whether the premise entails the hypothesis: given only the premise, must the hypothesis be true?")
+	for _, h := range EntailHints {
+		if slices.Contains(hints, h) {
+			b.WriteString(" " + entailHintText[h])
+		}
+	}
+	b.WriteString(" Reply with one word: yes or no.\n\n" +
 		"Premise:\n" + strings.TrimSpace(premise) + "\n\n" +
 		"Hypothesis:\n" + strings.TrimSpace(hypothesis) + "\n\n" +
-		"Answer:\n"
+		"Answer:\n")
+	return b.String()
 }
 
 // ParseClaims reads a decomposition answer: a JSON list of strings (possibly inside a code block or

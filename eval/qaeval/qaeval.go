@@ -9,12 +9,13 @@
 //     Jaccard), the score is (1/|Qs|) sum 1(s_i > tau) s_i, and the pairs with s_i <= tau are the
 //     consistency feedback (question, the summary's claim, the document's correction);
 //   - refinement (Refine): the feedback becomes revision instructions, the summary is revised and
-//     assessed again, for at most N rounds, stopping when the targets are met or the scores no
-//     longer improve; every round is kept.
+//     assessed again, for at most N rounds, stopping when the targets are met (or, with
+//     Options.EarlyStop, when a revision does not raise the scores); every round is kept.
 //
 // Aspect-based summaries (TracSum) adapt the paper's long-document setting: coverage questions
-// are drawn from the aspect's evidence (the cited sentences) or the whole abstract
-// (eval.qa.source), consistency is always checked against the whole abstract, and the
+// are drawn from the whole abstract as the paper draws them from the source document
+// (eval.qa.source: document, the default) or from the aspect's evidence, the cited sentences
+// (cited, our option), consistency is always checked against the whole abstract, and the
 // instructions name the aspect. Malformed answers are counted, never fatal, and cached like any
 // other answer so that reruns are reproducible. The prompts are ours (the paper's wording is not
 // copied) and golden-tested.
@@ -54,6 +55,10 @@ type Options struct {
 	Threshold float64
 	// CoverageTarget and ConsistencyTarget are T_cov and T_cons of the refinement.
 	CoverageTarget, ConsistencyTarget float64
+	// EarlyStop ends a refinement at the first revision that does not raise the scores; the
+	// paper's Algorithm 2 (the default, false) goes on revising until the targets are met or the
+	// rounds are spent.
+	EarlyStop bool
 	// Temperature is sent with every request; MaxTokens bounds each answer (0: endpoint default).
 	Temperature float64
 	MaxTokens   int

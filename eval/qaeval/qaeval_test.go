@@ -196,27 +196,39 @@ func TestRefine(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		desc     string
-		revision string
-		rounds   int
-		final    string
-		nRounds  int
-		stop     string
+		desc      string
+		revision  string
+		rounds    int
+		earlyStop bool
+		final     string
+		nRounds   int
+		stop      string
 	}{
 		{desc: "a useful revision, then the targets are met", revision: "Revised summary: S1", rounds: 3, final: "S1", nRounds: 2, stop: "targets met"},
-		{desc: "a revision that does not help is kept in the record, not as the result", revision: "S2", rounds: 3, final: "S0", nRounds: 2, stop: "round 1 did not improve the scores"},
+		{desc: "early stop: a useful revision, then the targets are met", revision: "Revised summary: S1", rounds: 3, earlyStop: true, final: "S1", nRounds: 2, stop: "targets met"},
+		// Algorithm 2 goes on revising the latest summary (S2, revised into S2 again) until the
+		// rounds are spent; the best summary is kept.
+		{desc: "a revision that does not help is revised again, not kept as the result", revision: "S2", rounds: 3, final: "S0", nRounds: 4, stop: "3 rounds done"},
+		{desc: "early stop: a revision that does not help ends the loop", revision: "S2", rounds: 3, earlyStop: true, final: "S0", nRounds: 2, stop: "round 1 did not improve the scores"},
 		{desc: "an empty revision is malformed", revision: "  ", rounds: 3, final: "S0", nRounds: 2, stop: "malformed revision"},
 		{desc: "zero rounds", revision: "S1", rounds: 0, final: "S0", nRounds: 1, stop: "no refinement round asked"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			sc := &script{rules: rules(tc.revision)}
-			r, err := New(sc, DefaultOptions()).Refine(context.Background(), "", evidence, doc, "S0", tc.rounds)
+			o := DefaultOptions()
+			o.EarlyStop = tc.earlyStop
+			r, err := New(sc, o).Refine(context.Background(), "", evidence, doc, "S0", tc.rounds)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.Final() != tc.final || len(r.Rounds) != tc.nRounds || r.Stop != tc.stop {
 				t.Errorf("final %q, %d rounds, stop %q; want %q, %d, %q", r.Final(), len(r.Rounds), r.Stop, tc.final, tc.nRounds, tc.stop)
+			}
+			if !tc.earlyStop && tc.nRounds > 2 && !slices.ContainsFunc(sc.prompts, func(p string) bool {
+				return strings.Contains(p, "Summary:\nS2\n\nMissing information")
+			}) {
+				t.Errorf("round 2 must revise the latest summary, S2, as Algorithm 2 does")
 			}
 			if len(r.Rounds) > 1 && r.Rounds[1].Instruction != "coverage" {
 				t.Errorf("round 1 instruction = %q, want coverage", r.Rounds[1].Instruction)

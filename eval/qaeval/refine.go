@@ -59,11 +59,15 @@ func (m *Metric) meets(a Assessment) bool {
 }
 
 // Refine runs LongSumEval's self-refinement (Algorithm 2) for at most rounds revisions: assess the
-// summary; stop when both scores meet the targets; otherwise turn the coverage feedback (when
-// coverage is below its target) or else the consistency feedback into revision instructions, ask
-// for a revised summary, and assess it; stop as soon as a revision does not raise the mean of the
-// scores, and keep the best summary. A negative summary ("Unknown.") is not refined: whether the
-// aspect is present is the tracker's decision.
+// latest summary; stop when both scores meet the targets; otherwise turn the coverage feedback
+// (when coverage is below its target) or else the consistency feedback into revision
+// instructions, ask for a revision of that summary, and assess it. Every round is kept, and the
+// summary kept at the end is the best-scoring one (the earliest of equals): Algorithm 2's last
+// line is commented "best summary", and a revision that scores lower should not replace a better
+// one. As in the paper, a revision that does not raise the scores does not end the loop (the next
+// round revises it); with Options.EarlyStop the loop ends at the first such round instead (our
+// earlier rule, cheaper). A negative summary ("Unknown.") is not refined: whether the aspect is
+// present is the tracker's decision.
 func (m *Metric) Refine(ctx context.Context, focus, source, document, summary string, rounds int) (*Refinement, error) {
 	a, err := m.Assess(ctx, focus, source, document, summary)
 	if err != nil {
@@ -79,7 +83,9 @@ func (m *Metric) Refine(ctx context.Context, focus, source, document, summary st
 		return r, nil
 	}
 	for i := 1; ; i++ {
-		cur := r.Rounds[r.Best]
+		// Algorithm 2 revises S(i), the latest summary. With early stopping the latest is always
+		// the best, since the loop ends at the first round that is not better.
+		cur := r.Rounds[len(r.Rounds)-1]
 		if quality(cur.Assessment) < 0 {
 			r.Stop = "no score to improve: " + strings.Join(cur.Assessment.Malformed, ", ")
 			if len(cur.Assessment.Malformed) == 0 {
@@ -112,6 +118,7 @@ func (m *Metric) Refine(ctx context.Context, focus, source, document, summary st
 		}
 		revised, ok := ParseRevision(answer)
 		if !ok {
+			// The same prompt would get the same answer back (temperature 0, cache): stop.
 			r.Rounds = append(r.Rounds, Round{Round: i, Summary: cur.Summary, Instruction: kind, Assessment: cur.Assessment, Malformed: true})
 			r.Stop = "malformed revision"
 			return r, nil
@@ -121,11 +128,12 @@ func (m *Metric) Refine(ctx context.Context, focus, source, document, summary st
 			return r, err
 		}
 		r.Rounds = append(r.Rounds, Round{Round: i, Summary: revised, Instruction: kind, Assessment: na})
-		if quality(na) <= quality(cur.Assessment) {
+		if quality(na) > quality(r.Rounds[r.Best].Assessment) {
+			r.Best = len(r.Rounds) - 1
+		} else if m.opts.EarlyStop {
 			r.Stop = fmt.Sprintf("round %d did not improve the scores", i)
 			return r, nil
 		}
-		r.Best = len(r.Rounds) - 1
 	}
 }
 

@@ -1,10 +1,14 @@
 // Package report renders the evaluator's error-analysis page, report.html: one self-contained file
-// (inline CSS and JavaScript, no network access) that shows each abstract with its numbered
-// sentences and, per aspect, a card with the reference and predicted summaries, their subclaims,
-// citations and per-instance scores. Hovering or selecting a card highlights the cited sentences:
-// correct (cited by both and credited by the judge), cited by both but not credited, spurious
-// (predicted only) and missed (reference only) are shown differently. Filters select an aspect and
-// a score range of one metric. The output is deterministic: the same Page gives the same bytes.
+// (inline CSS, JavaScript and SVG, no network access). At the top, the metric tables (each value
+// with its bootstrap interval; one small table per metric group, so that they wrap within the
+// window) and charts drawn as inline SVG (per-aspect bars with intervals, the tracker's score
+// histogram and threshold sweep). Then each abstract with its numbered sentences (and, when the
+// predictions carry them, each sentence's tracker probability per aspect) and, per aspect, a card
+// with the reference and predicted summaries, their subclaims, citations and per-instance scores.
+// Hovering or selecting a card highlights the cited sentences: correct (cited by both and credited
+// by the judge), cited by both but not credited, spurious (predicted only) and missed (reference
+// only) are shown differently. Filters select an aspect and a score range of one metric. The
+// output is deterministic: the same Page gives the same bytes.
 //
 // # Example
 //
@@ -15,6 +19,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -28,19 +33,55 @@ type Page struct {
 	// Note, when set, is a highlighted line under the subtitle (e.g. that the page shows a sample
 	// of the instances).
 	Note string
+	// Notes are plain lines under the metric tables (e.g. that two metric groups are equal, or
+	// that the predictions carry no tracker scores).
+	Notes []string
 	// Metrics lists the metric names offered by the score filter, in order.
 	Metrics []string
-	// Summary rows are shown as a table at the top (name, then values in the order of Columns).
-	Columns []string
-	Summary []Row
+	// Tables are the metric tables at the top. Each holds a few columns, so that they wrap side by
+	// side within the window instead of one table wider than it.
+	Tables []Table
+	// Figures are the charts, shown after the tables.
+	Figures []Figure
 	// Abstracts are shown in order.
 	Abstracts []Abstract
 }
 
-// Row is one line of the summary table.
+// Table is one group of metric columns (e.g. the claim metrics) over the same rows.
+type Table struct {
+	// ID is the table's element id (e.g. "t-claims").
+	ID    string
+	Title string
+	// Columns head the value columns; Rows hold one Cell per column.
+	Columns []Column
+	Rows    []Row
+}
+
+// Column is a table column: a short head and the metric's full name, which the page keeps in a
+// tooltip and a data attribute.
+type Column struct {
+	Head, Metric string
+}
+
+// Row is one line of a table: a name (e.g. "all (n=48)") and its cells.
 type Row struct {
-	Name   string
-	Values []string
+	Name  string
+	Cells []Cell
+}
+
+// Cell is a value with its confidence interval (CI empty when there is none).
+type Cell struct {
+	Value, CI string
+}
+
+// Figure is a chart with its caption and optional tables (e.g. the numbers it plots).
+type Figure struct {
+	ID      string
+	Title   string
+	Caption string
+	// SVG is the chart, inline (BarChart.SVG, LineChart.SVG).
+	SVG     template.HTML
+	Details []Detail
 }
 
 // Abstract is one document with its cards.
@@ -48,6 +89,52 @@ type Abstract struct {
 	PMID      string
 	Sentences []string
 	Cards     []Card
+}
+
+// ProbCell is the tracker's probability of one sentence for one card's aspect.
+type ProbCell struct {
+	Aspect string
+	// Text is the value with two decimals, "" when the card has no probabilities.
+	Text string
+	// Class buckets the value by tenths (tp0 ... tp9) for its colour, plus "sel" at 0.5 and above
+	// (the default threshold) and "none" without a value.
+	Class string
+}
+
+// ProbAspects lists the aspects of the abstract's cards, in card order, when any card carries
+// tracker probabilities (else nil): the heads of the probability columns beside the sentences.
+func (a Abstract) ProbAspects() []string {
+	var out []string
+	any := false
+	for _, c := range a.Cards {
+		out = append(out, c.Aspect)
+		any = any || c.Probs != nil
+	}
+	if !any {
+		return nil
+	}
+	return out
+}
+
+// ProbCells returns sentence i's probability under each card (see ProbAspects), nil when no card
+// carries probabilities.
+func (a Abstract) ProbCells(i int) []ProbCell {
+	if a.ProbAspects() == nil {
+		return nil
+	}
+	out := make([]ProbCell, len(a.Cards))
+	for k, c := range a.Cards {
+		out[k] = ProbCell{Aspect: c.Aspect, Class: "none"}
+		if i < len(c.Probs) && !math.IsNaN(c.Probs[i]) {
+			p := c.Probs[i]
+			out[k].Text = strconv.FormatFloat(p, 'f', 2, 64)
+			out[k].Class = "tp" + strconv.Itoa(min(max(int(p*10), 0), 9))
+			if p >= 0.5 {
+				out[k].Class += " sel"
+			}
+		}
+	}
+	return out
 }
 
 // Card is one (abstract, aspect) instance.
@@ -59,6 +146,9 @@ type Card struct {
 	Ref, Pred, Valid        []int
 	RefClaims, PredClaims   []Claim
 	Scores                  []Score
+	// Probs are the tracker's probabilities of the abstract's sentences for this aspect (the
+	// prediction's Scores), nil when the prediction carries none.
+	Probs []float64
 	// Details are extra tables shown under the scores (e.g. the facet segments and grades of the
 	// facet-aware metric, the questions and answers of the QA metric).
 	Details []Detail
@@ -143,20 +233,40 @@ const pageHTML = `<!DOCTYPE html>
 <style>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1em 2em; color: #222; }
 h1 { font-size: 1.4em; margin-bottom: 0; }
-.sub { color: #666; margin-top: .2em; }
+h2.part { font-size: 1.15em; margin: 1em 0 .3em 0; }
+.sub { color: #666; margin-top: .2em; overflow-wrap: anywhere; }
 p.note { background: #fff3c4; padding: .3em .6em; border-radius: 4px; }
-table.summary { border-collapse: collapse; margin: 1em 0; }
-table.summary td, table.summary th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+p.info { background: #eef3fb; padding: .3em .6em; border-radius: 4px; margin: .3em 0; }
+.tables, .figures { display: flex; flex-wrap: wrap; gap: .8em 1.5em; align-items: flex-start; max-width: 100%; }
+.tblwrap { max-width: 100%; overflow-x: auto; }
+table.summary { border-collapse: collapse; margin: .3em 0; }
+table.summary caption { text-align: left; font-weight: 600; padding-bottom: .2em; }
+table.summary td, table.summary th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; white-space: nowrap; }
 table.summary th:first-child, table.summary td:first-child { text-align: left; }
+table.summary .ci { display: block; font-size: .75em; color: #777; }
+figure { margin: 0; max-width: 100%; }
+figure figcaption { font-size: .85em; color: #444; max-width: 640px; }
+figure figcaption b { color: #222; }
+svg.chart { max-width: 100%; height: auto; display: block; font-family: system-ui, sans-serif; }
 #filters { position: sticky; top: 0; background: #fff; padding: .5em 0; border-bottom: 1px solid #ddd; z-index: 2; }
 .legend span { padding: 0 .4em; margin-right: .4em; border-radius: 3px; }
-.abstract { display: flex; gap: 1.5em; border-bottom: 1px solid #ddd; padding: 1em 0; }
-.doc { flex: 1 1 55%; }
+.abstract { display: flex; flex-wrap: wrap; gap: 1.5em; border-bottom: 1px solid #ddd; padding: 1em 0; }
+.doc { flex: 1 1 32em; min-width: 0; }
 .doc ol { padding-left: 0; list-style: none; }
-.sent { padding: 1px 4px; border-left: 4px solid transparent; margin: 1px 0; }
+.sent { display: flex; align-items: baseline; padding: 1px 4px; border-left: 4px solid transparent; margin: 1px 0; }
 .sent .idx { color: #888; font-size: .85em; margin-right: .4em; }
-.cards { flex: 1 1 45%; }
-.card { border: 1px solid #bbb; border-radius: 6px; padding: .5em .7em; margin-bottom: .6em; cursor: pointer; }
+.sent .txt { flex: 1 1 auto; min-width: 0; }
+.tps, .tphead { white-space: nowrap; margin-left: .6em; font-size: .75em; }
+.tphead { text-align: right; color: #666; }
+.tp { display: inline-block; width: 3em; text-align: center; border-radius: 2px; margin-left: 1px; }
+.tphead .tp { font-weight: 600; }
+.tp.sel { font-weight: 700; }
+.tp.on { outline: 2px solid #225; }
+.tp0 { background: #f7fbff; } .tp1 { background: #deebf7; } .tp2 { background: #c6dbef; } .tp3 { background: #9ecae1; }
+.tp4 { background: #6baed6; } .tp5 { background: #4292c6; color: #fff; } .tp6 { background: #2171b5; color: #fff; }
+.tp7 { background: #08519c; color: #fff; } .tp8 { background: #08306b; color: #fff; } .tp9 { background: #041c40; color: #fff; }
+.cards { flex: 1 1 26em; min-width: 0; }
+.card { border: 1px solid #bbb; border-radius: 6px; padding: .5em .7em; margin-bottom: .6em; cursor: pointer; overflow-wrap: anywhere; }
 .card:hover, .card.selected { border-color: #225; box-shadow: 0 0 0 2px #99c; }
 .card h3 { margin: 0 0 .3em 0; font-size: 1em; }
 .card .neg { color: #888; font-style: italic; }
@@ -169,7 +279,7 @@ table.summary th:first-child, table.summary td:first-child { text-align: left; }
 .spurious { background: #f9d0d0; border-left-color: #c33; }
 .missed { background: #dde6ff; border-left-color: #36c; }
 .hidden { display: none; }
-.detail { font-size: .85em; margin-top: .3em; }
+.detail { font-size: .85em; margin-top: .3em; max-width: 100%; overflow-x: auto; }
 .detail table { border-collapse: collapse; margin: .2em 0; }
 .detail td, .detail th { border: 1px solid #ddd; padding: 1px 4px; vertical-align: top; text-align: left; }
 .detail .note { color: #666; margin: .2em 0; }
@@ -179,10 +289,23 @@ table.summary th:first-child, table.summary td:first-child { text-align: left; }
 <h1>{{.Title}}</h1>
 <p class="sub">{{.Subtitle}}</p>
 {{if .Note}}<p class="note" id="note">{{.Note}}</p>{{end}}
-{{if .Summary}}<table class="summary" id="summary">
-<tr><th></th>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
-{{range .Summary}}<tr><td>{{.Name}}</td>{{range .Values}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>{{end}}
+{{if .Tables}}<h2 class="part">Metrics</h2>
+<div class="tables" id="summary">
+{{range .Tables}}<div class="tblwrap"><table class="summary" id="{{.ID}}">
+<caption>{{.Title}}</caption>
+<tr><th></th>{{range .Columns}}<th data-metric="{{.Metric}}" title="{{.Metric}}">{{.Head}}</th>{{end}}</tr>
+{{range .Rows}}<tr><td>{{.Name}}</td>{{range .Cells}}<td><span class="v">{{.Value}}</span>{{if .CI}}<span class="ci">{{.CI}}</span>{{end}}</td>{{end}}</tr>
+{{end}}</table></div>
+{{end}}</div>{{end}}
+{{range .Notes}}<p class="info">{{.}}</p>
+{{end}}{{if .Figures}}<h2 class="part">Charts</h2>
+<div class="figures" id="figures">
+{{range .Figures}}<figure id="{{.ID}}">{{.SVG}}<figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption>
+{{range .Details}}<details class="detail"><summary>{{.Title}}</summary>{{if .Rows}}<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}{{if .Note}}<p class="note">{{.Note}}</p>{{end}}</details>
+{{end}}</figure>
+{{end}}</div>{{end}}
 <div id="filters">
 <label>Aspect <select id="f-aspect"><option value="">all</option>{{range aspects .Abstracts}}<option value="{{.}}">{{.}}</option>{{end}}</select></label>
 <label>Score <select id="f-metric">{{range .Metrics}}<option value="{{.}}">{{.}}</option>{{end}}</select></label>
@@ -192,8 +315,8 @@ table.summary th:first-child, table.summary td:first-child { text-align: left; }
 <span class="legend">Citations: <span class="correct">correct</span><span class="uncredited">cited by both, not credited by the judge</span><span class="spurious">spurious</span><span class="missed">missed</span></span>
 </div>
 {{range $a := .Abstracts}}<section class="abstract" id="pmid-{{.PMID}}" data-pmid="{{.PMID}}">
-<div class="doc"><h2>PMID {{.PMID}}</h2><ol>
-{{range $i, $s := .Sentences}}<li class="sent" data-i="{{$i}}"><span class="idx">{{$i}}</span>{{$s}}</li>
+<div class="doc"><h2>PMID {{.PMID}}</h2>{{with .ProbAspects}}<div class="tphead" title="the tracker's probability of each sentence, per aspect (bold: 0.5 and above)">tracker p: {{range .}}<span class="tp">{{.}}</span>{{end}}</div>{{end}}<ol>
+{{range $i, $s := .Sentences}}<li class="sent" data-i="{{$i}}"><span class="idx">{{$i}}</span><span class="txt">{{$s}}</span>{{with $a.ProbCells $i}}<span class="tps">{{range .}}<span class="tp {{.Class}}" data-aspect="{{.Aspect}}">{{if .Text}}{{.Text}}{{else}}-{{end}}</span>{{end}}</span>{{end}}</li>
 {{end}}</ol></div>
 <div class="cards">
 {{range .Cards}}<div class="card" tabindex="0" data-aspect="{{.Aspect}}" data-ref="{{ints .Ref}}" data-pred="{{ints .Pred}}" data-valid="{{ints .Valid}}" data-scores="{{scores .Scores}}">
@@ -227,6 +350,7 @@ table.summary th:first-child, table.summary td:first-child { text-align: left; }
     section.querySelectorAll(".sent").forEach(function (li) {
       classes.forEach(function (c) { li.classList.remove(c); });
     });
+    section.querySelectorAll(".tp.on").forEach(function (el) { el.classList.remove("on"); });
   }
   function paint(card) {
     var section = card.closest(".abstract");
@@ -237,6 +361,9 @@ table.summary th:first-child, table.summary td:first-child { text-align: left; }
       if (r && p) { li.classList.add(valid.indexOf(i) >= 0 ? "correct" : "uncredited"); }
       else if (p) { li.classList.add("spurious"); }
       else if (r) { li.classList.add("missed"); }
+    });
+    section.querySelectorAll(".tps .tp").forEach(function (el) {
+      if (el.dataset.aspect === card.dataset.aspect) { el.classList.add("on"); }
     });
   }
   function restore(section) {

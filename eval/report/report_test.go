@@ -13,14 +13,17 @@ func testPage() Page {
 		Title:    "test <run>",
 		Subtitle: "judge lexical",
 		Metrics:  []string{"claim_recall", "citation_f1"},
-		Columns:  []string{"n", "claim_recall"},
-		Summary:  []Row{{Name: "all", Values: []string{"3", "50.0"}}},
+		Tables: []Table{{ID: "t-claims", Title: "Claims", Columns: []Column{{Head: "R", Metric: "claim_recall"}},
+			Rows: []Row{{Name: "all (n=3)", Cells: []Cell{{Value: "50.0", CI: "[20.0, 80.0]"}}}}}},
+		Notes: []string{"a note"},
+		Figures: []Figure{{ID: "fig-bars", Title: "Bars", Caption: "bars <caption>",
+			SVG: BarChart{Title: "bars", Categories: []string{"a"}, Series: []BarSeries{{Name: "s", Values: []float64{0.5}}}}.SVG()}},
 		Abstracts: []Abstract{
 			{PMID: "1001", Sentences: []string{"First <b>sentence</b>.", "Second & last."}, Cards: []Card{
 				{Aspect: "p", RefSummary: "Ref.", PredSummary: "Pred.", Ref: []int{0, 1}, Pred: []int{1}, Valid: []int{1},
 					RefClaims:  []Claim{{Text: "Ref.", Entailed: true}},
 					PredClaims: []Claim{{Text: "Pred.", Entailed: false}},
-					Scores:     []Score{{"claim_recall", 1}, {"citation_f1", 0.5}}},
+					Scores:     []Score{{"claim_recall", 1}, {"citation_f1", 0.5}}, Probs: []float64{0.25, 0.75}},
 				{Aspect: "d", RefSummary: "Unknown.", PredSummary: "Unknown.", RefNegative: true, PredNegative: true,
 					Scores: []Score{{"claim_recall", 1}, {"citation_f1", 1}}},
 			}},
@@ -123,6 +126,36 @@ func TestPageStructure(t *testing.T) {
 	for _, id := range []string{"f-metric", "f-min", "f-max", "summary"} {
 		if count(func(e element) bool { return e.attrs["id"] == id }) != 1 {
 			t.Errorf("no element with id %q", id)
+		}
+	}
+	// Metric tables: a column per metric (its full name kept in data-metric), each value with its
+	// interval; charts as inline SVG.
+	if count(func(e element) bool { return e.name == "th" && e.attrs["data-metric"] == "claim_recall" }) != 1 ||
+		count(func(e element) bool { return e.name == "span" && hasClass(e, "ci") }) != 1 ||
+		!bytes.Contains(page, []byte(`<span class="ci">[20.0, 80.0]</span>`)) {
+		t.Error("the metric table lacks its column or the interval")
+	}
+	if count(func(e element) bool { return e.name == "figure" && e.attrs["id"] == "fig-bars" }) != 1 ||
+		count(func(e element) bool { return e.name == "svg" && hasClass(e, "chart") }) != 1 {
+		t.Error("no inline SVG chart")
+	}
+	if !bytes.Contains(page, []byte("bars &lt;caption&gt;")) || !bytes.Contains(page, []byte(`<p class="info">a note</p>`)) {
+		t.Error("caption or note missing or not escaped")
+	}
+	// Tracker probabilities: abstract 1001 shows one cell per sentence and card (the card without
+	// probabilities as "-"), abstract 1002 (no probabilities) none.
+	var cells []string
+	for _, e := range els {
+		if e.name == "span" && hasClass(e, "tp") && e.attrs["data-aspect"] != "" {
+			cells = append(cells, e.attrs["data-aspect"]+":"+e.attrs["class"])
+		}
+	}
+	if want := "p:tp tp2,d:tp none,p:tp tp7 sel,d:tp none"; strings.Join(cells, ",") != want {
+		t.Errorf("probability cells %q, want %q", strings.Join(cells, ","), want)
+	}
+	for _, want := range []string{">0.25</span>", ">0.75</span>", `tracker p: <span class="tp">p</span><span class="tp">d</span>`} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("report.html lacks %q (tracker probabilities)", want)
 		}
 	}
 	// Self-contained: inline style and script only, no external resource.

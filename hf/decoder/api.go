@@ -19,6 +19,7 @@
 package decoder
 
 import (
+	"context"
 	"slices"
 
 	"github.com/gomlx/compute/shapes"
@@ -31,7 +32,7 @@ import (
 // Config is the architecture of a checkpoint, read from its config.json with Hugging Face's defaults
 // for keys that are absent.
 type Config struct {
-	// ModelType is config.json's model_type: "llama", "mistral", "qwen2" or "gemma".
+	// ModelType is config.json's model_type: a causal LM family of hf/family.
 	ModelType string
 	// Vocab is vocab_size.
 	Vocab int
@@ -51,8 +52,8 @@ type Config struct {
 	RMSNormEps float64
 	// RopeTheta is rope_theta (10000 when absent).
 	RopeTheta float64
-	// RopeScaling is rope_scaling with rope_type "llama3" (Llama 3.1+), nil when absent. Other
-	// rope types are a load error.
+	// RopeScaling is rope_scaling with rope_type "llama3" (Llama 3.1+) or "linear", nil when
+	// absent. Other rope types are a load error.
 	RopeScaling *RopeScaling
 	// TieWordEmbeddings: the LM head is embed_tokens (no lm_head.weight).
 	TieWordEmbeddings bool
@@ -63,9 +64,30 @@ type Config struct {
 	OProjBias bool
 	// MLPBias: gate/up/down projections have biases (llama's mlp_bias).
 	MLPBias bool
-	// SlidingWindow is mistral's sliding_window (0: full attention). qwen2's sliding window is
-	// used only with use_sliding_window true, which is rejected at load.
+	// SlidingWindow is mistral's sliding_window (0: full attention). qwen2's and qwen3's sliding
+	// window is used only with use_sliding_window true, which is rejected at load.
 	SlidingWindow int
+	// SlidingLayers, when not nil, says which layers attend within SlidingWindow (Gemma 2 and 3);
+	// nil: every layer when SlidingWindow > 0.
+	SlidingLayers []bool
+	// LocalRopeTheta, when > 0, is the RoPE base of the sliding layers, which ignore RopeScaling
+	// (Gemma 3's rope_local_base_freq).
+	LocalRopeTheta float64
+	// QueryPreAttnScalar, when > 0, scales attention scores by its inverse square root instead of
+	// HeadDim's (Gemma 2 and 3).
+	QueryPreAttnScalar float64
+	// AttnSoftcap and FinalSoftcap, when > 0, cap attention scores and logits as cap * tanh(x / cap)
+	// (Gemma 2's attn_logit_softcapping and final_logit_softcapping).
+	AttnSoftcap, FinalSoftcap float64
+	// NormPlusOne, ScaleEmbeddings, QKNorm and SandwichNorms are the family's graph features
+	// (hf/family): RMSNorm by (1 + w), embeddings times sqrt(Hidden), per-head RMSNorm of queries
+	// and keys, norms around the attention and MLP outputs.
+	NormPlusOne, ScaleEmbeddings, QKNorm, SandwichNorms bool
+	// FusedQKV and FusedGateUp: qkv_proj and gate_up_proj instead of q/k/v_proj and
+	// gate/up_proj (Phi-3).
+	FusedQKV, FusedGateUp bool
+	// LoRATargets are the family's adapter module names (nil LoRA.TargetModules: all of them).
+	LoRATargets []string
 	// HiddenAct is hidden_act (or gemma's hidden_activation): "silu", "gelu_pytorch_tanh", "gelu".
 	HiddenAct string
 	// MaxPositions is max_position_embeddings (informational: RoPE has no table to outgrow).
@@ -76,8 +98,10 @@ type Config struct {
 	EOSList []int
 }
 
-// RopeScaling is Llama 3.1's rope_scaling frequency adjustment (rope_type "llama3").
+// RopeScaling is rope_scaling's frequency adjustment: rope_type "linear" (every frequency divided by
+// Factor) or "llama3" (Llama 3.1's bands, with the other fields).
 type RopeScaling struct {
+	Type                          string
 	Factor                        float64
 	LowFreqFactor                 float64
 	HighFreqFactor                float64
@@ -88,27 +112,24 @@ type RopeScaling struct {
 // inconsistent sizes are one-line errors naming config.json.
 func ConfigOf(s *snapshot.Snapshot) (Config, error) { return configOf(s) }
 
-// Gemma reports whether the config is a Gemma (v1) model: embeddings scaled by sqrt(Hidden), RMSNorm
-// weights applied as (1 + w), GeGLU with the tanh approximation of GELU.
-func (c Config) Gemma() bool { return c.ModelType == "gemma" }
-
-// DefaultTargets are the LoRA target modules of the paper's recipe: every projection of attention
-// and MLP.
+// DefaultTargets are the LoRA target modules of the paper's recipe for the Llama-style families:
+// every projection of attention and MLP. A family's own list is Config.LoRATargets.
 var DefaultTargets = config.LoRATargetsLlama
 
 // LoRA configures the low-rank adapters, as the config's tracker.lora / summarizer.lora sections
 // (one type for both: PEFT's LoraConfig fields): y = x W^T + Scale() * dropout(x) A^T B^T, with
 // A [Rank, in] drawn kaiming-uniform(a=sqrt(5)) from Load's seed and B [out, Rank] zeros, both
 // float32. Rank 0 means no adapters: full fine-tuning of all weights. TargetModules are module
-// names (the last component of the Hugging Face key: "q_proj", ...); nil means DefaultTargets.
+// names (the last component of the Hugging Face key: "q_proj", ...); nil means all of the
+// family's (Config.LoRATargets).
 // Dropout applies to the adapter's input in training graphs only.
 type LoRA = config.LoRA
 
 // targeted reports whether module (e.g. "q_proj") carries an adapter.
-func targeted(l LoRA, module string) bool {
+func (c Config) targeted(l LoRA, module string) bool {
 	targets := l.TargetModules
 	if targets == nil {
-		targets = DefaultTargets
+		targets = c.LoRATargets
 	}
 	return l.Rank > 0 && slices.Contains(targets, module)
 }
@@ -151,9 +172,9 @@ type Model struct {
 // graph); with Rank 0 they are trainable and converted to float32 at load. Adapters (float32,
 // trainable, A drawn from seed: 0 is a valid seed) go under LoRAScope. Every tensor's shape is
 // checked against the config; a missing or misshaped tensor, or a non-finite value, is a one-line
-// error.
-func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
-	return load(s, store, lora, seed)
+// error. Reading stops with an error wrapping ctx.Err() once ctx is cancelled.
+func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
+	return load(ctx, s, store, lora, seed)
 }
 
 // Config returns the model's architecture.

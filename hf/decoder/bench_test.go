@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -87,7 +88,7 @@ func benchInputs() (tokens, mask *tensors.Tensor) {
 func BenchmarkLoad(b *testing.B) {
 	dir := benchSnapshot(b)
 	for b.Loop() {
-		if _, err := Load(openSnap(b, dir), gomlxmodel.NewStore(), LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0); err != nil {
+		if _, err := Load(context.Background(), openSnap(b, dir), gomlxmodel.NewStore(), LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -96,7 +97,7 @@ func BenchmarkLoad(b *testing.B) {
 // BenchmarkForward is the logits of a batch (inference, no adapters).
 func BenchmarkForward(b *testing.B) {
 	store := gomlxmodel.NewStore()
-	m, err := Load(openSnap(b, benchSnapshot(b)), store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true, TargetModules: []string{}}, 0)
+	m, err := Load(context.Background(), openSnap(b, benchSnapshot(b)), store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true, TargetModules: []string{}}, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func BenchmarkForward(b *testing.B) {
 // small next to the gradients).
 func BenchmarkLoRAStep(b *testing.B) {
 	store := gomlxmodel.NewStore()
-	m, err := Load(openSnap(b, benchSnapshot(b)), store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0)
+	m, err := Load(context.Background(), openSnap(b, benchSnapshot(b)), store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func BenchmarkLoRAStepLong(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			store := gomlxmodel.NewStore()
-			m, err := Load(openSnap(b, benchSnapshot(b)), store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0)
+			m, err := Load(context.Background(), openSnap(b, benchSnapshot(b)), store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

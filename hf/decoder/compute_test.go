@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -75,7 +76,7 @@ func TestBF16Parity(t *testing.T) {
 			gold := readGolden(t, fam)
 			mask := flatInt(gold["mask"])
 			store := gomlxmodel.NewStore()
-			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
+			m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func TestGradientCheckpointing(t *testing.T) {
 	for _, fam := range families {
 		setups = append(setups, setup{fam + " lora", func(t *testing.T) (*gomlxmodel.Store, *Model, golden) {
 			store := gomlxmodel.NewStore()
-			m, err := Load(openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
+			m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +140,7 @@ func TestGradientCheckpointing(t *testing.T) {
 	}
 	setups = append(setups, setup{"llama full fine-tuning", func(t *testing.T) (*gomlxmodel.Store, *Model, golden) {
 		store := gomlxmodel.NewStore()
-		m, err := Load(openSnap(t, filepath.Join("testdata", "llama")), store, LoRA{}, 0)
+		m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", "llama")), store, LoRA{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +153,7 @@ func TestGradientCheckpointing(t *testing.T) {
 			t.Fatal(err)
 		}
 		store := gomlxmodel.NewStore()
-		m, err := Load(openSnap(t, dir), store, LoRA{Rank: 2, Alpha: 2}, 1)
+		m, err := Load(context.Background(), openSnap(t, dir), store, LoRA{Rank: 2, Alpha: 2}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,17 +1,15 @@
 package decoder
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
-
-// decoderTypes are the model types of this package (bert is hf/encoder's).
-var decoderTypes = []string{"gemma", "llama", "mistral", "qwen2"}
 
 // activations maps hidden_act values to the function the MLP applies; gelu_new and
 // gelu_pytorch_tanh are the same tanh approximation in transformers.
@@ -21,18 +19,22 @@ var activations = map[string]string{
 	"gelu": "gelu",
 }
 
-// configOf reads Config from the snapshot with the defaults of transformers' LlamaConfig,
-// MistralConfig, Qwen2Config and GemmaConfig for the keys a config.json may omit. Sizes have no
-// default: a config.json without them is not a real checkpoint's.
+// configOf reads Config from the snapshot with the defaults of its family's configuration class
+// (hf/family) for the keys a config.json may omit. Sizes have no default: a config.json without
+// them is not a real checkpoint's.
 func configOf(s *snapshot.Snapshot) (Config, error) {
 	path := filepath.Join(s.Dir, snapshot.ConfigFile)
 	fail := func(format string, args ...any) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
 	}
 	c := Config{ModelType: s.ModelType}
-	if !slices.Contains(decoderTypes, c.ModelType) {
-		return fail("model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(decoderTypes, ", "))
+	fam, ok := family.Lookup(c.ModelType)
+	if !ok || fam.Kind != family.CausalLM {
+		return fail("model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(family.Names(family.CausalLM), ", "))
 	}
+	c.NormPlusOne, c.ScaleEmbeddings, c.QKNorm, c.SandwichNorms = fam.NormPlusOne, fam.ScaleEmbeddings, fam.QKNorm, fam.SandwichNorms
+	c.FusedQKV, c.FusedGateUp = fam.FusedQKV, fam.FusedGateUp
+	c.LoRATargets = fam.LoRATargets
 	var err error
 	// Limits far above any published model (Llama 3.1 405B: 126 layers, hidden 16384, Gemma 3:
 	// vocab 262144): a hostile config must not size a table before the weights are consulted.
@@ -65,8 +67,8 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 		return fail("num_key_value_heads = %d does not divide num_attention_heads = %d", c.KVHeads, c.Heads)
 	}
 	defHeadDim := c.Hidden / c.Heads
-	if c.Gemma() {
-		defHeadDim = 256 // GemmaConfig's default
+	if fam.HeadDim > 0 {
+		defHeadDim = fam.HeadDim
 	}
 	if c.HeadDim, err = s.Int("head_dim", defHeadDim); err != nil {
 		return Config{}, err
@@ -74,14 +76,47 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
 		return fail("head_dim = %d, want a positive even number (RoPE rotates pairs)", c.HeadDim)
 	}
-	if !c.Gemma() && s.Config["head_dim"] == nil && c.Hidden%c.Heads != 0 {
+	if fam.HeadDim == 0 && s.Config["head_dim"] == nil && c.Hidden%c.Heads != 0 {
 		return fail("hidden_size = %d is not a multiple of num_attention_heads = %d", c.Hidden, c.Heads)
 	}
 	if c.RMSNormEps, err = s.Float("rms_norm_eps", 1e-6); err != nil {
 		return Config{}, err
 	}
-	if c.RopeTheta, err = s.Float("rope_theta", 10000); err != nil {
+	if c.RopeTheta, err = s.Float("rope_theta", cmp.Or(fam.RopeTheta, 10000)); err != nil {
 		return Config{}, err
+	}
+	if fam.LocalRopeTheta > 0 {
+		if c.LocalRopeTheta, err = s.Float("rope_local_base_freq", fam.LocalRopeTheta); err != nil {
+			return Config{}, err
+		}
+		if c.LocalRopeTheta <= 0 {
+			return fail("rope_local_base_freq = %g, want a positive number", c.LocalRopeTheta)
+		}
+	}
+	if fam.QueryPreAttnScalar > 0 {
+		if c.QueryPreAttnScalar, err = s.Float("query_pre_attn_scalar", fam.QueryPreAttnScalar); err != nil {
+			return Config{}, err
+		}
+		if c.QueryPreAttnScalar <= 0 {
+			return fail("query_pre_attn_scalar = %g, want a positive number", c.QueryPreAttnScalar)
+		}
+	}
+	if fam.Softcapping {
+		for _, cap := range []struct {
+			key string
+			dst *float64
+			def float64
+		}{{"attn_logit_softcapping", &c.AttnSoftcap, fam.AttnSoftcap}, {"final_logit_softcapping", &c.FinalSoftcap, fam.FinalSoftcap}} {
+			if v, present := s.Config[cap.key]; present && v == nil {
+				continue // null: no cap
+			}
+			if *cap.dst, err = s.Float(cap.key, cap.def); err != nil {
+				return Config{}, err
+			}
+			if *cap.dst < 0 {
+				return fail("%s = %g, want a positive number or null", cap.key, *cap.dst)
+			}
+		}
 	}
 	// Zero or negative values make every activation NaN, reported later as a diverging loss.
 	if c.RMSNormEps <= 0 {
@@ -93,27 +128,19 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	if c.RopeScaling, err = ropeScaling(s, path); err != nil {
 		return Config{}, err
 	}
-	if c.TieWordEmbeddings, err = s.Bool("tie_word_embeddings", c.Gemma()); err != nil {
+	// Phi-4-mini and others rotate only part of each head: not implemented, so refused.
+	if prf, err := s.Float("partial_rotary_factor", 1); err != nil {
+		return Config{}, err
+	} else if prf != 1 {
+		return fail("partial_rotary_factor = %g is not supported (only 1: RoPE on the whole head)", prf)
+	}
+	if c.TieWordEmbeddings, err = s.Bool("tie_word_embeddings", fam.TiedEmbeddings); err != nil {
 		return Config{}, err
 	}
-	switch c.ModelType {
-	case "qwen2":
+	switch fam.Bias {
+	case family.BiasQKV:
 		c.AttentionBias = true // Qwen2Attention: q/k/v with bias, o without
-		useSW, err := s.Bool("use_sliding_window", false)
-		if err != nil {
-			return Config{}, err
-		}
-		if useSW {
-			return fail("use_sliding_window = true (qwen2's per-layer sliding window) is not supported")
-		}
-	case "mistral":
-		// MistralConfig's default is a 4096 window; an explicit null turns it off.
-		if _, present := s.Config["sliding_window"]; !present {
-			c.SlidingWindow = 4096
-		} else if c.SlidingWindow, err = s.Int("sliding_window", 0); err != nil {
-			return Config{}, err
-		}
-	default:
+	case family.BiasFromConfig:
 		if c.AttentionBias, err = s.Bool("attention_bias", false); err != nil {
 			return Config{}, err
 		}
@@ -122,13 +149,34 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 			return Config{}, err
 		}
 	}
-	act := "silu"
-	if c.Gemma() {
-		// GemmaMLP uses hidden_activation, defaulting to the tanh GELU whatever hidden_act says.
-		if act, err = s.String("hidden_activation", "gelu_pytorch_tanh"); err != nil {
+	switch fam.SlidingWindow {
+	case family.SlidingWindowOptIn:
+		useSW, err := s.Bool("use_sliding_window", false)
+		if err != nil {
 			return Config{}, err
 		}
-	} else if act, err = s.String("hidden_act", "silu"); err != nil {
+		if useSW {
+			return fail("use_sliding_window = true (%s's per-layer sliding window) is not supported", c.ModelType)
+		}
+	case family.SlidingWindowAll, family.SlidingWindowLayers:
+		// An explicit null turns the window off.
+		if _, present := s.Config["sliding_window"]; !present {
+			c.SlidingWindow = fam.DefaultSlidingWindow
+		} else if c.SlidingWindow, err = s.Int("sliding_window", 0); err != nil {
+			return Config{}, err
+		}
+		if c.SlidingWindow < 0 {
+			return fail("sliding_window = %d, want a positive number or null", c.SlidingWindow)
+		}
+		if fam.SlidingWindow == family.SlidingWindowLayers {
+			if c.SlidingLayers, err = slidingLayers(s, fam, c.Layers); err != nil {
+				return fail("%v", err)
+			}
+		}
+	}
+	// Gemma's MLP reads hidden_activation, defaulting to the tanh GELU whatever hidden_act says.
+	act, err := s.String(fam.ActivationKey, fam.Activation)
+	if err != nil {
 		return Config{}, err
 	}
 	if _, ok := activations[act]; !ok {
@@ -168,6 +216,40 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	return c, nil
 }
 
+// slidingLayers says which of n layers slide: config.json's layer_types ("sliding_attention" or
+// "full_attention" each), else layer i when (i+1) % pattern != 0, pattern being
+// sliding_window_pattern or the family's default.
+func slidingLayers(s *snapshot.Snapshot, fam family.Family, n int) ([]bool, error) {
+	out := make([]bool, n)
+	if raw, ok := s.Config["layer_types"]; ok && raw != nil {
+		list, ok := raw.([]any)
+		if !ok || len(list) != n {
+			return nil, fmt.Errorf("layer_types = %v, want a list of %d layer types", raw, n)
+		}
+		for i, v := range list {
+			switch v {
+			case "sliding_attention":
+				out[i] = true
+			case "full_attention":
+			default:
+				return nil, fmt.Errorf("layer_types[%d] = %v, want sliding_attention or full_attention", i, v)
+			}
+		}
+		return out, nil
+	}
+	pattern, err := s.Int("sliding_window_pattern", fam.SlidingPattern)
+	if err != nil {
+		return nil, err
+	}
+	if pattern < 1 {
+		return nil, fmt.Errorf("sliding_window_pattern = %d, want a positive number", pattern)
+	}
+	for i := range out {
+		out[i] = (i+1)%pattern != 0
+	}
+	return out, nil
+}
+
 // ropeScaling reads rope_scaling: null/absent, or Llama 3's "llama3" type. Other types (linear,
 // dynamic, yarn, longrope) change the frequencies differently and are refused rather than ignored.
 func ropeScaling(s *snapshot.Snapshot, path string) (*RopeScaling, error) {
@@ -186,8 +268,8 @@ func ropeScaling(s *snapshot.Snapshot, path string) (*RopeScaling, error) {
 	if typ == "default" {
 		return nil, nil
 	}
-	if typ != "llama3" {
-		return nil, fmt.Errorf("%s: rope_scaling type %q is not supported (supported: llama3, default)", path, typ)
+	if typ != "llama3" && typ != "linear" {
+		return nil, fmt.Errorf("%s: rope_scaling type %q is not supported (supported: llama3, linear, default)", path, typ)
 	}
 	num := func(key string) (float64, error) {
 		f, ok := m[key].(float64)
@@ -196,10 +278,13 @@ func ropeScaling(s *snapshot.Snapshot, path string) (*RopeScaling, error) {
 		}
 		return f, nil
 	}
-	r := &RopeScaling{}
+	r := &RopeScaling{Type: typ}
 	var err error
 	if r.Factor, err = num("factor"); err != nil {
 		return nil, err
+	}
+	if typ == "linear" {
+		return r, nil
 	}
 	if r.LowFreqFactor, err = num("low_freq_factor"); err != nil {
 		return nil, err
@@ -218,18 +303,28 @@ func ropeScaling(s *snapshot.Snapshot, path string) (*RopeScaling, error) {
 	return r, nil
 }
 
-// invFreq returns RoPE's inverse frequencies (HeadDim/2 of them), with Llama 3's adjustment when
-// configured, computed as transformers does (in float32 from int64 exponents) so that positions
-// times frequencies round the same way.
-func (c Config) invFreq() []float32 {
+// invFreq returns RoPE's inverse frequencies (HeadDim/2 of them), with rope_scaling's adjustment
+// when configured, computed as transformers does (in float32 from int64 exponents) so that
+// positions times frequencies round the same way. local: the sliding layers' frequencies when
+// LocalRopeTheta is set (its base, no scaling).
+func (c Config) invFreq(local bool) []float32 {
 	d := c.HeadDim
+	theta, r := c.RopeTheta, c.RopeScaling
+	if local && c.LocalRopeTheta > 0 {
+		theta, r = c.LocalRopeTheta, nil
+	}
 	out := make([]float32, d/2)
 	for i := range out {
 		exp := float32(2*i) / float32(d)
-		out[i] = float32(1.0 / math.Pow(c.RopeTheta, float64(exp)))
+		out[i] = float32(1.0 / math.Pow(theta, float64(exp)))
 	}
-	r := c.RopeScaling
 	if r == nil {
+		return out
+	}
+	if r.Type == "linear" {
+		for i := range out {
+			out[i] /= float32(r.Factor)
+		}
 		return out
 	}
 	old := float64(r.OriginalMaxPositionEmbeddings)

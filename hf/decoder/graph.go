@@ -11,7 +11,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/model/layers"
+	"github.com/tracksum/tracksum/layers"
 )
 
 // The forward pass follows transformers' modeling_llama.py (LlamaModel) and its siblings:
@@ -19,10 +19,16 @@ import (
 //	h = embed_tokens[ids]                       (gemma: * sqrt(hidden), rounded to the dtype)
 //	for each layer:
 //	  a = input_layernorm(h)                    RMSNorm: x / sqrt(mean(x²) + eps) * w   (gemma: * (1 + w))
-//	  q, k, v = q/k/v_proj(a)                   (qwen2: with biases), heads split, RoPE on q and k
+//	  q, k, v = q/k/v_proj(a)                   (qwen2: with biases), heads split (qwen3: q_norm,
+//	                                            k_norm per head), RoPE on q and k
 //	  h = h + o_proj(softmax(q kᵀ / sqrt(head_dim) + mask) v)   keys/values repeated per group (GQA)
+//	                                            (gemma2/3: scaled by query_pre_attn_scalar, scores
+//	                                            soft-capped, o_proj normed; sliding layers: a window
+//	                                            in the mask, gemma3's local RoPE base)
 //	  h = h + down_proj(act(gate_proj(m)) * up_proj(m)),  m = post_attention_layernorm(h)
-//	hidden = norm(h); logits = hidden @ (lm_head or embed_tokens)ᵀ
+//	                                            (gemma2/3: m = pre_feedforward_layernorm(h), the sum
+//	                                            normed by post_feedforward_layernorm)
+//	hidden = norm(h); logits = hidden @ (lm_head or embed_tokens)ᵀ   (gemma2: soft-capped)
 //
 // By default everything is computed in float32; half-precision weights are converted in the graph.
 // With SetCompute(Compute{BF16: true}) the base weights, their products and the activations between
@@ -90,11 +96,19 @@ func (m *Model) rmsNorm(x *Node, name string, out dtypes.DType, anchor *Node) *N
 	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
 	// Div by Sqrt rather than Rsqrt: GoMLX v0.28.6 defines no gradient for Rsqrt.
 	normed := Div(x, Sqrt(AddScalar(ms, m.cfg.RMSNormEps)))
-	if m.cfg.Gemma() {
+	if m.cfg.NormPlusOne {
 		w := AddScalar(m.weightAs(g, name, dtypes.Float32, anchor), 1)
 		return layers.As(Mul(normed, ExpandAxes(w, 0)), out)
 	}
 	return Mul(layers.As(normed, out), ExpandAxes(m.weightAs(g, name, out, anchor), 0))
+}
+
+// headNorm is Qwen3's q_norm / k_norm: the RMSNorm of each head of x [n, heads*HeadDim] over its
+// HeadDim values, with weight key name [HeadDim], in x's dtype.
+func (m *Model) headNorm(x *Node, name string, heads int, anchor *Node) *Node {
+	n := x.Shape().Dimensions[0]
+	y := m.rmsNorm(Reshape(x, n*heads, m.cfg.HeadDim), name, x.DType(), anchor)
+	return Reshape(y, n, heads*m.cfg.HeadDim)
 }
 
 // embed looks tokens [B, T] up: [B*T, H] in the model's dtype.
@@ -103,7 +117,7 @@ func (m *Model) embed(tokens *Node) *Node {
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	ids := Reshape(ConvertDType(tokens, dtypes.Int32), b*t, 1)
 	h := Gather(m.weightAs(g, "model.embed_tokens.weight", m.dtype(), nil), ids)
-	if m.cfg.Gemma() {
+	if m.cfg.ScaleEmbeddings {
 		// transformers multiplies by sqrt(hidden) as a tensor of the hidden states' dtype.
 		h = MulScalar(h, float64(float32(math.Sqrt(float64(m.cfg.Hidden)))))
 	}
@@ -111,10 +125,11 @@ func (m *Model) embed(tokens *Node) *Node {
 }
 
 // rope returns cos and sin [B, 1, T, HeadDim] of positions [B, T], computed in float32 and returned
-// in the model's dtype (transformers' rotary embedding casts them to the states' dtype).
-func (m *Model) rope(positions *Node) (cos, sin *Node) {
+// in the model's dtype (transformers' rotary embedding casts them to the states' dtype); local:
+// the sliding layers' (Config.LocalRopeTheta).
+func (m *Model) rope(positions *Node, local bool) (cos, sin *Node) {
 	g := positions.Graph()
-	inv := Const(g, m.cfg.invFreq())                            // [D/2]
+	inv := Const(g, m.cfg.invFreq(local))                       // [D/2]
 	pos := ConvertDType(positions, dtypes.Float32)              // [B, T]
 	freqs := Mul(ExpandAxes(pos, -1), ExpandLeftToRank(inv, 3)) // [B, T, D/2]
 	emb := Concatenate([]*Node{freqs, freqs}, -1)               // [B, T, D]
@@ -150,14 +165,14 @@ func repeatKV(x *Node, rep int) *Node {
 // attentionBias returns the additive mask [B, heads, T, S] for queries at slots qSlots [T] (int32)
 // over keys at slots 0..S-1 of which keyMask [B, S] marks the real ones: a key is seen when it is
 // real, not after the query, and (sliding window w > 0) fewer than w slots before it.
-func (m *Model) attentionBias(qSlots, keyMask *Node, heads int) *Node {
+func (m *Model) attentionBias(qSlots, keyMask *Node, heads, w int) *Node {
 	g := qSlots.Graph()
 	t := qSlots.Shape().Dimensions[0]
 	b, s := keyMask.Shape().Dimensions[0], keyMask.Shape().Dimensions[1]
 	q := ExpandAxes(qSlots, -1)                      // [T, 1]
 	k := Iota(g, shapes.Make(dtypes.Int32, 1, s), 1) // [1, S]
 	ok := LessOrEqual(k, q)                          // [T, S]
-	if w := m.cfg.SlidingWindow; w > 0 {
+	if w > 0 {
 		ok = LogicalAnd(ok, LessThan(Sub(q, k), Const(g, int32(w))))
 	}
 	real := NotEqual(ConvertDType(keyMask, dtypes.Float32), ScalarZero(g, dtypes.Float32)) // [B, S]
@@ -181,8 +196,20 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 	dt := m.dtype()
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	h := m.embed(tokens) // [B*T, H]
-	cos, sin := m.rope(positions)
-	bias := m.attentionBias(qSlots, keyMask, c.Heads)
+	cos, sin := m.rope(positions, false)
+	localCos, localSin := cos, sin
+	if c.LocalRopeTheta > 0 {
+		localCos, localSin = m.rope(positions, true)
+	}
+	fullBias := m.attentionBias(qSlots, keyMask, c.Heads, 0)
+	slidingBias := fullBias
+	if c.SlidingWindow > 0 {
+		slidingBias = m.attentionBias(qSlots, keyMask, c.Heads, c.SlidingWindow)
+	}
+	scale := 1 / math.Sqrt(float64(c.HeadDim))
+	if c.QueryPreAttnScalar > 0 {
+		scale = 1 / math.Sqrt(c.QueryPreAttnScalar)
+	}
 	rep := c.Heads / c.KVHeads
 	for l := range c.Layers {
 		var anchor *Node
@@ -190,24 +217,62 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 			h = h.Checkpoint()
 			anchor = h
 		}
-		p := c.projections(l)
+		proj := func(module string) projection { return c.projection(l, module) }
 		pre := layerKey(l)
+		cos, sin, bias := cos, sin, fullBias
+		if c.slides(l) {
+			cos, sin, bias = localCos, localSin, slidingBias
+		}
 		a := m.rmsNorm(h, pre+".input_layernorm.weight", dt, anchor)
-		q := applyRope(splitHeads(m.linear(scope, p[0], a, b, anchor), b, t, c.Heads, c.HeadDim), cos, sin)
-		k := applyRope(splitHeads(m.linear(scope, p[1], a, b, anchor), b, t, c.KVHeads, c.HeadDim), cos, sin)
-		v := splitHeads(m.linear(scope, p[2], a, b, anchor), b, t, c.KVHeads, c.HeadDim)
+		var q, k, v *Node
+		if c.FusedQKV {
+			// Phi3Attention: the fused output's rows are [q | k | v].
+			qkv := m.linear(scope, proj("qkv_proj"), a, b, anchor)
+			qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+			q = SliceAxis(qkv, 1, AxisRange(0, qd))
+			k = SliceAxis(qkv, 1, AxisRange(qd, qd+kvd))
+			v = SliceAxis(qkv, 1, AxisRange(qd+kvd, qd+2*kvd))
+		} else {
+			q, k, v = m.linear(scope, proj("q_proj"), a, b, anchor), m.linear(scope, proj("k_proj"), a, b, anchor), m.linear(scope, proj("v_proj"), a, b, anchor)
+		}
+		if c.QKNorm {
+			q = m.headNorm(q, pre+".self_attn.q_norm.weight", c.Heads, anchor)
+			k = m.headNorm(k, pre+".self_attn.k_norm.weight", c.KVHeads, anchor)
+		}
+		q = applyRope(splitHeads(q, b, t, c.Heads, c.HeadDim), cos, sin)
+		k = applyRope(splitHeads(k, b, t, c.KVHeads, c.HeadDim), cos, sin)
+		v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
 		all := kv(l, k, v)
-		scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), 1/math.Sqrt(float64(c.HeadDim)))
+		scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), scale)
+		if c.AttnSoftcap > 0 {
+			scores = softcap(scores, c.AttnSoftcap)
+		}
 		// The softmax and its mask in float32 (transformers' eager attention: softmax in float32,
 		// cast back to the values' dtype).
 		probs := layers.As(layers.SoftmaxLast(Add(layers.As(scores, dtypes.Float32), bias)), dt)
 		att := layers.AttentionValues(probs, repeatKV(all.v, rep)) // [B, heads, T, D]
 		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), b*t, c.Heads*c.HeadDim)
-		h = Add(h, m.linear(scope, p[3], att, b, anchor))
-		mm := m.rmsNorm(h, pre+".post_attention_layernorm.weight", dt, anchor)
-		gate := m.linear(scope, p[4], mm, b, anchor)
-		up := m.linear(scope, p[5], mm, b, anchor)
-		h = Add(h, m.linear(scope, p[6], Mul(m.act(gate), up), b, anchor))
+		o := m.linear(scope, proj("o_proj"), att, b, anchor)
+		mlpNorm := ".post_attention_layernorm.weight"
+		if c.SandwichNorms {
+			o = m.rmsNorm(o, pre+".post_attention_layernorm.weight", dt, anchor)
+			mlpNorm = ".pre_feedforward_layernorm.weight"
+		}
+		h = Add(h, o)
+		mm := m.rmsNorm(h, pre+mlpNorm, dt, anchor)
+		var gate, up *Node
+		if c.FusedGateUp {
+			// Phi3MLP: gate, up = gate_up_proj(m).chunk(2).
+			gu := m.linear(scope, proj("gate_up_proj"), mm, b, anchor)
+			gate, up = SliceAxis(gu, 1, AxisRange(0, c.Intermediate)), SliceAxis(gu, 1, AxisRange(c.Intermediate, 2*c.Intermediate))
+		} else {
+			gate, up = m.linear(scope, proj("gate_proj"), mm, b, anchor), m.linear(scope, proj("up_proj"), mm, b, anchor)
+		}
+		down := m.linear(scope, proj("down_proj"), Mul(m.act(gate), up), b, anchor)
+		if c.SandwichNorms {
+			down = m.rmsNorm(down, pre+".post_feedforward_layernorm.weight", dt, anchor)
+		}
+		h = Add(h, down)
 	}
 	if checkpoint {
 		h = h.StopCheckpoint()
@@ -219,6 +284,18 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 		h = layers.As(layers.As(h, dt), dtypes.Float32)
 	}
 	return Reshape(h, b, t, c.Hidden)
+}
+
+// softcap is Gemma 2's soft-capping, cap * tanh(x / cap), in x's dtype.
+func softcap(x *Node, cap float64) *Node { return MulScalar(Tanh(MulScalar(x, 1/cap)), cap) }
+
+// slides reports whether layer l is a sliding layer: its keys within SlidingWindow (when set) and
+// its RoPE base LocalRopeTheta (when set).
+func (c Config) slides(l int) bool {
+	if c.SlidingLayers != nil {
+		return c.SlidingLayers[l]
+	}
+	return c.SlidingWindow > 0
 }
 
 // act is the MLP's activation.
@@ -251,6 +328,9 @@ func (m *Model) logits(_ *gomlxmodel.Scope, hidden *Node) *Node {
 	// In bf16 the product is bfloat16 (transformers' lm_head), its logits widened to float32.
 	dt := m.dtype()
 	y := layers.As(layers.ProductTransposed(layers.As(Reshape(hidden, n, m.cfg.Hidden), dt), m.weightAs(g, head, dt, nil)), dtypes.Float32)
+	if m.cfg.FinalSoftcap > 0 {
+		y = softcap(y, m.cfg.FinalSoftcap)
+	}
 	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), m.cfg.Vocab)...)
 }
 
@@ -333,7 +413,7 @@ func (m *Model) step(scope *gomlxmodel.Scope, cache *KVCache, tokens, positions,
 		var placed *Node
 		if m.compute.BF16 {
 			// The Go backend's half-precision products need the left operand contracted on its
-			// last axis (see model/layers' dot).
+			// last axis (see layers' dot).
 			placed = Einsum("bhds,sl->bhld", TransposeAllDims(nw, 0, 1, 3, 2), onehot)
 		} else {
 			placed = Einsum("bhsd,sl->bhld", nw, onehot)

@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -26,19 +27,39 @@ type projection struct {
 // layerKey returns the key prefix of layer i.
 func layerKey(i int) string { return fmt.Sprintf("model.layers.%d", i) }
 
-// projections lists the linear modules of layer i, in a fixed order.
+// projections lists the linear modules of layer i, in a fixed order: q, k, v (or the fused qkv),
+// o, gate, up (or the fused gate_up), down.
 func (c Config) projections(i int) []projection {
 	p := layerKey(i)
 	q, kv := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	return []projection{
-		{p + ".self_attn.q_proj", "q_proj", q, c.Hidden, c.AttentionBias},
-		{p + ".self_attn.k_proj", "k_proj", kv, c.Hidden, c.AttentionBias},
-		{p + ".self_attn.v_proj", "v_proj", kv, c.Hidden, c.AttentionBias},
-		{p + ".self_attn.o_proj", "o_proj", c.Hidden, q, c.OProjBias},
-		{p + ".mlp.gate_proj", "gate_proj", c.Intermediate, c.Hidden, c.MLPBias},
-		{p + ".mlp.up_proj", "up_proj", c.Intermediate, c.Hidden, c.MLPBias},
-		{p + ".mlp.down_proj", "down_proj", c.Hidden, c.Intermediate, c.MLPBias},
+	var out []projection
+	if c.FusedQKV {
+		out = append(out, projection{p + ".self_attn.qkv_proj", "qkv_proj", q + 2*kv, c.Hidden, c.AttentionBias})
+	} else {
+		out = append(out,
+			projection{p + ".self_attn.q_proj", "q_proj", q, c.Hidden, c.AttentionBias},
+			projection{p + ".self_attn.k_proj", "k_proj", kv, c.Hidden, c.AttentionBias},
+			projection{p + ".self_attn.v_proj", "v_proj", kv, c.Hidden, c.AttentionBias})
 	}
+	out = append(out, projection{p + ".self_attn.o_proj", "o_proj", c.Hidden, q, c.OProjBias})
+	if c.FusedGateUp {
+		out = append(out, projection{p + ".mlp.gate_up_proj", "gate_up_proj", 2 * c.Intermediate, c.Hidden, c.MLPBias})
+	} else {
+		out = append(out,
+			projection{p + ".mlp.gate_proj", "gate_proj", c.Intermediate, c.Hidden, c.MLPBias},
+			projection{p + ".mlp.up_proj", "up_proj", c.Intermediate, c.Hidden, c.MLPBias})
+	}
+	return append(out, projection{p + ".mlp.down_proj", "down_proj", c.Hidden, c.Intermediate, c.MLPBias})
+}
+
+// projection returns layer i's module named module ("q_proj", "qkv_proj", ...).
+func (c Config) projection(i int, module string) projection {
+	for _, p := range c.projections(i) {
+		if p.module == module {
+			return p
+		}
+	}
+	panic(fmt.Sprintf("decoder: %s has no %s", c.ModelType, module))
 }
 
 // expectedTensors returns every weight the config requires, with its dimensions.
@@ -53,6 +74,14 @@ func (c Config) expectedTensors() map[string][]int {
 	for i := range c.Layers {
 		want[layerKey(i)+".input_layernorm.weight"] = []int{c.Hidden}
 		want[layerKey(i)+".post_attention_layernorm.weight"] = []int{c.Hidden}
+		if c.SandwichNorms {
+			want[layerKey(i)+".pre_feedforward_layernorm.weight"] = []int{c.Hidden}
+			want[layerKey(i)+".post_feedforward_layernorm.weight"] = []int{c.Hidden}
+		}
+		if c.QKNorm {
+			want[layerKey(i)+".self_attn.q_norm.weight"] = []int{c.HeadDim}
+			want[layerKey(i)+".self_attn.k_norm.weight"] = []int{c.HeadDim}
+		}
 		for _, p := range c.projections(i) {
 			want[p.key+".weight"] = []int{p.out, p.in}
 			if p.bias {
@@ -63,7 +92,7 @@ func (c Config) expectedTensors() map[string][]int {
 	return want
 }
 
-func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
+func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
 	cfg, err := configOf(s)
 	if err != nil {
 		return nil, err
@@ -72,8 +101,8 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) 
 		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
 	}
 	for _, t := range lora.TargetModules {
-		if !slices.Contains(DefaultTargets, t) {
-			return nil, fmt.Errorf("lora target module %q: want one of %v", t, DefaultTargets)
+		if !slices.Contains(cfg.LoRATargets, t) {
+			return nil, fmt.Errorf("lora target module %q is not a %s layer: set lora.target_modules to some of %v", t, cfg.ModelType, cfg.LoRATargets)
 		}
 	}
 	want := cfg.expectedTensors()
@@ -92,7 +121,7 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) 
 			return nil, fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(name), name, shape.DType)
 		}
 	}
-	ts, err := s.Tensors(func(name string) bool { _, ok := want[name]; return ok })
+	ts, err := s.Tensors(ctx, func(name string) bool { _, ok := want[name]; return ok })
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +147,7 @@ func load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) 
 		rng := rand.New(rand.NewPCG(uint64(seed), 0x10ba))
 		for i := range cfg.Layers {
 			for _, p := range cfg.projections(i) {
-				if !targeted(lora, p.module) {
+				if !cfg.targeted(lora, p.module) {
 					continue
 				}
 				va, vb, err := NewLoRA(store, LoRAScope, p.key, lora.Rank, p.in, p.out, rng)

@@ -1,6 +1,7 @@
 package encoder
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -43,7 +44,7 @@ func benchEncoder(b *testing.B, step bool) {
 		b.Fatal(err)
 	}
 	store := gomlxmodel.NewStore()
-	m, err := Load(s, store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0)
+	m, err := Load(context.Background(), s, store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package encoder
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -16,7 +17,7 @@ const bf16RelTol = 0.05
 func loraModel(t *testing.T, g *goldenFile) (*Model, *gomlxmodel.Store, []string) {
 	t.Helper()
 	store := gomlxmodel.NewStore()
-	m, err := Load(openGolden(t), store, LoRA{Rank: g.LoRA.Rank, Alpha: g.LoRA.Alpha, RSLoRA: g.LoRA.RSLoRA, TargetModules: g.LoRA.Targets}, 0)
+	m, err := Load(context.Background(), openGolden(t), store, LoRA{Rank: g.LoRA.Rank, Alpha: g.LoRA.Alpha, RSLoRA: g.LoRA.RSLoRA, TargetModules: g.LoRA.Targets}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@
 // pair ([CLS] aspect [SEP] sentence [SEP] has type 1 on the second segment); the pooler weights are
 // skipped; and its dense layers have no hook for LoRA adapters. The weights still come through
 // go-huggingface's safetensors reader (hf/snapshot), and the graph uses the project's layer ops
-// (model/layers), whose gradients are laid out for the pure-Go backend.
+// (layers), whose gradients are laid out for the pure-Go backend.
 //
 // # Example
 //

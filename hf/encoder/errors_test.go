@@ -1,6 +1,7 @@
 package encoder
 
 import (
+	"context"
 	"errors"
 	"math"
 	"path/filepath"
@@ -15,7 +16,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 // tinyEncoder is a random BERT snapshot small enough for error tests.
@@ -28,12 +29,12 @@ func tinyEncoder() randsnap.Encoder {
 func editWeights(t *testing.T, dir string, edit func(map[string]*tensors.Tensor)) {
 	t.Helper()
 	path := filepath.Join(dir, snapshot.WeightsFile)
-	ts, err := model.ReadTensors(path)
+	ts, err := tensorio.ReadTensors(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit(ts)
-	if err := model.WriteTensors(path, ts); err != nil {
+	if err := tensorio.WriteTensors(path, ts); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -111,7 +112,7 @@ func TestLoadErrors(t *testing.T) {
 			}
 			s, err := snapshot.Open(dir)
 			if err == nil {
-				_, err = Load(s, gomlxmodel.NewStore(), tc.lora, 0)
+				_, err = Load(context.Background(), s, gomlxmodel.NewStore(), tc.lora, 0)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %v, want one line containing %q", err, tc.want)
@@ -133,7 +134,7 @@ func TestConfigOfOtherModelType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Load(s, gomlxmodel.NewStore(), LoRA{}, 0)
+	_, err = Load(context.Background(), s, gomlxmodel.NewStore(), LoRA{}, 0)
 	if err == nil || !strings.Contains(err.Error(), `config.json: model_type "llama" is not an encoder of this package (supported: bert, roberta)`) {
 		t.Fatalf("error %v", err)
 	}
@@ -174,7 +175,7 @@ func TestGammaBetaNames(t *testing.T) {
 			t.Fatal(err)
 		}
 		store := gomlxmodel.NewStore()
-		m, err := Load(s, store, LoRA{}, 0)
+		m, err := Load(context.Background(), s, store, LoRA{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +207,7 @@ func TestRestoredAdaptersKept(t *testing.T) {
 	}
 	store := gomlxmodel.NewStore()
 	lora := LoRA{Rank: 2, Alpha: 4}
-	m, err := Load(s, store, lora, 1)
+	m, err := Load(context.Background(), s, store, lora, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestRestoredAdaptersKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := tensors.MustCopyFlatData[float32](m.HeadVariables()["classifier.weight"].MustValue())
-	m2, err := Load(s, store, LoRA{Rank: 2, Alpha: 4}, 2)
+	m2, err := Load(context.Background(), s, store, LoRA{Rank: 2, Alpha: 4}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestTargets(t *testing.T) {
 		{"dense includes the pooler", []string{"dense"}, 7, layer0("attention.output.dense", "intermediate.dense", "output.dense")},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			m, err := Load(s, gomlxmodel.NewStore(), LoRA{Rank: 2, Alpha: 2, TargetModules: tc.targets}, 0)
+			m, err := Load(context.Background(), s, gomlxmodel.NewStore(), LoRA{Rank: 2, Alpha: 2, TargetModules: tc.targets}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

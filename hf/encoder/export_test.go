@@ -31,7 +31,7 @@ func TestExportReloadsToSameLogits(t *testing.T) {
 	}
 	store := gomlxmodel.NewStore()
 	lora := LoRA{Rank: g.LoRA.Rank, Alpha: g.LoRA.Alpha, RSLoRA: g.LoRA.RSLoRA, TargetModules: g.LoRA.Targets}
-	m, err := Load(s, store, lora, 0)
+	m, err := Load(context.Background(), s, store, lora, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestExportReloadsToSameLogits(t *testing.T) {
 
 	root := t.TempDir()
 	ck, out := filepath.Join(root, "ck"), filepath.Join(root, "out")
-	if _, err := peft.WriteBaseRef(ck, s); err != nil {
+	if _, err := peft.WriteBaseRef(context.Background(), ck, s); err != nil {
 		t.Fatal(err)
 	}
 	ts := map[string]*tensors.Tensor{}
@@ -64,7 +64,7 @@ func TestExportReloadsToSameLogits(t *testing.T) {
 		t.Fatal(err)
 	}
 	estore := gomlxmodel.NewStore()
-	em, err := Load(es, estore, LoRA{}, 0)
+	em, err := Load(context.Background(), es, estore, LoRA{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

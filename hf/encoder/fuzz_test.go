@@ -1,6 +1,7 @@
 package encoder
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,7 +68,7 @@ func FuzzConfig(f *testing.F) {
 				oneLine(err)
 				return
 			}
-			_, err = Load(s, gomlxmodel.NewStore(), LoRA{}, 1)
+			_, err = Load(context.Background(), s, gomlxmodel.NewStore(), LoRA{}, 1)
 			oneLine(err)
 			return
 		}
@@ -75,7 +76,7 @@ func FuzzConfig(f *testing.F) {
 			oneLine(err)
 			return
 		}
-		_, err = decoder.Load(s, gomlxmodel.NewStore(), decoder.LoRA{}, 1)
+		_, err = decoder.Load(context.Background(), s, gomlxmodel.NewStore(), decoder.LoRA{}, 1)
 		oneLine(err)
 	})
 }

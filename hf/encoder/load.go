@@ -1,6 +1,7 @@
 package encoder
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -119,7 +120,8 @@ type Model struct {
 // the store (restored from a checkpoint) keep their values. Every tensor's shape is checked against
 // the config; a missing or misshaped tensor, or a non-finite value, is a one-line error. Tensors
 // the encoder does not use (position_ids, cls.predictions.*, a saved classifier) are not read.
-func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
+// Reading stops with an error wrapping ctx.Err() once ctx is cancelled.
+func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
 	cfg, err := ConfigOf(s)
 	if err != nil {
 		return nil, err
@@ -196,7 +198,7 @@ func Load(s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) 
 			fileKeys[k] = true
 		}
 	}
-	ts, err := s.Tensors(func(name string) bool { return fileKeys[name] })
+	ts, err := s.Tensors(ctx, func(name string) bool { return fileKeys[name] })
 	if err != nil {
 		return nil, err
 	}

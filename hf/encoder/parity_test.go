@@ -1,6 +1,7 @@
 package encoder
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -18,6 +19,7 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -186,7 +188,7 @@ func TestParityFullFineTuning(t *testing.T) {
 	g := readGolden(t)
 	s := openGolden(t)
 	store := gomlxmodel.NewStore()
-	m, err := Load(s, store, LoRA{}, 0)
+	m, err := Load(context.Background(), s, store, LoRA{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func TestParityFullFineTuning(t *testing.T) {
 // loadAdapter reads testdata/bert/lora/adapter_model.safetensors (PEFT keys) into m's adapters.
 func loadAdapter(t *testing.T, m *Model) map[string]*tensors.Tensor {
 	t.Helper()
-	ad, err := model.ReadTensors(filepath.Join(goldenDir, "lora", "adapter_model.safetensors"))
+	ad, err := tensorio.ReadTensors(filepath.Join(goldenDir, "lora", "adapter_model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +253,7 @@ func TestParityLoRA(t *testing.T) {
 	s := openGolden(t)
 	store := gomlxmodel.NewStore()
 	lora := LoRA{Rank: g.LoRA.Rank, Alpha: g.LoRA.Alpha, RSLoRA: g.LoRA.RSLoRA, TargetModules: g.LoRA.Targets}
-	m, err := Load(s, store, lora, 0)
+	m, err := Load(context.Background(), s, store, lora, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +292,7 @@ func TestParityLoRA(t *testing.T) {
 
 	// Merged: a rank-0 model whose weights are W + scale * B @ A, computed here on the host.
 	mstore := gomlxmodel.NewStore()
-	merged, err := Load(s, mstore, LoRA{}, 0)
+	merged, err := Load(context.Background(), s, mstore, LoRA{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +337,7 @@ func TestLoRAStartsAsBase(t *testing.T) {
 	g := readGolden(t)
 	s := openGolden(t)
 	store := gomlxmodel.NewStore()
-	m, err := Load(s, store, LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"query", "value"}}, 3)
+	m, err := Load(context.Background(), s, store, LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"query", "value"}}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,14 +374,14 @@ func TestHalfPrecisionBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	frozenStore, fullStore := gomlxmodel.NewStore(), gomlxmodel.NewStore()
-	frozen, err := Load(s, frozenStore, LoRA{Rank: 2, Alpha: 2}, 0)
+	frozen, err := Load(context.Background(), s, frozenStore, LoRA{Rank: 2, Alpha: 2}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dt := frozen.BaseVariables()["bert.encoder.layer.0.attention.self.query.weight"].DType(); dt != dtypes.BFloat16 {
 		t.Fatalf("frozen base weight is %s, want bf16 kept", dt)
 	}
-	full, err := Load(s, fullStore, LoRA{}, 0)
+	full, err := Load(context.Background(), s, fullStore, LoRA{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +420,7 @@ func TestKeysWithoutPrefixAndPooler(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := gomlxmodel.NewStore()
-	m, err := Load(s, store, LoRA{Rank: 1, Alpha: 1}, 0)
+	m, err := Load(context.Background(), s, store, LoRA{Rank: 1, Alpha: 1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +455,7 @@ func copySnapshot(t *testing.T, dir string, conv func(string, *tensors.Tensor) *
 			t.Fatal(err)
 		}
 	}
-	ts, err := model.ReadTensors(filepath.Join(goldenDir, "model.safetensors"))
+	ts, err := tensorio.ReadTensors(filepath.Join(goldenDir, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +472,7 @@ func copySnapshot(t *testing.T, dir string, conv func(string, *tensors.Tensor) *
 		}
 		out[name] = tt
 	}
-	if err := model.WriteTensors(filepath.Join(dir, "model.safetensors"), out); err != nil {
+	if err := tensorio.WriteTensors(filepath.Join(dir, "model.safetensors"), out); err != nil {
 		t.Fatal(err)
 	}
 }

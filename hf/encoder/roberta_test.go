@@ -1,6 +1,7 @@
 package encoder
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func TestRobertaParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := gomlxmodel.NewStore()
-	m, err := Load(s, store, LoRA{}, 0)
+	m, err := Load(context.Background(), s, store, LoRA{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestBertNLIParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := gomlxmodel.NewStore()
-	m, err := Load(s, store, LoRA{}, 0)
+	m, err := Load(context.Background(), s, store, LoRA{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func BenchmarkExport135M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := peft.WriteBaseRef(ck, snap); err != nil {
+	if _, err := peft.WriteBaseRef(context.Background(), ck, snap); err != nil {
 		b.Fatal(err)
 	}
 	l := config.DefaultLoRA()

@@ -31,11 +31,12 @@ import (
 	"github.com/gomlx/go-huggingface/models/safetensors"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
@@ -73,14 +74,6 @@ type Provenance struct {
 	Files []string `json:"files,omitempty"`
 }
 
-// sequenceClassification maps a model_type to transformers' class with a classification head,
-// which a SEQ_CLS checkpoint's merged snapshot names in config.json's architectures.
-var sequenceClassification = map[string]string{
-	"llama": "LlamaForSequenceClassification", "mistral": "MistralForSequenceClassification",
-	"qwen2": "Qwen2ForSequenceClassification", "gemma": "GemmaForSequenceClassification",
-	"bert": "BertForSequenceClassification",
-}
-
 // headModules are the modules of a classification head: the tensors of a fully fine-tuned
 // checkpoint that make its export a sequence classifier.
 var headModules = []string{"score", "classifier"}
@@ -93,7 +86,7 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		}
 	}
 	ck := o.Checkpoint
-	snap, ref, err := peft.OpenBase(ck, o.Base)
+	snap, ref, err := peft.OpenBase(ctx, ck, o.Base)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +165,7 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		name := baseName[file]
 		var w *tensors.Tensor
 		if _, inBase := base[name]; inBase {
-			ts, err := snap.Tensors(func(n string) bool { return n == name })
+			ts, err := snap.Tensors(ctx, func(n string) bool { return n == name })
 			if err != nil {
 				return nil, err
 			}
@@ -181,7 +174,7 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		written++
 		return merger.Apply(name, w)
 	}
-	if err := model.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), fileShapes, map[string]string{"format": "pt"}, get); err != nil {
+	if err := tensorio.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), fileShapes, map[string]string{"format": "pt"}, get); err != nil {
 		return nil, fmt.Errorf("export %s: %w", o.Out, err)
 	}
 	entries, err := os.ReadDir(dir.Tmp)
@@ -278,9 +271,9 @@ func openMerger(ck string, base map[string]shapes.Shape, prov *Provenance, close
 	case exists(fullPath):
 		// Read lazily through go-huggingface's memory-mapped reader: a fully fine-tuned model's
 		// float32 tensors can be larger than memory.
-		// The header is validated first (model.ReadSafetensorsHeader): the library's reader trusts
+		// The header is validated first (tensorio.ReadSafetensorsHeader): the library's reader trusts
 		// its shapes and offsets.
-		header, err := model.ReadSafetensorsHeader(fullPath)
+		header, err := tensorio.ReadSafetensorsHeader(fullPath)
 		if err != nil {
 			return nil, err
 		}
@@ -347,8 +340,9 @@ func exportConfig(snap *snapshot.Snapshot, prov *Provenance, out map[string]shap
 	if prov.TaskType != peft.TaskSeqCls {
 		return cfg, nil
 	}
-	arch, ok := sequenceClassification[snap.ModelType]
-	if !ok {
+	fam, _ := family.Lookup(snap.ModelType)
+	arch := fam.SequenceClassificationClass
+	if arch == "" {
 		return nil, fmt.Errorf("export: no sequence-classification class for model_type %q", snap.ModelType)
 	}
 	labels := 0

@@ -11,8 +11,10 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -26,7 +28,7 @@ func TestExportReloadsToMergedLogits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, fam := range []string{"llama", "mistral", "qwen2", "gemma"} {
+	for _, fam := range family.Names(family.CausalLM) {
 		t.Run(fam, func(t *testing.T) {
 			src := filepath.Join("..", "decoder", "testdata", fam)
 			if _, err := os.Stat(filepath.Join(src, "golden.safetensors")); err != nil {
@@ -44,7 +46,7 @@ func TestExportReloadsToMergedLogits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := peft.WriteBaseRef(ck, snap); err != nil {
+			if _, err := peft.WriteBaseRef(context.Background(), ck, snap); err != nil {
 				t.Fatal(err)
 			}
 			a, err := peft.Read(src)
@@ -62,11 +64,11 @@ func TestExportReloadsToMergedLogits(t *testing.T) {
 				t.Fatal(err)
 			}
 			store := gomlxmodel.NewStore()
-			m, err := decoder.Load(merged, store, decoder.LoRA{}, 0)
+			m, err := decoder.Load(context.Background(), merged, store, decoder.LoRA{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gold, err := model.ReadTensors(filepath.Join(src, "golden.safetensors"))
+			gold, err := tensorio.ReadTensors(filepath.Join(src, "golden.safetensors"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package peft
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // Names inside a tracksum checkpoint of a pretrained model (the rest of the layout is the
@@ -45,7 +45,7 @@ type BaseRef struct {
 
 // RefOf describes an opened snapshot (hashing its files: a few seconds per GB, once per version
 // of the files thanks to snapshot's digest cache).
-func RefOf(s *snapshot.Snapshot) (BaseRef, error) {
+func RefOf(ctx context.Context, s *snapshot.Snapshot) (BaseRef, error) {
 	dir, err := filepath.Abs(s.Dir)
 	if err != nil {
 		return BaseRef{}, fmt.Errorf("snapshot %s: %w", s.Dir, err)
@@ -54,7 +54,7 @@ func RefOf(s *snapshot.Snapshot) (BaseRef, error) {
 	if err != nil {
 		return BaseRef{}, err
 	}
-	sum, err := s.WeightsSHA256()
+	sum, err := s.WeightsSHA256(ctx)
 	if err != nil {
 		return BaseRef{}, err
 	}
@@ -62,8 +62,8 @@ func RefOf(s *snapshot.Snapshot) (BaseRef, error) {
 }
 
 // WriteBaseRef writes ckDir/base.json for the snapshot s, atomically, and returns what it wrote.
-func WriteBaseRef(ckDir string, s *snapshot.Snapshot) (BaseRef, error) {
-	ref, err := RefOf(s)
+func WriteBaseRef(ctx context.Context, ckDir string, s *snapshot.Snapshot) (BaseRef, error) {
+	ref, err := RefOf(ctx, s)
 	if err != nil {
 		return BaseRef{}, err
 	}
@@ -77,7 +77,7 @@ func WriteBaseRef(ckDir string, s *snapshot.Snapshot) (BaseRef, error) {
 func ReadBaseRef(ckDir string) (BaseRef, error) {
 	path := filepath.Join(ckDir, BaseFile)
 	var ref BaseRef
-	if err := checkpoint.ReadJSON(path, &ref, true); err != nil {
+	if err := atomicio.ReadJSON(path, &ref, true); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return BaseRef{}, fmt.Errorf("checkpoint %s: %s is missing (not a checkpoint of a pretrained model?)", ckDir, BaseFile)
 		}
@@ -94,7 +94,7 @@ func ReadBaseRef(ckDir string) (BaseRef, error) {
 // checkpoint was trained on. dir, when not empty, is opened instead of the recorded directory (a
 // snapshot moved or copied elsewhere), with the same check. A changed or missing base is a
 // one-line error naming base.json, the directory, the changed file and both digests.
-func OpenBase(ckDir, dir string) (*snapshot.Snapshot, BaseRef, error) {
+func OpenBase(ctx context.Context, ckDir, dir string) (*snapshot.Snapshot, BaseRef, error) {
 	ref, err := ReadBaseRef(ckDir)
 	if err != nil {
 		return nil, BaseRef{}, err
@@ -128,7 +128,7 @@ func OpenBase(ckDir, dir string) (*snapshot.Snapshot, BaseRef, error) {
 			}
 		}
 	}
-	sum, err := s.WeightsSHA256()
+	sum, err := s.WeightsSHA256(ctx)
 	if err != nil {
 		return nil, BaseRef{}, fmt.Errorf("%s: base model: %w", path, err)
 	}

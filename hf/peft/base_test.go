@@ -1,6 +1,7 @@
 package peft_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -76,7 +77,7 @@ func TestChangedBaseConfigRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref, err := peft.WriteBaseRef(ck, s)
+			ref, err := peft.WriteBaseRef(context.Background(), ck, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +85,7 @@ func TestChangedBaseConfigRefused(t *testing.T) {
 				t.Fatalf("base.json records %v, want config, tokenizer, tokenizer_config and generation_config", ref.Files)
 			}
 			tc.edit(t, snap)
-			_, _, err = peft.OpenBase(ck, "")
+			_, _, err = peft.OpenBase(context.Background(), ck, "")
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("unchanged base refused: %v", err)
@@ -110,7 +111,7 @@ func TestBaseRefWithoutFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := peft.RefOf(s)
+	ref, err := peft.RefOf(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestBaseRefWithoutFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	editJSON(t, filepath.Join(snap, snapshot.ConfigFile), "rope_theta", 10)
-	if _, _, err := peft.OpenBase(ck, ""); err != nil {
+	if _, _, err := peft.OpenBase(context.Background(), ck, ""); err != nil {
 		t.Fatalf("old base.json refused: %v", err)
 	}
 }

@@ -185,7 +185,8 @@ func Compute(in Inputs) (*Plan, error) {
 	return p, nil
 }
 
-// layerParams are one decoder layer's weights: seven projections (with their biases) and two norms.
+// layerParams are one decoder layer's weights: seven projections (with their biases), two norms
+// (and the per-head q/k norms and sandwich norms of the families that have them).
 func layerParams(c decoder.Config) int64 {
 	q, kv, h, i := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim), int64(c.Hidden), int64(c.Intermediate)
 	n := h*q + 2*h*kv + q*h + 3*h*i + 2*h
@@ -198,6 +199,12 @@ func layerParams(c decoder.Config) int64 {
 	if c.MLPBias {
 		n += 2*i + h
 	}
+	if c.QKNorm {
+		n += 2 * int64(c.HeadDim)
+	}
+	if c.SandwichNorms {
+		n += 2 * h
+	}
 	return n
 }
 
@@ -207,10 +214,11 @@ func loraParams(c decoder.Config, l config.LoRA) int64 {
 	dims := map[string][2]int64{
 		"q_proj": {h, q}, "k_proj": {h, kv}, "v_proj": {h, kv}, "o_proj": {q, h},
 		"gate_proj": {h, i}, "up_proj": {h, i}, "down_proj": {i, h},
+		"qkv_proj": {h, q + 2*kv}, "gate_up_proj": {h, 2 * i},
 	}
 	targets := l.TargetModules
 	if targets == nil {
-		targets = decoder.DefaultTargets
+		targets = c.LoRATargets
 	}
 	var n int64
 	for _, t := range targets {

@@ -10,7 +10,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 // Encoder describes a random BERT snapshot (model_type bert), e.g. PubMedBERT-shaped:
@@ -219,7 +219,7 @@ func WriteEncoder(dir string, e Encoder) error {
 		std = 0.02
 	}
 	specs := e.specs()
-	return model.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
+	return tensorio.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
 		func(name string) (*tensors.Tensor, error) {
 			if name == e.headBiasKey() && e.HeadBias != nil {
 				return snapshot.FromFloat32(append([]float32(nil), e.HeadBias...), specs[name].DType, len(e.HeadBias))

@@ -2,6 +2,7 @@ package randsnap
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,7 +47,7 @@ func TestWriteEncoder(t *testing.T) {
 			if _, ok := s.Shape(tc.prefix + "pooler.dense.weight"); ok != tc.pooler {
 				t.Fatalf("pooler present = %v, want %v", ok, tc.pooler)
 			}
-			if _, err := s.Tensors(nil); err != nil {
+			if _, err := s.Tensors(context.Background(), nil); err != nil {
 				t.Fatal(err)
 			}
 			tok, err := tokenizer.Load(dirs[0])

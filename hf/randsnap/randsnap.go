@@ -19,23 +19,24 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 // Decoder describes a random causal LM snapshot of the Llama family.
 type Decoder struct {
-	// ModelType is "llama", "mistral", "qwen2" or "gemma".
+	// ModelType is a causal LM family of hf/family ("llama", "mistral", "qwen2", "qwen3", "gemma").
 	ModelType string
 	// Sizes, as config.json names them: vocab_size, hidden_size, num_hidden_layers,
 	// num_attention_heads, num_key_value_heads (0: = Heads), head_dim (0: Hidden/Heads, and not
-	// written unless the model is gemma), intermediate_size.
+	// written unless the family's default differs), intermediate_size.
 	Vocab, Hidden, Layers, Heads, KVHeads, HeadDim, Intermediate int
 	// Tied writes tie_word_embeddings true and no lm_head.weight.
 	Tied bool
@@ -43,7 +44,7 @@ type Decoder struct {
 	RopeTheta float64
 	// RopeScaling is written as rope_scaling when not nil (e.g. Llama 3's llama3 type).
 	RopeScaling map[string]any
-	// SlidingWindow is mistral's sliding_window (0: null).
+	// SlidingWindow is sliding_window of the families that read it (0: null).
 	SlidingWindow int
 	// DType of the weights: Float32 (the zero value is taken as Float32), BFloat16 or Float16.
 	DType dtypes.DType
@@ -64,6 +65,7 @@ func (d Decoder) specs() map[string]shapes.Shape {
 	if dt == dtypes.InvalidDType {
 		dt = dtypes.Float32
 	}
+	fam, _ := family.Lookup(d.ModelType)
 	hd := d.headDim()
 	kv := d.kvHeads()
 	s := func(dims ...int) shapes.Shape { return shapes.Make(dt, dims...) }
@@ -78,17 +80,33 @@ func (d Decoder) specs() map[string]shapes.Shape {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		out[p+"input_layernorm.weight"] = s(d.Hidden)
 		out[p+"post_attention_layernorm.weight"] = s(d.Hidden)
-		out[p+"self_attn.q_proj.weight"] = s(d.Heads*hd, d.Hidden)
-		out[p+"self_attn.k_proj.weight"] = s(kv*hd, d.Hidden)
-		out[p+"self_attn.v_proj.weight"] = s(kv*hd, d.Hidden)
+		if fam.FusedQKV {
+			out[p+"self_attn.qkv_proj.weight"] = s((d.Heads+2*kv)*hd, d.Hidden)
+		} else {
+			out[p+"self_attn.q_proj.weight"] = s(d.Heads*hd, d.Hidden)
+			out[p+"self_attn.k_proj.weight"] = s(kv*hd, d.Hidden)
+			out[p+"self_attn.v_proj.weight"] = s(kv*hd, d.Hidden)
+		}
 		out[p+"self_attn.o_proj.weight"] = s(d.Hidden, d.Heads*hd)
-		if d.ModelType == "qwen2" {
+		if fam.Bias == family.BiasQKV {
 			out[p+"self_attn.q_proj.bias"] = s(d.Heads * hd)
 			out[p+"self_attn.k_proj.bias"] = s(kv * hd)
 			out[p+"self_attn.v_proj.bias"] = s(kv * hd)
 		}
-		out[p+"mlp.gate_proj.weight"] = s(d.Intermediate, d.Hidden)
-		out[p+"mlp.up_proj.weight"] = s(d.Intermediate, d.Hidden)
+		if fam.SandwichNorms {
+			out[p+"pre_feedforward_layernorm.weight"] = s(d.Hidden)
+			out[p+"post_feedforward_layernorm.weight"] = s(d.Hidden)
+		}
+		if fam.QKNorm {
+			out[p+"self_attn.q_norm.weight"] = s(hd)
+			out[p+"self_attn.k_norm.weight"] = s(hd)
+		}
+		if fam.FusedGateUp {
+			out[p+"mlp.gate_up_proj.weight"] = s(2*d.Intermediate, d.Hidden)
+		} else {
+			out[p+"mlp.gate_proj.weight"] = s(d.Intermediate, d.Hidden)
+			out[p+"mlp.up_proj.weight"] = s(d.Intermediate, d.Hidden)
+		}
 		out[p+"mlp.down_proj.weight"] = s(d.Hidden, d.Intermediate)
 	}
 	return out
@@ -120,10 +138,9 @@ func (d Decoder) config() map[string]any {
 	if theta == 0 {
 		theta = 10000
 	}
-	arch := map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-		"qwen2": "Qwen2ForCausalLM", "gemma": "GemmaForCausalLM"}[d.ModelType]
+	fam, _ := family.Lookup(d.ModelType)
 	c := map[string]any{
-		"architectures":           []string{arch},
+		"architectures":           []string{fam.CausalLMClass},
 		"model_type":              d.ModelType,
 		"vocab_size":              d.Vocab,
 		"hidden_size":             d.Hidden,
@@ -149,24 +166,26 @@ func (d Decoder) config() map[string]any {
 	if d.RopeScaling != nil {
 		c["rope_scaling"] = d.RopeScaling
 	}
-	switch d.ModelType {
-	case "gemma":
+	// The keys the family's configuration class reads, with the values the sizes above imply.
+	if fam.HeadDim > 0 || d.HeadDim > 0 {
 		c["head_dim"] = d.headDim()
-		c["hidden_act"] = "gelu_pytorch_tanh"
-		c["hidden_activation"] = "gelu_pytorch_tanh"
-	case "mistral":
+	}
+	if fam.ActivationKey != "hidden_act" {
+		c["hidden_act"] = fam.Activation
+		c[fam.ActivationKey] = fam.Activation
+	}
+	switch fam.SlidingWindow {
+	case family.SlidingWindowAll, family.SlidingWindowLayers:
 		c["sliding_window"] = nil
 		if d.SlidingWindow > 0 {
 			c["sliding_window"] = d.SlidingWindow
 		}
-	case "qwen2":
+	case family.SlidingWindowOptIn:
 		c["use_sliding_window"] = false
-	default:
+	}
+	if fam.Bias == family.BiasFromConfig {
 		c["attention_bias"] = false
 		c["mlp_bias"] = false
-		if d.HeadDim > 0 {
-			c["head_dim"] = d.HeadDim
-		}
 	}
 	for k, v := range d.Extra {
 		c[k] = v
@@ -176,8 +195,9 @@ func (d Decoder) config() map[string]any {
 
 // WriteDecoder writes the snapshot to dir (created if needed; files replaced atomically).
 func WriteDecoder(dir string, d Decoder) error {
-	if !slices.Contains([]string{"llama", "mistral", "qwen2", "gemma"}, d.ModelType) {
-		return fmt.Errorf("randsnap: model type %q: want llama, mistral, qwen2 or gemma", d.ModelType)
+	fam, ok := family.Lookup(d.ModelType)
+	if !ok || fam.Kind != family.CausalLM {
+		return fmt.Errorf("randsnap: model type %q: want one of %s", d.ModelType, strings.Join(family.Names(family.CausalLM), ", "))
 	}
 	if d.Vocab <= 0 || d.Hidden <= 0 || d.Layers <= 0 || d.Heads <= 0 || d.Intermediate <= 0 {
 		return fmt.Errorf("randsnap: vocab, hidden, layers, heads and intermediate must be positive")
@@ -208,17 +228,17 @@ func WriteDecoder(dir string, d Decoder) error {
 		std = 0.02
 	}
 	specs := d.specs()
-	return model.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
+	return tensorio.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
 		func(name string) (*tensors.Tensor, error) {
-			return randomTensor(specs[name], name, d.Seed, std, d.ModelType == "gemma")
+			return randomTensor(specs[name], name, d.Seed, std, fam.NormPlusOne)
 		})
 }
 
 // randomTensor draws the named tensor from a stream seeded by the seed and the name, so a tensor
 // does not depend on the others (the same layer 0 whatever the number of layers). Norm weights
-// are 1 plus noise (gemma stores w for its (1 + w) scale: noise alone); biases and matrices are
+// are 1 plus noise (a (1 + w) norm stores w: noise alone); biases and matrices are
 // normal with the given std.
-func randomTensor(s shapes.Shape, name string, seed uint64, std float64, gemma bool) (*tensors.Tensor, error) {
+func randomTensor(s shapes.Shape, name string, seed uint64, std float64, normPlusOne bool) (*tensors.Tensor, error) {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
@@ -228,7 +248,7 @@ func randomTensor(s shapes.Shape, name string, seed uint64, std float64, gemma b
 		v := rng.NormFloat64() * std
 		if norm {
 			v = rng.NormFloat64() * 0.1
-			if !gemma {
+			if !normPlusOne {
 				v++
 			}
 		}

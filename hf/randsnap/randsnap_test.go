@@ -2,11 +2,15 @@ package randsnap
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
 )
@@ -50,7 +54,7 @@ func TestWriteDecoder(t *testing.T) {
 			if !ok || sh.DType != want || sh.Dimensions[0] != 2*4 || sh.Dimensions[1] != 16 {
 				t.Errorf("k_proj shape %v (found %v), want %s [8 16]", sh, ok, want)
 			}
-			if _, err := s.Tensors(nil); err != nil {
+			if _, err := s.Tensors(context.Background(), nil); err != nil {
 				t.Fatal(err)
 			}
 			tok, err := tokenizer.Load(dir)
@@ -90,6 +94,27 @@ func TestWriteDecoderErrors(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			if err := WriteDecoder(t.TempDir(), tc.d); err == nil {
 				t.Error("no error")
+			}
+		})
+	}
+}
+
+// A random snapshot of every registered causal family loads in hf/decoder's shape check: the
+// registry's tensor list and config keys agree with the graph's.
+func TestEveryFamilyLoads(t *testing.T) {
+	for _, fam := range family.Names(family.CausalLM) {
+		t.Run(fam, func(t *testing.T) {
+			dir := t.TempDir()
+			d := Decoder{ModelType: fam, Vocab: 300, Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, Intermediate: 64, SlidingWindow: 4, Seed: 1}
+			if err := WriteDecoder(dir, d); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := snapshot.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := decoder.Load(context.Background(), snap, gomlxmodel.NewStore(), decoder.LoRA{Rank: 2, Alpha: 4}, 1); err != nil {
+				t.Fatalf("%s: %v", fam, err)
 			}
 		})
 	}

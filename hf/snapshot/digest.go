@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -79,11 +80,15 @@ func CacheDir() string {
 
 // FileSHA256 returns the hex SHA-256 of the file at path, from the cache when its path, size,
 // modification time and inode are those it was hashed with.
-func FileSHA256(path string) (string, error) { return CachedSHA256([]string{path}) }
+// It takes no context: it is for the small files of a snapshot (ShapingFiles), read in an instant.
+func FileSHA256(path string) (string, error) {
+	return CachedSHA256(context.Background(), []string{path})
+}
 
 // CachedSHA256 returns the hex SHA-256 of the files' bytes concatenated in order (for one file,
-// `sha256sum FILE`), through the cache.
-func CachedSHA256(paths []string) (string, error) {
+// `sha256sum FILE`), through the cache. Hashing 16 GB of weights takes about a minute: ctx is
+// checked between reads, and a cancelled ctx gives an error wrapping ctx.Err() naming the file.
+func CachedSHA256(ctx context.Context, paths []string) (string, error) {
 	stats := make([]fileStat, len(paths))
 	for i, p := range paths {
 		st, err := statOf(p)
@@ -101,7 +106,7 @@ func CachedSHA256(paths []string) (string, error) {
 	}
 	h := sha256.New()
 	for _, st := range stats {
-		if err := hashInto(h, st.Path); err != nil {
+		if err := hashInto(ctx, h, st.Path); err != nil {
 			return "", err
 		}
 	}
@@ -122,17 +127,33 @@ func CachedSHA256(paths []string) (string, error) {
 	return sum, nil
 }
 
-func hashInto(h io.Writer, path string) error {
+func hashInto(ctx context.Context, h io.Writer, path string) error {
 	hashed.Add(1)
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	defer f.Close()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: hashing stopped: %w", path, ctx.Err())
+		}
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	return nil
+}
+
+// ctxReader stops a long read (io.Copy reads in 32 KB pieces) once its context is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // cacheEntry returns the cache file of a list of files ("" when there is no usable cache

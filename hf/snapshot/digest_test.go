@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -100,12 +101,12 @@ func TestWeightsSHA256Cached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := s.WeightsSHA256()
+	first, err := s.WeightsSHA256(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := hashed.Load()
-	second, err := s.WeightsSHA256()
+	second, err := s.WeightsSHA256(context.Background())
 	if err != nil || second != first {
 		t.Fatalf("second digest %s, %v; want %s", second, err, first)
 	}

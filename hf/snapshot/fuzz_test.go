@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,7 +9,7 @@ import (
 )
 
 // FuzzSnapshotHeader feeds arbitrary bytes as a snapshot's model.safetensors: Open (the shared
-// header check of model.ReadSafetensorsHeader, then go-huggingface's reader) and reading every
+// header check of tensorio.ReadSafetensorsHeader, then go-huggingface's reader) and reading every
 // tensor must return a one-line error or tensors whose shapes match the header; never panic or
 // allocate more than the file holds. Seeds: testdata/fuzz (issue 22's negative dimension,
 // wrapping sizes and overlaps among them).
@@ -40,7 +41,7 @@ func FuzzSnapshotHeader(f *testing.F) {
 			}
 			return
 		}
-		ts, err := s.Tensors(nil)
+		ts, err := s.Tensors(context.Background(), nil)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error spans lines: %q", err)

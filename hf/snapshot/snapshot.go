@@ -10,10 +10,11 @@
 //
 //	s, err := snapshot.Open("/models/Llama-3.2-1B-Instruct")
 //	hidden, err := s.Int("hidden_size", 0)
-//	weights, err := s.Tensors(func(name string) bool { return strings.HasPrefix(name, "model.layers.0.") })
+//	weights, err := s.Tensors(ctx, func(name string) bool { return strings.HasPrefix(name, "model.layers.0.") })
 package snapshot
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -30,12 +31,14 @@ import (
 	"github.com/gomlx/go-huggingface/hub"
 	"github.com/gomlx/go-huggingface/models/safetensors"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
-// SupportedModelTypes lists config.json model_type values tracksum can load.
-var SupportedModelTypes = []string{"bert", "gemma", "llama", "mistral", "qwen2", "roberta"}
+// SupportedModelTypes lists config.json model_type values tracksum can load: the families of
+// hf/family.
+var SupportedModelTypes = family.Names("")
 
 // File names of a Hugging Face snapshot.
 const (
@@ -83,8 +86,8 @@ type Snapshot struct {
 	ConfigOnly bool
 
 	weights *safetensors.Model
-	// headers are the validated headers of WeightFiles (model.ReadSafetensorsHeader).
-	headers map[string]map[string]model.SafetensorsEntry
+	// headers are the validated headers of WeightFiles (tensorio.ReadSafetensorsHeader).
+	headers map[string]map[string]tensorio.SafetensorsEntry
 }
 
 // Open validates the snapshot in dir: the directory, config.json with a supported model_type,
@@ -182,7 +185,7 @@ func (s *Snapshot) readConfig() error {
 // a subdirectory.
 func (s *Snapshot) openWeights() error {
 	m := safetensors.NewEmpty(s.Repo)
-	s.headers = map[string]map[string]model.SafetensorsEntry{}
+	s.headers = map[string]map[string]tensorio.SafetensorsEntry{}
 	switch {
 	case fileExists(filepath.Join(s.Dir, WeightsIndexFile)):
 		indexPath := filepath.Join(s.Dir, WeightsIndexFile)
@@ -216,7 +219,7 @@ func (s *Snapshot) openWeights() error {
 				return tagged(ErrMissingFile, "%s: shard %s (named for %d tensors, e.g. %s) is missing",
 					indexPath, file, len(names), names[0])
 			}
-			header, err := model.ReadSafetensorsHeader(filepath.Join(s.Dir, file))
+			header, err := tensorio.ReadSafetensorsHeader(filepath.Join(s.Dir, file))
 			if err != nil {
 				return err
 			}
@@ -234,7 +237,7 @@ func (s *Snapshot) openWeights() error {
 			m.Headers[file] = fi.Header
 		}
 	case fileExists(filepath.Join(s.Dir, WeightsFile)):
-		header, err := model.ReadSafetensorsHeader(filepath.Join(s.Dir, WeightsFile))
+		header, err := tensorio.ReadSafetensorsHeader(filepath.Join(s.Dir, WeightsFile))
 		if err != nil {
 			return err
 		}
@@ -335,7 +338,12 @@ func (s *Snapshot) FileOf(name string) string {
 // Tensors reads the weights whose names keep accepts (all of them when keep is nil) into host
 // tensors, in their stored dtype (bf16, f16, f32...). A weight holding NaN or ±Inf is an error
 // naming the tensor and its file.
-func (s *Snapshot) Tensors(keep func(name string) bool) (map[string]*tensors.Tensor, error) {
+//
+// ctx is checked before each tensor is read: the weights of a large snapshot take minutes to read,
+// and a command stopped by SIGINT or SIGTERM must not finish reading them first (issue 22). A
+// cancelled ctx gives an error wrapping ctx.Err() (context.Canceled), naming the file and the
+// tensor it stopped before.
+func (s *Snapshot) Tensors(ctx context.Context, keep func(name string) bool) (map[string]*tensors.Tensor, error) {
 	out := map[string]*tensors.Tensor{}
 	for _, file := range s.WeightFiles {
 		var names []string
@@ -349,11 +357,18 @@ func (s *Snapshot) Tensors(keep func(name string) bool) (map[string]*tensors.Ten
 		}
 		slices.Sort(names)
 		path := filepath.Join(s.Dir, file)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: reading stopped before tensor %s: %w", path, names[0], err)
+		}
 		reader, err := s.weights.NewTensorReader(file)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", path, oneLine(err))
 		}
 		for _, name := range names {
+			if err := ctx.Err(); err != nil {
+				reader.Close()
+				return nil, fmt.Errorf("%s: reading stopped before tensor %s: %w", path, name, err)
+			}
 			t, err := reader.ReadTensor(nil, name)
 			if err != nil {
 				reader.Close()
@@ -415,13 +430,14 @@ func CheckFinite(t *tensors.Tensor) error {
 // WeightsSHA256 returns the hex SHA-256 of the weight files' bytes concatenated in WeightFiles
 // order: for a single-file snapshot it equals `sha256sum model.safetensors`. Checkpoints record it
 // so a changed base model is detected. The digest is cached (CachedSHA256): a snapshot whose
-// files keep their path, size, modification time and inode is not read again.
-func (s *Snapshot) WeightsSHA256() (string, error) {
+// files keep their path, size, modification time and inode is not read again. Hashing stops with
+// an error wrapping ctx.Err() once ctx is cancelled.
+func (s *Snapshot) WeightsSHA256(ctx context.Context) (string, error) {
 	paths := make([]string, len(s.WeightFiles))
 	for i, file := range s.WeightFiles {
 		paths[i] = filepath.Join(s.Dir, file)
 	}
-	return CachedSHA256(paths)
+	return CachedSHA256(ctx, paths)
 }
 
 // Int returns the integer config.json value at key, or def when the key is absent or null.

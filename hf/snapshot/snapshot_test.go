@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/family"
 )
 
 // rawTensor is one tensor of a test safetensors file: its dtype name as the format spells it,
@@ -140,7 +142,7 @@ func TestOpenAndTensors(t *testing.T) {
 			if sh, ok := s.Shape("embeddings.word_embeddings.weight"); !ok || !sh.Equal(shapes.Make(dtypes.Float32, 3, 2)) {
 				t.Fatalf("Shape = %s, %v", sh, ok)
 			}
-			all, err := s.Tensors(nil)
+			all, err := s.Tensors(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,11 +158,11 @@ func TestOpenAndTensors(t *testing.T) {
 			if dt := all["pooler.dense.bias"].DType(); dt != dtypes.Float16 {
 				t.Errorf("f16 weight loaded as %s", dt)
 			}
-			some, err := s.Tensors(func(name string) bool { return strings.HasPrefix(name, "pooler.") })
+			some, err := s.Tensors(context.Background(), func(name string) bool { return strings.HasPrefix(name, "pooler.") })
 			if err != nil || len(some) != 1 || some["pooler.dense.bias"] == nil {
 				t.Fatalf("Tensors(pooler.*) = %v, %v", some, err)
 			}
-			sum, err := s.WeightsSHA256()
+			sum, err := s.WeightsSHA256(context.Background())
 			if err != nil || len(sum) != 64 {
 				t.Fatalf("WeightsSHA256 = %q, %v", sum, err)
 			}
@@ -174,14 +176,14 @@ func TestWeightsSHA256ChangesWithWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := s.WeightsSHA256()
+	before, err := s.WeightsSHA256(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := goodWeights()
 	w["pooler.dense.bias"] = rawTensor{"F16", []int{2}, u16Bytes(0x3C00, 0x3C00)}
 	writeSafetensors(t, filepath.Join(dir, WeightsFile), w)
-	after, err := s.WeightsSHA256()
+	after, err := s.WeightsSHA256(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +213,7 @@ func TestOpenErrors(t *testing.T) {
 		{"unsupported model_type", func(t *testing.T, dir string) string {
 			writeFile(t, filepath.Join(dir, ConfigFile), `{"model_type": "t5"}`)
 			return dir
-		}, `config.json: model_type "t5" is not supported (supported: bert, gemma, llama, mistral, qwen2, roberta)`, ErrUnsupportedModelType},
+		}, `config.json: model_type "t5" is not supported (supported: ` + strings.Join(family.Names(""), ", ") + `)`, ErrUnsupportedModelType},
 		{"no tokenizer.json", func(t *testing.T, dir string) string { os.Remove(filepath.Join(dir, TokenizerFile)); return dir }, "tokenizer.json is missing", ErrMissingFile},
 		{"no tokenizer_config.json", func(t *testing.T, dir string) string {
 			os.Remove(filepath.Join(dir, TokenizerConfigFile))
@@ -298,10 +300,10 @@ func TestTensorsNonFinite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Tensors(func(name string) bool { return name != "bad.weight" }); err != nil {
+			if _, err := s.Tensors(context.Background(), func(name string) bool { return name != "bad.weight" }); err != nil {
 				t.Fatalf("tensors without the bad one: %v", err)
 			}
-			_, err = s.Tensors(nil)
+			_, err = s.Tensors(context.Background(), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrNonFinite) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}

@@ -30,7 +30,7 @@ func TestAdapterConfigEditedRefused(t *testing.T) {
 	loop(&cfg.Tracker.Train)
 	ck := filepath.Join(t.TempDir(), "tracker")
 	trainTask(t, "tracker", cfg, data, ck)
-	if _, err := pretrained.LoadTracker(ck); err != nil {
+	if _, err := pretrained.LoadTracker(context.Background(), ck); err != nil {
 		t.Fatalf("unedited checkpoint: %v", err)
 	}
 
@@ -55,7 +55,7 @@ func TestAdapterConfigEditedRefused(t *testing.T) {
 			t.Errorf("%s with an edited lora_alpha: %v, want a one-line refusal naming both files", what, err)
 		}
 	}
-	_, err = pretrained.LoadTracker(ck)
+	_, err = pretrained.LoadTracker(context.Background(), ck)
 	check("infer (LoadTracker)", err)
 	out := filepath.Join(t.TempDir(), "merged")
 	_, err = export.Export(context.Background(), export.Options{Checkpoint: ck, Out: out})

@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func TestInferFlagAllocationCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lm, err := loadCausalLM(backend, snap, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj"}}, 1, false, computeSettings{})
+	lm, err := loadCausalLM(context.Background(), backend, snap, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj"}}, 1, false, computeSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}

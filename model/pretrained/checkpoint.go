@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +15,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
@@ -103,7 +104,7 @@ func IsCheckpoint(dir string) bool {
 // ReadMeta reads dir's pretrained.json.
 func ReadMeta(dir string) (*Meta, error) {
 	var m Meta
-	if err := checkpoint.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
+	if err := atomicio.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	path := filepath.Join(dir, checkpoint.PretrainedFile)
@@ -123,7 +124,7 @@ func ReadMeta(dir string) (*Meta, error) {
 // task trained with the same metadata on the same base (its weights' digest) and config (else
 // training.CheckConfig's refusal). It writes the metadata, base.json, the tokenizer copies and
 // config.yaml.
-func prepareDir(outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.Config, allowChanged bool, log interface{ Write([]byte) (int, error) }) error {
+func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.Config, allowChanged bool, log interface{ Write([]byte) (int, error) }) error {
 	if _, err := os.Stat(filepath.Join(outDir, checkpoint.PretrainedFile)); err == nil {
 		old, err := ReadMeta(outDir)
 		if err != nil {
@@ -140,13 +141,16 @@ func prepareDir(outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.
 			return fmt.Errorf("%w: %s was trained with other settings (%s differs); use another --out or delete it", ErrCheckpoint, outDir, checkpoint.PretrainedFile)
 		}
 		if _, err := os.Stat(filepath.Join(outDir, peft.BaseFile)); err == nil {
-			if _, _, err := peft.OpenBase(outDir, snap.Dir); err != nil {
+			if _, _, err := peft.OpenBase(ctx, outDir, snap.Dir); err != nil {
+				if ctx.Err() != nil {
+					return err // interrupted while hashing the base: not a fault of the checkpoint
+				}
 				return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 			}
-		} else if _, err := peft.WriteBaseRef(outDir, snap); err != nil {
+		} else if _, err := peft.WriteBaseRef(ctx, outDir, snap); err != nil {
 			return err
 		}
-	} else if _, err := peft.WriteBaseRef(outDir, snap); err != nil {
+	} else if _, err := peft.WriteBaseRef(ctx, outDir, snap); err != nil {
 		return err
 	}
 	tok, err := atomicio.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerFile))
@@ -190,7 +194,9 @@ func writeInterop(outDir, snapDir, task string, l config.LoRA, modules []string,
 		if err := os.MkdirAll(filepath.Join(outDir, peft.FullDir), 0o755); err != nil {
 			return err
 		}
-		return model.WriteTensors(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved)
+		// Every weight under its Hugging Face key: a file transformers loads as the model's
+		// weights (issue 23 item 8), so with the "format": "pt" it checks, as PEFT's adapter files.
+		return tensorio.WriteTensorsWith(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved, map[string]string{"format": "pt"})
 	}
 	if err := values(head, peft.Prefix, saved); err != nil {
 		return err

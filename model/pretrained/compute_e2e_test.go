@@ -2,6 +2,7 @@ package pretrained_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -65,7 +66,7 @@ func TestBF16TrackerTracksF32(t *testing.T) {
 		losses[prec] = trainLosses(t, ck)
 		// Inference follows the checkpoint's precision unless told otherwise (infer --precision).
 		for _, c := range []struct{ override, want string }{{"", meta.Precision}, {config.PrecisionF32, ""}, {config.PrecisionBF16, "bf16"}} {
-			tr, err := pretrained.LoadTracker(ck, pretrained.LoadOptions{Precision: c.override})
+			tr, err := pretrained.LoadTracker(context.Background(), ck, pretrained.LoadOptions{Precision: c.override})
 			if err != nil {
 				t.Fatal(err)
 			}

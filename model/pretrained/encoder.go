@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -37,7 +38,7 @@ type encoderCLS struct {
 
 // loadEncoderCLS loads the snapshot's encoder with adapters per l and a one-logit classifier;
 // tokDir holds the tokenizer (the snapshot, or a checkpoint's copy).
-func loadEncoderCLS(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, l config.LoRA, seed int64, set string, maxLen int, cs computeSettings) (*encoderCLS, error) {
+func loadEncoderCLS(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokDir string, l config.LoRA, seed int64, set string, maxLen int, cs computeSettings) (*encoderCLS, error) {
 	tok, err := loadTokenizer(tokDir)
 	if err != nil {
 		return nil, err
@@ -55,7 +56,7 @@ func loadEncoderCLS(backend compute.Backend, snap *snapshot.Snapshot, tokDir str
 	if err := tok.CheckFits(ec.Vocab, snap.Dir); err != nil {
 		return nil, err
 	}
-	enc, err := encoder.Load(snap, store, l, seed)
+	enc, err := encoder.Load(ctx, snap, store, l, seed)
 	if err != nil {
 		return nil, err
 	}

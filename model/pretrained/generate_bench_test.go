@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -29,7 +30,7 @@ func BenchmarkGenerate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	lm, err := loadCausalLM(backend, snap, config.LoRA{Rank: 8, Alpha: 16, TargetModules: []string{"q_proj", "v_proj"}}, 1, false, computeSettings{})
+	lm, err := loadCausalLM(context.Background(), backend, snap, config.LoRA{Rank: 8, Alpha: 16, TargetModules: []string{"q_proj", "v_proj"}}, 1, false, computeSettings{})
 	if err != nil {
 		b.Fatal(err)
 	}

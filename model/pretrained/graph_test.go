@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"math"
 	"path/filepath"
 	"testing"
@@ -32,7 +33,7 @@ func tinyLM(t *testing.T) *causalLM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := loadCausalLM(backend, snap, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "v_proj"}}, 1, false, computeSettings{})
+	m, err := loadCausalLM(context.Background(), backend, snap, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "v_proj"}}, 1, false, computeSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}

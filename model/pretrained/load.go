@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
@@ -72,7 +74,7 @@ func precisionOf(opts []LoadOptions) string {
 // Track-then-Sum, or a variant.* name), and opens its base (checked against base.json's digest)
 // and, for a causal LM, its chat (the checkpoint's copies of the tokenizer and template).
 // precision, when not empty, replaces the checkpoint's compute precision (LoadOptions).
-func open(dir, task, v, precision string) (*loaded, error) {
+func open(ctx context.Context, dir, task, v, precision string) (*loaded, error) {
 	meta, err := ReadMeta(dir)
 	if err != nil {
 		return nil, err
@@ -86,8 +88,11 @@ func open(dir, task, v, precision string) (*loaded, error) {
 	if err := peft.CheckAgreement(dir, meta.LoRA, checkpoint.PretrainedFile); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	snap, _, err := peft.OpenBase(dir, "")
+	snap, _, err := peft.OpenBase(ctx, dir, "")
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err // interrupted while hashing the base: not a fault of the checkpoint
+		}
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	backend, bname, err := model.Backend()
@@ -116,7 +121,7 @@ func open(dir, task, v, precision string) (*loaded, error) {
 // leave some at their initial values.
 func restore(dir string, m trainable) error {
 	path := checkpoint.BestWeights(dir)
-	ts, err := model.ReadTensors(path)
+	ts, err := tensorio.ReadTensors(path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
@@ -148,7 +153,7 @@ func restore(dir string, m trainable) error {
 // chat: its chat for a causal LM), in meta.Precision, its training graphs checkpointed per layer
 // with checkpointing. For the generative head, meta.YesNo is found when unset. The SUM-THEN-TRACK
 // pair tracker (meta.Variant) reads (sentence, summary) pairs.
-func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta, checkpointing bool) (*Tracker, trainable, error) {
+func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta, checkpointing bool) (*Tracker, trainable, error) {
 	cs := computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: checkpointing}
 	t := &Tracker{Meta: *meta}
 	pair := meta.Variant == variant.SumThenTrack
@@ -158,7 +163,7 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 		return nil, nil, fmt.Errorf("sum_then_track: the pair tracker on a pretrained model needs a causal LM (tracker.head lm_cls or generative), not encoder_cls (model_type %s)", snap.ModelType)
 	}
 	if meta.Head == config.HeadEncoderCLS {
-		enc, err := loadEncoderCLS(backend, snap, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen, cs)
+		enc, err := loadEncoderCLS(ctx, backend, snap, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen, cs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -185,7 +190,7 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 		}
 		p.yn = *meta.YesNo
 	}
-	lm, err := loadCausalLM(backend, snap, meta.LoRA, meta.Seed, meta.Head == config.HeadLMCLS, cs)
+	lm, err := loadCausalLM(ctx, backend, snap, meta.LoRA, meta.Seed, meta.Head == config.HeadLMCLS, cs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -206,22 +211,23 @@ func newTracker(backend compute.Backend, snap *snapshot.Snapshot, tokDir string,
 }
 
 // LoadTracker loads a tracker checkpoint written by TrainTracker; it computes in the precision it
-// was trained in unless opts say otherwise.
-func LoadTracker(dir string, opts ...LoadOptions) (*Tracker, error) {
-	return loadTracker(dir, "", opts...)
+// was trained in unless opts say otherwise. Loading stops with an error wrapping ctx.Err() once
+// ctx is cancelled (between the base's tensors: SIGINT/SIGTERM during a large base).
+func LoadTracker(ctx context.Context, dir string, opts ...LoadOptions) (*Tracker, error) {
+	return loadTracker(ctx, dir, "", opts...)
 }
 
 // loadTracker loads a tracker checkpoint of the method v ("" Track-then-Sum, or
 // variant.SumThenTrack's pair tracker).
-func loadTracker(dir, v string, opts ...LoadOptions) (*Tracker, error) {
-	l, err := open(dir, dataset.TaskTracker, v, precisionOf(opts))
+func loadTracker(ctx context.Context, dir, v string, opts ...LoadOptions) (*Tracker, error) {
+	l, err := open(ctx, dir, dataset.TaskTracker, v, precisionOf(opts))
 	if err != nil {
 		return nil, err
 	}
 	if l.meta.Head == config.HeadGenerative && l.meta.YesNo == nil {
 		return nil, fmt.Errorf("%w: %s: generative head without yes_no", ErrCheckpoint, dir)
 	}
-	t, m, err := newTracker(l.backend, l.snap, dir, l.chat, l.meta, false)
+	t, m, err := newTracker(ctx, l.backend, l.snap, dir, l.chat, l.meta, false)
 	if err != nil {
 		return nil, err
 	}
@@ -308,22 +314,23 @@ func (t *Tracker) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 }
 
 // LoadSummarizer loads a summarizer checkpoint written by TrainSummarizer; it computes in the
-// precision it was trained in unless opts say otherwise.
-func LoadSummarizer(dir string, opts ...LoadOptions) (*Summarizer, error) {
-	return loadSummarizer(dir, "", opts...)
+// precision it was trained in unless opts say otherwise. Loading stops with an error wrapping
+// ctx.Err() once ctx is cancelled.
+func LoadSummarizer(ctx context.Context, dir string, opts ...LoadOptions) (*Summarizer, error) {
+	return loadSummarizer(ctx, dir, "", opts...)
 }
 
 // loadSummarizer loads a summarizer checkpoint of the method v ("" Track-then-Sum, or a
 // variant.* name).
-func loadSummarizer(dir, v string, opts ...LoadOptions) (*Summarizer, error) {
-	l, err := open(dir, dataset.TaskSummarizer, v, precisionOf(opts))
+func loadSummarizer(ctx context.Context, dir, v string, opts ...LoadOptions) (*Summarizer, error) {
+	l, err := open(ctx, dir, dataset.TaskSummarizer, v, precisionOf(opts))
 	if err != nil {
 		return nil, err
 	}
 	if l.meta.Generation == nil {
 		return nil, fmt.Errorf("%w: %s: summarizer without generation settings", ErrCheckpoint, dir)
 	}
-	lm, err := loadCausalLM(l.backend, l.snap, l.meta.LoRA, l.meta.Seed, false, computeSettings{bf16: l.meta.Precision == config.PrecisionBF16})
+	lm, err := loadCausalLM(ctx, l.backend, l.snap, l.meta.LoRA, l.meta.Seed, false, computeSettings{bf16: l.meta.Precision == config.PrecisionBF16})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -53,9 +54,9 @@ func metaPrecision(p, backend string) string {
 // loadCausalLM loads the snapshot into a new store, with adapters per l and, when withHead, a
 // score head drawn N(0, 0.02²) from seed (transformers' initializer_range default), computing as cs
 // says.
-func loadCausalLM(backend compute.Backend, snap *snapshot.Snapshot, l config.LoRA, seed int64, withHead bool, cs computeSettings) (*causalLM, error) {
+func loadCausalLM(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, l config.LoRA, seed int64, withHead bool, cs computeSettings) (*causalLM, error) {
 	store := gomlxmodel.NewStore()
-	dec, err := decoder.Load(snap, store, l, seed)
+	dec, err := decoder.Load(ctx, snap, store, l, seed)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -119,7 +120,7 @@ func TestTrackerExamplesOversampleAndFit(t *testing.T) {
 			p := &trackerPrompter{chat: c, head: tc.head, set: dataset.AspectSetTracSum, maxLen: 64, yn: yn}
 			tcfg := config.DefaultTracker()
 			tcfg.Imbalance, tcfg.Oversample, tcfg.PosWeight = tc.imbalance, 7, 3
-			exs, err := trackerExamples(p.example, aspectPairs(rows), tcfg)
+			exs, err := trackerExamples(context.Background(), p.example, aspectPairs(rows), tcfg)
 			if err != nil {
 				t.Fatal(err)
 			}

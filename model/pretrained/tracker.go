@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -181,7 +182,7 @@ func summaryPairs(rows []dataset.SumThenTrackRow) []labelledPair {
 // trackerExamples builds the training examples of rows, positives repeated per tracker.imbalance
 // "oversample" (tracker.oversample copies in all, as the from-scratch tracker does; the paper's
 // "6 more times" is oversample 7) or weighted per "pos_weight".
-func trackerExamples(labelled func(sentence, against string, label bool, weight float32) (Example, error),
+func trackerExamples(ctx context.Context, labelled func(sentence, against string, label bool, weight float32) (Example, error),
 	rows []labelledPair, tc config.Tracker) ([]Example, error) {
 	var pos, neg int
 	for _, r := range rows {
@@ -201,6 +202,11 @@ func trackerExamples(labelled func(sentence, against string, label bool, weight 
 	}
 	var out []Example
 	for _, r := range rows {
+		// Each example renders the base's chat template (up to its 10 s limit): a signal is
+		// honoured between examples, not after all of them.
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("building the training examples: %w", err)
+		}
 		w := float32(1)
 		if r.Label {
 			w = posWeight

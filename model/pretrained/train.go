@@ -116,7 +116,7 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.TrainLoop, train []Example,
 	build func([]Example) training.Batch, evaluate func(context.Context) (training.Metrics, error), sel string, minimize bool,
 	loss training.LossFn, devN int) (*Report, error) {
-	if err := prepareDir(s.req.Out, meta, s.snap, s.cfg, s.req.AllowChangedConfig, s.log); err != nil {
+	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.req.AllowChangedConfig, s.log); err != nil {
 		return nil, err
 	}
 	trainable := 0
@@ -218,11 +218,11 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	if len(rows) == 0 || len(devRows) == 0 {
 		return nil, fmt.Errorf("%s: the %s needs train and dev rows (got %d and %d)", req.Data, kindName(dataset.TaskTracker, run.variant), len(rows), len(devRows))
 	}
-	t, m, err := newTracker(s.backend, s.snap, s.snap.Dir, s.chat, meta, tc.Train.GradientCheckpointing)
+	t, m, err := newTracker(ctx, s.backend, s.snap, s.snap.Dir, s.chat, meta, tc.Train.GradientCheckpointing)
 	if err != nil {
 		return nil, err
 	}
-	train, err := trackerExamples(t.labelled, rows, tc)
+	train, err := trackerExamples(ctx, t.labelled, rows, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +326,11 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	examples := func(insts []summaryInstance) ([]Example, error) {
 		out := make([]Example, 0, len(insts))
 		for _, r := range insts {
+			// Each example renders the base's chat template (up to its 10 s limit): a signal is
+			// honoured between examples, not after all of them.
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("building the training examples: %w", err)
+			}
 			e, err := p.example(r.Aspect, r.Sentences, r.Document, r.Summary, r.Citations)
 			if err != nil {
 				return nil, fmt.Errorf("abstract %s, aspect %s: %w", r.PMID, r.Aspect, err)
@@ -349,7 +354,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
 		devRows = devRows[:sc.DevDecodeLimit]
 	}
-	m, err := loadCausalLM(s.backend, s.snap, sc.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing})
+	m, err := loadCausalLM(ctx, s.backend, s.snap, sc.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing})
 	if err != nil {
 		return nil, err
 	}

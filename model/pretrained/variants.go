@@ -156,27 +156,27 @@ func TrainSumThenTrack(ctx context.Context, cfg *config.Config, dataDir, outDir 
 }
 
 // LoadSumThenTrack loads a SUM-THEN-TRACK directory written by TrainSumThenTrack.
-func LoadSumThenTrack(dir string, opts ...LoadOptions) (*SumThenTrack, error) {
+func LoadSumThenTrack(ctx context.Context, dir string, opts ...LoadOptions) (*SumThenTrack, error) {
 	if _, err := variant.ReadKind(dir, variant.SumThenTrack, "", true); err != nil {
 		return nil, err
 	}
-	return LoadSumThenTrackParts(filepath.Join(dir, checkpoint.VariantSummarizerDir), filepath.Join(dir, checkpoint.VariantTrackerDir), opts...)
+	return LoadSumThenTrackParts(ctx, filepath.Join(dir, checkpoint.VariantSummarizerDir), filepath.Join(dir, checkpoint.VariantTrackerDir), opts...)
 }
 
 // LoadSumThenTrackParts loads SUM-THEN-TRACK from its two parts, which must be the summarizer and
 // the pair tracker of SUM-THEN-TRACK directories on pretrained LMs, trained on one aspect set.
-func LoadSumThenTrackParts(summarizerDir, trackerDir string, opts ...LoadOptions) (*SumThenTrack, error) {
+func LoadSumThenTrackParts(ctx context.Context, summarizerDir, trackerDir string, opts ...LoadOptions) (*SumThenTrack, error) {
 	if _, err := variant.ReadKind(summarizerDir, variant.SumThenTrack, checkpoint.VariantSummarizerDir, true); err != nil {
 		return nil, err
 	}
 	if _, err := variant.ReadKind(trackerDir, variant.SumThenTrack, checkpoint.VariantTrackerDir, true); err != nil {
 		return nil, err
 	}
-	s, err := loadSummarizer(summarizerDir, variant.SumThenTrack, opts...)
+	s, err := loadSummarizer(ctx, summarizerDir, variant.SumThenTrack, opts...)
 	if err != nil {
 		return nil, err
 	}
-	t, err := loadTracker(trackerDir, variant.SumThenTrack, opts...)
+	t, err := loadTracker(ctx, trackerDir, variant.SumThenTrack, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -268,12 +268,12 @@ func TrainEndToEnd(ctx context.Context, cfg *config.Config, dataDir, outDir stri
 }
 
 // LoadEndToEnd loads an END-TO-END checkpoint written by TrainEndToEnd.
-func LoadEndToEnd(dir string, opts ...LoadOptions) (*EndToEnd, error) {
+func LoadEndToEnd(ctx context.Context, dir string, opts ...LoadOptions) (*EndToEnd, error) {
 	meta, err := variant.ReadKind(dir, variant.EndToEnd, "", true)
 	if err != nil {
 		return nil, err
 	}
-	s, err := loadSummarizer(dir, variant.EndToEnd, opts...)
+	s, err := loadSummarizer(ctx, dir, variant.EndToEnd, opts...)
 	if err != nil {
 		return nil, err
 	}

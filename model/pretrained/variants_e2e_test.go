@@ -11,6 +11,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/pretrained"
@@ -128,7 +129,7 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 	checkAdapter(t, sdir, 4)
 	checkAdapter(t, tdir, 5)
 	var rep pretrained.SumThenTrackReport
-	if err := checkpoint.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, true); err != nil || rep.Summarizer == nil || rep.Tracker == nil ||
+	if err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, true); err != nil || rep.Summarizer == nil || rep.Tracker == nil ||
 		rep.Summarizer.Steps != 3 || rep.Tracker.Steps != 3 {
 		t.Fatalf("report %+v, err %v; want both parts at 3 steps", rep, err)
 	}
@@ -174,7 +175,7 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 	}
 
 	// The loaded model predicts in aspect order; its threshold defaults to the paper's 0.5.
-	m, err := pretrained.LoadSumThenTrack(ck)
+	m, err := pretrained.LoadSumThenTrack(context.Background(), ck)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,12 +193,12 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 	trainTask(t, variant.SumThenTrack, cfg, data, ck)
 
 	// No part is run as another kind of model.
-	_, err = pretrained.LoadSummarizer(sdir)
-	wantErr(t, "LoadSummarizer(stt summarizer)", err, "sum_then_track summarizer, not a summarizer")
-	_, err = pretrained.LoadTracker(tdir)
-	wantErr(t, "LoadTracker(stt tracker)", err, "sum_then_track tracker, not a tracker")
-	_, err = pretrained.LoadEndToEnd(ck)
-	wantErr(t, "LoadEndToEnd(stt)", err, `is a "sum_then_track" checkpoint, not "end_to_end"`)
+	_, err = pretrained.LoadSummarizer(context.Background(), sdir)
+	wantErr(t, "LoadSummarizer(context.Background(), stt summarizer)", err, "sum_then_track summarizer, not a summarizer")
+	_, err = pretrained.LoadTracker(context.Background(), tdir)
+	wantErr(t, "LoadTracker(context.Background(), stt tracker)", err, "sum_then_track tracker, not a tracker")
+	_, err = pretrained.LoadEndToEnd(context.Background(), ck)
+	wantErr(t, "LoadEndToEnd(context.Background(), stt)", err, `is a "sum_then_track" checkpoint, not "end_to_end"`)
 	_, err = stt.Load(ck)
 	wantErr(t, "stt.Load(pretrained stt)", err, "fine-tuned pretrained LM")
 	_, err = infer.Run(context.Background(), cfg, infer.Options{Tracker: tdir, Input: data, Split: "test", Out: filepath.Join(t.TempDir(), "p.jsonl"), Log: testLog()})
@@ -224,7 +225,7 @@ func TestSumThenTrackGenerativeTracker(t *testing.T) {
 	cfg.Tracker.Head = config.HeadGenerative
 	ck := filepath.Join(t.TempDir(), "stt")
 	trainTask(t, variant.SumThenTrack, cfg, data, ck)
-	m, err := pretrained.LoadSumThenTrack(ck)
+	m, err := pretrained.LoadSumThenTrack(context.Background(), ck)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestEndToEndTrainInfer(t *testing.T) {
 	}
 	checkAdapter(t, ck, 4)
 	var rep pretrained.Report
-	if err := checkpoint.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil || rep.Steps != 3 {
+	if err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil || rep.Steps != 3 {
 		t.Fatalf("report %+v, err %v; want 3 steps", rep, err)
 	}
 	if _, ok := rep.Dev["citation_f1"]; !ok {
@@ -290,7 +291,7 @@ func TestEndToEndTrainInfer(t *testing.T) {
 	}
 
 	// The loaded model counts every output it parsed.
-	m, err := pretrained.LoadEndToEnd(ck)
+	m, err := pretrained.LoadEndToEnd(context.Background(), ck)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,10 +311,10 @@ func TestEndToEndTrainInfer(t *testing.T) {
 	trainTask(t, variant.EndToEnd, cfg, data, ck)
 
 	// The checkpoint is never run as another kind of model.
-	_, err = pretrained.LoadSummarizer(ck)
-	wantErr(t, "LoadSummarizer(ete)", err, "pretrained end_to_end, not a summarizer")
-	_, err = pretrained.LoadSumThenTrack(ck)
-	wantErr(t, "LoadSumThenTrack(ete)", err, `is a "end_to_end" checkpoint, not "sum_then_track"`)
+	_, err = pretrained.LoadSummarizer(context.Background(), ck)
+	wantErr(t, "LoadSummarizer(context.Background(), ete)", err, "pretrained end_to_end, not a summarizer")
+	_, err = pretrained.LoadSumThenTrack(context.Background(), ck)
+	wantErr(t, "LoadSumThenTrack(context.Background(), ete)", err, `is a "end_to_end" checkpoint, not "sum_then_track"`)
 	_, err = ete.Load(ck)
 	wantErr(t, "ete.Load(pretrained ete)", err, "fine-tuned pretrained LM")
 	_, err = infer.Run(context.Background(), cfg, infer.Options{Tracker: infer.GoldTracker, Summarizer: ck, Input: data, Split: "test",

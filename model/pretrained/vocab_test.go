@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func TestTokenizerIDsBeyondVocab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = loadEncoderCLS(backend, snap, enc, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"query", "value"}}, 1, "x", 16, computeSettings{})
+	_, err = loadEncoderCLS(context.Background(), backend, snap, enc, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"query", "value"}}, 1, "x", 16, computeSettings{})
 	if err == nil || !strings.Contains(err.Error(), "but "+enc+" has only 40 embedding rows") {
 		t.Fatalf("loadEncoderCLS: error %v", err)
 	}

@@ -8,13 +8,13 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX itself.
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/model/layers"
+	"github.com/tracksum/tracksum/layers"
 )
 
 // The network, written once here for training (GoMLX graph, differentiable) and once in forward.go
 // for inference (plain Go, with a KV cache). Both read the same variables, named below; the test
 // TestGraphMatchesForward checks that they compute the same probabilities. The layers come from
-// model/layers (gradients laid out for the Go backend), with the summarizer's variable names
+// layers (gradients laid out for the Go backend), with the summarizer's variable names
 // (layerVars: "q_w", "q_b", layer norms "gain" and "bias").
 //
 //	source:  tokens + src_pos + segment (0 = aspect and tracked sentences, 1 = full abstract)

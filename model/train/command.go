@@ -3,7 +3,7 @@
 // The model packages register themselves when linked in, so the command names none of them:
 //
 //	import (
-//		_ "github.com/tracksum/tracksum/model/cv"         // --folds K for the tracker
+//		_ "github.com/tracksum/tracksum/experiment/cv"         // --folds K for the tracker
 //		_ "github.com/tracksum/tracksum/model/summarizer" // --task summarizer
 //		_ "github.com/tracksum/tracksum/model/tracker"    // --task tracker
 //	)
@@ -118,6 +118,7 @@ func Command() cli.Command {
 	}
 	fs.Bool("plan", false, "print the memory plan of a --pretrained recipe (parameters, weights, adapters, gradients, optimizer state, activations, total per device) and exit; needs only the snapshot's config.json and tokenizer files")
 	fs.String("plan-memory", "", "TASK.train.device_memory: with --plan, the device's memory (80GiB, 80GB): says whether the recipe fits and what to change if not")
+	fs.Bool("overwrite", false, "start fresh: replace a previous training run in --out instead of resuming it; the previous run is kept until the new one has finished")
 	fs.Bool("allow-changed-config", false, "resume a checkpoint although seed or TASK settings differ from its config.yaml (refused by default)")
 
 	synopsis := "--task " + strings.Join(names, "|") + " --data PREPARED_DIR --out CHECKPOINT_DIR [--config FILE] [flags]"
@@ -150,6 +151,8 @@ func Command() cli.Command {
 				return cli.Usagef("--task must be %s, got %q", orList(names), name)
 			case fs.Changed("plan-memory") && !planOnly(fs):
 				return cli.Usagef("--plan-memory goes with --plan")
+			case fs.Changed("overwrite") && planOnly(fs):
+				return cli.Usagef("--overwrite replaces a training run; --plan trains nothing")
 			}
 			// A flag of another task (e.g. --architecture with --task summarizer) would be ignored
 			// silently: refuse it instead.
@@ -219,50 +222,64 @@ func Command() cli.Command {
 			}
 			req := training.Request{Data: data, Out: out, Log: os.Stderr}
 			req.AllowChangedConfig, _ = fs.GetBool("allow-changed-config")
-			// Cross-validation trains the from-scratch models: refuse it rather than ignore a
-			// variant's settings (e.g. --pretrained).
-			if _, variant := training.ActiveVariant(task.Name, cfg); variant && (fs.Changed("folds") || fs.Changed("final") ||
-				fs.Changed("folds-from") || fs.Changed("cv-model") || fs.Changed("dev-share")) {
-				return cli.Usagef("--folds and --final cross-validate the from-scratch %s only, not a --pretrained one", task.Name)
+			if overwrite, _ := fs.GetBool("overwrite"); overwrite && req.AllowChangedConfig {
+				return cli.Usagef("--overwrite starts afresh and --allow-changed-config resumes: give one of them")
 			}
-			if fs.Lookup("final") != nil {
-				final, _ := fs.GetBool("final")
-				req.FoldsFrom, _ = fs.GetString("folds-from")
-				if final || req.FoldsFrom != "" {
-					i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name && cv.Final != nil })
-					switch {
-					case !final || req.FoldsFrom == "":
-						return cli.Usagef("--final and --folds-from CV_DIR go together")
-					case i < 0:
-						return cli.Usagef("--final trains --task %s only", orList(finalTasks(cvs)))
-					case fs.Changed("folds") || fs.Changed("cv-model") || fs.Changed("dev-share"):
-						return cli.Usagef("--final takes its folds from --folds-from: leave out --folds, --cv-model and --dev-share")
-					}
-					return cvs[i].Final(ctx, cfg, req)
+			// run trains what the flags ask for (a model, a cross-validation or a final model)
+			// into req.Out.
+			run := func(req training.Request) error {
+				// Cross-validation trains the from-scratch models: refuse it rather than ignore a
+				// variant's settings (e.g. --pretrained).
+				if _, variant := training.ActiveVariant(task.Name, cfg); variant && (fs.Changed("folds") || fs.Changed("final") ||
+					fs.Changed("folds-from") || fs.Changed("cv-model") || fs.Changed("dev-share")) {
+					return cli.Usagef("--folds and --final cross-validate the from-scratch %s only, not a --pretrained one", task.Name)
 				}
-			}
-			if len(cvs) > 0 {
-				req.Folds, _ = fs.GetInt("folds")
-				if req.Folds != 0 || fs.Changed("cv-model") || fs.Changed("dev-share") {
-					i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name })
-					if i < 0 || req.Folds < 2 {
-						return cli.Usagef("--folds K (K >= 2) cross-validates --task %s only; --cv-model and --dev-share need it", orList(cvTasks))
+				if fs.Lookup("final") != nil {
+					final, _ := fs.GetBool("final")
+					req.FoldsFrom, _ = fs.GetString("folds-from")
+					if final || req.FoldsFrom != "" {
+						i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name && cv.Final != nil })
+						switch {
+						case !final || req.FoldsFrom == "":
+							return cli.Usagef("--final and --folds-from CV_DIR go together")
+						case i < 0:
+							return cli.Usagef("--final trains --task %s only", orList(finalTasks(cvs)))
+						case fs.Changed("folds") || fs.Changed("cv-model") || fs.Changed("dev-share"):
+							return cli.Usagef("--final takes its folds from --folds-from: leave out --folds, --cv-model and --dev-share")
+						}
+						return cvs[i].Final(ctx, cfg, req)
 					}
-					req.Model, _ = fs.GetString("cv-model")
-					req.DevShare, _ = fs.GetFloat64("dev-share")
-					if !fs.Changed("cv-model") {
-						req.Model = cvs[i].DefaultModel
-					}
-					if !fs.Changed("dev-share") {
-						req.DevShare = cvs[i].DefaultDevShare
-					}
-					if !slices.Contains(cvs[i].Models, req.Model) {
-						return cli.Usagef("--cv-model for --task %s must be %s, got %q", task.Name, orList(cvs[i].Models), req.Model)
-					}
-					return cvs[i].Run(ctx, cfg, req)
 				}
+				if len(cvs) > 0 {
+					req.Folds, _ = fs.GetInt("folds")
+					if req.Folds != 0 || fs.Changed("cv-model") || fs.Changed("dev-share") {
+						i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name })
+						if i < 0 || req.Folds < 2 {
+							return cli.Usagef("--folds K (K >= 2) cross-validates --task %s only; --cv-model and --dev-share need it", orList(cvTasks))
+						}
+						req.Model, _ = fs.GetString("cv-model")
+						req.DevShare, _ = fs.GetFloat64("dev-share")
+						if !fs.Changed("cv-model") {
+							req.Model = cvs[i].DefaultModel
+						}
+						if !fs.Changed("dev-share") {
+							req.DevShare = cvs[i].DefaultDevShare
+						}
+						if !slices.Contains(cvs[i].Models, req.Model) {
+							return cli.Usagef("--cv-model for --task %s must be %s, got %q", task.Name, orList(cvs[i].Models), req.Model)
+						}
+						return cvs[i].Run(ctx, cfg, req)
+					}
+				}
+				return task.Train(ctx, cfg, req)
 			}
-			return task.Train(ctx, cfg, req)
+			if overwrite, _ := fs.GetBool("overwrite"); overwrite {
+				return training.Overwrite(out, req.Log, func(dir string) error {
+					req.Out = dir
+					return run(req)
+				})
+			}
+			return run(req)
 		},
 	}
 }

@@ -35,7 +35,7 @@ func init() {
 		Flags: []training.TaskFlag{{Name: "architecture", Key: "tracker.architecture", Usage: "toy"}}, Train: record("toy-track")})
 	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-track", Models: []string{"a", "b"}, DefaultModel: "a",
 		DefaultDevShare: 0.25, Run: record("toy-track cv"), Final: record("toy-track final"), FinalUsage: "toy final"})
-	// A second cross-validation with its own default model and dev share, as model/cv's summarizer
+	// A second cross-validation with its own default model and dev share, as experiment/cv's summarizer
 	// and pipeline ones: --cv-model and --dev-share default per task.
 	training.Register(training.Task{Name: "toy-pipe", Section: "summarizer", Description: "toy", Train: record("toy-pipe")})
 	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-pipe", Models: []string{"p", "q"}, DefaultModel: "p",
@@ -150,6 +150,7 @@ func TestCommand(t *testing.T) {
 				}
 			}},
 		{desc: "plan of a model without one", args: []string{"--task", "toy-track", "--plan"}, usage: "--plan plans a --pretrained causal LM"},
+		{desc: "overwrite with plan", args: []string{"--task", "toy-track", "--pretrained", "snap", "--plan", "--overwrite"}, usage: "--plan trains nothing"},
 		{desc: "plan memory without plan", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--plan-memory", "80GiB"}, usage: "--plan-memory goes with --plan"},
 		{desc: "plan memory without a unit", args: []string{"--task", "toy-track", "--pretrained", "snap", "--plan", "--plan-memory", "80"}, err: "tracker.train.device_memory"},
 		{desc: "training error", args: []string{"--task", "toy-sum", "--data", "fail", "--out", "o"}, task: "toy-sum", err: "no shards"},
@@ -246,5 +247,65 @@ func TestHelpListsTasks(t *testing.T) {
 	}
 	if f := cmd.Flags.Lookup("task"); f == nil || f.Usage != "model to train: toy-pipe, toy-sum or toy-track" {
 		t.Errorf("--task usage: %+v", f)
+	}
+}
+
+// TestTrainOverwrite: issue 23 item 3. --overwrite starts afresh: the task trains into a temporary
+// sibling of --out while the previous run stays there, which a failed run keeps and a finished one
+// replaces; --allow-changed-config (a resume) does not go with it.
+func TestTrainOverwrite(t *testing.T) {
+	root := t.TempDir()
+	out := filepath.Join(root, "ck")
+	writePrevious := func(t *testing.T) {
+		t.Helper()
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(out, "hparams.json"), []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) error {
+		cmd := Command()
+		if err := cmd.Flags.Parse(append([]string{"--task", "toy-sum", "--out", out, "--overwrite"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		return cmd.Run(context.Background(), cmd.Flags.Args())
+	}
+	tests := []struct {
+		desc     string
+		args     []string
+		usage    string
+		err      string
+		previous bool // --out still holds the previous run afterwards
+	}{
+		{desc: "with --allow-changed-config", args: []string{"--data", "d", "--allow-changed-config"}, usage: "give one of them", previous: true},
+		{desc: "failed run keeps the previous one", args: []string{"--data", "fail"}, err: "no shards", previous: true},
+		{desc: "finished run replaces the previous one", args: []string{"--data", "d"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			writePrevious(t)
+			got.req = training.Request{}
+			err := run(tc.args...)
+			switch {
+			case tc.usage != "":
+				if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), tc.usage) {
+					t.Fatalf("err = %v, want a usage error with %q", err, tc.usage)
+				}
+			case tc.err != "":
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			}
+			if tc.usage == "" && (got.req.Out == out || filepath.Dir(got.req.Out) != root) {
+				t.Errorf("trained into %q, want a temporary sibling of %s", got.req.Out, out)
+			}
+			if _, err := os.Stat(filepath.Join(out, "hparams.json")); (err == nil) != tc.previous {
+				t.Errorf("previous run still in --out: %v, want %v", err == nil, tc.previous)
+			}
+		})
 	}
 }

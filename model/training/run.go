@@ -116,7 +116,7 @@ func (r *trainRun) resume() (finished *Result, err error) {
 		if err := truncateMetrics(o.OutDir, st.Step); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(r.log, "training: resuming %s at step %d (epoch %d, batch %d)\n", o.OutDir, st.Step, st.Epoch+1, st.BatchInEpoch)
+		fmt.Fprintf(r.log, "training: resuming %s at step %d (epoch %d, batch %d)\n", o.OutDir, st.Step, st.EpochIndex+1, st.BatchInEpoch)
 		return nil, nil
 	}
 	// A new run, or one killed before its first resume point: whatever it left is redone.
@@ -189,9 +189,9 @@ func (r *trainRun) loop() (stop string, err error) {
 	}
 	for st.Step < r.total && stop == "" {
 		batches := r.epoch0
-		if st.Epoch > 0 {
-			if batches, err = o.Batches(st.Epoch); err != nil {
-				return "", fmt.Errorf("training: batches of epoch %d: %w", st.Epoch+1, err)
+		if st.EpochIndex > 0 {
+			if batches, err = o.Batches(st.EpochIndex); err != nil {
+				return "", fmt.Errorf("training: batches of epoch %d: %w", st.EpochIndex+1, err)
 			}
 		}
 		for st.BatchInEpoch < len(batches) && st.Step < r.total {
@@ -238,7 +238,7 @@ func (r *trainRun) loop() (stop string, err error) {
 			}
 		}
 		if stop == "" && st.BatchInEpoch >= len(batches) {
-			st.Epoch++
+			st.EpochIndex++
 			st.BatchInEpoch = 0
 		}
 	}
@@ -297,14 +297,9 @@ func (r *trainRun) logTrain() error {
 	return r.writeRow(row)
 }
 
-// epochOf is the 1-based epoch the last step belongs to: a step that ended an epoch counts in that
-// epoch (the state has already moved its position to the next one's start only after the loop).
-func (r *trainRun) epochOf() int {
-	if r.st.BatchInEpoch == 0 && r.st.Step > 0 {
-		return r.st.Epoch // the epoch just ended; Epoch already counts it
-	}
-	return r.st.Epoch + 1
-}
+// epochOf is the 1-based epoch the last step belongs to (state.epoch): the log, metrics.jsonl
+// and state.json's "epoch" agree.
+func (r *trainRun) epochOf() int { return r.st.epoch() }
 
 // writeRow appends one JSON row to metrics.jsonl.
 func (r *trainRun) writeRow(row map[string]any) error {

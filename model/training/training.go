@@ -48,6 +48,7 @@ package training
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -165,10 +166,14 @@ const (
 // OptimizerScope holds AdamW's moments, step counter and gradient accumulators.
 const OptimizerScope = "/optimizer"
 
-// state is the resume point, written to state/state.json next to all variables.
+// state is the resume point, written to state/state.json next to all variables. Its JSON form
+// (MarshalJSON) also carries "epoch": the 1-based epoch of the last step, as the log and
+// metrics.jsonl print it.
 type state struct {
-	Step         int     `json:"step"`
-	Epoch        int     `json:"epoch"`
+	Step int `json:"step"`
+	// EpochIndex is the 0-based epoch the run is in (with BatchInEpoch, where it resumes). It is
+	// "epoch_index" in state.json; files written before it was named carry it as "epoch".
+	EpochIndex   int     `json:"epoch_index"`
 	BatchInEpoch int     `json:"batch_in_epoch"`
 	BestScore    float64 `json:"best_score"`
 	BestStep     int     `json:"best_step"`
@@ -188,6 +193,48 @@ type state struct {
 	// reaches OutDir: a run killed before its first real resume point starts over (it has only
 	// state.json), instead of finding progress without a resume point.
 	Fresh bool `json:"fresh,omitempty"`
+}
+
+// epoch is the 1-based epoch the last step belongs to: a step that ended an epoch counts in that
+// epoch, whether or not the position has moved to the next epoch's start yet (BatchInEpoch 0).
+func (st *state) epoch() int {
+	if st.BatchInEpoch == 0 && st.Step > 0 {
+		return st.EpochIndex // the epoch just ended; EpochIndex already counts it
+	}
+	return st.EpochIndex + 1
+}
+
+// stateJSON drops state's methods, so that its JSON methods can use the default encoding.
+type stateJSON state
+
+// MarshalJSON writes the state with "epoch", the 1-based epoch of the last step: a reader of
+// state.json sees the epoch the log printed (issue 23 item 4), next to the resume position.
+func (st state) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		stateJSON
+		Epoch int `json:"epoch"`
+	}{stateJSON(st), st.epoch()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, and the state files written before the epoch was
+// 1-based, whose "epoch" was the 0-based position now in "epoch_index": they still resume.
+func (st *state) UnmarshalJSON(b []byte) error {
+	var v struct {
+		stateJSON
+		EpochIndex *int `json:"epoch_index"`
+		Epoch      *int `json:"epoch"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*st = state(v.stateJSON)
+	switch {
+	case v.EpochIndex != nil:
+		st.EpochIndex = *v.EpochIndex
+	case v.Epoch != nil:
+		st.EpochIndex = *v.Epoch // an old file: "epoch" was the 0-based index
+	}
+	return nil
 }
 
 func (o *Options) check() error {

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracksum/tracksum/hf/family"
 )
 
 // TestGPUCheckCPUMode runs scripts/gpu-check.sh in its CPU mode with one tiny tracker run, so
 // that the script, the Go side and the report cannot rot between the rare GPU loans: every step
-// ends ok or skipped (Python packages absent), the four families' goldens hold on the go backend,
+// ends ok or skipped (Python packages absent), every registered family's goldens hold on the go backend,
 // and gpu-check.md is written.
 func TestGPUCheckCPUMode(t *testing.T) {
 	if testing.Short() {
@@ -71,8 +73,9 @@ func TestGPUCheckCPUMode(t *testing.T) {
 		runs = 0
 		t.Log("hf/tokenizer/testdata/hf/llama3 is absent (tools/hftokenizer/fetch.sh): the LoRA runs are skipped")
 	}
-	if count["parity"] != 4 || count["train"] != runs || count["logits"] != runs || count["export"] != runs {
-		t.Errorf("results per step %v, want 4 parity and %d train, logits and export", count, runs)
+	fams := len(family.Names(family.CausalLM))
+	if count["parity"] != fams || count["train"] != runs || count["logits"] != runs || count["export"] != runs {
+		t.Errorf("results per step %v, want %d parity and %d train, logits and export", count, fams, runs)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "gpu-check.md"))
 	if err != nil || !strings.Contains(string(md), "| llama | n/a |") {

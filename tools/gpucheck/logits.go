@@ -15,6 +15,7 @@ import (
 	"github.com/tracksum/tracksum/hf/export"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -33,13 +34,13 @@ func logitsCommand() cli.Command {
 		Name: "gpucheck logits", Synopsis: "--checkpoint CK --out FILE", Flags: fs,
 		Description: "Our logits (base + the checkpoint's adapter, unmerged) of a fixed token batch, for\n" +
 			"scripts/gpucheck/peft_check.py to compare with PeftModel.from_pretrained and the merged export.",
-		Run: func(_ context.Context, args []string) error {
+		Run: func(ctx context.Context, args []string) error {
 			ck, _ := fs.GetString("checkpoint")
 			out, _ := fs.GetString("out")
 			if ck == "" || out == "" || len(args) > 0 {
 				return cli.Usagef("--checkpoint and --out are required")
 			}
-			snap, _, err := peft.OpenBase(ck, "")
+			snap, _, err := peft.OpenBase(ctx, ck, "")
 			if err != nil {
 				return err
 			}
@@ -49,7 +50,7 @@ func logitsCommand() cli.Command {
 			}
 			c := ad.Config
 			store := gomlxmodel.NewStore()
-			m, err := decoder.Load(snap, store, config.LoRA{Rank: c.R, Alpha: c.LoRAAlpha, RSLoRA: c.UseRSLoRA, TargetModules: c.TargetModules}, 0)
+			m, err := decoder.Load(ctx, snap, store, config.LoRA{Rank: c.R, Alpha: c.LoRAAlpha, RSLoRA: c.UseRSLoRA, TargetModules: c.TargetModules}, 0)
 			if err != nil {
 				return err
 			}
@@ -84,7 +85,7 @@ func logitsCommand() cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := model.WriteTensors(out, map[string]*tensors.Tensor{"tokens": tokens, "logits": res[0]}); err != nil {
+			if err := tensorio.WriteTensors(out, map[string]*tensors.Tensor{"tokens": tokens, "logits": res[0]}); err != nil {
 				return err
 			}
 			return emit(os.Stdout, map[string]any{"step": "logits", "checkpoint": ck, "file": out, "backend": name, "ok": true})

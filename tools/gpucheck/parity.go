@@ -13,8 +13,10 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -31,7 +33,7 @@ func parityCommand() cli.Command {
 	return cli.Command{
 		Name: "gpucheck parity", Synopsis: "[--goldens DIR]", Flags: fs,
 		Description: "Runs every decoder family's goldens (forward, LoRA forward, loss) on the backend; one JSON line per family.",
-		Run: func(_ context.Context, args []string) error {
+		Run: func(ctx context.Context, args []string) error {
 			dir, _ := fs.GetString("goldens")
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
@@ -41,10 +43,12 @@ func parityCommand() cli.Command {
 				return err
 			}
 			failed := 0
-			for _, fam := range []string{"llama", "mistral", "qwen2", "gemma"} {
+			// Every registered decoder family has a golden directory (hf/decoder's
+			// TestEveryFamilyHasGoldens).
+			for _, fam := range family.Names(family.CausalLM) {
 				start := time.Now()
 				res := map[string]any{"step": "parity", "family": fam, "backend": name, "tf32": tf32(name), "tolerance": parityTol}
-				diffs, err := parity(filepath.Join(dir, fam))
+				diffs, err := parity(ctx, filepath.Join(dir, fam))
 				ok := err == nil
 				for k, v := range diffs {
 					res[k] = v
@@ -71,8 +75,8 @@ func parityCommand() cli.Command {
 
 // parity returns the largest differences from a family's goldens: hidden states and logits of the
 // base, logits with the golden adapters, and the loss with them.
-func parity(dir string) (map[string]float64, error) {
-	gold, err := model.ReadTensors(filepath.Join(dir, "golden.safetensors"))
+func parity(ctx context.Context, dir string) (map[string]float64, error) {
+	gold, err := tensorio.ReadTensors(filepath.Join(dir, "golden.safetensors"))
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +89,7 @@ func parity(dir string) (map[string]float64, error) {
 		return nil, err
 	}
 	store := gomlxmodel.NewStore()
-	m, err := decoder.Load(snap, store, parityLoRA, 0)
+	m, err := decoder.Load(ctx, snap, store, parityLoRA, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +110,7 @@ func parity(dir string) (map[string]float64, error) {
 		"hidden_max_abs_diff": maxDiff(out[0], gold["hidden"], mask),
 		"logits_max_abs_diff": maxDiff(out[1], gold["logits"], mask),
 	}
-	ad, err := model.ReadTensors(filepath.Join(dir, "adapter_model.safetensors"))
+	ad, err := tensorio.ReadTensors(filepath.Join(dir, "adapter_model.safetensors"))
 	if err != nil {
 		return nil, err
 	}

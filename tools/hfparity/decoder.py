@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""Golden outputs of tiny random causal LMs (llama, mistral, qwen2, gemma) for hf/decoder's tests.
+"""Golden outputs of tiny random causal LMs (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text,
+phi3) for hf/decoder's tests.
 
 transformers is not installable here, so the forward pass below is written from Hugging Face's
-modeling_llama.py, modeling_mistral.py, modeling_qwen2.py and modeling_gemma.py (eager attention,
+modeling_llama.py, modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py, modeling_gemma.py,
+modeling_gemma2.py, modeling_gemma3.py (Gemma3ForCausalLM, text only) and modeling_phi3.py (eager attention,
 float32) and PEFT's lora.Linear; it runs on Debian's torch 1.13 CPU. For each family it writes to
 hf/decoder/testdata/<family>/:
 
@@ -16,7 +18,9 @@ hf/decoder/testdata/<family>/:
                                    (prompt and padding set to -100, transformers' ForCausalLMLoss)
       grad.<PEFT key>              gradients of that loss with respect to a few adapter tensors
 
-Regenerate: /usr/bin/python3 tools/hfparity/decoder.py   (from the repository root)
+Regenerate: /usr/bin/python3 tools/hfparity/decoder.py [FAMILY ...]   (from the repository root;
+no argument: every family; each family's random stream is seeded by its position in FAMILIES, so
+adding one at the end leaves the others' files unchanged)
 """
 
 import json
@@ -53,9 +57,38 @@ FAMILIES = {
     "gemma": dict(BASE, model_type="gemma", architectures=["GemmaForCausalLM"], tie_word_embeddings=True,
                   head_dim=16, num_key_value_heads=1, hidden_act="gelu_pytorch_tanh",
                   hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, rope_scaling=None),
+    # Per-head q/k RMSNorm; head_dim 16 != hidden/heads = 8 (Qwen3's head_dim is its own key).
+    "qwen3": dict(BASE, model_type="qwen3", architectures=["Qwen3ForCausalLM"], tie_word_embeddings=False,
+                  head_dim=16, attention_bias=False, rope_theta=1000000.0, use_sliding_window=False,
+                  sliding_window=None, rope_scaling=None),
+    # Sandwich norms, soft-capped attention scores and logits (small caps, so that tanh bites),
+    # query_pre_attn_scalar != head_dim, a window of 4 on layer 0 (even layers slide).
+    "gemma2": dict(BASE, model_type="gemma2", architectures=["Gemma2ForCausalLM"], tie_word_embeddings=True,
+                   head_dim=16, hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh",
+                   rms_norm_eps=1e-6, rope_scaling=None, query_pre_attn_scalar=24, attn_logit_softcapping=5.0,
+                   final_logit_softcapping=3.0, sliding_window=4),
+    # Three layers: two local (window 4, rope_local_base_freq) then one global (rope_theta with
+    # linear rope_scaling); per-head q/k norms with Gemma's (1 + w); layer_types written out.
+    "gemma3_text": dict(BASE, model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], tie_word_embeddings=True,
+                        num_hidden_layers=3, head_dim=16, hidden_activation="gelu_pytorch_tanh",
+                        hidden_act="gelu_pytorch_tanh", rms_norm_eps=1e-6, query_pre_attn_scalar=24,
+                        attn_logit_softcapping=None, final_logit_softcapping=None, sliding_window=4,
+                        sliding_window_pattern=3, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                        rope_scaling=dict(rope_type="linear", factor=8.0),
+                        layer_types=["sliding_attention", "sliding_attention", "full_attention"]),
+    # Fused qkv_proj and gate_up_proj (Phi3Attention, Phi3MLP), a window of 4 on every layer.
+    "phi3": dict(BASE, model_type="phi3", architectures=["Phi3ForCausalLM"], tie_word_embeddings=False,
+                 sliding_window=4, rope_scaling=None, original_max_position_embeddings=256,
+                 partial_rotary_factor=1.0, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0),
 }
+FUSED = ("phi3",)
+
+GEMMA_NORM = ("gemma", "gemma2", "gemma3_text")  # RMSNorm scaled by (1 + w), embeddings by sqrt(hidden)
+SANDWICH = ("gemma2", "gemma3_text")  # post-attention, pre- and post-feedforward norms
+QK_NORM = ("qwen3", "gemma3_text")
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+FUSED_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
 RANK, ALPHA = 4, 8.0
 SCALE = ALPHA / math.sqrt(RANK)  # rsLoRA
 GRAD_MODULES = ["model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.v_proj", "model.layers.1.mlp.down_proj"]
@@ -71,6 +104,13 @@ def modules(c, i):
     q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
     bias = c["model_type"] == "qwen2"
     p = f"model.layers.{i}."
+    if c["model_type"] in FUSED:
+        return [
+            (p + "self_attn.qkv_proj", "qkv_proj", q + 2 * kv, h, False),
+            (p + "self_attn.o_proj", "o_proj", h, q, False),
+            (p + "mlp.gate_up_proj", "gate_up_proj", 2 * c["intermediate_size"], h, False),
+            (p + "mlp.down_proj", "down_proj", h, c["intermediate_size"], False),
+        ]
     return [
         (p + "self_attn.q_proj", "q_proj", q, h, bias),
         (p + "self_attn.k_proj", "k_proj", kv, h, bias),
@@ -84,33 +124,42 @@ def modules(c, i):
 
 def random_weights(c, rng):
     h, v = c["hidden_size"], c["vocab_size"]
-    gemma = c["model_type"] == "gemma"
+    gemma = c["model_type"] in GEMMA_NORM
     w = {"model.embed_tokens.weight": rng.normal(0, 0.5, (v, h))}
 
-    def norm():
+    def norm(n=h):
         # gemma stores w of its (1 + w) scale
-        return rng.normal(0, 0.1, h) + (0.0 if gemma else 1.0)
+        return rng.normal(0, 0.1, n) + (0.0 if gemma else 1.0)
 
     for i in range(c["num_hidden_layers"]):
         w[f"model.layers.{i}.input_layernorm.weight"] = norm()
         w[f"model.layers.{i}.post_attention_layernorm.weight"] = norm()
+        if c["model_type"] in SANDWICH:
+            w[f"model.layers.{i}.pre_feedforward_layernorm.weight"] = norm()
+            w[f"model.layers.{i}.post_feedforward_layernorm.weight"] = norm()
         for key, _, o, n, bias in modules(c, i):
             w[key + ".weight"] = rng.normal(0, 1 / math.sqrt(n), (o, n))
             if bias:
                 w[key + ".bias"] = rng.normal(0, 0.1, o)
+        if c["model_type"] in QK_NORM:
+            for name in ("q_norm", "k_norm"):
+                w[f"model.layers.{i}.self_attn.{name}.weight"] = norm(head_dim(c))
     w["model.norm.weight"] = norm()
     if not c["tie_word_embeddings"]:
         w["lm_head.weight"] = rng.normal(0, 1 / math.sqrt(h), (v, h))
     return {k: np.asarray(a, dtype=np.float32) for k, a in w.items()}
 
 
-def inv_freq(c):
-    """LlamaRotaryEmbedding's inv_freq (_compute_default_rope_parameters / _compute_llama3_parameters)."""
-    dim, base = head_dim(c), c["rope_theta"]
+def inv_freq(c, local=False):
+    """LlamaRotaryEmbedding's inv_freq (_compute_default_rope_parameters / _compute_linear_scaling_rope_parameters /
+    _compute_llama3_parameters); local: Gemma 3's sliding layers (rope_local_base_freq, no scaling)."""
+    dim, base = head_dim(c), c["rope_local_base_freq"] if local else c["rope_theta"]
     inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-    rs = c.get("rope_scaling")
+    rs = None if local else c.get("rope_scaling")
     if not rs:
         return inv
+    if rs.get("rope_type") == "linear":
+        return inv / rs["factor"]
     factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
     old = rs["original_max_position_embeddings"]
     low_wavelen, high_wavelen = old / low, old / high
@@ -134,17 +183,38 @@ def rms_norm(x, w, eps, gemma):
 
 
 def act(c, x):
-    if c["hidden_act"] == "silu" and c["model_type"] != "gemma":
+    if c["hidden_act"] == "silu" and c["model_type"] not in GEMMA_NORM:
         return torch.nn.functional.silu(x)
     return torch.nn.functional.gelu(x, approximate="tanh")
 
 
+def is_sliding(c, layer):
+    """Whether a layer attends within sliding_window: every layer (mistral), layer_types, or Gemma 2's
+    even layers and Gemma 3's sliding_window_pattern."""
+    mt = c["model_type"]
+    if mt in ("mistral", "phi3"):
+        return bool(c.get("sliding_window"))
+    if "layer_types" in c:
+        return c["layer_types"][layer] == "sliding_attention"
+    if mt == "gemma2":
+        return layer % 2 == 0
+    if mt == "gemma3_text":
+        return (layer + 1) % c.get("sliding_window_pattern", 6) != 0
+    return False
+
+
+def softcap(x, cap):
+    return torch.tanh(x / cap) * cap if cap else x
+
+
 def forward(c, W, tokens, mask, lora=None):
     """Returns the final-norm hidden states [B, T, H] and logits [B, T, V] (float32)."""
-    gemma = c["model_type"] == "gemma"
+    mt = c["model_type"]
+    gemma = mt in GEMMA_NORM
     eps = c["rms_norm_eps"]
     B, T = tokens.shape
     nh, kvh, hd = c["num_attention_heads"], c["num_key_value_heads"], head_dim(c)
+    scaling = c.get("query_pre_attn_scalar", hd) ** -0.5 if mt in SANDWICH else hd ** -0.5
 
     def linear(key, x):
         y = x @ W[key + ".weight"].T
@@ -159,37 +229,63 @@ def forward(c, W, tokens, mask, lora=None):
     if gemma:
         h = h * torch.tensor(c["hidden_size"] ** 0.5, dtype=h.dtype)
     pos = torch.arange(T)[None, :].expand(B, T)
-    freqs = (inv_freq(c)[None, :, None].float().expand(B, -1, 1) @ pos[:, None, :].float()).transpose(1, 2)
-    emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos()[:, None], emb.sin()[:, None]
-    # causal + padding (+ sliding window) mask, transformers' min-float convention
+
+    def rope(local):
+        freqs = (inv_freq(c, local)[None, :, None].float().expand(B, -1, 1) @ pos[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos()[:, None], emb.sin()[:, None]
+
+    # causal + padding (+ sliding window) masks, transformers' min-float convention
     i = torch.arange(T)[:, None]
     j = torch.arange(T)[None, :]
     allowed = (j <= i)[None, :, :] & (mask[:, None, :] > 0)
-    sw = c.get("sliding_window") if c["model_type"] == "mistral" else None
-    if sw:
-        allowed = allowed & ((i - j) < sw)[None]
-    bias = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)[:, None]
+    full_bias = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)[:, None]
+    sw = c.get("sliding_window")
+    sliding_bias = torch.where(allowed & ((i - j) < sw)[None], 0.0, torch.finfo(torch.float32).min)[:, None] if sw else full_bias
     for layer in range(c["num_hidden_layers"]):
         p = f"model.layers.{layer}."
+        sliding = is_sliding(c, layer)
+        cos, sin = rope(sliding and mt == "gemma3_text")
+        bias = sliding_bias if sliding else full_bias
         x = rms_norm(h, W[p + "input_layernorm.weight"], eps, gemma)
-        q = linear(p + "self_attn.q_proj", x).view(B, T, nh, hd).transpose(1, 2)
-        k = linear(p + "self_attn.k_proj", x).view(B, T, kvh, hd).transpose(1, 2)
-        v = linear(p + "self_attn.v_proj", x).view(B, T, kvh, hd).transpose(1, 2)
+        if mt in FUSED:  # Phi3Attention: qkv = qkv_proj(x), split as [q | k | v]
+            qkv = linear(p + "self_attn.qkv_proj", x)
+            q = qkv[..., : nh * hd].view(B, T, nh, hd)
+            k = qkv[..., nh * hd: (nh + kvh) * hd].view(B, T, kvh, hd)
+            v = qkv[..., (nh + kvh) * hd:].view(B, T, kvh, hd).transpose(1, 2)
+        else:
+            q = linear(p + "self_attn.q_proj", x).view(B, T, nh, hd)
+            k = linear(p + "self_attn.k_proj", x).view(B, T, kvh, hd)
+            v = linear(p + "self_attn.v_proj", x).view(B, T, kvh, hd).transpose(1, 2)
+        if mt in QK_NORM:  # q_norm/k_norm over head_dim, before RoPE
+            q = rms_norm(q, W[p + "self_attn.q_norm.weight"], eps, gemma)
+            k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps, gemma)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         rep = nh // kvh
         k = k[:, :, None].expand(B, kvh, rep, T, hd).reshape(B, nh, T, hd)
         v = v[:, :, None].expand(B, kvh, rep, T, hd).reshape(B, nh, T, hd)
-        att = torch.matmul(q, k.transpose(2, 3)) * hd ** -0.5 + bias
+        att = softcap(torch.matmul(q, k.transpose(2, 3)) * scaling, c.get("attn_logit_softcapping")) + bias
         att = torch.softmax(att, dim=-1, dtype=torch.float32)
-        o = torch.matmul(att, v).transpose(1, 2).reshape(B, T, nh * hd)
-        h = h + linear(p + "self_attn.o_proj", o)
-        x = rms_norm(h, W[p + "post_attention_layernorm.weight"], eps, gemma)
-        h = h + linear(p + "mlp.down_proj", act(c, linear(p + "mlp.gate_proj", x)) * linear(p + "mlp.up_proj", x))
+        o = linear(p + "self_attn.o_proj", torch.matmul(att, v).transpose(1, 2).reshape(B, T, nh * hd))
+        if mt in SANDWICH:
+            h = h + rms_norm(o, W[p + "post_attention_layernorm.weight"], eps, gemma)
+            x = rms_norm(h, W[p + "pre_feedforward_layernorm.weight"], eps, gemma)
+        else:
+            h = h + o
+            x = rms_norm(h, W[p + "post_attention_layernorm.weight"], eps, gemma)
+        if mt in FUSED:  # Phi3MLP: gate, up = gate_up_proj(x).chunk(2, dim=-1)
+            gate, up = linear(p + "mlp.gate_up_proj", x).chunk(2, dim=-1)
+        else:
+            gate, up = linear(p + "mlp.gate_proj", x), linear(p + "mlp.up_proj", x)
+        m = linear(p + "mlp.down_proj", act(c, gate) * up)
+        if mt in SANDWICH:
+            m = rms_norm(m, W[p + "post_feedforward_layernorm.weight"], eps, gemma)
+        h = h + m
     h = rms_norm(h, W["model.norm.weight"], eps, gemma)
     head = W["model.embed_tokens.weight"] if c["tie_word_embeddings"] else W["lm_head.weight"]
-    return h, h @ head.T
+    return h, softcap(h @ head.T, c.get("final_logit_softcapping"))
 
 
 def causal_lm_loss(logits, labels):
@@ -223,7 +319,13 @@ def write_tokenizer(d):
 
 def main():
     torch.set_num_threads(1)
+    only = set(sys.argv[1:])
+    unknown = only - set(FAMILIES)
+    if unknown:
+        sys.exit(f"unknown families {sorted(unknown)}: want some of {list(FAMILIES)}")
     for fam_idx, (fam, c) in enumerate(FAMILIES.items()):
+        if only and fam not in only:
+            continue
         rng = np.random.default_rng(1000 + fam_idx)
         d = os.path.join(OUT, fam)
         os.makedirs(d, exist_ok=True)
@@ -263,7 +365,8 @@ def main():
         _st.write(os.path.join(d, "adapter_model.safetensors"), peft)
         with open(os.path.join(d, "adapter_config.json"), "w") as f:
             json.dump({"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": RANK, "lora_alpha": ALPHA,
-                       "use_rslora": True, "lora_dropout": 0.0, "target_modules": TARGETS, "bias": "none",
+                       "use_rslora": True, "lora_dropout": 0.0,
+                       "target_modules": FUSED_TARGETS if fam in FUSED else TARGETS, "bias": "none",
                        "base_model_name_or_path": None, "fan_in_fan_out": False, "inference_mode": True},
                       f, indent=2, sort_keys=True)
 
@@ -280,7 +383,10 @@ def main():
                 "hidden": hidden.numpy(), "logits": logits.numpy(),
                 "lora_logits": lora_logits.detach().numpy(), "merged_logits": merged_logits.numpy(),
                 "loss": np.array(loss.item(), np.float32)}
-        for key in GRAD_MODULES:
+        grad_modules = GRAD_MODULES
+        if fam in FUSED:
+            grad_modules = ["model.layers.0.self_attn.qkv_proj", "model.layers.1.mlp.gate_up_proj", "model.layers.1.mlp.down_proj"]
+        for key in grad_modules:
             a, b = lora[key]
             gold[f"grad.base_model.model.{key}.lora_A.weight"] = a.grad.numpy()
             gold[f"grad.base_model.model.{key}.lora_B.weight"] = b.grad.numpy()

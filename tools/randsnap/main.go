@@ -12,8 +12,10 @@ package main
 import (
 	"cmp"
 	"context"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
@@ -26,7 +28,7 @@ func command() cli.Command {
 	fs.String("out", "", "snapshot directory to write (required)")
 	fs.String("tokenizer", "", "directory with a real tokenizer.json + tokenizer_config.json to copy (e.g. hf/tokenizer/testdata/hf/llama3,\n"+
 		"fetched by tools/hftokenizer/fetch.sh); empty: a small byte-level test tokenizer")
-	fs.String("model-type", "llama", "llama, mistral, qwen2, gemma (causal LMs) or bert, roberta (encoders)")
+	fs.String("model-type", "llama", strings.Join(family.Names(family.CausalLM), ", ")+" (causal LMs) or "+strings.Join(family.Names(family.Encoder), ", ")+" (encoders)")
 	fs.Int("hidden", 64, "hidden_size")
 	fs.Int("layers", 2, "num_hidden_layers")
 	fs.Int("heads", 4, "num_attention_heads")

@@ -22,7 +22,7 @@ func BenchmarkBERTBasePairs(b *testing.B) {
 		Prefix: "bert.", Pooler: true, Labels: []string{"entailment", "neutral", "contradiction"}, Seed: 1}); err != nil {
 		b.Fatal(err)
 	}
-	j, err := New(Options{Dir: dir, Threshold: 0.5, BatchSize: 16, Decomposer: judge.NewLexical(judge.LexicalOptions{})})
+	j, err := New(context.Background(), Options{Dir: dir, Threshold: 0.5, BatchSize: 16, Decomposer: judge.NewLexical(judge.LexicalOptions{})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,7 +22,7 @@
 //
 // # Example
 //
-//	j, err := nli.New(nli.Options{Dir: "/models/roberta-large-mnli", Threshold: 0.5, BatchSize: 16,
+//	j, err := nli.New(ctx, nli.Options{Dir: "/models/roberta-large-mnli", Threshold: 0.5, BatchSize: 16,
 //		CacheDir: ".cache/tracksum-nli", Decomposer: judge.NewLexical(judge.LexicalOptions{Threshold: 0.6, MinClauseWords: 2})})
 //	ok, err := j.Entails(ctx, "The trial enrolled 151 patients.", "151 patients took part.")
 package nli
@@ -125,10 +125,10 @@ type request struct {
 	finished chan struct{}
 }
 
-// New loads the snapshot and its tokenizer; a snapshot of another family, without a
+// New loads the snapshot and its tokenizer (ctx cancels the reading of the weights); a snapshot of another family, without a
 // classification head, or with labels that are not an NLI label set is a one-line error naming
 // the file.
-func New(opts Options) (*Judge, error) {
+func New(ctx context.Context, opts Options) (*Judge, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("nli judge: no snapshot directory (eval.nli.model, --nli-model DIR)")
 	}
@@ -160,7 +160,7 @@ func New(opts Options) (*Judge, error) {
 		return nil, fmt.Errorf("nli judge: %w", err)
 	}
 	store := gomlxmodel.NewStore()
-	m, err := encoder.Load(snap, store, encoder.LoRA{}, 0)
+	m, err := encoder.Load(ctx, snap, store, encoder.LoRA{}, 0)
 	if err != nil {
 		return nil, fmt.Errorf("nli judge: %w", err)
 	}
@@ -182,7 +182,7 @@ func New(opts Options) (*Judge, error) {
 	if maxLen < sp.Overhead()+2 {
 		return nil, fmt.Errorf("nli judge: %s: %d tokens per pair leave no room for a premise and a hypothesis", snap.Dir, maxLen)
 	}
-	digest, err := snap.WeightsSHA256()
+	digest, err := snap.WeightsSHA256(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("nli judge: %w", err)
 	}

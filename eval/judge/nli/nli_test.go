@@ -40,7 +40,7 @@ func newJudge(t *testing.T, dir string, o Options) *Judge {
 		o.BatchSize = 4
 	}
 	o.Decomposer = judge.NewLexical(judge.LexicalOptions{Threshold: 0.6, MinClauseWords: 2})
-	j, err := New(o)
+	j, err := New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestUnknownLabels(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := snap(t, "bert", tc.labels, nil)
-			_, err := New(Options{Dir: dir, Threshold: 0.5, BatchSize: 2, Decomposer: judge.NewLexical(judge.LexicalOptions{})})
+			_, err := New(context.Background(), Options{Dir: dir, Threshold: 0.5, BatchSize: 2, Decomposer: judge.NewLexical(judge.LexicalOptions{})})
 			if err == nil || !errors.Is(err, ErrLabels) || strings.Contains(err.Error(), "\n") ||
 				!strings.Contains(err.Error(), filepath.Join(dir, "config.json")) {
 				t.Fatalf("error %v: want one line naming %s/config.json and wrapping ErrLabels", err, dir)
@@ -117,7 +117,7 @@ func TestNoHead(t *testing.T) {
 		MaxPositions: 64, Prefix: "bert.", Pooler: true, Extra: map[string]any{"id2label": map[string]string{"0": "entailment", "1": "not_entailment"}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(Options{Dir: dir, Threshold: 0.5, BatchSize: 2, Decomposer: judge.NewLexical(judge.LexicalOptions{})})
+	_, err := New(context.Background(), Options{Dir: dir, Threshold: 0.5, BatchSize: 2, Decomposer: judge.NewLexical(judge.LexicalOptions{})})
 	if err == nil || !strings.Contains(err.Error(), "no sequence-classification head") {
 		t.Fatalf("error %v", err)
 	}

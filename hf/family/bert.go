@@ -1,0 +1,12 @@
+package family
+
+// BERT encoders (BertConfig, modeling_bert.py), built by hf/encoder: the tracker's encoder
+// backbone. Targets are matched as PEFT matches them, by suffix: "dense" names the attention output,
+// intermediate and output layers alike, "output.dense" the last two.
+func init() {
+	Register(Family{
+		ModelType: "bert", Kind: Encoder,
+		SequenceClassificationClass: "BertForSequenceClassification",
+		LoRATargets:                 []string{"query", "key", "value", "dense", "attention.output.dense", "intermediate.dense", "output.dense"},
+	})
+}

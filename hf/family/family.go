@@ -1,0 +1,175 @@
+// Package family is the registry of the Hugging Face model families tracksum loads: one file per
+// family, each registering from init() what differs between families (transformers' class names,
+// config defaults, LoRA target modules and the features the graphs read). Every other package asks
+// the registry; none switches on a model_type. docs/architecture.md ("Add a model family") is the
+// recipe for a new one.
+//
+// # Example
+//
+//	f, ok := family.Lookup("qwen3")
+//	if ok && f.QKNorm { ... }
+package family
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Kind is what a family's checkpoints are: causal LMs (hf/decoder) or encoders (hf/encoder).
+type Kind string
+
+// The kinds of families.
+const (
+	CausalLM Kind = "causal-lm"
+	Encoder  Kind = "encoder"
+)
+
+// SlidingWindow is how a family's config turns sliding-window attention on.
+type SlidingWindow int
+
+const (
+	// NoSlidingWindow: full attention; sliding_window is not read.
+	NoSlidingWindow SlidingWindow = iota
+	// SlidingWindowAll: every layer attends within sliding_window (mistral, phi3); an absent key
+	// means Family.DefaultSlidingWindow (0: none), an explicit null full attention.
+	SlidingWindowAll
+	// SlidingWindowOptIn: use_sliding_window turns on a per-layer window (qwen2, qwen3); tracksum
+	// refuses it at load rather than ignoring it.
+	SlidingWindowOptIn
+	// SlidingWindowLayers: some layers slide (window sliding_window, default
+	// Family.DefaultSlidingWindow, null: none), as config.json's layer_types says, or else layer i
+	// when (i+1) % pattern != 0, pattern being sliding_window_pattern or Family.SlidingPattern
+	// (Gemma 2: every even layer; Gemma 3: five of six).
+	SlidingWindowLayers
+)
+
+// Bias is which projections of a decoder layer have biases.
+type Bias int
+
+const (
+	// BiasFromConfig: attention_bias (q, k, v and o) and mlp_bias (gate, up, down) keys, default
+	// false (llama, qwen3, gemma).
+	BiasFromConfig Bias = iota
+	// BiasQKV: q, k and v always have biases, o and the MLP none (qwen2).
+	BiasQKV
+	// BiasNone: no biases, whatever the config says (mistral).
+	BiasNone
+)
+
+// Family is what tracksum knows of one model_type.
+type Family struct {
+	// ModelType is config.json's model_type.
+	ModelType string
+	// Kind says which package builds the graph.
+	Kind Kind
+	// CausalLMClass and SequenceClassificationClass are transformers' class names, written in
+	// exported snapshots' architectures ("" where transformers has none).
+	CausalLMClass, SequenceClassificationClass string
+	// LoRATargets are the module names that may carry an adapter, in the layer's order (a
+	// decoder's default target list is all of them).
+	LoRATargets []string
+
+	// Config defaults of transformers' configuration class, for keys a config.json may omit.
+
+	// HeadDim is head_dim's default (0: hidden_size / num_attention_heads, which must divide).
+	HeadDim int
+	// TiedEmbeddings is tie_word_embeddings' default.
+	TiedEmbeddings bool
+	// ActivationKey is the config key of the MLP's activation ("hidden_act", or gemma's
+	// "hidden_activation"), Activation its default.
+	ActivationKey, Activation string
+	// SlidingWindow says how sliding_window is read; DefaultSlidingWindow is its value when absent
+	// under SlidingWindowAll.
+	SlidingWindow        SlidingWindow
+	DefaultSlidingWindow int
+	// SlidingPattern is the layer pattern's default under SlidingWindowLayers.
+	SlidingPattern int
+	// RopeTheta is rope_theta's default (0: 10000).
+	RopeTheta float64
+	// LocalRopeTheta, when set, is rope_local_base_freq's default: the sliding layers' RoPE base,
+	// without rope_scaling (Gemma 3).
+	LocalRopeTheta float64
+	// QueryPreAttnScalar, when set, is query_pre_attn_scalar's default: attention scores are scaled
+	// by its inverse square root instead of head_dim's (Gemma 2 and 3).
+	QueryPreAttnScalar float64
+	// Softcapping: attn_logit_softcapping and final_logit_softcapping are read (null: none), with
+	// AttnSoftcap and FinalSoftcap as their defaults: scores and logits become cap * tanh(x / cap).
+	Softcapping               bool
+	AttnSoftcap, FinalSoftcap float64
+	// Bias says which projections have biases.
+	Bias Bias
+
+	// Graph features (hf/decoder reads these, never ModelType).
+
+	// NormPlusOne: RMSNorm scales by (1 + w), the weight in float32 (gemma).
+	NormPlusOne bool
+	// ScaleEmbeddings: embeddings are multiplied by sqrt(hidden_size) (gemma).
+	ScaleEmbeddings bool
+	// QKNorm: an RMSNorm over head_dim (weights self_attn.q_norm / k_norm) on each head of the
+	// queries and keys before RoPE (qwen3, gemma3_text).
+	QKNorm bool
+	// FusedQKV: one qkv_proj whose output rows are [q | k | v]; FusedGateUp: one gate_up_proj whose
+	// output rows are [gate | up] (Phi-3).
+	FusedQKV, FusedGateUp bool
+	// SandwichNorms: the attention and MLP outputs are normalised before their residual additions
+	// (post_attention_layernorm, post_feedforward_layernorm), and the MLP reads
+	// pre_feedforward_layernorm (Gemma 2 and 3).
+	SandwichNorms bool
+}
+
+var registry = map[string]Family{}
+
+// Register adds a family; a second family of the same model_type, an empty model_type or kind,
+// or no LoRA targets is a programming error (registration runs from init).
+func Register(f Family) {
+	switch {
+	case f.ModelType == "":
+		panic("family: Register with an empty ModelType")
+	case f.Kind != CausalLM && f.Kind != Encoder:
+		panic(fmt.Sprintf("family: %s: kind %q", f.ModelType, f.Kind))
+	case len(f.LoRATargets) == 0:
+		panic(fmt.Sprintf("family: %s: no LoRA targets", f.ModelType))
+	case f.SlidingWindow == SlidingWindowLayers && f.SlidingPattern < 1:
+		panic(fmt.Sprintf("family: %s: SlidingWindowLayers without a SlidingPattern", f.ModelType))
+	}
+	if _, dup := registry[f.ModelType]; dup {
+		panic(fmt.Sprintf("family: %s registered twice", f.ModelType))
+	}
+	f.LoRATargets = slices.Clone(f.LoRATargets)
+	registry[f.ModelType] = f
+}
+
+// Lookup returns the family of a model_type.
+func Lookup(modelType string) (Family, bool) {
+	f, ok := registry[modelType]
+	if ok {
+		f.LoRATargets = slices.Clone(f.LoRATargets)
+	}
+	return f, ok
+}
+
+// Names lists the registered model types of kind k ("" for every kind), sorted.
+func Names(k Kind) []string {
+	var out []string
+	for name, f := range registry {
+		if k == "" || f.Kind == k {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LoRATargets lists every target module name of the families of kind k ("" for every kind),
+// sorted and without repeats: what a config's target_modules may name.
+func LoRATargets(k Kind) []string {
+	var out []string
+	for _, f := range registry {
+		if k == "" || f.Kind == k {
+			out = append(out, f.LoRATargets...)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}

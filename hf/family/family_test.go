@@ -1,0 +1,75 @@
+package family
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Every registered family carries what its consumers read: a causal LM its classes and the key of
+// its activation, an encoder its classification class.
+func TestRegisteredFamiliesAreComplete(t *testing.T) {
+	for _, name := range Names("") {
+		f, _ := Lookup(name)
+		if f.ModelType != name || len(f.LoRATargets) == 0 || f.SequenceClassificationClass == "" {
+			t.Errorf("%s: incomplete %+v", name, f)
+		}
+		if f.Kind == CausalLM && (f.CausalLMClass == "" || f.ActivationKey == "" || f.Activation == "") {
+			t.Errorf("%s: a causal LM needs its CausalLM class and activation key: %+v", name, f)
+		}
+
+	}
+	if got, want := Names(CausalLM), []string{"gemma", "gemma2", "gemma3_text", "llama", "mistral", "phi3", "qwen2", "qwen3"}; !slices.Equal(got, want) {
+		t.Errorf("causal LM families %v, want %v", got, want)
+	}
+	if got := Names(Encoder); !slices.Equal(got, []string{"bert", "roberta"}) {
+		t.Errorf("encoder families %v, want [bert roberta]", got)
+	}
+}
+
+func TestLookupReturnsACopy(t *testing.T) {
+	f, ok := Lookup("llama")
+	if !ok {
+		t.Fatal("llama is not registered")
+	}
+	f.LoRATargets[0] = "changed"
+	if g, _ := Lookup("llama"); g.LoRATargets[0] != "q_proj" {
+		t.Errorf("a caller's change reached the registry: %v", g.LoRATargets)
+	}
+}
+
+func TestLoRATargetsAreSortedAndUnique(t *testing.T) {
+	all := LoRATargets("")
+	if !slices.IsSorted(all) || len(slices.Compact(slices.Clone(all))) != len(all) {
+		t.Errorf("LoRATargets(\"\") = %v, want sorted without repeats", all)
+	}
+	for _, want := range []string{"q_proj", "down_proj", "qkv_proj", "gate_up_proj", "query", "output.dense"} {
+		if !slices.Contains(all, want) {
+			t.Errorf("LoRATargets lacks %q", want)
+		}
+	}
+}
+
+func TestRegisterRefusesBadFamilies(t *testing.T) {
+	tests := []struct {
+		desc string
+		f    Family
+		want string
+	}{
+		{"empty model type", Family{Kind: CausalLM, LoRATargets: []string{"x"}}, "empty ModelType"},
+		{"unknown kind", Family{ModelType: "x1", Kind: "vision", LoRATargets: []string{"x"}}, "kind"},
+		{"no targets", Family{ModelType: "x2", Kind: CausalLM}, "no LoRA targets"},
+		{"duplicate", Family{ModelType: "llama", Kind: CausalLM, LoRATargets: []string{"x"}}, "registered twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.desc, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if msg, _ := r.(string); !strings.Contains(msg, tt.want) {
+					t.Errorf("Register panicked with %v, want a message containing %q", r, tt.want)
+				}
+			}()
+			Register(tt.f)
+		})
+	}
+}
