@@ -380,10 +380,29 @@ func (st *DecState) Len() int { return st.pos }
 // Step feeds token to every state (one token each, batched) and writes into probs[i] (length
 // VocabSize) the copy-augmented distribution of the next token of state i.
 func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
-	if n.graph != nil {
-		n.stepGraph(states, tokens, probs)
-		return
+	for i, o := range n.network(states, tokens) {
+		n.mix(states[i], tokens[i], o, probs[i])
 	}
+}
+
+// network feeds tokens[i] to states[i] (advancing them) and returns the network's outputs for
+// each, computed by the graph network when there is one, else in Go.
+func (n *Net) network(states []*DecState, tokens []int32) []stepOut {
+	if n.graph == nil {
+		return n.stepGo(states, tokens)
+	}
+	outs, err := n.graph.stepGraph(states, tokens)
+	if err != nil {
+		panic(err) // a backend failure: decode.Model has no error path
+	}
+	for _, st := range states {
+		st.pos++
+	}
+	return outs
+}
+
+// stepGo is the network's step in Go.
+func (n *Net) stepGo(states []*DecState, tokens []int32) []stepOut {
 	h := n.H
 	d, b := h.DModel, len(states)
 	x := make([]float32, b*d)
@@ -439,6 +458,7 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 		}
 	}
 	scale := float32(1 / math.Sqrt(float64(d)))
+	outs := make([]stepOut, b)
 	for i, st := range states {
 		src := st.Src
 		a := make([]float32, len(src.IDs))
@@ -446,17 +466,29 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 		for j := range a {
 			a[j] = dot(q, src.copyKey[j*d:(j+1)*d]) * scale
 		}
-		s := x[i*d : (i+1)*d]
-		ctxGate := func(a []float32) float32 {
-			ctx := make([]float32, d)
-			for j, aj := range a {
-				axpy(aj, src.states[j*d:(j+1)*d], ctx)
-			}
-			return dot(ctx, n.gateC)
-		}
-		n.mix(st, tokens[i], stepOut{logits: logits[i*nGen : (i+1)*nGen], copyScores: a,
-			gateS: dot(s, n.gateS), gateX: dot(xEmb[i*d:(i+1)*d], n.gateX)}, ctxGate, probs[i])
+		outs[i] = stepOut{logits: logits[i*nGen : (i+1)*nGen], copyScores: a,
+			gateS: dot(x[i*d:(i+1)*d], n.gateS), gateX: dot(xEmb[i*d:(i+1)*d], n.gateX)}
 	}
+	return outs
+}
+
+// ctxGate is the gate's term of the copy context for the copy attention a over src: the
+// a-weighted sum of the encoder states, times gate_c; from the graph's encoder, the same sum taken
+// over the states' terms (sum_j a_j (states_j . gate_c)), so that the states stay on the device.
+func (n *Net) ctxGate(src *Source, a []float32) float32 {
+	if src.graph != nil {
+		var z float32
+		for j, aj := range a {
+			z += aj * src.graph.srcGate[j]
+		}
+		return z
+	}
+	d := n.H.DModel
+	ctx := make([]float32, d)
+	for j, aj := range a {
+		axpy(aj, src.states[j*d:(j+1)*d], ctx)
+	}
+	return dot(ctx, n.gateC)
 }
 
 // stepOut is what the network computes for one hypothesis at one step, before the copy mixture:
@@ -470,9 +502,8 @@ type stepOut struct {
 
 // mix turns the network's outputs for state st, fed tok, into the copy-augmented distribution out:
 // the decoding bonuses and constraints live here, on the host, shared by the Go network and the
-// graph one. ctxGate returns the gate's term of the copy context (the copy-attention-weighted
-// encoder states) for the final copy attention; o.logits and o.copyScores are overwritten.
-func (n *Net) mix(st *DecState, tok int32, o stepOut, ctxGate func(a []float32) float32, out []float32) {
+// graph one. o.logits and o.copyScores are overwritten.
+func (n *Net) mix(st *DecState, tok int32, o stepOut, out []float32) {
 	h := n.H
 	lg := o.logits
 	maxLogit := float32(math.Inf(-1))
@@ -507,7 +538,7 @@ func (n *Net) mix(st *DecState, tok int32, o stepOut, ctxGate func(a []float32) 
 		}
 	}
 	softmax(a)
-	gate := sigmoid(o.gateS + ctxGate(a) + o.gateX + following*n.gateF + n.gateB)
+	gate := sigmoid(o.gateS + n.ctxGate(src, a) + o.gateX + following*n.gateF + n.gateB)
 	g := gate / float32(sum)
 	clear(out)
 	for k, id := range n.genIDs {

@@ -376,25 +376,3 @@ func (g *graphNet) stepGraph(states []*DecState, tokens []int32) ([]stepOut, err
 	}
 	return out, nil
 }
-
-// stepGraph is Step with the graph network: the network's outputs come from the step graph, the
-// copy context's gate term from the encoder states' terms (sum_j a_j (states_j . gate_c), the
-// same as (sum_j a_j states_j) . gate_c).
-func (n *Net) stepGraph(states []*DecState, tokens []int32, probs [][]float32) {
-	outs, err := n.graph.stepGraph(states, tokens)
-	if err != nil {
-		panic(err) // a backend failure: decode.Model has no error path
-	}
-	for i, st := range states {
-		st.pos++
-		srcGate := st.Src.graph.srcGate
-		ctxGate := func(a []float32) float32 {
-			var z float32
-			for j, aj := range a {
-				z += aj * srcGate[j]
-			}
-			return z
-		}
-		n.mix(st, tokens[i], outs[i], ctxGate, probs[i])
-	}
-}

@@ -13,8 +13,8 @@ import (
 	"github.com/tracksum/tracksum/model/decode"
 )
 
-// parityTol is how far the graph network's probabilities may be from the Go network's: the two
-// sum in different orders (float32), nothing else differs.
+// parityTol is how far the graph network's outputs may be from the Go network's: the two sum in
+// different orders (float32), nothing else differs.
 const parityTol = 1e-5
 
 // toyNets returns the Go and the graph network over the same randomly initialised weights.
@@ -65,7 +65,8 @@ var paritySources = []struct{ ids, seg []int32 }{
 }
 
 // TestGraphNetMatchesNet feeds the same tokens to the Go network (forward.go) and to the graph
-// network (graphnet.go) and checks that every next-token distribution agrees to parityTol, with
+// network (graphnet.go) and checks that the network's outputs (logits, copy scores, gate terms;
+// relative to their size) and every next-token distribution agree to parityTol, with
 // the decoding bonuses on, past the cache bucket and past the trained positions, on the network
 // variants of TestGraphMatchesForward.
 func TestGraphNetMatchesNet(t *testing.T) {
@@ -103,7 +104,7 @@ func TestGraphNetMatchesNet(t *testing.T) {
 			for i := range hp {
 				hp[i], gp[i] = make([]float32, h.VocabSize), make([]float32, h.VocabSize)
 			}
-			worst := 0.0
+			worst, worstLogit := 0.0, 0.0
 			// 2·cacheBucket+3 tokens: the cache grows twice; the position passes maxPositions.
 			for step := range 2*cacheBucket + 3 {
 				tokens := make([]int32, len(hs))
@@ -114,8 +115,31 @@ func TestGraphNetMatchesNet(t *testing.T) {
 						tokens[i] = src[(step+i)%len(src)] // walks the source: chains form
 					}
 				}
-				host.Step(hs, tokens, hp)
-				graph.Step(gs, tokens, gp)
+				ho, gro := host.network(hs, tokens), graph.network(gs, tokens)
+				for i := range ho {
+					src := paritySources[i].ids
+					for _, v := range []struct {
+						name      string
+						want, got []float32
+					}{
+						{"logit", ho[i].logits, gro[i].logits},
+						{"copy score", ho[i].copyScores, gro[i].copyScores[:len(src)]},
+						{"gate term", []float32{ho[i].gateS, ho[i].gateX}, []float32{gro[i].gateS, gro[i].gateX}},
+					} {
+						if len(v.got) != len(v.want) {
+							t.Fatalf("step %d, source %d: %d %ss through the graph, %d in Go", step, i, len(v.got), v.name, len(v.want))
+						}
+						for k := range v.want {
+							d := math.Abs(float64(v.got[k] - v.want[k]))
+							worstLogit = max(worstLogit, d)
+							if d > parityTol*max(1, math.Abs(float64(v.want[k]))) {
+								t.Fatalf("step %d, source %d: %s %d = %g in Go, %g through the graph", step, i, v.name, k, v.want[k], v.got[k])
+							}
+						}
+					}
+					host.mix(hs[i], tokens[i], ho[i], hp[i])
+					graph.mix(gs[i], tokens[i], gro[i], gp[i])
+				}
 				for i := range hp {
 					for id := range hp[i] {
 						d := math.Abs(float64(hp[i][id] - gp[i][id]))
@@ -126,7 +150,7 @@ func TestGraphNetMatchesNet(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("largest probability difference: %.2g", worst)
+			t.Logf("largest difference: %.2g in a logit, copy score or gate term, %.2g in a probability", worstLogit, worst)
 		})
 	}
 }
