@@ -11,10 +11,12 @@ import (
 	"github.com/tracksum/tracksum/subword"
 )
 
-// Net is the summarizer network in plain Go, for inference: the encoder runs once per source and
-// its outputs (states, cross-attention keys and values, copy keys) are cached; each decoding step
-// then costs one token's worth of work plus attention over the cached keys (a KV cache), so time per
-// generated token stays flat as the output grows. A Net is read-only and safe for concurrent use.
+// Net is the summarizer network for decoding, in plain Go (NewNet) or through its GoMLX graphs
+// (NewGraphNet, graphnet.go; the host part of a step, mix, is shared): the encoder runs once per
+// source and its outputs (states, cross-attention keys and values, copy keys) are cached; each
+// decoding step then costs one token's worth of work plus attention over the cached keys (a KV
+// cache), so time per generated token stays flat as the output grows. A Net is read-only and safe
+// for concurrent use.
 type Net struct {
 	H       Hyperparams
 	tokens  []float32 // [V, D]
