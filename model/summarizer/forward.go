@@ -271,7 +271,7 @@ type DecState struct {
 	// with a UTF8 guard).
 	utf8 subword.UTF8State
 	// cache holds, with the graph network, the self-attention keys and values of every decoder
-	// layer as [1, capacity, d] tensors (selfK and selfV are then unused); shared with clones
+	// layer as [1, heads, capacity, headDim] tensors (selfK and selfV are then unused); shared with clones
 	// until one of them advances, since tensors are never changed in place.
 	cache []*tensors.Tensor
 }

@@ -20,12 +20,13 @@ import (
 // whatever backend the process has (an XLA GPU included), with the decoding bonuses and
 // constraints of Net.mix kept on the host, shared with the Go network.
 //
-//	encode: src, seg [B, S] -> per source row, for every decoder layer the cross-attention keys
-//	        and values [1, S, d], the copy keys [1, S, d], and the gate term of each encoder
-//	        state (states . gate_c) [B, S]: everything the decoder reads from the source, computed once.
+//	encode: src, seg [B, S] -> the gate term of each encoder state (states . gate_c) [B, S],
+//	        then per source row, for every decoder layer, the cross-attention keys and values
+//	        [1, H, S, dh] (split in heads), and the copy keys [1, S, d]: everything the decoder
+//	        reads from the source, computed once.
 //	step:   one token per hypothesis [B], its target position and aspect, the self-attention
 //	        bias [B, C] over the cache slots, the source bias [B, S], the slot written; then each
-//	        row's self-attention cache (keys and values per layer, [1, C, d]) and its source's
+//	        row's self-attention cache (keys and values per layer, [1, H, C, dh]) and its source's
 //	        tensors -> logits over the generation vocabulary [B, G], copy scores [B, S], the
 //	        gate's state and input terms [B], then each row's new cache.
 //
@@ -37,18 +38,25 @@ import (
 // cacheBucket rounds the self-attention cache capacity (decoded tokens).
 const cacheBucket = 16
 
+// outEmbScope and outEmbName locate the decoding store's copy of the output embeddings, outside
+// the model scope (never saved: a checkpoint holds the tied embeddings only).
+const (
+	outEmbScope = "/decode"
+	outEmbName  = "out_emb"
+)
+
 // graphNet holds the Execs of graph decoding and the store of the weights they read.
 type graphNet struct {
 	h      Hyperparams
 	encode *gomlxmodel.Exec
 	step   *gomlxmodel.Exec
 	mu     sync.Mutex
-	// zeros caches the empty cache row [1, C, d] per capacity C (immutable, shared by all states).
+	// zeros caches the empty cache row per capacity (immutable, shared by all states).
 	zeros map[int]*tensors.Tensor
 }
 
 // graphSource is the part of a Source that graph decoding reads: the source's length bucket, its
-// per-layer cross-attention keys and values and its copy keys ([1, S, d] each, in that order), and
+// per-layer cross-attention keys and values ([1, H, S, dh]) and its copy keys ([1, S, d]), and
 // the gate term of each encoder state.
 type graphSource struct {
 	rows    []*tensors.Tensor
@@ -69,6 +77,12 @@ func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 		if _, err := store.CreateVariable(model.ModelScope+"/"+name, t); err != nil {
 			return nil, fmt.Errorf("summarizer graph: variable %s: %w", name, err)
 		}
+	}
+	// The output embeddings (the generation vocabulary's rows of the tied embeddings) are
+	// gathered once here, not at every step.
+	outEmb := tensors.FromFlatDataAndDimensions(n.outEmb, len(n.genIDs), h.DModel)
+	if _, err := store.CreateVariable(outEmbScope+"/"+outEmbName, outEmb); err != nil {
+		return nil, fmt.Errorf("summarizer graph: %w", err)
 	}
 	g := &graphNet{h: h, zeros: map[int]*tensors.Tensor{}}
 	scope := store.Scope(model.ModelScope)
@@ -94,12 +108,12 @@ func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 // OnGraph reports whether the Net runs its network through GoMLX graphs (NewGraphNet).
 func (n *Net) OnGraph() bool { return n.graph != nil }
 
-// perSource is the number of [1, S, d] tensors a source row holds: cross keys and values per
-// decoder layer, and the copy keys.
+// perSource is the number of tensors a source row holds: cross keys and values per decoder
+// layer, and the copy keys.
 func (h Hyperparams) perSource() int { return 2*h.DecoderLayers + 1 }
 
 // encodeRowsGraph encodes src, seg [B, S] (PadID-padded) and returns the gate terms [B, S] of the
-// encoder states, then each row's perSource tensors [1, S, d].
+// encoder states, then each row's perSource tensors.
 func encodeRowsGraph(scope *gomlxmodel.Scope, h Hyperparams, src, seg *Node) []*Node {
 	g := src.Graph()
 	b := src.Shape().Dimensions[0]
@@ -109,7 +123,8 @@ func encodeRowsGraph(scope *gomlxmodel.Scope, h Hyperparams, src, seg *Node) []*
 	var perRow []*Node
 	for l := range h.DecoderLayers {
 		cs := scope.At("decoder").At("layer_%d", l).At("cross")
-		perRow = append(perRow, layerVars.Dense(cs, "k", enc, d, activation.TypeNone), layerVars.Dense(cs, "v", enc, d, activation.TypeNone))
+		perRow = append(perRow, layers.SplitHeads(layerVars.Dense(cs, "k", enc, d, activation.TypeNone), h.Heads),
+			layers.SplitHeads(layerVars.Dense(cs, "v", enc, d, activation.TypeNone), h.Heads))
 	}
 	perRow = append(perRow, layerVars.Dense(scope.At("copy"), "k", enc, d, activation.TypeNone))
 	gc := scope.At("copy").VariableWithShape("gate_c", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
@@ -130,7 +145,7 @@ const (
 )
 
 // decodeStepGraph feeds one token per row (see the inputs above, then each row's 2·DecoderLayers
-// cache tensors [1, C, d], then each row's perSource tensors [1, S, d]) and returns the logits
+// cache tensors [1, H, C, dh], then each row's perSource tensors) and returns the logits
 // [B, G], the copy scores [B, S], the gate terms of the state and of the input [B], then each
 // row's new cache tensors.
 func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node {
@@ -156,10 +171,15 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	x = Reshape(x, b, 1, d)
 
 	// The new keys and values go to the cache slot of the fed token (the Go backend has no
-	// DynamicUpdateSlice: a select on the slot, exact).
-	slots := Iota(g, shapes.Make(dtypes.Int32, 1, capacity, 1), 1)
-	atSlot := BroadcastToDims(Equal(slots, BroadcastToDims(in[stepSlot], 1, capacity, 1)), b, capacity, d)
-	place := func(old, nw *Node) *Node { return Where(atSlot, BroadcastToDims(nw, b, capacity, d), old) }
+	// DynamicUpdateSlice: a select on the slot, exact). Caches and source keys are kept split
+	// in heads, [B, H, ·, dh], so that no step transposes them.
+	hd := d / h.Heads
+	dims := []int{b, h.Heads, capacity, hd}
+	slots := Iota(g, shapes.Make(dtypes.Int32, 1, 1, capacity, 1), 2)
+	atSlot := BroadcastToDims(Equal(slots, BroadcastToDims(in[stepSlot], 1, 1, capacity, 1)), dims...)
+	place := func(old, nw *Node) *Node {
+		return Where(atSlot, BroadcastToDims(layers.SplitHeads(nw, h.Heads), dims...), old)
+	}
 	selfBias := Reshape(in[stepSelfBias], b, 1, 1, capacity)
 	srcBias := Reshape(in[stepSrcBias], b, 1, 1, srcLen)
 	proj := func(s *gomlxmodel.Scope, name string, y *Node) *Node {
@@ -172,23 +192,19 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 		ss := ls.At("self")
 		next[2*l] = place(cache[2*l], proj(ss, "k", y))
 		next[2*l+1] = place(cache[2*l+1], proj(ss, "v", y))
-		att := layers.Attention(layers.SplitHeads(proj(ss, "q", y), h.Heads), layers.SplitHeads(next[2*l], h.Heads), layers.SplitHeads(next[2*l+1], h.Heads), selfBias)
+		att := layers.Attention(layers.SplitHeads(proj(ss, "q", y), h.Heads), next[2*l], next[2*l+1], selfBias)
 		x = Add(x, proj(ss, "o", layers.MergeHeads(att)))
 		y = layerVars.LayerNorm(ls.At("ln2"), x)
 		cs := ls.At("cross")
-		att = layers.Attention(layers.SplitHeads(proj(cs, "q", y), h.Heads), layers.SplitHeads(source[2*l], h.Heads), layers.SplitHeads(source[2*l+1], h.Heads), srcBias)
+		att = layers.Attention(layers.SplitHeads(proj(cs, "q", y), h.Heads), source[2*l], source[2*l+1], srcBias)
 		x = Add(x, proj(cs, "o", layers.MergeHeads(att)))
 		y = layerVars.LayerNorm(ls.At("ln3"), x)
 		x = Add(x, ffnGraph(ls.At("ffn"), h, y))
 	}
 	s := Reshape(layerVars.LayerNorm(scope.At("decoder").At("ln"), x), b, d)
 
-	genIDs := h.genIDs()
-	nGen := len(genIDs)
-	outEmb := tokens
-	if len(h.GenIDs) > 0 {
-		outEmb = Gather(tokens, Reshape(Const(g, genIDs), nGen, 1))
-	}
+	nGen := len(h.genIDs())
+	outEmb := scope.Store().Scope(outEmbScope).VariableWithShape(outEmbName, shapes.Make(dtypes.Float32, nGen, d)).ValueGraph(g)
 	outBias := es.VariableWithShape("out_bias", shapes.Make(dtypes.Float32, nGen)).ValueGraph(g)
 	logits := Add(layers.ProductTransposed(s, outEmb), layers.BroadcastRows(outBias, b))
 
@@ -279,12 +295,12 @@ func (g *graphNet) encodeAll(ids, seg [][]int32) ([]*graphSource, error) {
 	return res, nil
 }
 
-// emptyCache returns the cache rows of a fresh state: zeros of capacity C, shared.
+// emptyCache returns the cache rows of a fresh state: zeros [1, H, C, dh], shared.
 func (g *graphNet) emptyCache(capacity int) []*tensors.Tensor {
 	g.mu.Lock()
 	z, ok := g.zeros[capacity]
 	if !ok {
-		z = tensors.FromShape(shapes.Make(dtypes.Float32, 1, capacity, g.h.DModel))
+		z = tensors.FromShape(shapes.Make(dtypes.Float32, 1, g.h.Heads, capacity, g.h.headDim()))
 		g.zeros[capacity] = z
 	}
 	g.mu.Unlock()
@@ -298,18 +314,23 @@ func (g *graphNet) emptyCache(capacity int) []*tensors.Tensor {
 // grow copies a state's cache rows into a larger capacity (zeros after the used slots): a
 // summary longer than the cache bucket.
 func (g *graphNet) grow(rows []*tensors.Tensor, capacity int) []*tensors.Tensor {
-	d := g.h.DModel
+	heads, hd := g.h.Heads, g.h.headDim()
 	out := make([]*tensors.Tensor, len(rows))
 	for i, t := range rows {
-		flat := make([]float32, capacity*d)
-		tensors.MustConstFlatData(t, func(old []float32) { copy(flat, old) })
-		out[i] = tensors.FromFlatDataAndDimensions(flat, 1, capacity, d)
+		old := t.Shape().Dimensions[2]
+		flat := make([]float32, heads*capacity*hd)
+		tensors.MustConstFlatData(t, func(prev []float32) {
+			for hh := range heads {
+				copy(flat[hh*capacity*hd:], prev[hh*old*hd:(hh+1)*old*hd])
+			}
+		})
+		out[i] = tensors.FromFlatDataAndDimensions(flat, 1, heads, capacity, hd)
 	}
 	return out
 }
 
-// capacity is the cache capacity of a state's rows.
-func capacity(rows []*tensors.Tensor) int { return rows[0].Shape().Dimensions[1] }
+// capacity is the cache capacity of a state's rows ([1, H, C, dh]).
+func capacity(rows []*tensors.Tensor) int { return rows[0].Shape().Dimensions[2] }
 
 // stepGraph feeds tokens[i] to states[i] through the step graph and returns each state's network
 // outputs; states are grouped by (position, cache capacity, source bucket), one call per group
