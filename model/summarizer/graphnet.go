@@ -80,7 +80,14 @@ func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 	}
 	// The output embeddings (the generation vocabulary's rows of the tied embeddings) are
 	// gathered once here, not at every step.
-	outEmb := tensors.FromFlatDataAndDimensions(n.outEmb, len(n.genIDs), h.DModel)
+	nGen, d := len(n.genIDs), h.DModel
+	outEmbT := make([]float32, d*nGen) // [d, G]: the step's product then runs on the Go backend's plain kernel
+	for k := range nGen {
+		for i := range d {
+			outEmbT[i*nGen+k] = n.outEmb[k*d+i]
+		}
+	}
+	outEmb := tensors.FromFlatDataAndDimensions(outEmbT, d, nGen)
 	if _, err := store.CreateVariable(outEmbScope+"/"+outEmbName, outEmb); err != nil {
 		return nil, fmt.Errorf("summarizer graph: %w", err)
 	}
@@ -204,9 +211,9 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	s := Reshape(layerVars.LayerNorm(scope.At("decoder").At("ln"), x), b, d)
 
 	nGen := len(h.genIDs())
-	outEmb := scope.Store().Scope(outEmbScope).VariableWithShape(outEmbName, shapes.Make(dtypes.Float32, nGen, d)).ValueGraph(g)
+	outEmbT := scope.Store().Scope(outEmbScope).VariableWithShape(outEmbName, shapes.Make(dtypes.Float32, d, nGen)).ValueGraph(g)
 	outBias := es.VariableWithShape("out_bias", shapes.Make(dtypes.Float32, nGen)).ValueGraph(g)
-	logits := Add(layers.ProductTransposed(s, outEmb), layers.BroadcastRows(outBias, b))
+	logits := Add(layers.Product(s, outEmbT), layers.BroadcastRows(outBias, b))
 
 	cs := scope.At("copy")
 	qc := Reshape(proj(cs, "q", s), b, 1, 1, d)
