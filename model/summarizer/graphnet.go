@@ -21,9 +21,9 @@ import (
 // constraints of Net.mix kept on the host, shared with the Go network.
 //
 //	encode: src, seg [B, S] -> the gate term of each encoder state (states . gate_c) [B, S],
-//	        then per source row, for every decoder layer, the cross-attention keys and values
-//	        [1, H, S, dh] (split in heads), and the copy keys [1, S, d]: everything the decoder
-//	        reads from the source, computed once.
+//	        then per source row, for every decoder layer, the cross-attention keys [1, H, dh, S]
+//	        and values [1, H, S, dh] (split in heads, keys transposed), and the copy keys
+//	        [1, d, S]: everything the decoder reads from the source, computed once.
 //	step:   one token per hypothesis [B], its target position and aspect, the self-attention
 //	        bias [B, C] over the cache slots, the source bias [B, S], the slot written; then each
 //	        row's self-attention cache (keys and values per layer, [1, H, C, dh]) and its source's
@@ -56,8 +56,8 @@ type graphNet struct {
 }
 
 // graphSource is the part of a Source that graph decoding reads: the source's length bucket, its
-// per-layer cross-attention keys and values ([1, H, S, dh]) and its copy keys ([1, S, d]), and
-// the gate term of each encoder state.
+// per-layer cross-attention keys ([1, H, dh, S]) and values ([1, H, S, dh]) and its copy keys
+// ([1, d, S]), and the gate term of each encoder state.
 type graphSource struct {
 	rows    []*tensors.Tensor
 	srcGate []float32
@@ -130,10 +130,10 @@ func encodeRowsGraph(scope *gomlxmodel.Scope, h Hyperparams, src, seg *Node) []*
 	var perRow []*Node
 	for l := range h.DecoderLayers {
 		cs := scope.At("decoder").At("layer_%d", l).At("cross")
-		perRow = append(perRow, layers.SplitHeads(layerVars.Dense(cs, "k", enc, d, activation.TypeNone), h.Heads),
-			layers.SplitHeads(layerVars.Dense(cs, "v", enc, d, activation.TypeNone), h.Heads))
+		kT := TransposeAllDims(layers.SplitHeads(layerVars.Dense(cs, "k", enc, d, activation.TypeNone), h.Heads), 0, 1, 3, 2)
+		perRow = append(perRow, kT, layers.SplitHeads(layerVars.Dense(cs, "v", enc, d, activation.TypeNone), h.Heads))
 	}
-	perRow = append(perRow, layerVars.Dense(scope.At("copy"), "k", enc, d, activation.TypeNone))
+	perRow = append(perRow, Transpose(layerVars.Dense(scope.At("copy"), "k", enc, d, activation.TypeNone), 1, 2))
 	gc := scope.At("copy").VariableWithShape("gate_c", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	srcLen := src.Shape().Dimensions[1]
 	srcGate := Reshape(layers.Product(Reshape(enc, b*srcLen, d), Reshape(gc, d, 1)), b, srcLen)
@@ -203,7 +203,7 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 		x = Add(x, proj(ss, "o", layers.MergeHeads(att)))
 		y = layerVars.LayerNorm(ls.At("ln2"), x)
 		cs := ls.At("cross")
-		att = layers.Attention(layers.SplitHeads(proj(cs, "q", y), h.Heads), source[2*l], source[2*l+1], srcBias)
+		att = attendKeysT(layers.SplitHeads(proj(cs, "q", y), h.Heads), source[2*l], source[2*l+1], srcBias)
 		x = Add(x, proj(cs, "o", layers.MergeHeads(att)))
 		y = layerVars.LayerNorm(ls.At("ln3"), x)
 		x = Add(x, ffnGraph(ls.At("ffn"), h, y))
@@ -216,15 +216,24 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	logits := Add(layers.Product(s, outEmbT), layers.BroadcastRows(outBias, b))
 
 	cs := scope.At("copy")
-	qc := Reshape(proj(cs, "q", s), b, 1, 1, d)
-	copyKeys := Reshape(source[2*nl], b, 1, srcLen, d)
-	scores := Reshape(MulScalar(layers.AttentionScores(qc, copyKeys), 1/math.Sqrt(float64(d))), b, srcLen)
+	qc := Reshape(proj(cs, "q", s), b, 1, d)
+	scores := DotGeneral(qc, []int{2}, []int{0}, source[2*nl], []int{1}, []int{0}) // copy keys [B, d, S]
+	scores = Reshape(MulScalar(scores, 1/math.Sqrt(float64(d))), b, srcLen)
 
 	gs := cs.VariableWithShape("gate_s", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gx := cs.VariableWithShape("gate_x", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gateS := Reshape(layers.Product(s, Reshape(gs, d, 1)), b)
 	gateX := Reshape(layers.Product(xEmb, Reshape(gx, d, 1)), b)
 	return append([]*Node{logits, scores, gateS, gateX}, splitRows(next, b)...)
+}
+
+// attendKeysT is layers.Attention with the keys given transposed, kT [B, H, dh, S]: the encoder
+// stores the source's keys so, once, and each step's scores then run on the Go backend's plain
+// matmul kernel rather than its slower transposed one.
+func attendKeysT(q, kT, values, bias *Node) *Node {
+	scores := DotGeneral(q, []int{3}, []int{0, 1}, kT, []int{2}, []int{0, 1})
+	scores = Add(MulScalar(scores, 1/math.Sqrt(float64(q.Shape().Dimensions[3]))), bias)
+	return layers.AttentionValues(layers.SoftmaxLast(scores), values)
 }
 
 // joinRows concatenates the per-row tensors (row 0's per nodes, then row 1's, ...) into per nodes
