@@ -114,9 +114,10 @@ func BenchmarkTrainStep(b *testing.B) {
 }
 
 // BenchmarkDecode generates n tokens for 7 sources at once (the 7 aspects of an abstract, sources
-// of 120 tokens), encoding included, with the network in Go ("go", forward.go) and through its
-// GoMLX graphs on the process's backend ("graph", graphnet.go), side by side on the same weights;
-// it reports generated tokens (all hypotheses) per second and per CPU-second. With the KV cache
+// of 120 tokens; "-1src": one source alone), encoding included, with the network in Go ("go",
+// forward.go) and through its GoMLX graphs on the process's backend ("graph", graphnet.go), side
+// by side on the same weights; it reports generated tokens (all hypotheses) per second and per
+// CPU-second. With the KV cache
 // the time per token stays flat as n grows; re-running the Go decoder over the whole prefix at
 // each step ("recompute", what decoding without a cache costs) grows linearly with n:
 //
@@ -134,20 +135,21 @@ func BenchmarkDecode(b *testing.B) {
 		probs[i] = make([]float32, h.VocabSize)
 	}
 	tokens := make([]int32, len(exs))
-	decodeN := func(net *Net, n int) {
+	decodeN := func(net *Net, n, sources int) {
 		var states []*DecState
-		for _, src := range net.EncodeAll(ids, segs, aspects) {
+		for _, src := range net.EncodeAll(ids[:sources], segs[:sources], aspects[:sources]) {
 			states = append(states, net.NewState(src))
 		}
 		for t := range n {
 			for i := range tokens {
 				tokens[i] = int32(10 + t)
 			}
-			net.Step(states, tokens, probs)
+			net.Step(states, tokens[:sources], probs[:sources])
 		}
 	}
-	report := func(b *testing.B, n int, cpu float64) {
-		generated := float64(b.N * n * len(exs))
+	// report gives the figures of perIter generated tokens per iteration.
+	report := func(b *testing.B, perIter int, cpu float64) {
+		generated := float64(b.N * perIter)
 		b.ReportMetric(generated/b.Elapsed().Seconds(), "tokens/s")
 		b.ReportMetric(generated/cpu, "tokens/cpu-s")
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/generated, "µs/token")
@@ -158,11 +160,26 @@ func BenchmarkDecode(b *testing.B) {
 			net  *Net
 		}{{"go", host}, {"graph", graph}} {
 			b.Run(fmt.Sprintf("%s/tokens=%d", net.name, n), func(b *testing.B) {
-				decodeN(net.net, n) // the graph's programs compile outside the timing
+				decodeN(net.net, n, len(exs)) // the graph's programs compile outside the timing
 				b.ResetTimer()
 				cpu0 := cpuSeconds()
 				for range b.N {
-					decodeN(net.net, n)
+					decodeN(net.net, n, len(exs))
+				}
+				report(b, n*len(exs), cpuSeconds()-cpu0)
+			})
+		}
+		// One source alone (a single request): the graph's fixed cost per call shows most.
+		for _, net := range []struct {
+			name string
+			net  *Net
+		}{{"go", host}, {"graph", graph}} {
+			b.Run(fmt.Sprintf("%s-1src/tokens=%d", net.name, n), func(b *testing.B) {
+				decodeN(net.net, n, 1)
+				b.ResetTimer()
+				cpu0 := cpuSeconds()
+				for range b.N {
+					decodeN(net.net, n, 1)
 				}
 				report(b, n, cpuSeconds()-cpu0)
 			})
@@ -184,7 +201,7 @@ func BenchmarkDecode(b *testing.B) {
 					}
 				}
 			}
-			report(b, n, cpuSeconds()-cpu0)
+			report(b, n*len(exs), cpuSeconds()-cpu0)
 		})
 	}
 }
