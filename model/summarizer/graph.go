@@ -13,7 +13,8 @@ import (
 
 // The network, written here as GoMLX graphs for training (differentiable) and, from the same
 // layers, cut for decoding in graphnet.go (encoder once, decoder step with a KV cache, any
-// backend); forward.go has it in plain Go for decoding on the pure-Go backend, where it is faster.
+// backend); forward.go has it in plain Go for decoding on the pure-Go backend, where it costs less
+// CPU on small batches.
 // All read the same variables, named below; TestGraphMatchesForward and TestGraphNetMatchesNet
 // check that they compute the same probabilities. The layers come from
 // model/layers (gradients laid out for the Go backend), with the summarizer's variable names

@@ -5,8 +5,9 @@
 // its own segment embedding); its output is the aspect summary.
 //
 // Training (Train) builds the network as a GoMLX graph and runs it through the shared loop of
-// model/training; inference (Load, Summarizer.Summarize) runs the same network in plain Go with
-// cached encoder states and a decoder KV cache, driven by package model/decode (greedy or beam).
+// model/training; inference (Load, Summarizer.Summarize) runs the same network, encoder once and
+// one decoder step per token with a KV cache, through its GoMLX graphs on an XLA backend (a GPU
+// included) or in plain Go on the pure-Go backend, driven by package model/decode (greedy or beam).
 //
 // # Example
 //
@@ -89,8 +90,8 @@ type Request struct {
 
 // Load reads a checkpoint directory written by Train. On a backend that compiles programs (XLA,
 // tsmodel.CompilesPerShape) the network decodes through its GoMLX graphs, on the device; on the
-// pure-Go backend it decodes with the Go network of forward.go, which is faster there
-// (BenchmarkDecode) and agrees with the graphs to 1e-5 (TestGraphNetMatchesNet).
+// pure-Go backend it decodes with the Go network of forward.go, which costs less CPU there on one
+// source alone (BenchmarkDecode) and agrees with the graphs to 1e-5 (TestGraphNetMatchesNet).
 func Load(dir string) (*Summarizer, error) { return load(dir, tsmodel.CompilesPerShape()) }
 
 // load is Load with the network's kind chosen.
