@@ -208,7 +208,7 @@ func (n *Net) EncodeAll(ids, seg [][]int32, aspects []int32) []*Source {
 	if n.graph != nil {
 		gs, err := n.graph.encodeAll(ids, seg)
 		if err != nil {
-			panic(err) // a backend failure: decode.Model has no error path either
+			panic(backendError{err}) // Summarize recovers it: decode.Model has no error path
 		}
 		for i := range out {
 			out[i] = &Source{IDs: ids[i], Aspect: aspects[i], starts: n.sentenceStarts(ids[i]), graph: gs[i]}
@@ -395,7 +395,7 @@ func (n *Net) network(states []*DecState, tokens []int32) []stepOut {
 	}
 	outs, err := n.graph.stepGraph(states, tokens)
 	if err != nil {
-		panic(err) // a backend failure: decode.Model has no error path
+		panic(backendError{err}) // Summarize recovers it: decode.Model has no error path
 	}
 	for _, st := range states {
 		st.pos++

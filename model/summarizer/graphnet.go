@@ -112,6 +112,10 @@ func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 	return n, nil
 }
 
+// backendError is a failure of the graph backend (a device out of memory, say) inside Step or
+// EncodeAll, which cannot return errors; Summarize turns it back into an error.
+type backendError struct{ err error }
+
 // OnGraph reports whether the Net runs its network through GoMLX graphs (NewGraphNet).
 func (n *Net) OnGraph() bool { return n.graph != nil }
 

@@ -198,7 +198,16 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 func (m Meta) MaxLen() int { return max(m.MaxDecodeLen, m.Hyperparams.MaxSummaryLen) }
 
 // Summarize writes one summary per request, decoding them together (batched).
-func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, error) {
+func (s *Summarizer) Summarize(reqs []Request, o decode.Options) (_ []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			be, ok := r.(backendError)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("summarize: %w", be.err)
+		}
+	}()
 	states := make([]*DecState, len(reqs))
 	srcIDs, segs, aspects := make([][]int32, len(reqs)), make([][]int32, len(reqs)), make([]int32, len(reqs))
 	var minLens []int
