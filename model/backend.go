@@ -120,8 +120,12 @@ func CompilesPerShape() bool {
 // power of two) on a backend that compiles a program per shape (CompilesPerShape), so that a run
 // meets a few shapes only: the first GPU check of the pretrained fine-tuning spent ~35 s of each
 // 5-step run compiling, because every batch of multiples of 16 was a new shape.
-func BucketLen(n, step int) int {
-	if !CompilesPerShape() {
+func BucketLen(n, step int) int { return BucketLenFor(n, step, CompilesPerShape()) }
+
+// BucketLenFor is BucketLen with the kind of backend given: powers of two when pow2 (lets a test
+// run the shapes of an XLA backend on the go one).
+func BucketLenFor(n, step int, pow2 bool) int {
+	if !pow2 {
 		return max(step, (n+step-1)/step*step)
 	}
 	p := step

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/gomlx/gomlx/core/tensors"
-	tsmodel "github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/subword"
 )
 
@@ -279,7 +278,7 @@ type DecState struct {
 // NewState starts decoding src; the first token to feed is [BOS].
 func (n *Net) NewState(src *Source) *DecState {
 	if n.graph != nil {
-		return &DecState{Src: src, cache: n.graph.emptyCache(tsmodel.BucketLen(1, cacheBucket))}
+		return &DecState{Src: src, cache: n.graph.emptyCache()}
 	}
 	return &DecState{Src: src, selfK: make([][]float32, len(n.dec)), selfV: make([][]float32, len(n.dec))}
 }

@@ -51,6 +51,8 @@ type graphNet struct {
 	encode *gomlxmodel.Exec
 	step   *gomlxmodel.Exec
 	mu     sync.Mutex
+	// pow2 pads every shape to a power of two (model.CompilesPerShape: an XLA backend).
+	pow2 bool
 	// zeros caches the empty cache row per capacity (immutable, shared by all states).
 	zeros map[int]*tensors.Tensor
 }
@@ -91,7 +93,7 @@ func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 	if _, err := store.CreateVariable(outEmbScope+"/"+outEmbName, outEmb); err != nil {
 		return nil, fmt.Errorf("summarizer graph: %w", err)
 	}
-	g := &graphNet{h: h, zeros: map[int]*tensors.Tensor{}}
+	g := &graphNet{h: h, pow2: model.CompilesPerShape(), zeros: map[int]*tensors.Tensor{}}
 	scope := store.Scope(model.ModelScope)
 	g.encode, err = gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, in []*Node) []*Node {
 		return encodeRowsGraph(scope, h, in[0], in[1])
@@ -273,9 +275,12 @@ func splitRows(nodes []*Node, b int) []*Node {
 	return out
 }
 
+// bucketLen is model.BucketLen for this net's backend (pow2).
+func (g *graphNet) bucketLen(n, step int) int { return model.BucketLenFor(n, step, g.pow2) }
+
 // rowBucket is the number of rows a batch of n runs as: n on the go backend, the next power of
 // two on a backend that compiles per shape (beam search's live hypotheses shrink as they finish).
-func rowBucket(n int) int { return model.BucketLen(n, 1) }
+func (g *graphNet) rowBucket(n int) int { return g.bucketLen(n, 1) }
 
 // encodeAll runs the encoder over the sources (ids and segment ids, no padding), padded to one
 // length bucket, and returns their graph parts.
@@ -286,8 +291,8 @@ func (g *graphNet) encodeAll(ids, seg [][]int32) ([]*graphSource, error) {
 		longest = max(longest, len(s))
 	}
 	// The bucket stops at the position table (the sources are built within it).
-	sb := max(longest, min(model.BucketLen(longest, srcBucket), h.maxPositions()))
-	b := rowBucket(len(ids))
+	sb := max(longest, min(g.bucketLen(longest, srcBucket), h.maxPositions()))
+	b := g.rowBucket(len(ids))
 	src := make([]int32, b*sb)
 	segs := make([]int32, b*sb)
 	for r := range b {
@@ -316,7 +321,8 @@ func (g *graphNet) encodeAll(ids, seg [][]int32) ([]*graphSource, error) {
 }
 
 // emptyCache returns the cache rows of a fresh state: zeros [1, H, C, dh], shared.
-func (g *graphNet) emptyCache(capacity int) []*tensors.Tensor {
+func (g *graphNet) emptyCache() []*tensors.Tensor {
+	capacity := g.bucketLen(1, cacheBucket)
 	g.mu.Lock()
 	z, ok := g.zeros[capacity]
 	if !ok {
@@ -359,7 +365,7 @@ func (g *graphNet) stepGraph(states []*DecState, tokens []int32) ([]stepOut, err
 	h := g.h
 	for _, st := range states {
 		if st.pos >= capacity(st.cache) {
-			st.cache = g.grow(st.cache, model.BucketLen(st.pos+1, cacheBucket))
+			st.cache = g.grow(st.cache, g.bucketLen(st.pos+1, cacheBucket))
 		}
 	}
 	type key struct{ pos, capacity, bucket int }
@@ -375,7 +381,7 @@ func (g *graphNet) stepGraph(states []*DecState, tokens []int32) ([]stepOut, err
 	out := make([]stepOut, len(states))
 	for _, k := range order {
 		idx := groups[k]
-		b := rowBucket(len(idx))
+		b := g.rowBucket(len(idx))
 		tok, pos, asp := make([]int32, b), make([]int32, b), make([]int32, b)
 		selfBias := make([]float32, b*k.capacity)
 		srcBias := make([]float32, b*k.bucket)

@@ -74,16 +74,21 @@ func TestGraphNetMatchesNet(t *testing.T) {
 		desc       string
 		genIDs     []int32
 		numAspects int
+		pow2       bool
 	}{
 		{desc: "whole vocabulary"},
 		{desc: "generation vocabulary", genIDs: []int32{2, 5, 9, 17, 20, 21}},
 		{desc: "aspect vectors", genIDs: []int32{2, 5, 9, 17, 20, 21}, numAspects: 3},
+		// The shapes of an XLA backend on the go one: 3 sources run as 4 rows (one repeated and
+		// dropped), caches of 16, 32, 64 slots.
+		{desc: "powers of two", genIDs: []int32{2, 5, 9, 17, 20, 21}, numAspects: 3, pow2: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			h := toyHyper()
 			h.GenIDs, h.NumAspects = tc.genIDs, tc.numAspects
 			host, graph := toyNets(t, h)
+			graph.graph.pow2 = tc.pow2
 			for _, n := range []*Net{host, graph} {
 				n.ChainBonus, n.StartBonus = 1.5, 2
 				n.Suppress([]int32{h.PadID, h.SepID})
@@ -155,8 +160,9 @@ func TestGraphNetMatchesNet(t *testing.T) {
 	}
 }
 
-// TestGraphNetDecodesLikeNet runs the shared search (greedy and beam, which clones states) over
-// both networks and checks that they write the same tokens.
+// TestGraphNetDecodesLikeNet runs the shared search (greedy and beam, which clones states and
+// whose live hypotheses shrink) over both networks and checks that they write the same tokens,
+// with the go backend's shapes and with an XLA backend's (powers of two).
 func TestGraphNetDecodesLikeNet(t *testing.T) {
 	h := toyHyper()
 	h.GenIDs = []int32{2, 5, 9, 17, 20, 21}
@@ -165,7 +171,12 @@ func TestGraphNetDecodesLikeNet(t *testing.T) {
 		n.ChainBonus, n.StartBonus = 1.5, 2
 		n.Suppress([]int32{h.PadID, h.SepID})
 	}
-	for _, beam := range []int{1, 3} {
+	for _, c := range []struct {
+		beam int
+		pow2 bool
+	}{{1, false}, {3, false}, {3, true}} {
+		beam := c.beam
+		graph.graph.pow2 = c.pow2
 		o := decode.Options{BeamSize: beam, MaxLen: 2*cacheBucket + 4, MinLen: 1, LengthPenalty: 1, NoRepeatNgram: 3, BOS: h.BosID, EOS: h.EosID}
 		run := func(n *Net) []decode.Hypothesis {
 			var ids, segs [][]int32
@@ -181,10 +192,10 @@ func TestGraphNetDecodesLikeNet(t *testing.T) {
 		want, got := run(host), run(graph)
 		for i := range want {
 			if !slices.Equal(got[i].Tokens, want[i].Tokens) {
-				t.Errorf("beam %d, source %d: graph %v, Go %v", beam, i, got[i].Tokens, want[i].Tokens)
+				t.Errorf("beam %d (powers of two: %v), source %d: graph %v, Go %v", beam, c.pow2, i, got[i].Tokens, want[i].Tokens)
 			}
 			if math.Abs(got[i].LogProb-want[i].LogProb) > 1e-3 {
-				t.Errorf("beam %d, source %d: log-probability %g through the graph, %g in Go", beam, i, got[i].LogProb, want[i].LogProb)
+				t.Errorf("beam %d (powers of two: %v), source %d: log-probability %g through the graph, %g in Go", beam, c.pow2, i, got[i].LogProb, want[i].LogProb)
 			}
 		}
 	}
