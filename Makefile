@@ -74,7 +74,7 @@ crashtest: build
 # with every `go test`; a crash found here writes its input there: fix it and commit the file.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := ./dataset:FuzzStreamInstances ./dataset:FuzzReadRaw ./dataset:FuzzSplitSentences \
-	./dataset:FuzzReadShards ./model:FuzzReadTensors ./eval:FuzzRead ./eval/judge:FuzzParseClaims \
+	./dataset:FuzzReadShards ./internal/tensorio:FuzzReadTensors ./eval:FuzzRead ./eval/judge:FuzzParseClaims \
 	./eval/judge:FuzzParseVerdict ./infer/llmmethods:FuzzParseAnswers ./subword:FuzzEncode ./subword:FuzzCleanLongWords \
 	./model/ete:FuzzParse
 # Hugging Face snapshots: safetensors headers, config.json of each family, chat templates (limits).

@@ -17,9 +17,9 @@ import (
 	"github.com/tracksum/tracksum/model/tracker"
 )
 
-// CVReportFile is the report a cross-validation directory holds (model/cv's cv.json, written last
+// CVReportFile is the report a cross-validation directory holds (experiment/cv's cv.json, written last
 // by `tracksum-train --task tracker --folds K`). Its presence makes --tracker DIR an ensemble of
-// the fold checkpoints DIR/fold-k. (Package model/cv imports infer in its tests, so infer reads
+// the fold checkpoints DIR/fold-k. (Package experiment/cv imports infer in its tests, so infer reads
 // the two fields it needs itself rather than importing cv.)
 const CVReportFile = "cv.json"
 

@@ -21,6 +21,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -63,7 +64,7 @@ type golden map[string]*tensors.Tensor
 
 func readGolden(t testing.TB, fam string) golden {
 	t.Helper()
-	g, err := model.ReadTensors(filepath.Join("testdata", fam, "golden.safetensors"))
+	g, err := tensorio.ReadTensors(filepath.Join("testdata", fam, "golden.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func forward(t *testing.T, store *gomlxmodel.Store, m *Model, tokens, mask *tens
 // setAdapters loads the PEFT adapter of testdata into m's LoRA variables.
 func setAdapters(t *testing.T, fam string, m *Model) map[string]*tensors.Tensor {
 	t.Helper()
-	ad, err := model.ReadTensors(filepath.Join("testdata", fam, "adapter_model.safetensors"))
+	ad, err := tensorio.ReadTensors(filepath.Join("testdata", fam, "adapter_model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,14 +482,14 @@ func copySnapshot(t *testing.T, fam string, edit func(map[string]*tensors.Tensor
 			t.Fatal(err)
 		}
 	}
-	ts, err := model.ReadTensors(filepath.Join(src, "model.safetensors"))
+	ts, err := tensorio.ReadTensors(filepath.Join(src, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if edit != nil {
 		edit(ts)
 	}
-	if err := model.WriteTensors(filepath.Join(dir, "model.safetensors"), ts); err != nil {
+	if err := tensorio.WriteTensors(filepath.Join(dir, "model.safetensors"), ts); err != nil {
 		t.Fatal(err)
 	}
 	return dir

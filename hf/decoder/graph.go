@@ -11,7 +11,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/model/layers"
+	"github.com/tracksum/tracksum/layers"
 )
 
 // The forward pass follows transformers' modeling_llama.py (LlamaModel) and its siblings:
@@ -413,7 +413,7 @@ func (m *Model) step(scope *gomlxmodel.Scope, cache *KVCache, tokens, positions,
 		var placed *Node
 		if m.compute.BF16 {
 			// The Go backend's half-precision products need the left operand contracted on its
-			// last axis (see model/layers' dot).
+			// last axis (see layers' dot).
 			placed = Einsum("bhds,sl->bhld", TransposeAllDims(nw, 0, 1, 3, 2), onehot)
 		} else {
 			placed = Einsum("bhsd,sl->bhld", nw, onehot)

@@ -19,6 +19,7 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -224,7 +225,7 @@ func TestParityFullFineTuning(t *testing.T) {
 // loadAdapter reads testdata/bert/lora/adapter_model.safetensors (PEFT keys) into m's adapters.
 func loadAdapter(t *testing.T, m *Model) map[string]*tensors.Tensor {
 	t.Helper()
-	ad, err := model.ReadTensors(filepath.Join(goldenDir, "lora", "adapter_model.safetensors"))
+	ad, err := tensorio.ReadTensors(filepath.Join(goldenDir, "lora", "adapter_model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +455,7 @@ func copySnapshot(t *testing.T, dir string, conv func(string, *tensors.Tensor) *
 			t.Fatal(err)
 		}
 	}
-	ts, err := model.ReadTensors(filepath.Join(goldenDir, "model.safetensors"))
+	ts, err := tensorio.ReadTensors(filepath.Join(goldenDir, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +472,7 @@ func copySnapshot(t *testing.T, dir string, conv func(string, *tensors.Tensor) *
 		}
 		out[name] = tt
 	}
-	if err := model.WriteTensors(filepath.Join(dir, "model.safetensors"), out); err != nil {
+	if err := tensorio.WriteTensors(filepath.Join(dir, "model.safetensors"), out); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -36,7 +36,7 @@ import (
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
@@ -174,7 +174,7 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		written++
 		return merger.Apply(name, w)
 	}
-	if err := model.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), fileShapes, map[string]string{"format": "pt"}, get); err != nil {
+	if err := tensorio.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), fileShapes, map[string]string{"format": "pt"}, get); err != nil {
 		return nil, fmt.Errorf("export %s: %w", o.Out, err)
 	}
 	entries, err := os.ReadDir(dir.Tmp)
@@ -271,9 +271,9 @@ func openMerger(ck string, base map[string]shapes.Shape, prov *Provenance, close
 	case exists(fullPath):
 		// Read lazily through go-huggingface's memory-mapped reader: a fully fine-tuned model's
 		// float32 tensors can be larger than memory.
-		// The header is validated first (model.ReadSafetensorsHeader): the library's reader trusts
+		// The header is validated first (tensorio.ReadSafetensorsHeader): the library's reader trusts
 		// its shapes and offsets.
-		header, err := model.ReadSafetensorsHeader(fullPath)
+		header, err := tensorio.ReadSafetensorsHeader(fullPath)
 		if err != nil {
 			return nil, err
 		}

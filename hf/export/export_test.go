@@ -24,7 +24,7 @@ import (
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 // tiny is the random base of these tests: a Llama-shaped decoder with grouped-query attention, so
@@ -118,7 +118,7 @@ func TestExportMerged(t *testing.T) {
 			if len(prov.Merged) != 14 || len(prov.Added) != 0 || prov.Mode != "lora" {
 				t.Errorf("provenance: %d merged, %d added, mode %s; want 14, 0, lora", len(prov.Merged), len(prov.Added), prov.Mode)
 			}
-			base, err := model.ReadTensors(filepath.Join(baseDir, "model.safetensors"))
+			base, err := tensorio.ReadTensors(filepath.Join(baseDir, "model.safetensors"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestExportHead(t *testing.T) {
 	if !slices.Equal(prov.Added, []string{"score.weight"}) || prov.TaskType != peft.TaskSeqCls {
 		t.Errorf("added %v, task %s", prov.Added, prov.TaskType)
 	}
-	ts, err := model.ReadTensors(filepath.Join(out, "model.safetensors"))
+	ts, err := tensorio.ReadTensors(filepath.Join(out, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,14 +263,14 @@ func TestExportFull(t *testing.T) {
 	}
 	norm := tensors.FromFlatDataAndDimensions(slices.Repeat([]float32{1.5}, 16), 16)
 	os.MkdirAll(filepath.Join(ck, peft.FullDir), 0o755)
-	if err := model.WriteTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights), map[string]*tensors.Tensor{"model.norm.weight": norm}); err != nil {
+	if err := tensorio.WriteTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights), map[string]*tensors.Tensor{"model.norm.weight": norm}); err != nil {
 		t.Fatal(err)
 	}
 	prov, err := Export(context.Background(), Options{Checkpoint: ck, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := model.ReadTensors(filepath.Join(out, "model.safetensors"))
+	ts, err := tensorio.ReadTensors(filepath.Join(out, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestExportBERTClassifier(t *testing.T) {
 		q + ".weight":                       randMat(r, 4, 4),
 		"pooler.dense.weight":               randMat(r, 4, 4),
 	}
-	if err := model.WriteTensors(filepath.Join(baseDir, "model.safetensors"), base); err != nil {
+	if err := tensorio.WriteTensors(filepath.Join(baseDir, "model.safetensors"), base); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := snapshot.Open(baseDir)
@@ -380,7 +380,7 @@ func TestExportBERTClassifier(t *testing.T) {
 	if _, err := Export(context.Background(), Options{Checkpoint: ck, Out: out}); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := model.ReadTensors(filepath.Join(out, "model.safetensors"))
+	ts, err := tensorio.ReadTensors(filepath.Join(out, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}

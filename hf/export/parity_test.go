@@ -14,6 +14,7 @@ import (
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -67,7 +68,7 @@ func TestExportReloadsToMergedLogits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gold, err := model.ReadTensors(filepath.Join(src, "golden.safetensors"))
+			gold, err := tensorio.ReadTensors(filepath.Join(src, "golden.safetensors"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // Names inside a tracksum checkpoint of a pretrained model (the rest of the layout is the
@@ -78,7 +77,7 @@ func WriteBaseRef(ctx context.Context, ckDir string, s *snapshot.Snapshot) (Base
 func ReadBaseRef(ckDir string) (BaseRef, error) {
 	path := filepath.Join(ckDir, BaseFile)
 	var ref BaseRef
-	if err := checkpoint.ReadJSON(path, &ref, true); err != nil {
+	if err := atomicio.ReadJSON(path, &ref, true); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return BaseRef{}, fmt.Errorf("checkpoint %s: %s is missing (not a checkpoint of a pretrained model?)", ckDir, BaseFile)
 		}

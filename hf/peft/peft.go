@@ -42,7 +42,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 // File names of an adapter directory, as PEFT's save_pretrained writes them.
@@ -295,7 +295,7 @@ func Write(dir string, a *Adapter) error {
 		specs[k] = t.Shape()
 	}
 	// "format": "pt" as PEFT's own files, which transformers' loaders check.
-	if err := model.WriteTensorsFunc(out.Path(WeightsFile), specs, map[string]string{"format": "pt"},
+	if err := tensorio.WriteTensorsFunc(out.Path(WeightsFile), specs, map[string]string{"format": "pt"},
 		func(name string) (*tensors.Tensor, error) { return a.Tensors[name], nil }); err != nil {
 		return fmt.Errorf("adapter %s: %w", dir, err)
 	}
@@ -335,7 +335,7 @@ func Read(dir string) (*Adapter, error) {
 		}
 		return nil, fmt.Errorf("adapter %s: %s is missing", dir, WeightsFile)
 	}
-	ts, err := model.ReadTensors(wPath)
+	ts, err := tensorio.ReadTensors(wPath)
 	if err != nil {
 		return nil, fmt.Errorf("adapter %s: %w", dir, err)
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 // Decoder describes a random causal LM snapshot of the Llama family.
@@ -228,7 +228,7 @@ func WriteDecoder(dir string, d Decoder) error {
 		std = 0.02
 	}
 	specs := d.specs()
-	return model.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
+	return tensorio.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
 		func(name string) (*tensors.Tensor, error) {
 			return randomTensor(specs[name], name, d.Seed, std, fam.NormPlusOne)
 		})

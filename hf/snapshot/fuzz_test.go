@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzSnapshotHeader feeds arbitrary bytes as a snapshot's model.safetensors: Open (the shared
-// header check of model.ReadSafetensorsHeader, then go-huggingface's reader) and reading every
+// header check of tensorio.ReadSafetensorsHeader, then go-huggingface's reader) and reading every
 // tensor must return a one-line error or tensors whose shapes match the header; never panic or
 // allocate more than the file holds. Seeds: testdata/fuzz (issue 22's negative dimension,
 // wrapping sizes and overlaps among them).

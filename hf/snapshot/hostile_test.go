@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 // writeRawHeader writes a safetensors file with the given JSON header (as is) and data bytes.
@@ -37,7 +37,7 @@ func openErr(t *testing.T, dir string) error {
 
 // TestSnapshotNegativeDimension: issue 22 defect 1. A tensor with a negative dimension, even one
 // no model reads, made shapes.Make panic inside Open; it must be a one-line error naming the file
-// and the tensor, from the same header check our checkpoints use (model.ReadSafetensorsHeader).
+// and the tensor, from the same header check our checkpoints use (tensorio.ReadSafetensorsHeader).
 func TestSnapshotNegativeDimension(t *testing.T) {
 	dir := makeSnapshot(t)
 	w := goodWeights()
@@ -48,8 +48,8 @@ func TestSnapshotNegativeDimension(t *testing.T) {
 	if err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)
 	}
-	if !errors.Is(err, model.ErrBadVariables) {
-		t.Fatalf("error %q does not wrap model.ErrBadVariables", err)
+	if !errors.Is(err, tensorio.ErrBadFile) {
+		t.Fatalf("error %q does not wrap tensorio.ErrBadFile", err)
 	}
 }
 

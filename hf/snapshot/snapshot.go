@@ -33,7 +33,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 // SupportedModelTypes lists config.json model_type values tracksum can load: the families of
@@ -86,8 +86,8 @@ type Snapshot struct {
 	ConfigOnly bool
 
 	weights *safetensors.Model
-	// headers are the validated headers of WeightFiles (model.ReadSafetensorsHeader).
-	headers map[string]map[string]model.SafetensorsEntry
+	// headers are the validated headers of WeightFiles (tensorio.ReadSafetensorsHeader).
+	headers map[string]map[string]tensorio.SafetensorsEntry
 }
 
 // Open validates the snapshot in dir: the directory, config.json with a supported model_type,
@@ -185,7 +185,7 @@ func (s *Snapshot) readConfig() error {
 // a subdirectory.
 func (s *Snapshot) openWeights() error {
 	m := safetensors.NewEmpty(s.Repo)
-	s.headers = map[string]map[string]model.SafetensorsEntry{}
+	s.headers = map[string]map[string]tensorio.SafetensorsEntry{}
 	switch {
 	case fileExists(filepath.Join(s.Dir, WeightsIndexFile)):
 		indexPath := filepath.Join(s.Dir, WeightsIndexFile)
@@ -219,7 +219,7 @@ func (s *Snapshot) openWeights() error {
 				return tagged(ErrMissingFile, "%s: shard %s (named for %d tensors, e.g. %s) is missing",
 					indexPath, file, len(names), names[0])
 			}
-			header, err := model.ReadSafetensorsHeader(filepath.Join(s.Dir, file))
+			header, err := tensorio.ReadSafetensorsHeader(filepath.Join(s.Dir, file))
 			if err != nil {
 				return err
 			}
@@ -237,7 +237,7 @@ func (s *Snapshot) openWeights() error {
 			m.Headers[file] = fi.Header
 		}
 	case fileExists(filepath.Join(s.Dir, WeightsFile)):
-		header, err := model.ReadSafetensorsHeader(filepath.Join(s.Dir, WeightsFile))
+		header, err := tensorio.ReadSafetensorsHeader(filepath.Join(s.Dir, WeightsFile))
 		if err != nil {
 			return err
 		}

@@ -21,14 +21,12 @@
 // trained with, although they differ for the same concept: the tracker's dense layers hold
 // "<layer>/weights" and "<layer>/biases" and its layer norms "gain"/"offset", the summarizer's
 // "<layer>_w" and "<layer>_b" and "gain"/"bias" (layers.Scoped and layers.Suffixed in
-// model/layers). Renaming them would need a converter for every existing checkpoint.
+// layers). Renaming them would need a converter for every existing checkpoint.
 package checkpoint
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -78,23 +76,6 @@ func BestWeights(dir string) string { return filepath.Join(dir, BestDir, BestVar
 
 // WriteJSON writes v as indented JSON to path, atomically (atomicio.WriteJSON).
 func WriteJSON(path string, v any) error { return atomicio.WriteJSON(path, v) }
-
-// ReadJSON decodes the JSON file at path into v. With strict, a field v does not have is an error
-// (metadata a newer build wrote must not be half-read). Errors name the file.
-func ReadJSON(path string, v any, strict bool) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
 
 // Files are what a model writes into its checkpoint directory before training, so that the
 // checkpoint can be loaded without the prepared directory or the training config.

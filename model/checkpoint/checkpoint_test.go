@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // TestNames pins the on-disk names: checkpoints trained before any rename must still load.
@@ -49,14 +50,14 @@ func TestWriteAndRead(t *testing.T) {
 		t.Error("SameTokenizer: wrong answer")
 	}
 	var m meta
-	if err := ReadJSON(filepath.Join(dir, HyperparamsFile), &m, true); err != nil || m.A != 3 {
+	if err := atomicio.ReadJSON(filepath.Join(dir, HyperparamsFile), &m, true); err != nil || m.A != 3 {
 		t.Errorf("ReadJSON: %+v, %v", m, err)
 	}
 	os.WriteFile(filepath.Join(dir, "extra.json"), []byte(`{"a": 1, "b": 2}`), 0o644)
-	if err := ReadJSON(filepath.Join(dir, "extra.json"), &m, true); err == nil || !strings.Contains(err.Error(), "extra.json") {
+	if err := atomicio.ReadJSON(filepath.Join(dir, "extra.json"), &m, true); err == nil || !strings.Contains(err.Error(), "extra.json") {
 		t.Errorf("strict ReadJSON of an unknown field: %v, want an error naming the file", err)
 	}
-	if err := ReadJSON(filepath.Join(dir, "extra.json"), &m, false); err != nil || m.A != 1 {
+	if err := atomicio.ReadJSON(filepath.Join(dir, "extra.json"), &m, false); err != nil || m.A != 1 {
 		t.Errorf("lenient ReadJSON: %+v, %v", m, err)
 	}
 	if err := Write(dir, Files{MetaFile: HyperparamsFile, Meta: meta{}}); err == nil {

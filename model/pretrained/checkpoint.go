@@ -15,7 +15,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
@@ -104,7 +104,7 @@ func IsCheckpoint(dir string) bool {
 // ReadMeta reads dir's pretrained.json.
 func ReadMeta(dir string) (*Meta, error) {
 	var m Meta
-	if err := checkpoint.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
+	if err := atomicio.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	path := filepath.Join(dir, checkpoint.PretrainedFile)
@@ -196,7 +196,7 @@ func writeInterop(outDir, snapDir, task string, l config.LoRA, modules []string,
 		}
 		// Every weight under its Hugging Face key: a file transformers loads as the model's
 		// weights (issue 23 item 8), so with the "format": "pt" it checks, as PEFT's adapter files.
-		return model.WriteTensorsWith(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved, map[string]string{"format": "pt"})
+		return tensorio.WriteTensorsWith(filepath.Join(outDir, peft.FullDir, peft.FullWeights), saved, map[string]string{"format": "pt"})
 	}
 	if err := values(head, peft.Prefix, saved); err != nil {
 		return err

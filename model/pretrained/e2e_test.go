@@ -24,7 +24,8 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/infer"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -124,7 +125,7 @@ func checkAdapter(t *testing.T, ck string, wantKeys int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	best, err := model.ReadTensors(checkpoint.BestWeights(ck))
+	best, err := tensorio.ReadTensors(checkpoint.BestWeights(ck))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestTrackerTrainInfer(t *testing.T) {
 			}
 			checkAdapter(t, ck, want)
 			var rep pretrained.Report
-			if err := checkpoint.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil || rep.Steps != 3 {
+			if err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil || rep.Steps != 3 {
 				t.Fatalf("report %+v, err %v; want 3 steps", rep, err)
 			}
 
@@ -245,7 +246,7 @@ func TestTrackerTrainInfer(t *testing.T) {
 
 			// A base whose weights changed since training is refused, naming base.json.
 			var ref peft.BaseRef
-			if err := checkpoint.ReadJSON(filepath.Join(ck, peft.BaseFile), &ref, false); err != nil {
+			if err := atomicio.ReadJSON(filepath.Join(ck, peft.BaseFile), &ref, false); err != nil {
 				t.Fatal(err)
 			}
 			ref.WeightsSHA256 = strings.Repeat("0", 64)
@@ -357,7 +358,7 @@ func TestEncoderTrackerTrainInfer(t *testing.T) {
 					t.Errorf("adapter_config: target_modules %v task %s, want BERT's [query value] and %s", got, a.Config.TaskType, peft.TaskSeqCls)
 				}
 			} else {
-				full, err := model.ReadTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights))
+				full, err := tensorio.ReadTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -422,7 +423,7 @@ func TestEncoderTrackerResume(t *testing.T) {
 	if first != 2 {
 		t.Errorf("resumed run's first step %d, want 2", first)
 	}
-	state, err := model.ReadTensors(filepath.Join(cut, checkpoint.StateDir, "variables.safetensors"))
+	state, err := tensorio.ReadTensors(filepath.Join(cut, checkpoint.StateDir, "variables.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,11 +432,11 @@ func TestEncoderTrackerResume(t *testing.T) {
 			t.Fatalf("the resume point holds base weight %s", name)
 		}
 	}
-	a, err := model.ReadTensors(checkpoint.BestWeights(whole))
+	a, err := tensorio.ReadTensors(checkpoint.BestWeights(whole))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := model.ReadTensors(checkpoint.BestWeights(cut))
+	b, err := tensorio.ReadTensors(checkpoint.BestWeights(cut))
 	if err != nil {
 		t.Fatal(err)
 	}

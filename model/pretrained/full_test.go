@@ -12,7 +12,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/infer"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -40,7 +40,7 @@ func TestCausalLMFullFineTuning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := model.ReadTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights))
+	full, err := tensorio.ReadTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestCausalLMFullFineTuning(t *testing.T) {
 	if _, err := export.Export(context.Background(), export.Options{Checkpoint: ck, Out: exported}); err != nil {
 		t.Fatal(err)
 	}
-	merged, err := model.ReadTensors(filepath.Join(exported, "model.safetensors"))
+	merged, err := tensorio.ReadTensors(filepath.Join(exported, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
@@ -120,7 +121,7 @@ func open(ctx context.Context, dir, task, v, precision string) (*loaded, error) 
 // leave some at their initial values.
 func restore(dir string, m trainable) error {
 	path := checkpoint.BestWeights(dir)
-	ts, err := model.ReadTensors(path)
+	ts, err := tensorio.ReadTensors(path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/pretrained"
@@ -128,7 +129,7 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 	checkAdapter(t, sdir, 4)
 	checkAdapter(t, tdir, 5)
 	var rep pretrained.SumThenTrackReport
-	if err := checkpoint.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, true); err != nil || rep.Summarizer == nil || rep.Tracker == nil ||
+	if err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, true); err != nil || rep.Summarizer == nil || rep.Tracker == nil ||
 		rep.Summarizer.Steps != 3 || rep.Tracker.Steps != 3 {
 		t.Fatalf("report %+v, err %v; want both parts at 3 steps", rep, err)
 	}
@@ -262,7 +263,7 @@ func TestEndToEndTrainInfer(t *testing.T) {
 	}
 	checkAdapter(t, ck, 4)
 	var rep pretrained.Report
-	if err := checkpoint.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil || rep.Steps != 3 {
+	if err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil || rep.Steps != 3 {
 		t.Fatalf("report %+v, err %v; want 3 steps", rep, err)
 	}
 	if _, ok := rep.Dev["citation_f1"]; !ok {

@@ -8,16 +8,15 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX itself.
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/model/layers"
+	"github.com/tracksum/tracksum/layers"
 )
 
 // The network, written here as GoMLX graphs for training (differentiable) and, from the same
 // layers, cut for decoding in graphnet.go (encoder once, decoder step with a KV cache, any
 // backend); forward.go has it in plain Go for decoding on the pure-Go backend, where it costs less
-// CPU on small batches.
-// All read the same variables, named below; TestGraphMatchesForward and TestGraphNetMatchesNet
-// check that they compute the same probabilities. The layers come from
-// model/layers (gradients laid out for the Go backend), with the summarizer's variable names
+// CPU on small batches. All read the same variables, named below; TestGraphMatchesForward and
+// TestGraphNetMatchesNet check that they compute the same probabilities. The layers come from
+// layers (gradients laid out for the Go backend), with the summarizer's variable names
 // (layerVars: "q_w", "q_b", layer norms "gain" and "bias").
 //
 //	source:  tokens + src_pos + segment (0 = aspect and tracked sentences, 1 = full abstract)

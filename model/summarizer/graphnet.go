@@ -13,7 +13,7 @@ import (
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/model"
-	"github.com/tracksum/tracksum/model/layers"
+	"github.com/tracksum/tracksum/layers"
 )
 
 // Graph decoding: the network of graph.go run through two GoMLX Execs, so that inference runs on

@@ -10,6 +10,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
@@ -44,7 +45,7 @@ func TestTinyConfigLearnsSample(t *testing.T) {
 	}
 	// The returned report, also in report.json, holds the best dev evaluation.
 	var saved Report
-	if err := checkpoint.ReadJSON(filepath.Join(out, checkpoint.ReportFile), &saved, true); err != nil {
+	if err := atomicio.ReadJSON(filepath.Join(out, checkpoint.ReportFile), &saved, true); err != nil {
 		t.Fatal(err)
 	}
 	if rep.Dev["rougeL"] != best["rougeL"] || saved.Dev["rougeL"] != best["rougeL"] || saved.BestStep != rep.BestStep {

@@ -28,6 +28,8 @@ import (
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	tsmodel "github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
@@ -99,7 +101,7 @@ func load(dir string, onGraph bool) (*Summarizer, error) {
 	metaPath := filepath.Join(dir, checkpoint.SummarizerFile)
 	var m Meta
 	var pathErr *os.PathError
-	if err := checkpoint.ReadJSON(metaPath, &m, false); errors.As(err, &pathErr) {
+	if err := atomicio.ReadJSON(metaPath, &m, false); errors.As(err, &pathErr) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, dir, err)
 	} else if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotSummarizer, err)
@@ -118,7 +120,7 @@ func load(dir string, onGraph bool) (*Summarizer, error) {
 		return nil, fmt.Errorf("%w: %s: tokenizer has %d ids, model %d", ErrNotSummarizer, dir, tok.VocabSize(), m.Hyperparams.VocabSize)
 	}
 	weights := checkpoint.BestWeights(dir)
-	ts, err := tsmodel.ReadTensors(weights)
+	ts, err := tensorio.ReadTensors(weights)
 	if err != nil {
 		return nil, fmt.Errorf("summarizer %s: %w", dir, err)
 	}

@@ -20,6 +20,7 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	tsmodel "github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
@@ -267,7 +268,7 @@ func writeCheckpointFiles(outDir string, meta Meta, tokPath string, cfg *config.
 	metaPath := filepath.Join(outDir, checkpoint.SummarizerFile)
 	var old Meta
 	var pathErr *os.PathError
-	switch err := checkpoint.ReadJSON(metaPath, &old, false); {
+	switch err := atomicio.ReadJSON(metaPath, &old, false); {
 	case errors.Is(err, os.ErrNotExist): // a new checkpoint
 	case errors.As(err, &pathErr):
 		return fmt.Errorf("summarizer: %w", err)

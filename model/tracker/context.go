@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
@@ -185,7 +186,7 @@ func (c *ContextRescorer) check(aspects int) error {
 func readContextRescorer(dir string, aspects int) (*ContextRescorer, error) {
 	path := filepath.Join(dir, checkpoint.ContextFile)
 	var c ContextRescorer
-	if err := checkpoint.ReadJSON(path, &c, true); err != nil {
+	if err := atomicio.ReadJSON(path, &c, true); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}

@@ -6,7 +6,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/model/layers"
+	"github.com/tracksum/tracksum/layers"
 )
 
 // The graph is split in three separable parts, each under its own scope, so that a pretrained
@@ -136,7 +136,7 @@ func EmbeddingsGraph(scope *gomlxmodel.Scope, hp *Hyperparams, ids, aspect *Node
 	aspects := Reshape(Gather(asp, ExpandAxes(aspect, -1)), batch, 1, d) // [B, 1, d]
 	x = Concatenate([]*Node{aspects, tokens}, 1)
 	// The positions repeated over the batch as one matrix (its gradient a product with ones), so
-	// that the addition runs on operands of one shape (see model/layers).
+	// that the addition runs on operands of one shape (see layers).
 	pos := layers.BroadcastRows(Reshape(Slice(posEmb, AxisRange(0, seq)), seq*d), batch)
 	x = Add(x, Reshape(pos, batch, seq, d))
 	x = layerVars.LayerNorm(scope.In("norm"), x)

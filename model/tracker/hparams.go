@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
@@ -85,7 +86,7 @@ func (hp *Hyperparams) MaxTokens() int { return hp.MaxLen - 1 }
 func readHyperparams(dir string) (*Hyperparams, error) {
 	path := filepath.Join(dir, checkpoint.HyperparamsFile)
 	var hp Hyperparams
-	if err := checkpoint.ReadJSON(path, &hp, true); err != nil {
+	if err := atomicio.ReadJSON(path, &hp, true); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s has no %s (not a tracker checkpoint, or training never started)", ErrCheckpoint, dir, checkpoint.HyperparamsFile)
 		}

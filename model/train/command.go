@@ -3,7 +3,7 @@
 // The model packages register themselves when linked in, so the command names none of them:
 //
 //	import (
-//		_ "github.com/tracksum/tracksum/model/cv"         // --folds K for the tracker
+//		_ "github.com/tracksum/tracksum/experiment/cv"         // --folds K for the tracker
 //		_ "github.com/tracksum/tracksum/model/summarizer" // --task summarizer
 //		_ "github.com/tracksum/tracksum/model/tracker"    // --task tracker
 //	)

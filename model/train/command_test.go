@@ -35,7 +35,7 @@ func init() {
 		Flags: []training.TaskFlag{{Name: "architecture", Key: "tracker.architecture", Usage: "toy"}}, Train: record("toy-track")})
 	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-track", Models: []string{"a", "b"}, DefaultModel: "a",
 		DefaultDevShare: 0.25, Run: record("toy-track cv"), Final: record("toy-track final"), FinalUsage: "toy final"})
-	// A second cross-validation with its own default model and dev share, as model/cv's summarizer
+	// A second cross-validation with its own default model and dev share, as experiment/cv's summarizer
 	// and pipeline ones: --cv-model and --dev-share default per task.
 	training.Register(training.Task{Name: "toy-pipe", Section: "summarizer", Description: "toy", Train: record("toy-pipe")})
 	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-pipe", Models: []string{"p", "q"}, DefaultModel: "p",

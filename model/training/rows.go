@@ -20,7 +20,7 @@ import (
 // resumed (issue 22 defect 9).
 const RowsFile = "rows.json"
 
-// CrossValidationMarker is the file that marks a cross-validation directory (model/cv writes it
+// CrossValidationMarker is the file that marks a cross-validation directory (experiment/cv writes it
 // first, before any fold): its fold-k/ subdirectories belong to the cross-validation, and a plain
 // train into one is refused.
 const CrossValidationMarker = "cv-settings.json"

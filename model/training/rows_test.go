@@ -9,7 +9,7 @@ import (
 )
 
 // TestCheckRows is the model/training part of the regression test of issue 22 defect 9 (the
-// cross-validation's part is model/cv's TestCVResumeVerifiesFoldRows): a checkpoint records the
+// cross-validation's part is experiment/cv's TestCVResumeVerifiesFoldRows): a checkpoint records the
 // abstracts it was trained on, and a resume on other rows is refused; a checkpoint without the
 // record is accepted for a plain training but not for a cross-validation fold.
 func TestCheckRows(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/layers"
 	"github.com/tracksum/tracksum/model"
-	"github.com/tracksum/tracksum/model/layers"
 )
 
 // Data parallelism on a CPU (Options.Shards). The pure-Go backend runs most ops of a graph on one
@@ -33,7 +33,7 @@ import (
 // of its slice; the gradient graph returns the final RNG state, which the stepper stores in the
 // variable once the shards are done. The
 // dropout masks are therefore exactly those of the unsharded step, and a sharded run differs from
-// an unsharded one only by float rounding. Losses use layers.Dropout (model/layers), which does
+// an unsharded one only by float rounding. Losses use layers.Dropout (layers), which does
 // the right thing in both kinds of graphs; the stepper binds each shard's stream to its gradient
 // graph (layers.BindShardStream).
 
@@ -200,7 +200,7 @@ func (s *shardedStepper) gradGraph(root *gomlxmodel.Scope, inputs []*graph.Node)
 	var nodes []*graph.Node
 	for v := range store.IterVariables() {
 		if v.ChangedInGraph(g) {
-			panic(fmt.Sprintf("training: with Options.Shards > 1 the loss must not change variables, but it changes %s (draw dropout with layers.Dropout of model/layers)", v.Path()))
+			panic(fmt.Sprintf("training: with Options.Shards > 1 the loss must not change variables, but it changes %s (draw dropout with layers.Dropout of layers)", v.Path()))
 		}
 		if v.Trainable && strings.HasPrefix(v.Path(), model.ModelScope+"/") && v.InUseByGraph(g) {
 			vars = append(vars, v)

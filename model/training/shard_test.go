@@ -8,7 +8,7 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/model/layers"
+	"github.com/tracksum/tracksum/layers"
 )
 
 // tensorSplit converts the toy task's Go-slice inputs to tensors, then splits the rows.

@@ -53,7 +53,7 @@ type Request struct {
 }
 
 // CrossValidation is K-fold cross-validation of a task on the folds of a prepared directory
-// (tracksum-train --folds K); package model/cv registers the tracker's.
+// (tracksum-train --folds K); package experiment/cv registers the tracker's.
 type CrossValidation struct {
 	// Task is the name of the task cross-validated.
 	Task string

@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -210,7 +211,7 @@ func TestSavedLeavesOutVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{filepath.Join(BestDir, BestVariables), filepath.Join(StateDir, stateVariables)} {
-		ts, err := model.ReadTensors(filepath.Join(dir, f))
+		ts, err := tensorio.ReadTensors(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +222,7 @@ func TestSavedLeavesOutVariables(t *testing.T) {
 			t.Errorf("%s lacks the weights", f)
 		}
 	}
-	ts, err := model.ReadTensors(filepath.Join(dir, StateDir, stateVariables))
+	ts, err := tensorio.ReadTensors(filepath.Join(dir, StateDir, stateVariables))
 	if err != nil {
 		t.Fatal(err)
 	}

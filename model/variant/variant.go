@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
@@ -54,7 +55,7 @@ func Write(dir string, m Meta) error {
 func Read(dir, want, part string) (Meta, error) {
 	path := filepath.Join(dir, checkpoint.VariantFile)
 	var m Meta
-	if err := checkpoint.ReadJSON(path, &m, true); err != nil {
+	if err := atomicio.ReadJSON(path, &m, true); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return m, fmt.Errorf("%w: %s has no %s (not a %s checkpoint, or its training has not finished)", ErrCheckpoint, dir, checkpoint.VariantFile, want)
 		}

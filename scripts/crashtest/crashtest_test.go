@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/tracksum/tracksum/hf/randsnap"
-	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -386,12 +386,12 @@ func (s *settings) trainTrials(t *testing.T, task string, n int, args []string) 
 			}
 			if rp != nil {
 				resumes++
-				if _, err := model.ReadTensors(filepath.Join(out, training.StateDir, "variables.safetensors")); err != nil {
+				if _, err := tensorio.ReadTensors(filepath.Join(out, training.StateDir, "variables.safetensors")); err != nil {
 					t.Errorf("%s trial %d kill %d: resume point unreadable: %v", task, i, k+1, err)
 				}
 			}
 			if best := filepath.Join(out, training.BestDir, training.BestVariables); fileExists(best) {
-				if _, err := model.ReadTensors(best); err != nil {
+				if _, err := tensorio.ReadTensors(best); err != nil {
 					t.Errorf("%s trial %d kill %d: best weights unreadable: %v", task, i, k+1, err)
 				}
 			}

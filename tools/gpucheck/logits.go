@@ -15,6 +15,7 @@ import (
 	"github.com/tracksum/tracksum/hf/export"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -84,7 +85,7 @@ func logitsCommand() cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := model.WriteTensors(out, map[string]*tensors.Tensor{"tokens": tokens, "logits": res[0]}); err != nil {
+			if err := tensorio.WriteTensors(out, map[string]*tensors.Tensor{"tokens": tokens, "logits": res[0]}); err != nil {
 				return err
 			}
 			return emit(os.Stdout, map[string]any{"step": "logits", "checkpoint": ck, "file": out, "backend": name, "ok": true})

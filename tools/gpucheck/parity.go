@@ -16,6 +16,7 @@ import (
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -75,7 +76,7 @@ func parityCommand() cli.Command {
 // parity returns the largest differences from a family's goldens: hidden states and logits of the
 // base, logits with the golden adapters, and the loss with them.
 func parity(ctx context.Context, dir string) (map[string]float64, error) {
-	gold, err := model.ReadTensors(filepath.Join(dir, "golden.safetensors"))
+	gold, err := tensorio.ReadTensors(filepath.Join(dir, "golden.safetensors"))
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func parity(ctx context.Context, dir string) (map[string]float64, error) {
 		"hidden_max_abs_diff": maxDiff(out[0], gold["hidden"], mask),
 		"logits_max_abs_diff": maxDiff(out[1], gold["logits"], mask),
 	}
-	ad, err := model.ReadTensors(filepath.Join(dir, "adapter_model.safetensors"))
+	ad, err := tensorio.ReadTensors(filepath.Join(dir, "adapter_model.safetensors"))
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/plan"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
@@ -114,7 +115,7 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 		return err
 	}
 	var rep pretrained.Report
-	if err := checkpoint.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil {
+	if err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil {
 		return err
 	}
 	res["tokens_per_sec"], res["examples_per_sec"], res["train_seconds"] = rep.TokensPerSec, rep.ExamplesPerSec, rep.TrainSeconds

@@ -1,4 +1,4 @@
-package model
+package tensorio
 
 import (
 	"encoding/binary"
@@ -116,7 +116,7 @@ func compareInt64(a, b int64) int {
 
 // ReadSafetensorsHeader reads and validates (ParseSafetensorsHeader) the header of the safetensors
 // file at path without reading its data; the tensors' byte ranges are checked against the file's
-// size. Errors wrap ErrBadVariables and name path.
+// size. Errors wrap ErrBadFile and name path.
 func ReadSafetensorsHeader(path string) (map[string]SafetensorsEntry, error) {
 	fail := func(format string, args ...any) error {
 		return &headerError{msg: path + ": " + fmt.Sprintf(format, args...)}
@@ -151,7 +151,7 @@ func ReadSafetensorsHeader(path string) (map[string]SafetensorsEntry, error) {
 	return entries, nil
 }
 
-// headerError is a one-line message that errors.Is matches with ErrBadVariables, without the
+// headerError is a one-line message that errors.Is matches with ErrBadFile, without the
 // sentinel's text in the message (snapshot errors are not "variables files").
 type headerError struct {
 	msg   string
@@ -161,7 +161,7 @@ type headerError struct {
 func (e *headerError) Error() string { return e.msg }
 func (e *headerError) Unwrap() []error {
 	if e.cause != nil {
-		return []error{ErrBadVariables, e.cause}
+		return []error{ErrBadFile, e.cause}
 	}
-	return []error{ErrBadVariables}
+	return []error{ErrBadFile}
 }

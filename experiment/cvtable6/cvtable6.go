@@ -1,8 +1,8 @@
 // Package cvtable6 adds SUM-THEN-TRACK (model/stt) and END-TO-END (model/ete) to the table6
-// pipeline cross-validation of model/cv (tracksum-train --task pipeline --folds K --cv-model
+// pipeline cross-validation of experiment/cv (tracksum-train --task pipeline --folds K --cv-model
 // table6): per fold, each variant is trained on the fold's train part (selected on its dev part)
 // and predicts the held-out abstracts. It is its own package because the variants cannot import
-// model/cv: cv imports infer, which imports the variants for --method stt|ete. cmd/train links it
+// experiment/cv: cv imports infer, which imports the variants for --method stt|ete. cmd/train links it
 // in with a blank import.
 package cvtable6
 
@@ -11,7 +11,7 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/model/cv"
+	"github.com/tracksum/tracksum/experiment/cv"
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/stt"
 )

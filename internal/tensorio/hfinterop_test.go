@@ -1,4 +1,4 @@
-package model
+package tensorio
 
 import (
 	"path/filepath"

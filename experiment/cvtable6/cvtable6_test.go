@@ -11,8 +11,8 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/experiment/cv"
 	"github.com/tracksum/tracksum/infer"
-	"github.com/tracksum/tracksum/model/cv"
 )
 
 // TestFolds runs both registered fold functions as the table6 harness does: train on a PMID
@@ -20,7 +20,7 @@ import (
 // per annotated aspect in order; a second call reuses the fold's finished checkpoint.
 func TestFolds(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := config.Load(viper.New(), "../../../configs/tiny.yaml", pflag.NewFlagSet("t", pflag.ContinueOnError), nil)
+	cfg, err := config.Load(viper.New(), "../../configs/tiny.yaml", pflag.NewFlagSet("t", pflag.ContinueOnError), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package model
+package tensorio
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 )
 
 // FuzzReadTensors feeds arbitrary bytes to the safetensors reader: it must return
-// ErrBadVariables or tensors that WriteTensors writes back and ReadTensors reads again
+// ErrBadFile or tensors that WriteTensors writes back and ReadTensors reads again
 // bit-identically; never panic or allocate more than the file holds. Seeds: testdata/fuzz.
 //
-//	GOEXPERIMENT=simd go test ./model -run '^$' -fuzz '^FuzzReadTensors$' -fuzztime 60s
+//	GOEXPERIMENT=simd go test ./internal/tensorio -run '^$' -fuzz '^FuzzReadTensors$' -fuzztime 60s
 func FuzzReadTensors(f *testing.F) {
 	f.Add(append([]byte{62, 0, 0, 0, 0, 0, 0, 0}, []byte(`{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}        `+"\x00\x00\x80\x3f\x00\x00\x00\x40")...))
 	f.Add(append([]byte{56, 0, 0, 0, 0, 0, 0, 0}, []byte(`{"__metadata__":{"format":"gomlx"},"b":{"dtype":"BOOL","shape":[],"data_offsets":[0,1]}}`+"\x01")...))
@@ -27,8 +27,8 @@ func FuzzReadTensors(f *testing.F) {
 		}
 		got, err := ReadTensors(path)
 		if err != nil {
-			if !errors.Is(err, ErrBadVariables) {
-				t.Fatalf("error is not ErrBadVariables: %v", err)
+			if !errors.Is(err, ErrBadFile) {
+				t.Fatalf("error is not ErrBadFile: %v", err)
 			}
 			return
 		}

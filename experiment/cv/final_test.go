@@ -16,6 +16,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/tracker"
 )
@@ -208,7 +209,7 @@ func testFinal(t *testing.T, cfg *config.Config, data, cvDir string) {
 		t.Errorf("final.json %+v: want 5 steps on %d abstracts, %d rows", fr, cfg.Prepare.SampleSize, len(all.examples))
 	}
 	var rep tracker.Report
-	if err := checkpoint.ReadJSON(filepath.Join(out, checkpoint.ReportFile), &rep, true); err != nil {
+	if err := atomicio.ReadJSON(filepath.Join(out, checkpoint.ReportFile), &rep, true); err != nil {
 		t.Fatal(err)
 	}
 	if rep.Steps != 5 || rep.Test != nil {
@@ -239,7 +240,7 @@ func testFinal(t *testing.T, cfg *config.Config, data, cvDir string) {
 	if _, fr, err = Final(ctx, cfg, FinalOptions{Data: data, Out: out0, CV: cvWithBestSteps(t, cvDir, []int{0, 0, 3}), Log: &log}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkpoint.ReadJSON(filepath.Join(out0, checkpoint.ReportFile), &rep, true); err != nil {
+	if err := atomicio.ReadJSON(filepath.Join(out0, checkpoint.ReportFile), &rep, true); err != nil {
 		t.Fatal(err)
 	}
 	if fr.Steps != 0 || !fr.WarmStart || rep.BestStep != 0 || !strings.Contains(log.String(), "calibrated lexical warm start") {
