@@ -12,8 +12,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/layers"
+	"github.com/tracksum/tracksum/model"
 )
 
 // Graph decoding: the network of graph.go run through two GoMLX Execs, so that inference runs on
