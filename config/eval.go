@@ -10,7 +10,8 @@ import (
 // Eval configures the built-in evaluator (package eval, command tracksum-eval).
 type Eval struct {
 	// Judge decomposes summaries into subclaims and decides entailment: "lexical" (offline,
-	// deterministic proxy) or "llm" (an OpenAI-compatible chat-completions endpoint).
+	// deterministic proxy), "llm" (an OpenAI-compatible chat-completions endpoint) or "nli" (a
+	// local sequence-classification NLI snapshot, eval.nli; claims from the lexical decomposition).
 	Judge string `mapstructure:"judge" yaml:"judge"`
 	// Missing says what a reference without a prediction means: "error" (default) or "empty"
 	// (scored as a negative prediction: "Unknown." with no citation).
@@ -26,6 +27,8 @@ type Eval struct {
 	Lexical EvalLexical `mapstructure:"lexical" yaml:"lexical"`
 	// LLM configures the llm judge.
 	LLM EvalLLM `mapstructure:"llm" yaml:"llm"`
+	// NLI configures the nli judge.
+	NLI EvalNLI `mapstructure:"nli" yaml:"nli"`
 	// Metrics lists the optional LLM metrics computed besides the built-in ones, through the
 	// endpoint of eval.llm: "fm" (ScholarSum's facet-aware metric) and "qa" (LongSumEval).
 	Metrics []string `mapstructure:"metrics" yaml:"metrics"`
@@ -137,11 +140,31 @@ type EvalLLM struct {
 	EntailHints []string `mapstructure:"entail_hints" yaml:"entail_hints"`
 }
 
+// EvalNLI configures the nli judge: a local snapshot of a BERT or RoBERTa sequence-classification
+// NLI model (config.json with id2label, model.safetensors, tokenizer.json), never downloaded.
+type EvalNLI struct {
+	// Model is the snapshot directory (flag --nli-model).
+	Model string `mapstructure:"model" yaml:"model"`
+	// Threshold: a premise supports a claim when the entailment probability (softmax over the
+	// model's labels; the largest over the premise's chunks) is at least this.
+	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
+	// BatchSize is the number of (premise, hypothesis) pairs per forward pass; it is also the
+	// number of instances scored at once when eval.workers is 0.
+	BatchSize int `mapstructure:"batch_size" yaml:"batch_size"`
+	// MaxLength bounds a pair's tokens; 0 means the model's own limit (max_position_embeddings,
+	// less RoBERTa's position offset, and tokenizer_config.json's model_max_length when smaller).
+	// Longer premises are cut into chunks of whole sentences.
+	MaxLength int `mapstructure:"max_length" yaml:"max_length"`
+	// CacheDir holds one file per (model weights, premise chunk, hypothesis) probability, so that
+	// a rerun computes nothing; empty disables the cache.
+	CacheDir string `mapstructure:"cache_dir" yaml:"cache_dir"`
+}
+
 // EvalEntailHints lists the accepted values of eval.llm.entail_hints (judge.EntailHints).
 var EvalEntailHints = []string{"agreement", "abbreviations"}
 
 // EvalJudges lists the accepted values of eval.judge.
-var EvalJudges = []string{"lexical", "llm"}
+var EvalJudges = []string{"lexical", "llm", "nli"}
 
 // EvalMissing lists the accepted values of eval.missing.
 var EvalMissing = []string{"error", "empty"}
@@ -166,6 +189,7 @@ func DefaultEval() Eval {
 			Timeout:     60 * time.Second,
 			EntailHints: []string{},
 		},
+		NLI:     EvalNLI{Model: "", Threshold: 0.5, BatchSize: 16, MaxLength: 0, CacheDir: ".cache/tracksum-nli"},
 		Metrics: []string{},
 		FM: EvalFM{WeightBackground: 0.1, WeightMethod: 0.3, WeightResult: 0.3, WeightConclusion: 0.3,
 			Temperature: 0, MaxTokens: 512},
@@ -212,6 +236,18 @@ func (c Eval) Validate() error {
 	}
 	if c.LLM.Timeout <= 0 {
 		bad("llm.timeout", "must be > 0")
+	}
+	if !(c.NLI.Threshold > 0 && c.NLI.Threshold <= 1) {
+		bad("nli.threshold", "must be in (0, 1]")
+	}
+	if c.NLI.BatchSize < 1 {
+		bad("nli.batch_size", "must be >= 1")
+	}
+	if c.NLI.MaxLength != 0 && c.NLI.MaxLength < 8 {
+		bad("nli.max_length", "must be 0 (the model's limit) or >= 8")
+	}
+	if c.Judge == "nli" && c.NLI.Model == "" {
+		bad("nli.model", "must be set when eval.judge is nli (a local snapshot directory: --nli-model DIR)")
 	}
 	for _, h := range c.LLM.EntailHints {
 		if !slices.Contains(EvalEntailHints, h) {

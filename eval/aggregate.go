@@ -248,8 +248,21 @@ type Settings struct {
 	Stem      bool             `json:"rouge_stem"`
 	Missing   string           `json:"missing"`
 	Bootstrap BootstrapOptions `json:"bootstrap"`
-	// Lexical holds the lexical judge's settings when it is the judge.
+	// Lexical holds the lexical judge's settings when it is the judge (the nli judge decomposes
+	// with it too).
 	Lexical map[string]float64 `json:"lexical,omitempty"`
+	// NLI holds the nli judge's settings when it is the judge.
+	NLI *NLISettings `json:"nli,omitempty"`
+}
+
+// NLISettings records what the nli judge's verdicts depend on.
+type NLISettings struct {
+	// Model is the snapshot directory and WeightsSHA256 its weights' digest.
+	Model         string  `json:"model"`
+	WeightsSHA256 string  `json:"weights_sha256"`
+	Threshold     float64 `json:"threshold"`
+	// MaxLength is the number of tokens per pair actually used (the model's limit or eval.nli.max_length).
+	MaxLength int `json:"max_length"`
 }
 
 // MarshalJSON keeps the bootstrap settings' keys in snake case.

@@ -9,22 +9,23 @@ import (
 	"github.com/tracksum/tracksum/internal/cli"
 )
 
-// Command is `tracksum-eval --pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm] [--out DIR]`,
+// Command is `tracksum-eval --pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm|nli] [--out DIR]`,
 // with the subcommands compare (CompareCommand) and agreement (AgreementCommand).
 func Command() cli.Command {
 	fs := cli.NewFlags("tracksum-eval")
 	fs.String("pred", "", "predictions JSONL (PMID, Aspect, Summary, Indexes, optional Phrases)")
 	fs.String("ref", "", "references JSONL (TracSum/PCoA layout, with Document)")
-	fs.String("judge", "lexical", "judge: lexical (offline proxy) or llm (OpenAI-compatible endpoint, eval.llm.*)")
+	fs.String("judge", "lexical", "judge: lexical (offline proxy), llm (OpenAI-compatible endpoint, eval.llm.*) or nli (local NLI snapshot, eval.nli.*)")
+	fs.String("nli-model", "", "eval.nli.model: local BERT/RoBERTa NLI snapshot directory for --judge nli (never downloaded)")
 	fs.String("out", "", "output directory for report.json, instances.jsonl, report.html, config.yaml")
 	fs.Bool("overwrite", false, "replace --out when it is a non-empty directory other than a previous eval output")
 	fs.String("missing", "error", "a reference without prediction: error, or empty (scored as \"Unknown.\")")
 	fs.Int("workers", 0, "instances scored at once (0: one per CPU, or eval.llm.concurrency)")
 	fs.StringSlice("metric", nil, "eval.metrics: LLM metrics to add through the eval.llm endpoint: fm (facet-aware, ScholarSum), qa (LongSumEval)")
-	keys := map[string]string{"judge": "eval.judge", "missing": "eval.missing", "workers": "eval.workers", "metric": "eval.metrics"}
+	keys := map[string]string{"judge": "eval.judge", "nli-model": "eval.nli.model", "missing": "eval.missing", "workers": "eval.workers", "metric": "eval.metrics"}
 	return cli.Command{
 		Name:     "tracksum-eval",
-		Synopsis: "--pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm] [--out DIR]\n       tracksum-eval compare A.jsonl B.jsonl --ref REF.jsonl\n       tracksum-eval agreement --scores instances.jsonl --human H.jsonl",
+		Synopsis: "--pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm|nli [--nli-model DIR]] [--out DIR]\n       tracksum-eval compare A.jsonl B.jsonl --ref REF.jsonl\n       tracksum-eval agreement --scores instances.jsonl --human H.jsonl",
 		Description: "Scores predictions against references with TracSum claim/citation metrics, exact citation " +
 			"metrics, ROUGE and (when references carry Phrases) PCoA phrase metrics; prints Table 3 and Table 5 " +
 			"style tables. Metric definitions: docs/eval.md.",
@@ -55,13 +56,14 @@ func Command() cli.Command {
 func CompareCommand() cli.Command {
 	fs := cli.NewFlags("tracksum-eval compare")
 	fs.String("ref", "", "references JSONL")
-	fs.String("judge", "lexical", "judge: lexical or llm")
+	fs.String("judge", "lexical", "judge: lexical, llm or nli")
+	fs.String("nli-model", "", "eval.nli.model: local NLI snapshot directory for --judge nli")
 	fs.String("missing", "error", "a reference without prediction: error or empty")
 	fs.String("out", "", "optional JSON file for the comparison")
-	keys := map[string]string{"judge": "eval.judge", "missing": "eval.missing"}
+	keys := map[string]string{"judge": "eval.judge", "nli-model": "eval.nli.model", "missing": "eval.missing"}
 	return cli.Command{
 		Name:        "tracksum-eval compare",
-		Synopsis:    "A.jsonl B.jsonl --ref REF.jsonl [--judge lexical|llm] [--out FILE]",
+		Synopsis:    "A.jsonl B.jsonl --ref REF.jsonl [--judge lexical|llm|nli [--nli-model DIR]] [--out FILE]",
 		Description: "Paired-bootstrap significance of the difference between two systems on every metric.",
 		Flags:       fs,
 		Run: func(ctx context.Context, args []string) error {

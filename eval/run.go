@@ -13,6 +13,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/judge"
+	"github.com/tracksum/tracksum/eval/judge/nli"
 	"github.com/tracksum/tracksum/eval/report"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/progress"
@@ -20,17 +21,23 @@ import (
 )
 
 // NewJudge builds the judge named by cfg.Judge. The llm judge's API key is read from the
-// environment variable cfg.LLM.APIKeyEnv.
-func NewJudge(cfg config.Eval) (judge.Judge, error) {
+// environment variable cfg.LLM.APIKeyEnv; the nli judge loads the snapshot cfg.NLI.Model and
+// decomposes summaries as the lexical judge does.
+func NewJudge(ctx context.Context, cfg config.Eval) (judge.Judge, error) {
 	switch cfg.Judge {
-	case "lexical":
+	case "lexical", "nli":
 		w := cfg.Workers
 		if w == 0 {
 			w = runtime.GOMAXPROCS(0)
 		}
-		return judge.NewLexical(judge.LexicalOptions{
+		lex := judge.NewLexical(judge.LexicalOptions{
 			Threshold: cfg.Lexical.Threshold, MinClauseWords: cfg.Lexical.MinClauseWords, Workers: w,
-		}), nil
+		})
+		if cfg.Judge == "lexical" {
+			return lex, nil
+		}
+		return nli.New(ctx, nli.Options{Dir: cfg.NLI.Model, Threshold: cfg.NLI.Threshold, BatchSize: cfg.NLI.BatchSize,
+			MaxLength: cfg.NLI.MaxLength, CacheDir: cfg.NLI.CacheDir, Decomposer: lex})
 	case "llm":
 		key := ""
 		if cfg.LLM.APIKeyEnv != "" {
@@ -89,7 +96,7 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 	if err != nil {
 		return nil, err
 	}
-	j, err := NewJudge(cfg)
+	j, err := NewJudge(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +110,14 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 	if stderr != nil {
 		bar = progress.NewTo(stderr, "eval", int64(len(pairs)), "instances")
 		tick = func() { bar.Add(1) }
+		if nj, ok := j.(*nli.Judge); ok {
+			// The nli judge's work is in sentence pairs, not instances: show them too.
+			tick = func() {
+				st := nj.Stats()
+				bar.Status("nli %d pairs, %d computed, %d cached", st.Pairs, st.Computed, st.CacheHits)
+				bar.Add(1)
+			}
+		}
 	}
 	results, err := sc.Evaluate(ctx, pairs, cfg.Workers, tick)
 	if bar != nil {
@@ -115,9 +130,15 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 		Pred: pred, Ref: ref, Judge: j.Name(), Stem: cfg.Stem, Missing: cfg.Missing,
 		Bootstrap: bootstrapOptions(cfg),
 	}
-	if cfg.Judge == "lexical" {
+	if cfg.Judge == "lexical" || cfg.Judge == "nli" {
 		settings.Lexical = map[string]float64{
 			"threshold": cfg.Lexical.Threshold, "min_clause_words": float64(cfg.Lexical.MinClauseWords),
+		}
+	}
+	if nj, ok := j.(*nli.Judge); ok {
+		settings.NLI = &NLISettings{Model: cfg.NLI.Model, WeightsSHA256: nj.WeightsSHA256(), Threshold: cfg.NLI.Threshold, MaxLength: nj.MaxLength()}
+		if stderr != nil && !progress.Quiet() {
+			fmt.Fprintf(stderr, "nli judge: %s\n", nj.Stats())
 		}
 	}
 	rep := BuildReport(results, phrases, settings.Bootstrap, settings)

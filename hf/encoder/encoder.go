@@ -1,6 +1,13 @@
 // Package encoder is the BERT-family encoder of pretrained Hugging Face checkpoints — model_type
-// bert: BERT, PubMedBERT, BioBERT — as a GoMLX graph, with optional LoRA adapters on its linear
-// layers and the pooled [CLS] vector a classification head reads.
+// bert (BERT, PubMedBERT, BioBERT) and roberta (RoBERTa, e.g. RoBERTa-large-MNLI) — as a GoMLX
+// graph, with optional LoRA adapters on its linear layers and the pooled [CLS] vector a
+// classification head reads.
+//
+// RoBERTa is the same graph with three differences, each a field of Config read from config.json
+// (never a test of the model's name in the graph): positions start after the padding id and skip
+// padding (PositionOffset, transformers' create_position_ids_from_input_ids), one token type
+// (type_vocab_size 1: the segment ids are ignored), and RobertaClassificationHead (dense, tanh,
+// out_proj over the <s> token, no pooler) when the snapshot carries it (see Classify).
 //
 // The forward pass is written from Hugging Face transformers' modeling_bert.py: word + position +
 // token-type embeddings and a LayerNorm (layer_norm_eps), then post-LN blocks (self-attention with
@@ -115,7 +122,33 @@ type Config struct {
 	InitializerRange float64
 	// PadTokenID is pad_token_id.
 	PadTokenID int
+	// ModelType is config.json's model_type: "bert" or "roberta".
+	ModelType string
+	// PositionOffset is 0 for BERT (positions 0..T-1) and pad_token_id+1 for RoBERTa, whose
+	// position ids are create_position_ids_from_input_ids': PositionOffset + the index of the
+	// token among the non-padding tokens, and pad_token_id for padding tokens. The longest input
+	// is MaxPositions - PositionOffset tokens.
+	PositionOffset int
 }
+
+// family holds what differs between the model types of this package: the prefix of their
+// BertFor*/RobertaFor* checkpoints' encoder keys, BertConfig's or RobertaConfig's defaults, and
+// whether positions are offset past the padding id.
+type family struct {
+	name                         string
+	prefix                       string
+	vocab, maxPositions, typeVoc int
+	pad                          int
+	offsetPositions              bool
+}
+
+var families = map[string]family{
+	"bert":    {name: "BERT", prefix: "bert.", vocab: 30522, maxPositions: 512, typeVoc: 2, pad: 0},
+	"roberta": {name: "RoBERTa", prefix: "roberta.", vocab: 50265, maxPositions: 512, typeVoc: 2, pad: 1, offsetPositions: true},
+}
+
+// ModelTypes are the config.json model_type values this package loads.
+var ModelTypes = []string{"bert", "roberta"}
 
 // HeadDim is the width of one attention head.
 func (c Config) HeadDim() int { return c.Hidden / c.Heads }
@@ -129,20 +162,21 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 	fail := func(format string, args ...any) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
 	}
-	if s.ModelType != "bert" {
-		return fail("model_type %q is not an encoder of this package (supported: bert)", s.ModelType)
+	fam, ok := families[s.ModelType]
+	if !ok {
+		return fail("model_type %q is not an encoder of this package (supported: %s)", s.ModelType, strings.Join(ModelTypes, ", "))
 	}
-	var c Config
+	c := Config{ModelType: s.ModelType}
 	var err error
 	ints := []struct {
 		key string
 		dst *int
 		def int
 	}{
-		{"vocab_size", &c.Vocab, 30522}, {"hidden_size", &c.Hidden, 768}, {"num_hidden_layers", &c.Layers, 12},
+		{"vocab_size", &c.Vocab, fam.vocab}, {"hidden_size", &c.Hidden, 768}, {"num_hidden_layers", &c.Layers, 12},
 		{"num_attention_heads", &c.Heads, 12}, {"intermediate_size", &c.Intermediate, 3072},
-		{"max_position_embeddings", &c.MaxPositions, 512}, {"type_vocab_size", &c.TypeVocab, 2},
-		{"pad_token_id", &c.PadTokenID, 0},
+		{"max_position_embeddings", &c.MaxPositions, fam.maxPositions}, {"type_vocab_size", &c.TypeVocab, fam.typeVoc},
+		{"pad_token_id", &c.PadTokenID, fam.pad},
 	}
 	for _, k := range ints {
 		if *k.dst, err = s.Int(k.key, k.def); err != nil {
@@ -159,10 +193,16 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 	if c.Layers > 1<<12 {
 		return fail("num_hidden_layers = %d is beyond any real model (limit %d)", c.Layers, 1<<12)
 	}
-	layerPrefixes := make([]string, len(keyPrefixes))
-	for i, p := range keyPrefixes {
-		layerPrefixes[i] = p + "encoder.layer."
+	if c.PadTokenID < 0 || c.PadTokenID >= c.Vocab {
+		return fail("pad_token_id = %d is outside the vocabulary (vocab_size %d)", c.PadTokenID, c.Vocab)
 	}
+	if fam.offsetPositions {
+		c.PositionOffset = c.PadTokenID + 1
+		if c.PositionOffset >= c.MaxPositions {
+			return fail("max_position_embeddings = %d leaves no position after pad_token_id = %d", c.MaxPositions, c.PadTokenID)
+		}
+	}
+	layerPrefixes := []string{fam.prefix + "encoder.layer.", "encoder.layer."}
 	if err := s.CheckLayerCount("num_hidden_layers", c.Layers, layerPrefixes...); err != nil {
 		return Config{}, err
 	}

@@ -87,6 +87,16 @@ func TestLoadErrors(t *testing.T) {
 		{desc: "targets select nothing", lora: LoRA{Rank: 2, Alpha: 2, TargetModules: []string{"gate_proj"}},
 			want: "lora target modules [gate_proj] select no linear layer of"},
 		{desc: "negative rank", lora: LoRA{Rank: -1}, want: "lora rank -1: want 0 (full fine-tuning) or more"},
+		{desc: "pad id outside the vocabulary", enc: func(e *randsnap.Encoder) { e.Extra = map[string]any{"pad_token_id": 60} },
+			want: "config.json: pad_token_id = 60 is outside the vocabulary (vocab_size 60)"},
+		{desc: "roberta: no position past the padding id", enc: func(e *randsnap.Encoder) {
+			e.ModelType, e.Prefix, e.Pooler, e.Vocab, e.MaxPositions = "roberta", "roberta.", false, 300, 2
+		}, want: "config.json: max_position_embeddings = 2 leaves no position after pad_token_id = 1"},
+		{desc: "roberta: a misshaped classification head", enc: func(e *randsnap.Encoder) {
+			e.ModelType, e.Prefix, e.Pooler, e.Vocab, e.Labels = "roberta", "roberta.", false, 300, []string{"entailment", "not_entailment"}
+		}, edit: func(ts map[string]*tensors.Tensor) {
+			ts["classifier.dense.weight"] = tensors.FromFlatDataAndDimensions(make([]float32, 8*4), 4, 8)
+		}, want: "classifier.dense/out_proj shapes [4 8] [8] [2 8] [2] do not fit hidden_size 8"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
@@ -125,7 +135,7 @@ func TestConfigOfOtherModelType(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(context.Background(), s, gomlxmodel.NewStore(), LoRA{}, 0)
-	if err == nil || !strings.Contains(err.Error(), `config.json: model_type "llama" is not an encoder of this package (supported: bert)`) {
+	if err == nil || !strings.Contains(err.Error(), `config.json: model_type "llama" is not an encoder of this package (supported: bert, roberta)`) {
 		t.Fatalf("error %v", err)
 	}
 }

@@ -26,18 +26,28 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 	}
 	batch, seq := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	c := m.cfg
-	if seq > c.MaxPositions {
-		exceptions.Panicf("encoder.Hidden: %d tokens, more than max_position_embeddings %d", seq, c.MaxPositions)
+	if seq > c.MaxPositions-c.PositionOffset {
+		exceptions.Panicf("encoder.Hidden: %d tokens, more than max_position_embeddings %d allows (position offset %d)", seq, c.MaxPositions, c.PositionOffset)
 	}
-	if tokenTypes == nil {
+	if tokenTypes == nil || c.TypeVocab == 1 {
+		// One token type (RoBERTa): transformers' RoBERTa tokenizers return no segment ids.
 		tokenTypes = Zeros(g, shapes.Make(dtypes.Int32, batch, seq))
 	}
 	dt := m.dtype()
 	// BertEmbeddings: word + token type + absolute position, LayerNorm, dropout.
 	x := Gather(m.weightAs(g, "embeddings.word_embeddings.weight", dt, nil), ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1))
 	x = Add(x, Gather(m.weightAs(g, "embeddings.token_type_embeddings.weight", dt, nil), ExpandAxes(ConvertDType(tokenTypes, dtypes.Int32), -1)))
-	pos := Slice(m.weightAs(g, "embeddings.position_embeddings.weight", dt, nil), AxisRange(0, seq))
-	x = Add(x, BroadcastToDims(ExpandAxes(pos, 0), batch, seq, c.Hidden))
+	posTable := m.weightAs(g, "embeddings.position_embeddings.weight", dt, nil)
+	if c.PositionOffset == 0 {
+		pos := Slice(posTable, AxisRange(0, seq))
+		x = Add(x, BroadcastToDims(ExpandAxes(pos, 0), batch, seq, c.Hidden))
+	} else {
+		// create_position_ids_from_input_ids: cumsum(ids != pad) * (ids != pad) + pad.
+		ids := ConvertDType(tokens, dtypes.Int32)
+		notPad := ConvertDType(NotEqual(ids, Scalar(g, dtypes.Int32, c.PadTokenID)), dtypes.Int32)
+		pos := AddScalar(Mul(CumSum(notPad, 1), notPad), float64(c.PadTokenID))
+		x = Add(x, Gather(posTable, ExpandAxes(pos, -1)))
+	}
 	x = m.layerNorm(g, "embeddings.LayerNorm", x, nil)
 	x = layers.Dropout(scope, x, c.HiddenDropout)
 
@@ -100,16 +110,26 @@ func (m *Model) Pooled(scope *gomlxmodel.Scope, hidden *Node) *Node {
 	return layers.As(Tanh(m.linear(scope.In("pooler"), "pooler.dense", layers.As(cls, m.dtype()))), dtypes.Float32)
 }
 
-// Classify applies BertForSequenceClassification's head to pooled [B, Hidden]: dropout (hidden
-// dropout, training graphs only), then classifier [B, labels] in float32. AddClassifier must have
-// been called.
+// Classify applies the sequence-classification head to pooled [B, Hidden] (Pooled's output) and
+// returns [B, labels] in float32; AddClassifier must have been called. BertForSequenceClassification's
+// head is dropout (hidden dropout, training graphs only) then classifier. RobertaClassificationHead
+// (a snapshot carrying classifier.dense and classifier.out_proj; RoBERTa has no pooler, so pooled
+// is the <s> token's hidden state) is dropout, dense, tanh, dropout, out_proj.
 func (m *Model) Classify(scope *gomlxmodel.Scope, pooled *Node) *Node {
+	g := pooled.Graph()
+	sc := scope.In("classifier")
+	if ow, ob := m.head["classifier.out_proj.weight"], m.head["classifier.out_proj.bias"]; ow != nil && ob != nil {
+		dw, db := m.head["classifier.dense.weight"], m.head["classifier.dense.bias"]
+		x := layers.Dropout(sc, pooled, m.cfg.HiddenDropout)
+		x = Tanh(dense(x, dw.NodeValue(g), db.NodeValue(g)))
+		x = layers.Dropout(sc.In("out_proj"), x, m.cfg.HiddenDropout)
+		return dense(x, ow.NodeValue(g), ob.NodeValue(g))
+	}
 	w, b := m.head["classifier.weight"], m.head["classifier.bias"]
 	if w == nil || b == nil {
 		exceptions.Panicf("encoder.Classify: no classifier: call AddClassifier first")
 	}
-	g := pooled.Graph()
-	x := layers.Dropout(scope.In("classifier"), pooled, m.cfg.HiddenDropout)
+	x := layers.Dropout(sc, pooled, m.cfg.HiddenDropout)
 	return dense(x, w.NodeValue(g), b.NodeValue(g))
 }
 

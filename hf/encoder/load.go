@@ -27,14 +27,21 @@ const (
 	// LoRAScope + "/" + K + ".lora_A.weight".
 	LoRAScope = "/model/encoder/lora"
 	// HeadScope holds the classification head, named as BertForSequenceClassification names it:
-	// HeadScope + "/classifier.weight" [labels, Hidden] and "/classifier.bias" [labels].
+	// HeadScope + "/classifier.weight" [labels, Hidden] and "/classifier.bias" [labels]; or, for
+	// a snapshot that carries RobertaClassificationHead, "/classifier.dense.weight" [Hidden,
+	// Hidden], "/classifier.dense.bias", "/classifier.out_proj.weight" [labels, Hidden] and
+	// "/classifier.out_proj.bias".
 	HeadScope = "/model/encoder/head"
 )
 
-// Prefixes of the weight keys: checkpoints saved from BertModel have none, those saved from
-// BertForPreTraining / BertForMaskedLM / BertForSequenceClassification (BERT, PubMedBERT and
-// BioBERT as published) put "bert." before every encoder key.
-var keyPrefixes = []string{"bert.", ""}
+// keyPrefixes returns the prefixes of the weight keys of a model type: checkpoints saved from
+// BertModel / RobertaModel have none, those saved from the *ForPreTraining / *ForMaskedLM /
+// *ForSequenceClassification classes (BERT, PubMedBERT, BioBERT, RoBERTa as published) put
+// "bert." or "roberta." before every encoder key.
+func keyPrefixes(modelType string) []string { return []string{families[modelType].prefix, ""} }
+
+// robertaHead are the keys of RobertaClassificationHead, in the order Classify applies them.
+var robertaHead = []string{"classifier.dense.weight", "classifier.dense.bias", "classifier.out_proj.weight", "classifier.out_proj.bias"}
 
 // linear is one Linear module: its key relative to the prefix (without ".weight") and its shape
 // [out, in].
@@ -129,14 +136,14 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	m := &Model{cfg: cfg, lora: lora, store: store, dir: s.Dir, keys: map[string]string{}, base: map[string]*gomlxmodel.Variable{},
 		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, head: map[string]*gomlxmodel.Variable{}}
 	m.prefix = "-"
-	for _, p := range keyPrefixes {
+	for _, p := range keyPrefixes(cfg.ModelType) {
 		if _, ok := s.Shape(p + "embeddings.word_embeddings.weight"); ok {
 			m.prefix = p
 			break
 		}
 	}
 	if m.prefix == "-" {
-		return nil, fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor bert.embeddings.word_embeddings.weight): not a BERT checkpoint", s.Dir, snapshot.ErrMissingTensor)
+		return nil, fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor %sembeddings.word_embeddings.weight): not a %s checkpoint", s.Dir, snapshot.ErrMissingTensor, families[cfg.ModelType].prefix, families[cfg.ModelType].name)
 	}
 	_, hasW := s.Shape(m.prefix + "pooler.dense.weight")
 	_, hasB := s.Shape(m.prefix + "pooler.dense.bias")
@@ -147,7 +154,7 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	for _, rel := range rels {
 		key, shape, ok := m.resolve(s, rel)
 		if !ok {
-			return nil, fmt.Errorf("snapshot %s: %w %s (model_type bert, %d layers)", s.Dir, snapshot.ErrMissingTensor, m.prefix+rel, cfg.Layers)
+			return nil, fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, m.prefix+rel, cfg.ModelType, cfg.Layers)
 		}
 		if err := snapshot.CheckShape(key, shape, want[rel]...); err != nil {
 			return nil, fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(key), err)
@@ -168,17 +175,37 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	cw, okW := s.Shape("classifier.weight")
 	cb, okB := s.Shape("classifier.bias")
 	withHead := okW && okB && cw.DType.IsFloat() && cb.DType.IsFloat() && cw.Rank() == 2 && cw.Dimensions[1] == cfg.Hidden && cb.Rank() == 1 && cb.Dimensions[0] == cw.Dimensions[0]
+	headKeys := []string{"classifier.weight", "classifier.bias"}
+	if !withHead {
+		// A RobertaForSequenceClassification snapshot carries RobertaClassificationHead.
+		dw, ok1 := s.Shape("classifier.dense.weight")
+		db, ok2 := s.Shape("classifier.dense.bias")
+		ow, ok3 := s.Shape("classifier.out_proj.weight")
+		ob, ok4 := s.Shape("classifier.out_proj.bias")
+		if ok1 && ok2 && ok3 && ok4 {
+			if snapshot.CheckShape("classifier.dense.weight", dw, cfg.Hidden, cfg.Hidden) != nil ||
+				snapshot.CheckShape("classifier.dense.bias", db, cfg.Hidden) != nil ||
+				ow.Rank() != 2 || ow.Dimensions[1] != cfg.Hidden || ob.Rank() != 1 || ob.Dimensions[0] != ow.Dimensions[0] ||
+				!dw.DType.IsFloat() || !db.DType.IsFloat() || !ow.DType.IsFloat() || !ob.DType.IsFloat() {
+				return nil, fmt.Errorf("snapshot %s: classifier.dense/out_proj shapes %v %v %v %v do not fit hidden_size %d",
+					s.Dir, dw.Dimensions, db.Dimensions, ow.Dimensions, ob.Dimensions, cfg.Hidden)
+			}
+			withHead, headKeys = true, robertaHead
+		}
+	}
 	if withHead {
-		fileKeys["classifier.weight"], fileKeys["classifier.bias"] = true, true
+		for _, k := range headKeys {
+			fileKeys[k] = true
+		}
 	}
 	ts, err := s.Tensors(ctx, func(name string) bool { return fileKeys[name] })
 	if err != nil {
 		return nil, err
 	}
 	if withHead {
-		m.saved = map[string]*tensors.Tensor{
-			"classifier.weight": snapshot.ToFloat32(ts["classifier.weight"]),
-			"classifier.bias":   snapshot.ToFloat32(ts["classifier.bias"]),
+		m.saved = map[string]*tensors.Tensor{}
+		for _, k := range headKeys {
+			m.saved[k] = snapshot.ToFloat32(ts[k])
 		}
 	}
 	frozen := lora.Rank > 0
@@ -269,11 +296,23 @@ func (m *Model) SetCompute(c Compute) { m.compute = c }
 // LoRA returns the adapter settings the model was loaded with.
 func (m *Model) LoRA() LoRA { return m.lora }
 
+// SavedLabels is the number of labels of the classification head the snapshot carries
+// (BertForSequenceClassification's classifier or RobertaClassificationHead's out_proj), 0 when it
+// carries none.
+func (m *Model) SavedLabels() int {
+	for _, k := range []string{"classifier.weight", "classifier.out_proj.weight"} {
+		if t := m.saved[k]; t != nil {
+			return t.Shape().Dimensions[0]
+		}
+	}
+	return 0
+}
+
 // HasPooler reports whether the checkpoint has BertPooler weights (BertForMaskedLM checkpoints,
 // PubMedBERT's among them, have none).
 func (m *Model) HasPooler() bool { return m.pooler }
 
-// KeyPrefix is the prefix of the checkpoint's encoder keys: "bert." or "".
+// KeyPrefix is the prefix of the checkpoint's encoder keys: "bert.", "roberta." or "".
 func (m *Model) KeyPrefix() string { return m.prefix }
 
 // BaseVariables returns the checkpoint's weights the model uses, by their Hugging Face key.
@@ -307,6 +346,20 @@ func (m *Model) AddClassifier(labels int, seed int64) error {
 		return fmt.Errorf("classifier: %d labels, want at least 1", labels)
 	}
 	var w0, b0 *tensors.Tensor
+	if m.saved != nil && m.saved["classifier.out_proj.weight"] != nil {
+		if n := m.saved["classifier.out_proj.weight"].Shape().Dimensions[0]; n != labels {
+			return fmt.Errorf("snapshot %s: classifier.out_proj.weight has %d labels, want %d", m.dir, n, labels)
+		}
+		for _, k := range robertaHead {
+			v, err := decoder.SetVariable(m.store, HeadScope+"/"+k, m.saved[k], false)
+			if err != nil {
+				return fmt.Errorf("classifier: %v", err)
+			}
+			v.SetTrainable(true)
+			m.head[k] = v
+		}
+		return nil
+	}
 	if m.saved != nil {
 		w0, b0 = m.saved["classifier.weight"], m.saved["classifier.bias"]
 		if n := w0.Shape().Dimensions[0]; n != labels {

@@ -86,3 +86,30 @@ func TestTruncatePair(t *testing.T) {
 		})
 	}
 }
+
+// TestRobertaPairTruncation: RoBERTa's template spends 4 tokens (<s> A </s></s> B </s>), so a
+// pair truncated to maxLen keeps maxLen - 4 tokens of text, longest first.
+func TestRobertaPairTruncation(t *testing.T) {
+	tok, err := tokenizer.Load(robertaDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := PairTokensOf(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := "The patients were randomized to placebo and the dose was 10 mg in both arms."
+	b := "Patients received placebo."
+	na, nb := len(tok.Encode(a, false)), len(tok.Encode(b, false))
+	for _, maxLen := range []int{4, 12, 30, na + nb + 3, na + nb + 4, na + nb + 10} {
+		ids, _ := Pair(tok, sp, a, b, maxLen)
+		want := min(maxLen, na+nb+4)
+		if len(ids) != want {
+			t.Errorf("maxLen %d: %d ids, want %d", maxLen, len(ids), want)
+		}
+		ka, kb := TruncatePair(na, nb, maxLen-4)
+		if ids[0] != 0 || ids[ka+1] != 2 || ids[ka+2] != 2 || ids[len(ids)-1] != 2 || ka+kb+4 != len(ids) {
+			t.Errorf("maxLen %d: %v is not <s> A </s></s> B </s> with %d + %d tokens", maxLen, ids, ka, kb)
+		}
+	}
+}

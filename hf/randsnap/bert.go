@@ -14,8 +14,19 @@ import (
 )
 
 // Encoder describes a random BERT snapshot (model_type bert), e.g. PubMedBERT-shaped:
-// Vocab 30522, Hidden 768, Layers 12, Heads 12, Intermediate 3072.
+// Vocab 30522, Hidden 768, Layers 12, Heads 12, Intermediate 3072; or, with ModelType "roberta",
+// a RoBERTa one (pad_token_id 1, positions offset past it, one token type, a byte-level BPE
+// tokenizer with RobertaProcessing).
 type Encoder struct {
+	// ModelType is "bert" (the zero value) or "roberta".
+	ModelType string
+	// Labels, when set, makes a sequence-classification snapshot: config.json's id2label/label2id
+	// and the classification head (BertForSequenceClassification's classifier, which needs
+	// Pooler; or RobertaClassificationHead's classifier.dense and classifier.out_proj).
+	Labels []string
+	// HeadBias, when set (one value per label), is the classifier's output bias: a test can make
+	// one label win whatever the input, the random weights being small.
+	HeadBias []float32
 	// Sizes, as config.json names them: vocab_size, hidden_size, num_hidden_layers,
 	// num_attention_heads, intermediate_size, max_position_embeddings (0: 512), type_vocab_size
 	// (0: 2).
@@ -38,9 +49,14 @@ type Encoder struct {
 	Extra map[string]any
 }
 
+func (e Encoder) roberta() bool { return e.ModelType == "roberta" }
+
 func (e Encoder) maxPositions() int {
 	if e.MaxPositions > 0 {
 		return e.MaxPositions
+	}
+	if e.roberta() {
+		return 514
 	}
 	return 512
 }
@@ -49,7 +65,17 @@ func (e Encoder) typeVocab() int {
 	if e.TypeVocab > 0 {
 		return e.TypeVocab
 	}
+	if e.roberta() {
+		return 1
+	}
 	return 2
+}
+
+func (e Encoder) padID() int {
+	if e.roberta() {
+		return 1
+	}
+	return 0
 }
 
 // specs returns the tensor names and shapes of the encoder, in Hugging Face's keys.
@@ -87,18 +113,41 @@ func (e Encoder) specs() map[string]shapes.Shape {
 	if e.Pooler {
 		lin(p+"pooler.dense", e.Hidden, e.Hidden)
 	}
+	if n := len(e.Labels); n > 0 {
+		if e.roberta() {
+			lin("classifier.dense", e.Hidden, e.Hidden)
+			lin("classifier.out_proj", n, e.Hidden)
+		} else {
+			lin("classifier", n, e.Hidden)
+		}
+	}
 	return out
+}
+
+// headBiasKey is the key of the classifier's output bias.
+func (e Encoder) headBiasKey() string {
+	if e.roberta() {
+		return "classifier.out_proj.bias"
+	}
+	return "classifier.bias"
 }
 
 // config returns config.json's content, with BertConfig's keys.
 func (e Encoder) config() map[string]any {
-	arch := "BertForMaskedLM"
+	family, mt := "Bert", "bert"
+	if e.roberta() {
+		family, mt = "Roberta", "roberta"
+	}
+	arch := family + "ForMaskedLM"
 	if e.Prefix == "" {
-		arch = "BertModel"
+		arch = family + "Model"
+	}
+	if len(e.Labels) > 0 {
+		arch = family + "ForSequenceClassification"
 	}
 	c := map[string]any{
 		"architectures":                []string{arch},
-		"model_type":                   "bert",
+		"model_type":                   mt,
 		"vocab_size":                   e.Vocab,
 		"hidden_size":                  e.Hidden,
 		"num_hidden_layers":            e.Layers,
@@ -111,12 +160,19 @@ func (e Encoder) config() map[string]any {
 		"attention_probs_dropout_prob": 0.1,
 		"layer_norm_eps":               1e-12,
 		"initializer_range":            0.02,
-		"pad_token_id":                 0,
+		"pad_token_id":                 e.padID(),
 		"position_embedding_type":      "absolute",
 		"torch_dtype":                  map[dtypes.DType]string{dtypes.BFloat16: "bfloat16", dtypes.Float16: "float16"}[e.DType],
 	}
 	if c["torch_dtype"] == "" {
 		c["torch_dtype"] = "float32"
+	}
+	if len(e.Labels) > 0 {
+		id2, l2 := map[string]string{}, map[string]int{}
+		for i, l := range e.Labels {
+			id2[fmt.Sprint(i)], l2[l] = l, i
+		}
+		c["id2label"], c["label2id"] = id2, l2
 	}
 	for k, v := range e.Extra {
 		c[k] = v
@@ -132,6 +188,14 @@ func WriteEncoder(dir string, e Encoder) error {
 	if e.Hidden%e.Heads != 0 {
 		return fmt.Errorf("randsnap: hidden %d is not a multiple of heads %d", e.Hidden, e.Heads)
 	}
+	switch {
+	case e.ModelType != "" && e.ModelType != "bert" && !e.roberta():
+		return fmt.Errorf("randsnap: model type %q: want bert or roberta", e.ModelType)
+	case len(e.Labels) > 0 && !e.roberta() && !e.Pooler:
+		return fmt.Errorf("randsnap: a BERT sequence classifier needs the pooler")
+	case e.HeadBias != nil && len(e.HeadBias) != len(e.Labels):
+		return fmt.Errorf("randsnap: %d head biases for %d labels", len(e.HeadBias), len(e.Labels))
+	}
 	switch e.DType {
 	case dtypes.InvalidDType, dtypes.Float32, dtypes.BFloat16, dtypes.Float16:
 	default:
@@ -143,7 +207,11 @@ func WriteEncoder(dir string, e Encoder) error {
 	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.ConfigFile), e.config()); err != nil {
 		return err
 	}
-	if err := writeWordPiece(dir, e.TokenizerDir, e.Vocab, e.maxPositions()); err != nil {
+	if e.roberta() {
+		if err := writeRobertaBPE(dir, e.TokenizerDir, e.Vocab, e.maxPositions()-2); err != nil {
+			return err
+		}
+	} else if err := writeWordPiece(dir, e.TokenizerDir, e.Vocab, e.maxPositions()); err != nil {
 		return err
 	}
 	std := e.Std
@@ -153,8 +221,50 @@ func WriteEncoder(dir string, e Encoder) error {
 	specs := e.specs()
 	return tensorio.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
 		func(name string) (*tensors.Tensor, error) {
+			if name == e.headBiasKey() && e.HeadBias != nil {
+				return snapshot.FromFloat32(append([]float32(nil), e.HeadBias...), specs[name].DType, len(e.HeadBias))
+			}
 			return randomTensor(specs[name], name, e.Seed, std, false)
 		})
+}
+
+// writeRobertaBPE copies the tokenizer files from src, or writes a RoBERTa byte-level BPE
+// tokenizer with no merges whose ids fit in vocab: <s>, <pad>, </s>, <unk>, then the byte-level
+// symbols of bytes 0..255 while ids remain (a test tokenizer: every text is one token per byte),
+// with RoBERTa's ByteLevel pre-tokenizer and RobertaProcessing post-processor.
+func writeRobertaBPE(dir, src string, vocab, maxLen int) error {
+	if src != "" {
+		return writeTokenizer(dir, src, vocab)
+	}
+	specials := []string{"<s>", "<pad>", "</s>", "<unk>"}
+	v := map[string]int{}
+	var added []map[string]any
+	for i, s := range specials {
+		v[s] = i
+		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
+			"rstrip": false, "normalized": false, "special": true})
+	}
+	for b := 0; b < 256 && len(v) < vocab; b++ {
+		v[byteLevelSymbol(byte(b))] = len(v)
+	}
+	tok := map[string]any{
+		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added, "normalizer": nil,
+		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+		"post_processor": map[string]any{"type": "RobertaProcessing", "sep": []any{"</s>", 2}, "cls": []any{"<s>", 0}, "trim_offsets": true, "add_prefix_space": false},
+		"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": "<unk>", "continuing_subword_prefix": "",
+			"end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+			"vocab": v, "merges": []string{}},
+	}
+	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerFile), tok); err != nil {
+		return err
+	}
+	cfg := map[string]any{
+		"bos_token": "<s>", "eos_token": "</s>", "cls_token": "<s>", "sep_token": "</s>", "unk_token": "<unk>",
+		"pad_token": "<pad>", "model_max_length": maxLen, "tokenizer_class": "RobertaTokenizer",
+		"add_prefix_space": false, "trim_offsets": true,
+	}
+	return atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerConfigFile), cfg)
 }
 
 // writeWordPiece copies the tokenizer files from src, or writes a BERT WordPiece tokenizer whose

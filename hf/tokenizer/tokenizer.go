@@ -48,6 +48,10 @@ type Tokenizer struct {
 	// Class is tokenizer_config.json's tokenizer_class (e.g. "PreTrainedTokenizerFast",
 	// "Qwen2Tokenizer", "GemmaTokenizer"); informative only.
 	Class string
+	// PostProcessor is tokenizer.json's post_processor type after the fixes ("TemplateProcessing",
+	// "BertProcessing", "RobertaProcessing", or "" for none): a sentence pair's template depends
+	// on it (RoBERTa's <s> A </s></s> B </s>).
+	PostProcessor string
 
 	// withSpecial and plain are shallow copies of one library tokenizer that differ only in
 	// AddSpecialTokens: the library reads the option from the tokenizer, so one copy per setting
@@ -124,7 +128,18 @@ func Load(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", tjPath, oneLine(err))
 	}
+	var post struct {
+		PostProcessor *struct {
+			Type string `json:"type"`
+		} `json:"post_processor"`
+	}
+	if err := json.Unmarshal(fixed, &post); err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: post_processor: %v", tjPath, oneLine(err))
+	}
 	t := &Tokenizer{Dir: dir, Model: head.Model.Type, Class: cfg.TokenizerClass, withSpecial: &withSpecial, plain: &plain, split: split, fallback: fallback, maxID: -1}
+	if post.PostProcessor != nil {
+		t.PostProcessor = post.PostProcessor.Type
+	}
 	for token, id := range plain.GetVocab() {
 		if id < 0 {
 			return nil, fmt.Errorf("tokenizer: %s: token %q has the negative id %d", tjPath, token, id)

@@ -40,6 +40,9 @@ var quiet atomic.Bool
 // SetQuiet turns every bar of the process off (true) or on: the commands' --quiet.
 func SetQuiet(q bool) { quiet.Store(q) }
 
+// Quiet reports whether --quiet turned the bars off (summary lines that go with a bar follow it).
+func Quiet() bool { return quiet.Load() }
+
 // NewTo starts a bar writing to w; w is treated as a terminal only if it is a character device.
 // After SetQuiet(true) the bar writes nothing.
 func NewTo(w io.Writer, label string, total int64, unit string) *Bar {

@@ -18,16 +18,9 @@ const (
 
 func roundUp(n, m int) int { return max(m, (n+m-1)/m*m) }
 
-// bucketLen is the padded length of n: the next multiple of step on the go backend, where a new
-// shape costs nothing, and the next power of two (at least step) on a backend that compiles a
-// program per shape (model.CompilesPerShape): the first GPU check spent ~35 s of each 5-step run's
-// step compiling, because every batch of multiples of 16 was a new shape.
-func bucketLen(n, step int) int {
-	if !model.CompilesPerShape() {
-		return roundUp(n, step)
-	}
-	return pow2Len(n, step)
-}
+// bucketLen is the padded length of n (model.BucketLen: multiples of step on the go backend,
+// powers of two on a backend that compiles per shape).
+func bucketLen(n, step int) int { return model.BucketLen(n, step) }
 
 // pow2Len is the least power-of-two multiple of step (a power of two) that holds n.
 func pow2Len(n, step int) int {

@@ -14,9 +14,12 @@ import (
 
 // BenchmarkGenerate measures greedy generation of 64 new tokens from 8 prompts of 48 tokens on a
 // random 4-layer Llama (hidden 256), decoded one prompt per call (batch 1) or all together (batch
-// 8, one batched step per token). It reports generated tokens per second:
+// 8, one batched step per token). It reports generated tokens per second and per CPU-second; its
+// PyTorch anchor on the same shapes is tools/hfparity/bench_generate_torch.py (transformers'
+// generate loop with a KV cache, written from its code):
 //
 //	go test ./model/pretrained -run '^$' -bench Generate -benchtime 2x
+//	/usr/bin/python3 tools/hfparity/bench_generate_torch.py --threads 1
 func BenchmarkGenerate(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "llm")
 	if err := randsnap.WriteDecoder(dir, randsnap.Decoder{ModelType: "llama", Vocab: 2000, Hidden: 256, Layers: 4, Heads: 8, KVHeads: 4, Intermediate: 704, Seed: 3}); err != nil {
@@ -54,6 +57,7 @@ func BenchmarkGenerate(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
+			cpu0 := processCPUSeconds()
 			tokens := 0
 			for range b.N {
 				for lo := 0; lo < len(prompts); lo += batch {
@@ -67,6 +71,9 @@ func BenchmarkGenerate(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+			if cpu := processCPUSeconds() - cpu0; cpu > 0 {
+				b.ReportMetric(float64(tokens)/cpu, "tokens/CPU-s")
+			}
 		})
 	}
 }

@@ -113,85 +113,95 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 }
 
-// benchNet builds the default network with randomly initialised weights (through the graph, so
-// the variables are exactly the trained model's).
-func benchNet(b *testing.B) *Net {
-	b.Helper()
-	backend, _, err := tsmodel.Backend()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := defaultHyper()
-	store := gomlxmodel.NewStore()
-	scope := store.Scope(tsmodel.ModelScope)
-	exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
-		return TargetProbGraph(scope, h, BatchFromInputs(inputs))
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	one := [][]int32{{5}}
-	if _, err := exec.Call(one, [][]int32{{0}}, one, one, [][]int32{{0}}, [][]float32{{0}}); err != nil {
-		b.Fatal(err)
-	}
-	net, err := netFromVariables(h, store)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return net
-}
-
 // BenchmarkDecode generates n tokens for 7 sources at once (the 7 aspects of an abstract, sources
-// of 120 tokens) and reports the time per generated token per hypothesis. With the KV cache
-// ("cached") it stays flat as n grows; re-running the decoder over the whole prefix at each step
-// ("recompute", what decoding without a cache costs) grows linearly with n:
+// of 120 tokens; "-1src": one source alone), encoding included, with the network in Go ("go",
+// forward.go) and through its GoMLX graphs on the process's backend ("graph", graphnet.go), side
+// by side on the same weights; it reports generated tokens (all hypotheses) per second and per
+// CPU-second. With the KV cache
+// the time per token stays flat as n grows; re-running the Go decoder over the whole prefix at
+// each step ("recompute", what decoding without a cache costs) grows linearly with n:
 //
-//	go test ./model/summarizer -run '^$' -bench Decode -benchtime 3x
+//	GOEXPERIMENT=simd go test ./model/summarizer -run '^$' -bench Decode -benchtime 3x
 func BenchmarkDecode(b *testing.B) {
-	net := benchNet(b)
-	h := net.H
+	host, graph := toyNets(b, defaultHyper())
+	h := host.H
 	exs := randomExamples(h, 7, 120, 1)
-	srcs := make([]*Source, len(exs))
+	ids, segs, aspects := make([][]int32, len(exs)), make([][]int32, len(exs)), make([]int32, len(exs))
 	for i, ex := range exs {
-		srcs[i] = net.Encode(ex.Src, ex.Seg, 0)
+		ids[i], segs[i] = ex.Src, ex.Seg
 	}
-	probs := make([][]float32, len(srcs))
+	probs := make([][]float32, len(exs))
 	for i := range probs {
 		probs[i] = make([]float32, h.VocabSize)
 	}
-	tokens := make([]int32, len(srcs))
-	for _, n := range []int{16, 32, 63} {
-		b.Run(fmt.Sprintf("cached/tokens=%d", n), func(b *testing.B) {
-			for range b.N {
-				states := make([]*DecState, len(srcs))
-				for i, s := range srcs {
-					states[i] = net.NewState(s)
-				}
-				for t := range n {
-					for i := range tokens {
-						tokens[i] = int32(10 + t)
-					}
-					net.Step(states, tokens, probs)
-				}
+	tokens := make([]int32, len(exs))
+	decodeN := func(net *Net, n, sources int) {
+		var states []*DecState
+		for _, src := range net.EncodeAll(ids[:sources], segs[:sources], aspects[:sources]) {
+			states = append(states, net.NewState(src))
+		}
+		for t := range n {
+			for i := range tokens {
+				tokens[i] = int32(10 + t)
 			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n*len(srcs)), "µs/token")
-		})
+			net.Step(states, tokens[:sources], probs[:sources])
+		}
+	}
+	// report gives the figures of perIter generated tokens per iteration.
+	report := func(b *testing.B, perIter int, cpu float64) {
+		generated := float64(b.N * perIter)
+		b.ReportMetric(generated/b.Elapsed().Seconds(), "tokens/s")
+		b.ReportMetric(generated/cpu, "tokens/cpu-s")
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/generated, "µs/token")
+	}
+	for _, n := range []int{16, 32, 63} {
+		for _, net := range []struct {
+			name string
+			net  *Net
+		}{{"go", host}, {"graph", graph}} {
+			b.Run(fmt.Sprintf("%s/tokens=%d", net.name, n), func(b *testing.B) {
+				decodeN(net.net, n, len(exs)) // the graph's programs compile outside the timing
+				b.ResetTimer()
+				cpu0 := cpuSeconds()
+				for range b.N {
+					decodeN(net.net, n, len(exs))
+				}
+				report(b, n*len(exs), cpuSeconds()-cpu0)
+			})
+		}
+		// One source alone (a single request): the graph's fixed cost per call shows most.
+		for _, net := range []struct {
+			name string
+			net  *Net
+		}{{"go", host}, {"graph", graph}} {
+			b.Run(fmt.Sprintf("%s-1src/tokens=%d", net.name, n), func(b *testing.B) {
+				decodeN(net.net, n, 1)
+				b.ResetTimer()
+				cpu0 := cpuSeconds()
+				for range b.N {
+					decodeN(net.net, n, 1)
+				}
+				report(b, n, cpuSeconds()-cpu0)
+			})
+		}
 		b.Run(fmt.Sprintf("recompute/tokens=%d", n), func(b *testing.B) {
+			srcs := host.EncodeAll(ids, segs, aspects)
+			cpu0 := cpuSeconds()
 			for range b.N {
 				for t := range n {
 					states := make([]*DecState, len(srcs))
 					for i, s := range srcs {
-						states[i] = net.NewState(s)
+						states[i] = host.NewState(s)
 					}
 					for p := 0; p <= t; p++ {
 						for i := range tokens {
 							tokens[i] = int32(10 + p)
 						}
-						net.Step(states, tokens, probs)
+						host.Step(states, tokens, probs)
 					}
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n*len(srcs)), "µs/token")
+			report(b, n*len(exs), cpuSeconds()-cpu0)
 		})
 	}
 }

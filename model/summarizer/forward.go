@@ -10,10 +10,12 @@ import (
 	"github.com/tracksum/tracksum/subword"
 )
 
-// Net is the summarizer network in plain Go, for inference: the encoder runs once per source and
-// its outputs (states, cross-attention keys and values, copy keys) are cached; each decoding step
-// then costs one token's worth of work plus attention over the cached keys (a KV cache), so time per
-// generated token stays flat as the output grows. A Net is read-only and safe for concurrent use.
+// Net is the summarizer network for decoding, in plain Go (NewNet) or through its GoMLX graphs
+// (NewGraphNet, graphnet.go; the host part of a step, mix, is shared): the encoder runs once per
+// source and its outputs (states, cross-attention keys and values, copy keys) are cached; each
+// decoding step then costs one token's worth of work plus attention over the cached keys (a KV
+// cache), so time per generated token stays flat as the output grows. A Net is read-only and safe
+// for concurrent use.
 type Net struct {
 	H       Hyperparams
 	tokens  []float32 // [V, D]
@@ -39,6 +41,9 @@ type Net struct {
 	followBonus float32
 	// suppress lists ids that are never generated (special tokens other than [EOS]).
 	suppress []int32
+	// graph, when set (NewGraphNet), runs the network through GoMLX graphs instead of the Go code
+	// below; the copy mixture (mix) is the same.
+	graph *graphNet
 	// ChainBonus (decoding only, 0 = off) is added to the copy score of the source positions that
 	// continue the longest span of at least two tokens copied so far: the learned follow bonus
 	// only knows the last token, so with frequent subwords ("-", "E") the copy jumps between
@@ -179,11 +184,44 @@ type Source struct {
 	// starts are the positions of the tracked sentences' first tokens (after a [SEP], before any
 	// [CTX]), for the Net's StartBonus.
 	starts []int
+	// graph holds the encoder's outputs as graph decoding reads them (NewGraphNet; the four
+	// fields above are then nil).
+	graph *graphSource
 }
 
 // Encode runs the encoder over one source (ids and segment ids, same length, no padding) whose
 // summary is for the aspect of index aspect (ignored by a model without aspect conditioning).
 func (n *Net) Encode(ids, seg []int32, aspect int32) *Source {
+	return n.EncodeAll([][]int32{ids}, [][]int32{seg}, []int32{aspect})[0]
+}
+
+// EncodeAll encodes several sources (see Encode) at once: the graph network runs them as one
+// batch padded to a common length bucket, so that their hypotheses then decode in one batch too.
+func (n *Net) EncodeAll(ids, seg [][]int32, aspects []int32) []*Source {
+	out := make([]*Source, len(ids))
+	for _, a := range aspects {
+		if n.aspect != nil && (a < 0 || int(a) > n.H.NumAspects) {
+			panic(fmt.Sprintf("summarizer: aspect index %d outside [0, %d]", a, n.H.NumAspects))
+		}
+	}
+	if n.graph != nil {
+		gs, err := n.graph.encodeAll(ids, seg)
+		if err != nil {
+			panic(backendError{err}) // Summarize recovers it: decode.Model has no error path
+		}
+		for i := range out {
+			out[i] = &Source{IDs: ids[i], Aspect: aspects[i], starts: n.sentenceStarts(ids[i]), graph: gs[i]}
+		}
+		return out
+	}
+	for i := range out {
+		out[i] = n.encode(ids[i], seg[i], aspects[i])
+	}
+	return out
+}
+
+// encode is Encode in Go.
+func (n *Net) encode(ids, seg []int32, aspect int32) *Source {
 	h := n.H
 	d, s := h.DModel, len(ids)
 	x := make([]float32, s*d)
@@ -205,9 +243,6 @@ func (n *Net) Encode(ids, seg []int32, aspect int32) *Source {
 		addTo(x, l.ffnOut.apply(hid, s))
 	}
 	n.encLN.apply(x, x, d)
-	if n.aspect != nil && (aspect < 0 || int(aspect) > h.NumAspects) {
-		panic(fmt.Sprintf("summarizer: aspect index %d outside [0, %d]", aspect, h.NumAspects))
-	}
 	src := &Source{IDs: ids, Aspect: aspect, states: x, copyKey: n.copyK.apply(x, s)}
 	src.starts = n.sentenceStarts(ids)
 	for _, l := range n.dec {
@@ -234,17 +269,25 @@ type DecState struct {
 	// utf8 holds the bytes of an incomplete character at the end of the fed tokens (maintained only
 	// with a UTF8 guard).
 	utf8 subword.UTF8State
+	// cache holds, with the graph network, the self-attention keys and values of every decoder
+	// layer as [1, heads, capacity, headDim] tensors (selfK and selfV are then unused); shared with clones
+	// until one of them advances, since tensors are never changed in place.
+	cache []*tensors.Tensor
 }
 
 // NewState starts decoding src; the first token to feed is [BOS].
 func (n *Net) NewState(src *Source) *DecState {
+	if n.graph != nil {
+		return &DecState{Src: src, cache: n.graph.emptyCache()}
+	}
 	return &DecState{Src: src, selfK: make([][]float32, len(n.dec)), selfV: make([][]float32, len(n.dec))}
 }
 
 // Clone copies a hypothesis (beam search forks them); the source is shared, read-only.
 func (st *DecState) Clone() *DecState {
 	c := &DecState{Src: st.Src, pos: st.pos, selfK: make([][]float32, len(st.selfK)), selfV: make([][]float32, len(st.selfV)),
-		match: append([]int32(nil), st.match...), startFed: append([]bool(nil), st.startFed...), word: append([]int32(nil), st.word...), utf8: st.utf8}
+		match: append([]int32(nil), st.match...), startFed: append([]bool(nil), st.startFed...), word: append([]int32(nil), st.word...), utf8: st.utf8,
+		cache: slices.Clone(st.cache)}
 	for l := range st.selfK {
 		c.selfK[l] = append([]float32(nil), st.selfK[l]...)
 		c.selfV[l] = append([]float32(nil), st.selfV[l]...)
@@ -338,6 +381,29 @@ func (st *DecState) Len() int { return st.pos }
 // Step feeds token to every state (one token each, batched) and writes into probs[i] (length
 // VocabSize) the copy-augmented distribution of the next token of state i.
 func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
+	for i, o := range n.network(states, tokens) {
+		n.mix(states[i], tokens[i], o, probs[i])
+	}
+}
+
+// network feeds tokens[i] to states[i] (advancing them) and returns the network's outputs for
+// each, computed by the graph network when there is one, else in Go.
+func (n *Net) network(states []*DecState, tokens []int32) []stepOut {
+	if n.graph == nil {
+		return n.stepGo(states, tokens)
+	}
+	outs, err := n.graph.stepGraph(states, tokens)
+	if err != nil {
+		panic(backendError{err}) // Summarize recovers it: decode.Model has no error path
+	}
+	for _, st := range states {
+		st.pos++
+	}
+	return outs
+}
+
+// stepGo is the network's step in Go.
+func (n *Net) stepGo(states []*DecState, tokens []int32) []stepOut {
 	h := n.H
 	d, b := h.DModel, len(states)
 	x := make([]float32, b*d)
@@ -393,68 +459,105 @@ func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
 		}
 	}
 	scale := float32(1 / math.Sqrt(float64(d)))
+	outs := make([]stepOut, b)
 	for i, st := range states {
-		s := x[i*d : (i+1)*d]
-		out := probs[i]
-		lg := logits[i*nGen : (i+1)*nGen]
-		maxLogit := float32(math.Inf(-1))
-		for _, z := range lg {
-			maxLogit = max(maxLogit, z)
-		}
-		var sum float64
-		for k, z := range lg {
-			e := float32(math.Exp(float64(z - maxLogit)))
-			lg[k] = e
-			sum += float64(e)
-		}
-		// Copy attention and context.
 		src := st.Src
-		srcLen := len(src.IDs)
-		a := make([]float32, srcLen)
+		a := make([]float32, len(src.IDs))
 		q := qc[i*d : (i+1)*d]
-		following := float32(0)
-		for j := range srcLen {
+		for j := range a {
 			a[j] = dot(q, src.copyKey[j*d:(j+1)*d]) * scale
-			if j > 0 && src.IDs[j-1] == tokens[i] && tokens[i] != h.PadID {
-				a[j] += n.followBonus
-				following = 1
-			}
 		}
-		if n.ChainBonus != 0 || n.StartBonus != 0 {
-			longest := st.addChain(a, tokens[i], n.ChainBonus, h.SepID)
-			if n.StartBonus != 0 {
-				bonus := n.StartBonus
-				if longest >= 2 {
-					bonus = 0 // copying a span: the chain decides where it goes on
-				}
-				st.addStart(a, tokens[i], bonus)
-			}
-		}
-		softmax(a)
-		ctx := make([]float32, d)
+		outs[i] = stepOut{logits: logits[i*nGen : (i+1)*nGen], copyScores: a,
+			gateS: dot(x[i*d:(i+1)*d], n.gateS), gateX: dot(xEmb[i*d:(i+1)*d], n.gateX)}
+	}
+	return outs
+}
+
+// ctxGate is the gate's term of the copy context for the copy attention a over src: the
+// a-weighted sum of the encoder states, times gate_c; from the graph's encoder, the same sum taken
+// over the states' terms (sum_j a_j (states_j . gate_c)), so that the states stay on the device.
+func (n *Net) ctxGate(src *Source, a []float32) float32 {
+	if src.graph != nil {
+		var z float32
 		for j, aj := range a {
-			axpy(aj, src.states[j*d:(j+1)*d], ctx)
+			z += aj * src.graph.srcGate[j]
 		}
-		gate := sigmoid(dot(s, n.gateS) + dot(ctx, n.gateC) + dot(xEmb[i*d:(i+1)*d], n.gateX) + following*n.gateF + n.gateB)
-		g := gate / float32(sum)
-		clear(out)
-		for k, id := range n.genIDs {
-			out[id] = lg[k] * g
+		return z
+	}
+	d := n.H.DModel
+	ctx := make([]float32, d)
+	for j, aj := range a {
+		axpy(aj, src.states[j*d:(j+1)*d], ctx)
+	}
+	return dot(ctx, n.gateC)
+}
+
+// stepOut is what the network computes for one hypothesis at one step, before the copy mixture:
+// the logits over the generation vocabulary, the copy attention scores over the source positions
+// (scaled, before any bonus), and the gate's terms of the decoder state and of the input
+// embedding.
+type stepOut struct {
+	logits, copyScores []float32
+	gateS, gateX       float32
+}
+
+// mix turns the network's outputs for state st, fed tok, into the copy-augmented distribution out:
+// the decoding bonuses and constraints live here, on the host, shared by the Go network and the
+// graph one. o.logits and o.copyScores are overwritten.
+func (n *Net) mix(st *DecState, tok int32, o stepOut, out []float32) {
+	h := n.H
+	lg := o.logits
+	maxLogit := float32(math.Inf(-1))
+	for _, z := range lg {
+		maxLogit = max(maxLogit, z)
+	}
+	var sum float64
+	for k, z := range lg {
+		e := float32(math.Exp(float64(z - maxLogit)))
+		lg[k] = e
+		sum += float64(e)
+	}
+	// Copy attention: the learned bonus of the position that follows the fed token, then the
+	// decoding bonuses.
+	src := st.Src
+	a := o.copyScores[:len(src.IDs)]
+	following := float32(0)
+	for j := 1; j < len(a); j++ {
+		if src.IDs[j-1] == tok && tok != h.PadID {
+			a[j] += n.followBonus
+			following = 1
 		}
-		for j, aj := range a {
-			out[src.IDs[j]] += (1 - gate) * aj
+	}
+	if n.ChainBonus != 0 || n.StartBonus != 0 {
+		longest := st.addChain(a, tok, n.ChainBonus, h.SepID)
+		if n.StartBonus != 0 {
+			bonus := n.StartBonus
+			if longest >= 2 {
+				bonus = 0 // copying a span: the chain decides where it goes on
+			}
+			st.addStart(a, tok, bonus)
 		}
-		for _, id := range n.suppress {
-			out[id] = 0
-		}
-		if n.Words != nil {
-			st.word = n.Words.next(st.word, tokens[i], h.BosID)
-			n.Words.apply(out, st.word, src.IDs)
-		}
-		if n.UTF8 != nil {
-			st.utf8 = n.UTF8.Next(st.utf8, tokens[i])
-			n.UTF8.Apply(out, st.utf8, h.EosID)
-		}
+	}
+	softmax(a)
+	gate := sigmoid(o.gateS + n.ctxGate(src, a) + o.gateX + following*n.gateF + n.gateB)
+	g := gate / float32(sum)
+	clear(out)
+	for k, id := range n.genIDs {
+		out[id] = lg[k] * g
+	}
+	for j, aj := range a {
+		out[src.IDs[j]] += (1 - gate) * aj
+	}
+	for _, id := range n.suppress {
+		out[id] = 0
+	}
+	if n.Words != nil {
+		st.word = n.Words.next(st.word, tok, h.BosID)
+		n.Words.apply(out, st.word, src.IDs)
+	}
+	if n.UTF8 != nil {
+		st.utf8 = n.UTF8.Next(st.utf8, tok)
+		n.UTF8.Apply(out, st.utf8, h.EosID)
 	}
 }
 

@@ -11,9 +11,11 @@ import (
 	"github.com/tracksum/tracksum/layers"
 )
 
-// The network, written once here for training (GoMLX graph, differentiable) and once in forward.go
-// for inference (plain Go, with a KV cache). Both read the same variables, named below; the test
-// TestGraphMatchesForward checks that they compute the same probabilities. The layers come from
+// The network, written here as GoMLX graphs for training (differentiable) and, from the same
+// layers, cut for decoding in graphnet.go (encoder once, decoder step with a KV cache, any
+// backend); forward.go has it in plain Go for decoding on the pure-Go backend, where it costs less
+// CPU on small batches. All read the same variables, named below; TestGraphMatchesForward and
+// TestGraphNetMatchesNet check that they compute the same probabilities. The layers come from
 // layers (gradients laid out for the Go backend), with the summarizer's variable names
 // (layerVars: "q_w", "q_b", layer norms "gain" and "bias").
 //

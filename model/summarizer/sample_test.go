@@ -94,4 +94,41 @@ func TestTinyConfigLearnsSample(t *testing.T) {
 	if got[0] == "" {
 		t.Errorf("empty summary for %s/%s", dev[0].PMID, dev[0].Aspect)
 	}
+
+	// The graph network (what Load decodes with on an XLA backend) writes the same summaries as
+	// the Go one, on every dev example, with the checkpoint's decoding options (beam, bonuses,
+	// word rule).
+	gs, err := load(out, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]Request, len(dev))
+	for i, row := range dev {
+		reqs[i] = Request{Aspect: row.Aspect, Cited: row.CitedSentences, Document: row.Document}
+	}
+	want, err := s.Summarize(reqs, s.DecodeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	onGraph, err := gs.Summarize(reqs, gs.DecodeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if onGraph[i] != want[i] {
+			t.Errorf("%s/%s: graph network wrote %q, Go network %q", dev[i].PMID, dev[i].Aspect, onGraph[i], want[i])
+		}
+	}
+	t.Logf("%d dev summaries, graph and Go networks: %d differ", len(want), countDiff(want, onGraph))
+}
+
+// countDiff counts the positions where a and b differ.
+func countDiff(a, b []string) int {
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
 }

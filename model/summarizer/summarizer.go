@@ -5,8 +5,9 @@
 // its own segment embedding); its output is the aspect summary.
 //
 // Training (Train) builds the network as a GoMLX graph and runs it through the shared loop of
-// model/training; inference (Load, Summarizer.Summarize) runs the same network in plain Go with
-// cached encoder states and a decoder KV cache, driven by package model/decode (greedy or beam).
+// model/training; inference (Load, Summarizer.Summarize) runs the same network, encoder once and
+// one decoder step per token with a KV cache, through its GoMLX graphs on an XLA backend (a GPU
+// included) or in plain Go on the pure-Go backend, driven by package model/decode (greedy or beam).
 //
 // # Example
 //
@@ -89,8 +90,14 @@ type Request struct {
 	Document []string
 }
 
-// Load reads a checkpoint directory written by Train.
-func Load(dir string) (*Summarizer, error) {
+// Load reads a checkpoint directory written by Train. On a backend that compiles programs (XLA,
+// tsmodel.CompilesPerShape) the network decodes through its GoMLX graphs, on the device; on the
+// pure-Go backend it decodes with the Go network of forward.go, which costs less CPU there on one
+// source alone (BenchmarkDecode) and agrees with the graphs to 1e-5 (TestGraphNetMatchesNet).
+func Load(dir string) (*Summarizer, error) { return load(dir, tsmodel.CompilesPerShape()) }
+
+// load is Load with the network's kind chosen.
+func load(dir string, onGraph bool) (*Summarizer, error) {
 	metaPath := filepath.Join(dir, checkpoint.SummarizerFile)
 	var m Meta
 	var pathErr *os.PathError
@@ -117,7 +124,7 @@ func Load(dir string) (*Summarizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("summarizer %s: %w", dir, err)
 	}
-	net, err := NewNet(m.Hyperparams, modelVars(ts))
+	net, err := newNet(m.Hyperparams, modelVars(ts), onGraph)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", weights, err)
 	}
@@ -151,6 +158,19 @@ func modelVars(ts map[string]*tensors.Tensor) map[string]*tensors.Tensor {
 	return out
 }
 
+// newNet builds the network a loaded checkpoint decodes with: through its GoMLX graphs on the
+// process's backend (onGraph), or in Go.
+func newNet(h Hyperparams, vars map[string]*tensors.Tensor, onGraph bool) (*Net, error) {
+	if !onGraph {
+		return NewNet(h, vars)
+	}
+	backend, _, err := tsmodel.Backend()
+	if err != nil {
+		return nil, err
+	}
+	return NewGraphNet(backend, h, vars)
+}
+
 // suppressed lists the special ids a summary never contains: all of them but [EOS].
 func suppressed(numSpecial int, eos int32) []int32 {
 	var out []int32
@@ -180,8 +200,18 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 func (m Meta) MaxLen() int { return max(m.MaxDecodeLen, m.Hyperparams.MaxSummaryLen) }
 
 // Summarize writes one summary per request, decoding them together (batched).
-func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, error) {
+func (s *Summarizer) Summarize(reqs []Request, o decode.Options) (_ []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			be, ok := r.(backendError)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("summarize: %w", be.err)
+		}
+	}()
 	states := make([]*DecState, len(reqs))
+	srcIDs, segs, aspects := make([][]int32, len(reqs)), make([][]int32, len(reqs)), make([]int32, len(reqs))
 	var minLens []int
 	if s.Meta.MinLenRatio > 0 && o.MinLens == nil {
 		minLens = make([]int, len(reqs))
@@ -211,7 +241,10 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) ([]string, erro
 		if sources != nil {
 			sources[i] = ids
 		}
-		states[i] = s.Net.NewState(s.Net.Encode(ids, seg, aspectIndex(s.Meta.AspectSet, r.Aspect)))
+		srcIDs[i], segs[i], aspects[i] = ids, seg, aspectIndex(s.Meta.AspectSet, r.Aspect)
+	}
+	for i, src := range s.Net.EncodeAll(srcIDs, segs, aspects) {
+		states[i] = s.Net.NewState(src)
 	}
 	if minLens != nil {
 		o.MinLens = minLens

@@ -480,9 +480,13 @@ func DecodeExamples(net *Net, exs []Example, o decode.Options) [][]int32 {
 	out := make([][]int32, 0, len(exs))
 	for start := 0; start < len(exs); start += chunk {
 		part := exs[start:min(start+chunk, len(exs))]
-		states := make([]*DecState, len(part))
+		ids, segs, aspects := make([][]int32, len(part)), make([][]int32, len(part)), make([]int32, len(part))
 		for i, ex := range part {
-			states[i] = net.NewState(net.Encode(ex.Src, ex.Seg, ex.Aspect))
+			ids[i], segs[i], aspects[i] = ex.Src, ex.Seg, ex.Aspect
+		}
+		states := make([]*DecState, len(part))
+		for i, src := range net.EncodeAll(ids, segs, aspects) {
+			states[i] = net.NewState(src)
 		}
 		co := o
 		if o.MinLens != nil { // per-input minimums follow the chunk

@@ -28,7 +28,7 @@ func command() cli.Command {
 	fs.String("out", "", "snapshot directory to write (required)")
 	fs.String("tokenizer", "", "directory with a real tokenizer.json + tokenizer_config.json to copy (e.g. hf/tokenizer/testdata/hf/llama3,\n"+
 		"fetched by tools/hftokenizer/fetch.sh); empty: a small byte-level test tokenizer")
-	fs.String("model-type", "llama", strings.Join(family.Names(family.CausalLM), ", ")+" (causal LMs) or "+strings.Join(family.Names(family.Encoder), ", ")+" (encoder)")
+	fs.String("model-type", "llama", strings.Join(family.Names(family.CausalLM), ", ")+" (causal LMs) or "+strings.Join(family.Names(family.Encoder), ", ")+" (encoders)")
 	fs.Int("hidden", 64, "hidden_size")
 	fs.Int("layers", 2, "num_hidden_layers")
 	fs.Int("heads", 4, "num_attention_heads")
@@ -38,6 +38,7 @@ func command() cli.Command {
 	fs.String("dtype", "bfloat16", "weights' dtype: float32, bfloat16 or float16")
 	fs.Bool("tied", false, "tie the LM head to the embeddings (no lm_head.weight)")
 	fs.Uint64("seed", 1, "seed of the weights (the same seed writes the same bytes)")
+	fs.StringSlice("labels", nil, "encoders (bert, roberta): id2label of a sequence-classification head, e.g. entailment,neutral,contradiction (an NLI snapshot for tracksum-eval --judge nli)")
 	fs.Bool("overwrite", false, "replace an existing non-empty --out")
 	_ = fs.MarkHidden("config") // cli.NewFlags' --config: no config key applies here
 	return cli.Command{
@@ -66,6 +67,7 @@ func command() cli.Command {
 			o.tied, _ = fs.GetBool("tied")
 			o.seed, _ = fs.GetUint64("seed")
 			o.overwrite, _ = fs.GetBool("overwrite")
+			o.labels, _ = fs.GetStringSlice("labels")
 			if o.out == "" {
 				return cli.Usagef("--out is required")
 			}
@@ -79,6 +81,7 @@ type options struct {
 	hidden, layers, heads, kvHeads, intermediate, vocab int
 	tied, overwrite                                     bool
 	seed                                                uint64
+	labels                                              []string
 }
 
 // write builds the snapshot in a temporary sibling of o.out and renames it into place.
@@ -105,11 +108,15 @@ func write(o options) error {
 		return err
 	}
 	defer dir.Abort()
-	if o.modelType == "bert" {
-		e := randsnap.Encoder{Vocab: o.vocab, Hidden: o.hidden, Layers: o.layers, Heads: o.heads,
-			Intermediate: o.intermediate, Prefix: "bert.", Pooler: true, DType: dt, Seed: o.seed, TokenizerDir: o.tokenizer}
+	if len(o.labels) > 0 && o.modelType != "bert" && o.modelType != "roberta" {
+		return cli.Usagef("--labels: only the encoders (--model-type bert or roberta) have a classification head")
+	}
+	if o.modelType == "bert" || o.modelType == "roberta" {
+		e := randsnap.Encoder{ModelType: o.modelType, Vocab: o.vocab, Hidden: o.hidden, Layers: o.layers, Heads: o.heads,
+			Intermediate: o.intermediate, Prefix: o.modelType + ".", Pooler: o.modelType == "bert", DType: dt, Seed: o.seed,
+			TokenizerDir: o.tokenizer, Labels: o.labels}
 		if e.Vocab == 0 {
-			e.Vocab = cmp.Or(tok.Size, 100)
+			e.Vocab = cmp.Or(tok.Size, map[string]int{"bert": 100, "roberta": 300}[o.modelType])
 		}
 		err = randsnap.WriteEncoder(dir.Tmp, e)
 	} else {

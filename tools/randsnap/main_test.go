@@ -47,6 +47,32 @@ func TestWriteWithTokenizer(t *testing.T) {
 	}
 }
 
+// TestWriteNLI: --model-type roberta|bert with --labels writes a sequence-classification snapshot
+// with id2label that opens and carries its head.
+func TestWriteNLI(t *testing.T) {
+	for _, mt := range []string{"bert", "roberta"} {
+		o := defaults(filepath.Join(t.TempDir(), mt))
+		o.modelType, o.labels = mt, []string{"contradiction", "neutral", "entailment"}
+		if err := write(o); err != nil {
+			t.Fatal(err)
+		}
+		s, err := snapshot.Open(o.out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := "classifier.weight"
+		if mt == "roberta" {
+			head = "classifier.out_proj.weight"
+		}
+		if sh, ok := s.Shape(head); !ok || sh.Dimensions[0] != 3 {
+			t.Errorf("%s: %s %v", mt, head, sh)
+		}
+		if id2, _ := s.Config["id2label"].(map[string]any); id2["2"] != "entailment" {
+			t.Errorf("%s: id2label %v", mt, s.Config["id2label"])
+		}
+	}
+}
+
 func TestWriteErrors(t *testing.T) {
 	dir := t.TempDir()
 	taken := filepath.Join(dir, "taken")
@@ -67,6 +93,7 @@ func TestWriteErrors(t *testing.T) {
 			o.tokenizer, o.vocab = filepath.Join("..", "..", "hf", "decoder", "testdata", "llama"), 10
 		}, "smaller than the tokenizer's 29 ids"},
 		{"existing output", func(o *options) { o.out = taken }, "use --overwrite"},
+		{"labels on a causal LM", func(o *options) { o.labels = []string{"entailment", "not_entailment"} }, "--labels: only the encoders"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			o := defaults(filepath.Join(dir, tc.desc))

@@ -1,0 +1,54 @@
+package nli
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/tracksum/tracksum/eval/judge"
+	"github.com/tracksum/tracksum/hf/randsnap"
+)
+
+// BenchmarkBERTBasePairs: sentence pairs per second of the nli judge on a BERT-base-shaped random
+// snapshot (vocab 30522, hidden 768, 12 layers, 12 heads, intermediate 3072; 440 MB of float32
+// weights written to a temporary directory) with pairs of 128 tokens, 16 concurrent callers, no
+// cache. Run it alone, once:
+//
+//	go test -run '^$' -bench BERTBasePairs -benchtime 1x ./eval/judge/nli/
+func BenchmarkBERTBasePairs(b *testing.B) {
+	dir := b.TempDir()
+	if err := randsnap.WriteEncoder(dir, randsnap.Encoder{Vocab: 30522, Hidden: 768, Layers: 12, Heads: 12, Intermediate: 3072,
+		Prefix: "bert.", Pooler: true, Labels: []string{"entailment", "neutral", "contradiction"}, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	j, err := New(context.Background(), Options{Dir: dir, Threshold: 0.5, BatchSize: 16, Decomposer: judge.NewLexical(judge.LexicalOptions{})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The test tokenizer has one token per character: 96 + 27 characters and 3 specials make 126
+	// tokens, padded to 128.
+	const n = 16
+	premises := make([]string, n)
+	for i := range premises {
+		premises[i] = fmt.Sprintf("patients %02d were randomized to placebo or drug and the toxicity was low in both arms of the trial and more", i)[:96]
+	}
+	hyp := "the toxicity was low in arm"
+	b.ResetTimer()
+	pairs := 0
+	for b.Loop() {
+		j.memo = map[string]float64{}
+		var wg sync.WaitGroup
+		for _, p := range premises {
+			wg.Go(func() {
+				if _, err := j.Probability(context.Background(), p, hyp); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		pairs += n
+	}
+	b.ReportMetric(float64(pairs)/b.Elapsed().Seconds(), "pairs/s")
+	b.Logf("%s", j.Stats())
+}

@@ -1,0 +1,111 @@
+package eval
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tracksum/tracksum/hf/randsnap"
+)
+
+// nliSnapshot writes a tiny random RoBERTa NLI snapshot whose classifier bias makes one label win
+// whatever the input: entailment when entail is true, contradiction otherwise.
+func nliSnapshot(t *testing.T, entail bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	bias := []float32{6, 0, 0}
+	if entail {
+		bias = []float32{0, 0, 6}
+	}
+	if err := randsnap.WriteEncoder(dir, randsnap.Encoder{ModelType: "roberta", Prefix: "roberta.", Vocab: 300, Hidden: 16,
+		Layers: 1, Heads: 2, Intermediate: 32, MaxPositions: 258, Seed: 3,
+		Labels: []string{"CONTRADICTION", "NEUTRAL", "ENTAILMENT"}, HeadBias: bias}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestEvaluationWithNLIJudge: --judge nli scores through the evaluation, records its settings,
+// follows the model's verdict (a model that always entails gives claim F1 1 for references
+// against themselves; one that never does, less), and `eval compare` takes it too.
+func TestEvaluationWithNLIJudge(t *testing.T) {
+	cfg := testConfig().Eval
+	cfg.Judge = "nli"
+	cfg.NLI.CacheDir = t.TempDir()
+	cfg.NLI.Model = nliSnapshot(t, true)
+	out, err := Evaluation(context.Background(), "testdata/ref.jsonl", "testdata/ref.jsonl", cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.Report.Settings.Judge, "nli:") || out.Report.Settings.NLI == nil ||
+		out.Report.Settings.NLI.Threshold != 0.5 || len(out.Report.Settings.NLI.WeightsSHA256) != 64 {
+		t.Fatalf("settings %+v, nli %+v", out.Report.Settings, out.Report.Settings.NLI)
+	}
+	if got := out.Report.Overall.Mean[ClaimF1]; got != 1 {
+		t.Errorf("an always-entailing model: claim F1 %v, want 1", got)
+	}
+	cfg.NLI.Model = nliSnapshot(t, false)
+	out, err = Evaluation(context.Background(), "testdata/ref.jsonl", "testdata/ref.jsonl", cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Report.Overall.Mean[ClaimF1]; got >= 1 {
+		t.Errorf("a never-entailing model: claim F1 %v, want < 1", got)
+	}
+	if _, err := Compare(context.Background(), "testdata/pred.jsonl", "testdata/ref.jsonl", "testdata/ref.jsonl", cfg); err != nil {
+		t.Errorf("compare with the nli judge: %v", err)
+	}
+	cfg.NLI.Model = ""
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "eval.nli.model") {
+		t.Errorf("judge nli without a model: %v", err)
+	}
+}
+
+// TestNLICommandAndAgreement: `tracksum-eval --judge nli --nli-model DIR --out OUT`, then
+// `tracksum-eval agreement` on its instances.jsonl.
+func TestNLICommandAndAgreement(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	t.Setenv("TRACKSUM_EVAL_NLI_CACHE_DIR", t.TempDir())
+	cmd := Command()
+	if err := cmd.Flags.Parse([]string{"--pred", "testdata/pred.jsonl", "--ref", "testdata/ref.jsonl", "--judge", "nli",
+		"--nli-model", nliSnapshot(t, true), "--out", out}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Run(context.Background(), cmd.Flags.Args()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(out, "instances.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var human strings.Builder
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for i := 0; sc.Scan(); i++ {
+		var line struct {
+			PMID   string `json:"PMID"`
+			Aspect string `json:"Aspect"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&human, `{"PMID": %q, "Aspect": %q, "claim_recall": %d, "citation_precision": %d}`+"\n", line.PMID, line.Aspect, i%4, (i*3)%5)
+	}
+	hp := filepath.Join(t.TempDir(), "human.jsonl")
+	if err := os.WriteFile(hp, []byte(human.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := Agreement(filepath.Join(out, "instances.jsonl"), hp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) == 0 {
+		t.Fatal("no correlation")
+	}
+}

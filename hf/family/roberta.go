@@ -1,0 +1,13 @@
+package family
+
+// RoBERTa encoders (RobertaConfig, modeling_roberta.py), built by hf/encoder: the evaluator's nli
+// judge (RobertaForSequenceClassification snapshots, e.g. RoBERTa-large-MNLI). The encoder layers
+// are BERT's, and so are the LoRA targets. The tracker does not train on RoBERTa
+// (config.EncoderModelTypes is bert only), so no RoBERTa checkpoint reaches tracksum-export.
+func init() {
+	Register(Family{
+		ModelType: "roberta", Kind: Encoder,
+		SequenceClassificationClass: "RobertaForSequenceClassification",
+		LoRATargets:                 []string{"query", "key", "value", "dense", "attention.output.dense", "intermediate.dense", "output.dense"},
+	})
+}
