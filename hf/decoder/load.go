@@ -102,7 +102,7 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	}
 	for _, t := range lora.TargetModules {
 		if !slices.Contains(cfg.LoRATargets, t) {
-			return nil, fmt.Errorf("lora target module %q is not a %s layer: set lora.target_modules to some of %v", t, cfg.ModelType, cfg.LoRATargets)
+			return nil, fmt.Errorf("lora target module %q is not a %s layer: set tracker.lora.target_modules or summarizer.lora.target_modules to some of %v", t, cfg.ModelType, cfg.LoRATargets)
 		}
 	}
 	want := cfg.expectedTensors()
