@@ -14,6 +14,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/layers"
 	"github.com/tracksum/tracksum/model/decode"
 )
 
@@ -87,7 +88,7 @@ func newGenerator(lm *causalLM, stop []int32) (*generator, error) {
 		cache := lm.dec.NewCache(gr, b, m)
 		hidden, next := lm.dec.Step(scope, cache, in[0], in[1], in[2], Scalar(gr, dtypes.Int32, 0))
 		logits := lm.dec.Logits(scope, Squeeze(gatherPositions(hidden, in[3]), 1))
-		return append([]*Node{Softmax(logits, -1)}, splitRows(next.Flatten(), b)...)
+		return append([]*Node{Softmax(logits, -1)}, layers.SplitRows(next.Flatten(), b)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pretrained: %w", err)
@@ -97,21 +98,10 @@ func newGenerator(lm *causalLM, stop []int32) (*generator, error) {
 	g.step, err = gomlxmodel.NewExec(lm.backend, lm.store, func(scope *gomlxmodel.Scope, in []*Node) []*Node {
 		b := in[0].Shape().Dimensions[0]
 		rows := in[4:]
-		per := len(rows) / b
-		joined := make([]*Node, per)
-		for c := range per {
-			parts := make([]*Node, b)
-			for r := range b {
-				parts[r] = rows[r*per+c]
-			}
-			joined[c] = parts[0]
-			if b > 1 {
-				joined[c] = Concatenate(parts, 0)
-			}
-		}
+		joined := layers.JoinRows(rows, b, len(rows)/b)
 		hidden, next := lm.dec.Step(scope, lm.dec.CacheFrom(joined), in[0], in[1], in[2], in[3])
 		logits := lm.dec.Logits(scope, Squeeze(hidden, 1))
-		return append([]*Node{Softmax(logits, -1)}, splitRows(next.Flatten(), b)...)
+		return append([]*Node{Softmax(logits, -1)}, layers.SplitRows(next.Flatten(), b)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pretrained: %w", err)
@@ -119,22 +109,6 @@ func newGenerator(lm *causalLM, stop []int32) (*generator, error) {
 	g.prefill.SetMaxCache(-1)
 	g.step.SetMaxCache(-1)
 	return g, nil
-}
-
-// splitRows cuts each [B, ...] node into its B rows and lists them row by row (row 0's nodes, then
-// row 1's, ...).
-func splitRows(nodes []*Node, b int) []*Node {
-	out := make([]*Node, 0, b*len(nodes))
-	for r := range b {
-		for _, n := range nodes {
-			if b == 1 {
-				out = append(out, n)
-				continue
-			}
-			out = append(out, Slice(n, AxisRange(r, r+1)))
-		}
-	}
-	return out
 }
 
 // batchBucket rounds a batch up to a power of two (at most maxGenBatch), so that beam search,

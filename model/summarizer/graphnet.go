@@ -143,7 +143,7 @@ func encodeRowsGraph(scope *gomlxmodel.Scope, h Hyperparams, src, seg *Node) []*
 	gc := scope.At("copy").VariableWithShape("gate_c", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	srcLen := src.Shape().Dimensions[1]
 	srcGate := Reshape(layers.Product(Reshape(enc, b*srcLen, d), Reshape(gc, d, 1)), b, srcLen)
-	return append([]*Node{srcGate}, splitRows(perRow, b)...)
+	return append([]*Node{srcGate}, layers.SplitRows(perRow, b)...)
 }
 
 // Inputs of decodeStepGraph before the per-row tensors.
@@ -169,8 +169,8 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	d, nl := h.DModel, h.DecoderLayers
 	perCache := 2 * nl
 	rows := in[stepFixed:]
-	cache := joinRows(rows[:b*perCache], b, perCache)
-	source := joinRows(rows[b*perCache:], b, h.perSource())
+	cache := layers.JoinRows(rows[:b*perCache], b, perCache)
+	source := layers.JoinRows(rows[b*perCache:], b, h.perSource())
 
 	es := scope.At("embed")
 	tokens := es.VariableWithShape("tokens", shapes.Make(dtypes.Float32, h.VocabSize, d)).ValueGraph(g)
@@ -230,7 +230,7 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	gx := cs.VariableWithShape("gate_x", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gateS := Reshape(layers.Product(s, Reshape(gs, d, 1)), b)
 	gateX := Reshape(layers.Product(xEmb, Reshape(gx, d, 1)), b)
-	return append([]*Node{logits, scores, gateS, gateX}, splitRows(next, b)...)
+	return append([]*Node{logits, scores, gateS, gateX}, layers.SplitRows(next, b)...)
 }
 
 // attendKeysT is layers.Attention with the keys given transposed, kT [B, H, dh, S]: the encoder
@@ -240,39 +240,6 @@ func attendKeysT(q, kT, values, bias *Node) *Node {
 	scores := DotGeneral(q, []int{3}, []int{0, 1}, kT, []int{2}, []int{0, 1})
 	scores = Add(MulScalar(scores, 1/math.Sqrt(float64(q.Shape().Dimensions[3]))), bias)
 	return layers.AttentionValues(layers.SoftmaxLast(scores), values)
-}
-
-// joinRows concatenates the per-row tensors (row 0's per nodes, then row 1's, ...) into per nodes
-// of b rows each.
-func joinRows(rows []*Node, b, per int) []*Node {
-	out := make([]*Node, per)
-	for c := range per {
-		parts := make([]*Node, b)
-		for r := range b {
-			parts[r] = rows[r*per+c]
-		}
-		out[c] = parts[0]
-		if b > 1 {
-			out[c] = Concatenate(parts, 0)
-		}
-	}
-	return out
-}
-
-// splitRows cuts each [B, ...] node into its B rows and lists them row by row (row 0's nodes, then
-// row 1's, ...).
-func splitRows(nodes []*Node, b int) []*Node {
-	out := make([]*Node, 0, b*len(nodes))
-	for r := range b {
-		for _, n := range nodes {
-			if b == 1 {
-				out = append(out, n)
-				continue
-			}
-			out = append(out, Slice(n, AxisRange(r, r+1)))
-		}
-	}
-	return out
 }
 
 // bucketLen is model.BucketLen for this net's backend (pow2).
