@@ -9,27 +9,12 @@ import (
 	"github.com/tracksum/tracksum/model/training"
 )
 
-// Padded lengths are rounded up to these multiples, so that a run compiles a few graph shapes
+// Padded lengths are rounded up from these steps (model.BucketLen), so that a run compiles a few graph shapes
 // rather than one per length.
 const (
 	seqBucket    = 16
 	answerBucket = 4
 )
-
-func roundUp(n, m int) int { return max(m, (n+m-1)/m*m) }
-
-// bucketLen is the padded length of n (model.BucketLen: multiples of step on the go backend,
-// powers of two on a backend that compiles per shape).
-func bucketLen(n, step int) int { return model.BucketLen(n, step) }
-
-// pow2Len is the least power-of-two multiple of step (a power of two) that holds n.
-func pow2Len(n, step int) int {
-	p := step
-	for p < n {
-		p *= 2
-	}
-	return p
-}
 
 // lossPositions lists, for an answer example, the positions t whose logits predict a label
 // (labels[t+1] is not decoder.IgnoreLabel) and those labels.
@@ -48,7 +33,7 @@ func padTokens(exs []Example, pad int32) (tokens *tensors.Tensor, mask *tensors.
 	for _, e := range exs {
 		t = max(t, len(e.Tokens))
 	}
-	t = bucketLen(t, seqBucket)
+	t = model.BucketLen(t, seqBucket)
 	tok := make([]int32, len(exs)*t)
 	msk := make([]float32, len(exs)*t)
 	for b, e := range exs {
@@ -73,7 +58,7 @@ func answerBatch(exs []Example, pad int32) training.Batch {
 		all = append(all, [2][]int32{p, g})
 		k = max(k, len(p))
 	}
-	k = bucketLen(k, answerBucket)
+	k = model.BucketLen(k, answerBucket)
 	pos := make([]int32, len(exs)*k)
 	tgt := make([]int32, len(exs)*k)
 	w := make([]float32, len(exs)*k)

@@ -15,6 +15,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/layers"
+	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/decode"
 )
 
@@ -184,8 +185,8 @@ func (g *generator) layout(prompts [][]int32, maxNew int) (s, capacity int, err 
 		}
 		longest, gen = max(longest, len(p)), max(gen, min(maxNew, ctxLen-len(p)))
 	}
-	s = bucketLen(longest, seqBucket)
-	return s, bucketLen(s+gen, cacheBucket), nil
+	s = model.BucketLen(longest, seqBucket)
+	return s, model.BucketLen(s+gen, cacheBucket), nil
 }
 
 // mergedRows copies a [B, V] distribution row by row, moving the probability of every stop token

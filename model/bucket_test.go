@@ -1,10 +1,6 @@
-package pretrained
+package model
 
-import (
-	"testing"
-
-	"github.com/tracksum/tracksum/model"
-)
+import "testing"
 
 func TestPaddedLengths(t *testing.T) {
 	tests := []struct {
@@ -22,18 +18,18 @@ func TestPaddedLengths(t *testing.T) {
 		{n: 130, step: 64, roundUp: 192, pow2: 256},
 	}
 	for _, tt := range tests {
-		if got := roundUp(tt.n, tt.step); got != tt.roundUp {
-			t.Errorf("roundUp(%d, %d) = %d, want %d", tt.n, tt.step, got, tt.roundUp)
+		if got := BucketLenFor(tt.n, tt.step, false); got != tt.roundUp {
+			t.Errorf("BucketLenFor(%d, %d, false) = %d, want %d", tt.n, tt.step, got, tt.roundUp)
 		}
-		if got := pow2Len(tt.n, tt.step); got != tt.pow2 {
-			t.Errorf("pow2Len(%d, %d) = %d, want %d", tt.n, tt.step, got, tt.pow2)
+		if got := BucketLenFor(tt.n, tt.step, true); got != tt.pow2 {
+			t.Errorf("BucketLenFor(%d, %d, true) = %d, want %d", tt.n, tt.step, got, tt.pow2)
 		}
 		want := tt.roundUp
-		if model.CompilesPerShape() {
+		if CompilesPerShape() {
 			want = tt.pow2
 		}
-		if got := bucketLen(tt.n, tt.step); got != want {
-			t.Errorf("bucketLen(%d, %d) = %d, want %d (compiles per shape: %v)", tt.n, tt.step, got, want, model.CompilesPerShape())
+		if got := BucketLen(tt.n, tt.step); got != want {
+			t.Errorf("BucketLen(%d, %d) = %d, want %d (compiles per shape: %v)", tt.n, tt.step, got, want, CompilesPerShape())
 		}
 	}
 }
