@@ -43,6 +43,7 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
@@ -131,25 +132,6 @@ type Config struct {
 	PositionOffset int
 }
 
-// family holds what differs between the model types of this package: the prefix of their
-// BertFor*/RobertaFor* checkpoints' encoder keys, BertConfig's or RobertaConfig's defaults, and
-// whether positions are offset past the padding id.
-type family struct {
-	name                         string
-	prefix                       string
-	vocab, maxPositions, typeVoc int
-	pad                          int
-	offsetPositions              bool
-}
-
-var families = map[string]family{
-	"bert":    {name: "BERT", prefix: "bert.", vocab: 30522, maxPositions: 512, typeVoc: 2, pad: 0},
-	"roberta": {name: "RoBERTa", prefix: "roberta.", vocab: 50265, maxPositions: 512, typeVoc: 2, pad: 1, offsetPositions: true},
-}
-
-// ModelTypes are the config.json model_type values this package loads.
-var ModelTypes = []string{"bert", "roberta"}
-
 // HeadDim is the width of one attention head.
 func (c Config) HeadDim() int { return c.Hidden / c.Heads }
 
@@ -162,9 +144,9 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 	fail := func(format string, args ...any) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
 	}
-	fam, ok := families[s.ModelType]
-	if !ok {
-		return fail("model_type %q is not an encoder of this package (supported: %s)", s.ModelType, strings.Join(ModelTypes, ", "))
+	fam, ok := family.Lookup(s.ModelType)
+	if !ok || fam.Kind != family.Encoder {
+		return fail("model_type %q is not an encoder of this package (supported: %s)", s.ModelType, strings.Join(family.Names(family.Encoder), ", "))
 	}
 	c := Config{ModelType: s.ModelType}
 	var err error
@@ -173,10 +155,10 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 		dst *int
 		def int
 	}{
-		{"vocab_size", &c.Vocab, fam.vocab}, {"hidden_size", &c.Hidden, 768}, {"num_hidden_layers", &c.Layers, 12},
+		{"vocab_size", &c.Vocab, fam.VocabSize}, {"hidden_size", &c.Hidden, 768}, {"num_hidden_layers", &c.Layers, 12},
 		{"num_attention_heads", &c.Heads, 12}, {"intermediate_size", &c.Intermediate, 3072},
-		{"max_position_embeddings", &c.MaxPositions, fam.maxPositions}, {"type_vocab_size", &c.TypeVocab, fam.typeVoc},
-		{"pad_token_id", &c.PadTokenID, fam.pad},
+		{"max_position_embeddings", &c.MaxPositions, fam.MaxPositions}, {"type_vocab_size", &c.TypeVocab, fam.TypeVocabSize},
+		{"pad_token_id", &c.PadTokenID, fam.PadTokenID},
 	}
 	for _, k := range ints {
 		if *k.dst, err = s.Int(k.key, k.def); err != nil {
@@ -196,13 +178,13 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 	if c.PadTokenID < 0 || c.PadTokenID >= c.Vocab {
 		return fail("pad_token_id = %d is outside the vocabulary (vocab_size %d)", c.PadTokenID, c.Vocab)
 	}
-	if fam.offsetPositions {
+	if fam.OffsetPositions {
 		c.PositionOffset = c.PadTokenID + 1
 		if c.PositionOffset >= c.MaxPositions {
 			return fail("max_position_embeddings = %d leaves no position after pad_token_id = %d", c.MaxPositions, c.PadTokenID)
 		}
 	}
-	layerPrefixes := []string{fam.prefix + "encoder.layer.", "encoder.layer."}
+	layerPrefixes := []string{fam.KeyPrefix + "encoder.layer.", "encoder.layer."}
 	if err := s.CheckLayerCount("num_hidden_layers", c.Layers, layerPrefixes...); err != nil {
 		return Config{}, err
 	}

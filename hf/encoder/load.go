@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
@@ -38,7 +39,10 @@ const (
 // BertModel / RobertaModel have none, those saved from the *ForPreTraining / *ForMaskedLM /
 // *ForSequenceClassification classes (BERT, PubMedBERT, BioBERT, RoBERTa as published) put
 // "bert." or "roberta." before every encoder key.
-func keyPrefixes(modelType string) []string { return []string{families[modelType].prefix, ""} }
+func keyPrefixes(modelType string) []string {
+	f, _ := family.Lookup(modelType)
+	return []string{f.KeyPrefix, ""}
+}
 
 // robertaHead are the keys of RobertaClassificationHead, in the order Classify applies them.
 var robertaHead = []string{"classifier.dense.weight", "classifier.dense.bias", "classifier.out_proj.weight", "classifier.out_proj.bias"}
@@ -143,7 +147,8 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 		}
 	}
 	if m.prefix == "-" {
-		return nil, fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor %sembeddings.word_embeddings.weight): not a %s checkpoint", s.Dir, snapshot.ErrMissingTensor, families[cfg.ModelType].prefix, families[cfg.ModelType].name)
+		fam, _ := family.Lookup(cfg.ModelType)
+		return nil, fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor %sembeddings.word_embeddings.weight): not a %s checkpoint", s.Dir, snapshot.ErrMissingTensor, fam.KeyPrefix, fam.Name)
 	}
 	_, hasW := s.Shape(m.prefix + "pooler.dense.weight")
 	_, hasB := s.Shape(m.prefix + "pooler.dense.bias")

@@ -7,6 +7,8 @@ func init() {
 	Register(Family{
 		ModelType: "bert", Kind: Encoder,
 		SequenceClassificationClass: "BertForSequenceClassification",
-		LoRATargets:                 []string{"query", "key", "value", "dense", "attention.output.dense", "intermediate.dense", "output.dense"},
+		Name:                        "BERT", KeyPrefix: "bert.",
+		VocabSize: 30522, MaxPositions: 512, TypeVocabSize: 2, PadTokenID: 0,
+		LoRATargets: []string{"query", "key", "value", "dense", "attention.output.dense", "intermediate.dense", "output.dense"},
 	})
 }

@@ -112,6 +112,18 @@ type Family struct {
 	// FusedQKV: one qkv_proj whose output rows are [q | k | v]; FusedGateUp: one gate_up_proj whose
 	// output rows are [gate | up] (Phi-3).
 	FusedQKV, FusedGateUp bool
+	// Encoder families (hf/encoder).
+
+	// Name is the family's name in messages ("BERT").
+	Name string
+	// KeyPrefix is the encoder's key prefix in a *ForSequenceClassification checkpoint ("bert.").
+	KeyPrefix string
+	// VocabSize, MaxPositions, TypeVocabSize and PadTokenID are the defaults of vocab_size,
+	// max_position_embeddings, type_vocab_size and pad_token_id.
+	VocabSize, MaxPositions, TypeVocabSize, PadTokenID int
+	// OffsetPositions: position ids count from pad_token_id + 1 (RoBERTa).
+	OffsetPositions bool
+
 	// SandwichNorms: the attention and MLP outputs are normalised before their residual additions
 	// (post_attention_layernorm, post_feedforward_layernorm), and the MLP reads
 	// pre_feedforward_layernorm (Gemma 2 and 3).

@@ -8,6 +8,8 @@ func init() {
 	Register(Family{
 		ModelType: "roberta", Kind: Encoder,
 		SequenceClassificationClass: "RobertaForSequenceClassification",
-		LoRATargets:                 []string{"query", "key", "value", "dense", "attention.output.dense", "intermediate.dense", "output.dense"},
+		Name:                        "RoBERTa", KeyPrefix: "roberta.",
+		VocabSize: 50265, MaxPositions: 512, TypeVocabSize: 2, PadTokenID: 1, OffsetPositions: true,
+		LoRATargets: []string{"query", "key", "value", "dense", "attention.output.dense", "intermediate.dense", "output.dense"},
 	})
 }
