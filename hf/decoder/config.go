@@ -102,19 +102,19 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 		}
 	}
 	if fam.Softcapping {
-		for _, cap := range []struct {
+		for _, sc := range []struct {
 			key string
 			dst *float64
 			def float64
 		}{{"attn_logit_softcapping", &c.AttnSoftcap, fam.AttnSoftcap}, {"final_logit_softcapping", &c.FinalSoftcap, fam.FinalSoftcap}} {
-			if v, present := s.Config[cap.key]; present && v == nil {
+			if v, present := s.Config[sc.key]; present && v == nil {
 				continue // null: no cap
 			}
-			if *cap.dst, err = s.Float(cap.key, cap.def); err != nil {
+			if *sc.dst, err = s.Float(sc.key, sc.def); err != nil {
 				return Config{}, err
 			}
-			if *cap.dst < 0 {
-				return fail("%s = %g, want a positive number or null", cap.key, *cap.dst)
+			if *sc.dst < 0 {
+				return fail("%s = %g, want a positive number or null", sc.key, *sc.dst)
 			}
 		}
 	}

@@ -286,8 +286,8 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 	return Reshape(h, b, t, c.Hidden)
 }
 
-// softcap is Gemma 2's soft-capping, cap * tanh(x / cap), in x's dtype.
-func softcap(x *Node, cap float64) *Node { return MulScalar(Tanh(MulScalar(x, 1/cap)), cap) }
+// softcap is Gemma 2's soft-capping, limit * tanh(x / limit), in x's dtype.
+func softcap(x *Node, limit float64) *Node { return MulScalar(Tanh(MulScalar(x, 1/limit)), limit) }
 
 // slides reports whether layer l is a sliding layer: its keys within SlidingWindow (when set) and
 // its RoPE base LocalRopeTheta (when set).
