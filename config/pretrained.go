@@ -26,7 +26,7 @@ type LoRA struct {
 	// Dropout is applied to the adapter's input during training only (PEFT's lora_dropout).
 	Dropout float64 `mapstructure:"dropout" yaml:"dropout" json:"dropout"`
 	// TargetModules names the linear layers that get adapters, by the module names of the Hugging
-	// Face model (PEFT's target_modules): the Llama-family projections, or BERT's (LoRATargetsBERT).
+	// Face model (PEFT's target_modules): the Llama-family projections, or BERT's (hf/family's bert).
 	// The Llama names also select BERT's corresponding layers (LoRATargetsBERTAlias), so the default
 	// works for both families.
 	TargetModules []string `mapstructure:"target_modules" yaml:"target_modules" json:"target_modules"`
@@ -71,10 +71,6 @@ func familyTargets(modelType string) []string {
 	}
 	return f.LoRATargets
 }
-
-// LoRATargetsBERT lists the linear layers of a BERT encoder layer, by PEFT's suffix matching on
-// Hugging Face module names (encoder.layer.N.attention.self.query, ..., encoder.layer.N.output.dense).
-var LoRATargetsBERT = []string{"query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"}
 
 // LoRATargetsBERTAlias maps the Llama-family target names onto BERT's layers of the same role, so
 // one target list (the default) serves both families; gate_proj has no BERT counterpart (BERT's

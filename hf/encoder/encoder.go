@@ -63,8 +63,14 @@ type LoRA = decoder.LoRA
 // intermediate.dense, output.dense and pooler.dense.
 var DefaultTargets = []string{"query", "key", "value", "dense"}
 
-// bertTargets are the target names this package accepts besides the Llama aliases.
-var bertTargets = append([]string{"dense"}, config.LoRATargetsBERT...)
+// bertTargets are the target names this package accepts besides the Llama aliases: the BERT
+// family's (hf/family; RoBERTa's are the same layers).
+var bertTargets = bertFamilyTargets()
+
+func bertFamilyTargets() []string {
+	f, _ := family.Lookup("bert")
+	return f.LoRATargets
+}
 
 // resolveTargets returns the BERT target names of l (aliases mapped, gate_proj dropped), or an
 // error naming an unknown one.

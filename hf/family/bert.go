@@ -9,6 +9,6 @@ func init() {
 		SequenceClassificationClass: "BertForSequenceClassification",
 		Name:                        "BERT", KeyPrefix: "bert.",
 		VocabSize: 30522, MaxPositions: 512, TypeVocabSize: 2, PadTokenID: 0,
-		LoRATargets: []string{"query", "key", "value", "dense", "attention.output.dense", "intermediate.dense", "output.dense"},
+		LoRATargets: []string{"dense", "query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"},
 	})
 }

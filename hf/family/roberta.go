@@ -10,6 +10,6 @@ func init() {
 		SequenceClassificationClass: "RobertaForSequenceClassification",
 		Name:                        "RoBERTa", KeyPrefix: "roberta.",
 		VocabSize: 50265, MaxPositions: 512, TypeVocabSize: 2, PadTokenID: 1, OffsetPositions: true,
-		LoRATargets: []string{"query", "key", "value", "dense", "attention.output.dense", "intermediate.dense", "output.dense"},
+		LoRATargets: []string{"dense", "query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"},
 	})
 }
