@@ -21,7 +21,7 @@ import (
 // by `tracksum-train --task tracker --folds K`). Its presence makes --tracker DIR an ensemble of
 // the fold checkpoints DIR/fold-k. (Package experiment/cv imports infer in its tests, so infer reads
 // the two fields it needs itself rather than importing cv.)
-const CVReportFile = "cv.json"
+const CVReportFile = checkpoint.CrossValidationFile
 
 // ErrEnsemble marks a cross-validation directory that cannot be used as an ensemble tracker.
 var ErrEnsemble = errors.New("tracker ensemble")
@@ -133,29 +133,34 @@ func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	return out, nil
 }
 
-// loadTracker loads --tracker dir: an ensemble of fold checkpoints when dir is a cross-validation
-// output, else one tracker checkpoint. It returns the tracker and its aspect set.
+// loadTracker loads --tracker dir: an ensemble of fold checkpoints when dir is a tracker
+// cross-validation, else one tracker checkpoint, from scratch or fine-tuned from a pretrained
+// model, as its manifest says (checkpoint.OpenKind). It returns the tracker and its aspect set.
 func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Writer) (Tracker, string, error) {
-	if IsCrossValidation(dir) {
+	m, err := checkpoint.OpenKind(dir, "--tracker", log, checkpoint.KindTracker, checkpoint.KindEnsemble)
+	if err != nil {
+		return nil, "", err
+	}
+	switch {
+	case m.Kind == checkpoint.KindEnsemble:
 		e, err := LoadEnsemble(dir)
 		if err != nil {
 			return nil, "", err
 		}
 		fmt.Fprintf(log, "infer: tracker: ensemble of the %d fold checkpoints of %s (mean probability)\n", len(e.members), dir)
 		return e, e.Hyperparams().AspectSet, nil
-	}
-	if pretrained.IsCheckpoint(dir) {
+	case m.Pretrained():
 		// A fine-tuned pretrained model (train --pretrained): its base is read from base.json.
-		m, err := pretrained.LoadTracker(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
+		pm, err := pretrained.LoadTracker(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 		if err != nil {
 			return nil, "", err
 		}
-		fmt.Fprintf(log, "infer: tracker: %s fine-tuned from %s (head %s)\n", dir, m.Meta.ModelType, m.Meta.Head)
-		return m, m.Meta.AspectSet, nil
+		fmt.Fprintf(log, "infer: tracker: %s fine-tuned from %s (head %s)\n", dir, pm.Meta.ModelType, pm.Meta.Head)
+		return pm, pm.Meta.AspectSet, nil
 	}
-	m, err := tracker.Load(dir)
+	t, err := tracker.Load(dir)
 	if err != nil {
 		return nil, "", err
 	}
-	return m, m.Hyperparams().AspectSet, nil
+	return t, t.Hyperparams().AspectSet, nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/internal/progress"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -319,7 +320,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	case LLMComponent:
 		// Set up with the tracker llm, once the input is read.
 	default:
-		if pretrained.IsCheckpoint(o.Summarizer) {
+		m, err := checkpoint.OpenKind(o.Summarizer, "--summarizer", log, checkpoint.KindSummarizer)
+		if err != nil {
+			return nil, err
+		}
+		if m.Pretrained() {
 			if aspectSet, err = loadPretrainedSummarizer(ctx, cfg, o, p, aspectSet, log); err != nil {
 				return nil, err
 			}

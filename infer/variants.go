@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 
 	"github.com/tracksum/tracksum/config"
@@ -17,7 +18,6 @@ import (
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/stt"
 	"github.com/tracksum/tracksum/model/summarizer"
-	"github.com/tracksum/tracksum/model/variant"
 )
 
 // The trainable methods of --method (TracSum Table 6): Track-then-Sum (the default, with
@@ -148,18 +148,11 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 	if cfg.Infer.FullContext {
 		return nil, fmt.Errorf("--full-context is TTS (+) f, a Track-then-Sum summarizer's input: not with --method %s", o.Method)
 	}
-	want, dir, part := variant.EndToEnd, o.Model, ""
-	if o.Method == MethodSTT {
-		want = variant.SumThenTrack
-		if o.Model == "" {
-			dir, part = o.Summarizer, checkpoint.VariantSummarizerDir
-		}
-	}
-	meta, err := variant.Read(dir, want, part)
+	man, err := openVariant(o, log)
 	if err != nil {
 		return nil, err
 	}
-	if meta.Pretrained {
+	if man.Pretrained() {
 		return loadPretrainedVariant(ctx, cfg, o, log)
 	}
 	if o.Method == MethodETE {
@@ -184,6 +177,37 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 	m.Decode = decodeOptions(m.Summarizer, o)
 	m.Threshold = cfg.Infer.Threshold
 	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet}, nil
+}
+
+// openVariant opens the checkpoint of --method stt|ete (checkpoint.OpenKind): --model's, or for
+// SUM-THEN-TRACK from its parts --summarizer's and --tracker's, each of the right kind and part.
+// It returns the manifest of --model, or of the summarizer part.
+func openVariant(o Options, log io.Writer) (*checkpoint.Manifest, error) {
+	if o.Method == MethodETE {
+		return checkpoint.OpenKind(o.Model, "--model", log, checkpoint.KindEndToEnd)
+	}
+	if o.Model != "" {
+		m, err := checkpoint.OpenKind(o.Model, "--model", log, checkpoint.KindSumThenTrack)
+		if err == nil && m.Part != "" {
+			err = m.Refuse("--model", "the sum_then_track directory holding it ("+filepath.Dir(filepath.Clean(o.Model))+")")
+		}
+		return m, err
+	}
+	var first *checkpoint.Manifest
+	for _, c := range []struct{ flag, dir, part string }{
+		{"--summarizer", o.Summarizer, checkpoint.VariantSummarizerDir}, {"--tracker", o.Tracker, checkpoint.VariantTrackerDir}} {
+		m, err := checkpoint.OpenKind(c.dir, c.flag, log, checkpoint.KindSumThenTrack)
+		if err != nil {
+			return nil, err
+		}
+		if m.Part != c.part {
+			return nil, m.Refuse("--method stt "+c.flag, "the "+c.part+" part of a sum_then_track ("+filepath.Join("STT_DIR", c.part)+")")
+		}
+		if first == nil {
+			first = m
+		}
+	}
+	return first, nil
 }
 
 // loadPretrainedVariant loads the SUM-THEN-TRACK or END-TO-END model of o on fine-tuned

@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
@@ -54,6 +56,9 @@ type TrackSum struct {
 // LoadTrackSum loads the checkpoints: summarizerDir is required, trackerDir may be empty.
 // defaultAspect may be empty (the first aspect of the summarizer's aspect set).
 func LoadTrackSum(summarizerDir, trackerDir, defaultAspect string) (*TrackSum, error) {
+	if err := openFromScratch(summarizerDir, "--summarizer", checkpoint.KindSummarizer); err != nil {
+		return nil, err
+	}
 	s, err := summarizer.Load(summarizerDir)
 	if err != nil {
 		return nil, err
@@ -70,6 +75,9 @@ func LoadTrackSum(summarizerDir, trackerDir, defaultAspect string) (*TrackSum, e
 		ts.DefaultAspect = a.Code
 	}
 	if trackerDir != "" {
+		if err := openFromScratch(trackerDir, "--tracker", checkpoint.KindTracker); err != nil {
+			return nil, err
+		}
 		t, err := tracker.Load(trackerDir)
 		if err != nil {
 			return nil, err
@@ -80,6 +88,19 @@ func LoadTrackSum(summarizerDir, trackerDir, defaultAspect string) (*TrackSum, e
 		ts.Tracker, ts.Threshold = t, t.Threshold()
 	}
 	return ts, nil
+}
+
+// openFromScratch opens the checkpoint of flag (checkpoint.OpenKind: verified, of kind) and
+// refuses a fine-tuned pretrained one, which TrackSum does not run.
+func openFromScratch(dir, flag, kind string) error {
+	m, err := checkpoint.OpenKind(dir, flag, os.Stderr, kind)
+	if err != nil {
+		return err
+	}
+	if m.Pretrained() {
+		return m.Refuse(flag, "a from-scratch "+kind+" (tracksum-serve does not run fine-tuned pretrained models)")
+	}
+	return nil
 }
 
 // Unknown is the answer's summary when no sentence is relevant (TracSum's negative).

@@ -82,7 +82,7 @@ const LexicalContextFolds = 5
 
 // Files written into the output directory.
 const (
-	ReportFile      = "cv.json"
+	ReportFile      = checkpoint.CrossValidationFile
 	PredictionsFile = "oof.jsonl"
 	ReferencesFile  = "references.jsonl"
 	SettingsFile    = training.CrossValidationMarker
@@ -313,8 +313,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		rep.Folds = append(rep.Folds, r)
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
-	if err := atomicio.WriteJSON(filepath.Join(opts.Out, ReportFile), rep); err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
+	if err := writeReport(opts.Out, rep); err != nil {
+		return nil, err
 	}
 	s := rep.Summary
 	fmt.Fprintf(log, "cv: %s, %d folds: sentence F1 %.4f ± %.4f (P %.4f R %.4f AUC %.4f), exact-set match %.4f ± %.4f; pooled F1 %.4f\n",
@@ -553,6 +553,30 @@ func trackerRecord(cfg *config.Config) (configRecord, error) {
 // Entries named in allowed (the component cross-validations a pipeline may find in place) do not
 // make a new output directory count as non-empty.
 func checkSettingsOf(out, data string, settings map[string]any, rec configRecord, allowed ...string) error {
+	if err := recordSettings(out, data, settings, rec, allowed...); err != nil {
+		return err
+	}
+	// The run is about to change out's files: out is a finished cross-validation again only once
+	// writeReport seals it.
+	if err := checkpoint.Unseal(out); err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	return nil
+}
+
+// writeReport writes out's cv.json, then its manifest (checkpoint.Seal), last.
+func writeReport(out string, rep any) error {
+	if err := atomicio.WriteJSON(filepath.Join(out, ReportFile), rep); err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	if _, err := checkpoint.Seal(out); err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	return nil
+}
+
+// recordSettings is checkSettingsOf's check and record.
+func recordSettings(out, data string, settings map[string]any, rec configRecord, allowed ...string) error {
 	y := rec.YAML
 	splits, err := os.ReadFile(filepath.Join(data, dataset.SplitsFile))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/tracker"
 )
 
@@ -156,6 +157,10 @@ func Final(ctx context.Context, cfg *config.Config, opts FinalOptions) (*tracker
 	if opts.Data == "" || opts.Out == "" || opts.CV == "" {
 		return nil, nil, errors.New("cv: final: no prepared directory, output directory or cross-validation directory")
 	}
+	// The cross-validation's manifest is verified first: its fold records choose the step count.
+	if _, err := checkpoint.OpenKind(opts.CV, "--folds-from", log, checkpoint.KindEnsemble, checkpoint.KindCrossValidation); err != nil {
+		return nil, nil, fmt.Errorf("cv: final: %w", err)
+	}
 	steps, foldSteps, err := ChosenSteps(opts.CV)
 	if err != nil {
 		return nil, nil, err
@@ -214,6 +219,10 @@ func Final(ctx context.Context, cfg *config.Config, opts FinalOptions) (*tracker
 	fr := &FinalReport{CV: opts.CV, FoldBestSteps: foldSteps, Steps: steps, WarmStart: !lexical && (steps == 0 || rep.BestStep == 0),
 		Data: opts.Data, Abstracts: len(pmids), Rows: len(every.Examples), HeldOut: finalHeldOut}
 	if err := atomicio.WriteJSON(filepath.Join(opts.Out, FinalFile), fr); err != nil {
+		return nil, nil, fmt.Errorf("cv: %w", err)
+	}
+	// tracker.Train sealed the checkpoint; seal it again so that checkpoint.json stays last.
+	if _, err := checkpoint.Seal(opts.Out); err != nil {
 		return nil, nil, fmt.Errorf("cv: %w", err)
 	}
 	fmt.Fprintf(log, "cv: final: wrote %s: tracker trained on all %d abstracts, the CV's %d steps (%d run; %s)\n",

@@ -383,8 +383,8 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	}
 	stage("eval", t0)
 	rep.WallSeconds = time.Since(start).Seconds()
-	if err := atomicio.WriteJSON(filepath.Join(opts.Out, ReportFile), rep); err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
+	if err := writeReport(opts.Out, rep); err != nil {
+		return nil, err
 	}
 	if err := writeTable(log, fmt.Sprintf("cv: pipeline (%s), %d folds, %d instances, judge %s", opts.Model, folds.K, len(keys), cfg.Eval.Judge),
 		rep.Systems, rep.Comparisons); err != nil {

@@ -375,8 +375,8 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 		rep.Folds = append(rep.Folds, r)
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
-	if err := atomicio.WriteJSON(filepath.Join(opts.Out, ReportFile), rep); err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
+	if err := writeReport(opts.Out, rep); err != nil {
+		return nil, err
 	}
 	if err := writeTable(log, fmt.Sprintf("cv: summarizer on gold citations, dev parts of the %d folds (for tuning), decoding %+v", folds.K, want),
 		rep.DevSystems, nil); err != nil {

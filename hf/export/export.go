@@ -86,6 +86,9 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		}
 	}
 	ck := o.Checkpoint
+	if err := checkKind(ck, o.Log); err != nil {
+		return nil, err
+	}
 	snap, ref, err := peft.OpenBase(ctx, ck, o.Base)
 	if err != nil {
 		return nil, err
@@ -194,6 +197,28 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	}
 	logf("export: wrote %s (%d tensors)", o.Out, written)
 	return prov, nil
+}
+
+// checkKind refuses a checkpoint that is not a fine-tuned pretrained model (its manifest, verified,
+// says what it is: checkpoint.Open), naming the kind found. A directory without checkpoint.json
+// that tracksum does not recognise (a PEFT adapter directory given base.json by hand) is left to
+// peft.OpenBase, whose errors name what is missing.
+func checkKind(ck string, log io.Writer) error {
+	_, err := os.Stat(filepath.Join(ck, checkpoint.ManifestFile))
+	sealed := err == nil
+	m, err := checkpoint.Open(ck)
+	switch {
+	case err != nil && !sealed:
+		return nil
+	case err != nil:
+		return err
+	case m.Migrated && log != nil:
+		fmt.Fprintf(log, "warning: %s\n", checkpoint.MigrateHint(ck))
+	}
+	if !m.Pretrained() || m.Kind == checkpoint.KindEnsemble || m.Kind == checkpoint.KindCrossValidation || (m.Kind == checkpoint.KindSumThenTrack && m.Part == "") {
+		return m.Refuse("--checkpoint", "one fine-tuned pretrained model (tracksum-train --pretrained: a tracker, a summarizer, an end_to_end model or a sum_then_track part)")
+	}
+	return nil
 }
 
 // checkAdapterAgreement refuses a checkpoint whose adapter_config.json (what the merge uses)

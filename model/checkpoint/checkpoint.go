@@ -107,14 +107,19 @@ func SameTokenizer(dir string, tok []byte) bool {
 	return err == nil && bytes.Equal(old, tok)
 }
 
-// Write creates dir if needed and writes the metadata, the tokenizer copy and config.yaml into it,
-// each file atomically. The caller holds dir's lock (training.LockOutDir) and has checked that a
+// Write creates dir if needed, removes its manifest (Unseal) and writes the metadata, the tokenizer
+// copy and config.yaml into it, each file atomically. The caller holds dir's lock (training.LockOutDir) and has checked that a
 // checkpoint already there is compatible.
 func Write(dir string, f Files) error {
 	if f.MetaFile == "" || f.Meta == nil || f.Tokenizer == nil || f.Config == nil {
 		return errors.New("checkpoint: Write needs the metadata, the tokenizer and the config")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// A run (re)starting in dir is replacing its files: until it seals them again, dir is not a
+	// finished checkpoint.
+	if err := Unseal(dir); err != nil {
 		return err
 	}
 	if err := WriteJSON(filepath.Join(dir, f.MetaFile), f.Meta); err != nil {

@@ -151,12 +151,15 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	}
 	fmt.Fprintf(log, "end_to_end: %d train / %d dev instances (abstract with sentence indices -> summary %s indices)\n", len(data.Train), len(data.Dev), Marker)
 	_, rep, err := summarizer.Train(ctx, c, dataDir, outDir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
-		AllowChangedConfig: opts.AllowChangedConfig, Data: data})
+		AllowChangedConfig: opts.AllowChangedConfig, Data: data, Part: true})
 	if err != nil {
 		return nil, nil, err
 	}
 	// Written last: a checkpoint whose training has not finished is not loadable as END-TO-END.
 	if err := variant.Write(outDir, variant.Meta{Variant: variant.EndToEnd, AspectSet: data.Manifest.AspectSet}); err != nil {
+		return nil, nil, err
+	}
+	if _, err := checkpoint.Seal(outDir); err != nil {
 		return nil, nil, err
 	}
 	m, err := Load(outDir)

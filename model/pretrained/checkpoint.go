@@ -2,7 +2,6 @@ package pretrained
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,7 +35,8 @@ import (
 // whose weights changed is refused.
 
 // ErrCheckpoint marks a pretrained checkpoint that is missing, incomplete or incompatible.
-var ErrCheckpoint = errors.New("pretrained checkpoint")
+// It wraps checkpoint.ErrCheckpoint, the one sentinel of every kind of checkpoint.
+var ErrCheckpoint = fmt.Errorf("pretrained %w", checkpoint.ErrCheckpoint)
 
 // Meta is pretrained.json: what infer needs besides the base and the variables.
 type Meta struct {

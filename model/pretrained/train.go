@@ -181,6 +181,11 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 			}
 			return aspectPairs(rows), aspectPairs(devRows), nil
 		}})
+	if err != nil {
+		return err
+	}
+	// Written last: the manifest marks the checkpoint finished.
+	_, err = checkpoint.Seal(req.Out)
 	return err
 }
 
@@ -295,6 +300,11 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		dev, err = read(dataset.SplitDev)
 		return train, dev, err
 	})
+	if err != nil {
+		return err
+	}
+	// Written last: the manifest marks the checkpoint finished.
+	_, err = checkpoint.Seal(req.Out)
 	return err
 }
 

@@ -138,6 +138,9 @@ func TrainSumThenTrack(ctx context.Context, cfg *config.Config, dataDir, outDir 
 	if err := variant.Write(sdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantSummarizerDir, AspectSet: set, Pretrained: true}); err != nil {
 		return err
 	}
+	if _, err := checkpoint.Seal(sdir); err != nil {
+		return err
+	}
 	base := cmp.Or(cfg.Tracker.Pretrained, cfg.Summarizer.Pretrained)
 	fmt.Fprintf(log, "sum_then_track: tracker of (sentence, summary) pairs (pretrained %s) -> %s\n", base, tdir)
 	trep, err := trainTracker(ctx, cfg, training.Request{Data: dataDir, Out: tdir, Log: log, AllowChangedConfig: opts.AllowChangedConfig}, trackerRun{
@@ -152,7 +155,15 @@ func TrainSumThenTrack(ctx context.Context, cfg *config.Config, dataDir, outDir 
 	if err := variant.Write(tdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantTrackerDir, AspectSet: set, Pretrained: true}); err != nil {
 		return err
 	}
-	return checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), &SumThenTrackReport{Summarizer: srep, Tracker: trep})
+	if _, err := checkpoint.Seal(tdir); err != nil {
+		return err
+	}
+	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), &SumThenTrackReport{Summarizer: srep, Tracker: trep}); err != nil {
+		return err
+	}
+	// Written last: the manifest marks the directory finished.
+	_, err = checkpoint.Seal(outDir)
+	return err
 }
 
 // LoadSumThenTrack loads a SUM-THEN-TRACK directory written by TrainSumThenTrack.
@@ -264,7 +275,11 @@ func TrainEndToEnd(ctx context.Context, cfg *config.Config, dataDir, outDir stri
 		return err
 	}
 	// Written last: a checkpoint whose training has not finished is not loadable as END-TO-END.
-	return variant.Write(outDir, variant.Meta{Variant: variant.EndToEnd, AspectSet: man.AspectSet, Pretrained: true})
+	if err := variant.Write(outDir, variant.Meta{Variant: variant.EndToEnd, AspectSet: man.AspectSet, Pretrained: true}); err != nil {
+		return err
+	}
+	_, err = checkpoint.Seal(outDir)
+	return err
 }
 
 // LoadEndToEnd loads an END-TO-END checkpoint written by TrainEndToEnd.

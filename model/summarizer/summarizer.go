@@ -41,7 +41,8 @@ import (
 const formatVersion = 1
 
 // ErrNotSummarizer marks a directory that is not a trained summarizer checkpoint.
-var ErrNotSummarizer = errors.New("not a summarizer checkpoint")
+// It wraps checkpoint.ErrCheckpoint, the one sentinel of every kind of checkpoint.
+var ErrNotSummarizer = fmt.Errorf("not a summarizer %w", checkpoint.ErrCheckpoint)
 
 // Meta is summarizer.json: what inference needs besides the weights and the tokenizer.
 type Meta struct {

@@ -117,6 +117,10 @@ type TrainOptions struct {
 	// seed or summarizer settings differ from those it was trained with (see
 	// training.CheckConfig); by default that is refused.
 	AllowChangedConfig bool
+	// Part marks a model trained as a part of another checkpoint (model/stt's two models,
+	// model/ete's summarizer): Train then leaves checkpoint.json to the caller, which writes it
+	// once its own files are in place, so that the directory is never sealed as another kind.
+	Part bool
 	// Data, when set, is trained on instead of the shards of dataDir (ReadData).
 	Data *Data
 }
@@ -143,6 +147,19 @@ type Report struct {
 // best-on-dev variables) and the report also written to outDir/report.json. When ctx is cancelled
 // it saves a resume point and returns an error wrapping ctx.Err().
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Summarizer, *Report, error) {
+	m, rep, err := train(ctx, cfg, dataDir, outDir, opts)
+	if err != nil || opts.Part {
+		return m, rep, err
+	}
+	// Written last: the manifest marks the checkpoint finished (checkpoint.Seal).
+	if _, err := checkpoint.Seal(outDir); err != nil {
+		return nil, nil, err
+	}
+	return m, rep, nil
+}
+
+// train is Train without the manifest.
+func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Summarizer, *Report, error) {
 	log := opts.Log
 	if log == nil {
 		log = os.Stderr

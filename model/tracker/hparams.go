@@ -19,7 +19,8 @@ const (
 )
 
 // ErrCheckpoint marks a checkpoint directory that is missing, incomplete or incompatible.
-var ErrCheckpoint = errors.New("tracker checkpoint")
+// It wraps checkpoint.ErrCheckpoint, the one sentinel of every kind of checkpoint.
+var ErrCheckpoint = fmt.Errorf("tracker %w", checkpoint.ErrCheckpoint)
 
 // Hyperparams is everything needed to rebuild the graph, saved as hparams.json
 // (checkpoint.HyperparamsFile) in a checkpoint.

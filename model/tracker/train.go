@@ -154,6 +154,10 @@ type TrainOptions struct {
 	// seed or tracker settings differ from those it was trained with (see training.CheckConfig);
 	// by default that is refused.
 	AllowChangedConfig bool
+	// Part marks a model trained as a part of another checkpoint (model/stt's two models,
+	// model/ete's summarizer): Train then leaves checkpoint.json to the caller, which writes it
+	// once its own files are in place, so that the directory is never sealed as another kind.
+	Part bool
 	// Data, when set, is trained and scored on instead of the shards of dataDir (the
 	// cross-validation harness passes each fold's partition of them); dataDir still supplies the
 	// tokenizer, which Data must have been read with.
@@ -165,6 +169,19 @@ type TrainOptions struct {
 // the best-on-dev variables, and the report also written to outDir/report.json. When ctx is
 // cancelled it saves a resume point and returns an error wrapping ctx.Err().
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
+	m, rep, err := train(ctx, cfg, dataDir, outDir, opts)
+	if err != nil || opts.Part {
+		return m, rep, err
+	}
+	// Written last: the manifest marks the checkpoint finished (checkpoint.Seal).
+	if _, err := checkpoint.Seal(outDir); err != nil {
+		return nil, nil, err
+	}
+	return m, rep, nil
+}
+
+// train is Train without the manifest.
+func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
 	log := opts.Log
 	if log == nil {
 		log = os.Stderr

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -120,6 +121,7 @@ func Command() cli.Command {
 	fs.String("plan-memory", "", "TASK.train.device_memory: with --plan, the device's memory (80GiB, 80GB): says whether the recipe fits and what to change if not")
 	fs.Bool("overwrite", false, "start fresh: replace a previous training run in --out instead of resuming it; the previous run is kept until the new one has finished")
 	fs.Bool("allow-changed-config", false, "resume a checkpoint although seed or TASK settings differ from its config.yaml (refused by default)")
+	fs.Bool("migrate", false, "train nothing: write the manifest ("+checkpoint.ManifestFile+") of each checkpoint or cross-validation DIR written by an older release, its kind told from its files; an ambiguous or unfinished DIR is refused")
 
 	synopsis := "--task " + strings.Join(names, "|") + " --data PREPARED_DIR --out CHECKPOINT_DIR [--config FILE] [flags]"
 	for _, cv := range cvs {
@@ -128,6 +130,7 @@ func Command() cli.Command {
 			synopsis += "\n       tracksum-train --task " + cv.Task + " --final --folds-from CV_DIR --data PREPARED_DIR --out CHECKPOINT_DIR"
 		}
 	}
+	synopsis += "\n       tracksum-train --migrate DIR..."
 	desc := "Trains a model on a prepared directory. Tasks:\n"
 	for _, t := range tasks {
 		desc += fmt.Sprintf("  %-15s %s (config section %s)\n", t.Name, t.Description, t.Section)
@@ -140,6 +143,9 @@ func Command() cli.Command {
 		Description: desc,
 		Flags:       fs,
 		Run: func(ctx context.Context, args []string) error {
+			if migrate, _ := fs.GetBool("migrate"); migrate {
+				return migrateDirs(fs, args)
+			}
 			name, _ := fs.GetString("task")
 			data, _ := fs.GetString("data")
 			out, _ := fs.GetString("out")
@@ -325,4 +331,33 @@ func defineTyped(fs *pflag.FlagSet, name string, kind reflect.Kind, usage string
 	default:
 		fs.String(name, "", usage)
 	}
+}
+
+// migrateDirs is tracksum-train --migrate DIR...: it writes the manifest of each checkpoint of an
+// older release (checkpoint.Migrate), with no other flag.
+func migrateDirs(fs *pflag.FlagSet, dirs []string) error {
+	if len(dirs) == 0 {
+		return cli.Usagef("--migrate needs the checkpoint directories to migrate: tracksum-train --migrate DIR...")
+	}
+	var other []string
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Name != "migrate" {
+			other = append(other, "--"+f.Name)
+		}
+	})
+	if len(other) > 0 {
+		return cli.Usagef("--migrate takes checkpoint directories only, not %s", strings.Join(other, ", "))
+	}
+	for _, dir := range dirs {
+		m, wrote, err := checkpoint.Migrate(dir)
+		if err != nil {
+			return err
+		}
+		if !wrote {
+			fmt.Fprintf(os.Stderr, "train: %s already has %s (%s checkpoint)\n", dir, checkpoint.ManifestFile, m.Name())
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "train: %s: wrote %s (%s checkpoint, %d files, %d members)\n", dir, checkpoint.ManifestFile, m.Name(), len(m.Files), len(m.Members))
+	}
+	return nil
 }

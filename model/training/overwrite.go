@@ -15,7 +15,7 @@ import (
 // runMarkers are the top-level entries of which at least one is in every directory a training run
 // writes: a checkpoint of either task or of a pretrained model, a variant, a cross-validation, or
 // a run interrupted before its first checkpoint (StateDir).
-var runMarkers = []string{checkpoint.HyperparamsFile, checkpoint.SummarizerFile, checkpoint.PretrainedFile,
+var runMarkers = []string{checkpoint.ManifestFile, checkpoint.HyperparamsFile, checkpoint.SummarizerFile, checkpoint.PretrainedFile,
 	checkpoint.VariantFile, CrossValidationMarker, StateDir}
 
 // previousRun is the DirOptions.Previous of tracksum-train --overwrite: nil when dir is the output

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // RowsFile, in a checkpoint directory, records which abstracts the checkpoint was trained,
@@ -23,7 +24,7 @@ const RowsFile = "rows.json"
 // CrossValidationMarker is the file that marks a cross-validation directory (experiment/cv writes it
 // first, before any fold): its fold-k/ subdirectories belong to the cross-validation, and a plain
 // train into one is refused.
-const CrossValidationMarker = "cv-settings.json"
+const CrossValidationMarker = checkpoint.CrossValidationSettingsFile
 
 // Rows identifies the abstracts of each split a model was trained on: per split, the number of
 // PMIDs and the sha256 of their sorted, newline-separated list.

@@ -26,7 +26,8 @@ const (
 const formatVersion = 1
 
 // ErrCheckpoint marks a directory that is not a finished checkpoint of the wanted variant.
-var ErrCheckpoint = errors.New("variant checkpoint")
+// It wraps checkpoint.ErrCheckpoint, the one sentinel of every kind of checkpoint.
+var ErrCheckpoint = fmt.Errorf("variant %w", checkpoint.ErrCheckpoint)
 
 // Meta is variant.json.
 type Meta struct {
@@ -44,9 +45,14 @@ type Meta struct {
 	Pretrained bool `json:"pretrained,omitempty"`
 }
 
-// Write writes dir/variant.json atomically.
+// Write writes dir/variant.json atomically, removing dir's manifest (checkpoint.Unseal): the
+// caller seals the directory once the variant's files are all written.
 func Write(dir string, m Meta) error {
 	m.FormatVersion = formatVersion
+	// The variant's files are changing: its manifest is written again once they are in place.
+	if err := checkpoint.Unseal(dir); err != nil {
+		return err
+	}
 	return checkpoint.WriteJSON(filepath.Join(dir, checkpoint.VariantFile), m)
 }
 

@@ -1,0 +1,315 @@
+package checkpoint
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/snapshot"
+)
+
+// files writes name -> content under dir (directories created).
+func files(t *testing.T, dir string, fs map[string]string) {
+	t.Helper()
+	for name, body := range fs {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Layouts of the files each kind of checkpoint holds (contents are placeholders: Describe reads
+// only the fields that tell the kinds apart).
+var (
+	scratchTracker = map[string]string{"hparams.json": `{"architecture": "transformer"}`, "tokenizer.json": "{}", "config.yaml": "seed: 1\n",
+		"best/model.safetensors": "weights", "best/metrics.json": "{}", "context.json": "{}", "metrics.jsonl": "{}\n", "curves.png": "png",
+		"state/step.json": "{}", "report.json": "{}"}
+	lexicalTracker = map[string]string{"hparams.json": `{"architecture": "lexical-context"}`, "tokenizer.json": "{}", "config.yaml": "",
+		"lexical.json": "{}", "context.json": "{}"}
+	scratchSummarizer = map[string]string{"summarizer.json": "{}", "tokenizer.json": "{}", "config.yaml": "", "best/model.safetensors": "w"}
+	pretrainedTracker = map[string]string{"pretrained.json": `{"task": "tracker", "head": "encoder_cls", "model_type": "bert"}`,
+		"base.json": `{"dir": "/snap", "model_type": "bert", "weights_sha256": "ab", "weight_files": ["model.safetensors"], "files": {"config.json": "cd"}}`,
+		"tokenizer.json": "{}", "tokenizer_config.json": "{}", "config.yaml": "", "best/model.safetensors": "w",
+		"adapter/adapter_config.json": "{}", "adapter/adapter_model.safetensors": "a"}
+)
+
+// with returns the union of the layouts (later ones win) with prefix before each name.
+func with(prefix string, layouts ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, l := range layouts {
+		for k, v := range l {
+			out[prefix+k] = v
+		}
+	}
+	return out
+}
+
+func paths(m *Manifest) []string {
+	var out []string
+	for _, f := range m.Files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+func TestDescribeKinds(t *testing.T) {
+	stt := with("", map[string]string{"variant.json": `{"variant": "sum_then_track"}`},
+		with("summarizer/", scratchSummarizer, map[string]string{"variant.json": `{"variant": "sum_then_track", "part": "summarizer"}`}),
+		with("tracker/", scratchTracker, map[string]string{"variant.json": `{"variant": "sum_then_track", "part": "tracker"}`}))
+	for _, tc := range []struct {
+		desc     string
+		layout   map[string]string
+		sub      string // the directory described, inside the layout
+		kind     string
+		task     string
+		part     string
+		backbone Backbone
+		files    []string
+		members  []string
+	}{
+		{desc: "scratch tracker", layout: scratchTracker, kind: KindTracker, task: "tracker", backbone: Backbone{Type: BackboneScratch, Architecture: "transformer"},
+			files: []string{"best/model.safetensors", "config.yaml", "context.json", "hparams.json", "tokenizer.json"}},
+		{desc: "lexical-context tracker", layout: lexicalTracker, kind: KindTracker, task: "tracker", backbone: Backbone{Type: BackboneScratch, Architecture: "lexical-context"},
+			files: []string{"config.yaml", "context.json", "hparams.json", "lexical.json", "tokenizer.json"}},
+		{desc: "scratch summarizer", layout: scratchSummarizer, kind: KindSummarizer, task: "summarizer", backbone: Backbone{Type: BackboneScratch},
+			files: []string{"best/model.safetensors", "config.yaml", "summarizer.json", "tokenizer.json"}},
+		{desc: "pretrained encoder tracker", layout: pretrainedTracker, kind: KindTracker, task: "tracker", backbone: Backbone{Type: BackboneEncoder, Architecture: "bert", Head: "encoder_cls"},
+			files: []string{"adapter/adapter_config.json", "adapter/adapter_model.safetensors", "base.json", "best/model.safetensors", "config.yaml", "pretrained.json", "tokenizer.json", "tokenizer_config.json"}},
+		{desc: "pretrained causal summarizer", layout: with("", pretrainedTracker, map[string]string{"pretrained.json": `{"task": "summarizer", "model_type": "llama"}`}),
+			kind: KindSummarizer, task: "summarizer", backbone: Backbone{Type: BackboneCausalLM, Architecture: "llama"},
+			files: []string{"adapter/adapter_config.json", "adapter/adapter_model.safetensors", "base.json", "best/model.safetensors", "config.yaml", "pretrained.json", "tokenizer.json", "tokenizer_config.json"}},
+		{desc: "end_to_end", layout: with("", scratchSummarizer, map[string]string{"variant.json": `{"variant": "end_to_end"}`}),
+			kind: KindEndToEnd, task: "end_to_end", backbone: Backbone{Type: BackboneScratch},
+			files: []string{"best/model.safetensors", "config.yaml", "summarizer.json", "tokenizer.json", "variant.json"}},
+		{desc: "pretrained end_to_end", layout: with("", pretrainedTracker, map[string]string{"pretrained.json": `{"task": "summarizer", "model_type": "qwen3", "variant": "end_to_end"}`,
+			"variant.json": `{"variant": "end_to_end", "pretrained": true}`}),
+			kind: KindEndToEnd, task: "end_to_end", backbone: Backbone{Type: BackboneCausalLM, Architecture: "qwen3"},
+			files: []string{"adapter/adapter_config.json", "adapter/adapter_model.safetensors", "base.json", "best/model.safetensors", "config.yaml", "pretrained.json", "tokenizer.json", "tokenizer_config.json", "variant.json"}},
+		{desc: "sum_then_track", layout: stt, kind: KindSumThenTrack, task: "sum_then_track", backbone: Backbone{Type: BackboneScratch},
+			files: []string{"variant.json"}, members: []string{"summarizer", "tracker"}},
+		{desc: "sum_then_track tracker part", layout: stt, sub: "tracker", kind: KindSumThenTrack, task: "sum_then_track", part: "tracker",
+			backbone: Backbone{Type: BackboneScratch, Architecture: "transformer"},
+			files: []string{"best/model.safetensors", "config.yaml", "context.json", "hparams.json", "tokenizer.json", "variant.json"}},
+		{desc: "tracker cross-validation", layout: with("", map[string]string{"cv.json": `{"model": "tracker", "k": 2}`, "cv-settings.json": "{}", "config.yaml": "",
+			"fold-0.json": "{}", "fold-1.json": "{}", "oof.jsonl": ""}, with("fold-0/", scratchTracker), with("fold-1/", scratchTracker)),
+			kind: KindEnsemble, task: "tracker", backbone: Backbone{Type: BackboneScratch},
+			files: []string{"config.yaml", "cv-settings.json", "cv.json", "fold-0.json", "fold-1.json"}, members: []string{"fold-0", "fold-1"}},
+		{desc: "lexical cross-validation", layout: map[string]string{"cv.json": `{"model": "lexical", "k": 2}`, "fold-0.json": "{}"},
+			kind: KindCrossValidation, task: "lexical", backbone: Backbone{Type: BackboneScratch}, files: []string{"cv.json", "fold-0.json"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			files(t, dir, tc.layout)
+			m, err := Describe(filepath.Join(dir, tc.sub))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Kind != tc.kind || m.Task != tc.task || m.Part != tc.part || m.Backbone != tc.backbone {
+				t.Errorf("kind %q task %q part %q backbone %+v, want %q %q %q %+v", m.Kind, m.Task, m.Part, m.Backbone, tc.kind, tc.task, tc.part, tc.backbone)
+			}
+			if got := paths(m); !reflect.DeepEqual(got, tc.files) {
+				t.Errorf("files %v, want %v", got, tc.files)
+			}
+			if !reflect.DeepEqual(m.Members, tc.members) {
+				t.Errorf("members %v, want %v", m.Members, tc.members)
+			}
+			if (m.Base != nil) != (tc.backbone.Type != BackboneScratch) {
+				t.Errorf("base %+v for backbone %s", m.Base, tc.backbone.Type)
+			}
+		})
+	}
+}
+
+func TestDescribeRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		desc   string
+		layout map[string]string
+		want   string
+	}{
+		{"empty", map[string]string{"notes.txt": "x"}, "is not a checkpoint: it has none of checkpoint.json, hparams.json"},
+		{"two models", with("", scratchTracker, scratchSummarizer), "is ambiguous: it holds both hparams.json and summarizer.json"},
+		{"unfinished tracker", map[string]string{"hparams.json": `{"architecture": "transformer"}`, "state/x": ""}, "has no best/model.safetensors"},
+		{"pretrained without base.json", with("", pretrainedTracker, map[string]string{"base.json": ""}), "base.json"},
+		{"variant of another model", with("", scratchTracker, map[string]string{"variant.json": `{"variant": "end_to_end"}`}), "names end_to_end, but the directory holds a tracker"},
+		{"pretrained flag wrong", with("", scratchSummarizer, map[string]string{"variant.json": `{"variant": "end_to_end", "pretrained": true}`}), "says pretrained true"},
+		{"unknown variant", map[string]string{"variant.json": `{"variant": "x"}`}, `variant "x"`},
+		{"sum_then_track missing a part", with("", map[string]string{"variant.json": `{"variant": "sum_then_track"}`},
+			with("summarizer/", scratchSummarizer, map[string]string{"variant.json": `{"variant": "sum_then_track", "part": "summarizer"}`})), "its tracker part"},
+		{"cross-validation with a broken fold", with("", map[string]string{"cv.json": `{"model": "tracker"}`}, map[string]string{"fold-0/hparams.json": "{}"}), "fold-0 has no best/model.safetensors"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			files(t, dir, tc.layout)
+			if tc.desc == "pretrained without base.json" {
+				os.Remove(filepath.Join(dir, "base.json"))
+			}
+			_, err := Describe(dir)
+			if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want ErrCheckpoint with %q", err, tc.want)
+			}
+			if _, _, err := Migrate(dir); err == nil {
+				t.Error("Migrate: no error")
+			}
+			if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
+				t.Error("a refused directory got a manifest")
+			}
+		})
+	}
+}
+
+// TestSealOpenVerify: a sealed checkpoint opens; a flipped byte, a truncated or a missing file is
+// refused with an error naming the file; logs and the resume point are not listed.
+func TestSealOpenVerify(t *testing.T) {
+	for _, tc := range []struct {
+		desc   string
+		damage func(dir string) error
+		want   string
+	}{
+		{"intact", func(string) error { return nil }, ""},
+		{"log changed", func(dir string) error { return os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte("more"), 0o644) }, ""},
+		{"flipped byte", func(dir string) error {
+			p := filepath.Join(dir, "best", "model.safetensors")
+			b, _ := os.ReadFile(p)
+			b[2] ^= 1
+			return os.WriteFile(p, b, 0o644)
+		}, filepath.Join("best", "model.safetensors") + " has sha256 "},
+		{"truncated", func(dir string) error { return os.WriteFile(filepath.Join(dir, "context.json"), []byte("{"), 0o644) }, "context.json has 1 bytes, checkpoint.json records 2"},
+		{"missing", func(dir string) error { return os.Remove(filepath.Join(dir, "tokenizer.json")) }, "tokenizer.json is missing (checkpoint.json lists it)"},
+		{"manifest of another version", func(dir string) error {
+			b, _ := os.ReadFile(filepath.Join(dir, ManifestFile))
+			return os.WriteFile(filepath.Join(dir, ManifestFile), []byte(strings.Replace(string(b), `"format_version": 1`, `"format_version": 9`, 1)), 0o644)
+		}, "format version 9, this build reads 1"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			files(t, dir, scratchTracker)
+			if _, err := Seal(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.damage(dir); err != nil {
+				t.Fatal(err)
+			}
+			m, err := Open(dir)
+			if tc.want == "" {
+				if err != nil || m.Kind != KindTracker || m.Migrated || m.Dir != dir {
+					t.Fatalf("Open: %+v, %v", m, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %v, want one line with ErrCheckpoint and %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestOpenMembers: a damaged fold checkpoint makes its cross-validation refused, naming the file.
+func TestOpenMembers(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, with("", map[string]string{"cv.json": `{"model": "tracker", "k": 1}`}, with("fold-0/", scratchTracker)))
+	if _, err := Seal(dir); !errors.Is(err, nil) {
+		t.Fatal(err)
+	}
+	// The fold has no manifest yet: Open describes it (migrated in memory).
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Seal(filepath.Join(dir, "fold-0")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "fold-0", "hparams.json"), []byte(`{"architecture": "transformeR"}`), 0o644)
+	_, err := Open(dir)
+	if want := filepath.Join("fold-0", "hparams.json") + " has sha256"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// TestMigrate: an older release's checkpoint (no manifest) opens migrated in memory, is migrated
+// on disk with its members, then opens verified; a second Migrate leaves it alone.
+func TestMigrate(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, with("", map[string]string{"variant.json": `{"variant": "sum_then_track"}`},
+		with("summarizer/", scratchSummarizer, map[string]string{"variant.json": `{"variant": "sum_then_track", "part": "summarizer"}`}),
+		with("tracker/", scratchTracker, map[string]string{"variant.json": `{"variant": "sum_then_track", "part": "tracker"}`})))
+	m, err := Open(dir)
+	if err != nil || !m.Migrated || m.Kind != KindSumThenTrack {
+		t.Fatalf("Open before migration: %+v, %v", m, err)
+	}
+	if !strings.Contains(MigrateHint(dir), "tracksum-train --migrate "+dir) {
+		t.Errorf("hint %q lacks the command", MigrateHint(dir))
+	}
+	if _, wrote, err := Migrate(dir); err != nil || !wrote {
+		t.Fatalf("Migrate: %v, %v", wrote, err)
+	}
+	for _, sub := range []string{"", "summarizer", "tracker"} {
+		m, err := Open(filepath.Join(dir, sub))
+		if err != nil || m.Migrated {
+			t.Errorf("%q after migration: %+v, %v", sub, m, err)
+		}
+	}
+	if _, wrote, err := Migrate(dir); err != nil || wrote {
+		t.Errorf("second Migrate: %v, %v", wrote, err)
+	}
+}
+
+func TestWant(t *testing.T) {
+	for _, tc := range []struct {
+		m     Manifest
+		flag  string
+		kinds []string
+		want  string
+	}{
+		{Manifest{Dir: "checkpoints/tracker", Kind: KindTracker, Backbone: Backbone{Type: BackboneScratch}}, "--summarizer", []string{KindSummarizer},
+			"checkpoint: checkpoints/tracker is a tracker checkpoint; --summarizer wants a summarizer"},
+		{Manifest{Dir: "ck", Kind: KindSummarizer, Backbone: Backbone{Type: BackboneCausalLM}}, "--tracker", []string{KindTracker, KindEnsemble},
+			"checkpoint: ck is a pretrained summarizer checkpoint; --tracker wants a tracker or a tracker cross-validation (fold ensemble)"},
+		{Manifest{Dir: "stt/summarizer", Kind: KindSumThenTrack, Part: "summarizer"}, "--summarizer", []string{KindSummarizer},
+			"checkpoint: stt/summarizer is a sum_then_track (its summarizer part) checkpoint; --summarizer wants a summarizer"},
+		{Manifest{Dir: "cv", Kind: KindCrossValidation, Task: "lexical"}, "--tracker", []string{KindTracker},
+			"checkpoint: cv is a lexical cross-validation checkpoint; --tracker wants a tracker"},
+		{Manifest{Dir: "ete", Kind: KindEndToEnd}, "--model", []string{KindEndToEnd}, ""},
+	} {
+		err := tc.m.Want(tc.flag, tc.kinds...)
+		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || err.Error() != tc.want || !errors.Is(err, ErrCheckpoint))) {
+			t.Errorf("%s %v: %v, want %q", tc.m.Dir, tc.kinds, err, tc.want)
+		}
+	}
+}
+
+// TestUnseal: a run starting in a checkpoint (Write) removes its manifest.
+func TestUnseal(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, scratchSummarizer)
+	if _, err := Seal(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := Unseal(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
+		t.Error("manifest still there")
+	}
+	if err := Unseal(dir); err != nil {
+		t.Errorf("Unseal of an unsealed directory: %v", err)
+	}
+}
+
+// TestOwnedNames: the names of files other packages own, which Describe lists, agree with theirs.
+func TestOwnedNames(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{baseFile, peft.BaseFile}, {adapterDir, peft.AdapterDir}, {fullDir, peft.FullDir},
+		{tokenizerConfigFile, snapshot.TokenizerConfigFile}, {TokenizerFile, snapshot.TokenizerFile},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%q, want %q", tc.got, tc.want)
+		}
+	}
+}
