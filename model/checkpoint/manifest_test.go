@@ -36,7 +36,7 @@ var (
 		"lexical.json": "{}", "context.json": "{}"}
 	scratchSummarizer = map[string]string{"summarizer.json": "{}", "tokenizer.json": "{}", "config.yaml": "", "best/model.safetensors": "w"}
 	pretrainedTracker = map[string]string{"pretrained.json": `{"task": "tracker", "head": "encoder_cls", "model_type": "bert"}`,
-		"base.json": `{"dir": "/snap", "model_type": "bert", "weights_sha256": "ab", "weight_files": ["model.safetensors"], "files": {"config.json": "cd"}}`,
+		"base.json":      `{"dir": "/snap", "model_type": "bert", "weights_sha256": "ab", "weight_files": ["model.safetensors"], "files": {"config.json": "cd"}}`,
 		"tokenizer.json": "{}", "tokenizer_config.json": "{}", "config.yaml": "", "best/model.safetensors": "w",
 		"adapter/adapter_config.json": "{}", "adapter/adapter_model.safetensors": "a"}
 )
@@ -97,7 +97,7 @@ func TestDescribeKinds(t *testing.T) {
 			files: []string{"variant.json"}, members: []string{"summarizer", "tracker"}},
 		{desc: "sum_then_track tracker part", layout: stt, sub: "tracker", kind: KindSumThenTrack, task: "sum_then_track", part: "tracker",
 			backbone: Backbone{Type: BackboneScratch, Architecture: "transformer"},
-			files: []string{"best/model.safetensors", "config.yaml", "context.json", "hparams.json", "tokenizer.json", "variant.json"}},
+			files:    []string{"best/model.safetensors", "config.yaml", "context.json", "hparams.json", "tokenizer.json", "variant.json"}},
 		{desc: "tracker cross-validation", layout: with("", map[string]string{"cv.json": `{"model": "tracker", "k": 2}`, "cv-settings.json": "{}", "config.yaml": "",
 			"fold-0.json": "{}", "fold-1.json": "{}", "oof.jsonl": ""}, with("fold-0/", scratchTracker), with("fold-1/", scratchTracker)),
 			kind: KindEnsemble, task: "tracker", backbone: Backbone{Type: BackboneScratch},
@@ -174,7 +174,9 @@ func TestSealOpenVerify(t *testing.T) {
 		want   string
 	}{
 		{"intact", func(string) error { return nil }, ""},
-		{"log changed", func(dir string) error { return os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte("more"), 0o644) }, ""},
+		{"log changed", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte("more"), 0o644)
+		}, ""},
 		{"flipped byte", func(dir string) error {
 			p := filepath.Join(dir, "best", "model.safetensors")
 			b, _ := os.ReadFile(p)
