@@ -19,7 +19,6 @@ import (
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/stt"
-	"github.com/tracksum/tracksum/model/variant"
 )
 
 func TestCheckMethod(t *testing.T) {
@@ -156,7 +155,7 @@ func TestRunVariants(t *testing.T) {
 		o := tc.o
 		o.Input, o.Split, o.Out, o.Log = data, dataset.SplitTest, filepath.Join(dir, "refused.jsonl"), discard{}
 		_, err := Run(ctx, &c, o)
-		if err == nil || (!tc.full && !errors.Is(err, variant.ErrCheckpoint)) {
+		if err == nil || (!tc.full && !errors.Is(err, checkpoint.ErrCheckpoint)) {
 			t.Errorf("%s: err = %v", tc.desc, err)
 		}
 		if _, err := os.Stat(o.Out); err == nil {
