@@ -104,9 +104,13 @@ func TestCheckpointKinds(t *testing.T) {
 		{"infer --summarizer", "--summarizer", []string{"summarizer"},
 			func(d string, log *bytes.Buffer) error { return run(infer.Options{Tracker: trk, Summarizer: d}, log) }},
 		{"infer --method stt", "--model", []string{"sum_then_track"},
-			func(d string, log *bytes.Buffer) error { return run(infer.Options{Method: infer.MethodSTT, Model: d}, log) }},
+			func(d string, log *bytes.Buffer) error {
+				return run(infer.Options{Method: infer.MethodSTT, Model: d}, log)
+			}},
 		{"infer --method ete", "--model", []string{"end_to_end"},
-			func(d string, log *bytes.Buffer) error { return run(infer.Options{Method: infer.MethodETE, Model: d}, log) }},
+			func(d string, log *bytes.Buffer) error {
+				return run(infer.Options{Method: infer.MethodETE, Model: d}, log)
+			}},
 		{"serve --summarizer", "--summarizer", []string{"summarizer"},
 			func(d string, _ *bytes.Buffer) error { _, err := serve.LoadTrackSum(d, "", ""); return err }},
 		{"serve --tracker", "--tracker", []string{"tracker"},
