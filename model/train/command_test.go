@@ -10,6 +10,7 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -307,5 +308,63 @@ func TestTrainOverwrite(t *testing.T) {
 				t.Errorf("previous run still in --out: %v, want %v", err == nil, tc.previous)
 			}
 		})
+	}
+}
+
+// TestMigrate: tracksum-train --migrate DIR... writes the manifest of an older release's
+// checkpoint, leaves a migrated one alone, refuses an ambiguous directory (naming it) and any
+// other flag.
+func TestMigrate(t *testing.T) {
+	dir := t.TempDir()
+	old, ambiguous := filepath.Join(dir, "old"), filepath.Join(dir, "ambiguous")
+	for name, body := range map[string]string{
+		"old/summarizer.json": "{}", "old/tokenizer.json": "{}", "old/config.yaml": "", "old/best/model.safetensors": "w",
+		"ambiguous/summarizer.json": "{}", "ambiguous/hparams.json": "{}", "ambiguous/best/model.safetensors": "w",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		desc  string
+		args  []string
+		usage string
+		err   string
+	}{
+		{"migrates", []string{"--migrate", old}, "", ""},
+		{"already migrated", []string{"--migrate", old}, "", ""},
+		{"ambiguous", []string{"--migrate", ambiguous}, "", ambiguous + " is ambiguous: it holds both hparams.json and summarizer.json"},
+		{"no directory", []string{"--migrate"}, "--migrate needs the checkpoint directories", ""},
+		{"other flags", []string{"--migrate", "--task", "toy-sum", old}, "--migrate takes checkpoint directories only, not --task", ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cmd := Command()
+			if err := cmd.Flags.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Run(context.Background(), cmd.Flags.Args())
+			switch {
+			case tc.usage != "":
+				if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), tc.usage) {
+					t.Fatalf("err = %v, want a usage error with %q", err, tc.usage)
+				}
+			case tc.err != "":
+				if !errors.Is(err, checkpoint.ErrCheckpoint) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			}
+		})
+	}
+	if m, err := checkpoint.Open(old); err != nil || m.Migrated || m.Kind != checkpoint.KindSummarizer {
+		t.Errorf("Open after --migrate: %+v, %v", m, err)
+	}
+	if _, err := os.Stat(filepath.Join(ambiguous, checkpoint.ManifestFile)); err == nil {
+		t.Error("the ambiguous directory got a manifest")
 	}
 }
