@@ -15,6 +15,8 @@
 //	DIR/context.json                     the tracker's context rescorer (tracker.context_rescoring)
 //	DIR/variant.json                     a TracSum Table 6 variant (model/stt, model/ete): which one,
 //	                                     and for SUM-THEN-TRACK its two sub-checkpoints summarizer/, tracker/
+//	DIR/checkpoint.json                  the manifest, written last (manifest.go): kind, task, backbone and
+//	                                     the size and sha256 of every file a loader reads; Open checks it
 //
 // The names are those of the checkpoints already on disk: changing one would orphan them. For the
 // same reason the variables inside best/model.safetensors keep the names each model was first

@@ -158,7 +158,20 @@ func (m *Manifest) Want(flag string, kinds ...string) error {
 	for i, k := range kinds {
 		want[i] = article(kindWord(k))
 	}
-	return m.Refuse(flag, strings.Join(want, " or "))
+	return m.Refuse(flag, strings.Join(want, " or ")+m.runHint())
+}
+
+// runHint says how tracksum-infer runs a variant's checkpoint, which no Track-then-Sum flag takes.
+func (m *Manifest) runHint() string {
+	switch {
+	case m.Part != "":
+		return " (tracksum-infer --method stt runs the sum_then_track directory holding it)"
+	case m.Kind == KindSumThenTrack:
+		return " (tracksum-infer --method stt --model runs it)"
+	case m.Kind == KindEndToEnd:
+		return " (tracksum-infer --method ete --model runs it)"
+	}
+	return ""
 }
 
 // Refuse is the error of a checkpoint that flag does not take, naming the kind found and what

@@ -274,7 +274,7 @@ func TestWant(t *testing.T) {
 		{Manifest{Dir: "ck", Kind: KindSummarizer, Backbone: Backbone{Type: BackboneCausalLM}}, "--tracker", []string{KindTracker, KindEnsemble},
 			"checkpoint: ck is a pretrained summarizer checkpoint; --tracker wants a tracker or a tracker cross-validation (fold ensemble)"},
 		{Manifest{Dir: "stt/summarizer", Kind: KindSumThenTrack, Part: "summarizer"}, "--summarizer", []string{KindSummarizer},
-			"checkpoint: stt/summarizer is a sum_then_track (its summarizer part) checkpoint; --summarizer wants a summarizer"},
+			"checkpoint: stt/summarizer is a sum_then_track (its summarizer part) checkpoint; --summarizer wants a summarizer (tracksum-infer --method stt runs the sum_then_track directory holding it)"},
 		{Manifest{Dir: "cv", Kind: KindCrossValidation, Task: "lexical"}, "--tracker", []string{KindTracker},
 			"checkpoint: cv is a lexical cross-validation checkpoint; --tracker wants a tracker"},
 		{Manifest{Dir: "ete", Kind: KindEndToEnd}, "--model", []string{KindEndToEnd}, ""},
