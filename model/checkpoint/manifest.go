@@ -324,12 +324,20 @@ func Unseal(dir string) error {
 }
 
 // Seal writes dir's manifest, atomically: its kind from its files (Describe) and the size and
-// sha256 of every file listed. Every checkpoint-producing path calls it last. The members must be
-// sealed already (their own manifests are among the files they are checked with at Open).
+// sha256 of every file listed. Every checkpoint-producing path calls it last. A member without a
+// manifest (a fold checkpoint an older release trained and a rerun reused) is sealed first.
 func Seal(dir string) (*Manifest, error) {
 	m, err := Describe(dir)
 	if err != nil {
 		return nil, err
+	}
+	for _, sub := range m.Members {
+		sd := filepath.Join(dir, filepath.FromSlash(sub))
+		if _, err := os.Stat(filepath.Join(sd, ManifestFile)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := Seal(sd); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for i, f := range m.Files {
 		path := filepath.Join(dir, filepath.FromSlash(f.Path))
@@ -356,15 +364,6 @@ func Migrate(dir string) (m *Manifest, wrote bool, err error) {
 	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
 		m, err := Open(dir)
 		return m, false, err
-	}
-	d, err := Describe(dir)
-	if err != nil {
-		return nil, false, err
-	}
-	for _, sub := range d.Members {
-		if _, _, err := Migrate(filepath.Join(dir, filepath.FromSlash(sub))); err != nil {
-			return nil, false, err
-		}
 	}
 	m, err = Seal(dir)
 	return m, err == nil, err
