@@ -12,6 +12,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/export"
 	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
 )
 
@@ -58,6 +59,15 @@ func TestAdapterConfigEditedRefused(t *testing.T) {
 	_, err = pretrained.LoadTracker(context.Background(), ck)
 	check("infer (LoadTracker)", err)
 	out := filepath.Join(t.TempDir(), "merged")
+	// The checkpoint's manifest refuses the edited file first, naming it.
+	_, err = export.Export(context.Background(), export.Options{Checkpoint: ck, Out: out})
+	if !errors.Is(err, checkpoint.ErrCheckpoint) || !strings.Contains(err.Error(), path+" has ") {
+		t.Errorf("export of an edited checkpoint: %v, want the manifest's refusal naming %s", err, path)
+	}
+	// Without it (a checkpoint of an older release), the agreement check still does.
+	if err := os.Remove(filepath.Join(ck, checkpoint.ManifestFile)); err != nil {
+		t.Fatal(err)
+	}
 	_, err = export.Export(context.Background(), export.Options{Checkpoint: ck, Out: out})
 	check("export", err)
 	if _, serr := os.Stat(out); serr == nil {

@@ -322,7 +322,7 @@ func TestEndToEndTrainInfer(t *testing.T) {
 	wantErr(t, "infer --summarizer ETE", err, "tracksum-infer --method ete")
 	_, err = infer.Run(context.Background(), cfg, infer.Options{Method: infer.MethodSTT, Model: ck, Input: data, Split: "test",
 		Out: filepath.Join(t.TempDir(), "p.jsonl"), Log: testLog()})
-	wantErr(t, "infer --method stt on ETE", err, `not "sum_then_track"`)
+	wantErr(t, "infer --method stt on ETE", err, "is a pretrained end_to_end checkpoint; --model wants a sum_then_track")
 	// A Track-then-Sum summarizer run into it is refused.
 	task, _ := training.LookupTask(dataset.TaskSummarizer)
 	err = task.Train(context.Background(), cfg, training.Request{Data: data, Out: ck, Log: testLog()})
