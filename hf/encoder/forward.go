@@ -24,6 +24,9 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 	if tokens.Rank() != 2 {
 		exceptions.Panicf("encoder.Hidden: tokens shape %s, want [batch, seq]", tokens.Shape())
 	}
+	if m.cfg.Disentangled {
+		return m.hiddenDisentangled(scope, tokens, tokenTypes, mask)
+	}
 	batch, seq := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	c := m.cfg
 	if seq > c.MaxPositions-c.PositionOffset {
@@ -99,15 +102,15 @@ func CLS(hidden *Node) *Node {
 	return Squeeze(Slice(hidden, AxisRange(), AxisElem(0)), 1)
 }
 
-// Pooled returns BertPooler's output, tanh(dense(CLS)) [B, Hidden], when the checkpoint has pooler
-// weights, and the [CLS] hidden state itself when it has none (a BertForMaskedLM checkpoint such as
+// Pooled returns BertPooler's output, tanh(dense(CLS)) [B, Hidden] (DeBERTa's ContextPooler:
+// pooler_hidden_act instead of tanh), when the checkpoint has pooler weights, and the [CLS] hidden state itself when it has none (a BertForMaskedLM checkpoint such as
 // PubMedBERT; transformers would add a randomly initialised pooler there, which we leave out).
 func (m *Model) Pooled(scope *gomlxmodel.Scope, hidden *Node) *Node {
 	cls := CLS(hidden)
 	if !m.pooler {
 		return cls
 	}
-	return layers.As(Tanh(m.linear(scope.In("pooler"), "pooler.dense", layers.As(cls, m.dtype()))), dtypes.Float32)
+	return layers.As(m.poolerActivation(m.linear(scope.In("pooler"), "pooler.dense", layers.As(cls, m.dtype()))), dtypes.Float32)
 }
 
 // Classify applies the sequence-classification head to pooled [B, Hidden] (Pooled's output) and
