@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/hf/tokenizer"
 	"github.com/tracksum/tracksum/model"
 )
 
@@ -201,4 +202,56 @@ func copyDir(t *testing.T, src string) string {
 		}
 	}
 	return dst
+}
+
+// TestDebertaTokensMatchTokenizersJS: a SentencePiece-style Unigram tokenizer.json as DeBERTa-v3
+// ships (Strip and " {2,}" normalizers, Metaspace with prepend_scheme "always", Unigram scores and
+// unk_id, TemplateProcessing [CLS] $A [SEP] $B [SEP] with type ids 0/1) against
+// @huggingface/tokenizers' ids (tools/hfparity/deberta_tokens.mjs), and Pair's ids and types.
+func TestDebertaTokensMatchTokenizersJS(t *testing.T) {
+	dir := "testdata/deberta_v2"
+	data, err := os.ReadFile(filepath.Join(dir, "tokens.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden struct {
+		Singles []struct {
+			Text       string `json:"text"`
+			IDs        []int  `json:"ids"`
+			IDsSpecial []int  `json:"ids_special"`
+		} `json:"singles"`
+		Pairs []struct {
+			A, B  string
+			IDs   []int32 `json:"ids"`
+			Types []int32 `json:"types"`
+		} `json:"pairs"`
+	}
+	if err := json.Unmarshal(data, &golden); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range golden.Singles {
+		if got := tok.Encode(c.Text, false); !slices.Equal(got, c.IDs) {
+			t.Errorf("Encode(%q, false)\n got: %v\nwant: %v", c.Text, got, c.IDs)
+		}
+		if got := tok.Encode(c.Text, true); !slices.Equal(got, c.IDsSpecial) {
+			t.Errorf("Encode(%q, true)\n got: %v\nwant: %v", c.Text, got, c.IDsSpecial)
+		}
+	}
+	sp, err := PairTokensOf(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp != (PairTokens{CLS: 1, SEP: 2}) {
+		t.Fatalf("pair tokens %+v, want [CLS]=1 [SEP]=2", sp)
+	}
+	for _, c := range golden.Pairs {
+		ids, types := Pair(tok, sp, c.A, c.B, 512)
+		if !slices.Equal(ids, c.IDs) || !slices.Equal(types, c.Types) {
+			t.Errorf("Pair(%q, %q)\n got: %v %v\nwant: %v %v", c.A, c.B, ids, types, c.IDs, c.Types)
+		}
+	}
 }
