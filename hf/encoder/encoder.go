@@ -3,11 +3,17 @@
 // graph, with optional LoRA adapters on its linear layers and the pooled [CLS] vector a
 // classification head reads.
 //
-// RoBERTa is the same graph with three differences, each a field of Config read from config.json
-// (never a test of the model's name in the graph): positions start after the padding id and skip
-// padding (PositionOffset, transformers' create_position_ids_from_input_ids), one token type
-// (type_vocab_size 1: the segment ids are ignored), and RobertaClassificationHead (dense, tanh,
-// out_proj over the <s> token, no pooler) when the snapshot carries it (see Classify).
+// DeBERTa-v2 and DeBERTa-v3 (model_type deberta-v2, e.g. cross-encoder/nli-deberta-v3-base) are a
+// graph of their own (deberta.go: disentangled attention over relative positions, ContextPooler),
+// selected by the family's Disentangled feature and read from config.json's DebertaV2Config keys;
+// inference only (no LoRA).
+//
+// RoBERTa is the same graph as BERT with three differences, each a field of Config read from
+// config.json (never a test of the model's name in the graph): positions start after the padding
+// id and skip padding (PositionOffset, transformers' create_position_ids_from_input_ids), one
+// token type (type_vocab_size 1: the segment ids are ignored), and RobertaClassificationHead
+// (dense, tanh, out_proj over the <s> token, no pooler) when the snapshot carries it (see
+// Classify).
 //
 // The forward pass is written from Hugging Face transformers' modeling_bert.py: word + position +
 // token-type embeddings and a LayerNorm (layer_norm_eps), then post-LN blocks (self-attention with
@@ -130,7 +136,7 @@ type Config struct {
 	InitializerRange float64
 	// PadTokenID is pad_token_id.
 	PadTokenID int
-	// ModelType is config.json's model_type: "bert" or "roberta".
+	// ModelType is config.json's model_type: "bert", "roberta" or "deberta-v2".
 	ModelType string
 	// PositionOffset is 0 for BERT (positions 0..T-1) and pad_token_id+1 for RoBERTa, whose
 	// position ids are create_position_ids_from_input_ids': PositionOffset + the index of the
@@ -316,9 +322,9 @@ func disentangledConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any
 	if c.MaxRelativePositions > 1<<16 || c.PositionBuckets > 1<<16 {
 		return fail("max_relative_positions = %d, position_buckets = %d: beyond any real model (limit %d)", c.MaxRelativePositions, c.PositionBuckets, 1<<16)
 	}
-	if c.RelativeAttention && c.PositionBuckets > 0 && (c.PositionBuckets < 4 || c.MaxRelativePositions*2 <= c.PositionBuckets) {
+	if c.RelativeAttention && c.PositionBuckets > 0 && (c.PositionBuckets < 4 || c.MaxRelativePositions-1 <= c.PositionBuckets/2) {
 		// make_log_bucket_position divides by log((max_relative_positions - 1) / (position_buckets / 2)).
-		return fail("position_buckets = %d with max_relative_positions = %d: want 4 <= buckets < 2 * max_relative_positions", c.PositionBuckets, c.MaxRelativePositions)
+		return fail("position_buckets = %d with max_relative_positions = %d: want 4 <= buckets and buckets / 2 < max_relative_positions - 1", c.PositionBuckets, c.MaxRelativePositions)
 	}
 	// pos_att_type: a list, or the "p2c|c2p" string of older configs (DebertaV2Config lower-cases
 	// and splits it); null is none.

@@ -15,8 +15,8 @@ import (
 // Hidden runs the encoder over tokens [B, T] (int32 ids) with tokenTypes [B, T] (int32 segment
 // ids; nil means all 0) and mask [B, T] (1 for real tokens, 0 for padding, any numeric dtype; nil
 // means no padding), and returns the last hidden state [B, T, Hidden] in float32, as
-// transformers' BertModel(input_ids, attention_mask, token_type_ids).last_hidden_state. Positions
-// are 0..T-1; T may not exceed MaxPositions. Dropout (hidden, attention and the adapters') applies
+// transformers' BertModel(input_ids, attention_mask, token_type_ids).last_hidden_state (DeBERTa:
+// DebertaV2Model's, see deberta.go). Positions are 0..T-1; T may not exceed MaxTokens (when not 0). Dropout (hidden, attention and the adapters') applies
 // only when scope's store is training the graph. Ids out of range are the caller's to prevent (the
 // tokenizer's vocabulary is the model's).
 func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) *Node {
