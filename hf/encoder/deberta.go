@@ -58,6 +58,12 @@ func (c Config) disentangledTensors(withPooler bool) map[string][]int {
 	if c.EmbeddingSize != c.Hidden {
 		want["embeddings.embed_proj.weight"] = []int{c.Hidden, c.EmbeddingSize}
 	}
+	if c.ConvKernel > 0 {
+		want["encoder.conv.conv.weight"] = []int{c.Hidden, c.Hidden, c.ConvKernel}
+		want["encoder.conv.conv.bias"] = []int{c.Hidden}
+		want["encoder.conv.LayerNorm.weight"] = []int{c.Hidden}
+		want["encoder.conv.LayerNorm.bias"] = []int{c.Hidden}
+	}
 	if c.RelativeAttention {
 		want["encoder.rel_embeddings.weight"] = []int{2 * c.AttentionSpan(), c.Hidden}
 		if c.NormRelEmbed {
@@ -187,6 +193,7 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	x = m.layerNorm(g, "embeddings.LayerNorm", x, nil)
 	x = Mul(x, layers.As(BroadcastToDims(ExpandAxes(keep, -1), batch, seq, c.Hidden), x.DType()))
 	x = layers.Dropout(scope, x, c.HiddenDropout)
+	embedded := x
 
 	// XSoftmax over the mask [B, 1, T, T] = mask_q · mask_k: padded keys get no weight (a large
 	// negative bias before the softmax) and padded queries' rows are zeroed after it.
@@ -259,6 +266,9 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 		inter := m.activation(m.linearIn(layer, p+".intermediate.dense", a, anchor))
 		h = layers.Dropout(layer, m.linearIn(layer, p+".output.dense", inter, anchor), c.HiddenDropout)
 		x = m.layerNorm(g, p+".output.LayerNorm", Add(h, a), anchor)
+		if i == 0 && c.ConvKernel > 0 {
+			x = m.convLayer(scope, embedded, x, keep)
+		}
 	}
 	if m.compute.GradientCheckpointing {
 		x = x.StopCheckpoint()
@@ -266,10 +276,48 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	return layers.As(x, dtypes.Float32)
 }
 
+// convLayer is DeBERTa-v2's ConvLayer (conv_groups 1): conv = Conv1d(embedded) with (k - 1) / 2
+// zeros on each side of the sequence, zero at padded tokens, conv_act, dropout, then
+// LayerNorm(residual + conv), times the mask. The convolution is a sum over the kernel's taps of
+// the shifted sequence times the tap's [out, in] weights.
+func (m *Model) convLayer(scope *gomlxmodel.Scope, embedded, residual, keep *Node) *Node {
+	g := embedded.Graph()
+	c := m.cfg
+	dims := embedded.Shape().Dimensions
+	batch, seq := dims[0], dims[1]
+	pad := (c.ConvKernel - 1) / 2
+	dt := embedded.DType()
+	x := embedded
+	if pad > 0 {
+		zeros := Zeros(g, shapes.Make(dt, batch, pad, c.Hidden))
+		x = Concatenate([]*Node{zeros, x, zeros}, 1)
+	}
+	w := m.weightAs(g, "encoder.conv.conv.weight", dt, nil) // [out, in, k]
+	var out *Node
+	for j := range c.ConvKernel {
+		tap := Squeeze(Slice(w, AxisRange(), AxisRange(), AxisElem(j)), 2)
+		y := dense(Slice(x, AxisRange(), AxisRange(j, j+seq)), tap, nil)
+		if out == nil {
+			out = y
+		} else {
+			out = Add(out, y)
+		}
+	}
+	out = Add(out, BroadcastToDims(ExpandAxes(ExpandAxes(m.weightAs(g, "encoder.conv.conv.bias", dt, nil), 0), 0), batch, seq, c.Hidden))
+	mask := layers.As(BroadcastToDims(ExpandAxes(keep, -1), batch, seq, c.Hidden), dt)
+	out = Mul(out, mask)
+	out = layers.Dropout(scope.In("conv"), m.activationOf(c.ConvAct, out), c.HiddenDropout)
+	y := m.layerNorm(g, "encoder.conv.LayerNorm", Add(residual, out), nil)
+	return Mul(y, layers.As(mask, y.DType()))
+}
+
 // poolerActivation is ContextPooler's ACT2FN[pooler_hidden_act] (DeBERTa), BertPooler's tanh
 // otherwise.
-func (m *Model) poolerActivation(x *Node) *Node {
-	switch m.cfg.PoolerAct {
+func (m *Model) poolerActivation(x *Node) *Node { return m.activationOf(m.cfg.PoolerAct, x) }
+
+// activationOf is ACT2FN[name] for the activations ConfigOf accepts; "" is tanh.
+func (m *Model) activationOf(name string, x *Node) *Node {
+	switch name {
 	case "", "tanh":
 		return Tanh(x)
 	case "gelu":
@@ -281,6 +329,6 @@ func (m *Model) poolerActivation(x *Node) *Node {
 	case "silu", "swish":
 		return activation.Swish(x)
 	}
-	exceptions.Panicf("encoder: pooler_hidden_act %q", m.cfg.PoolerAct)
+	exceptions.Panicf("encoder: activation %q", name)
 	return nil
 }

@@ -61,7 +61,7 @@ func TestDebertaParity(t *testing.T) {
 		{"testdata/deberta_v2", Config{Disentangled: true, EmbeddingSize: 32, RelativeAttention: true, MaxRelativePositions: 16,
 			PositionBuckets: 8, C2P: true, P2C: true, ShareAttKey: true, NormRelEmbed: true, PoolerAct: "gelu"}},
 		{"testdata/deberta_v2_legacy", Config{Disentangled: true, EmbeddingSize: 24, PositionBiasedInput: true, RelativeAttention: true,
-			MaxRelativePositions: 12, C2P: true, P2C: true, PoolerAct: "gelu", TypeVocab: 2}},
+			MaxRelativePositions: 12, C2P: true, P2C: true, PoolerAct: "gelu", TypeVocab: 2, ConvKernel: 3, ConvAct: "tanh"}},
 	} {
 		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
 			g := readDebertaGolden(t, tc.dir)
@@ -77,7 +77,8 @@ func TestDebertaParity(t *testing.T) {
 			c := m.Config()
 			got := Config{Disentangled: c.Disentangled, EmbeddingSize: c.EmbeddingSize, PositionBiasedInput: c.PositionBiasedInput,
 				RelativeAttention: c.RelativeAttention, MaxRelativePositions: c.MaxRelativePositions, PositionBuckets: c.PositionBuckets,
-				C2P: c.C2P, P2C: c.P2C, ShareAttKey: c.ShareAttKey, NormRelEmbed: c.NormRelEmbed, PoolerAct: c.PoolerAct, TypeVocab: c.TypeVocab}
+				C2P: c.C2P, P2C: c.P2C, ShareAttKey: c.ShareAttKey, NormRelEmbed: c.NormRelEmbed, PoolerAct: c.PoolerAct, TypeVocab: c.TypeVocab,
+				ConvKernel: c.ConvKernel, ConvAct: c.ConvAct}
 			if got != tc.want || m.KeyPrefix() != "deberta." || !m.HasPooler() || m.SavedLabels() != 3 || c.LayerNormEps != 1e-7 {
 				t.Fatalf("config %+v, prefix %q, pooler %v, labels %d, eps %g; want %+v, deberta., pooler, 3, 1e-7",
 					got, m.KeyPrefix(), m.HasPooler(), m.SavedLabels(), c.LayerNormEps, tc.want)
@@ -137,7 +138,8 @@ func TestDebertaConfigErrors(t *testing.T) {
 		patch map[string]any
 		want  string
 	}{
-		{"conv layer of v2-xlarge", map[string]any{"conv_kernel_size": 3}, "conv_kernel_size = 3"},
+		{"even conv kernel", map[string]any{"conv_kernel_size": 2}, "conv_kernel_size = 2"},
+		{"grouped conv", map[string]any{"conv_kernel_size": 3, "conv_groups": 2}, "conv_groups = 2"},
 		{"pooler of another width", map[string]any{"pooler_hidden_size": 16}, "pooler_hidden_size = 16"},
 		{"pos_att_type of numbers", map[string]any{"pos_att_type": []any{1, 2}}, "pos_att_type"},
 		{"buckets past the positions", map[string]any{"position_buckets": 64}, "position_buckets = 64"},

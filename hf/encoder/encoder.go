@@ -170,6 +170,10 @@ type Config struct {
 	NormRelEmbed bool
 	// PoolerAct is pooler_hidden_act (ContextPooler's activation, default "gelu").
 	PoolerAct string
+	// ConvKernel is conv_kernel_size (0: none): DeBERTa-v2-xlarge's ConvLayer, a Conv1d over the
+	// embeddings added to the first layer's output; ConvAct is conv_act (default "tanh").
+	ConvKernel int
+	ConvAct    string
 }
 
 // MaxTokens is the longest input the model's position embeddings allow: MaxPositions -
@@ -359,11 +363,26 @@ func disentangledConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any
 			c.NormRelEmbed = true
 		}
 	}
-	if k, err := s.Int("conv_kernel_size", 0); err != nil {
+	if c.ConvKernel, err = s.Int("conv_kernel_size", 0); err != nil {
 		return Config{}, err
-	} else if k > 0 {
-		// DeBERTa-v2 xlarge/xxlarge's ConvLayer after the first layer is not implemented.
-		return fail("conv_kernel_size = %d: DeBERTa-v2's convolution layer (v2-xlarge, v2-xxlarge) is not supported (DeBERTa-v3 has none)", k)
+	}
+	if c.ConvKernel > 0 {
+		// ConvLayer pads (k - 1) / 2 on each side: only an odd kernel keeps the length, and
+		// transformers' masked_fill fails on any other.
+		if c.ConvKernel%2 == 0 || c.ConvKernel > 63 {
+			return fail("conv_kernel_size = %d: want an odd size (at most 63)", c.ConvKernel)
+		}
+		if groups, err := s.Int("conv_groups", 1); err != nil {
+			return Config{}, err
+		} else if groups != 1 {
+			return fail("conv_groups = %d: only 1 is supported", groups)
+		}
+		if c.ConvAct, err = s.String("conv_act", "tanh"); err != nil {
+			return Config{}, err
+		}
+		if !slices.Contains(activations, c.ConvAct) && c.ConvAct != "tanh" {
+			return fail("conv_act %q is not supported (supported: %v, tanh)", c.ConvAct, activations)
+		}
 	}
 	if hd, err := s.Int("attention_head_size", c.HeadDim()); err != nil {
 		return Config{}, err

@@ -133,7 +133,8 @@ type Family struct {
 	// max_relative_positions, position_buckets, pos_att_type, share_att_key and norm_rel_ebd say,
 	// absolute positions only with position_biased_input, token types only with type_vocab_size > 0
 	// (TypeVocabSize 0 is then allowed), an optional embedding_size projection, the masked softmax
-	// that zeroes padded queries, and ContextPooler (pooler_hidden_act) under a top-level "pooler.".
+	// that zeroes padded queries, v2-xlarge's ConvLayer (conv_kernel_size), and ContextPooler
+	// (pooler_hidden_act) under a top-level "pooler.".
 	Disentangled bool
 
 	// SandwichNorms: the attention and MLP outputs are normalised before their residual additions

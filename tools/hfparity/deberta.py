@@ -27,8 +27,9 @@ exercised), pos_att_type p2c|c2p, share_att_key, norm_rel_ebd layer_norm, positi
 false, type_vocab_size 0, plus a SentencePiece-style Unigram tokenizer.json of ours (Strip and
 " {2,}" normalizers, Metaspace with prepend_scheme always, TemplateProcessing [CLS] $A [SEP] $B
 [SEP] with type ids 0/1). deberta_v2_legacy/ covers the other branches: no buckets, separate
-pos_key_proj / pos_query_proj, norm_rel_ebd none, absolute positions, two token types and an
-embedding_size narrower than hidden_size (the same tokenizer files: a snapshot needs them).
+pos_key_proj / pos_query_proj, norm_rel_ebd none, absolute positions, two token types, an
+embedding_size narrower than hidden_size and DeBERTa-v2-xlarge's ConvLayer (conv_kernel_size 3,
+the default tanh, after the first layer) (the same tokenizer files: a snapshot needs them).
 
 golden.json also holds the bucketed relative positions of a real DeBERTa-v3 configuration
 (position_buckets 256, max_relative_positions 512) for every distance a 512-token input has.
@@ -66,6 +67,7 @@ LEGACY = dict(
     name="deberta_v2_legacy", H=32, E=24, L=2, NH=4, I=64, MAXPOS=40, TYPES=2, EPS=1e-7, PAD=0,
     relative_attention=True, max_relative_positions=12, position_buckets=-1, pos_att_type=["c2p", "p2c"],
     share_att_key=False, norm_rel_ebd="none", position_biased_input=True, T=20, seed=20261128,
+    conv_kernel_size=3,
 )
 
 SPECIALS = ["[PAD]", "[CLS]", "[SEP]", "[UNK]"]
@@ -223,6 +225,11 @@ def make_weights(c, V, rng):
     w[PREFIX + "encoder.rel_embeddings.weight"] = randn(2 * span, H, std=0.5)
     if "layer_norm" in c["norm_rel_ebd"]:
         ln(PREFIX + "encoder.LayerNorm")
+    if c.get("conv_kernel_size", 0) > 0:
+        k = c["conv_kernel_size"]
+        w[PREFIX + "encoder.conv.conv.weight"] = randn(H, H, k, std=1 / math.sqrt(H * k))
+        w[PREFIX + "encoder.conv.conv.bias"] = randn(H, std=0.1)
+        ln(PREFIX + "encoder.conv.LayerNorm")
     for l in range(c["L"]):
         p = f"{PREFIX}encoder.layer.{l}."
         for m in ("query_proj", "key_proj", "value_proj"):
@@ -264,6 +271,7 @@ def forward(c, W, ids, types, mask):
         x = lin(x, e + "embed_proj", bias=False)
     x = ln(x, e + "LayerNorm")
     x = x * mask[:, :, None]
+    embedded = x
 
     # DebertaV2Encoder.get_attention_mask: [B, 1, T, T] = mask_q * mask_k.
     ext = mask[:, None, None, :]
@@ -324,6 +332,16 @@ def forward(c, W, ids, types, mask):
         att = ln(lin(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
         inter = torch.nn.functional.gelu(lin(att, p + "intermediate.dense"))
         x = ln(lin(inter, p + "output.dense") + att, p + "output.LayerNorm")
+        if l == 0 and c.get("conv_kernel_size", 0) > 0:
+            # ConvLayer (conv_groups 1, conv_act tanh: the defaults) on the embeddings, with the
+            # first layer's output as the residual.
+            k = c["conv_kernel_size"]
+            cv = PREFIX + "encoder.conv."
+            out = torch.nn.functional.conv1d(embedded.permute(0, 2, 1), W[cv + "conv.weight"], W[cv + "conv.bias"],
+                                             padding=(k - 1) // 2).permute(0, 2, 1)
+            out = out.masked_fill((1 - mask).bool().unsqueeze(-1).expand(out.size()), 0)
+            out = torch.tanh(out)
+            x = ln(x + out, cv + "LayerNorm") * mask[:, :, None]
     pooled = torch.nn.functional.gelu(lin(x[:, 0], "pooler.dense"))
     logits = lin(pooled, "classifier")
     return x, pooled, logits
@@ -372,6 +390,8 @@ def generate(c):
     }
     if c["E"] != H:
         config["embedding_size"] = c["E"]
+    if c.get("conv_kernel_size", 0) > 0:
+        config["conv_kernel_size"] = c["conv_kernel_size"]
     weights = make_weights(c, V, rng)
 
     # Three rows of [CLS] A [SEP] B [SEP] then padding (id 0, mask 0), as a tokenizer pads a batch;
