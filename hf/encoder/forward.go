@@ -14,11 +14,12 @@ import (
 
 // Hidden runs the encoder over tokens [B, T] (int32 ids) with tokenTypes [B, T] (int32 segment
 // ids; nil means all 0) and mask [B, T] (1 for real tokens, 0 for padding, any numeric dtype; nil
-// means no padding), and returns the last hidden state [B, T, Hidden] in float32, as
-// transformers' BertModel(input_ids, attention_mask, token_type_ids).last_hidden_state (DeBERTa:
-// DebertaV2Model's, see deberta.go). Positions are 0..T-1; T may not exceed MaxTokens (when not 0). Dropout (hidden, attention and the adapters') applies
-// only when scope's store is training the graph. Ids out of range are the caller's to prevent (the
-// tokenizer's vocabulary is the model's).
+// means no padding), and returns the last hidden state [B, T, Hidden] in float32, as transformers'
+// BertModel(input_ids, attention_mask, token_type_ids).last_hidden_state (DeBERTa:
+// DebertaV2Model's, see deberta.go). Positions are 0..T-1; T may not exceed MaxTokens (when not
+// 0). Dropout (hidden, attention and the adapters') applies only when scope's store is training
+// the graph. Ids out of range are the caller's to prevent (the tokenizer's vocabulary is the
+// model's).
 func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) *Node {
 	g := tokens.Graph()
 	if tokens.Rank() != 2 {
@@ -103,8 +104,9 @@ func CLS(hidden *Node) *Node {
 }
 
 // Pooled returns BertPooler's output, tanh(dense(CLS)) [B, Hidden] (DeBERTa's ContextPooler:
-// pooler_hidden_act instead of tanh), when the checkpoint has pooler weights, and the [CLS] hidden state itself when it has none (a BertForMaskedLM checkpoint such as
-// PubMedBERT; transformers would add a randomly initialised pooler there, which we leave out).
+// pooler_hidden_act instead of tanh), when the checkpoint has pooler weights, and the [CLS] hidden
+// state itself when it has none (a BertForMaskedLM checkpoint such as PubMedBERT; transformers
+// would add a randomly initialised pooler there, which we leave out).
 func (m *Model) Pooled(scope *gomlxmodel.Scope, hidden *Node) *Node {
 	cls := CLS(hidden)
 	if !m.pooler {
