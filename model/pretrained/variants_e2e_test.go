@@ -15,6 +15,7 @@ import (
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
 	"github.com/tracksum/tracksum/model/stt"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
@@ -40,7 +41,7 @@ func variantConfig(t *testing.T) (cfg *config.Config, data string) {
 	cfg.Summarizer.DevDecodeLimit = 4
 	loop(&cfg.Summarizer.Train)
 	loop(&cfg.Tracker.Train)
-	if fixture.byteTokenizer {
+	if pretrainedtest.ByteTokenizer() {
 		// Three steps at 1e-2 teach randsnap's byte-level model to spell the most frequent target,
 		// "Unknown.", for every aspect, and the checks below need text that is not "Unknown.": a
 		// summarizer left near its random weights writes arbitrary bytes instead.
