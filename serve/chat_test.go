@@ -191,6 +191,16 @@ func TestChatModeLoRASummarizer(t *testing.T) {
 		t.Errorf("/v1/models = %+v", ml)
 	}
 
+	// A base snapshot is served as itself too.
+	sb, err := serve.LoadChat(context.Background(), &cfg, snap, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := sb.Complete(context.Background(), []serve.Message{{Role: "developer", Content: "Be brief."}, {Role: "user", Content: "Hello."}}, serve.Params{})
+	if err != nil || sc.PromptTokens == 0 || sc.CompletionTokens > 4 {
+		t.Errorf("snapshot: %+v, err %v", sc, err)
+	}
+
 	// tracksum-infer --method prompt through package llm against the served model.
 	icfg := config.Default()
 	icfg.Eval.LLM.BaseURL, icfg.Eval.LLM.Model, icfg.Eval.LLM.CacheDir, icfg.Eval.LLM.MaxRetries = url, "tiny-chat", t.TempDir(), 0
