@@ -328,7 +328,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		return nil, err
 	}
 	defer out.abort()
-	p, err := LoadPipeline(ctx, cfg, o, log)
+	p, err := LoadPipeline(ctx, cfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -410,9 +410,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 // directory: the fold ensemble, or a fine-tuned pretrained model), --summarizer (a from-scratch or
 // fine-tuned pretrained checkpoint, with grounding; "extractive"), and o's decoding overrides.
 // What it cannot load without the input is left nil for the caller: the tracker "gold", the LLM
-// components and methods (Run sets them up), and a missing --tracker. Progress lines go to log
-// (os.Stderr when nil). tracksum-serve loads its Track-then-Sum models through it.
-func LoadPipeline(ctx context.Context, cfg *config.Config, o Options, log io.Writer) (*Pipeline, error) {
+// components and methods (Run sets them up), and a missing --tracker. Progress lines go to o.Log
+// (os.Stderr when nil); o's input and output fields are not read. tracksum-serve loads its
+// Track-then-Sum models through it.
+func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline, error) {
+	log := o.Log
 	if log == nil {
 		log = os.Stderr
 	}

@@ -74,7 +74,7 @@ type TrackSumOptions struct {
 	// checkpoint's own (tracker.threshold) for a from-scratch tracker or fold ensemble, else
 	// infer.threshold.
 	Threshold float64
-	// Log receives the loaders' progress lines (os.Stderr when nil).
+	// Log receives the loaders' progress lines when Models.Log is nil (os.Stderr when both are).
 	Log io.Writer
 }
 
@@ -107,7 +107,10 @@ func LoadTrackSumWith(ctx context.Context, cfg *config.Config, o TrackSumOptions
 			return nil, err
 		}
 	}
-	p, err := infer.LoadPipeline(ctx, cfg, m, o.Log)
+	if m.Log == nil {
+		m.Log = o.Log
+	}
+	p, err := infer.LoadPipeline(ctx, cfg, m)
 	if err != nil {
 		return nil, err
 	}
