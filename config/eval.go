@@ -140,8 +140,9 @@ type EvalLLM struct {
 	EntailHints []string `mapstructure:"entail_hints" yaml:"entail_hints"`
 }
 
-// EvalNLI configures the nli judge: a local snapshot of a BERT or RoBERTa sequence-classification
-// NLI model (config.json with id2label, model.safetensors, tokenizer.json), never downloaded.
+// EvalNLI configures the nli judge: a local snapshot of a BERT, RoBERTa or DeBERTa-v2/v3
+// sequence-classification NLI model (config.json with id2label, model.safetensors,
+// tokenizer.json), never downloaded.
 type EvalNLI struct {
 	// Model is the snapshot directory (flag --nli-model).
 	Model string `mapstructure:"model" yaml:"model"`
@@ -152,7 +153,8 @@ type EvalNLI struct {
 	// number of instances scored at once when eval.workers is 0.
 	BatchSize int `mapstructure:"batch_size" yaml:"batch_size"`
 	// MaxLength bounds a pair's tokens; 0 means the model's own limit (max_position_embeddings,
-	// less RoBERTa's position offset, and tokenizer_config.json's model_max_length when smaller).
+	// less RoBERTa's position offset, and tokenizer_config.json's model_max_length when smaller;
+	// a DeBERTa without absolute positions: model_max_length, else 512).
 	// Longer premises are cut into chunks of whole sentences.
 	MaxLength int `mapstructure:"max_length" yaml:"max_length"`
 	// CacheDir holds one file per (model weights, premise chunk, hypothesis) probability, so that

@@ -16,7 +16,7 @@ func Command() cli.Command {
 	fs.String("pred", "", "predictions JSONL (PMID, Aspect, Summary, Indexes, optional Phrases)")
 	fs.String("ref", "", "references JSONL (TracSum/PCoA layout, with Document)")
 	fs.String("judge", "lexical", "judge: lexical (offline proxy), llm (OpenAI-compatible endpoint, eval.llm.*) or nli (local NLI snapshot, eval.nli.*)")
-	fs.String("nli-model", "", "eval.nli.model: local BERT/RoBERTa NLI snapshot directory for --judge nli (never downloaded)")
+	fs.String("nli-model", "", "eval.nli.model: local BERT/RoBERTa/DeBERTa-v2 NLI snapshot directory for --judge nli (never downloaded)")
 	fs.String("out", "", "output directory for report.json, instances.jsonl, report.html, config.yaml")
 	fs.Bool("overwrite", false, "replace --out when it is a non-empty directory other than a previous eval output")
 	fs.String("missing", "error", "a reference without prediction: error, or empty (scored as \"Unknown.\")")

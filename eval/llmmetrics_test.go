@@ -16,11 +16,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/serve"
-	"github.com/tracksum/tracksum/serve/servetest"
 )
-
-func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
 
 // between returns the text of s between after and before.
 func between(s, after, before string) string {
@@ -174,39 +170,6 @@ func TestLLMMetricsScripted(t *testing.T) {
 	}
 	if len(cs) != 1 || cs[0].Metric != "fm" || cs[0].N != defined || math.Abs(cs[0].Pearson-1) > 1e-9 {
 		t.Errorf("agreement = %+v, want fm with r = 1 over %d instances", cs, defined)
-	}
-}
-
-// TestLLMMetricsAgainstTrackSumServe runs fm and qa against a real tracksum-serve on a tiny model:
-// its answers follow the serving convention, not the metrics' formats, so they are counted as
-// malformed; the run completes, and a rerun is answered from the cache without any request.
-func TestLLMMetricsAgainstTrackSumServe(t *testing.T) {
-	o := serve.DefaultOptions()
-	o.ModelName = "tiny"
-	url, srv := servetest.Start(t, o)
-	cfg := llmConfig(t, url)
-	cfg.Eval.LLM.Model = "tiny"
-	run := func() *Outcome {
-		out, err := Run(context.Background(), Options{Pred: "testdata/pred.jsonl", Ref: "testdata/ref.jsonl", Out: filepath.Join(t.TempDir(), "eval"), Config: cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	first := run()
-	served := srv.Stats().Served
-	if first.LLMReport.Client.Requests == 0 || served != first.LLMReport.Client.Requests {
-		t.Errorf("first run: client %+v, server served %d", first.LLMReport.Client, served)
-	}
-	if first.LLMReport.Malformed == 0 {
-		t.Errorf("a seq2seq summarizer answered every metric prompt in format?")
-	}
-	second := run()
-	if c := second.LLMReport.Client; c.Requests != 0 || c.CacheHits != c.Calls || c.Calls != first.LLMReport.Client.Calls {
-		t.Errorf("rerun: client %+v, want every call from the cache", c)
-	}
-	if srv.Stats().Served != served {
-		t.Errorf("the server got %d requests on the rerun", srv.Stats().Served-served)
 	}
 }
 

@@ -16,13 +16,19 @@ import (
 // nliSnapshot writes a tiny random RoBERTa NLI snapshot whose classifier bias makes one label win
 // whatever the input: entailment when entail is true, contradiction otherwise.
 func nliSnapshot(t *testing.T, entail bool) string {
+	return nliSnapshotOf(t, "roberta", entail)
+}
+
+// nliSnapshotOf is nliSnapshot of a model type (roberta or deberta-v2).
+func nliSnapshotOf(t *testing.T, modelType string, entail bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	bias := []float32{6, 0, 0}
 	if entail {
 		bias = []float32{0, 0, 6}
 	}
-	if err := randsnap.WriteEncoder(dir, randsnap.Encoder{ModelType: "roberta", Prefix: "roberta.", Vocab: 300, Hidden: 16,
+	prefix := map[string]string{"roberta": "roberta.", "deberta-v2": "deberta."}[modelType]
+	if err := randsnap.WriteEncoder(dir, randsnap.Encoder{ModelType: modelType, Prefix: prefix, Vocab: 300, Hidden: 16,
 		Layers: 1, Heads: 2, Intermediate: 32, MaxPositions: 258, Seed: 3,
 		Labels: []string{"CONTRADICTION", "NEUTRAL", "ENTAILMENT"}, HeadBias: bias}); err != nil {
 		t.Fatal(err)
@@ -107,5 +113,36 @@ func TestNLICommandAndAgreement(t *testing.T) {
 	}
 	if len(cs) == 0 {
 		t.Fatal("no correlation")
+	}
+}
+
+// TestNLICommandDeberta: `tracksum-eval --judge nli --nli-model DIR` on a random DeBERTa-v3-shaped
+// snapshot (hf/randsnap's deberta-v2, a Unigram tokenizer) follows the model's verdict.
+func TestNLICommandDeberta(t *testing.T) {
+	for _, entail := range []bool{true, false} {
+		out := filepath.Join(t.TempDir(), "out")
+		t.Setenv("TRACKSUM_EVAL_NLI_CACHE_DIR", t.TempDir())
+		cmd := Command()
+		if err := cmd.Flags.Parse([]string{"--pred", "testdata/ref.jsonl", "--ref", "testdata/ref.jsonl", "--judge", "nli",
+			"--nli-model", nliSnapshotOf(t, "deberta-v2", entail), "--out", out}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Run(context.Background(), cmd.Flags.Args()); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(out, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Overall map[string]any `json:"overall"`
+		}
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := rep.Overall[ClaimF1.String()].(float64)
+		if !ok || (entail && got != 1) || (!entail && got >= 1) {
+			t.Errorf("entailing model %v: claim F1 %v (present %v), want 1 for an always-entailing model, less otherwise", entail, got, ok)
+		}
 	}
 }

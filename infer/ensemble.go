@@ -102,6 +102,10 @@ func (e *Ensemble) Members() []string { return e.dirs }
 // Hyperparams returns fold 0's hyperparameters (the folds agree on aspects, tokenizer and max_len).
 func (e *Ensemble) Hyperparams() tracker.Hyperparams { return e.members[0].Hyperparams() }
 
+// Threshold returns fold 0's decision threshold (tracker.threshold; the folds are trained with one
+// config).
+func (e *Ensemble) Threshold() float64 { return e.members[0].Threshold() }
+
 // ScoreBatch implements Tracker: the mean over the folds of their ScoreBatch probabilities.
 func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	sums := make([][]float64, len(reqs))

@@ -32,6 +32,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/judge"
+	"github.com/tracksum/tracksum/hf/tokenizer"
 	"github.com/tracksum/tracksum/infer/ground"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
@@ -41,6 +42,7 @@ import (
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
+	"github.com/tracksum/tracksum/subword"
 )
 
 // GoldTracker is the tracker "gold": it scores 1 the sentences the reference cites and 0 the
@@ -127,8 +129,39 @@ type Pipeline struct {
 	// Ground, when not nil, makes each summary and its citations agree (infer.grounding); Run
 	// sets it for trained summarizers, not for the extractive baseline or an LLM.
 	Ground *ground.Grounder
+	// AspectSet is the aspect set the loaded checkpoints name ("" when none does: gold or LLM
+	// components, LLM methods); set by LoadPipeline.
+	AspectSet string
+	// Tokenizer is the tokenizer of the model that writes the summaries (the summarizer, or the
+	// variant's), in which a caller counts them (tracksum-serve's usage); nil when no trained
+	// model writes them. Set by LoadPipeline.
+	Tokenizer Tokenizer
 	// grounded counts the citations Ground restored or pruned.
 	grounded atomic.Int64
+	// finish prints what the loaded models repaired over a run (END-TO-END's output parsing).
+	finish func(log io.Writer)
+}
+
+// Tokenizer is a model's tokenizer seen as text in, ids out.
+type Tokenizer interface {
+	Encode(text string) []int
+	Decode(ids []int) string
+}
+
+// Clone returns a pipeline with p's models and settings and its own count of grounded citations,
+// whose fields a caller may change for one use (tracksum-serve: a request's max_tokens).
+func (p *Pipeline) Clone() *Pipeline {
+	return &Pipeline{Tracker: p.Tracker, Summarizer: p.Summarizer, Decode: p.Decode, Threshold: p.Threshold,
+		FullContext: p.FullContext, Predictor: p.Predictor, Ground: p.Ground, AspectSet: p.AspectSet,
+		Tokenizer: p.Tokenizer, finish: p.finish}
+}
+
+// Finish prints what the loaded models repaired so far (END-TO-END's output parsing); nothing for
+// the others.
+func (p *Pipeline) Finish(log io.Writer) {
+	if p.finish != nil {
+		p.finish(log)
+	}
 }
 
 // Grounded returns how many citations Ground has restored or pruned so far.
@@ -296,55 +329,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 		return nil, err
 	}
 	defer out.abort()
-	p := &Pipeline{Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
-	aspectSet := ""
-	var vr *variantRun
-	if variantMethod(o.Method) {
-		if vr, err = loadVariant(ctx, cfg, o, log); err != nil {
-			return nil, err
-		}
-		// Its models are loaded: nothing below may load --tracker or --summarizer (stt's parts).
-		o.Tracker, o.Summarizer = "", ""
-		p.Predictor, aspectSet = vr.predictor, vr.aspectSet
+	p, err := LoadPipeline(ctx, cfg, o)
+	if err != nil {
+		return nil, err
 	}
-	if o.Tracker != GoldTracker && o.Tracker != LLMComponent && o.Method == "" {
-		// A cross-validation directory (cv.json) is the ensemble of its fold checkpoints.
-		if p.Tracker, aspectSet, err = loadTracker(ctx, cfg, o.Tracker, log); err != nil {
-			return nil, err
-		}
-	}
-	switch o.Summarizer {
-	case "":
-	case ExtractiveSummarizer:
-		p.Summarizer = extractive{}
-	case LLMComponent:
-		// Set up with the tracker llm, once the input is read.
-	default:
-		m, err := checkpoint.OpenKind(o.Summarizer, "--summarizer", log, checkpoint.KindSummarizer)
-		if err != nil {
-			return nil, err
-		}
-		if m.Pretrained() {
-			if aspectSet, err = loadPretrainedSummarizer(ctx, cfg, o, p, aspectSet, log); err != nil {
-				return nil, err
-			}
-			break
-		}
-		if o.SampleTemperature > 0 {
-			return nil, fmt.Errorf("--sample-temperature applies to a pretrained summarizer (train --pretrained), not to %s", o.Summarizer)
-		}
-		s, err := summarizer.Load(o.Summarizer)
-		if err != nil {
-			return nil, err
-		}
-		if err := matchFullContext(cfg, o.Summarizer, s.Meta.Hyperparams.FullContext, p, log); err != nil {
-			return nil, err
-		}
-		p.Summarizer = s
-		p.Decode = decodeOptions(s, o)
-		p.Ground = NewGrounder(cfg)
-		aspectSet = cmp.Or(aspectSet, s.Meta.AspectSet)
-	}
+	aspectSet := p.AspectSet
 	// Without a checkpoint to name it (gold or LLM components, --method), prepare.aspect_set
 	// says which registry the input uses, so that --aspects OB works on PCoA data.
 	if aspectSet == "" && cfg.Prepare.AspectSet != "auto" {
@@ -408,9 +397,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	if p.Ground != nil {
 		fmt.Fprintf(log, "infer: grounding %s: %d cited sentence(s) backed no claim of their summary\n", p.Ground.Mode(), p.Grounded())
 	}
-	if vr != nil && vr.finish != nil {
-		vr.finish(log)
-	}
+	p.Finish(log)
 	if lr != nil {
 		if err := lr.finish(st, log); err != nil {
 			return nil, err
@@ -418,6 +405,114 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	}
 	return st, nil
 }
+
+// LoadPipeline loads the models o names into the Pipeline that Run runs, with cfg's infer
+// settings: --method stt|ete (their checkpoints), --tracker (a checkpoint, a cross-validation
+// directory: the fold ensemble, or a fine-tuned pretrained model), --summarizer (a from-scratch or
+// fine-tuned pretrained checkpoint, with grounding; "extractive"), and o's decoding overrides.
+// What it cannot load without the input is left nil for the caller: the tracker "gold", the LLM
+// components and methods (Run sets them up), and a missing --tracker. Progress lines go to o.Log
+// (os.Stderr when nil); o's input and output fields are not read. tracksum-serve loads its
+// Track-then-Sum models through it.
+func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline, error) {
+	log := o.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	if err := CheckDecoding(o); err != nil {
+		return nil, err
+	}
+	if o.Method == MethodTTS {
+		o.Method = ""
+	}
+	p := &Pipeline{Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
+	var err error
+	if variantMethod(o.Method) {
+		vr, err := loadVariant(ctx, cfg, o, log)
+		if err != nil {
+			return nil, err
+		}
+		// Its models are loaded: nothing below may load --tracker or --summarizer (stt's parts).
+		o.Tracker, o.Summarizer = "", ""
+		p.Predictor, p.AspectSet, p.Tokenizer, p.finish = vr.predictor, vr.aspectSet, vr.tok, vr.finish
+	}
+	if o.Tracker != "" && o.Tracker != GoldTracker && o.Tracker != LLMComponent && o.Method == "" {
+		// A cross-validation directory (cv.json) is the ensemble of its fold checkpoints.
+		if p.Tracker, p.AspectSet, err = loadTracker(ctx, cfg, o.Tracker, log); err != nil {
+			return nil, err
+		}
+	}
+	aspectSet := p.AspectSet
+	switch o.Summarizer {
+	case "":
+	case ExtractiveSummarizer:
+		p.Summarizer = extractive{}
+	case LLMComponent:
+		// Set up with the tracker llm, once the input is read.
+	default:
+		m, err := checkpoint.OpenKind(o.Summarizer, "--summarizer", log, checkpoint.KindSummarizer)
+		if err != nil {
+			return nil, err
+		}
+		if m.Pretrained() {
+			if aspectSet, err = loadPretrainedSummarizer(ctx, cfg, o, p, aspectSet, log); err != nil {
+				return nil, err
+			}
+			break
+		}
+		if o.SampleTemperature > 0 {
+			return nil, fmt.Errorf("--sample-temperature applies to a pretrained summarizer (train --pretrained), not to %s", o.Summarizer)
+		}
+		s, err := summarizer.Load(o.Summarizer)
+		if err != nil {
+			return nil, err
+		}
+		if aspectSet != "" && s.Meta.AspectSet != "" && aspectSet != s.Meta.AspectSet {
+			return nil, fmt.Errorf("--summarizer %s has aspect set %s, the tracker %s", o.Summarizer, s.Meta.AspectSet, aspectSet)
+		}
+		if err := matchFullContext(cfg, o.Summarizer, s.Meta.Hyperparams.FullContext, p, log); err != nil {
+			return nil, err
+		}
+		p.Summarizer = s
+		p.Decode = decodeOptions(s, o)
+		p.Ground = NewGrounder(cfg)
+		p.Tokenizer = subwordTokens{s.Tok}
+		aspectSet = cmp.Or(aspectSet, s.Meta.AspectSet)
+	}
+	p.AspectSet = aspectSet
+	return p, nil
+}
+
+// subwordTokens is a from-scratch model's tokenizer as a Tokenizer.
+type subwordTokens struct{ t *subword.Tokenizer }
+
+// Encode implements Tokenizer.
+func (s subwordTokens) Encode(text string) []int {
+	ids := s.t.Encode(text)
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+// Decode implements Tokenizer.
+func (s subwordTokens) Decode(ids []int) string {
+	in := make([]int32, len(ids))
+	for i, id := range ids {
+		in[i] = int32(id)
+	}
+	return s.t.Decode(in)
+}
+
+// hfTokens is a pretrained model's tokenizer as a Tokenizer (no special tokens added).
+type hfTokens struct{ t *tokenizer.Tokenizer }
+
+// Encode implements Tokenizer.
+func (h hfTokens) Encode(text string) []int { return h.t.Encode(text, false) }
+
+// Decode implements Tokenizer.
+func (h hfTokens) Decode(ids []int) string { return h.t.Decode(ids) }
 
 // NewGrounder returns the Grounder of cfg's infer.grounding, with eval.lexical's support test;
 // nil for "off".
@@ -460,6 +555,7 @@ func loadPretrainedSummarizer(ctx context.Context, cfg *config.Config, o Options
 	p.Summarizer = s
 	p.Decode = pretrainedDecode(s, o)
 	p.Ground = NewGrounder(cfg)
+	p.Tokenizer = hfTokens{s.Tokenizer()}
 	return cmp.Or(aspectSet, s.Meta.AspectSet), nil
 }
 

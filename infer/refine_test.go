@@ -15,11 +15,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/qaeval"
-	"github.com/tracksum/tracksum/serve"
-	"github.com/tracksum/tracksum/serve/servetest"
 )
-
-func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
 
 // refinedPrediction is a prediction with its Refinement read back as the record qaeval wrote.
 type refinedPrediction struct {
@@ -128,42 +124,6 @@ func TestRefineScripted(t *testing.T) {
 			if len(p.Refinement.Rounds) != 2 || p.Refinement.Best != 1 || p.Summary != "Patients received drug X 20 mg daily for 8 weeks." {
 				t.Errorf("PMID 200: %+v", p.Refinement)
 			}
-		}
-	}
-}
-
-// TestRefineAgainstTrackSumServe refines through a real tracksum-serve on a tiny model: the run
-// completes with every round recorded, and a rerun sends no request (all answers cached).
-func TestRefineAgainstTrackSumServe(t *testing.T) {
-	o := serve.DefaultOptions()
-	o.ModelName = "tiny"
-	url, srv := servetest.Start(t, o)
-	cfg := refineConfig(t, url, "tiny")
-	run := func() []refinedPrediction {
-		out := filepath.Join(t.TempDir(), "pred.jsonl")
-		if _, err := Run(context.Background(), cfg, Options{Tracker: GoldTracker, Summarizer: ExtractiveSummarizer,
-			Input: "testdata/instances.jsonl", Out: out, Refine: 1, Log: discard{}}); err != nil {
-			t.Fatal(err)
-		}
-		return readPredictions(t, out)
-	}
-	first := run()
-	served := srv.Stats().Served
-	if served == 0 {
-		t.Fatalf("no request reached the server")
-	}
-	for _, p := range first {
-		if p.Summary != "Unknown." && (p.Refinement == nil || p.Refinement.Stop == "") {
-			t.Errorf("%s/%s: refinement record %+v", p.PMID, p.Aspect, p.Refinement)
-		}
-	}
-	second := run()
-	if got := srv.Stats().Served; got != served {
-		t.Errorf("rerun sent %d requests, want 0 (cache)", got-served)
-	}
-	for i := range first {
-		if first[i].Summary != second[i].Summary {
-			t.Errorf("rerun changed %s/%s: %q -> %q", first[i].PMID, first[i].Aspect, first[i].Summary, second[i].Summary)
 		}
 	}
 }

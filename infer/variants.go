@@ -130,6 +130,8 @@ type variantRun struct {
 	aspectSet string
 	// finish prints what the run repaired (END-TO-END's output parsing).
 	finish func(log io.Writer)
+	// tok is the tokenizer of the model writing the summaries (Pipeline.Tokenizer).
+	tok Tokenizer
 }
 
 // predictFunc adapts a variant's Predict to Predictor.
@@ -161,7 +163,7 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 			return nil, err
 		}
 		m.Decode = decodeOptions(m.S, o)
-		return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Meta.AspectSet, finish: func(log io.Writer) {
+		return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Meta.AspectSet, tok: subwordTokens{m.S.Tok}, finish: func(log io.Writer) {
 			fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats())
 		}}, nil
 	}
@@ -176,7 +178,7 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 	}
 	m.Decode = decodeOptions(m.Summarizer, o)
 	m.Threshold = cfg.Infer.Threshold
-	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet}, nil
+	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet, tok: subwordTokens{m.Summarizer.Tok}}, nil
 }
 
 // openVariant opens the checkpoint of --method stt|ete (checkpoint.OpenKind): --model's, or for
@@ -224,7 +226,7 @@ func loadPretrainedVariant(ctx context.Context, cfg *config.Config, o Options, l
 		}
 		m.Decode = pretrainedDecode(m.S, o)
 		fmt.Fprintf(log, "infer: end_to_end: %s fine-tuned from %s\n", o.Model, m.S.Meta.ModelType)
-		return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Meta.AspectSet, finish: func(log io.Writer) {
+		return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Meta.AspectSet, tok: hfTokens{m.S.Tokenizer()}, finish: func(log io.Writer) {
 			fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats())
 		}}, nil
 	}
@@ -241,7 +243,7 @@ func loadPretrainedVariant(ctx context.Context, cfg *config.Config, o Options, l
 	m.Decode = pretrainedDecode(m.Summarizer, o)
 	m.Threshold = cfg.Infer.Threshold
 	fmt.Fprintf(log, "infer: sum_then_track: summarizer and pair tracker (head %s) fine-tuned from %s\n", m.Tracker.Meta.Head, m.Summarizer.Meta.ModelType)
-	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet}, nil
+	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet, tok: hfTokens{m.Summarizer.Tokenizer()}}, nil
 }
 
 // decodeOptions applies the decoding flags of o to a loaded summarizer (the settings stored in its

@@ -2,22 +2,82 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"os"
 
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/internal/cli"
 )
+
+// The modes of tracksum-serve (--mode).
+const (
+	// ModeTrackSum answers the prompt convention of docs/serve.md with Track-then-Sum (or a
+	// Table 6 variant): TrackSum.
+	ModeTrackSum = "tracksum"
+	// ModeChat serves a causal LM as itself, through its chat template: Chat.
+	ModeChat = "chat"
+)
+
+// serveFlagKeys binds tracksum-serve's flags to config keys (cli.LoadConfig applies those given).
+var serveFlagKeys = map[string]string{
+	"grounding":    "infer.grounding",
+	"precision":    "infer.precision",
+	"full-context": "infer.full_context",
+}
+
+// ChooseMode returns the mode of a server over the models m names, and in chat mode the model's
+// directory. mode, when not empty, is --mode; otherwise a lone causal LM is served as itself
+// (chat: --model without --method, or a --summarizer that is a fine-tuned pretrained checkpoint or
+// a snapshot, without --tracker) and anything else runs Track-then-Sum. The kind of a directory is
+// infer's (infer.CanChat).
+func ChooseMode(mode string, m infer.Options) (string, string, error) {
+	variant := m.Method == infer.MethodSTT || m.Method == infer.MethodETE
+	if mode == "" {
+		switch {
+		case variant:
+			mode = ModeTrackSum
+		case m.Model != "" && m.Summarizer == "" && m.Tracker == "":
+			mode = ModeChat
+		case m.Summarizer != "" && m.Tracker == "" && m.Model == "" && infer.CanChat(m.Summarizer):
+			mode = ModeChat
+		default:
+			mode = ModeTrackSum
+		}
+	}
+	switch mode {
+	case ModeTrackSum:
+		return mode, "", nil
+	case ModeChat:
+		if m.Method != "" || m.Tracker != "" || (m.Model == "") == (m.Summarizer == "") {
+			return "", "", fmt.Errorf("--mode chat serves one causal LM: give --model DIR (or --summarizer DIR), without --tracker or --method")
+		}
+		if m.Model != "" {
+			return mode, m.Model, nil
+		}
+		return mode, m.Summarizer, nil
+	}
+	return "", "", fmt.Errorf("--mode %q: want %s or %s", mode, ModeTrackSum, ModeChat)
+}
 
 // Command is `tracksum-serve --summarizer CKPT [--tracker CKPT] [--listen 127.0.0.1:8000] [flags]`.
 func Command() cli.Command {
 	d := DefaultOptions()
 	fs := cli.NewFlags("tracksum-serve")
-	_ = fs.MarkHidden("config") // serve reads no config key: its settings are its flags
-	fs.String("summarizer", "", "summarizer checkpoint directory (required)")
-	fs.String("tracker", "", "tracker checkpoint directory: chooses the cited sentences (without it every numbered sentence is cited)")
+	fs.String("mode", "", "tracksum (the prompt convention of docs/serve.md, answered by Track-then-Sum) or chat (a causal LM answering as itself through its chat template); default: chat for a lone fine-tuned pretrained checkpoint or snapshot, else tracksum")
+	fs.String("summarizer", "", "summarizer checkpoint directory (from scratch or train --pretrained); in chat mode, the causal LM to serve")
+	fs.String("tracker", "", "tracker checkpoint directory, or a cross-validation directory (the mean of its fold-k checkpoints' probabilities): chooses the cited sentences (without it every numbered sentence is cited)")
+	fs.String("method", "", "tts (Track-then-Sum, the default), stt (SUM-THEN-TRACK: --model, or --summarizer and --tracker) or ete (END-TO-END: --model)")
+	fs.String("model", "", "checkpoint of --method stt|ete; without --method, the causal LM to serve in chat mode: a fine-tuned pretrained checkpoint or a Hugging Face snapshot directory")
+	fs.Float64("threshold", 0, "tracker decision threshold (default: the tracker checkpoint's tracker.threshold, else infer.threshold)")
+	fs.String("grounding", "restore", "infer.grounding: a cited sentence that supports no claim of its summary is appended to it (restore), dropped from the citations (prune) or left (off); trained summarizers only")
+	fs.Bool("full-context", false, "infer.full_context: give the summarizer the whole abstract too (TTS (+) f)")
+	fs.String("precision", "", "infer.precision: compute precision of pretrained models: f32, bf16 or auto (bf16 on CUDA, else f32); default: the checkpoint's (f32 for a snapshot)")
+	fs.Int("max-tokens", DefaultChatMaxTokens, "chat mode: answer tokens of a request that sets no max_tokens (the model's context bounds every answer)")
 	fs.String("default-aspect", "", "aspect of a message that names none (default: the first of the checkpoint's aspect set)")
 	fs.String("listen", d.Listen, "TCP address to listen on")
 	fs.String("model-name", d.ModelName, "model id served by /v1/models and expected in requests")
-	fs.Int("workers", d.Workers, "requests the model runs at once")
+	fs.Int("workers", d.Workers, "requests the model runs at once (chat mode generates one answer at a time whatever this says)")
 	fs.Int("queue", d.Queue, "requests that may wait for a worker; more are answered 429 with Retry-After")
 	fs.Int64("max-body-bytes", d.MaxBodyBytes, "largest request body (413 beyond)")
 	fs.Duration("body-timeout", d.BodyTimeout, "time limit to receive a request body, read before the request is admitted (408 beyond)")
@@ -26,21 +86,32 @@ func Command() cli.Command {
 	fs.String("api-key-env", "", "environment variable holding a bearer token that requests must carry (empty: no authentication)")
 	fs.Bool("log-prompts", false, "write the request messages into the access log (off: prompts may hold private text)")
 	return cli.Command{
-		Name:     "tracksum-serve",
-		Synopsis: "--summarizer CKPT [--tracker CKPT] [--listen 127.0.0.1:8000] [flags]",
+		Name: "tracksum-serve",
+		Synopsis: "--summarizer CKPT [--tracker CKPT|CVDIR] [--listen 127.0.0.1:8000] [flags]\n" +
+			"       tracksum-serve --method stt|ete --model CKPT [flags]\n" +
+			"       tracksum-serve --model PRETRAINED_CKPT|SNAPSHOT [--mode chat] [flags]",
 		Description: "OpenAI-compatible chat-completions server (POST /v1/chat/completions, optional \"stream\": true;\n" +
-			"GET /v1/models; GET /health) over a tracksum checkpoint, so that the LLM methods of tracksum-infer and\n" +
-			"tracksum-eval run offline. The prompt convention (numbered sentences and an aspect -> Track-then-Sum\n" +
-			"with citations; anything else -> a summary of the message) is in docs/serve.md. One JSON access-log\n" +
-			"line per request goes to stderr. SIGTERM/SIGINT drain the requests in flight and exit 0.",
+			"GET /v1/models; GET /health) over tracksum models, so that the LLM methods of tracksum-infer and\n" +
+			"tracksum-eval run offline. --mode tracksum loads the models as tracksum-infer does (grounding, fold\n" +
+			"ensembles, stt/ete, pretrained tracker and summarizer) behind a prompt convention (numbered sentences\n" +
+			"and an aspect -> Track-then-Sum with citations; anything else -> a summary of the message);\n" +
+			"--mode chat serves a fine-tuned pretrained checkpoint or a snapshot as itself, through its chat\n" +
+			"template (docs/serve.md). One JSON access-log line per request goes to stderr. SIGTERM/SIGINT drain\n" +
+			"the requests in flight and exit 0.",
 		Flags: fs,
 		Run: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}
 			o := d
-			summ, _ := fs.GetString("summarizer")
-			trk, _ := fs.GetString("tracker")
+			var m infer.Options
+			m.Summarizer, _ = fs.GetString("summarizer")
+			m.Tracker, _ = fs.GetString("tracker")
+			m.Method, _ = fs.GetString("method")
+			m.Model, _ = fs.GetString("model")
+			mode, _ := fs.GetString("mode")
+			threshold, _ := fs.GetFloat64("threshold")
+			maxTokens, _ := fs.GetInt("max-tokens")
 			aspect, _ := fs.GetString("default-aspect")
 			o.Listen, _ = fs.GetString("listen")
 			o.ModelName, _ = fs.GetString("model-name")
@@ -57,13 +128,27 @@ func Command() cli.Command {
 					return cli.Usagef("--api-key-env %s: the variable is empty or unset", env)
 				}
 			}
-			if summ == "" {
-				return cli.Usagef("--summarizer is required")
+			if m.Summarizer == "" && m.Model == "" {
+				return cli.Usagef("--summarizer is required (or --model: a --method stt|ete checkpoint, or a causal LM for --mode chat)")
+			}
+			if threshold < 0 || threshold > 1 {
+				return cli.Usagef("--threshold %v: want a probability in (0, 1] (0: the tracker's)", threshold)
+			}
+			if maxTokens < 1 {
+				return cli.Usagef("--max-tokens must be >= 1")
 			}
 			if err := o.Validate(); err != nil {
 				return cli.Usagef("%v", err)
 			}
-			b, err := LoadTrackSum(summ, trk, aspect)
+			mode, chatDir, err := ChooseMode(mode, m)
+			if err != nil {
+				return cli.Usagef("%v", err)
+			}
+			cfg, err := cli.LoadConfig(fs, serveFlagKeys)
+			if err != nil {
+				return err
+			}
+			b, err := load(ctx, cfg, mode, chatDir, TrackSumOptions{Models: m, DefaultAspect: aspect, Threshold: threshold, Log: os.Stderr}, maxTokens)
 			if err != nil {
 				return err
 			}
@@ -75,4 +160,12 @@ func Command() cli.Command {
 			return s.ListenAndServe(ctx)
 		},
 	}
+}
+
+// load returns the backend of mode.
+func load(ctx context.Context, cfg *config.Config, mode, chatDir string, ts TrackSumOptions, maxTokens int) (Backend, error) {
+	if mode == ModeChat {
+		return LoadChat(ctx, cfg, chatDir, maxTokens)
+	}
+	return LoadTrackSumWith(ctx, cfg, ts)
 }

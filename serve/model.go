@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"strconv"
 	"strings"
 
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
@@ -27,8 +28,15 @@ type Completion struct {
 
 // Params are the request settings a backend honours.
 type Params struct {
-	// MaxTokens bounds the generated summary's tokens (0: the checkpoint's limit).
+	// MaxTokens bounds the answer's tokens (0: the backend's limit).
 	MaxTokens int
+	// Temperature, TopP and Seed are the request's sampling settings (nil when absent); Chat
+	// honours them, TrackSum decodes as its checkpoints say.
+	Temperature, TopP *float64
+	Seed              *int64
+	// Stop are the request's stop strings; the server cuts every answer before the first, and
+	// Chat also counts the answer's tokens up to there.
+	Stop []string
 }
 
 // Backend answers chat requests. Implementations must be safe for concurrent use.
@@ -38,84 +46,177 @@ type Backend interface {
 	Complete(ctx context.Context, messages []Message, p Params) (Completion, error)
 }
 
-// TrackSum serves a summarizer checkpoint, optionally with a tracker checkpoint, behind the prompt
-// convention of docs/serve.md (see ParseTask and Complete).
+// TrackSum serves Track-then-Sum (or a Table 6 variant) behind the prompt convention of
+// docs/serve.md (see ParseTask and Complete): the models are infer's Pipeline, loaded by
+// infer.LoadPipeline as tracksum-infer loads them.
 type TrackSum struct {
-	// Summarizer writes the summaries.
-	Summarizer *summarizer.Summarizer
-	// Tracker, when not nil, chooses the cited sentences (probability >= Threshold); without it
-	// every numbered sentence is summarized and cited.
-	Tracker   *tracker.Model
-	Threshold float64
+	// Pipeline holds the models and their settings (threshold, decoding, grounding). Without a
+	// tracker checkpoint its Tracker keeps every numbered sentence.
+	Pipeline *infer.Pipeline
 	// DefaultAspect is the aspect code used when a message names none.
 	DefaultAspect string
-	// Decode are the decoding settings (the checkpoint's by default).
-	Decode decode.Options
+	// tok counts answers (the summary writer's tokenizer, or words without one).
+	tok counter
 }
 
-// LoadTrackSum loads the checkpoints: summarizerDir is required, trackerDir may be empty.
-// defaultAspect may be empty (the first aspect of the summarizer's aspect set).
+// TrackSumOptions choose the models of a TrackSum backend.
+type TrackSumOptions struct {
+	// Models names the checkpoints as tracksum-infer's flags do: Summarizer (a from-scratch or
+	// fine-tuned pretrained checkpoint, or "extractive"), Tracker (a checkpoint or a
+	// cross-validation directory; empty: every numbered sentence is cited), Method MethodSTT or
+	// MethodETE with Model (or stt's parts), and the decoding overrides. Input and output fields
+	// are not read; gold and LLM components are refused.
+	Models infer.Options
+	// DefaultAspect is the aspect of a message that names none (code or name; empty: the first
+	// of the checkpoints' aspect set).
+	DefaultAspect string
+	// Threshold, when > 0, is the tracker's decision threshold; otherwise the tracker
+	// checkpoint's own (tracker.threshold) for a from-scratch tracker or fold ensemble, else
+	// infer.threshold.
+	Threshold float64
+	// Log receives the loaders' progress lines when Models.Log is nil (os.Stderr when both are).
+	Log io.Writer
+}
+
+// LoadTrackSum loads the checkpoints with the built-in config: summarizerDir is required,
+// trackerDir may be empty. defaultAspect may be empty (the first aspect of the checkpoints'
+// aspect set). See LoadTrackSumWith.
 func LoadTrackSum(summarizerDir, trackerDir, defaultAspect string) (*TrackSum, error) {
-	if err := openFromScratch(summarizerDir, "--summarizer", checkpoint.KindSummarizer); err != nil {
-		return nil, err
+	cfg := config.Default()
+	return LoadTrackSumWith(context.Background(), &cfg, TrackSumOptions{
+		Models: infer.Options{Summarizer: summarizerDir, Tracker: trackerDir}, DefaultAspect: defaultAspect, Log: io.Discard})
+}
+
+// LoadTrackSumWith loads the models of o through infer.LoadPipeline, with cfg's infer settings
+// (grounding, precision, full context).
+func LoadTrackSumWith(ctx context.Context, cfg *config.Config, o TrackSumOptions) (*TrackSum, error) {
+	m := o.Models
+	switch {
+	case m.Method != "" && m.Method != infer.MethodTTS && m.Method != infer.MethodSTT && m.Method != infer.MethodETE:
+		return nil, fmt.Errorf("--method %s: tracksum-serve serves %s, %s or %s (an LLM method would ask an endpoint, such as this one)",
+			m.Method, infer.MethodTTS, infer.MethodSTT, infer.MethodETE)
+	case m.Tracker == infer.GoldTracker || m.Tracker == infer.LLMComponent || m.Summarizer == infer.LLMComponent:
+		return nil, fmt.Errorf("tracksum-serve needs checkpoints: the tracker %q and the summarizer %q are not served", infer.GoldTracker, infer.LLMComponent)
+	case (m.Method == "" || m.Method == infer.MethodTTS) && m.Summarizer == "":
+		return nil, fmt.Errorf("--summarizer is required (or --method %s|%s with --model)", infer.MethodSTT, infer.MethodETE)
+	case (m.Method == "" || m.Method == infer.MethodTTS) && m.Model != "":
+		return nil, fmt.Errorf("--model is the checkpoint of --method %s|%s, or the model of --mode chat", infer.MethodSTT, infer.MethodETE)
 	}
-	s, err := summarizer.Load(summarizerDir)
+	if m.Method == infer.MethodSTT || m.Method == infer.MethodETE {
+		if err := infer.CheckMethod(m); err != nil {
+			return nil, err
+		}
+	}
+	if m.Log == nil {
+		m.Log = o.Log
+	}
+	p, err := infer.LoadPipeline(ctx, cfg, m)
 	if err != nil {
 		return nil, err
 	}
-	ts := &TrackSum{Summarizer: s, Decode: s.DecodeOptions(), Threshold: 0.5}
-	set := s.Meta.AspectSet
-	if defaultAspect == "" {
+	if p.Tracker == nil && p.Predictor == nil {
+		p.Tracker = everySentence{}
+	}
+	if o.Threshold > 0 {
+		p.Threshold = o.Threshold
+	} else if t, ok := p.Tracker.(interface{ Threshold() float64 }); ok {
+		p.Threshold = t.Threshold()
+	}
+	p.AspectSet = cmp.Or(p.AspectSet, dataset.AspectSetTracSum)
+	ts := &TrackSum{Pipeline: p, tok: counter{p.Tokenizer}}
+	set := p.AspectSet
+	if o.DefaultAspect == "" {
 		ts.DefaultAspect = dataset.Aspects(set)[0].Code
 	} else {
-		a, ok := dataset.LookupAspect(set, defaultAspect)
+		a, ok := dataset.LookupAspect(set, o.DefaultAspect)
 		if !ok {
-			return nil, fmt.Errorf("--default-aspect: unknown aspect %q for aspect set %s", defaultAspect, set)
+			return nil, fmt.Errorf("--default-aspect: unknown aspect %q for aspect set %s", o.DefaultAspect, set)
 		}
 		ts.DefaultAspect = a.Code
-	}
-	if trackerDir != "" {
-		if err := openFromScratch(trackerDir, "--tracker", checkpoint.KindTracker); err != nil {
-			return nil, err
-		}
-		t, err := tracker.Load(trackerDir)
-		if err != nil {
-			return nil, err
-		}
-		if got := t.Hyperparams().AspectSet; got != "" && got != set {
-			return nil, fmt.Errorf("tracker %s has aspect set %s, summarizer %s has %s", trackerDir, got, summarizerDir, set)
-		}
-		ts.Tracker, ts.Threshold = t, t.Threshold()
 	}
 	return ts, nil
 }
 
-// openFromScratch opens the checkpoint of flag (checkpoint.OpenKind: verified, of kind) and
-// refuses a fine-tuned pretrained one, which TrackSum does not run.
-func openFromScratch(dir, flag, kind string) error {
-	m, err := checkpoint.OpenKind(dir, flag, os.Stderr, kind)
-	if err != nil {
-		return err
+// everySentence is the tracker of a server without one: every numbered sentence is cited.
+type everySentence struct{}
+
+// ScoreBatch implements infer.Tracker.
+func (everySentence) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
+	out := make([][]float32, len(reqs))
+	for i, r := range reqs {
+		out[i] = make([]float32, len(r.Doc))
+		for j := range out[i] {
+			out[i][j] = 1
+		}
 	}
-	if m.Pretrained() {
-		return m.Refuse(flag, "a from-scratch "+kind+" (tracksum-serve does not run fine-tuned pretrained models)")
+	return out, nil
+}
+
+// counter counts and cuts answers in a model's tokens, or in words (each run of non-space
+// characters with the spaces before it) where no model tokenizer exists (the extractive
+// summarizer).
+type counter struct{ tok infer.Tokenizer }
+
+// count returns the number of tokens of text.
+func (c counter) count(text string) int {
+	if c.tok == nil {
+		return len(splitWords(text))
 	}
-	return nil
+	return len(c.tok.Encode(text))
+}
+
+// cut returns the first n tokens of text (all of it when it has no more) and whether it cut.
+func (c counter) cut(text string, n int) (string, bool) {
+	if c.tok == nil {
+		words := splitWords(text)
+		if len(words) <= n {
+			return text, false
+		}
+		return strings.Join(words[:n], ""), true
+	}
+	ids := c.tok.Encode(text)
+	if len(ids) <= n {
+		return text, false
+	}
+	return strings.ToValidUTF8(c.tok.Decode(ids[:n]), ""), true
+}
+
+// lengthWatch is a request's summarizer: it records whether a summary reached the decoding's
+// token cap (finish_reason "length"), measured before grounding appends anything to it.
+type lengthWatch struct {
+	infer.Summarizer
+	tok counter
+	hit bool
+}
+
+// Summarize implements infer.Summarizer.
+func (l *lengthWatch) Summarize(reqs []summarizer.Request, o decode.Options) ([]string, error) {
+	out, err := l.Summarizer.Summarize(reqs, o)
+	for _, s := range out {
+		if o.MaxLen > 0 && l.tok.count(s) >= o.MaxLen {
+			l.hit = true
+		}
+	}
+	return out, err
 }
 
 // Unknown is the answer's summary when no sentence is relevant (TracSum's negative).
 const Unknown = dataset.UnknownSummary
 
 // Complete implements Backend. The last user message is read with ParseTask:
-//   - with numbered sentences, it runs Track-then-Sum for the message's aspect (or DefaultAspect)
-//     and answers "Summary: S\nCitations: [i, j]" with the prompt's own sentence numbers; when the
-//     tracker keeps no sentence the answer is "Summary: Unknown.\nCitations: Null." (TracSum's
-//     format, appendix G);
+//   - with numbered sentences, it runs the Pipeline (Track-then-Sum with grounding, or the
+//     variant) on them for the message's aspect (or DefaultAspect) and answers
+//     "Summary: S\nCitations: [i, j]" with the prompt's own sentence numbers; when nothing is cited
+//     the citations are "Null." (TracSum's format, appendix G: "Summary: Unknown.\nCitations:
+//     Null." when the tracker keeps no sentence);
 //   - without numbered sentences but with JSON lists of strings (TracSum's summarizer prompts,
 //     appendix G.2-G.3), it summarizes the first list's sentences (the last list, when there are
 //     two or more, is the full-context abstract) and answers "Summary: S";
 //   - otherwise it answers with the summarizer's summary of the message's sentences, for the
 //     message's aspect (or DefaultAspect).
+//
+// A variant, which has no summarizer of given sentences, reads the sentences of the last two
+// cases as its abstract.
 func (t *TrackSum) Complete(ctx context.Context, messages []Message, p Params) (Completion, error) {
 	c, err := t.complete(ctx, messages, p)
 	if err != nil || p.MaxTokens <= 0 {
@@ -123,9 +224,8 @@ func (t *TrackSum) Complete(ctx context.Context, messages []Message, p Params) (
 	}
 	// max_tokens bounds the whole answer, "Summary: " and the citations included, as an LLM's
 	// generated tokens would be: cut at a token boundary and count exactly what is returned.
-	if ids := t.Summarizer.Tok.Encode(c.Content); len(ids) > p.MaxTokens {
-		c.Content = strings.ToValidUTF8(t.Summarizer.Tok.Decode(ids[:p.MaxTokens]), "")
-		c.CompletionTokens, c.Truncated = p.MaxTokens, true
+	if cut, ok := t.tok.cut(c.Content, p.MaxTokens); ok {
+		c.Content, c.CompletionTokens, c.Truncated = cut, p.MaxTokens, true
 	}
 	return c, nil
 }
@@ -140,83 +240,81 @@ func (t *TrackSum) complete(_ context.Context, messages []Message, p Params) (Co
 	if strings.TrimSpace(user) == "" {
 		return Completion{}, errBadRequest("the conversation has no non-empty user message")
 	}
-	set := t.Summarizer.Meta.AspectSet
-	task := ParseTask(user, set)
+	task := ParseTask(user, t.Pipeline.AspectSet)
 	aspect := cmp.Or(task.Aspect, t.DefaultAspect)
 	prompt := 0
 	for _, m := range messages {
-		prompt += len(t.Summarizer.Tok.Encode(m.Content))
+		prompt += t.tok.count(m.Content)
 	}
-	o := t.Decode
-	if p.MaxTokens > 0 && p.MaxTokens < o.MaxLen {
-		o.MaxLen = p.MaxTokens
-		o.MinLen = min(o.MinLen, o.MaxLen)
+	// The request's own pipeline: its max_tokens, and a watch on the summaries' length.
+	q := t.Pipeline.Clone()
+	if p.MaxTokens > 0 && p.MaxTokens < q.Decode.MaxLen {
+		q.Decode.MaxLen = p.MaxTokens
+		q.Decode.MinLen = min(q.Decode.MinLen, q.Decode.MaxLen)
 	}
-	// doc is the whole abstract, read by a full-context (TTS (+) f) summarizer only.
-	summarize := func(cited, doc []string) (string, int, error) {
-		out, err := t.Summarizer.Summarize([]summarizer.Request{{Aspect: aspect, Cited: cited, Document: doc}}, o)
-		if err != nil {
-			return "", 0, err
+	var watch *lengthWatch
+	if q.Summarizer != nil {
+		watch = &lengthWatch{Summarizer: q.Summarizer, tok: t.tok}
+		q.Summarizer = watch
+	}
+	truncated := func(summary string) bool {
+		if watch != nil {
+			return watch.hit
 		}
-		return out[0], len(t.Summarizer.Tok.Encode(out[0])), nil
+		return q.Decode.MaxLen > 0 && t.tok.count(summary) >= q.Decode.MaxLen
 	}
-	var c Completion
-	c.PromptTokens = prompt
-	if !task.Numbered() && len(task.Lists) > 0 {
-		doc := task.Lists[len(task.Lists)-1]
-		s, n, err := summarize(task.Lists[0], doc)
-		if err != nil {
-			return c, err
-		}
-		c.Content = "Summary: " + s
-		c.CompletionTokens, c.Truncated = len(t.Summarizer.Tok.Encode(c.Content)), n >= o.MaxLen
-		return c, nil
-	}
-	if !task.Numbered() {
-		sents := dataset.SplitSentences(user)
-		if len(sents) == 0 {
-			sents = []string{strings.TrimSpace(user)}
-		}
-		s, n, err := summarize(sents, sents)
-		if err != nil {
-			return c, err
-		}
-		c.Content, c.CompletionTokens, c.Truncated = s, n, n >= o.MaxLen
-		return c, nil
-	}
-	keep := make([]int, len(task.Sentences))
-	for i := range keep {
-		keep[i] = i
-	}
-	if t.Tracker != nil {
-		scores, err := t.Tracker.ScoreBatch([]tracker.Request{{Doc: task.Sentences, Aspect: aspect}})
-		if err != nil {
-			return c, err
-		}
-		keep = keep[:0]
-		for i, s := range scores[0] {
-			if float64(s) >= t.Threshold {
-				keep = append(keep, i)
+	// summarize writes the summary of sentences with the summarizer; doc is the whole abstract,
+	// read by a full-context (TTS (+) f) summarizer only. A variant has no summarizer of given
+	// sentences: it reads them as its abstract.
+	summarize := func(cited, doc []string) (string, error) {
+		if q.Summarizer != nil {
+			out, err := q.Summarizer.Summarize([]summarizer.Request{{Aspect: aspect, Cited: cited, Document: doc}}, q.Decode)
+			if err != nil {
+				return "", err
 			}
+			return out[0], nil
 		}
+		preds, err := q.Process(infer.Abstract{PMID: "request", Document: cited, Aspects: []string{aspect}})
+		if err != nil {
+			return "", err
+		}
+		return preds[0].Summary, nil
 	}
-	if len(keep) == 0 {
-		c.Content = "Summary: " + Unknown + "\nCitations: Null."
-		c.CompletionTokens = len(t.Summarizer.Tok.Encode(c.Content))
+	c := Completion{PromptTokens: prompt}
+	if !task.Numbered() {
+		var s string
+		var err error
+		if len(task.Lists) > 0 {
+			s, err = summarize(task.Lists[0], task.Lists[len(task.Lists)-1])
+			s = "Summary: " + s
+		} else {
+			sents := dataset.SplitSentences(user)
+			if len(sents) == 0 {
+				sents = []string{strings.TrimSpace(user)}
+			}
+			s, err = summarize(sents, sents)
+		}
+		if err != nil {
+			return c, err
+		}
+		c.Content, c.CompletionTokens, c.Truncated = s, t.tok.count(s), truncated(s)
 		return c, nil
 	}
-	cited := make([]string, len(keep))
-	labels := make([]string, len(keep))
-	for k, i := range keep {
-		cited[k] = task.Sentences[i]
-		labels[k] = strconv.Itoa(task.Labels[i])
-	}
-	s, n, err := summarize(cited, task.Sentences)
+	preds, err := q.Process(infer.Abstract{PMID: "request", Document: task.Sentences, Aspects: []string{aspect}})
 	if err != nil {
 		return c, err
 	}
-	c.Content = "Summary: " + s + "\nCitations: [" + strings.Join(labels, ", ") + "]"
-	c.CompletionTokens = len(t.Summarizer.Tok.Encode(c.Content))
-	c.Truncated = n >= o.MaxLen
+	pred := preds[0]
+	citations := "Null."
+	if len(pred.Indexes) > 0 {
+		labels := make([]string, len(pred.Indexes))
+		for k, i := range pred.Indexes {
+			labels[k] = strconv.Itoa(task.Labels[i])
+		}
+		citations = "[" + strings.Join(labels, ", ") + "]"
+	}
+	c.Content = "Summary: " + pred.Summary + "\nCitations: " + citations
+	c.CompletionTokens = t.tok.count(c.Content)
+	c.Truncated = len(pred.Indexes) > 0 && truncated(pred.Summary)
 	return c, nil
 }

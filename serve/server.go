@@ -294,6 +294,7 @@ func readChat(body []byte) (call, string) {
 	if req.MaxCompletion != nil {
 		c.params.MaxTokens = *req.MaxCompletion
 	}
+	c.params.Temperature, c.params.TopP, c.params.Seed, c.params.Stop = req.Temperature, req.TopP, req.Seed, req.Stop
 	return c, validate(&req)
 }
 
@@ -308,6 +309,7 @@ func readCompletion(body []byte) (call, string) {
 	if req.MaxTokens != nil {
 		c.params.MaxTokens = *req.MaxTokens
 	}
+	c.params.Temperature, c.params.TopP, c.params.Seed, c.params.Stop = req.Temperature, req.TopP, req.Seed, req.Stop
 	as := chatRequest{Messages: c.messages, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, N: req.N}
 	if strings.TrimSpace(string(req.Prompt)) == "" {
 		return c, "prompt must not be empty"
@@ -445,7 +447,7 @@ func validate(req *chatRequest) string {
 		}
 	}
 	if req.N != nil && *req.N != 1 {
-		return "n must be 1 (the summarizer decodes one answer)"
+		return "n must be 1 (one answer per request)"
 	}
 	if req.MaxTokens != nil && *req.MaxTokens < 1 {
 		return "max_tokens must be >= 1"
@@ -482,7 +484,8 @@ func applyStop(content string, stop []string) (string, bool) {
 // stream writes a chat answer as server-sent events: a first chunk with the role, one chunk per
 // word of the content, a last chunk with the finish reason (and usage when asked), then [DONE].
 // The answer is complete before the first chunk is sent: the summarizer decodes the whole summary
-// at once (beam search), so streaming changes the framing, not the latency.
+// at once (beam search), and the chat model's generation has no per-token callback, so streaming
+// changes the framing, not the latency.
 func (s *Server) stream(w http.ResponseWriter, a answer, withUsage bool) {
 	created := time.Now().Unix()
 	base := func() chunkResponse {

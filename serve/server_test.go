@@ -18,11 +18,16 @@ import (
 	"time"
 
 	"github.com/tracksum/tracksum/llm"
+	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
 	"github.com/tracksum/tracksum/serve"
 	"github.com/tracksum/tracksum/serve/servetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := servetest.Main(m)
+	pretrainedtest.Cleanup() // chat_test.go's snapshot and LoRA summarizer
+	os.Exit(code)
+}
 
 // syncBuffer is a goroutine-safe access log.
 type syncBuffer struct {

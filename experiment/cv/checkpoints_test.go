@@ -113,7 +113,7 @@ func TestCheckpointKinds(t *testing.T) {
 			}},
 		{"serve --summarizer", "--summarizer", []string{"summarizer"},
 			func(d string, _ *bytes.Buffer) error { _, err := serve.LoadTrackSum(d, "", ""); return err }},
-		{"serve --tracker", "--tracker", []string{"tracker"},
+		{"serve --tracker", "--tracker", []string{"tracker", "pretrained tracker", "tracker cross-validation (fold ensemble)"},
 			func(d string, _ *bytes.Buffer) error { _, err := serve.LoadTrackSum(summ, d, ""); return err }},
 		{"export --checkpoint", "--checkpoint", []string{"pretrained tracker"},
 			func(d string, log *bytes.Buffer) error {

@@ -411,11 +411,17 @@ func (m *Model) step(scope *gomlxmodel.Scope, cache *KVCache, tokens, positions,
 	onehot, keep = layers.As(onehot, m.dtype()), layers.As(keep, m.dtype())
 	place := func(old, nw *Node) *Node {
 		var placed *Node
-		if m.compute.BF16 {
+		switch {
+		case s == 1:
+			// A decoding step: a broadcast product. As an Einsum it is a dot product of length 1
+			// per cache element, which the Go backend's small-matrix kernel computes with a
+			// horizontal reduction each: most of a batched step's time.
+			placed = Mul(nw, Reshape(onehot, 1, 1, maxLen, 1))
+		case m.compute.BF16:
 			// The Go backend's half-precision products need the left operand contracted on its
 			// last axis (see layers' dot).
 			placed = Einsum("bhds,sl->bhld", TransposeAllDims(nw, 0, 1, 3, 2), onehot)
-		} else {
+		default:
 			placed = Einsum("bhsd,sl->bhld", nw, onehot)
 		}
 		return Add(Mul(old, keep), placed)

@@ -3,11 +3,17 @@
 // graph, with optional LoRA adapters on its linear layers and the pooled [CLS] vector a
 // classification head reads.
 //
-// RoBERTa is the same graph with three differences, each a field of Config read from config.json
-// (never a test of the model's name in the graph): positions start after the padding id and skip
-// padding (PositionOffset, transformers' create_position_ids_from_input_ids), one token type
-// (type_vocab_size 1: the segment ids are ignored), and RobertaClassificationHead (dense, tanh,
-// out_proj over the <s> token, no pooler) when the snapshot carries it (see Classify).
+// DeBERTa-v2 and DeBERTa-v3 (model_type deberta-v2, e.g. cross-encoder/nli-deberta-v3-base) are a
+// graph of their own (deberta.go: disentangled attention over relative positions, ContextPooler),
+// selected by the family's Disentangled feature and read from config.json's DebertaV2Config keys;
+// inference only (no LoRA).
+//
+// RoBERTa is the same graph as BERT with three differences, each a field of Config read from
+// config.json (never a test of the model's name in the graph): positions start after the padding
+// id and skip padding (PositionOffset, transformers' create_position_ids_from_input_ids), one
+// token type (type_vocab_size 1: the segment ids are ignored), and RobertaClassificationHead
+// (dense, tanh, out_proj over the <s> token, no pooler) when the snapshot carries it (see
+// Classify).
 //
 // The forward pass is written from Hugging Face transformers' modeling_bert.py: word + position +
 // token-type embeddings and a LayerNorm (layer_norm_eps), then post-LN blocks (self-attention with
@@ -36,6 +42,7 @@
 package encoder
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -129,13 +136,63 @@ type Config struct {
 	InitializerRange float64
 	// PadTokenID is pad_token_id.
 	PadTokenID int
-	// ModelType is config.json's model_type: "bert" or "roberta".
+	// ModelType is config.json's model_type: "bert", "roberta" or "deberta-v2".
 	ModelType string
 	// PositionOffset is 0 for BERT (positions 0..T-1) and pad_token_id+1 for RoBERTa, whose
 	// position ids are create_position_ids_from_input_ids': PositionOffset + the index of the
 	// token among the non-padding tokens, and pad_token_id for padding tokens. The longest input
 	// is MaxPositions - PositionOffset tokens.
 	PositionOffset int
+
+	// DeBERTa-v2 (family.Family.Disentangled; the fields below are zero for BERT and RoBERTa).
+
+	// Disentangled selects DeBERTa-v2's encoder (deberta.go).
+	Disentangled bool
+	// EmbeddingSize is embedding_size (default Hidden): the width of the embedding tables, mapped to
+	// Hidden by embeddings.embed_proj when it differs.
+	EmbeddingSize int
+	// PositionBiasedInput is position_biased_input (default true): absolute position embeddings are
+	// added to the word embeddings. Without them (DeBERTa-v3) the model has no length limit of its
+	// own (MaxTokens is 0).
+	PositionBiasedInput bool
+	// RelativeAttention is relative_attention (default false).
+	RelativeAttention bool
+	// MaxRelativePositions is max_relative_positions, max_position_embeddings when below 1.
+	MaxRelativePositions int
+	// PositionBuckets is position_buckets, 0 when not positive (no log buckets).
+	PositionBuckets int
+	// C2P and P2C: pos_att_type names "c2p" (content to position) and "p2c" (position to content).
+	C2P, P2C bool
+	// ShareAttKey is share_att_key: the relative embeddings go through query_proj and key_proj
+	// instead of pos_query_proj and pos_key_proj.
+	ShareAttKey bool
+	// NormRelEmbed: norm_rel_ebd names "layer_norm" (encoder.LayerNorm on the relative embeddings).
+	NormRelEmbed bool
+	// PoolerAct is pooler_hidden_act (ContextPooler's activation, default "gelu").
+	PoolerAct string
+	// ConvKernel is conv_kernel_size (0: none): DeBERTa-v2-xlarge's ConvLayer, a Conv1d over the
+	// embeddings added to the first layer's output; ConvAct is conv_act (default "tanh").
+	ConvKernel int
+	ConvAct    string
+}
+
+// MaxTokens is the longest input the model's position embeddings allow: MaxPositions -
+// PositionOffset, or 0 (no limit of the model's own) for a DeBERTa without absolute positions.
+func (c Config) MaxTokens() int {
+	if c.Disentangled && !c.PositionBiasedInput {
+		return 0
+	}
+	return c.MaxPositions - c.PositionOffset
+}
+
+// AttentionSpan is the number of relative positions on each side of DeBERTa's relative
+// embeddings (rel_embeddings has 2 * AttentionSpan rows): position_buckets, or
+// max_relative_positions without buckets.
+func (c Config) AttentionSpan() int {
+	if c.PositionBuckets > 0 {
+		return c.PositionBuckets
+	}
+	return c.MaxRelativePositions
 }
 
 // HeadDim is the width of one attention head.
@@ -154,15 +211,16 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 	if !ok || fam.Kind != family.Encoder {
 		return fail("model_type %q is not an encoder of this package (supported: %s)", s.ModelType, strings.Join(family.Names(family.Encoder), ", "))
 	}
-	c := Config{ModelType: s.ModelType}
+	c := Config{ModelType: s.ModelType, Disentangled: fam.Disentangled}
 	var err error
 	ints := []struct {
 		key string
 		dst *int
 		def int
 	}{
-		{"vocab_size", &c.Vocab, fam.VocabSize}, {"hidden_size", &c.Hidden, 768}, {"num_hidden_layers", &c.Layers, 12},
-		{"num_attention_heads", &c.Heads, 12}, {"intermediate_size", &c.Intermediate, 3072},
+		{"vocab_size", &c.Vocab, fam.VocabSize}, {"hidden_size", &c.Hidden, cmp.Or(fam.HiddenSize, 768)},
+		{"num_hidden_layers", &c.Layers, cmp.Or(fam.NumLayers, 12)},
+		{"num_attention_heads", &c.Heads, cmp.Or(fam.NumHeads, 12)}, {"intermediate_size", &c.Intermediate, cmp.Or(fam.IntermediateSize, 3072)},
 		{"max_position_embeddings", &c.MaxPositions, fam.MaxPositions}, {"type_vocab_size", &c.TypeVocab, fam.TypeVocabSize},
 		{"pad_token_id", &c.PadTokenID, fam.PadTokenID},
 	}
@@ -170,7 +228,8 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 		if *k.dst, err = s.Int(k.key, k.def); err != nil {
 			return Config{}, err
 		}
-		if *k.dst <= 0 && k.key != "pad_token_id" {
+		// DeBERTa-v3 has no token types (type_vocab_size 0).
+		if *k.dst <= 0 && k.key != "pad_token_id" && !(c.Disentangled && k.key == "type_vocab_size" && *k.dst == 0) {
 			return fail("%s = %d, want a positive number", k.key, *k.dst)
 		}
 		// Far above any published encoder: a hostile config must not size anything.
@@ -202,7 +261,7 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 		dst *float64
 		def float64
 	}{
-		{"layer_norm_eps", &c.LayerNormEps, 1e-12}, {"hidden_dropout_prob", &c.HiddenDropout, 0.1},
+		{"layer_norm_eps", &c.LayerNormEps, cmp.Or(fam.LayerNormEps, 1e-12)}, {"hidden_dropout_prob", &c.HiddenDropout, 0.1},
 		{"attention_probs_dropout_prob", &c.AttentionDropout, 0.1}, {"initializer_range", &c.InitializerRange, 0.02},
 	}
 	for _, f := range floats {
@@ -230,6 +289,116 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 		return Config{}, err
 	} else if dec {
 		return fail("is_decoder is true: a BERT decoder is not supported (only the encoder)")
+	}
+	if c.Disentangled {
+		return disentangledConfig(s, c, fail)
+	}
+	return c, nil
+}
+
+// disentangledConfig reads DeBERTa-v2's keys with DebertaV2Config's defaults (and the getattr
+// defaults of modeling_deberta_v2.py for the keys the configuration class does not declare).
+func disentangledConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any) (Config, error)) (Config, error) {
+	var err error
+	c.EmbeddingSize, err = s.Int("embedding_size", c.Hidden)
+	if err != nil {
+		return Config{}, err
+	}
+	if c.EmbeddingSize <= 0 || c.EmbeddingSize > 1<<24 {
+		return fail("embedding_size = %d, want a positive number", c.EmbeddingSize)
+	}
+	if c.PositionBiasedInput, err = s.Bool("position_biased_input", true); err != nil {
+		return Config{}, err
+	}
+	if c.RelativeAttention, err = s.Bool("relative_attention", false); err != nil {
+		return Config{}, err
+	}
+	if c.MaxRelativePositions, err = s.Int("max_relative_positions", -1); err != nil {
+		return Config{}, err
+	}
+	if c.MaxRelativePositions < 1 {
+		c.MaxRelativePositions = c.MaxPositions
+	}
+	if c.PositionBuckets, err = s.Int("position_buckets", -1); err != nil {
+		return Config{}, err
+	}
+	c.PositionBuckets = max(c.PositionBuckets, 0)
+	if c.MaxRelativePositions > 1<<16 || c.PositionBuckets > 1<<16 {
+		return fail("max_relative_positions = %d, position_buckets = %d: beyond any real model (limit %d)", c.MaxRelativePositions, c.PositionBuckets, 1<<16)
+	}
+	if c.RelativeAttention && c.PositionBuckets > 0 && (c.PositionBuckets < 4 || c.MaxRelativePositions-1 <= c.PositionBuckets/2) {
+		// make_log_bucket_position divides by log((max_relative_positions - 1) / (position_buckets / 2)).
+		return fail("position_buckets = %d with max_relative_positions = %d: want 4 <= buckets and buckets / 2 < max_relative_positions - 1", c.PositionBuckets, c.MaxRelativePositions)
+	}
+	// pos_att_type: a list, or the "p2c|c2p" string of older configs (DebertaV2Config lower-cases
+	// and splits it); null is none.
+	var types []string
+	switch v := s.Config["pos_att_type"].(type) {
+	case nil:
+	case string:
+		for _, t := range strings.Split(strings.ToLower(v), "|") {
+			types = append(types, strings.TrimSpace(t))
+		}
+	case []any:
+		for _, t := range v {
+			str, ok := t.(string)
+			if !ok {
+				return fail("pos_att_type = %v, want a list of strings", v)
+			}
+			types = append(types, str)
+		}
+	default:
+		return fail("pos_att_type = %v, want a list such as [\"p2c\", \"c2p\"] or a string \"p2c|c2p\"", v)
+	}
+	c.C2P, c.P2C = slices.Contains(types, "c2p"), slices.Contains(types, "p2c")
+	if c.ShareAttKey, err = s.Bool("share_att_key", false); err != nil {
+		return Config{}, err
+	}
+	norm, err := s.String("norm_rel_ebd", "none")
+	if err != nil {
+		return Config{}, err
+	}
+	for _, n := range strings.Split(strings.ToLower(norm), "|") {
+		if strings.TrimSpace(n) == "layer_norm" {
+			c.NormRelEmbed = true
+		}
+	}
+	if c.ConvKernel, err = s.Int("conv_kernel_size", 0); err != nil {
+		return Config{}, err
+	}
+	if c.ConvKernel > 0 {
+		// ConvLayer pads (k - 1) / 2 on each side: only an odd kernel keeps the length, and
+		// transformers' masked_fill fails on any other.
+		if c.ConvKernel%2 == 0 || c.ConvKernel > 63 {
+			return fail("conv_kernel_size = %d: want an odd size (at most 63)", c.ConvKernel)
+		}
+		if groups, err := s.Int("conv_groups", 1); err != nil {
+			return Config{}, err
+		} else if groups != 1 {
+			return fail("conv_groups = %d: only 1 is supported", groups)
+		}
+		if c.ConvAct, err = s.String("conv_act", "tanh"); err != nil {
+			return Config{}, err
+		}
+		if !slices.Contains(activations, c.ConvAct) && c.ConvAct != "tanh" {
+			return fail("conv_act %q is not supported (supported: %v, tanh)", c.ConvAct, activations)
+		}
+	}
+	if hd, err := s.Int("attention_head_size", c.HeadDim()); err != nil {
+		return Config{}, err
+	} else if hd != c.HeadDim() {
+		return fail("attention_head_size = %d differs from hidden_size / num_attention_heads = %d: not supported", hd, c.HeadDim())
+	}
+	if ph, err := s.Int("pooler_hidden_size", c.Hidden); err != nil {
+		return Config{}, err
+	} else if ph != c.Hidden {
+		return fail("pooler_hidden_size = %d differs from hidden_size = %d: not supported", ph, c.Hidden)
+	}
+	if c.PoolerAct, err = s.String("pooler_hidden_act", "gelu"); err != nil {
+		return Config{}, err
+	}
+	if !slices.Contains(activations, c.PoolerAct) && c.PoolerAct != "tanh" {
+		return fail("pooler_hidden_act %q is not supported (supported: %v, tanh)", c.PoolerAct, activations)
 	}
 	return c, nil
 }

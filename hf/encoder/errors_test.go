@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
@@ -135,7 +136,7 @@ func TestConfigOfOtherModelType(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(context.Background(), s, gomlxmodel.NewStore(), LoRA{}, 0)
-	if err == nil || !strings.Contains(err.Error(), `config.json: model_type "llama" is not an encoder of this package (supported: bert, roberta)`) {
+	if err == nil || !strings.Contains(err.Error(), `config.json: model_type "llama" is not an encoder of this package (supported: `+strings.Join(family.Names(family.Encoder), ", ")+`)`) {
 		t.Fatalf("error %v", err)
 	}
 }

@@ -14,15 +14,19 @@ import (
 
 // Hidden runs the encoder over tokens [B, T] (int32 ids) with tokenTypes [B, T] (int32 segment
 // ids; nil means all 0) and mask [B, T] (1 for real tokens, 0 for padding, any numeric dtype; nil
-// means no padding), and returns the last hidden state [B, T, Hidden] in float32, as
-// transformers' BertModel(input_ids, attention_mask, token_type_ids).last_hidden_state. Positions
-// are 0..T-1; T may not exceed MaxPositions. Dropout (hidden, attention and the adapters') applies
-// only when scope's store is training the graph. Ids out of range are the caller's to prevent (the
-// tokenizer's vocabulary is the model's).
+// means no padding), and returns the last hidden state [B, T, Hidden] in float32, as transformers'
+// BertModel(input_ids, attention_mask, token_type_ids).last_hidden_state (DeBERTa:
+// DebertaV2Model's, see deberta.go). Positions are 0..T-1; T may not exceed MaxTokens (when not
+// 0). Dropout (hidden, attention and the adapters') applies only when scope's store is training
+// the graph. Ids out of range are the caller's to prevent (the tokenizer's vocabulary is the
+// model's).
 func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) *Node {
 	g := tokens.Graph()
 	if tokens.Rank() != 2 {
 		exceptions.Panicf("encoder.Hidden: tokens shape %s, want [batch, seq]", tokens.Shape())
+	}
+	if m.cfg.Disentangled {
+		return m.hiddenDisentangled(scope, tokens, tokenTypes, mask)
 	}
 	batch, seq := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	c := m.cfg
@@ -99,15 +103,16 @@ func CLS(hidden *Node) *Node {
 	return Squeeze(Slice(hidden, AxisRange(), AxisElem(0)), 1)
 }
 
-// Pooled returns BertPooler's output, tanh(dense(CLS)) [B, Hidden], when the checkpoint has pooler
-// weights, and the [CLS] hidden state itself when it has none (a BertForMaskedLM checkpoint such as
-// PubMedBERT; transformers would add a randomly initialised pooler there, which we leave out).
+// Pooled returns BertPooler's output, tanh(dense(CLS)) [B, Hidden] (DeBERTa's ContextPooler:
+// pooler_hidden_act instead of tanh), when the checkpoint has pooler weights, and the [CLS] hidden
+// state itself when it has none (a BertForMaskedLM checkpoint such as PubMedBERT; transformers
+// would add a randomly initialised pooler there, which we leave out).
 func (m *Model) Pooled(scope *gomlxmodel.Scope, hidden *Node) *Node {
 	cls := CLS(hidden)
 	if !m.pooler {
 		return cls
 	}
-	return layers.As(Tanh(m.linear(scope.In("pooler"), "pooler.dense", layers.As(cls, m.dtype()))), dtypes.Float32)
+	return layers.As(m.poolerActivation(m.linear(scope.In("pooler"), "pooler.dense", layers.As(cls, m.dtype()))), dtypes.Float32)
 }
 
 // Classify applies the sequence-classification head to pooled [B, Hidden] (Pooled's output) and

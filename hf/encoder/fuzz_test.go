@@ -9,6 +9,7 @@ import (
 
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
@@ -29,6 +30,8 @@ func FuzzConfig(f *testing.F) {
 		`{"model_type":"llama","vocab_size":50,"hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":8,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":1,"original_max_position_embeddings":4}}`,
 		`{"model_type":"bert","vocab_size":60,"hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":16,"max_position_embeddings":16}`,
 		`{"model_type":"bert","num_hidden_layers":1e9,"layer_norm_eps":0}`,
+		`{"model_type":"deberta-v2","vocab_size":60,"hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":16,"max_position_embeddings":16,"relative_attention":true,"position_buckets":8,"pos_att_type":["p2c","c2p"],"share_att_key":true,"norm_rel_ebd":"layer_norm","position_biased_input":false,"type_vocab_size":0}`,
+		`{"model_type":"deberta-v2","vocab_size":60,"hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":16,"relative_attention":true,"position_buckets":8,"max_relative_positions":5,"pos_att_type":"p2c|c2p|p2p"}`,
 	} {
 		f.Add(s)
 	}
@@ -39,11 +42,18 @@ func FuzzConfig(f *testing.F) {
 	if err := randsnap.WriteEncoder(filepath.Join(base, "enc"), randsnap.Encoder{Vocab: 60, Hidden: 8, Layers: 1, Heads: 2, Intermediate: 16, MaxPositions: 16, Seed: 1}); err != nil {
 		f.Fatal(err)
 	}
+	if err := randsnap.WriteEncoder(filepath.Join(base, "deb"), randsnap.Encoder{ModelType: "deberta-v2", Prefix: "deberta.", Vocab: 60, Hidden: 8,
+		Layers: 1, Heads: 2, Intermediate: 16, MaxPositions: 16, Labels: []string{"entailment", "not_entailment"}, Seed: 1}); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, config string) {
 		dir := t.TempDir()
 		src := filepath.Join(base, "dec")
-		if strings.Contains(config, `"bert"`) {
+		switch {
+		case strings.Contains(config, `"bert"`):
 			src = filepath.Join(base, "enc")
+		case strings.Contains(config, `"deberta-v2"`):
+			src = filepath.Join(base, "deb")
 		}
 		for _, name := range []string{snapshot.WeightsFile, snapshot.TokenizerFile, snapshot.TokenizerConfigFile} {
 			if err := os.Symlink(filepath.Join(src, name), filepath.Join(dir, name)); err != nil {
@@ -63,7 +73,7 @@ func FuzzConfig(f *testing.F) {
 			oneLine(err)
 			return
 		}
-		if s.ModelType == "bert" {
+		if fam, _ := family.Lookup(s.ModelType); fam.Kind == family.Encoder {
 			if _, err := ConfigOf(s); err != nil {
 				oneLine(err)
 				return

@@ -59,6 +59,9 @@ func layerKey(i int) string { return fmt.Sprintf("encoder.layer.%d", i) }
 // linears lists the Linear modules of layer i in a fixed order.
 func (c Config) linears(i int) []linear {
 	p := layerKey(i)
+	if c.Disentangled {
+		return c.disentangledLinears(i)
+	}
 	return []linear{
 		{p + ".attention.self.query", c.Hidden, c.Hidden},
 		{p + ".attention.self.key", c.Hidden, c.Hidden},
@@ -74,6 +77,9 @@ var poolerLinear = func(c Config) linear { return linear{"pooler.dense", c.Hidde
 // expectedTensors returns every weight the model reads (keys relative to the prefix) with its
 // dimensions; the pooler's only when withPooler.
 func (c Config) expectedTensors(withPooler bool) map[string][]int {
+	if c.Disentangled {
+		return c.disentangledTensors(withPooler)
+	}
 	want := map[string][]int{
 		"embeddings.word_embeddings.weight":       {c.Vocab, c.Hidden},
 		"embeddings.position_embeddings.weight":   {c.MaxPositions, c.Hidden},
@@ -133,6 +139,10 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	if lora.Rank < 0 {
 		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
 	}
+	if cfg.Disentangled && lora.Rank > 0 {
+		// The nli judge, the one user of this family, does not fine-tune.
+		return nil, fmt.Errorf("snapshot %s: LoRA adapters on a %s encoder are not supported (only inference)", s.Dir, cfg.ModelType)
+	}
 	targets, err := resolveTargets(lora)
 	if err != nil {
 		return nil, err
@@ -150,8 +160,8 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 		fam, _ := family.Lookup(cfg.ModelType)
 		return nil, fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor %sembeddings.word_embeddings.weight): not a %s checkpoint", s.Dir, snapshot.ErrMissingTensor, fam.KeyPrefix, fam.Name)
 	}
-	_, hasW := s.Shape(m.prefix + "pooler.dense.weight")
-	_, hasB := s.Shape(m.prefix + "pooler.dense.bias")
+	_, hasW := s.Shape(m.fileKey("pooler.dense.weight"))
+	_, hasB := s.Shape(m.fileKey("pooler.dense.bias"))
 	m.pooler = hasW && hasB
 	want := cfg.expectedTensors(m.pooler)
 	rels := sortedKeys(want)
@@ -159,7 +169,7 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	for _, rel := range rels {
 		key, shape, ok := m.resolve(s, rel)
 		if !ok {
-			return nil, fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, m.prefix+rel, cfg.ModelType, cfg.Layers)
+			return nil, fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, m.fileKey(rel), cfg.ModelType, cfg.Layers)
 		}
 		if err := snapshot.CheckShape(key, shape, want[rel]...); err != nil {
 			return nil, fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(key), err)
@@ -253,7 +263,7 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 // resolve finds the file key of rel: prefix + rel, or for a LayerNorm the TensorFlow-era names
 // gamma and beta that old conversions (BioBERT's) kept and transformers renames at load.
 func (m *Model) resolve(s *snapshot.Snapshot, rel string) (key string, shape shapes.Shape, ok bool) {
-	key = m.prefix + rel
+	key = m.fileKey(rel)
 	if shape, ok = s.Shape(key); ok {
 		return key, shape, true
 	}
@@ -265,7 +275,16 @@ func (m *Model) resolve(s *snapshot.Snapshot, rel string) (key string, shape sha
 			}
 		}
 	}
-	return m.prefix + rel, shapes.Shape{}, false
+	return m.fileKey(rel), shapes.Shape{}, false
+}
+
+// fileKey is the key in the file of relative key rel: prefix + rel, except DeBERTa's ContextPooler,
+// which DebertaV2ForSequenceClassification keeps beside its "deberta." model ("pooler.dense").
+func (m *Model) fileKey(rel string) string {
+	if m.cfg.Disentangled && strings.HasPrefix(rel, "pooler.") {
+		return rel
+	}
+	return m.prefix + rel
 }
 
 // allLinears lists every Linear module the model has, the pooler's included when present.

@@ -123,6 +123,19 @@ type Family struct {
 	VocabSize, MaxPositions, TypeVocabSize, PadTokenID int
 	// OffsetPositions: position ids count from pad_token_id + 1 (RoBERTa).
 	OffsetPositions bool
+	// HiddenSize, NumLayers, NumHeads and IntermediateSize are the defaults of hidden_size,
+	// num_hidden_layers, num_attention_heads and intermediate_size (0: BertConfig's 768, 12, 12,
+	// 3072); LayerNormEps is layer_norm_eps' (0: 1e-12).
+	HiddenSize, NumLayers, NumHeads, IntermediateSize int
+	LayerNormEps                                      float64
+	// Disentangled: the encoder is DeBERTa-v2's (modeling_deberta_v2.py): query_proj / key_proj /
+	// value_proj, disentangled attention over relative positions as config.json's relative_attention,
+	// max_relative_positions, position_buckets, pos_att_type, share_att_key and norm_rel_ebd say,
+	// absolute positions only with position_biased_input, token types only with type_vocab_size > 0
+	// (TypeVocabSize 0 is then allowed), an optional embedding_size projection, the masked softmax
+	// that zeroes padded queries, v2-xlarge's ConvLayer (conv_kernel_size), and ContextPooler
+	// (pooler_hidden_act) under a top-level "pooler.".
+	Disentangled bool
 
 	// SandwichNorms: the attention and MLP outputs are normalised before their residual additions
 	// (post_attention_layernorm, post_feedforward_layernorm), and the MLP reads

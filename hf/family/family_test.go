@@ -22,8 +22,8 @@ func TestRegisteredFamiliesAreComplete(t *testing.T) {
 	if got, want := Names(CausalLM), []string{"gemma", "gemma2", "gemma3_text", "llama", "mistral", "phi3", "qwen2", "qwen3"}; !slices.Equal(got, want) {
 		t.Errorf("causal LM families %v, want %v", got, want)
 	}
-	if got := Names(Encoder); !slices.Equal(got, []string{"bert", "roberta"}) {
-		t.Errorf("encoder families %v, want [bert roberta]", got)
+	if got := Names(Encoder); !slices.Equal(got, []string{"bert", "deberta-v2", "roberta"}) {
+		t.Errorf("encoder families %v, want [bert deberta-v2 roberta]", got)
 	}
 }
 

@@ -16,13 +16,16 @@ import (
 // Encoder describes a random BERT snapshot (model_type bert), e.g. PubMedBERT-shaped:
 // Vocab 30522, Hidden 768, Layers 12, Heads 12, Intermediate 3072; or, with ModelType "roberta",
 // a RoBERTa one (pad_token_id 1, positions offset past it, one token type, a byte-level BPE
-// tokenizer with RobertaProcessing).
+// tokenizer with RobertaProcessing); or, with ModelType "deberta-v2", a DeBERTa-v3-shaped one
+// (relative attention with position buckets, p2c and c2p, shared attention keys, no absolute
+// positions, no token types, ContextPooler; a SentencePiece-style Unigram tokenizer).
 type Encoder struct {
-	// ModelType is "bert" (the zero value) or "roberta".
+	// ModelType is "bert" (the zero value), "roberta" or "deberta-v2".
 	ModelType string
 	// Labels, when set, makes a sequence-classification snapshot: config.json's id2label/label2id
 	// and the classification head (BertForSequenceClassification's classifier, which needs
-	// Pooler; or RobertaClassificationHead's classifier.dense and classifier.out_proj).
+	// Pooler; RobertaClassificationHead's classifier.dense and classifier.out_proj; or
+	// DebertaV2ForSequenceClassification's pooler.dense and classifier).
 	Labels []string
 	// HeadBias, when set (one value per label), is the classifier's output bias: a test can make
 	// one label win whatever the input, the random weights being small.
@@ -51,6 +54,12 @@ type Encoder struct {
 
 func (e Encoder) roberta() bool { return e.ModelType == "roberta" }
 
+func (e Encoder) deberta() bool { return e.ModelType == "deberta-v2" }
+
+// debertaBuckets is position_buckets of a random DeBERTa: DeBERTa-v3's 256, fewer when
+// max_position_embeddings (max_relative_positions) is small.
+func (e Encoder) debertaBuckets() int { return min(256, e.maxPositions()/2) }
+
 func (e Encoder) maxPositions() int {
 	if e.MaxPositions > 0 {
 		return e.MaxPositions
@@ -64,6 +73,9 @@ func (e Encoder) maxPositions() int {
 func (e Encoder) typeVocab() int {
 	if e.TypeVocab > 0 {
 		return e.TypeVocab
+	}
+	if e.deberta() {
+		return 0
 	}
 	if e.roberta() {
 		return 1
@@ -85,6 +97,9 @@ func (e Encoder) specs() map[string]shapes.Shape {
 		dt = dtypes.Float32
 	}
 	s := func(dims ...int) shapes.Shape { return shapes.Make(dt, dims...) }
+	if e.deberta() {
+		return e.debertaSpecs(s)
+	}
 	p := e.Prefix
 	out := map[string]shapes.Shape{
 		p + "embeddings.word_embeddings.weight":       s(e.Vocab, e.Hidden),
@@ -135,8 +150,11 @@ func (e Encoder) headBiasKey() string {
 // config returns config.json's content, with BertConfig's keys.
 func (e Encoder) config() map[string]any {
 	family, mt := "Bert", "bert"
-	if e.roberta() {
+	switch {
+	case e.roberta():
 		family, mt = "Roberta", "roberta"
+	case e.deberta():
+		family, mt = "DebertaV2", "deberta-v2"
 	}
 	arch := family + "ForMaskedLM"
 	if e.Prefix == "" {
@@ -167,6 +185,21 @@ func (e Encoder) config() map[string]any {
 	if c["torch_dtype"] == "" {
 		c["torch_dtype"] = "float32"
 	}
+	if e.deberta() {
+		// DeBERTa-v3's keys (microsoft/deberta-v3-base's config.json), sized to this model.
+		delete(c, "position_embedding_type")
+		c["layer_norm_eps"] = 1e-7
+		c["relative_attention"] = true
+		c["max_relative_positions"] = -1
+		c["position_buckets"] = e.debertaBuckets()
+		c["pos_att_type"] = []string{"p2c", "c2p"}
+		c["share_att_key"] = true
+		c["norm_rel_ebd"] = "layer_norm"
+		c["position_biased_input"] = false
+		c["pooler_hidden_size"] = e.Hidden
+		c["pooler_hidden_act"] = "gelu"
+		c["pooler_dropout"] = 0
+	}
 	if len(e.Labels) > 0 {
 		id2, l2 := map[string]string{}, map[string]int{}
 		for i, l := range e.Labels {
@@ -189,9 +222,11 @@ func WriteEncoder(dir string, e Encoder) error {
 		return fmt.Errorf("randsnap: hidden %d is not a multiple of heads %d", e.Hidden, e.Heads)
 	}
 	switch {
-	case e.ModelType != "" && e.ModelType != "bert" && !e.roberta():
-		return fmt.Errorf("randsnap: model type %q: want bert or roberta", e.ModelType)
-	case len(e.Labels) > 0 && !e.roberta() && !e.Pooler:
+	case e.ModelType != "" && e.ModelType != "bert" && !e.roberta() && !e.deberta():
+		return fmt.Errorf("randsnap: model type %q: want bert, roberta or deberta-v2", e.ModelType)
+	case e.deberta() && e.maxPositions() < 8:
+		return fmt.Errorf("randsnap: max positions %d: a DeBERTa needs at least 8 (position buckets)", e.maxPositions())
+	case len(e.Labels) > 0 && !e.roberta() && !e.deberta() && !e.Pooler:
 		return fmt.Errorf("randsnap: a BERT sequence classifier needs the pooler")
 	case e.HeadBias != nil && len(e.HeadBias) != len(e.Labels):
 		return fmt.Errorf("randsnap: %d head biases for %d labels", len(e.HeadBias), len(e.Labels))
@@ -209,6 +244,10 @@ func WriteEncoder(dir string, e Encoder) error {
 	}
 	if e.roberta() {
 		if err := writeRobertaBPE(dir, e.TokenizerDir, e.Vocab, e.maxPositions()-2); err != nil {
+			return err
+		}
+	} else if e.deberta() {
+		if err := writeUnigram(dir, e.TokenizerDir, e.Vocab, e.maxPositions()); err != nil {
 			return err
 		}
 	} else if err := writeWordPiece(dir, e.TokenizerDir, e.Vocab, e.maxPositions()); err != nil {

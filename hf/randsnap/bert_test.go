@@ -5,9 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/encoder"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
 )
@@ -65,5 +68,39 @@ func TestWriteEncoder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteEncoderDeberta: a random DeBERTa-v3-shaped NLI snapshot loads in hf/encoder (relative
+// attention with buckets, no absolute positions nor token types, ContextPooler and classifier),
+// and its Unigram tokenizer gives [CLS] ▁a b [SEP] for "ab".
+func TestWriteEncoderDeberta(t *testing.T) {
+	dir := t.TempDir()
+	e := Encoder{ModelType: "deberta-v2", Prefix: "deberta.", Vocab: 120, Hidden: 16, Layers: 2, Heads: 2, Intermediate: 32,
+		MaxPositions: 64, Labels: []string{"contradiction", "entailment", "neutral"}, Seed: 5}
+	if err := WriteEncoder(dir, e); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := encoder.Load(context.Background(), s, gomlxmodel.NewStore(), encoder.LoRA{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config()
+	if !c.Disentangled || c.PositionBiasedInput || c.TypeVocab != 0 || c.PositionBuckets != 32 || !c.ShareAttKey || m.SavedLabels() != 3 || !m.HasPooler() {
+		t.Fatalf("config %+v, labels %d, pooler %v", c, m.SavedLabels(), m.HasPooler())
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tok.CheckFits(c.Vocab, dir); err != nil {
+		t.Fatal(err)
+	}
+	if ids := tok.Encode("ab", true); !slices.Equal(ids, []int{1, 5, 8, 2}) {
+		t.Fatalf("Encode(ab) = %v, want [CLS] ▁a b [SEP] = [1 5 8 2]", ids)
 	}
 }

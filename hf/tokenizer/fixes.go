@@ -36,6 +36,8 @@ import (
 //     character absent from the vocabulary, and the only pre-tokenizer accepted is Gemma's
 //     Split(" ") after the Replace(" " -> "▁") normalizer, which never splits (the text
 //     holds no space any more).
+//  4. SentencePiece Unigram models (DeBERTa-v3): the library segments greedily; unigram.go encodes
+//     them itself (Viterbi over the scores, fused unknowns, Strip, Metaspace, Precompiled).
 
 // applyFixes rewrites a tokenizer.json before the library parses it (fix 1). It returns the input
 // unchanged when no fix applies.

@@ -8,8 +8,8 @@
 //     tokenizer_config.json and for a model type the library does not implement;
 //   - Encode with or without special tokens on one shared tokenizer, safe for concurrent use (the
 //     library keeps the option in the tokenizer; here each setting has its own shallow copy);
-//   - the fixes listed in fixes.go, each for a documented difference between the library and
-//     Hugging Face's tokenizers on real checkpoints.
+//   - the fixes listed in fixes.go (and unigram.go: SentencePiece Unigram models), each for a
+//     documented difference between the library and Hugging Face's tokenizers.
 //
 // Parity with Hugging Face is checked by testdata/golden.json: reference ids by
 // @huggingface/tokenizers for the real tokenizers of Llama 3.1, Qwen3 and Gemma 3 on our own texts
@@ -61,6 +61,8 @@ type Tokenizer struct {
 	split *splitter
 	// fallback, when set, encodes instead of the library for byte_fallback models (fix 3).
 	fallback *byteFallback
+	// unigram, when set, encodes instead of the library for SentencePiece Unigram models (fix 4).
+	unigram *unigramEncoder
 	// maxID is the largest id of the vocabulary and added tokens, maxToken its token.
 	maxID    int
 	maxToken string
@@ -128,6 +130,10 @@ func Load(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", tjPath, oneLine(err))
 	}
+	uni, err := newUnigram(fixed)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %v", tjPath, oneLine(err))
+	}
 	var post struct {
 		PostProcessor *struct {
 			Type string `json:"type"`
@@ -136,7 +142,7 @@ func Load(dir string) (*Tokenizer, error) {
 	if err := json.Unmarshal(fixed, &post); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: post_processor: %v", tjPath, oneLine(err))
 	}
-	t := &Tokenizer{Dir: dir, Model: head.Model.Type, Class: cfg.TokenizerClass, withSpecial: &withSpecial, plain: &plain, split: split, fallback: fallback, maxID: -1}
+	t := &Tokenizer{Dir: dir, Model: head.Model.Type, Class: cfg.TokenizerClass, withSpecial: &withSpecial, plain: &plain, split: split, fallback: fallback, unigram: uni, maxID: -1}
 	if post.PostProcessor != nil {
 		t.PostProcessor = post.PostProcessor.Type
 	}
@@ -176,6 +182,9 @@ func (t *Tokenizer) Encode(text string, addSpecialTokens bool) []int {
 	}
 	if t.fallback != nil {
 		return t.fallback.encode(text, addSpecialTokens)
+	}
+	if t.unigram != nil {
+		return t.unigram.encode(text, addSpecialTokens)
 	}
 	var ids []int
 	if addSpecialTokens {

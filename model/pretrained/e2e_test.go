@@ -10,15 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/dataset/prepare"
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/encoder"
 	"github.com/tracksum/tracksum/hf/peft"
@@ -28,6 +24,7 @@ import (
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/training"
 )
@@ -37,73 +34,18 @@ import (
 // tracksum-train's tracker and summarizer tasks with --pretrained on the built-in sample, then
 // infer on the checkpoints.
 
-var llamaTokenizer = filepath.Join("..", "..", "hf", "tokenizer", "testdata", "hf", "llama3")
+func testLog() io.Writer { return pretrainedtest.Log() }
 
-func testLog() io.Writer {
-	if testing.Verbose() {
-		return os.Stderr
-	}
-	return io.Discard
-}
-
-var fixture struct {
-	once      sync.Once
-	dir       string
-	data, llm string
-	// byteTokenizer: the real Llama tokenizer is absent (as in CI: its files are fetched, not
-	// committed), so the snapshot has randsnap's one-token-per-byte tokenizer, whose prompts need
-	// longer max_seq_len.
-	byteTokenizer bool
-	err           error
-}
-
-// setup prepares a small sample and writes the random snapshot, once per test binary.
+// setup prepares a small sample and writes the random snapshot, once per test binary
+// (pretrainedtest, shared with the tests of what serves the checkpoints).
 func setup(t *testing.T) (cfg *config.Config, data, llm string) {
 	t.Helper()
-	cfg, err := config.Load(viper.New(), "../../configs/tiny.yaml", pflag.NewFlagSet("t", pflag.ContinueOnError), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Prepare.SampleSize = 10
-	fixture.once.Do(func() {
-		if fixture.dir, fixture.err = os.MkdirTemp("", "pretrained-e2e-"); fixture.err != nil {
-			return
-		}
-		fixture.data = filepath.Join(fixture.dir, "prepared")
-		if _, fixture.err = prepare.Run(context.Background(), cfg, prepare.Options{Out: fixture.data}); fixture.err != nil {
-			return
-		}
-		snap := randsnap.Decoder{ModelType: "llama", Vocab: 300, Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Intermediate: 32, Seed: 7}
-		if _, err := os.Stat(filepath.Join(llamaTokenizer, "tokenizer.json")); err == nil {
-			snap.Vocab, snap.TokenizerDir = 128256, llamaTokenizer
-			snap.Extra = map[string]any{"bos_token_id": 128000, "eos_token_id": []int{128001, 128008, 128009}}
-		} else {
-			fixture.byteTokenizer = true
-		}
-		fixture.llm = filepath.Join(fixture.dir, "llm")
-		fixture.err = randsnap.WriteDecoder(fixture.llm, snap)
-	})
-	if fixture.err != nil {
-		t.Fatal(fixture.err)
-	}
-	if fixture.byteTokenizer {
-		t.Logf("%s is absent (fetch it with tools/hftokenizer/fetch.sh): using randsnap's byte-level tokenizer", llamaTokenizer)
-		cfg.Tracker.MaxSeqLen, cfg.Summarizer.MaxSeqLen = 512, 1024
-	}
-	return cfg, fixture.data, fixture.llm
+	return pretrainedtest.Setup(t)
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if fixture.dir != "" {
-		os.RemoveAll(fixture.dir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pretrainedtest.Main(m)) }
 
-func loop(l *config.TrainLoop) {
-	l.MaxSteps, l.BatchSize, l.EvalEvery, l.WarmupSteps, l.LearningRate, l.GradAccumulation = 3, 4, 3, 0, 1e-2, 1
-}
+func loop(l *config.TrainLoop) { pretrainedtest.Loop(l) }
 
 // trainTask runs tracksum-train's registered task (so the --pretrained dispatch is exercised).
 func trainTask(t *testing.T, name string, cfg *config.Config, data, out string) {
@@ -285,15 +227,7 @@ func TestSummarizerTrainInfer(t *testing.T) {
 		t.Skip("trains a model (~10 s)")
 	}
 	cfg, data, llm := setup(t)
-	cfg.Summarizer.Pretrained = llm
-	cfg.Summarizer.LoRA.Rank, cfg.Summarizer.LoRA.Alpha = 4, 8
-	cfg.Summarizer.LoRA.TargetModules = []string{"q_proj", "v_proj", "down_proj"}
-	if !fixture.byteTokenizer {
-		cfg.Summarizer.MaxSeqLen = 512
-	}
-	cfg.Summarizer.MaxSummaryLen = 6
-	cfg.Summarizer.BeamSize = 2
-	loop(&cfg.Summarizer.Train)
+	pretrainedtest.SummarizerConfig(cfg, llm)
 	ck := filepath.Join(t.TempDir(), "summarizer")
 	trainTask(t, "summarizer", cfg, data, ck)
 	checkAdapter(t, ck, 6)

@@ -14,7 +14,6 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/layers"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/decode"
 )
@@ -57,14 +56,28 @@ type generator struct {
 	layers  int
 	mu      sync.Mutex
 	prefill *gomlxmodel.Exec
-	step    *gomlxmodel.Exec
+	// step advances a batch whose rows are its cache's rows in order; gatherStep first gathers
+	// the rows it advances from a cache (beam search's reordered and cloned hypotheses, rows that
+	// finished).
+	step, gatherStep *gomlxmodel.Exec
 }
 
-// genState is one hypothesis: its own rows of the cache ([1, ...] tensors, shared with its clones
-// until one advances), the number of slots used (pads included), the number of pads, and, before
-// the first Step, the distribution after the prompt.
+// batchCache is the KV cache of one batched call: 2*Layers tensors of [B, ...] whose row r belongs
+// to the hypotheses pointing at it with row r. Tensors are never changed in place (Exec does not
+// donate them), so hypotheses share a batchCache until they advance, and a step's output is a new
+// batchCache. Keeping the batch whole, rather than one [1, ...] tensor per hypothesis, spares
+// each step a concatenation of every row's cache before the step and a slice of it after: on the
+// pure-Go backend those copies made a batched step cost as much as the rows one at a time.
+type batchCache struct {
+	tensors []*tensors.Tensor
+	rows    int
+}
+
+// genState is one hypothesis: its row of a batch's cache, the number of slots used (pads
+// included), the number of pads, and, before the first Step, the distribution after the prompt.
 type genState struct {
-	cache []*tensors.Tensor
+	cache *batchCache
+	row   int
 	n     int
 	pad   int
 	first []float32
@@ -82,33 +95,47 @@ func newGenerator(lm *causalLM, stop []int32) (*generator, error) {
 	g := &generator{lm: lm, vocab: lm.dec.Config().Vocab, stop: stop, layers: lm.dec.Config().Layers}
 	var err error
 	// prefill: tokens [B, S], positions [B, S], keyMask [B, M], last [B, 1] -> probs [B, V], then
-	// each row's cache tensors ([1, ...], 2*Layers per row).
+	// the cache tensors ([B, ...], 2*Layers).
 	g.prefill, err = gomlxmodel.NewExec(lm.backend, lm.store, func(scope *gomlxmodel.Scope, in []*Node) []*Node {
 		gr := in[0].Graph()
 		b, m := in[0].Shape().Dimensions[0], in[2].Shape().Dimensions[1]
 		cache := lm.dec.NewCache(gr, b, m)
 		hidden, next := lm.dec.Step(scope, cache, in[0], in[1], in[2], Scalar(gr, dtypes.Int32, 0))
 		logits := lm.dec.Logits(scope, Squeeze(gatherPositions(hidden, in[3]), 1))
-		return append([]*Node{Softmax(logits, -1)}, layers.SplitRows(next.Flatten(), b)...)
+		return append([]*Node{Softmax(logits, -1)}, next.Flatten()...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pretrained: %w", err)
 	}
-	// step: token [B, 1], position [B, 1], keyMask [B, M], offset [], then each row's cache
-	// tensors -> probs [B, V], then each row's new cache tensors.
+	// step: token [B, 1], position [B, 1], keyMask [B, M], offset [], then the cache tensors
+	// ([B, ...]) -> probs [B, V], then the new cache tensors.
 	g.step, err = gomlxmodel.NewExec(lm.backend, lm.store, func(scope *gomlxmodel.Scope, in []*Node) []*Node {
-		b := in[0].Shape().Dimensions[0]
-		rows := in[4:]
-		joined := layers.JoinRows(rows, b, len(rows)/b)
-		hidden, next := lm.dec.Step(scope, lm.dec.CacheFrom(joined), in[0], in[1], in[2], in[3])
+		hidden, next := lm.dec.Step(scope, lm.dec.CacheFrom(in[4:]), in[0], in[1], in[2], in[3])
 		logits := lm.dec.Logits(scope, Squeeze(hidden, 1))
-		return append([]*Node{Softmax(logits, -1)}, layers.SplitRows(next.Flatten(), b)...)
+		return append([]*Node{Softmax(logits, -1)}, next.Flatten()...)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pretrained: %w", err)
+	}
+	// gatherStep: step's inputs with rows [B] (int32) after the offset: row r of the batch is
+	// row rows[r] of the cache tensors, which may hold a different number of rows.
+	g.gatherStep, err = gomlxmodel.NewExec(lm.backend, lm.store, func(scope *gomlxmodel.Scope, in []*Node) []*Node {
+		b := in[0].Shape().Dimensions[0]
+		idx := Reshape(in[4], b, 1)
+		cache := make([]*Node, len(in)-5)
+		for i, t := range in[5:] {
+			cache[i] = Gather(t, idx)
+		}
+		hidden, next := lm.dec.Step(scope, lm.dec.CacheFrom(cache), in[0], in[1], in[2], in[3])
+		logits := lm.dec.Logits(scope, Squeeze(hidden, 1))
+		return append([]*Node{Softmax(logits, -1)}, next.Flatten()...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pretrained: %w", err)
 	}
 	g.prefill.SetMaxCache(-1)
 	g.step.SetMaxCache(-1)
+	g.gatherStep.SetMaxCache(-1)
 	return g, nil
 }
 
@@ -164,9 +191,9 @@ func (g *generator) start(prompts [][]int32, maxNew int) ([]*genState, error) {
 			return nil, err
 		}
 		probs := g.mergedRows(out[0])
-		per := 2 * g.layers
+		cache := &batchCache{tensors: out[1:], rows: b}
 		for r := range chunk {
-			states = append(states, &genState{cache: out[1+r*per : 1+(r+1)*per], n: s, pad: s - len(chunk[r]), first: probs[r],
+			states = append(states, &genState{cache: cache, row: r, n: s, pad: s - len(chunk[r]), first: probs[r],
 				limit: min(len(chunk[r])+maxNew, ctxLen)})
 		}
 	}
@@ -242,14 +269,18 @@ func (g *generator) Step(states []*genState, tokens []int32, probs [][]float32) 
 }
 
 // advance feeds tokens[i] to states[i] and returns each next distribution. States at the same
-// cache slot with the same capacity (all of them, within one Generate call) run as one batch.
+// cache slot in the same batch cache (all of them, within one Generate call of up to maxGenBatch
+// prompts) run as one batch.
 func (g *generator) advance(states []*genState, tokens []int32) ([][]float32, error) {
 	out := make([][]float32, len(states))
-	type key struct{ n, capacity int }
+	type key struct {
+		n     int
+		cache *batchCache
+	}
 	groups := map[key][]int{}
 	var order []key
 	for i, st := range states {
-		k := key{st.n, st.cache[0].Shape().Dimensions[2]}
+		k := key{st.n, st.cache}
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -257,41 +288,52 @@ func (g *generator) advance(states []*genState, tokens []int32) ([][]float32, er
 	}
 	for _, k := range order {
 		all := groups[k]
-		if k.n >= k.capacity {
-			return nil, fmt.Errorf("pretrained: KV cache full (%d tokens)", k.capacity)
+		capacity := k.cache.tensors[0].Shape().Dimensions[2]
+		if k.n >= capacity {
+			return nil, fmt.Errorf("pretrained: KV cache full (%d tokens)", capacity)
 		}
 		for lo := 0; lo < len(all); lo += maxGenBatch {
 			idx := all[lo:min(lo+maxGenBatch, len(all))]
 			b := batchBucket(len(idx))
 			tok := make([]int32, b)
 			pos := make([]int32, b)
-			mask := make([]float32, b*k.capacity)
-			args := []any{nil, nil, nil, tensors.FromScalarAndDimensions(int32(k.n))}
+			rows := make([]int32, b)
+			mask := make([]float32, b*capacity)
+			// inOrder: row r of the batch is row r of the cache (rows past the group's are padding,
+			// whatever they hold), so the cache goes in as it is.
+			inOrder := b == k.cache.rows
 			for r := range b {
 				i := idx[min(r, len(idx)-1)] // rows past the group repeat its last state; dropped
 				st := states[i]
-				tok[r], pos[r] = tokens[i], int32(st.n-st.pad)
-				for j := st.pad; j <= st.n; j++ {
-					mask[r*k.capacity+j] = 1
+				tok[r], pos[r], rows[r] = tokens[i], int32(st.n-st.pad), int32(st.row)
+				if r < len(idx) && st.row != r {
+					inOrder = false
 				}
-				for _, t := range st.cache {
-					args = append(args, t)
+				for j := st.pad; j <= st.n; j++ {
+					mask[r*capacity+j] = 1
 				}
 			}
-			args[0] = tensors.FromFlatDataAndDimensions(tok, b, 1)
-			args[1] = tensors.FromFlatDataAndDimensions(pos, b, 1)
-			args[2] = tensors.FromFlatDataAndDimensions(mask, b, k.capacity)
+			args := []any{tensors.FromFlatDataAndDimensions(tok, b, 1), tensors.FromFlatDataAndDimensions(pos, b, 1),
+				tensors.FromFlatDataAndDimensions(mask, b, capacity), tensors.FromScalarAndDimensions(int32(k.n))}
+			exec := g.step
+			if !inOrder {
+				exec = g.gatherStep
+				args = append(args, tensors.FromFlatDataAndDimensions(rows, b))
+			}
+			for _, t := range k.cache.tensors {
+				args = append(args, t)
+			}
 			g.mu.Lock()
-			res, err := g.step.Call(args...)
+			res, err := exec.Call(args...)
 			g.mu.Unlock()
 			if err != nil {
 				return nil, err
 			}
 			probs := g.mergedRows(res[0])
-			per := 2 * g.layers
+			next := &batchCache{tensors: res[1:], rows: b}
 			for r, i := range idx {
 				st := states[i]
-				st.cache, st.n = res[1+r*per:1+(r+1)*per], st.n+1
+				st.cache, st.row, st.n = next, r, st.n+1
 				out[i] = probs[r]
 			}
 		}
@@ -299,11 +341,10 @@ func (g *generator) advance(states []*genState, tokens []int32) ([][]float32, er
 	return out, nil
 }
 
-// Clone implements decode.Model. Tensors are never changed in place (Exec does not donate them),
-// so the clone shares the cache until one of the two advances.
+// Clone implements decode.Model: the clone shares its batch cache's row until one of the two
+// advances (see batchCache).
 func (g *generator) Clone(s *genState) *genState {
 	c := *s
-	c.cache = slices.Clone(s.cache)
 	c.first = slices.Clone(s.first)
 	return &c
 }

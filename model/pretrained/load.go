@@ -12,6 +12,7 @@ import (
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/hf/tokenizer"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
@@ -356,6 +357,10 @@ func newSummarizer(meta *Meta, lm *causalLM, chat *Chat) (*Summarizer, error) {
 	}
 	return s, nil
 }
+
+// Tokenizer returns the summarizer's tokenizer (the checkpoint's copy of its base's), in which
+// its prompts and answers are counted.
+func (s *Summarizer) Tokenizer() *tokenizer.Tokenizer { return s.p.chat.Tok }
 
 // DecodeOptions returns the checkpoint's decoding settings in model/decode's terms (for infer,
 // which overrides BeamSize, MaxLen, LengthPenalty and NoRepeatNgram from its flags).

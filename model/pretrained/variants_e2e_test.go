@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,9 +16,11 @@ import (
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
 	"github.com/tracksum/tracksum/model/stt"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
+	"github.com/tracksum/tracksum/serve"
 )
 
 // The Table 6 variants on the tiny random Llama snapshot: tracksum-train's sum_then_track and
@@ -40,7 +43,7 @@ func variantConfig(t *testing.T) (cfg *config.Config, data string) {
 	cfg.Summarizer.DevDecodeLimit = 4
 	loop(&cfg.Summarizer.Train)
 	loop(&cfg.Tracker.Train)
-	if fixture.byteTokenizer {
+	if pretrainedtest.ByteTokenizer() {
 		// Three steps at 1e-2 teach randsnap's byte-level model to spell the most frequent target,
 		// "Unknown.", for every aspect, and the checks below need text that is not "Unknown.": a
 		// summarizer left near its random weights writes arbitrary bytes instead.
@@ -305,6 +308,18 @@ func TestEndToEndTrainInfer(t *testing.T) {
 	}
 	if st := m.Stats(); st.Outputs != 3 {
 		t.Errorf("stats %+v, want 3 outputs", st)
+	}
+
+	// tracksum-serve runs it through infer's pipeline: "Summary: ...\nCitations: ..." with the
+	// prompt's own sentence numbers.
+	b, err := serve.LoadTrackSumWith(context.Background(), cfg, serve.TrackSumOptions{
+		Models: infer.Options{Method: infer.MethodETE, Model: ck}, Log: testLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.Complete(context.Background(), []serve.Message{{Role: "user", Content: "Aspect: o\n[1] We gave drug X to 40 adults.\n[2] Pain fell by half."}}, serve.Params{})
+	if err != nil || !regexp.MustCompile(`^Summary: .*\nCitations: (Null\.|\[[12](, [12])?\])$`).MatchString(c.Content) {
+		t.Errorf("served END-TO-END answered %q, err %v", c.Content, err)
 	}
 
 	// A resumed run of the finished checkpoint keeps it.

@@ -38,7 +38,7 @@ func command() cli.Command {
 	fs.String("dtype", "bfloat16", "weights' dtype: float32, bfloat16 or float16")
 	fs.Bool("tied", false, "tie the LM head to the embeddings (no lm_head.weight)")
 	fs.Uint64("seed", 1, "seed of the weights (the same seed writes the same bytes)")
-	fs.StringSlice("labels", nil, "encoders (bert, roberta): id2label of a sequence-classification head, e.g. entailment,neutral,contradiction (an NLI snapshot for tracksum-eval --judge nli)")
+	fs.StringSlice("labels", nil, "encoders ("+strings.Join(family.Names(family.Encoder), ", ")+"): id2label of a sequence-classification head, e.g. entailment,neutral,contradiction (an NLI snapshot for tracksum-eval --judge nli)")
 	fs.Bool("overwrite", false, "replace an existing non-empty --out")
 	_ = fs.MarkHidden("config") // cli.NewFlags' --config: no config key applies here
 	return cli.Command{
@@ -108,15 +108,16 @@ func write(o options) error {
 		return err
 	}
 	defer dir.Abort()
-	if len(o.labels) > 0 && o.modelType != "bert" && o.modelType != "roberta" {
-		return cli.Usagef("--labels: only the encoders (--model-type bert or roberta) have a classification head")
+	fam, _ := family.Lookup(o.modelType)
+	if len(o.labels) > 0 && fam.Kind != family.Encoder {
+		return cli.Usagef("--labels: only the encoders (--model-type %s) have a classification head", strings.Join(family.Names(family.Encoder), ", "))
 	}
-	if o.modelType == "bert" || o.modelType == "roberta" {
+	if fam.Kind == family.Encoder {
 		e := randsnap.Encoder{ModelType: o.modelType, Vocab: o.vocab, Hidden: o.hidden, Layers: o.layers, Heads: o.heads,
-			Intermediate: o.intermediate, Prefix: o.modelType + ".", Pooler: o.modelType == "bert", DType: dt, Seed: o.seed,
+			Intermediate: o.intermediate, Prefix: fam.KeyPrefix, Pooler: o.modelType == "bert", DType: dt, Seed: o.seed,
 			TokenizerDir: o.tokenizer, Labels: o.labels}
 		if e.Vocab == 0 {
-			e.Vocab = cmp.Or(tok.Size, map[string]int{"bert": 100, "roberta": 300}[o.modelType])
+			e.Vocab = cmp.Or(tok.Size, map[string]int{"bert": 100}[o.modelType], 300)
 		}
 		err = randsnap.WriteEncoder(dir.Tmp, e)
 	} else {

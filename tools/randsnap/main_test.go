@@ -47,10 +47,10 @@ func TestWriteWithTokenizer(t *testing.T) {
 	}
 }
 
-// TestWriteNLI: --model-type roberta|bert with --labels writes a sequence-classification snapshot
-// with id2label that opens and carries its head.
+// TestWriteNLI: --model-type bert|roberta|deberta-v2 with --labels writes a sequence-classification
+// snapshot with id2label that opens and carries its head.
 func TestWriteNLI(t *testing.T) {
-	for _, mt := range []string{"bert", "roberta"} {
+	for _, mt := range []string{"bert", "roberta", "deberta-v2"} {
 		o := defaults(filepath.Join(t.TempDir(), mt))
 		o.modelType, o.labels = mt, []string{"contradiction", "neutral", "entailment"}
 		if err := write(o); err != nil {

@@ -1,7 +1,7 @@
 // Package nli is the evaluator's nli judge: an offline NLI cross-encoder — a local Hugging Face
-// sequence-classification snapshot of the BERT or RoBERTa family (hf/encoder), e.g. a PubMedBERT
-// or RoBERTa-large fine-tuned on MNLI/MedNLI — deciding whether a premise entails a hypothesis.
-// Users bring the weights; nothing is downloaded.
+// sequence-classification snapshot of the BERT, RoBERTa or DeBERTa-v2/v3 family (hf/encoder), e.g.
+// a PubMedBERT or RoBERTa-large fine-tuned on MNLI/MedNLI, or cross-encoder/nli-deberta-v3-base —
+// deciding whether a premise entails a hypothesis. Users bring the weights; nothing is downloaded.
 //
 // Entails(premise, hypothesis) is the softmax probability of the entailment label, read from
 // config.json's id2label (3-way entailment/neutral/contradiction or 2-way
@@ -9,11 +9,14 @@
 // the evaluator passes (eval/score.go: a summary for the claim metrics, a cited sentence for the
 // citation metrics); the hypothesis is a claim of the lexical judge's decomposition (Decompose is
 // the lexical judge's: an NLI model does not decompose). A pair is encoded as the model's
-// tokenizer does it (BERT's [CLS] P [SEP] H [SEP], RoBERTa's <s> P </s></s> H </s>). A premise too
-// long for the model's length is cut into chunks of whole sentences, each as long as fits beside
-// the hypothesis (a single sentence longer than that is truncated at its end), and the premise
-// entails the hypothesis when any chunk does: the probability is the largest over the chunks, as
-// SummaC-style and ALCE-style evaluations aggregate.
+// tokenizer does it (BERT's and DeBERTa's [CLS] P [SEP] H [SEP], RoBERTa's <s> P </s></s> H </s>).
+// The length limit is the model's positions (less RoBERTa's offset) or tokenizer_config.json's
+// model_max_length when smaller; a DeBERTa without absolute positions (v3) has none of its own,
+// so model_max_length, else 512. A premise too long for that is cut into chunks of whole
+// sentences, each as long as fits beside the hypothesis (a single sentence longer than that is
+// truncated at its end), and the premise entails the hypothesis when any chunk does: the
+// probability is the largest over the chunks, as SummaC-style and ALCE-style evaluations
+// aggregate.
 //
 // Pairs are batched across the evaluator's concurrent calls (one forward pass at a time, taking
 // up to BatchSize pending pairs), and every probability is cached on disk under a key made of the
@@ -56,7 +59,7 @@ import (
 
 // Options configure the nli judge (config keys eval.nli.*).
 type Options struct {
-	// Dir is the snapshot directory: config.json (model_type bert or roberta, id2label),
+	// Dir is the snapshot directory: config.json (model_type bert, roberta or deberta-v2, id2label),
 	// model.safetensors with the classification head, tokenizer.json, tokenizer_config.json.
 	Dir string
 	// Threshold: entailment probability >= Threshold counts as support.
@@ -172,9 +175,14 @@ func New(ctx context.Context, opts Options) (*Judge, error) {
 	if err := m.AddClassifier(labels, 0); err != nil {
 		return nil, fmt.Errorf("nli judge: %w", err)
 	}
-	maxLen := cfg.MaxPositions - cfg.PositionOffset
-	if ml := modelMaxLength(snap.Dir); ml > 0 && ml < maxLen {
+	maxLen := cfg.MaxTokens()
+	if ml := modelMaxLength(snap.Dir); ml > 0 && (maxLen == 0 || ml < maxLen) {
 		maxLen = ml
+	}
+	if maxLen == 0 {
+		// A DeBERTa without absolute positions (DeBERTa-v3: position_biased_input false) has no
+		// limit of its own, and its tokenizer_config.json sets none: 512, its training length.
+		maxLen = 512
 	}
 	if opts.MaxLength > 0 {
 		maxLen = min(maxLen, opts.MaxLength)

@@ -2,8 +2,10 @@ package nli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"os"
 
 	"path/filepath"
 	"strings"
@@ -14,15 +16,19 @@ import (
 	"github.com/tracksum/tracksum/hf/randsnap"
 )
 
-// snap writes a tiny random NLI snapshot of family (bert or roberta) with labels; bias, the
-// classifier's output bias, decides the label whatever the input (the random weights are small).
+// snap writes a tiny random NLI snapshot of family (bert, roberta or deberta-v2) with labels;
+// bias, the classifier's output bias, decides the label whatever the input (the random weights
+// are small).
 func snap(t *testing.T, family string, labels []string, bias []float32) string {
 	t.Helper()
 	dir := t.TempDir()
 	e := randsnap.Encoder{ModelType: family, Vocab: 300, Hidden: 16, Layers: 1, Heads: 2, Intermediate: 32,
 		MaxPositions: 130, Labels: labels, HeadBias: bias, Seed: 7, Pooler: family == "bert", Prefix: family + "."}
-	if family == "roberta" {
+	switch family {
+	case "roberta":
 		e.MaxPositions = 132
+	case "deberta-v2":
+		e.Prefix = "deberta."
 	}
 	if err := randsnap.WriteEncoder(dir, e); err != nil {
 		t.Fatal(err)
@@ -69,6 +75,8 @@ func TestLabelMapping(t *testing.T) {
 		{"bert 2-way entailment/not_entailment", "bert", []string{"entailment", "not_entailment"}, []float32{6, 0}, true},
 		{"roberta 2-way not-entailment winning", "roberta", []string{"ENTAILMENT", "NOT-ENTAILMENT"}, []float32{0, 6}, false},
 		{"bert 2-way non_entailment first", "bert", []string{"non_entailment", "entailment"}, []float32{0, 6}, true},
+		{"deberta-v2 3-way, entailment second and winning", "deberta-v2", []string{"contradiction", "entailment", "neutral"}, []float32{0, 6, 0}, true},
+		{"deberta-v2 3-way, neutral winning", "deberta-v2", []string{"contradiction", "entailment", "neutral"}, []float32{0, 0, 6}, false},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			j := newJudge(t, snap(t, tc.family, tc.labels, tc.bias), Options{})
@@ -198,7 +206,7 @@ func TestBatchedEqualsSingle(t *testing.T) {
 // TestChunking: a premise longer than the model's length is cut at sentence boundaries into
 // chunks that each fit beside the hypothesis, and its probability is the largest of its chunks'.
 func TestChunking(t *testing.T) {
-	for _, family := range []string{"bert", "roberta"} {
+	for _, family := range []string{"bert", "roberta", "deberta-v2"} {
 		t.Run(family, func(t *testing.T) {
 			dir := snap(t, family, []string{"contradiction", "neutral", "entailment"}, nil)
 			j := newJudge(t, dir, Options{MaxLength: 64})
@@ -254,5 +262,39 @@ func TestEmpty(t *testing.T) {
 	}
 	if s := j.Stats(); s.Pairs != 0 {
 		t.Errorf("stats %s", s)
+	}
+}
+
+// TestDebertaLength: a DeBERTa-v3 has no absolute positions, so the judge's length is
+// tokenizer_config.json's model_max_length, or 512 without one.
+func TestDebertaLength(t *testing.T) {
+	dir := snap(t, "deberta-v2", []string{"contradiction", "entailment", "neutral"}, nil)
+	if j := newJudge(t, dir, Options{}); j.MaxLength() != 130 {
+		t.Errorf("max length %d, want tokenizer_config.json's 130", j.MaxLength())
+	}
+	path := filepath.Join(dir, "tokenizer_config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	delete(cfg, "model_max_length")
+	if data, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j := newJudge(t, dir, Options{})
+	if j.MaxLength() != 512 {
+		t.Errorf("max length %d, want 512", j.MaxLength())
+	}
+	// A premise longer than the model's 130 positions would allow an absolute-position model.
+	long := strings.Repeat("the dose was low. ", 12)
+	if _, err := j.Probability(context.Background(), long, hypothesis); err != nil {
+		t.Fatal(err)
 	}
 }

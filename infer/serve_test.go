@@ -1,4 +1,7 @@
-package infer
+package infer_test
+
+// The tests against a real tracksum-serve live in the external test package: serve loads its
+// models through infer, so infer's own tests cannot import it.
 
 import (
 	"bytes"
@@ -8,9 +11,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	. "github.com/tracksum/tracksum/infer" //nolint:revive // the tests read as infer's own
 	"github.com/tracksum/tracksum/serve"
 	"github.com/tracksum/tracksum/serve/servetest"
 )
+
+func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
 
 // TestLLMMethodsAgainstTrackSumServe runs every LLM inference method end to end against a real
 // tracksum-serve (tiny checkpoints, 127.0.0.1, real HTTP): each run completes with one prediction
@@ -35,11 +41,11 @@ func TestLLMMethodsAgainstTrackSumServe(t *testing.T) {
 		{"tracker and summarizer llm", Options{Tracker: LLMComponent, Summarizer: LLMComponent}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			cfg := refineConfig(t, url, "tiny")
+			cfg := RefineConfig(t, url, "tiny")
 			cfg.Infer.LLM.Demos = "testdata/instances.jsonl"
 			run := func(out string) []byte {
 				opts := tc.opts
-				opts.Input, opts.Out, opts.Log = "testdata/instances.jsonl", out, discard{}
+				opts.Input, opts.Out, opts.Log = "testdata/instances.jsonl", out, Discard{}
 				if _, err := Run(context.Background(), cfg, opts); err != nil {
 					t.Fatal(err)
 				}
@@ -56,7 +62,7 @@ func TestLLMMethodsAgainstTrackSumServe(t *testing.T) {
 			if sent == 0 {
 				t.Fatal("no request reached tracksum-serve")
 			}
-			if n := len(readPredictions(t, out)); n != 3 {
+			if n := len(ReadRefined(t, out)); n != 3 {
 				t.Fatalf("%d predictions, want 3", n)
 			}
 			var st LLMStats
@@ -75,5 +81,41 @@ func TestLLMMethodsAgainstTrackSumServe(t *testing.T) {
 				t.Errorf("the rerun's predictions differ:\n%s\n%s", first, again)
 			}
 		})
+	}
+}
+
+// TestRefineAgainstTrackSumServe refines through a real tracksum-serve on a tiny model: the run
+// completes with every round recorded, and a rerun sends no request (all answers cached).
+func TestRefineAgainstTrackSumServe(t *testing.T) {
+	o := serve.DefaultOptions()
+	o.ModelName = "tiny"
+	url, srv := servetest.Start(t, o)
+	cfg := RefineConfig(t, url, "tiny")
+	run := func() []RefinedPrediction {
+		out := filepath.Join(t.TempDir(), "pred.jsonl")
+		if _, err := Run(context.Background(), cfg, Options{Tracker: GoldTracker, Summarizer: ExtractiveSummarizer,
+			Input: "testdata/instances.jsonl", Out: out, Refine: 1, Log: Discard{}}); err != nil {
+			t.Fatal(err)
+		}
+		return ReadRefined(t, out)
+	}
+	first := run()
+	served := srv.Stats().Served
+	if served == 0 {
+		t.Fatalf("no request reached the server")
+	}
+	for _, p := range first {
+		if p.Summary != "Unknown." && (p.Refinement == nil || p.Refinement.Stop == "") {
+			t.Errorf("%s/%s: refinement record %+v", p.PMID, p.Aspect, p.Refinement)
+		}
+	}
+	second := run()
+	if got := srv.Stats().Served; got != served {
+		t.Errorf("rerun sent %d requests, want 0 (cache)", got-served)
+	}
+	for i := range first {
+		if first[i].Summary != second[i].Summary {
+			t.Errorf("rerun changed %s/%s: %q -> %q", first[i].PMID, first[i].Aspect, first[i].Summary, second[i].Summary)
+		}
 	}
 }

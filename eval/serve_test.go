@@ -1,0 +1,50 @@
+package eval_test
+
+// The tests against a real tracksum-serve live in the external test package: serve loads its
+// models through infer, which imports eval, so eval's own tests cannot import serve.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tracksum/tracksum/eval"
+	"github.com/tracksum/tracksum/serve"
+	"github.com/tracksum/tracksum/serve/servetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
+
+// TestLLMMetricsAgainstTrackSumServe runs fm and qa against a real tracksum-serve on a tiny model:
+// its answers follow the serving convention, not the metrics' formats, so they are counted as
+// malformed; the run completes, and a rerun is answered from the cache without any request.
+func TestLLMMetricsAgainstTrackSumServe(t *testing.T) {
+	o := serve.DefaultOptions()
+	o.ModelName = "tiny"
+	url, srv := servetest.Start(t, o)
+	cfg := eval.LLMConfig(t, url)
+	cfg.Eval.LLM.Model = "tiny"
+	run := func() *eval.Outcome {
+		out, err := eval.Run(context.Background(), eval.Options{Pred: "testdata/pred.jsonl", Ref: "testdata/ref.jsonl", Out: filepath.Join(t.TempDir(), "eval"), Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	first := run()
+	served := srv.Stats().Served
+	if first.LLMReport.Client.Requests == 0 || served != first.LLMReport.Client.Requests {
+		t.Errorf("first run: client %+v, server served %d", first.LLMReport.Client, served)
+	}
+	if first.LLMReport.Malformed == 0 {
+		t.Errorf("a seq2seq summarizer answered every metric prompt in format?")
+	}
+	second := run()
+	if c := second.LLMReport.Client; c.Requests != 0 || c.CacheHits != c.Calls || c.Calls != first.LLMReport.Client.Calls {
+		t.Errorf("rerun: client %+v, want every call from the cache", c)
+	}
+	if srv.Stats().Served != served {
+		t.Errorf("the server got %d requests on the rerun", srv.Stats().Served-served)
+	}
+}

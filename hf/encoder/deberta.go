@@ -1,0 +1,334 @@
+package encoder
+
+import (
+	"math"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/tracksum/tracksum/layers"
+)
+
+// DeBERTa-v2 / DeBERTa-v3 (Config.Disentangled), written from transformers'
+// modeling_deberta_v2.py: DebertaV2Embeddings, DebertaV2Encoder with DisentangledSelfAttention,
+// and ContextPooler (Pooled). The output layers (attention output, intermediate, output) are
+// BERT's post-LN blocks under the same names.
+
+// disentangledLinears lists the Linear modules of DeBERTa's layer i in a fixed order.
+func (c Config) disentangledLinears(i int) []linear {
+	p := layerKey(i)
+	out := []linear{
+		{p + ".attention.self.query_proj", c.Hidden, c.Hidden},
+		{p + ".attention.self.key_proj", c.Hidden, c.Hidden},
+		{p + ".attention.self.value_proj", c.Hidden, c.Hidden},
+	}
+	if c.RelativeAttention && !c.ShareAttKey {
+		if c.C2P {
+			out = append(out, linear{p + ".attention.self.pos_key_proj", c.Hidden, c.Hidden})
+		}
+		if c.P2C {
+			out = append(out, linear{p + ".attention.self.pos_query_proj", c.Hidden, c.Hidden})
+		}
+	}
+	return append(out,
+		linear{p + ".attention.output.dense", c.Hidden, c.Hidden},
+		linear{p + ".intermediate.dense", c.Intermediate, c.Hidden},
+		linear{p + ".output.dense", c.Hidden, c.Intermediate},
+	)
+}
+
+// disentangledTensors is expectedTensors for DeBERTa: the embeddings the config asks for, the
+// relative embeddings (and their LayerNorm) under relative attention, the layers and, when
+// withPooler, ContextPooler's dense.
+func (c Config) disentangledTensors(withPooler bool) map[string][]int {
+	want := map[string][]int{
+		"embeddings.word_embeddings.weight": {c.Vocab, c.EmbeddingSize},
+		"embeddings.LayerNorm.weight":       {c.Hidden},
+		"embeddings.LayerNorm.bias":         {c.Hidden},
+	}
+	if c.PositionBiasedInput {
+		want["embeddings.position_embeddings.weight"] = []int{c.MaxPositions, c.EmbeddingSize}
+	}
+	if c.TypeVocab > 0 {
+		want["embeddings.token_type_embeddings.weight"] = []int{c.TypeVocab, c.EmbeddingSize}
+	}
+	if c.EmbeddingSize != c.Hidden {
+		want["embeddings.embed_proj.weight"] = []int{c.Hidden, c.EmbeddingSize}
+	}
+	if c.ConvKernel > 0 {
+		want["encoder.conv.conv.weight"] = []int{c.Hidden, c.Hidden, c.ConvKernel}
+		want["encoder.conv.conv.bias"] = []int{c.Hidden}
+		want["encoder.conv.LayerNorm.weight"] = []int{c.Hidden}
+		want["encoder.conv.LayerNorm.bias"] = []int{c.Hidden}
+	}
+	if c.RelativeAttention {
+		want["encoder.rel_embeddings.weight"] = []int{2 * c.AttentionSpan(), c.Hidden}
+		if c.NormRelEmbed {
+			want["encoder.LayerNorm.weight"] = []int{c.Hidden}
+			want["encoder.LayerNorm.bias"] = []int{c.Hidden}
+		}
+	}
+	lins := []linear{}
+	for i := range c.Layers {
+		lins = append(lins, c.linears(i)...)
+		for _, n := range []string{".attention.output.LayerNorm", ".output.LayerNorm"} {
+			want[layerKey(i)+n+".weight"] = []int{c.Hidden}
+			want[layerKey(i)+n+".bias"] = []int{c.Hidden}
+		}
+	}
+	if withPooler {
+		lins = append(lins, poolerLinear(c))
+	}
+	for _, l := range lins {
+		want[l.key+".weight"] = []int{l.out, l.in}
+		want[l.key+".bias"] = []int{l.out}
+	}
+	return want
+}
+
+// LogBucketPosition is make_log_bucket_position of one relative position rel = q - k: rel itself
+// within ±bucketSize/2, else a logarithmic bucket up to about ±bucketSize/2·2 at maxPosition. The
+// arithmetic is float32, as torch computes it there, so that the buckets' edges agree.
+func LogBucketPosition(rel, bucketSize, maxPosition int) int {
+	mid := bucketSize / 2
+	abs := rel
+	if abs < 0 {
+		abs = -abs
+	}
+	if rel < mid && rel > -mid {
+		abs = mid - 1
+	}
+	if abs <= mid {
+		return rel
+	}
+	logf := func(x float32) float32 { return float32(math.Log(float64(x))) }
+	ratio := float32(abs) / float32(mid)
+	base := logf(float32(float64(maxPosition-1) / float64(mid)))
+	v := float32(math.Ceil(float64(logf(ratio)/base*float32(mid-1)))) + float32(mid)
+	if rel < 0 {
+		return -int(v)
+	}
+	return int(v)
+}
+
+// relativePosition is build_relative_position(seq, seq): [q][k] = q - k, bucketed when
+// PositionBuckets is set.
+func (c Config) relativePosition(seq int) [][]int {
+	out := make([][]int, seq)
+	for q := range seq {
+		out[q] = make([]int, seq)
+		for k := range seq {
+			r := q - k
+			if c.PositionBuckets > 0 && c.MaxRelativePositions > 0 {
+				r = LogBucketPosition(r, c.PositionBuckets, c.MaxRelativePositions)
+			}
+			out[q][k] = r
+		}
+	}
+	return out
+}
+
+// relativeIndexes returns the columns disentangled_attention_bias gathers, for seq tokens:
+// c2p[q][k] = clamp(rel[q][k] + span) and p2c[k][q] = clamp(-rel[k][q] + span) (p2c is gathered
+// over the keys' rows, then transposed), each in [0, 2·span).
+func (c Config) relativeIndexes(seq int) (c2p, p2c []int32) {
+	span := c.AttentionSpan()
+	rel := c.relativePosition(seq)
+	clamp := func(v int) int32 { return int32(min(max(v+span, 0), 2*span-1)) }
+	c2p, p2c = make([]int32, seq*seq), make([]int32, seq*seq)
+	for a := range seq {
+		for b := range seq {
+			c2p[a*seq+b] = clamp(rel[a][b])
+			p2c[a*seq+b] = clamp(-rel[a][b])
+		}
+	}
+	return c2p, p2c
+}
+
+// gatherLast returns out[b, h, i, j] = x[b, h, i, idx[i·T + j]] for x [B, H, T, W] and idx a
+// [T, T] table (torch.gather over the last axis with an index shared by every batch and head).
+func gatherLast(x *Node, idx []int32) *Node {
+	g := x.Graph()
+	dims := x.Shape().Dimensions
+	b, h, t, w := dims[0], dims[1], dims[2], dims[3]
+	rows := MulScalar(Iota(g, shapes.Make(dtypes.Int32, b*h*t), 0), float64(w))
+	flat := Add(Reshape(rows, b, h, t, 1), Reshape(Const(g, idx), 1, 1, t, t))
+	return Gather(Reshape(x, b*h*t*w), ExpandAxes(flat, -1))
+}
+
+// hiddenDisentangled is Hidden for DeBERTa: DebertaV2Model(input_ids, attention_mask,
+// token_type_ids).last_hidden_state, every position included (padded queries attend to nothing,
+// as XSoftmax zeroes their row).
+func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) *Node {
+	g := tokens.Graph()
+	batch, seq := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
+	c := m.cfg
+	if c.PositionBiasedInput && seq > c.MaxPositions {
+		exceptions.Panicf("encoder.Hidden: %d tokens, more than max_position_embeddings %d", seq, c.MaxPositions)
+	}
+	dt := m.dtype()
+	if mask == nil {
+		mask = Ones(g, shapes.Make(dtypes.Float32, batch, seq))
+	}
+	keep := ConvertDType(mask, dtypes.Float32) // [B, T]
+
+	// DebertaV2Embeddings.
+	x := Gather(m.weightAs(g, "embeddings.word_embeddings.weight", dt, nil), ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1))
+	if c.PositionBiasedInput {
+		pos := Slice(m.weightAs(g, "embeddings.position_embeddings.weight", dt, nil), AxisRange(0, seq))
+		x = Add(x, BroadcastToDims(ExpandAxes(pos, 0), batch, seq, c.EmbeddingSize))
+	}
+	if c.TypeVocab > 0 {
+		if tokenTypes == nil {
+			tokenTypes = Zeros(g, shapes.Make(dtypes.Int32, batch, seq))
+		}
+		x = Add(x, Gather(m.weightAs(g, "embeddings.token_type_embeddings.weight", dt, nil), ExpandAxes(ConvertDType(tokenTypes, dtypes.Int32), -1)))
+	}
+	if c.EmbeddingSize != c.Hidden {
+		x = dense(x, m.weightAs(g, "embeddings.embed_proj.weight", dt, nil), nil)
+	}
+	x = m.layerNorm(g, "embeddings.LayerNorm", x, nil)
+	x = Mul(x, layers.As(BroadcastToDims(ExpandAxes(keep, -1), batch, seq, c.Hidden), x.DType()))
+	x = layers.Dropout(scope, x, c.HiddenDropout)
+	embedded := x
+
+	// XSoftmax over the mask [B, 1, T, T] = mask_q · mask_k: padded keys get no weight (a large
+	// negative bias before the softmax) and padded queries' rows are zeroed after it.
+	keyBias := BroadcastToDims(Reshape(MulScalar(OneMinus(keep), -math.MaxFloat32), batch, 1, 1, seq), batch, c.Heads, seq, seq)
+	queryKeep := BroadcastToDims(Reshape(keep, batch, 1, seq, 1), batch, c.Heads, seq, seq)
+
+	scaleFactor := 1
+	if c.C2P {
+		scaleFactor++
+	}
+	if c.P2C {
+		scaleFactor++
+	}
+	scale := 1 / math.Sqrt(float64(c.HeadDim()*scaleFactor))
+
+	var relEmb *Node
+	var c2pIdx, p2cIdx []int32
+	if c.RelativeAttention {
+		relEmb = m.weightAs(g, "encoder.rel_embeddings.weight", dtypes.Float32, nil)
+		if c.NormRelEmbed {
+			relEmb = m.layerNorm(g, "encoder.LayerNorm", relEmb, nil)
+		}
+		relEmb = layers.As(relEmb, dt)
+		c2pIdx, p2cIdx = c.relativeIndexes(seq)
+	}
+	span2 := 2 * c.AttentionSpan()
+	// posHeads projects the relative embeddings [2·span, Hidden] through module key and splits
+	// them into heads broadcast over the batch: [B, Heads, 2·span, HeadDim].
+	posHeads := func(layer *gomlxmodel.Scope, key string, re, anchor *Node) *Node {
+		p := m.linearIn(layer, key, ExpandAxes(re, 0), anchor) // [1, 2·span, Hidden]
+		p = layers.SplitHeads(p, c.Heads)                      // [1, Heads, 2·span, HeadDim]
+		return BroadcastToDims(p, batch, c.Heads, span2, c.HeadDim())
+	}
+
+	for i := range c.Layers {
+		var anchor *Node
+		if m.compute.GradientCheckpointing {
+			x = x.Checkpoint()
+			anchor = x
+		}
+		layer := scope.In("layer_%d", i)
+		p := layerKey(i)
+		q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query_proj", x, anchor), c.Heads)
+		k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key_proj", x, anchor), c.Heads)
+		v := layers.SplitHeads(m.linearIn(layer, p+".attention.self.value_proj", x, anchor), c.Heads)
+		scores := layers.As(layers.AttentionScores(q, k), dtypes.Float32)
+		if c.RelativeAttention && (c.C2P || c.P2C) {
+			re := layers.Dropout(layer.In("pos_dropout"), relEmb, c.HiddenDropout)
+			posKey, posQuery := p+".attention.self.pos_key_proj", p+".attention.self.pos_query_proj"
+			if c.ShareAttKey {
+				posKey, posQuery = p+".attention.self.key_proj", p+".attention.self.query_proj"
+			}
+			if c.C2P {
+				// content -> position: query · pos_key at the relative position's column.
+				c2p := layers.As(layers.AttentionScores(q, posHeads(layer, posKey, re, anchor)), dtypes.Float32) // [B, Heads, T, 2·span]
+				scores = Add(scores, gatherLast(c2p, c2pIdx))
+			}
+			if c.P2C {
+				// position -> content: key · pos_query, gathered over the keys' rows, transposed.
+				p2c := layers.As(layers.AttentionScores(k, posHeads(layer, posQuery, re, anchor)), dtypes.Float32) // [B, Heads, T(k), 2·span]
+				scores = Add(scores, Transpose(gatherLast(p2c, p2cIdx), 2, 3))
+			}
+		}
+		scores = Add(MulScalar(scores, scale), keyBias)
+		probs := Mul(layers.SoftmaxLast(scores), queryKeep)
+		probs = layers.As(layers.Dropout(layer, probs, c.AttentionDropout), dt)
+		ctx := layers.MergeHeads(layers.AttentionValues(probs, v))
+		h := layers.Dropout(layer, m.linearIn(layer, p+".attention.output.dense", ctx, anchor), c.HiddenDropout)
+		a := m.layerNorm(g, p+".attention.output.LayerNorm", Add(h, x), anchor)
+		inter := m.activation(m.linearIn(layer, p+".intermediate.dense", a, anchor))
+		h = layers.Dropout(layer, m.linearIn(layer, p+".output.dense", inter, anchor), c.HiddenDropout)
+		x = m.layerNorm(g, p+".output.LayerNorm", Add(h, a), anchor)
+		if i == 0 && c.ConvKernel > 0 {
+			x = m.convLayer(scope, embedded, x, keep)
+		}
+	}
+	if m.compute.GradientCheckpointing {
+		x = x.StopCheckpoint()
+	}
+	return layers.As(x, dtypes.Float32)
+}
+
+// convLayer is DeBERTa-v2's ConvLayer (conv_groups 1): conv = Conv1d(embedded) with (k - 1) / 2
+// zeros on each side of the sequence, zero at padded tokens, conv_act, dropout, then
+// LayerNorm(residual + conv), times the mask. The convolution is a sum over the kernel's taps of
+// the shifted sequence times the tap's [out, in] weights.
+func (m *Model) convLayer(scope *gomlxmodel.Scope, embedded, residual, keep *Node) *Node {
+	g := embedded.Graph()
+	c := m.cfg
+	dims := embedded.Shape().Dimensions
+	batch, seq := dims[0], dims[1]
+	pad := (c.ConvKernel - 1) / 2
+	dt := embedded.DType()
+	x := embedded
+	if pad > 0 {
+		zeros := Zeros(g, shapes.Make(dt, batch, pad, c.Hidden))
+		x = Concatenate([]*Node{zeros, x, zeros}, 1)
+	}
+	w := m.weightAs(g, "encoder.conv.conv.weight", dt, nil) // [out, in, k]
+	var out *Node
+	for j := range c.ConvKernel {
+		tap := Squeeze(Slice(w, AxisRange(), AxisRange(), AxisElem(j)), 2)
+		y := dense(Slice(x, AxisRange(), AxisRange(j, j+seq)), tap, nil)
+		if out == nil {
+			out = y
+		} else {
+			out = Add(out, y)
+		}
+	}
+	out = Add(out, BroadcastToDims(ExpandAxes(ExpandAxes(m.weightAs(g, "encoder.conv.conv.bias", dt, nil), 0), 0), batch, seq, c.Hidden))
+	mask := layers.As(BroadcastToDims(ExpandAxes(keep, -1), batch, seq, c.Hidden), dt)
+	out = Mul(out, mask)
+	out = layers.Dropout(scope.In("conv"), m.activationOf(c.ConvAct, out), c.HiddenDropout)
+	y := m.layerNorm(g, "encoder.conv.LayerNorm", Add(residual, out), nil)
+	return Mul(y, layers.As(mask, y.DType()))
+}
+
+// poolerActivation is ContextPooler's ACT2FN[pooler_hidden_act] (DeBERTa), BertPooler's tanh
+// otherwise.
+func (m *Model) poolerActivation(x *Node) *Node { return m.activationOf(m.cfg.PoolerAct, x) }
+
+// activationOf is ACT2FN[name] for the activations ConfigOf accepts; "" is tanh.
+func (m *Model) activationOf(name string, x *Node) *Node {
+	switch name {
+	case "", "tanh":
+		return Tanh(x)
+	case "gelu":
+		return activation.Gelu(x)
+	case "gelu_new", "gelu_pytorch_tanh":
+		return activation.GeluApproximate(x)
+	case "relu":
+		return activation.Relu(x)
+	case "silu", "swish":
+		return activation.Swish(x)
+	}
+	exceptions.Panicf("encoder: activation %q", name)
+	return nil
+}
