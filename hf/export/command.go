@@ -23,7 +23,9 @@ func Command() cli.Command {
 			"tracksum or PEFT: config.json, model.safetensors under the base's key names, and the base's\n" +
 			"tokenizer and generation files. A classification head (tracker.head lm_cls or encoder_cls) makes it\n" +
 			"a *ForSequenceClassification model. The base's weights must still have the sha256 recorded at\n" +
-			"training. The output appears complete or not at all.",
+			"training, and the checkpoint's files the sha256 its manifest (checkpoint.json) records; a checkpoint of\n" +
+			"another kind (from scratch, a cross-validation, a whole sum_then_track directory) is refused naming it.\n" +
+			"The output appears complete or not at all.",
 		Flags: fs,
 		Run: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
