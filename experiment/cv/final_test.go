@@ -253,7 +253,7 @@ func testFinal(t *testing.T, cfg *config.Config, data, cvDir string) {
 	if _, _, err := Final(ctx, &other, FinalOptions{Data: data, Out: filepath.Join(t.TempDir(), "x"), CV: cvDir}); !errors.Is(err, ErrSettings) {
 		t.Errorf("other config: %v", err)
 	}
-	if _, _, err := Final(ctx, cfg, FinalOptions{Data: data, Out: filepath.Join(t.TempDir(), "x"), CV: data}); err == nil || !strings.Contains(err.Error(), "not a finished cross-validation") {
+	if _, _, err := Final(ctx, cfg, FinalOptions{Data: data, Out: filepath.Join(t.TempDir(), "x"), CV: data}); !errors.Is(err, checkpoint.ErrCheckpoint) || !strings.Contains(err.Error(), data+" is not a checkpoint") {
 		t.Errorf("no CV: %v", err)
 	}
 }
