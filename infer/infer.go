@@ -39,6 +39,7 @@ import (
 	"github.com/tracksum/tracksum/internal/progress"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/subword"
@@ -105,15 +106,13 @@ type Abstract struct {
 	Aspects  []string
 }
 
-// Tracker scores sentences; *tracker.Model implements it.
-type Tracker interface {
-	ScoreBatch(reqs []tracker.Request) ([][]float32, error)
-}
+// Tracker scores (sentence, aspect) pairs: role.Tracker (*tracker.Model, *pretrained.Tracker,
+// the fold Ensemble, the gold tracker).
+type Tracker = role.Tracker
 
-// Summarizer writes summaries; *summarizer.Summarizer implements it.
-type Summarizer interface {
-	Summarize(reqs []summarizer.Request, o decode.Options) ([]string, error)
-}
+// Summarizer writes summaries: role.Summarizer (*summarizer.Summarizer, *pretrained.Summarizer,
+// the extractive baseline).
+type Summarizer = role.Summarizer
 
 // Pipeline holds the loaded models and settings.
 type Pipeline struct {
