@@ -5,6 +5,9 @@
 // so indices and numbers can be copied from the source) with the longer source and output of the
 // variants config section; Parse reads its output back robustly.
 //
+// Prediction is END-TO-END's one Predict (role.EndToEnd, shared with the variant on a pretrained
+// LM) on Answerer, the summarizer seen through that input and output.
+//
 // A checkpoint is a summarizer checkpoint directory (checkpoint layout) plus variant.json, which
 // Load requires, so that a Track-then-Sum summarizer is never run as END-TO-END.
 //

@@ -126,7 +126,9 @@ func (f *fakeAnswerer) Answer(reqs []summarizer.Request, _ decode.Options) ([]st
 	return out, nil
 }
 
-func (f *fakeAnswerer) ParseAnswer(answer string, n int) Output { return ParseMarked(answer, n, "CITES") }
+func (f *fakeAnswerer) ParseAnswer(answer string, n int) Output {
+	return ParseMarked(answer, n, "CITES")
+}
 
 // TestEndToEndPredict: each answer is read by its answerer's parser, with its repairs listed in
 // the prediction and counted in Stats.

@@ -10,6 +10,9 @@
 // sentence's position as its position features. The variants config section sets the longer
 // inputs; everything else comes from the summarizer and tracker sections.
 //
+// Prediction is SUM-THEN-TRACK's one Predict (role.SumThenTrack, shared with the variant on a
+// pretrained LM): a loaded Model is that composition on these two models.
+//
 // A checkpoint directory holds variant.json and two ordinary checkpoints, summarizer/ and
 // tracker/ (checkpoint.VariantSummarizerDir, VariantTrackerDir), each with its own variant.json.
 //
