@@ -568,20 +568,7 @@ func pretrainedDecode(s *pretrained.Summarizer, o Options) decode.Options {
 	if o.SampleTemperature > 0 {
 		s.Gen.Temperature, s.Gen.TopP = o.SampleTemperature, o.TopP
 	}
-	d := s.DecodeOptions()
-	if o.BeamSize > 0 {
-		d.BeamSize = o.BeamSize
-	}
-	if o.MaxLen > 0 {
-		d.MaxLen = o.MaxLen
-	}
-	if o.LengthPenalty != nil {
-		d.LengthPenalty = *o.LengthPenalty
-	}
-	if o.NoRepeatNgram != nil {
-		d.NoRepeatNgram = *o.NoRepeatNgram
-	}
-	return d
+	return searchFlags(s.DecodeOptions(), o)
 }
 
 // RunPipeline processes abstracts with workers goroutines and returns the predictions of each

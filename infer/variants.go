@@ -266,13 +266,18 @@ func decodeOptions(s *summarizer.Summarizer, o Options) decode.Options {
 	if o.RepeatSourceNgrams != nil {
 		s.Meta.RepeatSourceNgrams = *o.RepeatSourceNgrams
 	}
-	d := s.DecodeOptions()
+	// As for Track-then-Sum's summarizer: past the training cap the decoder reuses its last trained
+	// position (summarizer.Meta.MaxDecodeLen), so --max-length is not capped there.
+	return searchFlags(s.DecodeOptions(), o)
+}
+
+// searchFlags returns d with the search flags of o that are set (beam, length, length penalty,
+// n-gram blocking) in place of its own.
+func searchFlags(d decode.Options, o Options) decode.Options {
 	if o.BeamSize > 0 {
 		d.BeamSize = o.BeamSize
 	}
 	if o.MaxLen > 0 {
-		// As for Track-then-Sum's summarizer: past the training cap the decoder reuses its last
-		// trained position (summarizer.Meta.MaxDecodeLen), so the flag is not capped there.
 		d.MaxLen = o.MaxLen
 	}
 	if o.LengthPenalty != nil {

@@ -50,11 +50,5 @@ func (m *Model) ScorePairs(reqs []PairRequest) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]float32, len(reqs))
-	k := 0
-	for ri, r := range reqs {
-		out[ri] = probs[k : k+len(r.Doc) : k+len(r.Doc)]
-		k += len(r.Doc)
-	}
-	return out, nil
+	return perRequest(probs, reqs, func(r PairRequest) []string { return r.Doc }), nil
 }
