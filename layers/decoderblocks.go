@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/ml/layers/activation"
 )
@@ -176,7 +177,7 @@ func GatedActivation(gate, up *Node, act string) *Node {
 	default:
 		panic(fmt.Sprintf("layers: no gated activation %q", act))
 	}
-	var gIn, uIn, a *Node
+	var gIn, uIn, a, sg *Node
 	forward := func(in []*Node, plain bool) *Node {
 		gIn, uIn = in[0], in[1]
 		switch act {
@@ -189,7 +190,10 @@ func GatedActivation(gate, up *Node, act string) *Node {
 				a = Mul(gIn, MulScalar(AddScalar(Erf(MulScalar(gIn, 1/math.Sqrt2)), 1), 0.5))
 			}
 		default:
-			a = Mul(gIn, Sigmoid(gIn))
+			// The sigmoid is kept for the gradient (one [n, I] value per layer, in place of
+			// act(gate): a second pass of exponentials costs more than the activation itself).
+			sg = Sigmoid(gIn)
+			a = Mul(gIn, sg)
 		}
 		return Mul(a, uIn)
 	}
@@ -211,11 +215,42 @@ func GatedActivation(gate, up *Node, act string) *Node {
 			pdf := MulScalar(Exp(MulScalar(Mul(x, x), -0.5)), 1/math.Sqrt(2*math.Pi))
 			da = Add(cdf, Mul(x, pdf))
 		default:
-			// silu' = σ (1 + x (1 - σ)).
-			sg := Sigmoid(x)
+			// silu' = σ (1 + x (1 - σ)); dup = v x σ (act(gate) itself is not kept).
 			da = Mul(sg, OnePlus(Mul(x, OneMinus(sg))))
+			return []*Node{Mul(Mul(v, uIn), da), Mul(v, Mul(x, sg))}
 		}
 		return []*Node{Mul(Mul(v, uIn), da), Mul(v, a)}
 	}
 	return customBlock([]*Node{gate, up}, gate.Shape(), forward, grad)
+}
+
+// CrossEntropyRows is the negative log-likelihood of each row of logits x [n, V] (float32) at its
+// label, labels [n] (int32, each in [0, V): the caller masks ignored rows by their weight):
+// logsumexp(x_i) - x_i[label_i], [n]. Its gradient, v_i (softmax(x_i) - onehot(label_i)), reads
+// the exponentials kept from the forward pass (the one [n, V] value a cross-entropy keeps, as
+// PyTorch's log-softmax output) and the per-row sums: three elementwise passes and a scatter of
+// the labels' terms, where GoMLX's LogSoftmax and its gradient make about ten passes over [n, V]
+// with broadcasts and reductions through the backend's generic iterators.
+func CrossEntropyRows(x, labels *Node) *Node {
+	n, v := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
+	g := x.Graph()
+	idx := Concatenate([]*Node{Iota(g, shapes.Make(dtypes.Int32, n, 1), 0), Reshape(ConvertDType(labels, dtypes.Int32), n, 1)}, 1) // [n, 2]
+	var e, s *Node
+	forward := func(in []*Node, plain bool) *Node {
+		x := in[0]
+		if plain {
+			return Neg(Gather(LogSoftmax(x, -1), idx, true))
+		}
+		picked := Gather(x, idx, true)                     // [n]
+		m := StopGradient(ReduceAndKeep(x, ReduceMax, -1)) // [n, 1]
+		e = Exp(Sub(x, expandLast(m, v)))
+		s = sumLast(e) // [n, 1]
+		return Sub(Add(Reshape(m, n), Log(Reshape(s, n))), picked)
+	}
+	grad := func(vv *Node) []*Node {
+		scale := Div(Reshape(vv, n, 1), s) // [n, 1]
+		dx := Mul(e, expandLast(scale, v))
+		return []*Node{ScatterSum(dx, idx, Neg(vv), true, true)}
+	}
+	return customBlock([]*Node{x}, shapes.Make(x.DType(), n), forward, grad)
 }

@@ -211,6 +211,17 @@ func TestFastGradients(t *testing.T) {
 			relMax: true,
 		},
 		{
+			desc: "cross-entropy of rows",
+			dims: [][]int{{5, 7}, {5}},
+			fast: func(in []*Node) *Node {
+				return CrossEntropyRows(in[0], Const(in[0].Graph(), []int32{0, 6, 3, 3, 1}))
+			},
+			gomlxF: func(in []*Node) *Node {
+				oh := OneHot(Const(in[0].Graph(), []int32{0, 6, 3, 3, 1}), 7, dtypes.Float32)
+				return Neg(ReduceSum(Mul(LogSoftmax(in[0], -1), oh), -1))
+			},
+		},
+		{
 			desc:   "SwiGLU",
 			dims:   [][]int{{4, 6}, {4, 6}, {4, 6}},
 			fast:   func(in []*Node) *Node { return GatedActivation(in[0], in[1], "silu") },
