@@ -42,7 +42,7 @@ func DecoderFastPath(g *Graph, dt dtypes.DType) bool {
 // built but unused, so the backend never runs it.
 func RMSNorm(x, w *Node, eps float64, plusOne bool) *Node {
 	n, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
-	var xhat, r, wRows *Node
+	var xhat, r, wFull *Node
 	forward := func(in []*Node, plain bool) *Node {
 		x, w := in[0], in[1]
 		if plusOne {
@@ -53,12 +53,13 @@ func RMSNorm(x, w *Node, eps float64, plusOne bool) *Node {
 			return Mul(Div(x, Sqrt(AddScalar(ms, eps))), ExpandAxes(w, 0))
 		}
 		r = Inverse(Sqrt(AddScalar(meanLast(Mul(x, x)), eps))) // [n, 1]
-		xhat = Mul(x, expandLast(r, d))
-		wRows = expandRows(w, n)
-		return Mul(xhat, wRows)
+		xhat, wFull = Mul(x, expandLast(r, d)), w
+		return Mul(xhat, expandRows(w, n))
 	}
 	grad := func(v *Node) []*Node {
-		g := Mul(v, wRows)
+		// The weight's rows are repeated again rather than kept from the forward pass: a product,
+		// cheaper than holding an [n, d] value per norm until the backward pass.
+		g := Mul(v, expandRows(wFull, n))
 		k := Mul(r, meanLast(Mul(g, xhat))) // [n, 1]
 		dx := Sub(Mul(g, expandLast(r, d)), Mul(xhat, expandLast(k, d)))
 		return []*Node{dx, sumRows(Mul(v, xhat))}

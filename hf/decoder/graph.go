@@ -79,7 +79,12 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 			n, in := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 			xd = Reshape(layers.Dropout(scope, Reshape(x, batch, n/batch, in), m.lora.Dropout), n, in)
 		}
-		low := layers.ProductTransposed(xd, a.ValueGraph(g))             // [n, r]
+		low := layers.ProductTransposed(xd, a.ValueGraph(g)) // [n, r]
+		if layers.DecoderFastPath(g, dt) {
+			// The scale folded into B [out, r]: no pass over the [n, out] output (nor over its
+			// gradient) for it.
+			return Add(y, layers.ProductTransposed(low, MulScalar(m.b[p.key].ValueGraph(g), m.lora.Scale())))
+		}
 		delta := layers.ProductTransposed(low, m.b[p.key].ValueGraph(g)) // [n, out]
 		y = layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(delta, m.lora.Scale())), dt)
 	}
