@@ -36,6 +36,12 @@ import (
 // adapters (float32) read the input cast to float32 and their sum with the base output is cast back;
 // RMSNorm's statistics, the attention softmax (with its mask), the final norm, the hidden states
 // Hidden returns, the logits and the loss are float32.
+//
+// On the pure-Go backend the float32 graph is built from layers' decoder blocks
+// (layers.DecoderFastPath): RMSNorm, RoPE on the projections' layout, grouped-query attention
+// without repeated keys and values, the gated MLP activation and the cross-entropy, each with a
+// hand-written gradient, and the LoRA scale folded into B. They compute the same values (to float
+// rounding: the parity goldens hold unchanged); XLA backends and bf16 keep the plain graph.
 
 // maskedScore is added to the scores of keys a query may not see: exp underflows to exactly 0, and
 // a row with every key masked (a padding query) stays finite (uniform), as with transformers'
