@@ -155,10 +155,10 @@ func (m *Model) rope(positions *Node, local bool) (cos, sin *Node) {
 func (m *Model) ropeRows(positions *Node, local bool) (cos, sin *Node) {
 	g := positions.Graph()
 	b, t := positions.Shape().Dimensions[0], positions.Shape().Dimensions[1]
-	inv := Const(g, m.cfg.invFreq(local))                                                  // [D/2]
-	pos := Reshape(ConvertDType(positions, dtypes.Float32), b*t, 1)                        // [B*T, 1]
-	freqs := Mul(BroadcastToDims(pos, b*t, len(m.cfg.invFreq(local))), ExpandAxes(inv, 0)) // [B*T, D/2]
-	emb := Concatenate([]*Node{freqs, freqs}, -1)                                          // [B*T, D]
+	inv := Const(g, m.cfg.invFreq(local))                                        // [D/2]
+	pos := Reshape(ConvertDType(positions, dtypes.Float32), b*t, 1)              // [B*T, 1]
+	freqs := Mul(BroadcastToDims(pos, b*t, m.cfg.HeadDim/2), ExpandAxes(inv, 0)) // [B*T, D/2]
+	emb := Concatenate([]*Node{freqs, freqs}, -1)                                // [B*T, D]
 	return Cos(emb), Sin(emb)
 }
 
