@@ -66,6 +66,11 @@ var nextGradID atomic.Uint64
 // gradient with the same values, which a comparison of values cannot see).
 var customGradients atomic.Int64
 
+// CustomGradients returns how many gradients the process has taken from the functions of this
+// package so far (the graphs built since): a test of a model built on the layers checks that its
+// graph uses them, and as many under gradient checkpointing as without.
+func CustomGradients() int64 { return customGradients.Load() }
+
 // gradAliasPrefix starts the aliases of the nodes with a gradient of their own (absolute, so a
 // graph's alias scope does not change them).
 const gradAliasPrefix = "/tracksum/fastgrad/"
