@@ -208,7 +208,7 @@ func TestBatchedEqualsSingle(t *testing.T) {
 // batch sizes that are and are not powers of two, in full passes of BatchSize rows (the last one
 // excepted) and few shapes.
 func TestEntailsAllEqualsSingle(t *testing.T) {
-	for _, family := range []string{"bert", "roberta"} {
+	for _, family := range []string{"bert", "roberta", "deberta-v2"} {
 		dir := snap(t, family, []string{"contradiction", "neutral", "entailment"}, nil)
 		long := "The trial enrolled patients. Toxicity was low. The dose was ten mg daily. Survival improved with the drug. " +
 			"No new safety signal appeared. Follow-up lasted two years."
