@@ -28,7 +28,8 @@ var ErrEnsemble = errors.New("tracker ensemble")
 
 // Ensemble is a tracker made of the K fold checkpoints of a cross-validation: the probability of a
 // sentence is the mean of the folds' probabilities (each fold applying its own context rescorer,
-// as infer --tracker fold-k would). It implements Tracker and is safe for concurrent use.
+// as infer --tracker fold-k would). It implements role.Tracker, the role of its folds, and is
+// safe for concurrent use.
 type Ensemble struct {
 	members []*tracker.Model
 	dirs    []string
@@ -106,7 +107,7 @@ func (e *Ensemble) Hyperparams() tracker.Hyperparams { return e.members[0].Hyper
 // config).
 func (e *Ensemble) Threshold() float64 { return e.members[0].Threshold() }
 
-// ScoreBatch implements Tracker: the mean over the folds of their ScoreBatch probabilities.
+// ScoreBatch implements role.Tracker: the mean over the folds of their ScoreBatch probabilities.
 func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	sums := make([][]float64, len(reqs))
 	for i, r := range reqs {

@@ -40,6 +40,7 @@ import (
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/subword"
@@ -106,15 +107,13 @@ type Abstract struct {
 	Aspects  []string
 }
 
-// Tracker scores sentences; *tracker.Model implements it.
-type Tracker interface {
-	ScoreBatch(reqs []tracker.Request) ([][]float32, error)
-}
+// Tracker scores (sentence, aspect) pairs: role.Tracker (*tracker.Model, *pretrained.Tracker,
+// the fold Ensemble, the gold tracker).
+type Tracker = role.Tracker
 
-// Summarizer writes summaries; *summarizer.Summarizer implements it.
-type Summarizer interface {
-	Summarize(reqs []summarizer.Request, o decode.Options) ([]string, error)
-}
+// Summarizer writes summaries: role.Summarizer (*summarizer.Summarizer, *pretrained.Summarizer,
+// the extractive baseline).
+type Summarizer = role.Summarizer
 
 // Pipeline holds the loaded models and settings.
 type Pipeline struct {
@@ -574,20 +573,7 @@ func pretrainedDecode(s *pretrained.Summarizer, o Options) decode.Options {
 	if o.SampleTemperature > 0 {
 		s.Gen.Temperature, s.Gen.TopP = o.SampleTemperature, o.TopP
 	}
-	d := s.DecodeOptions()
-	if o.BeamSize > 0 {
-		d.BeamSize = o.BeamSize
-	}
-	if o.MaxLen > 0 {
-		d.MaxLen = o.MaxLen
-	}
-	if o.LengthPenalty != nil {
-		d.LengthPenalty = *o.LengthPenalty
-	}
-	if o.NoRepeatNgram != nil {
-		d.NoRepeatNgram = *o.NoRepeatNgram
-	}
-	return d
+	return searchFlags(s.DecodeOptions(), o)
 }
 
 // RunPipeline processes abstracts with workers goroutines and returns the predictions of each

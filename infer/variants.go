@@ -16,6 +16,7 @@ import (
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/stt"
 	"github.com/tracksum/tracksum/model/summarizer"
 )
@@ -142,10 +143,23 @@ func (f predictFunc) Predict(a Abstract) ([]dataset.Prediction, error) {
 	return f(a.PMID, a.Document, a.Aspects)
 }
 
+// variantParts are the parts of --method stt|ete as one backbone loaded them, with infer's
+// decoding flags applied: a summarizer and a pair tracker (SUM-THEN-TRACK) or an answerer
+// (END-TO-END).
+type variantParts struct {
+	summarizer role.Summarizer
+	pairs      role.PairTracker
+	answerer   role.Answerer
+	decode     decode.Options
+	aspectSet  string
+	tok        Tokenizer
+}
+
 // loadVariant loads the model of --method stt|ete with infer's settings: the decoding flags and,
-// for SUM-THEN-TRACK, infer.threshold on the pair tracker. The checkpoint's variant.json says
-// whether it holds the from-scratch models (model/stt, model/ete) or fine-tuned pretrained LMs
-// (model/pretrained).
+// for SUM-THEN-TRACK, infer.threshold on the pair tracker. The checkpoint's manifest
+// (openVariant) says whether it holds the from-scratch models (model/stt, model/ete) or fine-tuned
+// pretrained LMs (model/pretrained); the variant is composed over the parts either loaded (package
+// role).
 func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
 	if cfg.Infer.FullContext {
 		return nil, fmt.Errorf("--full-context is TTS (+) f, a Track-then-Sum summarizer's input: not with --method %s", o.Method)
@@ -154,20 +168,39 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 	if err != nil {
 		return nil, err
 	}
+	var p *variantParts
 	if man.Pretrained() {
-		return loadPretrainedVariant(ctx, cfg, o, log)
+		p, err = loadPretrainedParts(ctx, cfg, o, log)
+	} else {
+		p, err = loadFromScratchParts(o)
 	}
+	if err != nil {
+		return nil, err
+	}
+	run := &variantRun{aspectSet: p.aspectSet, tok: p.tok}
+	if o.Method == MethodETE {
+		m := &role.EndToEnd[role.Answerer]{S: p.answerer, Decode: p.decode}
+		run.predictor = predictFunc(m.Predict)
+		run.finish = func(log io.Writer) { fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats()) }
+		return run, nil
+	}
+	m := &role.SumThenTrack[role.Summarizer, role.PairTracker]{Summarizer: p.summarizer, Tracker: p.pairs, Decode: p.decode, Threshold: cfg.Infer.Threshold}
+	run.predictor = predictFunc(m.Predict)
+	return run, nil
+}
+
+// loadFromScratchParts loads the from-scratch parts of --method stt|ete (model/stt, model/ete)
+// with the from-scratch summarizer's decoding flags.
+func loadFromScratchParts(o Options) (*variantParts, error) {
 	if o.Method == MethodETE {
 		m, err := ete.Load(o.Model)
 		if err != nil {
 			return nil, err
 		}
-		m.Decode = decodeOptions(m.S, o)
-		return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Meta.AspectSet, tok: subwordTokens{m.S.Tok}, finish: func(log io.Writer) {
-			fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats())
-		}}, nil
+		return &variantParts{answerer: m.S, decode: decodeOptions(m.S.Summarizer, o), aspectSet: m.Meta.AspectSet, tok: subwordTokens{m.S.Tok}}, nil
 	}
 	var m *stt.Model
+	var err error
 	if o.Model != "" {
 		m, err = stt.Load(o.Model)
 	} else {
@@ -176,9 +209,8 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 	if err != nil {
 		return nil, err
 	}
-	m.Decode = decodeOptions(m.Summarizer, o)
-	m.Threshold = cfg.Infer.Threshold
-	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet, tok: subwordTokens{m.Summarizer.Tok}}, nil
+	return &variantParts{summarizer: m.Summarizer, pairs: m.Tracker, decode: decodeOptions(m.Summarizer, o),
+		aspectSet: m.Summarizer.Meta.AspectSet, tok: subwordTokens{m.Summarizer.Tok}}, nil
 }
 
 // openVariant opens the checkpoint of --method stt|ete (checkpoint.OpenKind): --model's, or for
@@ -212,10 +244,10 @@ func openVariant(o Options, log io.Writer) (*checkpoint.Manifest, error) {
 	return first, nil
 }
 
-// loadPretrainedVariant loads the SUM-THEN-TRACK or END-TO-END model of o on fine-tuned
-// pretrained LMs (tracksum-train --task sum_then_track|end_to_end --pretrained), with the
-// pretrained summarizer's decoding flags and, for SUM-THEN-TRACK, infer.threshold.
-func loadPretrainedVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
+// loadPretrainedParts loads the parts of --method stt|ete on fine-tuned pretrained LMs
+// (tracksum-train --task sum_then_track|end_to_end --pretrained), with the pretrained
+// summarizer's decoding flags.
+func loadPretrainedParts(ctx context.Context, cfg *config.Config, o Options, log io.Writer) (*variantParts, error) {
 	if err := checkPretrainedFlags(o, cmp.Or(o.Model, o.Summarizer)); err != nil {
 		return nil, err
 	}
@@ -224,11 +256,8 @@ func loadPretrainedVariant(ctx context.Context, cfg *config.Config, o Options, l
 		if err != nil {
 			return nil, err
 		}
-		m.Decode = pretrainedDecode(m.S, o)
 		fmt.Fprintf(log, "infer: end_to_end: %s fine-tuned from %s\n", o.Model, m.S.Meta.ModelType)
-		return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Meta.AspectSet, tok: hfTokens{m.S.Tokenizer()}, finish: func(log io.Writer) {
-			fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats())
-		}}, nil
+		return &variantParts{answerer: m.S, decode: pretrainedDecode(m.S, o), aspectSet: m.Meta.AspectSet, tok: hfTokens{m.S.Tokenizer()}}, nil
 	}
 	var m *pretrained.SumThenTrack
 	var err error
@@ -240,10 +269,9 @@ func loadPretrainedVariant(ctx context.Context, cfg *config.Config, o Options, l
 	if err != nil {
 		return nil, err
 	}
-	m.Decode = pretrainedDecode(m.Summarizer, o)
-	m.Threshold = cfg.Infer.Threshold
 	fmt.Fprintf(log, "infer: sum_then_track: summarizer and pair tracker (head %s) fine-tuned from %s\n", m.Tracker.Meta.Head, m.Summarizer.Meta.ModelType)
-	return &variantRun{predictor: predictFunc(m.Predict), aspectSet: m.Summarizer.Meta.AspectSet, tok: hfTokens{m.Summarizer.Tokenizer()}}, nil
+	return &variantParts{summarizer: m.Summarizer, pairs: m.Tracker, decode: pretrainedDecode(m.Summarizer, o),
+		aspectSet: m.Summarizer.Meta.AspectSet, tok: hfTokens{m.Summarizer.Tokenizer()}}, nil
 }
 
 // decodeOptions applies the decoding flags of o to a loaded summarizer (the settings stored in its
@@ -263,13 +291,18 @@ func decodeOptions(s *summarizer.Summarizer, o Options) decode.Options {
 	if o.RepeatSourceNgrams != nil {
 		s.Meta.RepeatSourceNgrams = *o.RepeatSourceNgrams
 	}
-	d := s.DecodeOptions()
+	// As for Track-then-Sum's summarizer: past the training cap the decoder reuses its last trained
+	// position (summarizer.Meta.MaxDecodeLen), so --max-length is not capped there.
+	return searchFlags(s.DecodeOptions(), o)
+}
+
+// searchFlags returns d with the search flags of o that are set (beam, length, length penalty,
+// n-gram blocking) in place of its own.
+func searchFlags(d decode.Options, o Options) decode.Options {
 	if o.BeamSize > 0 {
 		d.BeamSize = o.BeamSize
 	}
 	if o.MaxLen > 0 {
-		// As for Track-then-Sum's summarizer: past the training cap the decoder reuses its last
-		// trained position (summarizer.Meta.MaxDecodeLen), so the flag is not capped there.
 		d.MaxLen = o.MaxLen
 	}
 	if o.LengthPenalty != nil {

@@ -4,7 +4,10 @@
 //
 // The ops (Dense, LayerNorm, SoftmaxLast, Product, ProductTransposed, AttentionScores,
 // AttentionValues, SumLast, BroadcastRows) compute the same values as the GoMLX ops they replace
-// and carry their own gradients; TestFastGradients compares both. The layers that own variables
+// and carry their own gradients; TestFastGradients compares both. The blocks of a Llama-style
+// decoder (decoderblocks.go: RMSNorm, RoPE, GroupedAttention, GatedActivation, CrossEntropyRows),
+// used by hf/decoder's float32 graph on the Go backend (DecoderFastPath), are differentiated as a
+// whole the same way. The layers that own variables
 // are methods of Vars, which fixes how a model names and initialises them, so that checkpoints
 // written before this package existed keep loading: the tracker uses Scoped (a scope per dense
 // layer with "weights" and "biases"), the summarizer Suffixed ("q_w", "q_b").

@@ -157,6 +157,91 @@ func TestFastGradients(t *testing.T) {
 			fast:   func(in []*Node) *Node { return AttentionValues(in[0], in[1]) },
 			gomlxF: func(in []*Node) *Node { return Einsum("bhqk,bhkd->bhqd", in[0], in[1]) },
 		},
+		{
+			desc:   "RMSNorm",
+			dims:   [][]int{{6, 8}, {8}, {6, 8}},
+			fast:   func(in []*Node) *Node { return RMSNorm(in[0], in[1], 1e-5, false) },
+			gomlxF: func(in []*Node) *Node { return rmsNormRef(in[0], in[1], 1e-5) },
+		},
+		{
+			desc:   "RMSNorm with the (1 + w) weight",
+			dims:   [][]int{{6, 8}, {8}, {6, 8}},
+			fast:   func(in []*Node) *Node { return RMSNorm(in[0], in[1], 1e-6, true) },
+			gomlxF: func(in []*Node) *Node { return rmsNormRef(in[0], AddScalar(in[1], 1), 1e-6) },
+		},
+		{
+			desc: "RoPE, rotate-half, 3 heads",
+			dims: [][]int{{5, 3 * 8}, {5, 8}, {5, 8}, {5, 3 * 8}},
+			fast: func(in []*Node) *Node {
+				c, s := RoPETables(in[1], in[2], 3)
+				return RoPE(in[0], c, s, 3)
+			},
+			gomlxF: func(in []*Node) *Node {
+				x := Reshape(in[0], 5, 3, 8)
+				c, s := Reshape(in[1], 5, 1, 8), Reshape(in[2], 5, 1, 8)
+				rot := Concatenate([]*Node{Neg(SliceAxis(x, 2, AxisRange(4, 8))), SliceAxis(x, 2, AxisRange(0, 4))}, 2)
+				return Reshape(Add(Mul(x, c), Mul(rot, s)), 5, 24)
+			},
+		},
+		{
+			desc: "grouped attention, 2 query heads per key/value head, causal and padded mask",
+			dims: [][]int{{2, 4, 5, 4}, {2, 2, 6, 4}, {2, 2, 6, 4}, {2, 4, 5, 4}},
+			fast: func(in []*Node) *Node {
+				return GroupedAttention(in[0], in[1], in[2], decoderBiasConst(in[0].Graph(), 2, 4, 5, 6), 0.5, 0)
+			},
+			gomlxF: func(in []*Node) *Node { return groupedAttentionRef(in, 2, 0.5, 0) },
+			relMax: true,
+		},
+		{
+			desc: "grouped attention, one query head per key/value head, soft-capped",
+			dims: [][]int{{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 6, 4}, {2, 3, 5, 4}},
+			fast: func(in []*Node) *Node {
+				return GroupedAttention(in[0], in[1], in[2], decoderBiasConst(in[0].Graph(), 2, 3, 5, 6), 0.5, 3)
+			},
+			gomlxF: func(in []*Node) *Node { return groupedAttentionRef(in, 1, 0.5, 3) },
+			relMax: true,
+		},
+		{
+			desc: "grouped attention, long keys (the other token contraction)",
+			dims: [][]int{{1, 6, 20, 2}, {1, 2, 20, 2}, {1, 2, 20, 2}, {1, 6, 20, 2}},
+			fast: func(in []*Node) *Node {
+				return GroupedAttention(in[0], in[1], in[2], decoderBiasConst(in[0].Graph(), 1, 6, 20, 20), 0.7, 0)
+			},
+			gomlxF: func(in []*Node) *Node { return groupedAttentionRef(in, 3, 0.7, 0) },
+			relMax: true,
+		},
+		{
+			desc: "cross-entropy of rows",
+			dims: [][]int{{5, 7}, {5}},
+			fast: func(in []*Node) *Node {
+				return CrossEntropyRows(in[0], Const(in[0].Graph(), []int32{0, 6, 3, 3, 1}))
+			},
+			gomlxF: func(in []*Node) *Node {
+				oh := OneHot(Const(in[0].Graph(), []int32{0, 6, 3, 3, 1}), 7, dtypes.Float32)
+				return Neg(ReduceSum(Mul(LogSoftmax(in[0], -1), oh), -1))
+			},
+		},
+		{
+			desc:   "SwiGLU",
+			dims:   [][]int{{4, 6}, {4, 6}, {4, 6}},
+			fast:   func(in []*Node) *Node { return GatedActivation(in[0], in[1], "silu") },
+			gomlxF: func(in []*Node) *Node { return Mul(Mul(in[0], Sigmoid(in[0])), in[1]) },
+		},
+		{
+			desc:   "GeGLU, tanh approximation",
+			dims:   [][]int{{4, 6}, {4, 6}, {4, 6}},
+			fast:   func(in []*Node) *Node { return GatedActivation(in[0], in[1], "gelu_tanh") },
+			gomlxF: func(in []*Node) *Node { return Mul(activation.GeluApproximate(in[0]), in[1]) },
+		},
+		{
+			desc: "GeGLU, erf",
+			dims: [][]int{{4, 6}, {4, 6}, {4, 6}},
+			fast: func(in []*Node) *Node { return GatedActivation(in[0], in[1], "gelu") },
+			gomlxF: func(in []*Node) *Node {
+				x := in[0]
+				return Mul(Mul(x, MulScalar(AddScalar(Erf(MulScalar(x, 1/math.Sqrt2)), 1), 0.5)), in[1])
+			},
+		},
 	}
 	for _, c := range []struct {
 		seq       int
@@ -322,4 +407,45 @@ func TestHalfPrecisionProducts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rmsNormRef is RMSNorm in plain GoMLX ops (transformers' LlamaRMSNorm), w the full weight.
+func rmsNormRef(x, w *Node, eps float64) *Node {
+	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
+	return Mul(Div(x, Sqrt(AddScalar(ms, eps))), ExpandAxes(w, 0))
+}
+
+// decoderBiasConst is a decoder's attention mask [b, h, t, s]: causal (query i, at slot s-t+i,
+// sees keys up to its slot) and the first key of the last example padding.
+func decoderBiasConst(g *Graph, b, h, t, s int) *Node {
+	v := make([]float32, b*h*t*s)
+	for bi := range b {
+		for hi := range h {
+			for i := range t {
+				for j := range s {
+					if j > s-t+i || (bi == b-1 && j == 0) {
+						v[((bi*h+hi)*t+i)*s+j] = -1e30
+					}
+				}
+			}
+		}
+	}
+	return Const(g, tensors.FromFlatDataAndDimensions(v, b, h, t, s))
+}
+
+// groupedAttentionRef is GroupedAttention in plain GoMLX ops: keys and values repeated per group
+// (transformers' repeat_kv), the mask of decoderBiasConst.
+func groupedAttentionRef(in []*Node, rep int, scale, softcap float64) *Node {
+	q, k, v := in[0], in[1], in[2]
+	dims := q.Shape().Dimensions
+	repeat := func(x *Node) *Node {
+		d := x.Shape().Dimensions
+		return Reshape(BroadcastToDims(ExpandAxes(x, 2), d[0], d[1], rep, d[2], d[3]), d[0], d[1]*rep, d[2], d[3])
+	}
+	scores := MulScalar(Einsum("bhqd,bhkd->bhqk", q, repeat(k)), scale)
+	if softcap > 0 {
+		scores = MulScalar(Tanh(MulScalar(scores, 1/softcap)), softcap)
+	}
+	scores = Add(scores, decoderBiasConst(q.Graph(), dims[0], dims[1], dims[2], k.Shape().Dimensions[2]))
+	return Einsum("bhqk,bhkd->bhqd", Softmax(scores, -1), repeat(v))
 }

@@ -7,6 +7,10 @@
 //     documentation for what it gets wrong.
 //   - LLM asks any OpenAI-compatible chat-completions endpoint, with answers cached on disk.
 //
+// A judge that decides many pairs more cheaply together than one at a time (the nli judge of
+// eval/judge/nli, whose pairs share forward passes) also implements Batcher; the evaluator then
+// hands it every question of many instances in one call.
+//
 // # Example
 //
 //	j := judge.NewLexical(judge.LexicalOptions{Threshold: 0.6, MinClauseWords: 3})
@@ -28,4 +32,17 @@ type Judge interface {
 	Name() string
 	// Concurrency is the number of instances worth scoring at once with this judge.
 	Concurrency() int
+}
+
+// Pair is one entailment question: does Premise entail Hypothesis?
+type Pair struct {
+	Premise, Hypothesis string
+}
+
+// Batcher is implemented by a Judge that decides many pairs at once more cheaply than one at a
+// time. EntailsAll returns, in the order of pairs, the verdict Entails gives on each; pairs may
+// repeat. The evaluator (eval.Scorer) uses it when the judge has it and Entails otherwise.
+type Batcher interface {
+	Judge
+	EntailsAll(ctx context.Context, pairs []Pair) ([]bool, error)
 }

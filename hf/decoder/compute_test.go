@@ -13,6 +13,7 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/randsnap"
+	"github.com/tracksum/tracksum/layers"
 )
 
 // bf16RelTol bounds the largest absolute difference of the bf16 logits from the float32 reference
@@ -200,5 +201,93 @@ func TestGradientCheckpointing(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFastPathGraph: on the Go backend the float32 LoRA step's graph takes the hand-written
+// gradients of layers' decoder blocks (as many with gradient checkpointing as without), and it
+// computes no gradient of a frozen base weight: no node of the graph, besides the weights' own
+// parameters, has the shape of a 2-D base weight (a weight gradient would be one). The same walk
+// over a full fine-tuning graph finds them, so the check can see what it looks for.
+func TestFastPathGraph(t *testing.T) {
+	// 3 x 7 tokens: no activation [21, x] has a weight's shape.
+	ids := make([]int32, 21)
+	ones := make([]int32, 21)
+	for i := range ids {
+		ids[i] = int32(i*37+5) % 128
+		ones[i] = 1
+	}
+	ones[20] = 0 // right padding
+	tokens, mask := tensors.FromFlatDataAndDimensions(ids, 3, 7), tensors.FromFlatDataAndDimensions(ones, 3, 7)
+	run := func(lora LoRA, c Compute) (customGrads int64, weightShaped []string) {
+		store := gomlxmodel.NewStore()
+		m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", "llama")), store, lora, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.SetCompute(c)
+		weightShapes := map[string]bool{}
+		for _, v := range m.base {
+			if s := v.Shape(); s.Rank() == 2 {
+				weightShapes[s.String()] = true
+			}
+		}
+		var vars []*gomlxmodel.Variable
+		for v := range store.IterVariables() {
+			if v.Trainable {
+				vars = append(vars, v)
+			}
+		}
+		exec, err := gomlxmodel.NewExec(backend(t), store, func(scope *gomlxmodel.Scope, tok, msk *Node) []*Node {
+			loss := CausalLMLoss(m.Logits(scope, m.Hidden(scope, tok, msk)), tok)
+			wrt := make([]*Node, len(vars))
+			for i, v := range vars {
+				wrt[i] = v.ValueGraph(tok.Graph())
+			}
+			out := append([]*Node{loss}, Gradient(loss, wrt...)...)
+			seen := map[*Node]bool{}
+			var walk func(n *Node)
+			walk = func(n *Node) {
+				if seen[n] {
+					return
+				}
+				seen[n] = true
+				if n.Type() != NodeTypeParameter && weightShapes[n.Shape().String()] {
+					weightShaped = append(weightShaped, n.Type().String()+" "+n.Shape().String())
+				}
+				for _, in := range n.Inputs() {
+					walk(in)
+				}
+			}
+			for _, o := range out {
+				walk(o)
+			}
+			return out
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := layers.CustomGradients()
+		if _, err := exec.Exec(tokens, mask); err != nil {
+			t.Fatal(err)
+		}
+		return layers.CustomGradients() - before, weightShaped
+	}
+	n0, shaped := run(testLoRA, Compute{})
+	if n0 == 0 {
+		t.Fatal("the LoRA step's graph took no hand-written gradient")
+	}
+	if len(shaped) > 0 {
+		t.Errorf("the LoRA step's graph has %d nodes shaped as a frozen weight (a weight gradient): %v", len(shaped), shaped)
+	}
+	n1, shaped := run(testLoRA, Compute{GradientCheckpointing: true})
+	if n1 != n0 {
+		t.Errorf("checkpointed: %d hand-written gradients, want %d as without checkpoints", n1, n0)
+	}
+	if len(shaped) > 0 {
+		t.Errorf("checkpointed: %d nodes shaped as a frozen weight: %v", len(shaped), shaped)
+	}
+	if _, shaped := run(LoRA{}, Compute{}); len(shaped) == 0 {
+		t.Error("full fine-tuning: no node shaped as a weight found: the walk cannot see weight gradients")
 	}
 }

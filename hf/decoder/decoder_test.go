@@ -240,63 +240,74 @@ func mergeHost(w, a, b *tensors.Tensor, scale float64) *tensors.Tensor {
 
 // TestLossAndGradients: one training step's loss (answer-masked next-token cross-entropy) and the
 // gradients of a few adapter tensors equal PyTorch's.
+//
+// With gradient checkpointing the same goldens hold: GoMLX differentiates a checkpointed layer
+// through recomputed copies of its nodes, which the hand-written gradients of layers' decoder
+// blocks (the Go backend's float32 graph) must survive.
 func TestLossAndGradients(t *testing.T) {
-	for _, fam := range families {
-		t.Run(fam, func(t *testing.T) {
-			gold := readGolden(t, fam)
-			store := gomlxmodel.NewStore()
-			m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			setAdapters(t, fam, m)
-			var keys []string
-			for k := range gold {
-				if strings.HasPrefix(k, "grad.") {
-					keys = append(keys, k)
-				}
-			}
-			slices.Sort(keys)
-			if len(keys) == 0 {
-				t.Fatal("golden file has no gradients")
-			}
-			vars := m.LoRAVariables()
-			exec, err := gomlxmodel.NewExec(backend(t), store, func(scope *gomlxmodel.Scope, tok, msk, labels *Node) []*Node {
-				loss := CausalLMLoss(m.Logits(scope, m.Hidden(scope, tok, msk)), labels)
-				var wrt []*Node
-				for _, k := range keys {
-					wrt = append(wrt, vars[strings.TrimPrefix(k, "grad.")].ValueGraph(tok.Graph()))
-				}
-				return append([]*Node{loss}, Gradient(loss, wrt...)...)
+	for _, ckpt := range []bool{false, true} {
+		for _, fam := range families {
+			t.Run(fmt.Sprintf("%s checkpointed %v", fam, ckpt), func(t *testing.T) {
+				testLossAndGradients(t, fam, Compute{GradientCheckpointing: ckpt})
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Exec(gold["tokens"], gold["mask"], gold["labels"])
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotLoss, wantLoss := flat32(out[0])[0], flat32(gold["loss"])[0]
-			if math.Abs(float64(gotLoss-wantLoss)) > tol {
-				t.Errorf("loss %.7f, want %.7f", gotLoss, wantLoss)
-			}
-			t.Logf("loss %.7f, reference %.7f", gotLoss, wantLoss)
-			for i, k := range keys {
-				g, w := flat32(out[i+1]), flat32(gold[k])
-				if len(g) != len(w) {
-					t.Fatalf("%s: %d values, want %d", k, len(g), len(w))
-				}
-				worst, scale := 0.0, 0.0
-				for j := range g {
-					worst = max(worst, math.Abs(float64(g[j]-w[j])))
-					scale = max(scale, math.Abs(float64(w[j])))
-				}
-				if worst > tol {
-					t.Errorf("%s: max |diff| %.3g > %g (max |grad| %.3g)", k, worst, tol, scale)
-				}
-				t.Logf("%s: max |diff| %.2g (max |grad| %.2g)", k, worst, scale)
-			}
-		})
+		}
+	}
+}
+
+func testLossAndGradients(t *testing.T, fam string, c Compute) {
+	gold := readGolden(t, fam)
+	store := gomlxmodel.NewStore()
+	m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAdapters(t, fam, m)
+	m.SetCompute(c)
+	var keys []string
+	for k := range gold {
+		if strings.HasPrefix(k, "grad.") {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	if len(keys) == 0 {
+		t.Fatal("golden file has no gradients")
+	}
+	vars := m.LoRAVariables()
+	exec, err := gomlxmodel.NewExec(backend(t), store, func(scope *gomlxmodel.Scope, tok, msk, labels *Node) []*Node {
+		loss := CausalLMLoss(m.Logits(scope, m.Hidden(scope, tok, msk)), labels)
+		var wrt []*Node
+		for _, k := range keys {
+			wrt = append(wrt, vars[strings.TrimPrefix(k, "grad.")].ValueGraph(tok.Graph()))
+		}
+		return append([]*Node{loss}, Gradient(loss, wrt...)...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Exec(gold["tokens"], gold["mask"], gold["labels"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotLoss, wantLoss := flat32(out[0])[0], flat32(gold["loss"])[0]
+	if math.Abs(float64(gotLoss-wantLoss)) > tol {
+		t.Errorf("loss %.7f, want %.7f", gotLoss, wantLoss)
+	}
+	t.Logf("loss %.7f, reference %.7f", gotLoss, wantLoss)
+	for i, k := range keys {
+		g, w := flat32(out[i+1]), flat32(gold[k])
+		if len(g) != len(w) {
+			t.Fatalf("%s: %d values, want %d", k, len(g), len(w))
+		}
+		worst, scale := 0.0, 0.0
+		for j := range g {
+			worst = max(worst, math.Abs(float64(g[j]-w[j])))
+			scale = max(scale, math.Abs(float64(w[j])))
+		}
+		if worst > tol {
+			t.Errorf("%s: max |diff| %.3g > %g (max |grad| %.3g)", k, worst, tol, scale)
+		}
+		t.Logf("%s: max |diff| %.2g (max |grad| %.2g)", k, worst, scale)
 	}
 }
 

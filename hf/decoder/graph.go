@@ -36,6 +36,12 @@ import (
 // adapters (float32) read the input cast to float32 and their sum with the base output is cast back;
 // RMSNorm's statistics, the attention softmax (with its mask), the final norm, the hidden states
 // Hidden returns, the logits and the loss are float32.
+//
+// On the pure-Go backend the float32 graph is built from layers' decoder blocks
+// (layers.DecoderFastPath): RMSNorm, RoPE on the projections' layout, grouped-query attention
+// without repeated keys and values, the gated MLP activation and the cross-entropy, each with a
+// hand-written gradient, and the LoRA scale folded into B. They compute the same values (to float
+// rounding: the parity goldens hold unchanged); XLA backends and bf16 keep the plain graph.
 
 // maskedScore is added to the scores of keys a query may not see: exp underflows to exactly 0, and
 // a row with every key masked (a padding query) stays finite (uniform), as with transformers'
@@ -79,7 +85,12 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 			n, in := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 			xd = Reshape(layers.Dropout(scope, Reshape(x, batch, n/batch, in), m.lora.Dropout), n, in)
 		}
-		low := layers.ProductTransposed(xd, a.ValueGraph(g))             // [n, r]
+		low := layers.ProductTransposed(xd, a.ValueGraph(g)) // [n, r]
+		if layers.DecoderFastPath(g, dt) {
+			// The scale folded into B [out, r]: no pass over the [n, out] output (nor over its
+			// gradient) for it.
+			return Add(y, layers.ProductTransposed(low, MulScalar(m.b[p.key].ValueGraph(g), m.lora.Scale())))
+		}
 		delta := layers.ProductTransposed(low, m.b[p.key].ValueGraph(g)) // [n, out]
 		y = layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(delta, m.lora.Scale())), dt)
 	}
@@ -92,6 +103,9 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 // anchor: see weightAs.
 func (m *Model) rmsNorm(x *Node, name string, out dtypes.DType, anchor *Node) *Node {
 	g := x.Graph()
+	if x.DType() == dtypes.Float32 && out == dtypes.Float32 && layers.DecoderFastPath(g, dtypes.Float32) {
+		return layers.RMSNorm(x, m.weightAs(g, name, dtypes.Float32, anchor), m.cfg.RMSNormEps, m.cfg.NormPlusOne)
+	}
 	x = layers.As(x, dtypes.Float32)
 	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
 	// Div by Sqrt rather than Rsqrt: GoMLX v0.28.6 defines no gradient for Rsqrt.
@@ -134,6 +148,30 @@ func (m *Model) rope(positions *Node, local bool) (cos, sin *Node) {
 	freqs := Mul(ExpandAxes(pos, -1), ExpandLeftToRank(inv, 3)) // [B, T, D/2]
 	emb := Concatenate([]*Node{freqs, freqs}, -1)               // [B, T, D]
 	return layers.As(ExpandAxes(Cos(emb), 1), m.dtype()), layers.As(ExpandAxes(Sin(emb), 1), m.dtype())
+}
+
+// ropeRows returns cos and sin [B*T, HeadDim] of positions [B, T] in float32: the tables of
+// layers.RoPE (decoder fast path; see rope).
+func (m *Model) ropeRows(positions *Node, local bool) (cos, sin *Node) {
+	g := positions.Graph()
+	b, t := positions.Shape().Dimensions[0], positions.Shape().Dimensions[1]
+	inv := Const(g, m.cfg.invFreq(local))                                        // [D/2]
+	pos := Reshape(ConvertDType(positions, dtypes.Float32), b*t, 1)              // [B*T, 1]
+	freqs := Mul(BroadcastToDims(pos, b*t, m.cfg.HeadDim/2), ExpandAxes(inv, 0)) // [B*T, D/2]
+	emb := Concatenate([]*Node{freqs, freqs}, -1)                                // [B*T, D]
+	return Cos(emb), Sin(emb)
+}
+
+// ropeTables is what one layer's RoPE reads on the fast path: the tables repeated over the query
+// heads and over the key/value heads (layers.RoPETables).
+type ropeTables struct{ cosQ, sinQ, cosK, sinK *Node }
+
+func (m *Model) ropeTablesOf(positions *Node, local bool) ropeTables {
+	cos, sin := m.ropeRows(positions, local)
+	var r ropeTables
+	r.cosQ, r.sinQ = layers.RoPETables(cos, sin, m.cfg.Heads)
+	r.cosK, r.sinK = layers.RoPETables(cos, sin, m.cfg.KVHeads)
+	return r
 }
 
 // applyRope rotates x [B, heads, T, D]: x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1].
@@ -196,10 +234,23 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 	dt := m.dtype()
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	h := m.embed(tokens) // [B*T, H]
-	cos, sin := m.rope(positions, false)
-	localCos, localSin := cos, sin
-	if c.LocalRopeTheta > 0 {
-		localCos, localSin = m.rope(positions, true)
+	// fast: the blocks of layers differentiated by hand for the Go backend (float32 only; XLA
+	// backends and bf16 keep the plain graph below).
+	fast := layers.DecoderFastPath(tokens.Graph(), dt)
+	var cos, sin, localCos, localSin *Node
+	var tables, localTables ropeTables
+	if fast {
+		tables = m.ropeTablesOf(positions, false)
+		localTables = tables
+		if c.LocalRopeTheta > 0 {
+			localTables = m.ropeTablesOf(positions, true)
+		}
+	} else {
+		cos, sin = m.rope(positions, false)
+		localCos, localSin = cos, sin
+		if c.LocalRopeTheta > 0 {
+			localCos, localSin = m.rope(positions, true)
+		}
 	}
 	fullBias := m.attentionBias(qSlots, keyMask, c.Heads, 0)
 	slidingBias := fullBias
@@ -219,9 +270,9 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 		}
 		proj := func(module string) projection { return c.projection(l, module) }
 		pre := layerKey(l)
-		cos, sin, bias := cos, sin, fullBias
+		cos, sin, bias, tables := cos, sin, fullBias, tables
 		if c.slides(l) {
-			cos, sin, bias = localCos, localSin, slidingBias
+			cos, sin, bias, tables = localCos, localSin, slidingBias, localTables
 		}
 		a := m.rmsNorm(h, pre+".input_layernorm.weight", dt, anchor)
 		var q, k, v *Node
@@ -239,18 +290,29 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 			q = m.headNorm(q, pre+".self_attn.q_norm.weight", c.Heads, anchor)
 			k = m.headNorm(k, pre+".self_attn.k_norm.weight", c.KVHeads, anchor)
 		}
-		q = applyRope(splitHeads(q, b, t, c.Heads, c.HeadDim), cos, sin)
-		k = applyRope(splitHeads(k, b, t, c.KVHeads, c.HeadDim), cos, sin)
-		v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
-		all := kv(l, k, v)
-		scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), scale)
-		if c.AttnSoftcap > 0 {
-			scores = softcap(scores, c.AttnSoftcap)
+		var att *Node // [B, heads, T, D]
+		if fast {
+			// RoPE on the projections' layout, the attention of each key/value head's group in
+			// one block (layers.GroupedAttention: no repeated keys or values).
+			q = splitHeads(layers.RoPE(q, tables.cosQ, tables.sinQ, c.Heads), b, t, c.Heads, c.HeadDim)
+			k = splitHeads(layers.RoPE(k, tables.cosK, tables.sinK, c.KVHeads), b, t, c.KVHeads, c.HeadDim)
+			v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
+			all := kv(l, k, v)
+			att = layers.GroupedAttention(q, all.k, all.v, bias, scale, c.AttnSoftcap)
+		} else {
+			q = applyRope(splitHeads(q, b, t, c.Heads, c.HeadDim), cos, sin)
+			k = applyRope(splitHeads(k, b, t, c.KVHeads, c.HeadDim), cos, sin)
+			v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
+			all := kv(l, k, v)
+			scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), scale)
+			if c.AttnSoftcap > 0 {
+				scores = softcap(scores, c.AttnSoftcap)
+			}
+			// The softmax and its mask in float32 (transformers' eager attention: softmax in float32,
+			// cast back to the values' dtype).
+			probs := layers.As(layers.SoftmaxLast(Add(layers.As(scores, dtypes.Float32), bias)), dt)
+			att = layers.AttentionValues(probs, repeatKV(all.v, rep))
 		}
-		// The softmax and its mask in float32 (transformers' eager attention: softmax in float32,
-		// cast back to the values' dtype).
-		probs := layers.As(layers.SoftmaxLast(Add(layers.As(scores, dtypes.Float32), bias)), dt)
-		att := layers.AttentionValues(probs, repeatKV(all.v, rep)) // [B, heads, T, D]
 		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), b*t, c.Heads*c.HeadDim)
 		o := m.linear(scope, proj("o_proj"), att, b, anchor)
 		mlpNorm := ".post_attention_layernorm.weight"
@@ -268,7 +330,13 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 		} else {
 			gate, up = m.linear(scope, proj("gate_proj"), mm, b, anchor), m.linear(scope, proj("up_proj"), mm, b, anchor)
 		}
-		down := m.linear(scope, proj("down_proj"), Mul(m.act(gate), up), b, anchor)
+		var gated *Node
+		if fast {
+			gated = layers.GatedActivation(gate, up, activations[c.HiddenAct])
+		} else {
+			gated = Mul(m.act(gate), up)
+		}
+		down := m.linear(scope, proj("down_proj"), gated, b, anchor)
 		if c.SandwichNorms {
 			down = m.rmsNorm(down, pre+".post_feedforward_layernorm.weight", dt, anchor)
 		}
@@ -345,11 +413,14 @@ func causalLMLoss(logits, labels *Node) *Node {
 	y := Reshape(ConvertDType(SliceAxis(labels, 1, AxisRange(1, t)), dtypes.Int32), b*(t-1))
 	valid := NotEqual(y, Const(g, int32(IgnoreLabel)))
 	safe := Where(valid, y, ZerosLike(y))
+	w := ConvertDType(valid, dtypes.Float32)
+	count := Max(ReduceAllSum(w), ScalarOne(g, dtypes.Float32))
+	if x.DType() == dtypes.Float32 && layers.DecoderFastPath(g, dtypes.Float32) {
+		return Div(ReduceAllSum(Mul(layers.CrossEntropyRows(x, safe), w)), count)
+	}
 	logp := LogSoftmax(x, -1)
 	picked := layers.SumLast(Mul(logp, OneHot(safe, v, dtypes.Float32))) // [n]
-	w := ConvertDType(valid, dtypes.Float32)
 	total := ReduceAllSum(Mul(picked, w))
-	count := Max(ReduceAllSum(w), ScalarOne(g, dtypes.Float32))
 	return Neg(Div(total, count))
 }
 

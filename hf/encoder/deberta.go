@@ -239,7 +239,8 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 		q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query_proj", x, anchor), c.Heads)
 		k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key_proj", x, anchor), c.Heads)
 		v := layers.SplitHeads(m.linearIn(layer, p+".attention.self.value_proj", x, anchor), c.Heads)
-		scores := layers.As(layers.AttentionScores(q, k), dtypes.Float32)
+		// The keys transposed first: the fast layout of the Go backend's small products (layers.AttentionScoresKT).
+		scores := layers.As(layers.AttentionScoresKT(q, TransposeAllDims(k, 0, 1, 3, 2)), dtypes.Float32)
 		if c.RelativeAttention && (c.C2P || c.P2C) {
 			re := layers.Dropout(layer.In("pos_dropout"), relEmb, c.HiddenDropout)
 			posKey, posQuery := p+".attention.self.pos_key_proj", p+".attention.self.pos_query_proj"

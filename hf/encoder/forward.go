@@ -77,8 +77,9 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 		q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query", x, anchor), c.Heads)
 		k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key", x, anchor), c.Heads)
 		v := layers.SplitHeads(m.linearIn(layer, p+".attention.self.value", x, anchor), c.Heads)
-		// The softmax and its mask in float32 (the scores' product in the model's dtype).
-		scores := layers.As(MulScalar(layers.AttentionScores(q, k), 1/math.Sqrt(float64(c.HeadDim()))), dtypes.Float32)
+		// The softmax and its mask in float32 (the scores' product in the model's dtype), the keys
+		// transposed first: the fast layout of the Go backend's small products (layers.AttentionScoresKT).
+		scores := layers.As(MulScalar(layers.AttentionScoresKT(q, TransposeAllDims(k, 0, 1, 3, 2)), 1/math.Sqrt(float64(c.HeadDim()))), dtypes.Float32)
 		if bias != nil {
 			scores = Add(scores, bias)
 		}

@@ -5,6 +5,9 @@
 // so indices and numbers can be copied from the source) with the longer source and output of the
 // variants config section; Parse reads its output back robustly.
 //
+// Prediction is END-TO-END's one Predict (role.EndToEnd, shared with the variant on a pretrained
+// LM) on Answerer, the summarizer seen through that input and output.
+//
 // A checkpoint is a summarizer checkpoint directory (checkpoint layout) plus variant.json, which
 // Load requires, so that a Track-then-Sum summarizer is never run as END-TO-END.
 //
@@ -28,6 +31,7 @@ import (
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
@@ -47,15 +51,27 @@ func init() {
 	})
 }
 
-// Model is a loaded END-TO-END checkpoint. It is safe for concurrent use.
-type Model struct {
-	S *summarizer.Summarizer
-	// Decode are the decoding settings (the checkpoint's by default; infer's flags override them).
-	Decode decode.Options
-	Meta   variant.Meta
+// Answerer is the from-scratch END-TO-END model (role.Answerer): the summarizer trained to read
+// the aspect and the indexed sentences (IndexedSentences) and write the summary, the Marker and
+// the cited indices (Target), read back by Parse.
+type Answerer struct{ *summarizer.Summarizer }
 
-	repairs Repairs
+// Answer implements role.Answerer: the summarizer's output for each request, its sentences shown
+// with their indices.
+func (a Answerer) Answer(reqs []summarizer.Request, o decode.Options) ([]string, error) {
+	in := make([]summarizer.Request, len(reqs))
+	for i, r := range reqs {
+		in[i] = summarizer.Request{Aspect: r.Aspect, Cited: IndexedSentences(r.Cited)}
+	}
+	return a.Summarize(in, o)
 }
+
+// ParseAnswer implements role.Answerer with Parse.
+func (Answerer) ParseAnswer(answer string, n int) role.Output { return Parse(answer, n) }
+
+// Model is a loaded END-TO-END checkpoint: END-TO-END's one Predict (role.EndToEnd) on the
+// from-scratch answerer. It is safe for concurrent use.
+type Model = role.EndToEnd[Answerer]
 
 // Load reads an END-TO-END checkpoint written by Train.
 func Load(dir string) (*Model, error) {
@@ -67,26 +83,8 @@ func Load(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{S: s, Decode: s.DecodeOptions(), Meta: meta}, nil
+	return &Model{S: Answerer{s}, Decode: s.DecodeOptions(), Meta: meta}, nil
 }
-
-// Predict writes one prediction per aspect of an abstract, in order: the parsed output of the
-// model (Parse), with the problems it repaired.
-func (m *Model) Predict(pmid string, doc []string, aspects []string) ([]dataset.Prediction, error) {
-	src := IndexedSentences(doc)
-	reqs := make([]summarizer.Request, len(aspects))
-	for i, a := range aspects {
-		reqs[i] = summarizer.Request{Aspect: a, Cited: src}
-	}
-	outs, err := m.S.Summarize(reqs, m.Decode)
-	if err != nil {
-		return nil, fmt.Errorf("end_to_end: abstract %s: %w", pmid, err)
-	}
-	return m.repairs.Predictions(pmid, aspects, outs, func(text string) Output { return Parse(text, len(doc)) }), nil
-}
-
-// Stats returns what Predict has repaired so far.
-func (m *Model) Stats() Stats { return m.repairs.Stats() }
 
 // TrainOptions are the parts of a Train run that are not configuration.
 type TrainOptions struct {

@@ -3,44 +3,46 @@ package ete
 import (
 	"reflect"
 	"testing"
+
+	"github.com/tracksum/tracksum/model/role"
 )
 
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		name, text string
 		n          int
-		want       Output
+		want       role.Output
 	}{
 		{"well formed", "Adults with asthma. [CITE] 0 3", 5,
-			Output{Summary: "Adults with asthma.", Indexes: []int{0, 3}}},
+			role.Output{Summary: "Adults with asthma.", Indexes: []int{0, 3}}},
 		{"unsorted, commas and brackets", "Adults.  [CITE] [3], 1,2", 5,
-			Output{Summary: "Adults.", Indexes: []int{1, 2, 3}}},
+			role.Output{Summary: "Adults.", Indexes: []int{1, 2, 3}}},
 		{"out of range dropped", "Adults. [CITE] 1 7 12", 5,
-			Output{Summary: "Adults.", Indexes: []int{1}, Problems: []string{ProblemIndexOutOfRange}, Dropped: 2}},
+			role.Output{Summary: "Adults.", Indexes: []int{1}, Problems: []string{role.ProblemIndexOutOfRange}, Dropped: 2}},
 		{"words and negatives dropped", "Adults. [CITE] 1 two -3 4a", 5,
-			Output{Summary: "Adults.", Indexes: []int{1}, Problems: []string{ProblemBadCitations}, Dropped: 3}},
+			role.Output{Summary: "Adults.", Indexes: []int{1}, Problems: []string{role.ProblemBadCitations}, Dropped: 3}},
 		{"repeat dropped", "Adults. [CITE] 2 2 1", 5,
-			Output{Summary: "Adults.", Indexes: []int{1, 2}, Problems: []string{ProblemDuplicateIndex}, Dropped: 1}},
+			role.Output{Summary: "Adults.", Indexes: []int{1, 2}, Problems: []string{role.ProblemDuplicateIndex}, Dropped: 1}},
 		{"no marker", "Adults with asthma.", 5,
-			Output{Summary: "Adults with asthma.", Indexes: []int{}, Problems: []string{ProblemNoCitations}}},
+			role.Output{Summary: "Adults with asthma.", Indexes: []int{}, Problems: []string{role.ProblemNoCitations}}},
 		{"marker without indices", "Adults. [CITE]", 5,
-			Output{Summary: "Adults.", Indexes: []int{}}},
+			role.Output{Summary: "Adults.", Indexes: []int{}}},
 		{"negative", "Unknown. [CITE]", 5,
-			Output{Summary: "Unknown.", Indexes: []int{}}},
+			role.Output{Summary: "Unknown.", Indexes: []int{}}},
 		{"negative without marker", "unknown", 5,
-			Output{Summary: "Unknown.", Indexes: []int{}}},
+			role.Output{Summary: "Unknown.", Indexes: []int{}}},
 		{"negative with indices", "Unknown. [CITE] 0 1", 5,
-			Output{Summary: "Unknown.", Indexes: []int{}, Problems: []string{ProblemUnknownWithCitations}, Dropped: 2}},
+			role.Output{Summary: "Unknown.", Indexes: []int{}, Problems: []string{role.ProblemUnknownWithCitations}, Dropped: 2}},
 		{"no summary", " [CITE] 0", 5,
-			Output{Summary: "Unknown.", Indexes: []int{}, Problems: []string{ProblemNoSummary}, Dropped: 1}},
+			role.Output{Summary: "Unknown.", Indexes: []int{}, Problems: []string{role.ProblemNoSummary}, Dropped: 1}},
 		{"empty output", "", 5,
-			Output{Summary: "Unknown.", Indexes: []int{}, Problems: []string{ProblemNoSummary}}},
+			role.Output{Summary: "Unknown.", Indexes: []int{}, Problems: []string{role.ProblemNoSummary}}},
 		{"last marker counts, any case", "A [CITE] b. [cite] 4", 5,
-			Output{Summary: "A [CITE] b.", Indexes: []int{4}}},
+			role.Output{Summary: "A [CITE] b.", Indexes: []int{4}}},
 		{"huge number", "A. [CITE] 99999999999999999999", 5,
-			Output{Summary: "A.", Indexes: []int{}, Problems: []string{ProblemBadCitations}, Dropped: 1}},
+			role.Output{Summary: "A.", Indexes: []int{}, Problems: []string{role.ProblemBadCitations}, Dropped: 1}},
 		{"empty abstract", "A. [CITE] 0", 0,
-			Output{Summary: "A.", Indexes: []int{}, Problems: []string{ProblemIndexOutOfRange}, Dropped: 1}},
+			role.Output{Summary: "A.", Indexes: []int{}, Problems: []string{role.ProblemIndexOutOfRange}, Dropped: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Parse(tc.text, tc.n)
@@ -89,22 +91,4 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q): a negative with citations", text)
 		}
 	})
-}
-
-// TestParseMarked: another marker is read as Parse reads [CITE], and [CITE] is then plain text.
-func TestParseMarked(t *testing.T) {
-	for _, tc := range []struct {
-		name, text string
-		want       Output
-	}{
-		{"paper form", "Adults with asthma.\nCitations: 0, 3", Output{Summary: "Adults with asthma.", Indexes: []int{0, 3}}},
-		{"any case", "Adults. CITATIONS: 2", Output{Summary: "Adults.", Indexes: []int{2}}},
-		{"[CITE] is text", "Adults. [CITE] 1", Output{Summary: "Adults. [CITE] 1", Indexes: []int{}, Problems: []string{ProblemNoCitations}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := ParseMarked(tc.text, 5, "Citations:"); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("ParseMarked(%q) = %+v, want %+v", tc.text, got, tc.want)
-			}
-		})
-	}
 }

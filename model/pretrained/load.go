@@ -17,6 +17,7 @@ import (
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/variant"
@@ -282,19 +283,45 @@ func (t *Tracker) scoreRows(rows []labelledPair) ([]float32, error) {
 }
 
 // ScoreBatch returns, for each request, the probability that each sentence of its abstract is
-// relevant to its aspect (a code or a name of the checkpoint's aspect set).
+// relevant to its aspect (a code or a name of the checkpoint's aspect set): role.Tracker, for a
+// Track-then-Sum tracker.
 func (t *Tracker) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	if t.Meta.Variant != "" {
 		return nil, fmt.Errorf("the %s scores (sentence, summary) pairs, not (sentence, aspect) ones", kindName(dataset.TaskTracker, t.Meta.Variant))
 	}
-	var exs []Example
-	for _, r := range reqs {
+	docs := make([][]string, len(reqs))
+	against := make([]string, len(reqs))
+	for i, r := range reqs {
 		a, ok := dataset.LookupAspect(t.Meta.AspectSet, strings.TrimSpace(r.Aspect))
 		if !ok {
 			return nil, fmt.Errorf("aspect %q is not in the %s aspect set of the tracker", r.Aspect, t.Meta.AspectSet)
 		}
-		for _, s := range r.Doc {
-			e, err := t.input(s, a.Code)
+		docs[i], against[i] = r.Doc, a.Code
+	}
+	return t.scoreDocs(docs, against)
+}
+
+// ScorePairs returns, for each request, the probability that each sentence of its abstract
+// supports its summary (PairTrackerMessages): role.PairTracker, for SUM-THEN-TRACK's pair tracker.
+func (t *Tracker) ScorePairs(reqs []tracker.PairRequest) ([][]float32, error) {
+	if t.Meta.Variant != variant.SumThenTrack {
+		return nil, fmt.Errorf("the %s scores (sentence, aspect) pairs, not (sentence, summary) ones", kindName(dataset.TaskTracker, t.Meta.Variant))
+	}
+	docs := make([][]string, len(reqs))
+	against := make([]string, len(reqs))
+	for i, r := range reqs {
+		docs[i], against[i] = r.Doc, r.Summary
+	}
+	return t.scoreDocs(docs, against)
+}
+
+// scoreDocs scores every sentence of docs[i] against against[i] (an aspect code or a summary, as
+// the checkpoint's prompt reads it) in one t.score call, and returns the probabilities per doc.
+func (t *Tracker) scoreDocs(docs [][]string, against []string) ([][]float32, error) {
+	var exs []Example
+	for i, doc := range docs {
+		for _, s := range doc {
+			e, err := t.input(s, against[i])
 			if err != nil {
 				return nil, err
 			}
@@ -305,11 +332,11 @@ func (t *Tracker) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]float32, len(reqs))
+	out := make([][]float32, len(docs))
 	k := 0
-	for i, r := range reqs {
-		out[i] = probs[k : k+len(r.Doc)]
-		k += len(r.Doc)
+	for i, doc := range docs {
+		out[i] = probs[k : k+len(doc)]
+		k += len(doc)
 	}
 	return out, nil
 }
@@ -371,7 +398,7 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 // Summarize writes the summary of each request; o's BeamSize, MaxLen, LengthPenalty and
 // NoRepeatNgram (when set) replace the checkpoint's. An answer without text is "Unknown.".
 func (s *Summarizer) Summarize(reqs []summarizer.Request, o decode.Options) ([]string, error) {
-	answers, err := s.answers(reqs, o)
+	answers, err := s.Answer(reqs, o)
 	if err != nil {
 		return nil, err
 	}
@@ -381,9 +408,11 @@ func (s *Summarizer) Summarize(reqs []summarizer.Request, o decode.Options) ([]s
 	return answers, nil
 }
 
-// answers generates the answer text of each request, up to the first end-of-turn marker, with
-// the decoding settings of Summarize.
-func (s *Summarizer) answers(reqs []summarizer.Request, o decode.Options) ([]string, error) {
+// Answer generates the answer text of each request, up to the first end-of-turn marker, with the
+// decoding settings of Summarize: "Summary: ..." (Summarize reads the summary out of it), or for
+// an END-TO-END checkpoint "Summary: ...\nCitations: 0, 3" (role.Answerer; its prompt shows
+// each sentence of the abstract in Cited with its index).
+func (s *Summarizer) Answer(reqs []summarizer.Request, o decode.Options) ([]string, error) {
 	gen := s.Gen
 	if o.BeamSize > 0 {
 		gen.BeamSize = o.BeamSize
@@ -419,6 +448,12 @@ func (s *Summarizer) answers(reqs []summarizer.Request, o decode.Options) ([]str
 		out[i] = text
 	}
 	return out, nil
+}
+
+// ParseAnswer reads an END-TO-END answer for an abstract of n sentences with ParseEndToEnd
+// (role.Answerer; Answer has already cut the end-of-turn markers).
+func (s *Summarizer) ParseAnswer(answer string, n int) role.Output {
+	return ParseEndToEnd(answer, n, nil)
 }
 
 func int32sToInts(ids []int32) []int {

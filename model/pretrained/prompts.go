@@ -9,6 +9,7 @@ import (
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/chattemplate"
 	"github.com/tracksum/tracksum/model/ete"
+	"github.com/tracksum/tracksum/model/role"
 )
 
 // The prompts are those of the TracSum authors' released training scripts and of the paper's
@@ -156,10 +157,10 @@ func EndToEndAnswer(summary string, citations []int32) string {
 
 // ParseEndToEnd reads a generated END-TO-END answer for an abstract of n sentences: special
 // tokens are removed, the text after the first "Summary:" (any case; all of it when missing) is
-// read by ete.ParseMarked with CitationsPrefix as its marker: invalid, out-of-range and repeated
+// read by role.ParseMarked with CitationsPrefix as its marker: invalid, out-of-range and repeated
 // indices are dropped and counted, "Unknown." has no citation, and a missing "Citations:" is
-// ete.ProblemNoCitations.
-func ParseEndToEnd(answer string, n int, special []string) ete.Output {
+// role.ProblemNoCitations.
+func ParseEndToEnd(answer string, n int, special []string) role.Output {
 	for _, s := range special {
 		if s != "" {
 			answer = strings.ReplaceAll(answer, s, " ")
@@ -168,7 +169,7 @@ func ParseEndToEnd(answer string, n int, special []string) ete.Output {
 	if i := indexFold(answer, SummaryPrefix); i >= 0 {
 		answer = answer[i+len(SummaryPrefix):]
 	}
-	return ete.ParseMarked(answer, n, CitationsPrefix)
+	return role.ParseMarked(answer, n, CitationsPrefix)
 }
 
 // indexFold is the byte offset of the first occurrence of sub in s, any case, or -1. It compares

@@ -15,7 +15,7 @@ import (
 	"github.com/tracksum/tracksum/hf/chattemplate"
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/model/checkpoint"
-	"github.com/tracksum/tracksum/model/ete"
+	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/variant"
 )
 
@@ -332,12 +332,12 @@ func TestParseEndToEnd(t *testing.T) {
 		{"end-of-turn token cut", "Summary: A.\nCitations: 2, 1<|eot_id|>", 5, "A.", []int{1, 2}, nil, 0},
 		{"no summary prefix", "A. Citations: 4", 5, "A.", []int{4}, nil, 0},
 		{"out of range, repeated and words dropped", "Summary: A.\nCitations: 1, 1, 9, two", 5, "A.",
-			[]int{1}, []string{ete.ProblemBadCitations, ete.ProblemIndexOutOfRange, ete.ProblemDuplicateIndex}, 3},
+			[]int{1}, []string{role.ProblemBadCitations, role.ProblemIndexOutOfRange, role.ProblemDuplicateIndex}, 3},
 		{"unknown with citations", "Summary: Unknown.\nCitations: 0, 1", 5, dataset.UnknownSummary, []int{},
-			[]string{ete.ProblemUnknownWithCitations}, 2},
-		{"no citations field", "Summary: A.", 5, "A.", []int{}, []string{ete.ProblemNoCitations}, 0},
-		{"empty answer", "", 5, dataset.UnknownSummary, []int{}, []string{ete.ProblemNoSummary}, 0},
-		{"citations without a summary", "Summary:\nCitations: 1", 5, dataset.UnknownSummary, []int{}, []string{ete.ProblemNoSummary}, 1},
+			[]string{role.ProblemUnknownWithCitations}, 2},
+		{"no citations field", "Summary: A.", 5, "A.", []int{}, []string{role.ProblemNoCitations}, 0},
+		{"empty answer", "", 5, dataset.UnknownSummary, []int{}, []string{role.ProblemNoSummary}, 0},
+		{"citations without a summary", "Summary:\nCitations: 1", 5, dataset.UnknownSummary, []int{}, []string{role.ProblemNoSummary}, 1},
 		{"lower case, bytes that change length when lower-cased", "İ summary: B.\ncitations: 0", 3, "B.", []int{0}, nil, 0},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

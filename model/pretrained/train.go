@@ -401,7 +401,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		for i, r := range devRows {
 			reqs[i] = summarizer.Request{Aspect: r.Aspect, Cited: r.Sentences, Document: r.Document}
 		}
-		answers, err := devSum.answers(reqs, decode.Options{BeamSize: 1, MaxLen: gen.MaxNewTokens})
+		answers, err := devSum.Answer(reqs, decode.Options{BeamSize: 1, MaxLen: gen.MaxNewTokens})
 		if err != nil {
 			return nil, err
 		}

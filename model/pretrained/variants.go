@@ -11,16 +11,15 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/model/checkpoint"
-	"github.com/tracksum/tracksum/model/decode"
-	"github.com/tracksum/tracksum/model/ete"
-	"github.com/tracksum/tracksum/model/summarizer"
+	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
 )
 
 // TracSum's Table 6 variants on a fine-tuned pretrained causal LM, as the paper ran them
 // (sections C.5 and C.6, Tables 18-19), with the training, checkpoints and decoding of the
-// Track-then-Sum models of this package:
+// Track-then-Sum models of this package. Their prediction is package role's, composed over the
+// parts' methods (role.SumThenTrack, role.EndToEnd), as for the from-scratch models:
 //
 //   - SUM-THEN-TRACK: a summarizer reads the aspect and the whole abstract (Table 18) and writes
 //     "Summary: ..."; a pair tracker scores each (sentence, summary) pair (PairTrackerMessages,
@@ -28,7 +27,7 @@ import (
 //     directory has variant.json and two pretrained checkpoints, summarizer/ and tracker/, each with
 //     its own variant.json, as model/stt's layout.
 //   - END-TO-END: one model reads the aspect and the indexed sentences (Table 19) and writes
-//     "Summary: ...\nCitations: 0, 3", read back by ParseEndToEnd with model/ete's repairs. Its
+//     "Summary: ...\nCitations: 0, 3", read back by ParseEndToEnd with role.ParseMarked's repairs. Its
 //     directory is a pretrained checkpoint plus variant.json, as model/ete's.
 //
 // variant.json has "pretrained": true, so that the from-scratch loaders (model/stt, model/ete)
@@ -51,16 +50,10 @@ type VariantOptions struct {
 // caller sets another (infer sets infer.threshold): the paper's default (section C.5.1).
 const DefaultPairThreshold = 0.5
 
-// SumThenTrack is a loaded SUM-THEN-TRACK checkpoint on a pretrained LM. It is safe for
-// concurrent use.
-type SumThenTrack struct {
-	Summarizer *Summarizer
-	Tracker    *Tracker
-	// Decode are the summarizer's decoding settings (the checkpoint's by default).
-	Decode decode.Options
-	// Threshold is the probability from which a sentence is cited.
-	Threshold float64
-}
+// SumThenTrack is a loaded SUM-THEN-TRACK checkpoint on a pretrained LM: SUM-THEN-TRACK's one
+// Predict (role.SumThenTrack) on the summarizer of the whole abstract and the pair tracker
+// (Tracker.ScorePairs). Threshold defaults to DefaultPairThreshold. It is safe for concurrent use.
+type SumThenTrack = role.SumThenTrack[*Summarizer, *Tracker]
 
 // SumThenTrackReport is report.json of a SUM-THEN-TRACK directory: its two parts' reports.
 type SumThenTrackReport struct {
@@ -198,60 +191,10 @@ func LoadSumThenTrackParts(ctx context.Context, summarizerDir, trackerDir string
 	return &SumThenTrack{Summarizer: s, Tracker: t, Decode: s.DecodeOptions(), Threshold: DefaultPairThreshold}, nil
 }
 
-// Predict writes one prediction per aspect of an abstract, in order (Algorithm 3): the summary of
-// the whole abstract, and the sentences whose pair with it the tracker scores >= Threshold
-// (Scores holds every sentence's probability). A summary saying the aspect is absent is the
-// negative prediction ("Unknown.", no citation, no scores), as model/stt's.
-func (m *SumThenTrack) Predict(pmid string, doc []string, aspects []string) ([]dataset.Prediction, error) {
-	reqs := make([]summarizer.Request, len(aspects))
-	for i, a := range aspects {
-		reqs[i] = summarizer.Request{Aspect: a, Cited: doc}
-	}
-	sums, err := m.Summarizer.Summarize(reqs, m.Decode)
-	if err != nil {
-		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
-	}
-	preds := make([]dataset.Prediction, len(aspects))
-	var exs []Example
-	var scored []int
-	for i, a := range aspects {
-		preds[i] = dataset.Prediction{PMID: pmid, Aspect: a, Summary: sums[i], Indexes: []int{}}
-		if dataset.IsUnknownSummary(sums[i]) {
-			preds[i].Summary = dataset.UnknownSummary
-			continue
-		}
-		if len(doc) == 0 {
-			continue // no sentence to cite
-		}
-		for _, sentence := range doc {
-			e, err := m.Tracker.input(sentence, sums[i])
-			if err != nil {
-				return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
-			}
-			exs = append(exs, e)
-		}
-		scored = append(scored, i)
-	}
-	if len(scored) == 0 {
-		return preds, nil
-	}
-	probs, err := m.Tracker.score(exs)
-	if err != nil {
-		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
-	}
-	variant.Cite(preds, scored, probs, len(doc), m.Threshold)
-	return preds, nil
-}
-
-// EndToEnd is a loaded END-TO-END checkpoint on a pretrained LM. It is safe for concurrent use.
-type EndToEnd struct {
-	S *Summarizer
-	// Decode are the decoding settings (the checkpoint's by default; infer's flags override them).
-	Decode decode.Options
-	Meta   variant.Meta
-
-	repairs ete.Repairs
-}
+// EndToEnd is a loaded END-TO-END checkpoint on a pretrained LM: END-TO-END's one Predict
+// (role.EndToEnd) on the fine-tuned summarizer answering the Table 19 prompt
+// (Summarizer.Answer, read back by ParseEndToEnd). It is safe for concurrent use.
+type EndToEnd = role.EndToEnd[*Summarizer]
 
 // TrainEndToEnd fine-tunes END-TO-END (summarizer.pretrained, summarizer.* settings, generation
 // cap variants.max_output_len) on the end_to_end rows of the prepared directory dataDir
@@ -294,21 +237,3 @@ func LoadEndToEnd(ctx context.Context, dir string, opts ...LoadOptions) (*EndToE
 	}
 	return &EndToEnd{S: s, Decode: s.DecodeOptions(), Meta: meta}, nil
 }
-
-// Predict writes one prediction per aspect of an abstract, in order: the generated answer read by
-// ParseEndToEnd (invalid, out-of-range and repeated indices dropped; "Unknown." without
-// citations), with the problems it repaired, counted in Stats.
-func (m *EndToEnd) Predict(pmid string, doc []string, aspects []string) ([]dataset.Prediction, error) {
-	reqs := make([]summarizer.Request, len(aspects))
-	for i, a := range aspects {
-		reqs[i] = summarizer.Request{Aspect: a, Cited: doc}
-	}
-	answers, err := m.S.answers(reqs, m.Decode)
-	if err != nil {
-		return nil, fmt.Errorf("end_to_end: abstract %s: %w", pmid, err)
-	}
-	return m.repairs.Predictions(pmid, aspects, answers, func(text string) ete.Output { return ParseEndToEnd(text, len(doc), nil) }), nil
-}
-
-// Stats returns what Predict has repaired so far.
-func (m *EndToEnd) Stats() ete.Stats { return m.repairs.Stats() }

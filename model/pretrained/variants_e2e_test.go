@@ -17,6 +17,7 @@ import (
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
+	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/stt"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
@@ -275,8 +276,8 @@ func TestEndToEndTrainInfer(t *testing.T) {
 
 	docs := docLengths(t, data, "test")
 	preds := runInfer(t, cfg, data, infer.Options{Method: infer.MethodETE, Model: ck})
-	known := []string{ete.ProblemNoCitations, ete.ProblemNoSummary, ete.ProblemBadCitations, ete.ProblemIndexOutOfRange,
-		ete.ProblemDuplicateIndex, ete.ProblemUnknownWithCitations}
+	known := []string{role.ProblemNoCitations, role.ProblemNoSummary, role.ProblemBadCitations, role.ProblemIndexOutOfRange,
+		role.ProblemDuplicateIndex, role.ProblemUnknownWithCitations}
 	for _, p := range preds {
 		n, ok := docs[p.PMID]
 		if !ok {

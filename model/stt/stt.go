@@ -10,6 +10,9 @@
 // sentence's position as its position features. The variants config section sets the longer
 // inputs; everything else comes from the summarizer and tracker sections.
 //
+// Prediction is SUM-THEN-TRACK's one Predict (role.SumThenTrack, shared with the variant on a
+// pretrained LM): a loaded Model is that composition on these two models.
+//
 // A checkpoint directory holds variant.json and two ordinary checkpoints, summarizer/ and
 // tracker/ (checkpoint.VariantSummarizerDir, VariantTrackerDir), each with its own variant.json.
 //
@@ -32,7 +35,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/model/checkpoint"
-	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/training"
@@ -54,16 +57,11 @@ func init() {
 	})
 }
 
-// Model is a loaded SUM-THEN-TRACK checkpoint. It is safe for concurrent use.
-type Model struct {
-	Summarizer *summarizer.Summarizer
-	Tracker    *tracker.Model
-	// Decode are the summarizer's decoding settings (the checkpoint's by default).
-	Decode decode.Options
-	// Threshold is the probability from which a sentence is cited (default: the tracker's
-	// tracker.threshold; infer sets infer.threshold).
-	Threshold float64
-}
+// Model is a loaded SUM-THEN-TRACK checkpoint: SUM-THEN-TRACK's one Predict (role.SumThenTrack)
+// on the from-scratch summarizer and the tracker of (sentence [SEP] summary) pairs
+// (tracker.PairExample, scored by its ScorePairs). Threshold defaults to the tracker's
+// tracker.threshold (infer sets infer.threshold). It is safe for concurrent use.
+type Model = role.SumThenTrack[*summarizer.Summarizer, *tracker.Model]
 
 // Load reads a SUM-THEN-TRACK checkpoint directory written by Train.
 func Load(dir string) (*Model, error) {
@@ -95,69 +93,6 @@ func LoadParts(summarizerDir, trackerDir string) (*Model, error) {
 		return nil, fmt.Errorf("%w: %s and %s were trained with different tokenizers", variant.ErrCheckpoint, summarizerDir, trackerDir)
 	}
 	return &Model{Summarizer: s, Tracker: t, Decode: s.DecodeOptions(), Threshold: t.Threshold()}, nil
-}
-
-// Predict writes one prediction per aspect of an abstract, in order: the summary of the whole
-// abstract, and the sentences the tracker scores >= Threshold against it (Scores holds every
-// sentence's probability). A summary saying the aspect is absent is the negative prediction
-// ("Unknown.", no citation, no scores).
-func (m *Model) Predict(pmid string, doc []string, aspects []string) ([]dataset.Prediction, error) {
-	reqs := make([]summarizer.Request, len(aspects))
-	for i, a := range aspects {
-		reqs[i] = summarizer.Request{Aspect: a, Cited: doc}
-	}
-	sums, err := m.Summarizer.Summarize(reqs, m.Decode)
-	if err != nil {
-		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
-	}
-	hp := m.Tracker.Hyperparams()
-	sep, ok := m.Tracker.Tokenizer().SpecialID("[SEP]")
-	if !ok {
-		return nil, fmt.Errorf("sum_then_track: the tracker's tokenizer has no [SEP] token")
-	}
-	tok := m.Tracker.Tokenizer()
-	docIDs := make([][]int32, len(doc))
-	for k, s := range doc {
-		docIDs[k] = tok.Encode(s)
-	}
-	preds := make([]dataset.Prediction, len(aspects))
-	var split tracker.SplitData
-	var scored []int
-	for i, a := range aspects {
-		preds[i] = dataset.Prediction{PMID: pmid, Aspect: a, Summary: sums[i], Indexes: []int{}}
-		if dataset.IsUnknownSummary(sums[i]) {
-			preds[i].Summary = dataset.UnknownSummary
-			continue
-		}
-		ai, ok := hp.AspectIndex(a)
-		if !ok {
-			return nil, fmt.Errorf("sum_then_track: abstract %s: unknown aspect %q (tracker knows %v)", pmid, a, hp.Aspects)
-		}
-		sumIDs := tok.Encode(sums[i])
-		for k := range doc {
-			split.Examples = append(split.Examples, PairExample(docIDs[k], sumIDs, sep, hp.MaxTokens(), ai, k, len(doc)))
-			split.Keys = append(split.Keys, tracker.RowKey{PMID: pmid, Aspect: a, SentenceIndex: k})
-		}
-		scored = append(scored, i)
-	}
-	if len(scored) == 0 {
-		return preds, nil
-	}
-	probs, err := m.Tracker.ScoreSplit(split)
-	if err != nil {
-		return nil, fmt.Errorf("sum_then_track: abstract %s: %w", pmid, err)
-	}
-	variant.Cite(preds, scored, probs, len(doc), m.Threshold)
-	return preds, nil
-}
-
-// PairExample is the tracker input of sentence k (of an n-sentence abstract) against a summary:
-// the sentence's tokens, [SEP], the summary's tokens, at most maxTokens in all; the sentence keeps
-// at least half of them when both are long. Training and Predict build it the same way.
-func PairExample(sentence, summary []int32, sep int32, maxTokens, aspect, k, n int) tracker.Example {
-	keep := min(len(sentence), max(maxTokens/2, maxTokens-1-len(summary)))
-	ids := append(append(append(make([]int32, 0, maxTokens), sentence[:keep]...), sep), summary...)
-	return tracker.Example{IDs: ids[:min(len(ids), maxTokens)], Aspect: int32(aspect), Pos: tracker.PositionFeatures(k, n), Weight: 1}
 }
 
 // TrainOptions are the parts of a Train run that are not configuration.
@@ -310,7 +245,7 @@ func ReadSummarizerData(dataDir string, assign variant.Assign) (*summarizer.Data
 }
 
 // ReadTrackerData reads the sum_then_track rows of dataDir (by the prepared splits, or by assign)
-// as tracker examples (PairExample) of at most maxTokens tokens.
+// as tracker examples (tracker.PairExample) of at most maxTokens tokens.
 func ReadTrackerData(dataDir string, maxTokens int, assign variant.Assign) (*tracker.Data, error) {
 	man, err := dataset.ReadManifest(dataDir)
 	if err != nil {
@@ -348,7 +283,7 @@ func ReadTrackerData(dataDir string, maxTokens int, assign variant.Assign) (*tra
 			if !ok {
 				return sd, fmt.Errorf("%s: sum_then_track row %s/%s: aspect %q not in set %q", dataDir, r.PMID, r.Aspect, r.Aspect, man.AspectSet)
 			}
-			ex := PairExample(r.SentenceIDs, r.SummaryIDs, sep, maxTokens, a, int(r.SentenceIndex), n[[2]string{r.PMID, r.Aspect}])
+			ex := tracker.PairExample(r.SentenceIDs, r.SummaryIDs, sep, maxTokens, a, int(r.SentenceIndex), n[[2]string{r.PMID, r.Aspect}])
 			if r.Label {
 				ex.Label = 1
 			}

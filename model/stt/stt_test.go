@@ -15,6 +15,7 @@ import (
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/variant"
 )
 
@@ -134,7 +135,7 @@ func TestPairExample(t *testing.T) {
 		{"long sentence, short summary", seq(10, 20), seq(50, 2), 8, append(append(seq(10, 5), 4), seq(50, 2)...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := PairExample(tc.sent, tc.summary, 4, tc.max, 2, 1, 5)
+			ex := tracker.PairExample(tc.sent, tc.summary, 4, tc.max, 2, 1, 5)
 			if !slices.Equal(ex.IDs, tc.want) || ex.Aspect != 2 || ex.Weight != 1 {
 				t.Errorf("PairExample = %v (aspect %d), want %v", ex.IDs, ex.Aspect, tc.want)
 			}

@@ -170,13 +170,20 @@ func (m *Model) ScoreBatch(reqs []Request) ([][]float32, error) {
 			return nil, err
 		}
 	}
+	return perRequest(probs, reqs, func(r Request) []string { return r.Doc }), nil
+}
+
+// perRequest cuts probs, the scores of every sentence of reqs in order, into one slice per
+// request (its capacity ends with it: appending to one never overwrites the next).
+func perRequest[R any](probs []float32, reqs []R, doc func(R) []string) [][]float32 {
 	out := make([][]float32, len(reqs))
 	k := 0
-	for ri, r := range reqs {
-		out[ri] = probs[k : k+len(r.Doc) : k+len(r.Doc)]
-		k += len(r.Doc)
+	for i, r := range reqs {
+		n := len(doc(r))
+		out[i] = probs[k : k+n : k+n]
+		k += n
 	}
-	return out, nil
+	return out
 }
 
 // example tokenizes sentence i of an n-sentence abstract exactly as prepare does for TrackerRow.

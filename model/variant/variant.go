@@ -136,18 +136,3 @@ func Rows[T any](dataDir, task string, pmid func(*T) string, assign Assign) (tra
 	}
 	return train, dev, nil
 }
-
-// Cite gives SUM-THEN-TRACK's citations (TracSum Algorithm 3): for the j-th index i of scored,
-// preds[i].Scores becomes probs[j*n:(j+1)*n] (one probability per sentence of the n-sentence
-// abstract) and the sentences scoring >= threshold are appended to preds[i].Indexes.
-func Cite(preds []dataset.Prediction, scored []int, probs []float32, n int, threshold float64) {
-	for j, i := range scored {
-		p := probs[j*n : (j+1)*n]
-		preds[i].Scores = p
-		for k, s := range p {
-			if float64(s) >= threshold {
-				preds[i].Indexes = append(preds[i].Indexes, k)
-			}
-		}
-	}
-}

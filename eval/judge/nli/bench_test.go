@@ -3,7 +3,6 @@ package nli
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/tracksum/tracksum/eval/judge"
@@ -12,8 +11,9 @@ import (
 
 // BenchmarkBERTBasePairs: sentence pairs per second of the nli judge on a BERT-base-shaped random
 // snapshot (vocab 30522, hidden 768, 12 layers, 12 heads, intermediate 3072; 440 MB of float32
-// weights written to a temporary directory) with pairs of 128 tokens, 16 concurrent callers, no
-// cache. Run it alone, once:
+// weights written to a temporary directory) with pairs of 128 tokens, all asked in one EntailsAll
+// call as the evaluator does (one full pass of 16 rows, its graph build included), no cache. Run
+// it alone, once:
 //
 //	go test -run '^$' -bench BERTBasePairs -benchtime 1x ./eval/judge/nli/
 func BenchmarkBERTBasePairs(b *testing.B) {
@@ -34,21 +34,19 @@ func BenchmarkBERTBasePairs(b *testing.B) {
 		premises[i] = fmt.Sprintf("patients %02d were randomized to placebo or drug and the toxicity was low in both arms of the trial and more", i)[:96]
 	}
 	hyp := "the toxicity was low in arm"
+	pairs := make([]judge.Pair, n)
+	for i, p := range premises {
+		pairs[i] = judge.Pair{Premise: p, Hypothesis: hyp}
+	}
 	b.ResetTimer()
-	pairs := 0
+	done := 0
 	for b.Loop() {
 		j.memo = map[string]float64{}
-		var wg sync.WaitGroup
-		for _, p := range premises {
-			wg.Go(func() {
-				if _, err := j.Probability(context.Background(), p, hyp); err != nil {
-					b.Error(err)
-				}
-			})
+		if _, err := j.EntailsAll(context.Background(), pairs); err != nil {
+			b.Fatal(err)
 		}
-		wg.Wait()
-		pairs += n
+		done += n
 	}
-	b.ReportMetric(float64(pairs)/b.Elapsed().Seconds(), "pairs/s")
+	b.ReportMetric(float64(done)/b.Elapsed().Seconds(), "pairs/s")
 	b.Logf("%s", j.Stats())
 }

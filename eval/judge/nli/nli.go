@@ -18,10 +18,12 @@
 // probability is the largest over the chunks, as SummaC-style and ALCE-style evaluations
 // aggregate.
 //
-// Pairs are batched across the evaluator's concurrent calls (one forward pass at a time, taking
-// up to BatchSize pending pairs), and every probability is cached on disk under a key made of the
-// weights' SHA-256, the length limit, the premise chunk and the hypothesis, so a rerun computes
-// nothing.
+// The judge is a judge.Batcher: the evaluator hands it every pair of many instances in one
+// EntailsAll call, whose pairs not yet cached are sorted by length and run in full forward passes
+// of BatchSize rows (one pass at a time; pairs of concurrent callers share passes too). Passes are
+// padded to a few shapes (rows BatchSize or a power of two, lengths in steps of 64 tokens) so that
+// few graphs are built. Every probability is cached on disk under a key made of the weights'
+// SHA-256, the length limit, the premise chunk and the hypothesis, so a rerun computes nothing.
 //
 // # Example
 //
@@ -40,6 +42,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -88,12 +91,19 @@ type Stats struct {
 	Batches  int64 `json:"batches"`
 	// Chunked is the number of premises cut into more than one chunk.
 	Chunked int64 `json:"chunked"`
+	// Graphs is the number of distinct (rows, tokens) shapes of the forward passes: the graphs
+	// built (each new shape costs a graph build).
+	Graphs int64 `json:"graphs"`
+	// Rows and Tokens are the padded rows and row-tokens of all passes (Rows*tokens summed):
+	// Tokens against the computed pairs' own tokens says how much padding cost.
+	Rows   int64 `json:"rows"`
+	Tokens int64 `json:"tokens"`
 }
 
 // String is a one-line summary.
 func (s Stats) String() string {
-	return fmt.Sprintf("%d pairs, %d cache hits, %d computed in %d batches, %d premises chunked",
-		s.Pairs, s.CacheHits, s.Computed, s.Batches, s.Chunked)
+	return fmt.Sprintf("%d pairs, %d cache hits, %d computed in %d batches (%d rows, %d graphs), %d premises chunked",
+		s.Pairs, s.CacheHits, s.Computed, s.Batches, s.Rows, s.Graphs, s.Chunked)
 }
 
 // Judge is the nli judge. It is safe for concurrent use.
@@ -112,9 +122,10 @@ type Judge struct {
 	mu      sync.Mutex
 	memo    map[string]float64
 	queue   []*request
-	running sync.Mutex // one forward pass at a time
+	running sync.Mutex      // one forward pass at a time
+	shapes  map[[2]int]bool // the shapes run so far (under running)
 
-	pairs, hits, computed, batches, chunked atomic.Int64
+	pairs, hits, computed, batches, chunked, graphs, rows, tokens atomic.Int64
 }
 
 // request is one pair waiting for its probability.
@@ -123,6 +134,7 @@ type request struct {
 	premise  string
 	hyp      string
 	ids      []int32
+	types    []int32
 	p        float64
 	err      error
 	finished chan struct{}
@@ -198,8 +210,8 @@ func New(ctx context.Context, opts Options) (*Judge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nli judge: %w", err)
 	}
-	exec, err := gomlxmodel.NewExec(backend, store, func(scope *gomlxmodel.Scope, ids, mask *Node) *Node {
-		return m.Classify(scope, m.Pooled(scope, m.Hidden(scope, ids, nil, mask)))
+	exec, err := gomlxmodel.NewExec(backend, store, func(scope *gomlxmodel.Scope, ids, types, mask *Node) *Node {
+		return m.Classify(scope, m.Pooled(scope, m.Hidden(scope, ids, types, mask)))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nli judge: %w", err)
@@ -207,7 +219,7 @@ func New(ctx context.Context, opts Options) (*Judge, error) {
 	exec.SetMaxCache(-1)
 	return &Judge{opts: opts, name: "nli:" + filepath.Base(filepath.Clean(snap.Dir)), tok: tok, sp: sp,
 		pad: int32(cfg.PadTokenID), maxLen: maxLen, entail: entail, labels: labels, digest: digest,
-		exec: exec, memo: map[string]float64{}}, nil
+		exec: exec, memo: map[string]float64{}, shapes: map[[2]int]bool{}}, nil
 }
 
 // readLabels returns the index of the entailment label and the number of labels of config.json's
@@ -304,7 +316,8 @@ func (j *Judge) WeightsSHA256() string { return j.digest }
 // Stats returns what the judge did so far.
 func (j *Judge) Stats() Stats {
 	return Stats{Pairs: j.pairs.Load(), CacheHits: j.hits.Load(), Computed: j.computed.Load(),
-		Batches: j.batches.Load(), Chunked: j.chunked.Load()}
+		Batches: j.batches.Load(), Chunked: j.chunked.Load(), Graphs: j.graphs.Load(), Rows: j.rows.Load(),
+		Tokens: j.tokens.Load()}
 }
 
 // Entails implements judge.Judge: the largest entailment probability over the premise's chunks
@@ -317,39 +330,89 @@ func (j *Judge) Entails(ctx context.Context, premise, hypothesis string) (bool, 
 	return p >= j.opts.Threshold, nil
 }
 
+// EntailsAll implements judge.Batcher: the verdicts of Entails on every pair, computed together
+// (see Probabilities).
+func (j *Judge) EntailsAll(ctx context.Context, pairs []judge.Pair) ([]bool, error) {
+	ps, err := j.Probabilities(ctx, pairs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(ps))
+	for i, p := range ps {
+		out[i] = p >= j.opts.Threshold
+	}
+	return out, nil
+}
+
 // Probability returns the entailment probability of hypothesis given premise: the largest over
 // the premise's chunks; 0 for an empty premise or hypothesis.
 func (j *Judge) Probability(ctx context.Context, premise, hypothesis string) (float64, error) {
-	premise, hypothesis = strings.TrimSpace(premise), strings.TrimSpace(hypothesis)
-	if premise == "" || hypothesis == "" {
-		return 0, nil
+	ps, err := j.Probabilities(ctx, []judge.Pair{{Premise: premise, Hypothesis: hypothesis}})
+	if err != nil {
+		return 0, err
 	}
-	chunks := j.Chunks(premise, hypothesis)
-	if len(chunks) > 1 {
-		j.chunked.Add(1)
-	}
-	best := 0.0
+	return ps[0], nil
+}
+
+// Probabilities returns Probability of every pair, computed together: the (chunk, hypothesis)
+// pairs not cached, each once however often it occurs, are sorted by length (longest first, so
+// that a pass holds pairs of similar lengths and little padding) and run in passes of BatchSize
+// rows. The probabilities are those of one pair at a time (the rows of a pass do not interact; a
+// pair's padding is masked).
+func (j *Judge) Probabilities(ctx context.Context, pairs []judge.Pair) ([]float64, error) {
+	out := make([]float64, len(pairs))
+	type chunkOf struct{ pair, req int } // a chunk of pairs[pair] computed by todo[req]
+	var need []chunkOf
 	var todo []*request
-	for _, c := range chunks {
-		j.pairs.Add(1)
-		key := j.key(c, hypothesis)
-		if p, ok := j.cached(key); ok {
-			j.hits.Add(1)
-			best = math.Max(best, p)
+	queued := map[string]int{}
+	for i, pr := range pairs {
+		premise, hypothesis := strings.TrimSpace(pr.Premise), strings.TrimSpace(pr.Hypothesis)
+		if premise == "" || hypothesis == "" {
 			continue
 		}
-		ids, _ := encoder.Pair(j.tok, j.sp, c, hypothesis, j.maxLen)
-		todo = append(todo, &request{key: key, premise: c, hyp: hypothesis, ids: ids, finished: make(chan struct{})})
-	}
-	if len(todo) > 0 {
-		if err := j.compute(ctx, todo); err != nil {
-			return 0, err
+		chunks := j.Chunks(premise, hypothesis)
+		if len(chunks) > 1 {
+			j.chunked.Add(1)
 		}
-		for _, r := range todo {
-			best = math.Max(best, r.p)
+		for _, c := range chunks {
+			j.pairs.Add(1)
+			key := j.key(c, hypothesis)
+			if p, ok := j.cached(key); ok {
+				j.hits.Add(1)
+				out[i] = math.Max(out[i], p)
+				continue
+			}
+			if k, ok := queued[key]; ok {
+				// The same pair twice in one call: computed once, counted as a cache hit as a
+				// second call would be.
+				j.hits.Add(1)
+				need = append(need, chunkOf{i, k})
+				continue
+			}
+			ids, types := encoder.Pair(j.tok, j.sp, c, hypothesis, j.maxLen)
+			queued[key] = len(todo)
+			need = append(need, chunkOf{i, len(todo)})
+			todo = append(todo, &request{key: key, premise: c, hyp: hypothesis, ids: ids, types: types, finished: make(chan struct{})})
 		}
 	}
-	return best, nil
+	if len(todo) == 0 {
+		return out, nil
+	}
+	// Longest first; ties by key, so that the passes do not depend on the order of the pairs.
+	sorted := slices.Clone(todo)
+	slices.SortStableFunc(sorted, func(a, b *request) int {
+		if d := len(b.ids) - len(a.ids); d != 0 {
+			return d
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	if err := j.compute(ctx, sorted); err != nil {
+		return nil, err
+	}
+	for _, n := range need {
+		out[n.pair] = math.Max(out[n.pair], todo[n.req].p)
+	}
+	return out, nil
 }
 
 // Chunks cuts premise into chunks of whole sentences (dataset.SplitSentences), each the longest
@@ -464,27 +527,35 @@ func (j *Judge) compute(ctx context.Context, reqs []*request) error {
 }
 
 // runBatch computes the probabilities of batch in one forward pass, stores them and marks the
-// requests done. The pass is right-padded to a power-of-two number of rows and a multiple of 64
-// tokens (powers of two for both on a backend that compiles a program per shape,
-// model.CompilesPerShape), so that few graphs are built: on 60 dev instances (2 busy cores, a tiny
-// BERT), shapes that followed each batch's exact size and length (multiples of 16) took 64 s, these
-// 34 s.
+// requests done. The pass is right-padded to a few shapes, so that few graphs are built: rows are
+// BatchSize, or the least power of two that holds a smaller batch (the last pass of a call, a
+// lone caller's pair); tokens a multiple of 64 (a power of two on a backend that compiles a
+// program per shape, model.CompilesPerShape), at most MaxLength. On 60 dev instances (2 busy
+// cores, a tiny BERT), shapes that followed each batch's exact size and length (multiples of 16)
+// took 64 s, these 34 s; the batches were then the 1-2 pairs queued by concurrent one-pair calls.
+// Token types are the pair's (BERT's 0 for the premise, 1 for the hypothesis; all 0 for RoBERTa).
 func (j *Judge) runBatch(batch []*request) {
 	longest := 0
 	for _, r := range batch {
 		longest = max(longest, len(r.ids))
 	}
-	t, b := min((longest+63)/64*64, j.maxLen), pow2(len(batch))
+	t, b := min((longest+63)/64*64, j.maxLen), min(pow2(len(batch)), max(j.opts.BatchSize, len(batch)))
 	if model.CompilesPerShape() {
 		t = min(pow2(longest), j.maxLen)
 	}
+	if shape := [2]int{b, t}; !j.shapes[shape] {
+		j.shapes[shape] = true
+		j.graphs.Add(1)
+	}
 	ids := make([]int32, b*t)
+	types := make([]int32, b*t)
 	mask := make([]int32, b*t)
 	for i := range ids {
 		ids[i] = j.pad
 	}
 	for i, r := range batch {
 		copy(ids[i*t:], r.ids)
+		copy(types[i*t:], r.types)
 		for k := range r.ids {
 			mask[i*t+k] = 1
 		}
@@ -492,13 +563,16 @@ func (j *Judge) runBatch(batch []*request) {
 	var err error
 	var logits []float32
 	// Exec is not documented as safe for concurrent use; running serialises the passes anyway.
-	res, e := j.exec.Exec(tensors.FromFlatDataAndDimensions(ids, b, t), tensors.FromFlatDataAndDimensions(mask, b, t))
+	res, e := j.exec.Exec(tensors.FromFlatDataAndDimensions(ids, b, t), tensors.FromFlatDataAndDimensions(types, b, t),
+		tensors.FromFlatDataAndDimensions(mask, b, t))
 	if e != nil {
 		err = fmt.Errorf("nli judge: %w", e)
 	} else {
 		logits = tensors.MustCopyFlatData[float32](res[0])
 	}
 	j.batches.Add(1)
+	j.rows.Add(int64(b))
+	j.tokens.Add(int64(b * t))
 	for i, r := range batch {
 		if err != nil {
 			r.err = err

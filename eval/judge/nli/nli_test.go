@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
-
 	"path/filepath"
 	"strings"
 	"testing"
@@ -200,6 +200,112 @@ func TestBatchedEqualsSingle(t *testing.T) {
 	}
 	if s := many.Stats(); s.Batches >= int64(len(texts)) {
 		t.Logf("no two pairs shared a batch (%s): scheduling, not an error", s)
+	}
+}
+
+// TestEntailsAllEqualsSingle: EntailsAll over many pairs (repeats, empty sides, a premise cut
+// into chunks, lengths from 3 to ~100 tokens) gives the probabilities of one pair at a time, for
+// batch sizes that are and are not powers of two, in full passes of BatchSize rows (the last one
+// excepted) and few shapes.
+func TestEntailsAllEqualsSingle(t *testing.T) {
+	for _, family := range []string{"bert", "roberta", "deberta-v2"} {
+		dir := snap(t, family, []string{"contradiction", "neutral", "entailment"}, nil)
+		long := "The trial enrolled patients. Toxicity was low. The dose was ten mg daily. Survival improved with the drug. " +
+			"No new safety signal appeared. Follow-up lasted two years."
+		var pairs []judge.Pair
+		for i, p := range []string{"a", "the dose was 10 mg", "patients were randomized to placebo or drug", long, "x y z",
+			"toxicity was low in both arms of the trial", "", premise} {
+			for k, h := range []string{hypothesis, "toxicity was low.", "the trial was small and short", " "} {
+				if (i+k)%3 != 2 {
+					pairs = append(pairs, judge.Pair{Premise: p, Hypothesis: h})
+				}
+			}
+		}
+		pairs = append(pairs, pairs[0], pairs[5], pairs[len(pairs)-1]) // repeats
+		one := newJudge(t, dir, Options{BatchSize: 1, MaxLength: 64})
+		want := make([]float64, len(pairs))
+		for i, p := range pairs {
+			var err error
+			if want[i], err = one.Probability(context.Background(), p.Premise, p.Hypothesis); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, bs := range []int{3, 8} {
+			t.Run(fmt.Sprintf("%s batch %d", family, bs), func(t *testing.T) {
+				j := newJudge(t, dir, Options{BatchSize: bs, MaxLength: 64, Threshold: 0.3})
+				got, err := j.Probabilities(context.Background(), pairs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range pairs {
+					if math.Abs(got[i]-want[i]) > 1e-5 {
+						t.Errorf("pair %d %q: batched %v, alone %v", i, pairs[i], got[i], want[i])
+					}
+				}
+				verdicts, err := j.EntailsAll(context.Background(), pairs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range verdicts {
+					if v != (got[i] >= 0.3) {
+						t.Errorf("pair %d: verdict %v for probability %v", i, v, got[i])
+					}
+				}
+				s := j.Stats()
+				if s.Chunked == 0 || s.CacheHits == 0 {
+					t.Errorf("stats %s: want the long premise chunked and the repeats computed once", s)
+				}
+				if full := (s.Computed + int64(bs) - 1) / int64(bs); s.Batches != full {
+					t.Errorf("stats %s: %d passes for %d pairs in batches of %d, want %d", s, s.Batches, s.Computed, bs, full)
+				}
+				if s.Rows > s.Batches*int64(bs) || s.Graphs > 3 {
+					t.Errorf("stats %s: more rows than full passes or too many shapes", s)
+				}
+			})
+		}
+	}
+}
+
+// TestTokenTypes: the judge feeds BERT the pair's token types (1 for the hypothesis), as
+// transformers does: its probabilities on the parity checkpoint's rows are the softmax of the
+// logits of BertForSequenceClassification written by tools/hfparity/bert_nli.py.
+func TestTokenTypes(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "hf", "encoder", "testdata", "bert_nli")
+	data, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		IDs    [][]int32 `json:"ids"`
+		Types  [][]int32 `json:"token_types"`
+		Mask   [][]int32 `json:"mask"`
+		Logits []float32 `json:"logits"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	j := newJudge(t, dir, Options{BatchSize: 4})
+	var reqs []*request
+	zeroed := &request{finished: make(chan struct{})}
+	for i := range g.IDs {
+		n := 0
+		for _, m := range g.Mask[i] {
+			n += int(m)
+		}
+		reqs = append(reqs, &request{key: fmt.Sprint(i), ids: g.IDs[i][:n], types: g.Types[i][:n], finished: make(chan struct{})})
+	}
+	zeroed.key, zeroed.ids, zeroed.types = "zeroed", reqs[0].ids, make([]int32, len(reqs[0].ids))
+	if err := j.compute(context.Background(), append(reqs, zeroed)); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		want := softmaxAt(g.Logits[i*j.labels:(i+1)*j.labels], j.entail)
+		if math.Abs(r.p-want) > 1e-4 {
+			t.Errorf("row %d: probability %v, transformers' %v", i, r.p, want)
+		}
+	}
+	if math.Abs(zeroed.p-reqs[0].p) < 1e-4 {
+		t.Errorf("row 0 with every token type 0 gives the same probability %v: the test cannot see token types", zeroed.p)
 	}
 }
 
