@@ -297,14 +297,15 @@ func mustRename(t *testing.T, from, to string) {
 	}
 }
 
-// editFile rewrites path with edit and returns the function that restores it.
+// editFile rewrites path with edit and returns the function that restores it. edit gets a copy,
+// so an edit made in place cannot change what the restore writes back.
 func editFile(t *testing.T, path string, edit func([]byte) []byte) func() {
 	t.Helper()
 	old, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, edit(old), 0o644); err != nil {
+	if err := os.WriteFile(path, edit(bytes.Clone(old)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
