@@ -20,7 +20,7 @@
 //
 // The judge is a judge.Batcher: the evaluator hands it every pair of many instances in one
 // EntailsAll call, whose pairs not yet cached are sorted by length and run in full forward passes
-// of BatchSize rows (one pass at a time; pairs of concurrent callers share passes too). Passes are
+// of BatchSize rows (two passes at once where two CPUs are; pairs of concurrent callers share passes too). Passes are
 // padded to a few shapes (rows BatchSize or a power of two, lengths in steps of 64 tokens) so that
 // few graphs are built. Every probability is cached on disk under a key made of the weights'
 // SHA-256, the length limit, the premise chunk and the hypothesis, so a rerun computes nothing.
@@ -42,6 +42,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -122,8 +123,8 @@ type Judge struct {
 	mu      sync.Mutex
 	memo    map[string]float64
 	queue   []*request
-	running sync.Mutex      // one forward pass at a time
-	shapes  map[[2]int]bool // the shapes run so far (under running)
+	running chan struct{}   // a slot per forward pass that may run at once (passes)
+	shapes  map[[2]int]bool // the shapes run so far (under mu)
 
 	pairs, hits, computed, batches, chunked, graphs, rows, tokens atomic.Int64
 }
@@ -219,7 +220,7 @@ func New(ctx context.Context, opts Options) (*Judge, error) {
 	exec.SetMaxCache(-1)
 	return &Judge{opts: opts, name: "nli:" + filepath.Base(filepath.Clean(snap.Dir)), tok: tok, sp: sp,
 		pad: int32(cfg.PadTokenID), maxLen: maxLen, entail: entail, labels: labels, digest: digest,
-		exec: exec, memo: map[string]float64{}, shapes: map[[2]int]bool{}}, nil
+		exec: exec, memo: map[string]float64{}, shapes: map[[2]int]bool{}, running: make(chan struct{}, passes())}, nil
 }
 
 // readLabels returns the index of the entailment label and the number of labels of config.json's
@@ -491,33 +492,25 @@ func (j *Judge) cached(key string) (float64, bool) {
 	return e.Entailment, true
 }
 
-// compute queues reqs and runs forward passes until each of them is done: whichever caller holds
-// the model runs the next batch of up to BatchSize pending pairs, its own or other callers'.
+// compute queues reqs and runs forward passes until each of them is done: up to passes() passes at
+// once, each taking the next BatchSize pending pairs, its own caller's or another's. A pass of a
+// tiny encoder keeps about 1.2 of 2 cores busy on the pure-Go backend (its small products are not
+// split across cores), so two passes side by side use the machine; which rows go together does
+// not change (the queue is cut in order), so neither do the probabilities.
 func (j *Judge) compute(ctx context.Context, reqs []*request) error {
 	j.mu.Lock()
 	j.queue = append(j.queue, reqs...)
 	j.mu.Unlock()
+	var wg sync.WaitGroup
+	for range cap(j.running) {
+		wg.Go(func() { j.drain(ctx) })
+	}
+	wg.Wait()
 	for _, r := range reqs {
-		for {
-			select {
-			case <-r.finished:
-			default:
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				j.running.Lock()
-				j.mu.Lock()
-				n := min(len(j.queue), j.opts.BatchSize)
-				batch := j.queue[:n:n]
-				j.queue = j.queue[n:]
-				j.mu.Unlock()
-				if n > 0 {
-					j.runBatch(batch)
-				}
-				j.running.Unlock()
-				continue
-			}
-			break
+		select {
+		case <-r.finished:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 		if r.err != nil {
 			return r.err
@@ -525,6 +518,29 @@ func (j *Judge) compute(ctx context.Context, reqs []*request) error {
 	}
 	return nil
 }
+
+// drain runs forward passes over the queue until it is empty or ctx is cancelled.
+func (j *Judge) drain(ctx context.Context) {
+	for ctx.Err() == nil {
+		j.running <- struct{}{}
+		j.mu.Lock()
+		n := min(len(j.queue), j.opts.BatchSize)
+		batch := j.queue[:n:n]
+		j.queue = j.queue[n:]
+		j.mu.Unlock()
+		if n > 0 {
+			j.runBatch(batch)
+		}
+		<-j.running
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// passes is how many forward passes run at once: one per CPU, at most 2 (more only splits the
+// same cores among more copies of the activations).
+func passes() int { return max(1, min(runtime.GOMAXPROCS(0), 2)) }
 
 // runBatch computes the probabilities of batch in one forward pass, stores them and marks the
 // requests done. The pass is right-padded to a few shapes, so that few graphs are built: rows are
@@ -543,10 +559,12 @@ func (j *Judge) runBatch(batch []*request) {
 	if model.CompilesPerShape() {
 		t = min(pow2(longest), j.maxLen)
 	}
+	j.mu.Lock()
 	if shape := [2]int{b, t}; !j.shapes[shape] {
 		j.shapes[shape] = true
 		j.graphs.Add(1)
 	}
+	j.mu.Unlock()
 	ids := make([]int32, b*t)
 	types := make([]int32, b*t)
 	mask := make([]int32, b*t)
@@ -562,7 +580,7 @@ func (j *Judge) runBatch(batch []*request) {
 	}
 	var err error
 	var logits []float32
-	// Exec is not documented as safe for concurrent use; running serialises the passes anyway.
+	// GoMLX's Exec compiles and runs graphs concurrently (each call gets its own buffers).
 	res, e := j.exec.Exec(tensors.FromFlatDataAndDimensions(ids, b, t), tensors.FromFlatDataAndDimensions(types, b, t),
 		tensors.FromFlatDataAndDimensions(mask, b, t))
 	if e != nil {
