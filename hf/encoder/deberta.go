@@ -150,13 +150,23 @@ func (c Config) relativeIndexes(seq int) (c2p, p2c []int32) {
 
 // gatherLast returns out[b, h, i, j] = x[b, h, i, idx[i·T + j]] for x [B, H, T, W] and idx a
 // [T, T] table (torch.gather over the last axis with an index shared by every batch and head).
+//
+// The index does not depend on the batch or the head, so the batch and head axes are moved last
+// and each gathered element is a row of B·H values: T·T slice copies instead of B·H·T·T scalar
+// ones, which the Go backend's Gather does one index at a time.
 func gatherLast(x *Node, idx []int32) *Node {
 	g := x.Graph()
 	dims := x.Shape().Dimensions
 	b, h, t, w := dims[0], dims[1], dims[2], dims[3]
-	rows := MulScalar(Iota(g, shapes.Make(dtypes.Int32, b*h*t), 0), float64(w))
-	flat := Add(Reshape(rows, b, h, t, 1), Reshape(Const(g, idx), 1, 1, t, t))
-	return Gather(Reshape(x, b*h*t*w), ExpandAxes(flat, -1))
+	rows := make([]int32, t*t)
+	for i := range t {
+		for j := range t {
+			rows[i*t+j] = int32(i*w) + idx[i*t+j]
+		}
+	}
+	byPosition := Reshape(TransposeAllDims(Reshape(x, b*h, t, w), 1, 2, 0), t*w, b*h) // [T·W, B·H]
+	picked := Gather(byPosition, Reshape(Const(g, rows), t*t, 1))                     // [T·T, B·H]
+	return Reshape(TransposeAllDims(Reshape(picked, t, t, b*h), 2, 0, 1), b, h, t, t)
 }
 
 // hiddenDisentangled is Hidden for DeBERTa: DebertaV2Model(input_ids, attention_mask,
