@@ -108,23 +108,7 @@ func (e Encoder) specs() map[string]shapes.Shape {
 		p + "embeddings.LayerNorm.weight":             s(e.Hidden),
 		p + "embeddings.LayerNorm.bias":               s(e.Hidden),
 	}
-	lin := func(key string, o, i int) {
-		out[key+".weight"] = s(o, i)
-		out[key+".bias"] = s(o)
-	}
-	for l := range e.Layers {
-		k := fmt.Sprintf("%sencoder.layer.%d.", p, l)
-		lin(k+"attention.self.query", e.Hidden, e.Hidden)
-		lin(k+"attention.self.key", e.Hidden, e.Hidden)
-		lin(k+"attention.self.value", e.Hidden, e.Hidden)
-		lin(k+"attention.output.dense", e.Hidden, e.Hidden)
-		lin(k+"intermediate.dense", e.Intermediate, e.Hidden)
-		lin(k+"output.dense", e.Hidden, e.Intermediate)
-		for _, n := range []string{"attention.output.LayerNorm", "output.LayerNorm"} {
-			out[k+n+".weight"] = s(e.Hidden)
-			out[k+n+".bias"] = s(e.Hidden)
-		}
-	}
+	lin := e.layerSpecs(out, s, "")
 	if e.Pooler {
 		lin(p+"pooler.dense", e.Hidden, e.Hidden)
 	}
@@ -363,4 +347,27 @@ func writeWordPiece(dir, src string, vocab, maxLen int) error {
 		"clean_up_tokenization_spaces": true,
 	}
 	return atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerConfigFile), cfg)
+}
+
+// layerSpecs adds the shapes of every encoder layer to out (BERT's names; DeBERTa's projections
+// end in projSuffix, "_proj") and returns the function that adds a linear layer's weight and bias.
+func (e Encoder) layerSpecs(out map[string]shapes.Shape, s func(dims ...int) shapes.Shape, projSuffix string) func(key string, o, i int) {
+	lin := func(key string, o, i int) {
+		out[key+".weight"] = s(o, i)
+		out[key+".bias"] = s(o)
+	}
+	for l := range e.Layers {
+		k := fmt.Sprintf("%sencoder.layer.%d.", e.Prefix, l)
+		for _, n := range []string{"query", "key", "value"} {
+			lin(k+"attention.self."+n+projSuffix, e.Hidden, e.Hidden)
+		}
+		lin(k+"attention.output.dense", e.Hidden, e.Hidden)
+		lin(k+"intermediate.dense", e.Intermediate, e.Hidden)
+		lin(k+"output.dense", e.Hidden, e.Intermediate)
+		for _, n := range []string{"attention.output.LayerNorm", "output.LayerNorm"} {
+			out[k+n+".weight"] = s(e.Hidden)
+			out[k+n+".bias"] = s(e.Hidden)
+		}
+	}
+	return lin
 }

@@ -23,23 +23,7 @@ func (e Encoder) debertaSpecs(s func(dims ...int) shapes.Shape) map[string]shape
 		p + "encoder.LayerNorm.weight":          s(e.Hidden),
 		p + "encoder.LayerNorm.bias":            s(e.Hidden),
 	}
-	lin := func(key string, o, i int) {
-		out[key+".weight"] = s(o, i)
-		out[key+".bias"] = s(o)
-	}
-	for l := range e.Layers {
-		k := fmt.Sprintf("%sencoder.layer.%d.", p, l)
-		lin(k+"attention.self.query_proj", e.Hidden, e.Hidden)
-		lin(k+"attention.self.key_proj", e.Hidden, e.Hidden)
-		lin(k+"attention.self.value_proj", e.Hidden, e.Hidden)
-		lin(k+"attention.output.dense", e.Hidden, e.Hidden)
-		lin(k+"intermediate.dense", e.Intermediate, e.Hidden)
-		lin(k+"output.dense", e.Hidden, e.Intermediate)
-		for _, n := range []string{"attention.output.LayerNorm", "output.LayerNorm"} {
-			out[k+n+".weight"] = s(e.Hidden)
-			out[k+n+".bias"] = s(e.Hidden)
-		}
-	}
+	lin := e.layerSpecs(out, s, "_proj")
 	if e.Pooler || len(e.Labels) > 0 {
 		lin("pooler.dense", e.Hidden, e.Hidden)
 	}
