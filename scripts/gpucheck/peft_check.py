@@ -88,24 +88,49 @@ def load(a):
     dev = device()
     rc = 0
 
-    def compare(what, model, tol):
-        nonlocal rc
+    def logits(model):
         with torch.no_grad():
-            got = model(input_ids=tokens).logits.float().cpu().numpy().astype(np.float64)
-        diff = float(np.abs(got - want).max())
+            return model(input_ids=tokens).logits.float().cpu().numpy().astype(np.float64)
+
+    def compare(what, got, tol, against=None):
+        nonlocal rc
+        diff = float(np.abs(got - (want if against is None else against)).max())
         ok = diff <= tol
         rc |= 0 if ok else 1
         emit(step="peft", checkpoint=a.checkpoint, what=what, max_abs_diff=diff, tolerance=tol, ok=ok)
 
     base = AutoModelForCausalLM.from_pretrained(base_dir(a.checkpoint), torch_dtype=torch.float32).to(dev)
     model = PeftModel.from_pretrained(base, os.path.join(a.checkpoint, "adapter")).to(dev).eval()
-    compare("PeftModel.from_pretrained(base, adapter), float32", model, a.tol)
-    del model, base
+    compare("PeftModel.from_pretrained(base, adapter), float32", logits(model), a.tol)
     if a.export:
         exp = AutoModelForCausalLM.from_pretrained(a.export, torch_dtype=torch.float32).to(dev).eval()
+        exported = logits(exp)
+        del exp
         # The merged weights are rounded to the base's stored dtype (bf16): a larger tolerance.
-        compare("AutoModelForCausalLM.from_pretrained(export), float32", exp, a.export_tol)
+        compare("AutoModelForCausalLM.from_pretrained(export), float32", exported, a.export_tol)
+        # Is that rounding all of it? PEFT's own merge (merge_and_unload, float32), each weight then
+        # rounded once to the dtype the export stores, must give the export's logits: equal merges
+        # differ by at most one rounding step in a few weights, far below the export tolerance.
+        stored = export_dtype(a.export)
+        merged = model.merge_and_unload()
+        with torch.no_grad():
+            for p in merged.parameters():
+                p.data = p.data.to(stored).to(torch.float32)
+        compare("PEFT merge_and_unload() rounded to %s, vs our export" % str(stored).replace("torch.", ""),
+                logits(merged), a.tol, against=exported)
+        del merged
+    del model, base
     return rc
+
+
+def export_dtype(export):
+    """The dtype the export's weights are stored in (config.json's torch_dtype/dtype; bf16 by default)."""
+    import torch
+
+    with open(os.path.join(export, "config.json")) as f:
+        cfg = json.load(f)
+    name = cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}.get(name, torch.bfloat16)
 
 
 def train(a):
