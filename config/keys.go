@@ -225,3 +225,16 @@ func valueType(t reflect.Type) reflect.Type {
 	}
 	return t
 }
+
+// Value returns the value of a dotted key as --print-config writes it (an unset optional key is
+// empty), and false for no key: for a command that checks a setting it knows only by key (e.g.
+// tracksum-train's task flags, each bound to a key).
+func (c *Config) Value(key string) (string, bool) {
+	leaves := map[string]reflect.Value{}
+	leafKeys("", reflect.ValueOf(*c), leaves)
+	v, ok := leaves[key]
+	if !ok {
+		return "", false
+	}
+	return formatValue(v), true
+}
