@@ -83,6 +83,9 @@ var Unbound = []string{"config", "set", "print-config", "quiet", "version", "hel
 // is an error (a programming mistake caught by the commands' tests), so that a flag cannot be read
 // past the configuration.
 func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, error) {
+	if err := CheckBound(fs, flagKeys); err != nil {
+		return nil, err
+	}
 	cfg, src, err := resolveConfig(fs, flagKeys)
 	if err != nil {
 		return nil, err
