@@ -7,7 +7,8 @@ import (
 )
 
 // Infer configures Track-then-Sum inference: which sentences the tracker keeps and how the work is
-// batched. Decoding settings (beam size, length penalty, ...) live in the summarizer section.
+// batched. Decoding settings (beam size, length penalty, ...) live in the summarizer section and are
+// stored in its checkpoint; Decoding overrides them at inference.
 type Infer struct {
 	// Threshold keeps the sentences whose tracker probability is >= it (TracSum C.1 uses 0.5).
 	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
