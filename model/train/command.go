@@ -167,8 +167,8 @@ func Command() cli.Command {
 			// silently: refuse it instead.
 			for _, t := range tasks {
 				for _, f := range t.Flags {
-					own := slices.ContainsFunc(task.Flags, func(g training.TaskFlag) bool { return g.Name == f.Name })
-					if fs.Changed(f.Name) && !own {
+					mine := slices.ContainsFunc(task.Flags, func(g training.TaskFlag) bool { return g.Name == f.Name })
+					if fs.Changed(f.Name) && !mine {
 						return cli.Usagef("--%s applies to --task %s, not %s", f.Name, t.Name, task.Name)
 					}
 				}
