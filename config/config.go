@@ -43,6 +43,11 @@ type Config struct {
 	Variants   Variants   `mapstructure:"variants" yaml:"variants"`
 	Infer      Infer      `mapstructure:"infer" yaml:"infer"`
 	Eval       Eval       `mapstructure:"eval" yaml:"eval"`
+	// Serve, Export and Train are the settings of those commands (commands.go): left out of the
+	// config.yaml files written next to outputs.
+	Serve  Serve  `mapstructure:"serve" yaml:"-"`
+	Export Export `mapstructure:"export" yaml:"-"`
+	Train  Train  `mapstructure:"train" yaml:"-"`
 }
 
 // Default returns the built-in configuration: the values used when neither a profile, the
@@ -57,6 +62,8 @@ func Default() Config {
 		Variants:   DefaultVariants(),
 		Infer:      DefaultInfer(),
 		Eval:       DefaultEval(),
+		Serve:      DefaultServe(),
+		Train:      DefaultTrain(),
 	}
 }
 
@@ -181,7 +188,7 @@ func checkTextFlags(flags *pflag.FlagSet, flagKeys map[string]string) error {
 			err = dec.Decode(f.Value.String())
 		}
 		if err != nil {
-			return fmt.Errorf("config: --%s (%s): cannot use %q as %s", name, flagKeys[name], f.Value.String(), leaf.Type())
+			return fmt.Errorf("config: --%s (%s): cannot use %q as %s", name, flagKeys[name], f.Value.String(), valueType(leaf.Type()))
 		}
 	}
 	return nil
@@ -193,6 +200,12 @@ func setDefaults(v *viper.Viper) {
 	leaves := map[string]reflect.Value{}
 	leafKeys("", reflect.ValueOf(Default()), leaves)
 	for key, val := range leaves {
+		if val.Kind() == reflect.Pointer && val.IsNil() {
+			// An unset optional key (infer.decoding.*): known to viper, so that the environment
+			// can set it, and decoded as nil.
+			v.SetDefault(key, nil)
+			continue
+		}
 		v.SetDefault(key, val.Interface())
 	}
 }

@@ -50,7 +50,17 @@ func decodeHook() mapstructure.DecodeHookFunc {
 	return mapstructure.ComposeDecodeHookFunc(
 		mapstructure.StringToTimeDurationHookFunc(),
 		mapstructure.StringToSliceHookFunc(","),
+		emptyToUnset, // last: a hook after it would be given no value
 	)
+}
+
+// emptyToUnset decodes an empty text as an unset optional key (a nil pointer: infer.decoding.*),
+// so that the empty value --print-config shows for it can be pasted back as --set key=.
+func emptyToUnset(from, to reflect.Type, data any) (any, error) {
+	if to.Kind() == reflect.Pointer && from.Kind() == reflect.String && data.(string) == "" {
+		return nil, nil
+	}
+	return data, nil
 }
 
 // checkEnv checks every TRACKSUM_* variable of environ ("NAME=value" entries, as os.Environ) before
@@ -93,7 +103,7 @@ func checkEnv(environ []string, lookup func(key string) string) error {
 			err = dec.Decode(value)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("environment variable %s (%s): cannot use %q as %s", name, key, value, leaves[key].Type()))
+			errs = append(errs, fmt.Errorf("environment variable %s (%s): cannot use %q as %s", name, key, value, valueType(leaves[key].Type())))
 		}
 	}
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })

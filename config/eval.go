@@ -36,6 +36,35 @@ type Eval struct {
 	FM EvalFM `mapstructure:"fm" yaml:"fm"`
 	// QA configures the LongSumEval QA metric and tracksum-infer --refine.
 	QA EvalQA `mapstructure:"qa" yaml:"qa"`
+
+	// The run settings of tracksum-eval and its subcommands (their flags; see commands.go): left
+	// out of YAML.
+
+	// Pred and Ref are the predictions and references JSONL files (Ref: compare's too).
+	Pred string `mapstructure:"pred" yaml:"-"`
+	Ref  string `mapstructure:"ref" yaml:"-"`
+	// Out is the output directory; Overwrite replaces it when it is not a previous eval output.
+	Out       string `mapstructure:"out" yaml:"-"`
+	Overwrite bool   `mapstructure:"overwrite" yaml:"-"`
+	// Compare holds tracksum-eval compare's own settings.
+	Compare EvalCompare `mapstructure:"compare" yaml:"-"`
+	// Agreement holds tracksum-eval agreement's settings.
+	Agreement EvalAgreement `mapstructure:"agreement" yaml:"-"`
+}
+
+// EvalCompare holds tracksum-eval compare's own settings (its two prediction files are arguments).
+type EvalCompare struct {
+	// Out is the optional JSON file of the comparison.
+	Out string `mapstructure:"out" yaml:"out"`
+}
+
+// EvalAgreement holds tracksum-eval agreement's settings.
+type EvalAgreement struct {
+	// Scores is the automatic per-instance scores (instances.jsonl); Human the human scores.
+	Scores string `mapstructure:"scores" yaml:"scores"`
+	Human  string `mapstructure:"human" yaml:"human"`
+	// Out is the optional JSON file of the correlations.
+	Out string `mapstructure:"out" yaml:"out"`
 }
 
 // EvalFM configures the facet-aware metric (package eval/facet).

@@ -7,7 +7,8 @@ import (
 )
 
 // Infer configures Track-then-Sum inference: which sentences the tracker keeps and how the work is
-// batched. Decoding settings (beam size, length penalty, ...) live in the summarizer section.
+// batched. Decoding settings (beam size, length penalty, ...) live in the summarizer section and are
+// stored in its checkpoint; Decoding overrides them at inference.
 type Infer struct {
 	// Threshold keeps the sentences whose tracker probability is >= it (TracSum C.1 uses 0.5).
 	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
@@ -32,11 +33,31 @@ type Infer struct {
 	// (train.precision): f32, bf16 or auto (bf16 on a CUDA backend, else f32); empty = the one
 	// each checkpoint was trained in. Left out of the YAML when empty, as Grounding.
 	Precision string `mapstructure:"precision" yaml:"precision,omitempty"`
+	// Decoding overrides the summarizer checkpoint's decoding settings (each unset by default:
+	// the checkpoint's); written to YAML only when set.
+	Decoding InferDecoding `mapstructure:"decoding" yaml:"decoding,omitempty"`
+
+	// The run settings of tracksum-infer (its flags; see commands.go): left out of YAML.
+
+	// Tracker, Summarizer, Method and Model name the models (infer.Options).
+	Tracker    string `mapstructure:"tracker" yaml:"-"`
+	Summarizer string `mapstructure:"summarizer" yaml:"-"`
+	Method     string `mapstructure:"method" yaml:"-"`
+	Model      string `mapstructure:"model" yaml:"-"`
+	// Input is a prepared directory, a benchmark file or a raw text file; Split the split of a
+	// prepared directory.
+	Input string `mapstructure:"input" yaml:"-"`
+	Split string `mapstructure:"split" yaml:"-"`
+	// Out is the prediction JSONL file; Refs, when set, receives the input's reference instances.
+	Out  string `mapstructure:"out" yaml:"-"`
+	Refs string `mapstructure:"refs" yaml:"-"`
+	// Refine > 0 refines each positive summary with QA feedback for at most that many rounds.
+	Refine int `mapstructure:"refine" yaml:"-"`
 }
 
 // DefaultInfer returns the built-in infer settings.
 func DefaultInfer() Infer {
-	return Infer{Threshold: 0.5, Aspects: []string{}, FullContext: false, Grounding: "restore", Workers: 0, LLM: DefaultInferLLM()}
+	return Infer{Threshold: 0.5, Aspects: []string{}, FullContext: false, Grounding: "restore", Workers: 0, LLM: DefaultInferLLM(), Split: "test"}
 }
 
 // Validate reports invalid infer settings, naming each key.

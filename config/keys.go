@@ -35,7 +35,7 @@ func ParseSettings(args []string) ([]Setting, error) {
 			return nil, fmt.Errorf("--set %s: no such config key%s", key, didYouMean(key))
 		}
 		if err := decodeAs(leaf.Type(), value); err != nil {
-			return nil, fmt.Errorf("--set %s: cannot use %q as %s", key, value, leaf.Type())
+			return nil, fmt.Errorf("--set %s: cannot use %q as %s", key, value, valueType(leaf.Type()))
 		}
 		out = append(out, Setting{Key: key, Value: value})
 	}
@@ -185,8 +185,15 @@ func WriteResolved(w io.Writer, c *Config, src map[string]Source) error {
 	return tw.Flush()
 }
 
-// formatValue renders a leaf as text that decodes back to the same value.
+// formatValue renders a leaf as text that decodes back to the same value; an unset optional key
+// (a nil pointer) is empty.
 func formatValue(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return ""
+		}
+		v = v.Elem()
+	}
 	if v.Kind() == reflect.Slice {
 		parts := make([]string, v.Len())
 		for i := range parts {
@@ -204,5 +211,30 @@ func KeyKind(key string) reflect.Kind {
 	if !ok {
 		return reflect.Invalid
 	}
+	if v.Kind() == reflect.Pointer {
+		return v.Type().Elem().Kind()
+	}
 	return v.Kind()
+}
+
+// valueType names the type of a key's values in messages: an optional key's (*float64) is its
+// element's (float64).
+func valueType(t reflect.Type) reflect.Type {
+	if t.Kind() == reflect.Pointer {
+		return t.Elem()
+	}
+	return t
+}
+
+// Value returns the value of a dotted key as --print-config writes it (an unset optional key is
+// empty), and false for no key: for a command that checks a setting it knows only by key (e.g.
+// tracksum-train's task flags, each bound to a key).
+func (c *Config) Value(key string) (string, bool) {
+	leaves := map[string]reflect.Value{}
+	leafKeys("", reflect.ValueOf(*c), leaves)
+	v, ok := leaves[key]
+	if !ok {
+		return "", false
+	}
+	return formatValue(v), true
 }

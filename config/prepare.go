@@ -33,6 +33,17 @@ type Prepare struct {
 	// Folds is the number of cross-validation folds (by PMID, seeded) recorded in splits.json for
 	// `tracksum-train cv`; 0 means none. The train/dev/test split is made as without folds.
 	Folds int `mapstructure:"folds" yaml:"folds"`
+
+	// The run settings of tracksum-prepare (its flags; see commands.go): left out of YAML.
+
+	// Input lists benchmark files, comma-separated (empty: the built-in synthetic sample).
+	Input string `mapstructure:"input" yaml:"-"`
+	// Out is the prepared directory to create.
+	Out string `mapstructure:"out" yaml:"-"`
+	// Overwrite replaces Out (or the WriteSample file) when it exists.
+	Overwrite bool `mapstructure:"overwrite" yaml:"-"`
+	// WriteSample, when set, only writes the synthetic sample to this file.
+	WriteSample string `mapstructure:"write_sample" yaml:"-"`
 }
 
 // DefaultPrepare returns the built-in prepare settings.

@@ -22,7 +22,8 @@ func Command() cli.Command {
 	fs.String("missing", "error", "a reference without prediction: error, or empty (scored as \"Unknown.\")")
 	fs.Int("workers", 0, "instances scored at once (0: one per CPU, or eval.llm.concurrency)")
 	fs.StringSlice("metric", nil, "eval.metrics: LLM metrics to add through the eval.llm endpoint: fm (facet-aware, ScholarSum), qa (LongSumEval)")
-	keys := map[string]string{"judge": "eval.judge", "nli-model": "eval.nli.model", "missing": "eval.missing", "workers": "eval.workers", "metric": "eval.metrics"}
+	keys := map[string]string{"pred": "eval.pred", "ref": "eval.ref", "judge": "eval.judge", "nli-model": "eval.nli.model", "out": "eval.out",
+		"overwrite": "eval.overwrite", "missing": "eval.missing", "workers": "eval.workers", "metric": "eval.metrics"}
 	return cli.Command{
 		Name:     "tracksum-eval",
 		Synopsis: "--pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm|nli [--nli-model DIR]] [--out DIR]\n       tracksum-eval compare A.jsonl B.jsonl --ref REF.jsonl\n       tracksum-eval agreement --scores instances.jsonl --human H.jsonl",
@@ -32,9 +33,6 @@ func Command() cli.Command {
 		Flags:       fs,
 		Subcommands: []cli.Command{CompareCommand(), AgreementCommand()},
 		Run: func(ctx context.Context, args []string) error {
-			pred, _ := fs.GetString("pred")
-			ref, _ := fs.GetString("ref")
-			out, _ := fs.GetString("out")
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}
@@ -42,11 +40,11 @@ func Command() cli.Command {
 			if err != nil {
 				return err
 			}
-			if pred == "" || ref == "" {
+			c := cfg.Eval
+			if c.Pred == "" || c.Ref == "" {
 				return cli.Usagef("--pred and --ref are required")
 			}
-			overwrite, _ := fs.GetBool("overwrite")
-			_, err = Run(ctx, Options{Pred: pred, Ref: ref, Out: out, Overwrite: overwrite, Config: cfg, Stdout: os.Stdout, Stderr: os.Stderr})
+			_, err = Run(ctx, Options{Pred: c.Pred, Ref: c.Ref, Out: c.Out, Overwrite: c.Overwrite, Config: cfg, Stdout: os.Stdout, Stderr: os.Stderr})
 			return err
 		},
 	}
@@ -60,23 +58,23 @@ func CompareCommand() cli.Command {
 	fs.String("nli-model", "", "eval.nli.model: local NLI snapshot directory for --judge nli")
 	fs.String("missing", "error", "a reference without prediction: error or empty")
 	fs.String("out", "", "optional JSON file for the comparison")
-	keys := map[string]string{"judge": "eval.judge", "nli-model": "eval.nli.model", "missing": "eval.missing"}
+	keys := map[string]string{"ref": "eval.ref", "judge": "eval.judge", "nli-model": "eval.nli.model", "missing": "eval.missing", "out": "eval.compare.out"}
 	return cli.Command{
 		Name:        "tracksum-eval compare",
 		Synopsis:    "A.jsonl B.jsonl --ref REF.jsonl [--judge lexical|llm|nli [--nli-model DIR]] [--out FILE]",
 		Description: "Paired-bootstrap significance of the difference between two systems on every metric.",
 		Flags:       fs,
 		Run: func(ctx context.Context, args []string) error {
-			ref, _ := fs.GetString("ref")
 			cfg, err := cli.LoadConfig(fs, keys)
 			if err != nil {
 				return err
 			}
+			ref, out := cfg.Eval.Ref, cfg.Eval.Compare.Out
 			if len(args) != 2 || ref == "" {
 				return cli.Usagef("need two prediction files and --ref")
 			}
 			if err := cli.CheckOutputs(map[string]string{"A": args[0], "B": args[1], "--ref": ref},
-				map[string]string{"--out": fs.Lookup("out").Value.String()}); err != nil {
+				map[string]string{"--out": out}); err != nil {
 				return err
 			}
 			c, err := Compare(ctx, args[0], args[1], ref, cfg.Eval)
@@ -86,7 +84,7 @@ func CompareCommand() cli.Command {
 			if err := WriteComparison(os.Stdout, c); err != nil {
 				return err
 			}
-			return writeJSON(fs.Lookup("out").Value.String(), c)
+			return writeJSON(out, c)
 		},
 	}
 }
@@ -94,23 +92,27 @@ func CompareCommand() cli.Command {
 // AgreementCommand is `tracksum-eval agreement --scores A.jsonl --human H.jsonl`.
 func AgreementCommand() cli.Command {
 	fs := cli.NewFlags("tracksum-eval agreement")
-	_ = fs.MarkHidden("config") // agreement reads no config key
 	fs.String("scores", "", "automatic per-instance scores (instances.jsonl written by tracksum-eval)")
 	fs.String("human", "", "human scores JSONL: PMID, Aspect and metric fields named as in report.json")
 	fs.String("out", "", "optional JSON file for the correlations")
+	keys := map[string]string{"scores": "eval.agreement.scores", "human": "eval.agreement.human", "out": "eval.agreement.out"}
 	return cli.Command{
 		Name:        "tracksum-eval agreement",
 		Synopsis:    "--scores instances.jsonl --human H.jsonl [--out FILE]",
 		Description: "Pearson, Spearman and Kendall tau-b (with p-values) between automatic and human scores, per metric.",
 		Flags:       fs,
 		Run: func(ctx context.Context, args []string) error {
-			scores, _ := fs.GetString("scores")
-			human, _ := fs.GetString("human")
+			cfg, err := cli.LoadConfig(fs, keys)
+			if err != nil {
+				return err
+			}
+			a := cfg.Eval.Agreement
+			scores, human := a.Scores, a.Human
 			if scores == "" || human == "" || len(args) > 0 {
 				return cli.Usagef("--scores and --human are required")
 			}
 			if err := cli.CheckOutputs(map[string]string{"--scores": scores, "--human": human},
-				map[string]string{"--out": fs.Lookup("out").Value.String()}); err != nil {
+				map[string]string{"--out": a.Out}); err != nil {
 				return err
 			}
 			cs, err := Agreement(scores, human)
@@ -120,7 +122,7 @@ func AgreementCommand() cli.Command {
 			if err := WriteAgreement(os.Stdout, cs); err != nil {
 				return err
 			}
-			return writeJSON(fs.Lookup("out").Value.String(), cs)
+			return writeJSON(a.Out, cs)
 		},
 	}
 }

@@ -3,20 +3,49 @@ package infer
 import (
 	"context"
 
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/cli"
 )
 
-// inferFlagKeys binds tracksum-infer's flags to config keys (cli.LoadConfig applies those given).
+// inferFlagKeys binds every flag of tracksum-infer to its config key (cli.LoadConfig applies those
+// given); the command reads its settings from the resolved config only.
 var inferFlagKeys = map[string]string{
-	"threshold":    "infer.threshold",
-	"full-context": "infer.full_context",
-	"grounding":    "infer.grounding",
-	"aspects":      "infer.aspects",
-	"workers":      "infer.workers",
-	"precision":    "infer.precision",
-	"llm-model":    "infer.llm.model",
-	"demos":        "infer.llm.demos",
-	"temperature":  "infer.llm.temperature",
+	"tracker":              "infer.tracker",
+	"summarizer":           "infer.summarizer",
+	"method":               "infer.method",
+	"model":                "infer.model",
+	"llm-model":            "infer.llm.model",
+	"demos":                "infer.llm.demos",
+	"temperature":          "infer.llm.temperature",
+	"refine":               "infer.refine",
+	"input":                "infer.input",
+	"split":                "infer.split",
+	"out":                  "infer.out",
+	"refs":                 "infer.refs",
+	"threshold":            "infer.threshold",
+	"full-context":         "infer.full_context",
+	"grounding":            "infer.grounding",
+	"aspects":              "infer.aspects",
+	"workers":              "infer.workers",
+	"precision":            "infer.precision",
+	"beam-size":            "infer.decoding.beam_size",
+	"length-penalty":       "infer.decoding.length_penalty",
+	"no-repeat-ngram":      "infer.decoding.no_repeat_ngram",
+	"min-length-ratio":     "infer.decoding.min_length_ratio",
+	"copy-chain-bonus":     "infer.decoding.copy_chain_bonus",
+	"repeat-source-ngrams": "infer.decoding.repeat_source_ngrams",
+	"word-rule":            "infer.decoding.word_rule",
+	"sample-temperature":   "infer.decoding.sample_temperature",
+	"top-p":                "infer.decoding.top_p",
+	"max-length":           "infer.decoding.max_length",
+}
+
+// OptionsOf returns the models, input and outputs of tracksum-infer as cfg's infer section names
+// them (infer.tracker, infer.input, ...).
+func OptionsOf(cfg *config.Config) Options {
+	c := cfg.Infer
+	return Options{Tracker: c.Tracker, Summarizer: c.Summarizer, Method: c.Method, Model: c.Model,
+		Input: c.Input, Split: c.Split, Out: c.Out, Refs: c.Refs, Refine: c.Refine}
 }
 
 // Command returns tracksum-infer: Track-then-Sum inference with checkpoints, or an LLM method.
@@ -63,48 +92,19 @@ func Command() cli.Command {
 			"sentences its pair tracker scores >= threshold against the summary; ete writes summary and indices at once.",
 		Flags: fs,
 		Run: func(ctx context.Context, args []string) error {
-			var o Options
-			o.Tracker, _ = fs.GetString("tracker")
-			o.Summarizer, _ = fs.GetString("summarizer")
-			o.Input, _ = fs.GetString("input")
-			o.Split, _ = fs.GetString("split")
-			o.Out, _ = fs.GetString("out")
-			o.Refs, _ = fs.GetString("refs")
-			o.Method, _ = fs.GetString("method")
-			o.Model, _ = fs.GetString("model")
-			o.Refine, _ = fs.GetInt("refine")
-			if o.Refine < 0 {
-				return cli.Usagef("--refine must be >= 0")
-			}
-			o.BeamSize, _ = fs.GetInt("beam-size")
-			o.MaxLen, _ = fs.GetInt("max-length")
-			// Decoding overrides: nil (the checkpoint's value) unless the flag was given.
-			o.LengthPenalty = given(fs.Changed("length-penalty"), func() (float64, error) { return fs.GetFloat64("length-penalty") })
-			o.NoRepeatNgram = given(fs.Changed("no-repeat-ngram"), func() (int, error) { return fs.GetInt("no-repeat-ngram") })
-			o.MinLenRatio = given(fs.Changed("min-length-ratio"), func() (float64, error) { return fs.GetFloat64("min-length-ratio") })
-			o.CopyChainBonus = given(fs.Changed("copy-chain-bonus"), func() (float64, error) { return fs.GetFloat64("copy-chain-bonus") })
-			o.WordRule = given(fs.Changed("word-rule"), func() (bool, error) { return fs.GetBool("word-rule") })
-			o.RepeatSourceNgrams = given(fs.Changed("repeat-source-ngrams"), func() (bool, error) { return fs.GetBool("repeat-source-ngrams") })
-			o.SampleTemperature, _ = fs.GetFloat64("sample-temperature")
-			o.TopP, _ = fs.GetFloat64("top-p")
-			// 0 is "the checkpoint's" only when the flag is not given.
-			for _, name := range []string{"beam-size", "max-length"} {
-				if v, _ := fs.GetInt(name); fs.Changed(name) && v < 1 {
-					return cli.Usagef("--%s %d: want 1 or more", name, v)
-				}
-			}
-			if o.TopP == 0 {
-				return cli.Usagef("--top-p 0: want a number in (0, 1]")
-			}
-			if err := CheckDecoding(o); err != nil {
-				return cli.Usagef("%v", err)
-			}
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}
 			cfg, err := cli.LoadConfig(fs, inferFlagKeys)
 			if err != nil {
 				return err
+			}
+			o := OptionsOf(cfg)
+			if o.Refine < 0 {
+				return cli.Usagef("--refine must be >= 0")
+			}
+			if err := CheckDecoding(cfg.Infer.Decoding); err != nil {
+				return cli.Usagef("%v", err)
 			}
 			if (o.Tracker == "" && o.Method == "") || o.Input == "" || o.Out == "" {
 				return cli.Usagef("--tracker (or --method), --input and --out are required")
@@ -116,13 +116,4 @@ func Command() cli.Command {
 			return err
 		},
 	}
-}
-
-// given returns a pointer to the flag's value when the flag was given, nil otherwise.
-func given[T any](changed bool, get func() (T, error)) *T {
-	if !changed {
-		return nil
-	}
-	v, _ := get() // the flag is defined with type T: no error
-	return &v
 }

@@ -253,22 +253,6 @@ type Options struct {
 	// Refs, when set and the input is annotated, receives the reference instances of the input in
 	// the eval format (useful for a prepared split, whose instances are otherwise only in shards).
 	Refs string
-	// BeamSize and MaxLen (when > 0), LengthPenalty and NoRepeatNgram (when not nil) override the
-	// summarizer checkpoint's decoding defaults.
-	BeamSize, MaxLen int
-	LengthPenalty    *float64
-	NoRepeatNgram    *int
-	// MinLenRatio (when not nil) overrides the checkpoint's summarizer.min_len_ratio.
-	MinLenRatio *float64
-	// CopyChainBonus (when not nil) overrides the checkpoint's summarizer.copy_chain_bonus.
-	CopyChainBonus *float64
-	// WordRule (when not nil) overrides the checkpoint's summarizer.word_rule.
-	WordRule *bool
-	// RepeatSourceNgrams (when not nil) overrides the checkpoint's summarizer.repeat_source_ngrams.
-	RepeatSourceNgrams *bool
-	// SampleTemperature > 0 makes a pretrained summarizer sample its tokens (nucleus TopP) instead
-	// of searching; the from-scratch summarizer refuses it.
-	SampleTemperature, TopP float64
 	// Method, when set, is MethodTTS (the same as empty: Track-then-Sum), MethodSTT or MethodETE
 	// (the TracSum Table 6 variants, models from Model, or for stt from Summarizer and Tracker),
 	// or an end-to-end LLM method (llmmethods.Methods) run instead of a tracker and a summarizer,
@@ -305,7 +289,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	if err := CheckMethod(o); err != nil {
 		return nil, err
 	}
-	if err := CheckDecoding(o); err != nil {
+	if err := CheckDecoding(cfg.Infer.Decoding); err != nil {
 		return nil, err
 	}
 	if o.Method == MethodTTS {
@@ -418,7 +402,7 @@ func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline
 	if log == nil {
 		log = os.Stderr
 	}
-	if err := CheckDecoding(o); err != nil {
+	if err := CheckDecoding(cfg.Infer.Decoding); err != nil {
 		return nil, err
 	}
 	if o.Method == MethodTTS {
@@ -459,7 +443,7 @@ func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline
 			}
 			break
 		}
-		if o.SampleTemperature > 0 {
+		if t := cfg.Infer.Decoding.SampleTemperature; t != nil && *t > 0 {
 			return nil, fmt.Errorf("--sample-temperature applies to a pretrained summarizer (train --pretrained), not to %s", o.Summarizer)
 		}
 		s, err := summarizer.Load(o.Summarizer)
@@ -473,7 +457,7 @@ func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline
 			return nil, err
 		}
 		p.Summarizer = s
-		p.Decode = decodeOptions(s, o)
+		p.Decode = decodeOptions(s, cfg.Infer.Decoding)
 		p.Ground = NewGrounder(cfg)
 		p.Tokenizer = subwordTokens{s.Tok}
 		aspectSet = cmp.Or(aspectSet, s.Meta.AspectSet)
@@ -541,7 +525,7 @@ func matchFullContext(cfg *config.Config, dir string, trained bool, p *Pipeline,
 // (train --task summarizer --pretrained), with its decoding settings and o's overrides, and
 // returns the aspect set to read the input with.
 func loadPretrainedSummarizer(ctx context.Context, cfg *config.Config, o Options, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
-	if err := checkPretrainedFlags(o, o.Summarizer); err != nil {
+	if err := checkPretrainedFlags(cfg.Infer.Decoding, o.Summarizer); err != nil {
 		return "", err
 	}
 	s, err := pretrained.LoadSummarizer(ctx, o.Summarizer, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
@@ -552,28 +536,32 @@ func loadPretrainedSummarizer(ctx context.Context, cfg *config.Config, o Options
 		return "", err
 	}
 	p.Summarizer = s
-	p.Decode = pretrainedDecode(s, o)
+	p.Decode = pretrainedDecode(s, cfg.Infer.Decoding)
 	p.Ground = NewGrounder(cfg)
 	p.Tokenizer = hfTokens{s.Tokenizer()}
 	return cmp.Or(aspectSet, s.Meta.AspectSet), nil
 }
 
-// checkPretrainedFlags refuses the decoding flags of the from-scratch summarizer for dir, a
+// checkPretrainedFlags refuses the decoding overrides of the from-scratch summarizer for dir, a
 // fine-tuned pretrained model: they would be ignored.
-func checkPretrainedFlags(o Options, dir string) error {
-	if o.MinLenRatio != nil || o.CopyChainBonus != nil || o.WordRule != nil || o.RepeatSourceNgrams != nil {
+func checkPretrainedFlags(d config.InferDecoding, dir string) error {
+	if d.MinLengthRatio != nil || d.CopyChainBonus != nil || d.WordRule != nil || d.RepeatSourceNgrams != nil {
 		return fmt.Errorf("--min-length-ratio, --copy-chain-bonus, --word-rule and --repeat-source-ngrams apply to the from-scratch summarizer, not to %s (a fine-tuned pretrained model)", dir)
 	}
 	return nil
 }
 
-// pretrainedDecode applies o's sampling flags to a loaded pretrained summarizer and returns its
-// decoding options with o's search flags (beam, length, length penalty, n-gram blocking) applied.
-func pretrainedDecode(s *pretrained.Summarizer, o Options) decode.Options {
-	if o.SampleTemperature > 0 {
-		s.Gen.Temperature, s.Gen.TopP = o.SampleTemperature, o.TopP
+// pretrainedDecode applies the sampling overrides of d (infer.decoding) to a loaded pretrained
+// summarizer and returns its decoding options with d's search overrides (beam, length, length
+// penalty, n-gram blocking) applied.
+func pretrainedDecode(s *pretrained.Summarizer, d config.InferDecoding) decode.Options {
+	if d.SampleTemperature != nil && *d.SampleTemperature > 0 {
+		s.Gen.Temperature, s.Gen.TopP = *d.SampleTemperature, 1
+		if d.TopP != nil {
+			s.Gen.TopP = *d.TopP
+		}
 	}
-	return searchFlags(s.DecodeOptions(), o)
+	return searchFlags(s.DecodeOptions(), d)
 }
 
 // RunPipeline processes abstracts with workers goroutines and returns the predictions of each

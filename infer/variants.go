@@ -41,42 +41,34 @@ func MethodNames() []string {
 	return out
 }
 
-// CheckDecoding checks o's decoding settings, with one error naming the flag: NaN passes every
-// comparison, so each float must be finite before its range is checked; a negative beam size or
-// length (0 is the checkpoint's) is refused. How large a beam or a length fits is checked where
-// the model is known (model/pretrained caps the length by its context and refuses a beam whose
-// cache cannot fit in memory).
-func CheckDecoding(o Options) error {
-	finite := func(flag string, v float64) error {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("--%s %v: want a finite number", flag, v)
-		}
-		return nil
-	}
+// CheckDecoding checks the decoding overrides d (infer.decoding), with one error naming the flag:
+// NaN passes every comparison, so each float must be finite before its range is checked; a beam
+// size or a length below 1 is refused (unset is the checkpoint's). How large a beam or a length
+// fits is checked where the model is known (model/pretrained caps the length by its context and
+// refuses a beam whose cache cannot fit in memory).
+func CheckDecoding(d config.InferDecoding) error {
 	for _, f := range []struct {
 		flag string
 		v    *float64
-	}{{"length-penalty", o.LengthPenalty}, {"min-length-ratio", o.MinLenRatio}, {"copy-chain-bonus", o.CopyChainBonus},
-		{"sample-temperature", &o.SampleTemperature}, {"top-p", &o.TopP}} {
-		if f.v != nil {
-			if err := finite(f.flag, *f.v); err != nil {
-				return err
-			}
+	}{{"length-penalty", d.LengthPenalty}, {"min-length-ratio", d.MinLengthRatio}, {"copy-chain-bonus", d.CopyChainBonus},
+		{"sample-temperature", d.SampleTemperature}, {"top-p", d.TopP}} {
+		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			return fmt.Errorf("--%s %v: want a finite number", f.flag, *f.v)
 		}
 	}
 	switch {
-	case o.SampleTemperature < 0:
-		return fmt.Errorf("--sample-temperature %v: want 0 (search) or more", o.SampleTemperature)
-	case o.TopP < 0 || o.TopP > 1: // 0 is "unset" (1) for library callers; the command refuses it
-		return fmt.Errorf("--top-p %v: want a number in (0, 1]", o.TopP)
-	case o.BeamSize < 0:
-		return fmt.Errorf("--beam-size %d: want 1 or more", o.BeamSize)
-	case o.MaxLen < 0:
-		return fmt.Errorf("--max-length %d: want 1 or more", o.MaxLen)
-	case o.MinLenRatio != nil && *o.MinLenRatio < 0:
-		return fmt.Errorf("--min-length-ratio %v: want 0 or more", *o.MinLenRatio)
-	case o.NoRepeatNgram != nil && *o.NoRepeatNgram < 0:
-		return fmt.Errorf("--no-repeat-ngram %d: want 0 (off) or more", *o.NoRepeatNgram)
+	case d.SampleTemperature != nil && *d.SampleTemperature < 0:
+		return fmt.Errorf("--sample-temperature %v: want 0 (search) or more", *d.SampleTemperature)
+	case d.TopP != nil && (*d.TopP <= 0 || *d.TopP > 1):
+		return fmt.Errorf("--top-p %v: want a number in (0, 1]", *d.TopP)
+	case d.BeamSize != nil && *d.BeamSize < 1:
+		return fmt.Errorf("--beam-size %d: want 1 or more", *d.BeamSize)
+	case d.MaxLength != nil && *d.MaxLength < 1:
+		return fmt.Errorf("--max-length %d: want 1 or more", *d.MaxLength)
+	case d.MinLengthRatio != nil && *d.MinLengthRatio < 0:
+		return fmt.Errorf("--min-length-ratio %v: want 0 or more", *d.MinLengthRatio)
+	case d.NoRepeatNgram != nil && *d.NoRepeatNgram < 0:
+		return fmt.Errorf("--no-repeat-ngram %d: want 0 (off) or more", *d.NoRepeatNgram)
 	}
 	return nil
 }
@@ -172,7 +164,7 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 	if man.Pretrained() {
 		p, err = loadPretrainedParts(ctx, cfg, o, log)
 	} else {
-		p, err = loadFromScratchParts(o)
+		p, err = loadFromScratchParts(o, cfg.Infer.Decoding)
 	}
 	if err != nil {
 		return nil, err
@@ -190,14 +182,14 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 }
 
 // loadFromScratchParts loads the from-scratch parts of --method stt|ete (model/stt, model/ete)
-// with the from-scratch summarizer's decoding flags.
-func loadFromScratchParts(o Options) (*variantParts, error) {
+// with the decoding overrides d.
+func loadFromScratchParts(o Options, d config.InferDecoding) (*variantParts, error) {
 	if o.Method == MethodETE {
 		m, err := ete.Load(o.Model)
 		if err != nil {
 			return nil, err
 		}
-		return &variantParts{answerer: m.S, decode: decodeOptions(m.S.Summarizer, o), aspectSet: m.Meta.AspectSet, tok: subwordTokens{m.S.Tok}}, nil
+		return &variantParts{answerer: m.S, decode: decodeOptions(m.S.Summarizer, d), aspectSet: m.Meta.AspectSet, tok: subwordTokens{m.S.Tok}}, nil
 	}
 	var m *stt.Model
 	var err error
@@ -209,7 +201,7 @@ func loadFromScratchParts(o Options) (*variantParts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &variantParts{summarizer: m.Summarizer, pairs: m.Tracker, decode: decodeOptions(m.Summarizer, o),
+	return &variantParts{summarizer: m.Summarizer, pairs: m.Tracker, decode: decodeOptions(m.Summarizer, d),
 		aspectSet: m.Summarizer.Meta.AspectSet, tok: subwordTokens{m.Summarizer.Tok}}, nil
 }
 
@@ -248,7 +240,7 @@ func openVariant(o Options, log io.Writer) (*checkpoint.Manifest, error) {
 // (tracksum-train --task sum_then_track|end_to_end --pretrained), with the pretrained
 // summarizer's decoding flags.
 func loadPretrainedParts(ctx context.Context, cfg *config.Config, o Options, log io.Writer) (*variantParts, error) {
-	if err := checkPretrainedFlags(o, cmp.Or(o.Model, o.Summarizer)); err != nil {
+	if err := checkPretrainedFlags(cfg.Infer.Decoding, cmp.Or(o.Model, o.Summarizer)); err != nil {
 		return nil, err
 	}
 	if o.Method == MethodETE {
@@ -257,7 +249,7 @@ func loadPretrainedParts(ctx context.Context, cfg *config.Config, o Options, log
 			return nil, err
 		}
 		fmt.Fprintf(log, "infer: end_to_end: %s fine-tuned from %s\n", o.Model, m.S.Meta.ModelType)
-		return &variantParts{answerer: m.S, decode: pretrainedDecode(m.S, o), aspectSet: m.Meta.AspectSet, tok: hfTokens{m.S.Tokenizer()}}, nil
+		return &variantParts{answerer: m.S, decode: pretrainedDecode(m.S, cfg.Infer.Decoding), aspectSet: m.Meta.AspectSet, tok: hfTokens{m.S.Tokenizer()}}, nil
 	}
 	var m *pretrained.SumThenTrack
 	var err error
@@ -270,48 +262,49 @@ func loadPretrainedParts(ctx context.Context, cfg *config.Config, o Options, log
 		return nil, err
 	}
 	fmt.Fprintf(log, "infer: sum_then_track: summarizer and pair tracker (head %s) fine-tuned from %s\n", m.Tracker.Meta.Head, m.Summarizer.Meta.ModelType)
-	return &variantParts{summarizer: m.Summarizer, pairs: m.Tracker, decode: pretrainedDecode(m.Summarizer, o),
+	return &variantParts{summarizer: m.Summarizer, pairs: m.Tracker, decode: pretrainedDecode(m.Summarizer, cfg.Infer.Decoding),
 		aspectSet: m.Summarizer.Meta.AspectSet, tok: hfTokens{m.Summarizer.Tokenizer()}}, nil
 }
 
-// decodeOptions applies the decoding flags of o to a loaded summarizer (the settings stored in its
-// checkpoint: minimum length, copy chain bonus, word rule) and returns its decoding options with
-// the search flags (beam, length, length penalty, n-gram blocking) applied.
-func decodeOptions(s *summarizer.Summarizer, o Options) decode.Options {
-	if o.MinLenRatio != nil {
-		s.Meta.MinLenRatio = *o.MinLenRatio
+// decodeOptions applies the decoding overrides d (infer.decoding) to a loaded summarizer (the
+// settings stored in its checkpoint: minimum length, copy chain bonus, word rule) and returns its
+// decoding options with d's search overrides (beam, length, length penalty, n-gram blocking)
+// applied.
+func decodeOptions(s *summarizer.Summarizer, d config.InferDecoding) decode.Options {
+	if d.MinLengthRatio != nil {
+		s.Meta.MinLenRatio = *d.MinLengthRatio
 	}
-	if o.CopyChainBonus != nil {
-		s.Meta.CopyChainBonus = *o.CopyChainBonus
-		s.Net.ChainBonus = float32(*o.CopyChainBonus)
+	if d.CopyChainBonus != nil {
+		s.Meta.CopyChainBonus = *d.CopyChainBonus
+		s.Net.ChainBonus = float32(*d.CopyChainBonus)
 	}
-	if o.WordRule != nil {
-		s.SetWordRule(*o.WordRule)
+	if d.WordRule != nil {
+		s.SetWordRule(*d.WordRule)
 	}
-	if o.RepeatSourceNgrams != nil {
-		s.Meta.RepeatSourceNgrams = *o.RepeatSourceNgrams
+	if d.RepeatSourceNgrams != nil {
+		s.Meta.RepeatSourceNgrams = *d.RepeatSourceNgrams
 	}
 	// As for Track-then-Sum's summarizer: past the training cap the decoder reuses its last trained
 	// position (summarizer.Meta.MaxDecodeLen), so --max-length is not capped there.
-	return searchFlags(s.DecodeOptions(), o)
+	return searchFlags(s.DecodeOptions(), d)
 }
 
-// searchFlags returns d with the search flags of o that are set (beam, length, length penalty,
-// n-gram blocking) in place of its own.
-func searchFlags(d decode.Options, o Options) decode.Options {
-	if o.BeamSize > 0 {
-		d.BeamSize = o.BeamSize
+// searchFlags returns o with the search overrides of d that are set (beam, length, length
+// penalty, n-gram blocking) in place of its own.
+func searchFlags(o decode.Options, d config.InferDecoding) decode.Options {
+	if d.BeamSize != nil {
+		o.BeamSize = *d.BeamSize
 	}
-	if o.MaxLen > 0 {
-		d.MaxLen = o.MaxLen
+	if d.MaxLength != nil {
+		o.MaxLen = *d.MaxLength
 	}
-	if o.LengthPenalty != nil {
-		d.LengthPenalty = *o.LengthPenalty
+	if d.LengthPenalty != nil {
+		o.LengthPenalty = *d.LengthPenalty
 	}
-	if o.NoRepeatNgram != nil {
-		d.NoRepeatNgram = *o.NoRepeatNgram
+	if d.NoRepeatNgram != nil {
+		o.NoRepeatNgram = *d.NoRepeatNgram
 	}
-	return d
+	return o
 }
 
 // llmMethod reports whether method is one of the LLM methods (infer/llmmethods).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/tracksum/tracksum/eval"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/stt"
 )
@@ -190,6 +192,26 @@ func TestInferFlagAllocationCaps(t *testing.T) {
 		err := cmd.Run(context.Background(), cmd.Flags.Args())
 		if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: err = %v, want a one-line usage error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestSearchOverrides: an unset infer.decoding key keeps the checkpoint's value, a set one (from a
+// flag, a profile, the environment or --set alike) replaces it.
+func TestSearchOverrides(t *testing.T) {
+	ckpt := decode.Options{BeamSize: 4, MaxLen: 60, LengthPenalty: 2, NoRepeatNgram: 4}
+	beam, penalty, ngram := 1, 0.0, 0
+	for _, tc := range []struct {
+		desc string
+		d    config.InferDecoding
+		want decode.Options
+	}{
+		{"unset: the checkpoint's", config.InferDecoding{}, ckpt},
+		{"greedy, no penalty, no blocking", config.InferDecoding{BeamSize: &beam, LengthPenalty: &penalty, NoRepeatNgram: &ngram},
+			decode.Options{BeamSize: 1, MaxLen: 60, LengthPenalty: 0, NoRepeatNgram: 0}},
+	} {
+		if got := searchFlags(ckpt, tc.d); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.desc, got, tc.want)
 		}
 	}
 }

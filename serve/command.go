@@ -19,11 +19,30 @@ const (
 	ModeChat = "chat"
 )
 
-// serveFlagKeys binds tracksum-serve's flags to config keys (cli.LoadConfig applies those given).
+// serveFlagKeys binds every flag of tracksum-serve to its config key (cli.LoadConfig applies those
+// given); the command reads its settings from the resolved config only.
 var serveFlagKeys = map[string]string{
-	"grounding":    "infer.grounding",
-	"precision":    "infer.precision",
-	"full-context": "infer.full_context",
+	"mode":             "serve.mode",
+	"summarizer":       "serve.summarizer",
+	"tracker":          "serve.tracker",
+	"method":           "serve.method",
+	"model":            "serve.model",
+	"threshold":        "serve.threshold",
+	"grounding":        "infer.grounding",
+	"full-context":     "infer.full_context",
+	"precision":        "infer.precision",
+	"max-tokens":       "serve.max_tokens",
+	"default-aspect":   "serve.default_aspect",
+	"listen":           "serve.listen",
+	"model-name":       "serve.model_name",
+	"workers":          "serve.workers",
+	"queue":            "serve.queue",
+	"max-body-bytes":   "serve.max_body_bytes",
+	"body-timeout":     "serve.body_timeout",
+	"request-timeout":  "serve.request_timeout",
+	"shutdown-timeout": "serve.shutdown_timeout",
+	"api-key-env":      "serve.api_key_env",
+	"log-prompts":      "serve.log_prompts",
 }
 
 // ChooseMode returns the mode of a server over the models m names, and in chat mode the model's
@@ -103,52 +122,39 @@ func Command() cli.Command {
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}
+			cfg, err := cli.LoadConfig(fs, serveFlagKeys)
+			if err != nil {
+				return err
+			}
+			c := cfg.Serve
 			o := d
-			var m infer.Options
-			m.Summarizer, _ = fs.GetString("summarizer")
-			m.Tracker, _ = fs.GetString("tracker")
-			m.Method, _ = fs.GetString("method")
-			m.Model, _ = fs.GetString("model")
-			mode, _ := fs.GetString("mode")
-			threshold, _ := fs.GetFloat64("threshold")
-			maxTokens, _ := fs.GetInt("max-tokens")
-			aspect, _ := fs.GetString("default-aspect")
-			o.Listen, _ = fs.GetString("listen")
-			o.ModelName, _ = fs.GetString("model-name")
-			o.Workers, _ = fs.GetInt("workers")
-			o.Queue, _ = fs.GetInt("queue")
-			o.MaxBodyBytes, _ = fs.GetInt64("max-body-bytes")
-			o.BodyTimeout, _ = fs.GetDuration("body-timeout")
-			o.RequestTimeout, _ = fs.GetDuration("request-timeout")
-			o.ShutdownTimeout, _ = fs.GetDuration("shutdown-timeout")
-			o.LogPrompts, _ = fs.GetBool("log-prompts")
-			if env, _ := fs.GetString("api-key-env"); env != "" {
-				o.APIKey = os.Getenv(env)
+			o.Listen, o.ModelName, o.Workers, o.Queue = c.Listen, c.ModelName, c.Workers, c.Queue
+			o.MaxBodyBytes, o.BodyTimeout, o.RequestTimeout, o.ShutdownTimeout = c.MaxBodyBytes, c.BodyTimeout, c.RequestTimeout, c.ShutdownTimeout
+			o.LogPrompts = c.LogPrompts
+			m := infer.Options{Summarizer: c.Summarizer, Tracker: c.Tracker, Method: c.Method, Model: c.Model}
+			if c.APIKeyEnv != "" {
+				o.APIKey = os.Getenv(c.APIKeyEnv)
 				if o.APIKey == "" {
-					return cli.Usagef("--api-key-env %s: the variable is empty or unset", env)
+					return cli.Usagef("--api-key-env %s: the variable is empty or unset", c.APIKeyEnv)
 				}
 			}
 			if m.Summarizer == "" && m.Model == "" {
 				return cli.Usagef("--summarizer is required (or --model: a --method stt|ete checkpoint, or a causal LM for --mode chat)")
 			}
-			if threshold < 0 || threshold > 1 {
-				return cli.Usagef("--threshold %v: want a probability in (0, 1] (0: the tracker's)", threshold)
+			if c.Threshold < 0 || c.Threshold > 1 {
+				return cli.Usagef("--threshold %v: want a probability in (0, 1] (0: the tracker's)", c.Threshold)
 			}
-			if maxTokens < 1 {
+			if c.MaxTokens < 1 {
 				return cli.Usagef("--max-tokens must be >= 1")
 			}
 			if err := o.Validate(); err != nil {
 				return cli.Usagef("%v", err)
 			}
-			mode, chatDir, err := ChooseMode(mode, m)
+			mode, chatDir, err := ChooseMode(c.Mode, m)
 			if err != nil {
 				return cli.Usagef("%v", err)
 			}
-			cfg, err := cli.LoadConfig(fs, serveFlagKeys)
-			if err != nil {
-				return err
-			}
-			b, err := load(ctx, cfg, mode, chatDir, TrackSumOptions{Models: m, DefaultAspect: aspect, Threshold: threshold, Log: os.Stderr}, maxTokens)
+			b, err := load(ctx, cfg, mode, chatDir, TrackSumOptions{Models: m, DefaultAspect: c.DefaultAspect, Threshold: c.Threshold, Log: os.Stderr}, c.MaxTokens)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/serve"
 	"github.com/tracksum/tracksum/serve/servetest"
@@ -28,6 +29,7 @@ func TestCommandUsageErrors(t *testing.T) {
 	}{
 		{desc: "no summarizer", args: nil, usage: true, want: "--summarizer is required"},
 		{desc: "bad workers", args: []string{"--summarizer", "x", "--workers", "0"}, usage: true, want: "--workers must be >= 1"},
+		{desc: "bad workers by --set", args: []string{"--set", "serve.summarizer=x", "--set", "serve.workers=0"}, usage: true, want: "--workers must be >= 1"},
 		{desc: "unset key variable", args: []string{"--summarizer", "x", "--api-key-env", "TRACKSUM_SERVE_TEST_UNSET"}, usage: true, want: "TRACKSUM_SERVE_TEST_UNSET"},
 		{desc: "missing checkpoint", args: []string{"--summarizer", filepath.Join(t.TempDir(), "nope")}, want: "nope"},
 	}
@@ -42,6 +44,18 @@ func TestCommandUsageErrors(t *testing.T) {
 				t.Errorf("error = %v, want one containing %q (usage error: %v)", err, tc.want, tc.usage)
 			}
 		})
+	}
+}
+
+// TestDefaultsAreTheKeys: tracksum-serve's defaults are the serve.* keys' (a flag left out takes
+// the key's value, so the two must agree).
+func TestDefaultsAreTheKeys(t *testing.T) {
+	c := config.DefaultServe()
+	if c.MaxTokens != serve.DefaultChatMaxTokens {
+		t.Errorf("serve.max_tokens default %d, DefaultChatMaxTokens %d", c.MaxTokens, serve.DefaultChatMaxTokens)
+	}
+	if d := serve.DefaultOptions(); d.Listen != c.Listen || d.Workers != c.Workers || d.BodyTimeout != c.BodyTimeout {
+		t.Errorf("DefaultOptions %+v, serve keys %+v", d, c)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tracksum/tracksum/config"
 )
 
 // Options configures a Server.
@@ -52,9 +54,10 @@ type Options struct {
 
 // DefaultOptions returns the defaults of tracksum-serve's flags.
 func DefaultOptions() Options {
+	c := config.DefaultServe() // the serve.* keys' defaults, which are tracksum-serve's
 	return Options{
-		Listen: "127.0.0.1:8000", ModelName: "tracksum", Workers: 2, Queue: 16, MaxBodyBytes: 1 << 20,
-		BodyTimeout: 10 * time.Second, RequestTimeout: 120 * time.Second, ShutdownTimeout: 30 * time.Second, RetryAfter: time.Second,
+		Listen: c.Listen, ModelName: c.ModelName, Workers: c.Workers, Queue: c.Queue, MaxBodyBytes: c.MaxBodyBytes,
+		BodyTimeout: c.BodyTimeout, RequestTimeout: c.RequestTimeout, ShutdownTimeout: c.ShutdownTimeout, RetryAfter: time.Second,
 	}
 }
 

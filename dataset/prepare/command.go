@@ -11,10 +11,12 @@ import (
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
+	"github.com/tracksum/tracksum/internal/progress"
 )
 
-// flagKeys binds the command's flags to config keys (flag > env > --config file > defaults);
-// cli.LoadConfig applies only the flags given.
+// flagKeys binds every flag of the command to its config key (flag > env > --config file >
+// defaults); cli.LoadConfig applies only the flags given. --quiet is the one every command has
+// (cli's, read through package progress).
 var flagKeys = map[string]string{
 	"seed":           "seed",
 	"split-by":       "prepare.split_by",
@@ -28,6 +30,10 @@ var flagKeys = map[string]string{
 	"folds":          "prepare.folds",
 	"tokenizer":      "tokenizer.kind",
 	"vocab-size":     "tokenizer.vocab_size",
+	"input":          "prepare.input",
+	"out":            "prepare.out",
+	"overwrite":      "prepare.overwrite",
+	"write-sample":   "prepare.write_sample",
 }
 
 // Command returns the tracksum-prepare command. Its output goes to stdout (closing summary) and
@@ -38,11 +44,11 @@ func Command() cli.Command {
 
 func command(stdout, stderr io.Writer) cli.Command {
 	fs := cli.NewFlags("tracksum-prepare")
-	input := fs.String("input", "", "TracSum/PCoA JSONL file(s), comma-separated; the built-in synthetic sample when empty")
-	out := fs.String("out", "", "prepared directory to create (required unless --write-sample)")
-	overwrite := fs.Bool("overwrite", false, "replace --out (or the --write-sample file) if it exists")
-	writeSample := fs.String("write-sample", "", "only write the synthetic sample as TracSum JSONL to this file, then exit")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	fs.String("input", "", "TracSum/PCoA JSONL file(s), comma-separated; the built-in synthetic sample when empty")
+	fs.String("out", "", "prepared directory to create (required unless --write-sample)")
+	fs.Bool("overwrite", false, "replace --out (or the --write-sample file) if it exists")
+	fs.String("write-sample", "", "only write the synthetic sample as TracSum JSONL to this file, then exit")
+	fs.Bool("quiet", false, "no progress bar")
 	// Defaults shown by --help are the built-in ones; a flag only overrides the config when passed.
 	d := config.Default()
 	fs.Int64("seed", d.Seed, "seed of splits and synthetic sample (config: seed)")
@@ -73,34 +79,35 @@ func command(stdout, stderr io.Writer) cli.Command {
 			if err != nil {
 				return err
 			}
-			if *writeSample != "" {
-				if *input != "" || *out != "" {
+			c := cfg.Prepare
+			if c.WriteSample != "" {
+				if c.Input != "" || c.Out != "" {
 					return cli.Usagef("--write-sample cannot be combined with --input or --out")
 				}
-				if _, err := os.Lstat(*writeSample); err == nil && !*overwrite {
-					return fmt.Errorf("--write-sample %s already exists: refusing to replace it without --overwrite", *writeSample)
+				if _, err := os.Lstat(c.WriteSample); err == nil && !c.Overwrite {
+					return fmt.Errorf("--write-sample %s already exists: refusing to replace it without --overwrite", c.WriteSample)
 				}
-				err := atomicio.WriteWith(*writeSample, 0o644, func(w io.Writer) error {
+				err := atomicio.WriteWith(c.WriteSample, 0o644, func(w io.Writer) error {
 					return dataset.WriteSynthetic(w, cfg.Seed, cfg.Prepare.SampleSize)
 				})
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(stdout, "wrote %d synthetic abstracts (%d instances, seed %d) to %s\n",
-					cfg.Prepare.SampleSize, cfg.Prepare.SampleSize*len(dataset.Aspects(dataset.AspectSetTracSum)), cfg.Seed, *writeSample)
+					cfg.Prepare.SampleSize, cfg.Prepare.SampleSize*len(dataset.Aspects(dataset.AspectSetTracSum)), cfg.Seed, c.WriteSample)
 				return nil
 			}
-			if *out == "" {
+			if c.Out == "" {
 				return cli.Usagef("--out is required")
 			}
 			var inputs []string
-			for _, p := range strings.Split(*input, ",") {
+			for _, p := range strings.Split(c.Input, ",") {
 				if p = strings.TrimSpace(p); p != "" {
 					inputs = append(inputs, p)
 				}
 			}
-			opts := Options{Inputs: inputs, Out: *out, Overwrite: *overwrite}
-			if !*quiet {
+			opts := Options{Inputs: inputs, Out: c.Out, Overwrite: c.Overwrite}
+			if !progress.Quiet() { // cli.Main's --quiet
 				opts.Progress = stderr
 			}
 			sum, err := Run(ctx, cfg, opts)
@@ -108,7 +115,7 @@ func command(stdout, stderr io.Writer) cli.Command {
 				return err
 			}
 			sum.Print(stdout)
-			fmt.Fprintf(stdout, "wrote %s\n", *out)
+			fmt.Fprintf(stdout, "wrote %s\n", c.Out)
 			return nil
 		},
 	}

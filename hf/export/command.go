@@ -7,6 +7,15 @@ import (
 	"github.com/tracksum/tracksum/internal/cli"
 )
 
+// exportFlagKeys binds every flag of tracksum-export to its config key (cli.LoadConfig applies those
+// given). The checkpoint holds its own model settings; export reads only these keys.
+var exportFlagKeys = map[string]string{
+	"checkpoint": "export.checkpoint",
+	"out":        "export.out",
+	"overwrite":  "export.overwrite",
+	"base":       "export.base",
+}
+
 // Command is tracksum-export.
 func Command() cli.Command {
 	fs := cli.NewFlags("tracksum-export")
@@ -14,7 +23,6 @@ func Command() cli.Command {
 	fs.String("out", "", "directory of the merged Hugging Face snapshot to write (required)")
 	fs.Bool("overwrite", false, "replace an existing non-empty --out")
 	fs.String("base", "", "base snapshot directory, when it moved since training (default: the one base.json names); its weights must be unchanged")
-	_ = fs.MarkHidden("config") // cli.NewFlags' --config: export reads no config key (the checkpoint holds its own)
 	return cli.Command{
 		Name:     "tracksum-export",
 		Synopsis: "--checkpoint CK --out DIR [--overwrite] [--base DIR]",
@@ -31,16 +39,17 @@ func Command() cli.Command {
 			if len(args) > 0 {
 				return cli.Usagef("unexpected arguments %v", args)
 			}
-			var o Options
-			o.Checkpoint, _ = fs.GetString("checkpoint")
-			o.Out, _ = fs.GetString("out")
-			o.Overwrite, _ = fs.GetBool("overwrite")
-			o.Base, _ = fs.GetString("base")
+			cfg, err := cli.LoadConfig(fs, exportFlagKeys)
+			if err != nil {
+				return err
+			}
+			c := cfg.Export
+			o := Options{Checkpoint: c.Checkpoint, Out: c.Out, Overwrite: c.Overwrite, Base: c.Base}
 			if o.Checkpoint == "" || o.Out == "" {
 				return cli.Usagef("--checkpoint and --out are required")
 			}
 			o.Log = os.Stderr
-			_, err := Export(ctx, o)
+			_, err = Export(ctx, o)
 			return err
 		},
 	}

@@ -67,17 +67,73 @@ func addConfigFlags(fs *pflag.FlagSet) {
 // errConfigPrinted ends a command after --print-config: Main exits 0 without running it.
 var errConfigPrinted = errors.New("config printed")
 
+// Unbound are the flags bound to no config key: the config flags themselves and the plumbing Main
+// adds to every command (--quiet, --version, --help). Every other flag of a command is bound to a
+// key in the map given to LoadConfig.
+var Unbound = []string{"config", "set", "print-config", "quiet", "version", "help"}
+
 // LoadConfig resolves the configuration for a command whose flags were parsed: --config file, then
 // TRACKSUM_* environment variables, then the flags named in flagKeys (flag name -> dotted config
-// key). It is the one place where flags meet config keys, and it applies only the flags actually
-// given on the command line: a flag left out never overrides the profile or the environment with
-// its default, so flag defaults are documentation only. A flagKeys name the flag set lacks is an
-// error (a programming mistake caught by the commands' tests).
+// key), then --set. It is the one place where flags meet config keys, and it applies only the
+// flags actually given on the command line: a flag left out never overrides the profile or the
+// environment with its default, so flag defaults are documentation only (the config's default is
+// the flag's). A command reads its settings from the result only, never from its flags.
+//
+// Every flag of fs but Unbound must be in flagKeys, and every flagKeys name in fs: either mistake
+// is an error (a programming mistake caught by the commands' tests), so that a flag cannot be read
+// past the configuration.
 func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, error) {
+	if err := CheckBound(fs, flagKeys); err != nil {
+		return nil, err
+	}
+	cfg, src, err := resolveConfig(fs, flagKeys)
+	if err != nil {
+		return nil, err
+	}
+	if show, _ := fs.GetBool("print-config"); show {
+		if err := config.WriteResolved(stdout, cfg, src); err != nil {
+			return nil, err
+		}
+		return nil, errConfigPrinted
+	}
+	return cfg, nil
+}
+
+// Peek resolves the configuration as LoadConfig does, without printing it and without checking
+// that every flag is bound: for a command whose bindings depend on a setting (tracksum-train binds
+// its loop flags to the section of train.task), which reads that setting here and then calls
+// LoadConfig with the whole map.
+func Peek(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, error) {
+	cfg, _, err := resolveConfig(fs, flagKeys)
+	return cfg, err
+}
+
+// CheckBound reports a flag of fs that flagKeys binds to no config key (Unbound aside), or a
+// flagKeys name that fs does not define.
+func CheckBound(fs *pflag.FlagSet, flagKeys map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(flagKeys)) {
+		if fs.Lookup(name) == nil {
+			return fmt.Errorf("config: flag --%s bound to %q is not defined", name, flagKeys[name])
+		}
+	}
+	var unbound []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, ok := flagKeys[f.Name]; !ok && !slices.Contains(Unbound, f.Name) {
+			unbound = append(unbound, "--"+f.Name)
+		}
+	})
+	if len(unbound) > 0 {
+		return fmt.Errorf("config: %s: flags bound to no config key (%s)", fs.Name(), strings.Join(unbound, ", "))
+	}
+	return nil
+}
+
+// resolveConfig loads the configuration of fs's --config, --set and the given flags of flagKeys.
+func resolveConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, map[string]config.Source, error) {
 	given := map[string]string{}
 	for name, key := range flagKeys {
 		if fs.Lookup(name) == nil {
-			return nil, fmt.Errorf("config: flag --%s bound to %q is not defined", name, key)
+			return nil, nil, fmt.Errorf("config: flag --%s bound to %q is not defined", name, key)
 		}
 		if fs.Changed(name) {
 			given[name] = key
@@ -89,20 +145,10 @@ func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, 
 		args, _ := fs.GetStringArray("set")
 		var err error
 		if sets, err = config.ParseSettings(args); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+			return nil, nil, fmt.Errorf("%w: %v", ErrUsage, err)
 		}
 	}
-	cfg, src, err := config.LoadWith(viper.New(), file, fs, given, sets)
-	if err != nil {
-		return nil, err
-	}
-	if show, _ := fs.GetBool("print-config"); show {
-		if err := config.WriteResolved(stdout, cfg, src); err != nil {
-			return nil, err
-		}
-		return nil, errConfigPrinted
-	}
-	return cfg, nil
+	return config.LoadWith(viper.New(), file, fs, given, sets)
 }
 
 // stdout is where --print-config and --version write (a variable for the tests).

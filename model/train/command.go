@@ -12,9 +12,11 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -143,61 +145,60 @@ func Command() cli.Command {
 		Description: desc,
 		Flags:       fs,
 		Run: func(ctx context.Context, args []string) error {
-			if migrate, _ := fs.GetBool("migrate"); migrate {
+			// The task's own flags and the loop flags are bound to keys of the task's section, so
+			// the task (train.task: --task, a profile, the environment) is resolved first.
+			own := ownFlagKeys(fs)
+			pre, err := cli.Peek(fs, own)
+			if err != nil {
+				return err
+			}
+			if pre.Train.Migrate {
 				return migrateDirs(fs, args)
 			}
-			name, _ := fs.GetString("task")
-			data, _ := fs.GetString("data")
-			out, _ := fs.GetString("out")
+			name := cmp.Or(pre.Train.Task, def)
 			task, ok := training.LookupTask(name)
 			switch {
 			case len(args) > 0:
 				return cli.Usagef("unexpected arguments %v", args)
 			case !ok:
 				return cli.Usagef("--task must be %s, got %q", orList(names), name)
-			case fs.Changed("plan-memory") && !planOnly(fs):
-				return cli.Usagef("--plan-memory goes with --plan")
-			case fs.Changed("overwrite") && planOnly(fs):
-				return cli.Usagef("--overwrite replaces a training run; --plan trains nothing")
 			}
 			// A flag of another task (e.g. --architecture with --task summarizer) would be ignored
 			// silently: refuse it instead.
 			for _, t := range tasks {
 				for _, f := range t.Flags {
-					own := slices.ContainsFunc(task.Flags, func(g training.TaskFlag) bool { return g.Name == f.Name })
-					if fs.Changed(f.Name) && !own {
+					mine := slices.ContainsFunc(task.Flags, func(g training.TaskFlag) bool { return g.Name == f.Name })
+					if fs.Changed(f.Name) && !mine {
 						return cli.Usagef("--%s applies to --task %s, not %s", f.Name, t.Name, task.Name)
 					}
 				}
 			}
-			keys := map[string]string{"seed": "seed"}
-			for flag, key := range loopFlags {
-				keys[flag] = task.Section + ".train." + key
-			}
-			for _, f := range task.Flags {
-				keys[f.Name] = f.Key
-			}
-			cfg, err := cli.LoadConfig(fs, keys)
+			cfg, err := cli.LoadConfig(fs, flagKeys(own, task, tasks))
 			if err != nil {
 				return err
 			}
-			if (data == "" || out == "") && !planOnly(fs) {
+			tc := cfg.Train
+			switch {
+			case fs.Changed("plan-memory") && !tc.Plan:
+				return cli.Usagef("--plan-memory goes with --plan")
+			case tc.Overwrite && tc.Plan:
+				return cli.Usagef("--overwrite replaces a training run; --plan trains nothing")
+			case (tc.Data == "" || tc.Out == "") && !tc.Plan:
 				return cli.Usagef("--data and --out are required")
+			case tc.DevShare != nil && (math.IsNaN(*tc.DevShare) || math.IsInf(*tc.DevShare, 0)):
+				return cli.Usagef("--dev-share %v: want a finite number", *tc.DevShare)
 			}
 			// The rule of every command (issue 22 defects 6 and 7): --out may not be, lie in or
 			// hold an input.
-			inputs := map[string]string{"--data": data, "tracker.pretrained": cfg.Tracker.Pretrained,
+			inputs := map[string]string{"--data": tc.Data, "--folds-from": tc.FoldsFrom, "tracker.pretrained": cfg.Tracker.Pretrained,
 				"summarizer.pretrained": cfg.Summarizer.Pretrained}
-			if fs.Lookup("folds-from") != nil {
-				inputs["--folds-from"], _ = fs.GetString("folds-from")
-			}
-			if err := cli.CheckOutputs(inputs, map[string]string{"--out": out}); err != nil {
+			if err := cli.CheckOutputs(inputs, map[string]string{"--out": tc.Out}); err != nil {
 				return err
 			}
 			// A single model (not a cross-validation, which may fill a pipeline's OUT/tracker)
 			// is never trained into a cross-validation's directory.
-			if folds, _ := fs.GetInt("folds"); out != "" && (fs.Lookup("folds") == nil || folds == 0) {
-				if err := training.CheckNotFold(out); err != nil {
+			if tc.Out != "" && (len(cvs) == 0 || tc.Folds == 0) {
+				if err := training.CheckNotFold(tc.Out); err != nil {
 					return err
 				}
 			}
@@ -205,82 +206,80 @@ func Command() cli.Command {
 			// silently when the variant does not apply: refuse it instead.
 			if _, variant := training.ActiveVariant(task.Name, cfg); !variant {
 				// The from-scratch models compute in float32 without checkpoints.
-				if p, _ := fs.GetString("precision"); fs.Changed("precision") && p == "bf16" {
+				if p, _ := cfg.Value(task.Section + ".train.precision"); fs.Changed("precision") && p == "bf16" {
 					return cli.Usagef("--precision bf16 applies to --task %s with --pretrained only (the from-scratch model computes in f32)", task.Name)
 				}
-				if on, _ := fs.GetBool("gradient-checkpointing"); on {
+				if on, _ := cfg.Value(task.Section + ".train.gradient_checkpointing"); fs.Changed("gradient-checkpointing") && on == "true" {
 					return cli.Usagef("--gradient-checkpointing applies to --task %s with --pretrained only", task.Name)
 				}
 				only := training.VariantOnly(task.Name)
 				for _, name := range slices.Sorted(maps.Keys(only)) {
-					if fs.Changed(name) && fs.Lookup(name).Value.String() != "" {
+					if v, _ := cfg.Value(keyOf(task, name)); fs.Changed(name) && v != "" {
 						when, _, _ := strings.Cut(only[name], ":")
 						return cli.Usagef("--%s applies to --task %s %s only", name, task.Name, when)
 					}
 				}
 			}
-			if planOnly(fs) {
+			if tc.Plan {
 				v, variant := training.ActiveVariant(task.Name, cfg)
 				if !variant || v.Plan == nil {
 					return cli.Usagef("--plan plans a --pretrained causal LM of --task tracker or summarizer; give --pretrained DIR")
 				}
 				return v.Plan(ctx, cfg, training.Request{Log: os.Stdout})
 			}
-			req := training.Request{Data: data, Out: out, Log: os.Stderr}
-			req.AllowChangedConfig, _ = fs.GetBool("allow-changed-config")
-			if overwrite, _ := fs.GetBool("overwrite"); overwrite && req.AllowChangedConfig {
+			req := training.Request{Data: tc.Data, Out: tc.Out, Log: os.Stderr, AllowChangedConfig: tc.AllowChangedConfig}
+			if tc.Overwrite && req.AllowChangedConfig {
 				return cli.Usagef("--overwrite starts afresh and --allow-changed-config resumes: give one of them")
 			}
-			// run trains what the flags ask for (a model, a cross-validation or a final model)
+			// run trains what the settings ask for (a model, a cross-validation or a final model)
 			// into req.Out.
 			run := func(req training.Request) error {
+				cv := tc.Folds != 0 || tc.Final || tc.FoldsFrom != "" || tc.CVModel != "" || tc.DevShare != nil
 				// Cross-validation trains the from-scratch models: refuse it rather than ignore a
 				// variant's settings (e.g. --pretrained).
-				if _, variant := training.ActiveVariant(task.Name, cfg); variant && (fs.Changed("folds") || fs.Changed("final") ||
-					fs.Changed("folds-from") || fs.Changed("cv-model") || fs.Changed("dev-share")) {
+				if _, variant := training.ActiveVariant(task.Name, cfg); variant && cv {
 					return cli.Usagef("--folds and --final cross-validate the from-scratch %s only, not a --pretrained one", task.Name)
 				}
-				if fs.Lookup("final") != nil {
-					final, _ := fs.GetBool("final")
-					req.FoldsFrom, _ = fs.GetString("folds-from")
-					if final || req.FoldsFrom != "" {
-						i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name && cv.Final != nil })
-						switch {
-						case !final || req.FoldsFrom == "":
-							return cli.Usagef("--final and --folds-from CV_DIR go together")
-						case i < 0:
-							return cli.Usagef("--final trains --task %s only", orList(finalTasks(cvs)))
-						case fs.Changed("folds") || fs.Changed("cv-model") || fs.Changed("dev-share"):
-							return cli.Usagef("--final takes its folds from --folds-from: leave out --folds, --cv-model and --dev-share")
-						}
-						return cvs[i].Final(ctx, cfg, req)
+				if len(cvs) == 0 {
+					if cv {
+						return cli.Usagef("no cross-validation is registered: --folds, --final, --folds-from, --cv-model and --dev-share do not apply")
 					}
+					return task.Train(ctx, cfg, req)
 				}
-				if len(cvs) > 0 {
-					req.Folds, _ = fs.GetInt("folds")
-					if req.Folds != 0 || fs.Changed("cv-model") || fs.Changed("dev-share") {
-						i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name })
-						if i < 0 || req.Folds < 2 {
-							return cli.Usagef("--folds K (K >= 2) cross-validates --task %s only; --cv-model and --dev-share need it", orList(cvTasks))
-						}
-						req.Model, _ = fs.GetString("cv-model")
-						req.DevShare, _ = fs.GetFloat64("dev-share")
-						if !fs.Changed("cv-model") {
-							req.Model = cvs[i].DefaultModel
-						}
-						if !fs.Changed("dev-share") {
-							req.DevShare = cvs[i].DefaultDevShare
-						}
-						if !slices.Contains(cvs[i].Models, req.Model) {
-							return cli.Usagef("--cv-model for --task %s must be %s, got %q", task.Name, orList(cvs[i].Models), req.Model)
-						}
-						return cvs[i].Run(ctx, cfg, req)
+				if tc.Final || tc.FoldsFrom != "" {
+					req.FoldsFrom = tc.FoldsFrom
+					i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name && cv.Final != nil })
+					switch {
+					case !hasFinal(cvs):
+						return cli.Usagef("no cross-validation trains a final model: --final and --folds-from do not apply")
+					case !tc.Final || tc.FoldsFrom == "":
+						return cli.Usagef("--final and --folds-from CV_DIR go together")
+					case i < 0:
+						return cli.Usagef("--final trains --task %s only", orList(finalTasks(cvs)))
+					case tc.Folds != 0 || tc.CVModel != "" || tc.DevShare != nil:
+						return cli.Usagef("--final takes its folds from --folds-from: leave out --folds, --cv-model and --dev-share")
 					}
+					return cvs[i].Final(ctx, cfg, req)
+				}
+				req.Folds = tc.Folds
+				if req.Folds != 0 || tc.CVModel != "" || tc.DevShare != nil {
+					i := slices.IndexFunc(cvs, func(cv training.CrossValidation) bool { return cv.Task == task.Name })
+					if i < 0 || req.Folds < 2 {
+						return cli.Usagef("--folds K (K >= 2) cross-validates --task %s only; --cv-model and --dev-share need it", orList(cvTasks))
+					}
+					req.Model, req.DevShare = cmp.Or(tc.CVModel, cvs[i].DefaultModel), cvs[i].DefaultDevShare
+					if tc.DevShare != nil {
+						req.DevShare = *tc.DevShare
+					}
+					if !slices.Contains(cvs[i].Models, req.Model) {
+						return cli.Usagef("--cv-model for --task %s must be %s, got %q", task.Name, orList(cvs[i].Models), req.Model)
+					}
+					return cvs[i].Run(ctx, cfg, req)
 				}
 				return task.Train(ctx, cfg, req)
 			}
-			if overwrite, _ := fs.GetBool("overwrite"); overwrite {
-				return training.Overwrite(out, req.Log, func(dir string) error {
+			if tc.Overwrite {
+				return training.Overwrite(tc.Out, req.Log, func(dir string) error {
 					req.Out = dir
 					return run(req)
 				})
@@ -290,10 +289,53 @@ func Command() cli.Command {
 	}
 }
 
-// planOnly reports whether --plan was given: the command prints the plan instead of training.
-func planOnly(fs interface{ GetBool(string) (bool, error) }) bool {
-	plan, _ := fs.GetBool("plan")
-	return plan
+// ownFlagKeys binds tracksum-train's own flags (those fs defines: the cross-validation ones only
+// when one is registered) to their train.* keys, and --seed to seed.
+func ownFlagKeys(fs *pflag.FlagSet) map[string]string {
+	keys := map[string]string{"seed": "seed"}
+	for flag, key := range map[string]string{
+		"task": "train.task", "data": "train.data", "out": "train.out", "folds": "train.folds", "cv-model": "train.cv_model",
+		"dev-share": "train.dev_share", "final": "train.final", "folds-from": "train.folds_from", "plan": "train.plan",
+		"overwrite": "train.overwrite", "allow-changed-config": "train.allow_changed_config", "migrate": "train.migrate",
+	} {
+		if fs.Lookup(flag) != nil {
+			keys[flag] = key
+		}
+	}
+	return keys
+}
+
+// flagKeys binds every flag of tracksum-train for task: its own flags (own), the loop flags to
+// task's section, the task's flags to their keys, and the other tasks' flags (refused when given)
+// to theirs.
+func flagKeys(own map[string]string, task training.Task, tasks []training.Task) map[string]string {
+	keys := maps.Clone(own)
+	for flag, key := range loopFlags {
+		keys[flag] = task.Section + ".train." + key
+	}
+	for _, t := range append([]training.Task{task}, tasks...) {
+		for _, f := range t.Flags {
+			if _, ok := keys[f.Name]; !ok {
+				keys[f.Name] = f.Key
+			}
+		}
+	}
+	return keys
+}
+
+// keyOf returns the key task binds its flag name to ("" for none).
+func keyOf(task training.Task, name string) string {
+	for _, f := range task.Flags {
+		if f.Name == name {
+			return f.Key
+		}
+	}
+	return ""
+}
+
+// hasFinal reports whether a cross-validation trains a final model (--final is defined).
+func hasFinal(cvs []training.CrossValidation) bool {
+	return slices.ContainsFunc(cvs, func(cv training.CrossValidation) bool { return cv.Final != nil })
 }
 
 // finalTasks returns the tasks whose cross-validation has a final training.
