@@ -3,7 +3,6 @@
 package atomicio
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -508,22 +507,4 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: not a regular file (%s)", path, kind(fi.Mode()))
 	}
 	return os.ReadFile(path)
-}
-
-// ReadJSON decodes the JSON file at path into v: the one JSON reader of tracksum's own files
-// (checkpoint metadata, manifests, reports), beside WriteJSON. With strict, a field v does not
-// have is an error (metadata a newer build wrote must not be half-read). Errors name the file.
-func ReadJSON(path string, v any, strict bool) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }
