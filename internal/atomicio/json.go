@@ -214,18 +214,10 @@ type Line struct {
 	Data []byte
 }
 
-// Lines is ReadLines on the file at path, which must be a regular file.
+// Lines is ReadLines on the file at path. Unlike ReadJSON it reads a named pipe too (a shell's
+// <(zcat ...)): lines are bounded, the whole stream need not fit in memory.
 func Lines(path string, maxLine int) iter.Seq2[Line, error] {
 	return func(yield func(Line, error) bool) {
-		fi, err := os.Stat(path)
-		if err != nil {
-			yield(Line{}, err)
-			return
-		}
-		if !fi.Mode().IsRegular() {
-			yield(Line{}, fmt.Errorf("%s: not a regular file (%s)", path, kind(fi.Mode())))
-			return
-		}
 		f, err := os.Open(path)
 		if err != nil {
 			yield(Line{}, err)
