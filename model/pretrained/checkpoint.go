@@ -13,6 +13,7 @@ import (
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/hf/tokenizer"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
@@ -153,11 +154,11 @@ func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.S
 	} else if _, err := peft.WriteBaseRef(ctx, outDir, snap); err != nil {
 		return err
 	}
-	tok, err := atomicio.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerFile))
+	tok, err := atomicio.ReadFileMax(filepath.Join(snap.Dir, snapshot.TokenizerFile), tokenizer.MaxJSONBytes)
 	if err != nil {
 		return err
 	}
-	tcfg, err := atomicio.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerConfigFile))
+	tcfg, err := atomicio.ReadFileMax(filepath.Join(snap.Dir, snapshot.TokenizerConfigFile), atomicio.MaxJSONBytes)
 	if err != nil {
 		return err
 	}
