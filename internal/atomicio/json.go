@@ -130,6 +130,13 @@ var errTrailing = errors.New("data after the JSON value")
 // errEmpty reports a file or line with no JSON value.
 var errEmpty = errors.New("no JSON value (empty)")
 
+// truncated reports a JSON value cut short. It wraps io.ErrUnexpectedEOF, the decoder's error,
+// in the words of json.Unmarshal.
+type truncated struct{}
+
+func (truncated) Error() string { return "unexpected end of JSON input (truncated?)" }
+func (truncated) Unwrap() error { return io.ErrUnexpectedEOF }
+
 // positioned is an error found at a byte offset of the input.
 type positioned struct {
 	off int64
@@ -152,7 +159,7 @@ func decodeValue(data []byte, v any, strict bool) error {
 		case errors.Is(err, io.EOF):
 			return errEmpty
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			return &positioned{int64(len(data)), errors.New("unexpected end of JSON input (truncated?)")}
+			return &positioned{int64(len(data)), truncated{}}
 		case errors.As(err, &se):
 			return &positioned{se.Offset - 1, err}
 		case errors.As(err, &te):
@@ -175,9 +182,9 @@ type fieldError struct{ te *json.UnmarshalTypeError }
 
 func (e *fieldError) Error() string {
 	if e.te.Field == "" {
-		return fmt.Sprintf("JSON %s where %s was wanted", e.te.Value, e.te.Type)
+		return fmt.Sprintf("cannot unmarshal %s into %s", e.te.Value, e.te.Type)
 	}
-	return fmt.Sprintf("field %s: JSON %s where %s was wanted", e.te.Field, e.te.Value, e.te.Type)
+	return fmt.Sprintf("field %s: cannot unmarshal %s into %s", e.te.Field, e.te.Value, e.te.Type)
 }
 
 func (e *fieldError) Unwrap() error { return e.te }

@@ -3,6 +3,7 @@ package atomicio
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -40,12 +41,12 @@ func TestReadJSON(t *testing.T) {
 		{desc: "syntax error with line:col", content: "{\n  \"name\": \"a\",\n  \"steps\": 3,\n}\n",
 			want: ":4:1: invalid character '}' looking for beginning of object key string", wantAs: []any{new(*json.SyntaxError)}},
 		{desc: "type error names the field", content: "{\n  \"model\": {\"vocab\": {\"a\": \"x\"}}\n}",
-			want: `:2:30: field model.vocab: JSON string where int was wanted`, wantAs: []any{new(*json.UnmarshalTypeError)}},
+			want: `:2:30: field model.vocab: cannot unmarshal string into int`, wantAs: []any{new(*json.UnmarshalTypeError)}},
 		{desc: "type error of the top value", content: `[1, 2]`,
-			want: `:1:1: JSON array where atomicio.jsonDoc was wanted`, wantAs: []any{new(*json.UnmarshalTypeError)}},
+			want: `:1:1: cannot unmarshal array into atomicio.jsonDoc`, wantAs: []any{new(*json.UnmarshalTypeError)}},
 		{desc: "empty file", content: "", want: ": no JSON value (empty)"},
 		{desc: "blank file", content: " \n\n", want: ": no JSON value (empty)"},
-		{desc: "truncated", content: "{\"name\":\n\"a\"", want: ":2:4: unexpected end of JSON input (truncated?)"},
+		{desc: "truncated", content: "{\"name\":\n\"a\"", want: ":2:4: unexpected end of JSON input (truncated?)", wantIs: []error{io.ErrUnexpectedEOF}},
 		{desc: "data after the value", content: "{\"name\": \"a\"}\n {}", want: ":2:2: data after the JSON value"},
 		{desc: "too large", content: `{"name": "abcdefghijklmnopqrstuvwxyz"}`, o: JSONOptions{MaxBytes: 16},
 			want: ": 38 bytes, over the 16 bytes limit of this file: too large", wantIs: []error{ErrTooLarge}},
@@ -136,7 +137,7 @@ func TestReadJSONL(t *testing.T) {
 		{desc: "bad line N", content: "{\"step\": 1}\n{\"step\": 2}\n{\"step\": 3,}\n",
 			want: ":3:12: invalid character '}' looking for beginning of object key string", lines: []int{1, 2}},
 		{desc: "type error on line N", content: "{\"step\": 1}\n\n{\"step\": \"x\"}\n",
-			want: ":3:12: field step: JSON string where int was wanted", lines: []int{1}},
+			want: ":3:12: field step: cannot unmarshal string into int", lines: []int{1}},
 		{desc: "two values on a line", content: "{\"step\": 1} {\"step\": 2}\n", want: ":1:13: data after the JSON value"},
 		{desc: "unknown field strict", content: "{\"step\": 1, \"x\": 2}\n", o: JSONLOptions{Strict: true}, want: `:1: json: unknown field "x"`},
 		{desc: "unknown field lax", content: "{\"step\": 1, \"x\": 2}\n", lines: []int{1}},
