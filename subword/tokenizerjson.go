@@ -168,9 +168,10 @@ func readVocab(path string, data []byte) (v *Vocab, ok bool, err error) {
 	return v, true, nil
 }
 
-// readFile reads path, naming it in errors, within atomicio's limit of a JSON file.
+// readFile reads path, naming it in errors, within atomicio's limit of a tokenizer.json (Load
+// also serves Hugging Face files).
 func readFile(path string) ([]byte, error) {
-	data, err := atomicio.ReadFileMax(path, atomicio.MaxJSONBytes)
+	data, err := atomicio.ReadFileMax(path, atomicio.MaxTokenizerJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read tokenizer: %w", err)
 	}

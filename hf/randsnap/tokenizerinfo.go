@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/tracksum/tracksum/hf/snapshot"
-	"github.com/tracksum/tracksum/hf/tokenizer"
 	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
@@ -32,7 +31,7 @@ func ReadTokenizerInfo(dir string) (TokenizerInfo, error) {
 		} `json:"model"`
 	}
 	path := filepath.Join(dir, snapshot.TokenizerFile)
-	if err := atomicio.ReadJSONWith(path, &tj, atomicio.JSONOptions{MaxBytes: tokenizer.MaxJSONBytes}); err != nil {
+	if err := atomicio.ReadJSONWith(path, &tj, atomicio.JSONOptions{MaxBytes: atomicio.MaxTokenizerJSONBytes}); err != nil {
 		return info, err
 	}
 	ids := map[string]int{}

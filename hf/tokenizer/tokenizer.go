@@ -77,11 +77,6 @@ type tokenizerJSONHead struct {
 	} `json:"model"`
 }
 
-// MaxJSONBytes is the size limit of a tokenizer.json, above atomicio.MaxJSONBytes: the
-// vocabularies of multilingual models keep growing (Gemma 3's file is over 30 MB), and a
-// tokenizer is read once per run.
-const MaxJSONBytes int64 = 256 << 20
-
 // Load reads dir/tokenizer.json and dir/tokenizer_config.json of a local snapshot.
 func Load(dir string) (*Tokenizer, error) {
 	tjPath := filepath.Join(dir, "tokenizer.json")
@@ -100,7 +95,7 @@ func Load(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", cfgPath, oneLine(err))
 	}
-	tjData, err := atomicio.ReadFileMax(tjPath, MaxJSONBytes)
+	tjData, err := atomicio.ReadFileMax(tjPath, atomicio.MaxTokenizerJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

@@ -1,5 +1,10 @@
 // Package atomicio writes outputs so that a failure never leaves a half-written file or directory:
 // everything goes to a temporary path beside the target and is renamed into place at the end.
+//
+// It is also the one reader of JSON files (ReadJSON, ReadJSONWith; ReadFileMax and DecodeJSON for
+// callers that need the bytes) and of JSON Lines files (ReadJSONL; Lines and ReadLines for callers
+// with their own per-line decoding): reads are bounded (MaxJSONBytes, MaxJSONLLine), and errors
+// name the file and the line, and the column of a syntax error.
 package atomicio
 
 import (

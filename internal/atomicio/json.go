@@ -13,11 +13,15 @@ import (
 
 // MaxJSONBytes is the size limit of a JSON file read by ReadJSON unless JSONOptions.MaxBytes says
 // otherwise: far above any metadata, report or config tracksum reads (kilobytes to a few megabytes)
-// and above the tokenizer.json files of today's vocabularies (up to a few tens of megabytes; the
-// Hugging Face tokenizer reader allows more), yet small enough that a mistaken or hostile
-// multi-gigabyte file is a one-line error instead of an out-of-memory kill (decoding takes several
-// times the file's size).
+// and a lexical tracker's weights (7 MB on the TracSum training set), yet small enough that a
+// mistaken or hostile multi-gigabyte file is a one-line error instead of an out-of-memory kill
+// (decoding takes several times the file's size).
 const MaxJSONBytes int64 = 64 << 20
+
+// MaxTokenizerJSONBytes is the size limit of a tokenizer.json, the one kind of JSON file that
+// legitimately nears MaxJSONBytes: the vocabularies of multilingual models keep growing (Gemma 3's
+// file is 33 MB), and a tokenizer is read once per run. Every reader of one passes it.
+const MaxTokenizerJSONBytes int64 = 256 << 20
 
 // MaxJSONLLine is the length limit of one line of a JSON Lines file (ReadLines, ReadJSONL) unless
 // the caller passes another: a benchmark record, a prediction or a metrics row is kilobytes; a

@@ -13,7 +13,6 @@ import (
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
-	"github.com/tracksum/tracksum/hf/tokenizer"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
@@ -154,7 +153,7 @@ func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.S
 	} else if _, err := peft.WriteBaseRef(ctx, outDir, snap); err != nil {
 		return err
 	}
-	tok, err := atomicio.ReadFileMax(filepath.Join(snap.Dir, snapshot.TokenizerFile), tokenizer.MaxJSONBytes)
+	tok, err := atomicio.ReadFileMax(filepath.Join(snap.Dir, snapshot.TokenizerFile), atomicio.MaxTokenizerJSONBytes)
 	if err != nil {
 		return err
 	}
