@@ -1,13 +1,15 @@
 package dataset
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // foldStream is the PCG stream of the fold shuffle: a different stream from the train/dev/test
@@ -94,15 +96,16 @@ func (f *Folds) Sizes() []int {
 // without --folds gives an error that says so.
 func ReadFolds(dir string) (*Folds, error) {
 	path := filepath.Join(dir, SplitsFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not a prepared directory (run tracksum-prepare --folds K): %w", dir, err)
-	}
 	var s struct {
 		Folds *Folds `json:"folds"`
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	err := atomicio.ReadJSON(path, &s, false)
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return nil, fmt.Errorf("%s is not a prepared directory (run tracksum-prepare --folds K): %w", dir, err)
+	}
+	if err != nil {
+		return nil, err // names the file
 	}
 	if s.Folds == nil {
 		return nil, fmt.Errorf("%s: no folds (prepare the directory with --folds K)", path)

@@ -1,14 +1,15 @@
 package dataset
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // Task names: the sub-directories of a prepared directory, one per training task.
@@ -121,13 +122,14 @@ type ShardInfo struct {
 // ReadManifest loads dir/manifest.json and checks its schema version.
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
+	var m Manifest
+	err := atomicio.ReadJSON(path, &m, false)
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err != nil {
+		return nil, err // names the file
 	}
 	if m.SchemaVersion != ShardSchemaVersion {
 		return nil, fmt.Errorf("%s: %w: %d (this build reads %d; re-run prepare)", path, ErrSchemaVersion, m.SchemaVersion, ShardSchemaVersion)

@@ -1,19 +1,20 @@
 package dataset
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"iter"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // ReadInstances reads a TracSum or PCoA JSONL file strictly (see StreamInstances), detecting the
@@ -84,24 +85,18 @@ func streamJSONL(v *Validator, path string) iter.Seq2[Instance, error] {
 	}
 }
 
-// Line is one non-blank line of a JSONL file.
-type Line struct {
-	File string
-	Num  int // 1-based
-	Data []byte
-}
+// Line is one non-blank line of a JSONL file (atomicio's).
+type Line = atomicio.Line
 
 // Lines yields the non-blank lines of a JSONL file (a leading byte-order mark removed), for
 // callers that decode in parallel what an earlier pass validated (see DecodeValid).
 func Lines(path string) iter.Seq2[Line, error] {
 	return func(yield func(Line, error) bool) {
-		f, err := os.Open(path)
-		if err != nil {
-			yield(Line{}, fmt.Errorf("read instances: %w", err))
-			return
-		}
-		defer f.Close()
-		for l, err := range ReadLines(f, path) {
+		for l, err := range atomicio.Lines(path, 0) {
+			var pathErr *fs.PathError
+			if errors.As(err, &pathErr) {
+				err = fmt.Errorf("read instances: %w", err)
+			}
 			if !yield(l, err) {
 				return
 			}
@@ -109,32 +104,12 @@ func Lines(path string) iter.Seq2[Line, error] {
 	}
 }
 
-// ReadLines is the one JSONL line reader of every JSONL input (benchmark files, predictions,
-// references): it yields the non-blank lines of r with their 1-based numbers, a UTF-8
-// byte-order mark at the start removed (editors on Windows write one; json would fail on it with
-// "invalid character 'ï'"). Errors name the file (name) and line.
+// ReadLines is atomicio.ReadLines, the one JSONL line reader of every JSONL input (benchmark files,
+// predictions, references), with its line limit (atomicio.MaxJSONLLine): it yields the non-blank
+// lines of r with their 1-based numbers, a UTF-8 byte-order mark at the start removed. Errors name
+// the file (name) and line.
 func ReadLines(r io.Reader, name string) iter.Seq2[Line, error] {
-	return func(yield func(Line, error) bool) {
-		br := bufio.NewReaderSize(r, 1<<20)
-		for num := 1; ; num++ {
-			b, err := br.ReadBytes('\n')
-			if err != nil && err != io.EOF {
-				yield(Line{}, fmt.Errorf("%s:%d: read: %w", name, num, err))
-				return
-			}
-			if num == 1 {
-				b = bytes.TrimPrefix(b, []byte("\ufeff"))
-			}
-			if len(bytes.TrimSpace(b)) > 0 {
-				if !yield(Line{File: name, Num: num, Data: b}, nil) {
-					return
-				}
-			}
-			if err == io.EOF {
-				return
-			}
-		}
-	}
+	return atomicio.ReadLines(r, name, 0)
 }
 
 // DecodeValid decodes a line that a Validator of the given (resolved) aspect set accepted before,

@@ -7,13 +7,13 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"text/tabwriter"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/eval/stats"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // Difference is the paired comparison of two systems on one metric.
@@ -242,17 +242,13 @@ func nan() float64 { return math.NaN() }
 
 // readScores reads PMID, Aspect and metric values from JSONL (top-level or under "scores").
 func readScores(path string) (map[dataset.Key]map[string]float64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	out := map[dataset.Key]map[string]float64{}
-	for l, err := range dataset.ReadLines(f, path) {
+	for l, err := range atomicio.Lines(path, 0) {
 		if err != nil {
 			return nil, err
 		}
 		b, line := l.Data, l.Num
+		// The line's own decoding: its errors carry ErrMalformed, which callers test for.
 		var raw map[string]json.RawMessage
 		if err := json.Unmarshal(b, &raw); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w: %v", path, line, ErrMalformed, err)

@@ -3,7 +3,6 @@ package infer
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"reflect"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/tracker"
@@ -48,16 +48,12 @@ func IsCrossValidation(dir string) bool {
 // vocabulary size) and the sentence length kept (max_len).
 func LoadEnsemble(dir string) (*Ensemble, error) {
 	path := filepath.Join(dir, CVReportFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEnsemble, err)
-	}
 	var rep struct {
 		Model string `json:"model"`
 		K     int    `json:"k"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrEnsemble, path, err)
+	if err := atomicio.ReadJSON(path, &rep, false); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnsemble, err) // names the file
 	}
 	switch {
 	case rep.Model != "tracker":

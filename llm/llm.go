@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -241,12 +240,11 @@ func (c *Client) chat(ctx context.Context, req Request, usable func(string) bool
 		h := sha256.Sum256(body)
 		name := hex.EncodeToString(h[:])
 		path = filepath.Join(c.opts.CacheDir, name[:2], name+".json")
-		if b, err := os.ReadFile(path); err == nil {
-			var e cacheEntry
-			if json.Unmarshal(b, &e) == nil && e.Model == c.opts.Model && bytes.Equal(e.Request, stored) && usable(e.Answer) {
-				c.hits.Add(1)
-				return e.Answer, nil
-			}
+		// A missing or damaged entry is a miss: the request is sent and the entry rewritten.
+		var e cacheEntry
+		if atomicio.ReadJSON(path, &e, false) == nil && e.Model == c.opts.Model && bytes.Equal(e.Request, stored) && usable(e.Answer) {
+			c.hits.Add(1)
+			return e.Answer, nil
 		}
 	}
 	var answer string

@@ -302,7 +302,7 @@ func TestReloadRoundTrip(t *testing.T) {
 			v, path, tok := trainLoad(t, corpus, TrainOptions{Kind: kind, VocabSize: 600})
 			// The file read back describes the same vocabulary and rewrites byte-identically.
 			data, _ := os.ReadFile(path)
-			back, ours, err := readVocab(data)
+			back, ours, err := readVocab(path, data)
 			if err != nil || !ours {
 				t.Fatalf("readVocab: ours=%v err=%v", ours, err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sugarme/tokenizer"
 	"github.com/sugarme/tokenizer/pretrained"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // ErrInvalidTokenizer is wrapped by Load errors about a file that exists but is not a usable
@@ -43,12 +44,12 @@ func Load(path string) (*Tokenizer, error) {
 		return nil, err
 	}
 	var cfg tokenizer.Config
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidTokenizer, path, err)
+	if err := atomicio.DecodeJSON(path, data, &cfg, false); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidTokenizer, err)
 	}
-	v, ours, err := readVocab(data)
+	v, ours, err := readVocab(path, data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidTokenizer, path, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalidTokenizer, err)
 	}
 	// Special tokens are left out of the library's added vocabulary: Encode treats its input as
 	// plain text, so a literal "[SEP]" in an abstract is spelled out instead of becoming the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/tracksum/tracksum/internal/atomicio"
@@ -100,7 +99,7 @@ func (v *Vocab) writeJSON(out io.Writer) error {
 // readVocab parses a tokenizer.json written by WriteFile back into a Vocab. ok is false (with a
 // nil error) for a valid tokenizer.json of another layout, which Load then serves through the
 // library only.
-func readVocab(data []byte) (v *Vocab, ok bool, err error) {
+func readVocab(path string, data []byte) (v *Vocab, ok bool, err error) {
 	var doc struct {
 		AddedTokens []struct {
 			ID      int    `json:"id"`
@@ -118,17 +117,17 @@ func readVocab(data []byte) (v *Vocab, ok bool, err error) {
 			Merges []string        `json:"merges"`
 		} `json:"model"`
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
+	if err := atomicio.DecodeJSON(path, data, &doc, false); err != nil {
 		return nil, false, err
 	}
 	vocab := map[string]int{}
 	if err := json.Unmarshal(doc.Model.Vocab, &vocab); err != nil {
-		return nil, false, fmt.Errorf("model.vocab: %w", err)
+		return nil, false, fmt.Errorf("%s: model.vocab: %w", path, err)
 	}
 	tokens := make([]string, len(vocab))
 	for t, id := range vocab {
 		if id < 0 || id >= len(vocab) || tokens[id] != "" {
-			return nil, false, fmt.Errorf("model.vocab: ids are not 0..%d each used once (token %q has id %d)", len(vocab)-1, t, id)
+			return nil, false, fmt.Errorf("%s: model.vocab: ids are not 0..%d each used once (token %q has id %d)", path, len(vocab)-1, t, id)
 		}
 		tokens[id] = t
 	}
@@ -146,7 +145,7 @@ func readVocab(data []byte) (v *Vocab, ok bool, err error) {
 		for _, m := range doc.Model.Merges {
 			l, r, found := bytes.Cut([]byte(m), []byte(" "))
 			if !found {
-				return nil, false, fmt.Errorf("model.merges: %q is not \"left right\"", m)
+				return nil, false, fmt.Errorf("%s: model.merges: %q is not \"left right\"", path, m)
 			}
 			v.merges = append(v.merges, [2]string{string(l), string(r)})
 		}
@@ -169,9 +168,10 @@ func readVocab(data []byte) (v *Vocab, ok bool, err error) {
 	return v, true, nil
 }
 
-// readFile reads path, naming it in errors.
+// readFile reads path, naming it in errors, within atomicio's limit of a tokenizer.json (Load
+// also serves Hugging Face files).
 func readFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := atomicio.ReadFileMax(path, atomicio.MaxTokenizerJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read tokenizer: %w", err)
 	}

@@ -22,11 +22,10 @@ package prepare
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -194,16 +193,17 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 // an earlier build can be replaced too.
 func previousOutput(dir string) error {
 	files := []string{dataset.ManifestFile, dataset.SplitsFile, dataset.TokenizerFile, dataset.ConfigFile, dataset.CardFile}
-	b, err := os.ReadFile(filepath.Join(dir, dataset.ManifestFile))
-	if err != nil {
+	var m dataset.Manifest
+	err := atomicio.ReadJSON(filepath.Join(dir, dataset.ManifestFile), &m, false)
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
 		if err := atomicio.OnlyFiles(dir, "tracksum-prepare", files); err != nil {
 			return err
 		}
 		return fmt.Errorf("has no %s (not a prepared directory)", dataset.ManifestFile)
 	}
-	var m dataset.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("has an unreadable %s (not a prepared directory)", dataset.ManifestFile)
+	if err != nil {
+		return fmt.Errorf("has an unreadable %s (not a prepared directory: %v)", dataset.ManifestFile, err)
 	}
 	for _, t := range m.Tasks {
 		for _, sp := range t.Splits {

@@ -707,13 +707,9 @@ func verifyFold(r *FoldResult, path, dir string, rows training.Rows, withDir boo
 }
 
 func readFoldResult(path string) (*FoldResult, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var r FoldResult
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w (delete it to redo the fold)", path, err)
+	if err := readJSONFile(path, &r); err != nil {
+		return nil, err
 	}
 	if r.Test == nil || len(r.Keys) != len(r.Scores) {
 		return nil, fmt.Errorf("%s: incomplete fold result (delete it to redo the fold)", path)

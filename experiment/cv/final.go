@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,13 +70,14 @@ const finalHeldOut = "none: every abstract of the prepared directory was trained
 // the folds' steps.
 func ChosenSteps(dir string) (int, []int, error) {
 	path := filepath.Join(dir, ReportFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
+	var rep Report
+	err := atomicio.ReadJSON(path, &rep, false)
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
 		return 0, nil, fmt.Errorf("cv: %w (not a finished cross-validation)", err)
 	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return 0, nil, fmt.Errorf("cv: %s: %w", path, err)
+	if err != nil {
+		return 0, nil, fmt.Errorf("cv: %w", err)
 	}
 	if rep.Model != ModelTracker || rep.K < 2 {
 		return 0, nil, fmt.Errorf("cv: %s: model %q with k = %d: the final tracker needs a --cv-model %s cross-validation", path, rep.Model, rep.K, ModelTracker)
@@ -100,13 +101,9 @@ func ChosenSteps(dir string) (int, []int, error) {
 // splits.json and manifest) and, unless allowChanged, with configuration cfg.
 func checkSameRun(dir, data string, cfg *config.Config, allowChanged bool) error {
 	path := filepath.Join(dir, SettingsFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("cv: %w", err)
-	}
 	var s map[string]any
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("cv: %s: %w", path, err)
+	if err := atomicio.ReadJSON(path, &s, false); err != nil {
+		return fmt.Errorf("cv: %w", err)
 	}
 	sum := func(file string) (string, error) {
 		b, err := os.ReadFile(filepath.Join(data, file))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -444,7 +445,7 @@ func methodFold(ctx context.Context, cfg *config.Config, m PipelineMethod, f Met
 	if recs, err := loadPredictions(cache); err == nil {
 		return recs, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w (delete it to redo the fold)", cache, err)
+		return nil, fmt.Errorf("%w (delete it to redo the fold)", err) // the error names the file
 	}
 	if err := os.MkdirAll(filepath.Dir(f.Dir), 0o755); err != nil {
 		return nil, err
@@ -527,33 +528,21 @@ func formatSeconds(s map[string]float64) string {
 
 // loadPredictions reads a JSONL file of dataset.Prediction records written by the harness.
 func loadPredictions(path string) ([]dataset.Prediction, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var out []dataset.Prediction
-	dec := json.NewDecoder(f)
-	for {
-		var p dataset.Prediction
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("record %d: %w", len(out)+1, err)
-		}
+	err := atomicio.ReadJSONL(path, atomicio.JSONLOptions{}, func(_ int, p dataset.Prediction) error {
 		out = append(out, p)
-	}
+		return nil
+	})
+	return out, err
 }
 
-// readJSONFile decodes the JSON file at path into v; a file that does not decode is an error
-// saying how to redo it.
+// readJSONFile decodes the JSON file at path into v (atomicio.ReadJSON); a file that is there but
+// does not decode is an error saying how to redo it.
 func readJSONFile(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
+	err := atomicio.ReadJSON(path, v, false)
+	var pathErr *fs.PathError
+	if err != nil && !errors.As(err, &pathErr) {
+		return fmt.Errorf("%w (delete it to redo the fold)", err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w (delete it to redo the fold)", path, err)
-	}
-	return nil
+	return err
 }

@@ -143,7 +143,7 @@ func Load(path string) (*Template, error) {
 // LoadNamed reads path and parses the chat template called name: the list form's entry of that
 // name, or the string form when name is "default".
 func LoadNamed(path, name string) (*Template, error) {
-	data, err := atomicio.ReadFile(path)
+	data, err := atomicio.ReadFileMax(path, atomicio.MaxJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
@@ -157,8 +157,8 @@ var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_toke
 // at path (used in error messages).
 func Parse(path string, data []byte, name string) (*Template, error) {
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON object: %v", path, err)
+	if err := atomicio.DecodeJSON(path, data, &raw, false); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %v", err) // names the file, line and column
 	}
 	source, err := pickTemplate(raw["chat_template"], name)
 	if err != nil {

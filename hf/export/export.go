@@ -16,10 +16,10 @@ package export
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -225,18 +225,15 @@ func checkKind(ck string, log io.Writer) error {
 // disagrees with the LoRA settings of its pretrained.json (what infer uses): the export would
 // not be the model infer runs. A checkpoint without pretrained.json has no second record.
 func checkAdapterAgreement(ck string) error {
-	b, err := os.ReadFile(filepath.Join(ck, checkpoint.PretrainedFile))
+	var meta struct {
+		LoRA config.LoRA `json:"lora"`
+	}
+	err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.PretrainedFile), &meta, false)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return err
-	}
-	var meta struct {
-		LoRA config.LoRA `json:"lora"`
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(ck, checkpoint.PretrainedFile), err)
+		return err // names the file
 	}
 	return peft.CheckAgreement(ck, meta.LoRA, checkpoint.PretrainedFile)
 }
@@ -246,16 +243,17 @@ func checkAdapterAgreement(ck string) error {
 // recognised by holding only regular files beside its ProvenanceFile (an export writes no
 // subdirectory).
 func previousExport(dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, ProvenanceFile))
-	if err != nil {
+	var prov Provenance
+	err := atomicio.ReadJSON(filepath.Join(dir, ProvenanceFile), &prov, false)
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
 		if err := atomicio.OnlyFiles(dir, "tracksum-export", nil); err != nil {
 			return err
 		}
 		return fmt.Errorf("has no %s (not a tracksum-export output)", ProvenanceFile)
 	}
-	var prov Provenance
-	if err := json.Unmarshal(b, &prov); err != nil {
-		return fmt.Errorf("has an unreadable %s (not a tracksum-export output)", ProvenanceFile)
+	if err != nil {
+		return fmt.Errorf("has an unreadable %s (not a tracksum-export output: %v)", ProvenanceFile, err)
 	}
 	files := prov.Files
 	if files == nil {

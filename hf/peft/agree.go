@@ -1,7 +1,6 @@
 package peft
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // ErrDisagree marks a checkpoint whose adapter_config.json and training metadata describe
@@ -25,7 +25,8 @@ var ErrDisagree = errors.New("adapter settings disagree")
 // naming both files.
 func CheckAgreement(ck string, l config.LoRA, metaName string) error {
 	path := filepath.Join(ck, AdapterDir, ConfigFile)
-	b, err := os.ReadFile(path)
+	var c Config
+	err := atomicio.ReadJSON(path, &c, false)
 	if errors.Is(err, os.ErrNotExist) {
 		if l.Rank > 0 {
 			if _, derr := os.Stat(filepath.Join(ck, AdapterDir)); derr == nil {
@@ -35,11 +36,7 @@ func CheckAgreement(ck string, l config.LoRA, metaName string) error {
 		return nil
 	}
 	if err != nil {
-		return err
-	}
-	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err // names the file
 	}
 	meta := filepath.Join(ck, metaName)
 	diff := func(field string, a, m any) error {

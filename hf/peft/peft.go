@@ -314,16 +314,16 @@ func isAdapterDir(dir string) error {
 // only: an adapter_model.bin is refused with a message). Errors are one line naming the file.
 func Read(dir string) (*Adapter, error) {
 	cfgPath := filepath.Join(dir, ConfigFile)
-	raw, err := atomicio.ReadFile(cfgPath)
+	raw, err := atomicio.ReadFileMax(cfgPath, atomicio.MaxJSONBytes)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("adapter %s: %s is missing", dir, ConfigFile)
 		}
 		return nil, fmt.Errorf("adapter %s: %v", dir, err)
 	}
-	cfg, err := parseConfig(raw)
+	cfg, err := parseConfig(cfgPath, raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfgPath, err)
+		return nil, err
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", cfgPath, oneLine(err))
@@ -352,26 +352,26 @@ func Read(dir string) (*Adapter, error) {
 	return a, nil
 }
 
-// parseConfig decodes adapter_config.json leniently (PEFT writes many more fields), with
-// target_modules as a list (PEFT also allows a regex string: refused, as the modules it selects
-// depend on the model's module tree).
-func parseConfig(raw []byte) (Config, error) {
+// parseConfig decodes adapter_config.json (path, read into raw) leniently (PEFT writes many more
+// fields), with target_modules as a list (PEFT also allows a regex string: refused, as the modules
+// it selects depend on the model's module tree). Errors name the file.
+func parseConfig(path string, raw []byte) (Config, error) {
 	var probe struct {
 		TargetModules json.RawMessage `json:"target_modules"`
 		UseDoRA       bool            `json:"use_dora"`
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return Config{}, fmt.Errorf("not valid JSON: %v", err)
+	if err := atomicio.DecodeJSON(path, raw, &probe, false); err != nil {
+		return Config{}, fmt.Errorf("not valid JSON: %w", err)
 	}
 	if len(probe.TargetModules) > 0 && probe.TargetModules[0] == '"' {
-		return Config{}, fmt.Errorf("target_modules is a regular expression %s; only a list of module names is supported", probe.TargetModules)
+		return Config{}, fmt.Errorf("%s: target_modules is a regular expression %s; only a list of module names is supported", path, probe.TargetModules)
 	}
 	if probe.UseDoRA {
-		return Config{}, errors.New("use_dora true (DoRA) is not supported")
+		return Config{}, fmt.Errorf("%s: use_dora true (DoRA) is not supported", path)
 	}
 	var c Config
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return Config{}, fmt.Errorf("%v", err)
+	if err := atomicio.DecodeJSON(path, raw, &c, false); err != nil {
+		return Config{}, err
 	}
 	return c, nil
 }

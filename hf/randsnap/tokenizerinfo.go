@@ -3,11 +3,11 @@ package randsnap
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // TokenizerInfo is what a copied tokenizer decides in config.json.
@@ -31,7 +31,7 @@ func ReadTokenizerInfo(dir string) (TokenizerInfo, error) {
 		} `json:"model"`
 	}
 	path := filepath.Join(dir, snapshot.TokenizerFile)
-	if err := readJSON(path, &tj); err != nil {
+	if err := atomicio.ReadJSONWith(path, &tj, atomicio.JSONOptions{MaxBytes: atomicio.MaxTokenizerJSONBytes}); err != nil {
 		return info, err
 	}
 	ids := map[string]int{}
@@ -61,7 +61,7 @@ func ReadTokenizerInfo(dir string) (TokenizerInfo, error) {
 	}
 	var tc map[string]any
 	cpath := filepath.Join(dir, snapshot.TokenizerConfigFile)
-	if err := readJSON(cpath, &tc); err != nil {
+	if err := atomicio.ReadJSON(cpath, &tc, false); err != nil {
 		return info, err
 	}
 	token := func(key string) (int, bool) {
@@ -88,15 +88,4 @@ func ReadTokenizerInfo(dir string) (TokenizerInfo, error) {
 		}
 	}
 	return info, nil
-}
-
-func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -100,7 +99,8 @@ func CachedSHA256(ctx context.Context, paths []string) (string, error) {
 	entryPath := cacheEntry(stats)
 	if entryPath != "" {
 		var e digestEntry
-		if b, err := os.ReadFile(entryPath); err == nil && json.Unmarshal(b, &e) == nil && sameStats(e.Files, stats) && len(e.SHA256) == 64 {
+		// Any failure to read the entry (missing, damaged) is a cache miss.
+		if atomicio.ReadJSON(entryPath, &e, false) == nil && sameStats(e.Files, stats) && len(e.SHA256) == 64 {
 			return e.SHA256, nil
 		}
 	}
@@ -119,9 +119,7 @@ func CachedSHA256(ctx context.Context, paths []string) (string, error) {
 			after[i], _ = statOf(st.Path)
 		}
 		if sameStats(after, stats) {
-			if b, err := json.Marshal(digestEntry{Files: stats, SHA256: sum}); err == nil && os.MkdirAll(filepath.Dir(entryPath), 0o755) == nil {
-				_ = atomicio.WriteFile(entryPath, b, 0o644) // best effort: a failure costs a rehash next time
-			}
+			_ = atomicio.WriteJSON(entryPath, digestEntry{Files: stats, SHA256: sum}) // best effort: a failure costs a rehash next time
 		}
 	}
 	return sum, nil

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -152,15 +153,15 @@ func openFiles(dir string) (*Snapshot, error) {
 
 func (s *Snapshot) readConfig() error {
 	path := filepath.Join(s.Dir, ConfigFile)
-	data, err := atomicio.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return tagged(ErrMissingFile, "snapshot %s: %s is missing", s.Dir, ConfigFile)
-		}
+	err := atomicio.ReadJSON(path, &s.Config, false)
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return tagged(ErrMissingFile, "snapshot %s: %s is missing", s.Dir, ConfigFile)
+	case errors.As(err, &pathErr):
 		return fmt.Errorf("%s: %v", path, err)
-	}
-	if err := json.Unmarshal(data, &s.Config); err != nil {
-		return fmt.Errorf("%s: invalid JSON: %v", path, err)
+	case err != nil:
+		return err // names the file, and the line and column of a syntax error
 	}
 	if s.Config == nil {
 		return fmt.Errorf("%s: want a JSON object", path)

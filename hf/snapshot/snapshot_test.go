@@ -205,7 +205,7 @@ func TestOpenErrors(t *testing.T) {
 		{"bad config.json", func(t *testing.T, dir string) string {
 			writeFile(t, filepath.Join(dir, ConfigFile), `{"model_type": `)
 			return dir
-		}, "config.json: invalid JSON", nil},
+		}, "config.json:1:16: unexpected end of JSON input", nil},
 		{"no model_type", func(t *testing.T, dir string) string {
 			writeFile(t, filepath.Join(dir, ConfigFile), `{"hidden_size": 4}`)
 			return dir

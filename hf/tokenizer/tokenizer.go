@@ -81,21 +81,29 @@ type tokenizerJSONHead struct {
 func Load(dir string) (*Tokenizer, error) {
 	tjPath := filepath.Join(dir, "tokenizer.json")
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
-	cfgData, err := atomicio.ReadFile(cfgPath)
+	cfgData, err := atomicio.ReadFileMax(cfgPath, atomicio.MaxJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	// The library parses the file itself, without saying where it is malformed: decode it once
+	// here for an error with its line and column.
+	var cfgDoc any
+	if err := atomicio.DecodeJSON(cfgPath, cfgData, &cfgDoc, false); err != nil {
+		return nil, fmt.Errorf("tokenizer: malformed JSON: %w", err)
 	}
 	cfg, err := api.ParseConfigContent(withoutChatTemplate(cfgData))
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", cfgPath, oneLine(err))
 	}
-	tjData, err := atomicio.ReadFile(tjPath)
+	tjData, err := atomicio.ReadFileMax(tjPath, atomicio.MaxTokenizerJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
+	// The file read and checked once, as read; the encoders below parse again the parts they need
+	// from the bytes in memory (applyFixes may have rewritten them).
 	var head tokenizerJSONHead
-	if err := json.Unmarshal(tjData, &head); err != nil {
-		return nil, fmt.Errorf("tokenizer: %s: malformed JSON: %v", tjPath, oneLine(err))
+	if err := atomicio.DecodeJSON(tjPath, tjData, &head, false); err != nil {
+		return nil, fmt.Errorf("tokenizer: malformed JSON: %w", err)
 	}
 	if head.Model == nil {
 		return nil, fmt.Errorf("tokenizer: %s: no \"model\" object", tjPath)

@@ -118,8 +118,8 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"no tokenizer.json", "", bertConfig, `tokenizer\.json: no such file`},
 		{"no tokenizer_config.json", bertJSON, "", `tokenizer_config\.json: no such file`},
-		{"malformed tokenizer.json", `{"model": `, bertConfig, `tokenizer\.json: malformed JSON`},
-		{"malformed tokenizer_config.json", bertJSON, `{"tokenizer_class": [`, `tokenizer_config\.json: `},
+		{"malformed tokenizer.json", `{"model": `, bertConfig, `malformed JSON: .*tokenizer\.json:1:11: unexpected end of JSON input`},
+		{"malformed tokenizer_config.json", bertJSON, `{"tokenizer_class": [`, `malformed JSON: .*tokenizer_config\.json:1:22: unexpected end of JSON input`},
 		{"no model", `{"version": "1.0"}`, bertConfig, `tokenizer\.json: no "model" object`},
 		{"unsupported model", unigram, bertConfig, `tokenizer\.json: unsupported tokenizer model type "Mystery" \(supported: BPE, Unigram, WordPiece\)`},
 		{"no vocab", `{"model": {"type": "BPE"}}`, bertConfig, `tokenizer\.json: model has no vocab`},

@@ -1,9 +1,13 @@
 // Package atomicio writes outputs so that a failure never leaves a half-written file or directory:
 // everything goes to a temporary path beside the target and is renamed into place at the end.
+//
+// It is also the one reader of JSON files (ReadJSON, ReadJSONWith; ReadFileMax and DecodeJSON for
+// callers that need the bytes) and of JSON Lines files (ReadJSONL; Lines and ReadLines for callers
+// with their own per-line decoding): reads are bounded (MaxJSONBytes, MaxJSONLLine), and errors
+// name the file and the line, and the column of a syntax error.
 package atomicio
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -508,22 +512,4 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: not a regular file (%s)", path, kind(fi.Mode()))
 	}
 	return os.ReadFile(path)
-}
-
-// ReadJSON decodes the JSON file at path into v: the one JSON reader of tracksum's own files
-// (checkpoint metadata, manifests, reports), beside WriteJSON. With strict, a field v does not
-// have is an error (metadata a newer build wrote must not be half-read). Errors name the file.
-func ReadJSON(path string, v any, strict bool) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

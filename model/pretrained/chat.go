@@ -43,7 +43,7 @@ var tokenizers struct {
 func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	h := sha256.New()
 	for _, name := range []string{snapshot.TokenizerFile, snapshot.TokenizerConfigFile} {
-		b, err := atomicio.ReadFile(filepath.Join(dir, name))
+		b, err := atomicio.ReadFileMax(filepath.Join(dir, name), atomicio.MaxTokenizerJSONBytes)
 		if err != nil {
 			return tokenizer.Load(dir) // its error names the file
 		}

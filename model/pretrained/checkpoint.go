@@ -153,11 +153,11 @@ func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.S
 	} else if _, err := peft.WriteBaseRef(ctx, outDir, snap); err != nil {
 		return err
 	}
-	tok, err := atomicio.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerFile))
+	tok, err := atomicio.ReadFileMax(filepath.Join(snap.Dir, snapshot.TokenizerFile), atomicio.MaxTokenizerJSONBytes)
 	if err != nil {
 		return err
 	}
-	tcfg, err := atomicio.ReadFile(filepath.Join(snap.Dir, snapshot.TokenizerConfigFile))
+	tcfg, err := atomicio.ReadFileMax(filepath.Join(snap.Dir, snapshot.TokenizerConfigFile), atomicio.MaxJSONBytes)
 	if err != nil {
 		return err
 	}

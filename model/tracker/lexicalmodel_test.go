@@ -154,7 +154,7 @@ func TestLoadLexicalContextRefusesCorrupt(t *testing.T) {
 		desc, content, want string
 	}{
 		{"not JSON", "not json", "invalid character"},
-		{"truncated", string(good[:len(good)/2]), "unexpected EOF"},
+		{"truncated", string(good[:len(good)/2]), "unexpected end of JSON input"},
 		{"other format", edit(func(c map[string]any) { c["format"] = "pickle" }), `format "pickle"`},
 		{"unknown field", edit(func(c map[string]any) { c["exec"] = "rm -rf /" }), "unknown field"},
 		{"too few aspects", edit(func(c map[string]any) { c["aspects"] = c["aspects"].([]any)[:1] }), "1 aspects, hparams.json has"},

@@ -1,13 +1,10 @@
 package training
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,27 +81,12 @@ func WritePlot(metricsPath, pngPath, selectMetric string, bestStep int) error {
 
 // readMetrics reads the rows of a metrics.jsonl file.
 func readMetrics(path string) ([]map[string]any, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var rows []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		var row map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
+	err := atomicio.ReadJSONL(path, atomicio.JSONLOptions{}, func(_ int, row map[string]any) error {
 		rows = append(rows, row)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return rows, nil
+		return nil
+	})
+	return rows, err
 }
 
 // WriteCSV writes the rows of a metrics.jsonl file as CSV (pandas, spreadsheets): columns split,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -121,7 +122,9 @@ func ReadResumePoint(dir string) (*ResumePoint, error) {
 func readState(dir string) (*state, error) {
 	stateDir := filepath.Join(dir, StateDir)
 	path := filepath.Join(stateDir, stateFile)
-	b, err := os.ReadFile(path)
+	var st state
+	err := atomicio.ReadJSON(path, &st, false)
+	var pathErr *fs.PathError
 	if errors.Is(err, os.ErrNotExist) {
 		if _, err := os.Stat(stateDir); err == nil {
 			return nil, fmt.Errorf("%w: %s has no %s (damaged resume point); delete %s to start over", ErrResume, stateDir, stateFile, dir)
@@ -131,12 +134,11 @@ func readState(dir string) (*state, error) {
 		}
 		return nil, nil
 	}
-	if err != nil {
+	if errors.As(err, &pathErr) {
 		return nil, fmt.Errorf("training: %w", err)
 	}
-	var st state
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w (damaged resume point); delete %s to start over", ErrResume, path, err, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w (damaged resume point); delete %s to start over", ErrResume, err, dir)
 	}
 	if !st.Fresh {
 		if _, err := os.Stat(filepath.Join(stateDir, stateVariables)); err != nil {
@@ -163,7 +165,7 @@ func progressIn(dir string) string {
 // last line (a crash during the write) is dropped too.
 func truncateMetrics(dir string, step int) error {
 	path := filepath.Join(dir, MetricsFile)
-	b, err := os.ReadFile(path)
+	fi, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -171,22 +173,24 @@ func truncateMetrics(dir string, step int) error {
 		return fmt.Errorf("training: %w", err)
 	}
 	var keep bytes.Buffer
-	lines := bytes.SplitAfter(b, []byte("\n"))
-	for i, line := range lines {
-		if !bytes.HasSuffix(line, []byte("\n")) {
-			break // empty, or the torn last line of a killed run
-		}
+	err = atomicio.ReadJSONL(path, atomicio.JSONLOptions{DropTorn: true}, func(_ int, line json.RawMessage) error {
 		var row struct {
 			Step *int `json:"step"`
 		}
 		if err := json.Unmarshal(line, &row); err != nil || row.Step == nil {
-			return fmt.Errorf("%w: %s:%d: not a metrics row", ErrResume, path, i+1)
+			return errors.New("not a metrics row")
 		}
 		if *row.Step <= step {
 			keep.Write(line)
+			keep.WriteByte('\n')
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrResume, err)
 	}
-	if keep.Len() == len(b) {
+	// The kept rows are lines of the file as they were: the same length means every row kept.
+	if int64(keep.Len()) == fi.Size() {
 		return nil
 	}
 	return atomicio.WriteFile(path, keep.Bytes(), 0o644)

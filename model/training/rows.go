@@ -3,9 +3,9 @@ package training
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -81,18 +81,18 @@ func CheckRows(dir string, rows Rows, required bool) error {
 		return err
 	}
 	if rp != nil {
-		b, err := os.ReadFile(path)
+		var old Rows
+		err := atomicio.ReadJSON(path, &old, false)
+		var pathErr *fs.PathError
 		switch {
 		case errors.Is(err, os.ErrNotExist) && required:
 			return fmt.Errorf("%w: %s holds training progress (step %d) but no %s, so the rows it was trained on are unknown; delete it to retrain it", ErrResume, dir, rp.Step, RowsFile)
 		case errors.Is(err, os.ErrNotExist):
-		case err != nil:
+		case errors.As(err, &pathErr):
 			return fmt.Errorf("training: %w", err)
+		case err != nil:
+			return fmt.Errorf("%w: %w; delete %s to retrain it", ErrResume, err, dir)
 		default:
-			var old Rows
-			if err := json.Unmarshal(b, &old); err != nil {
-				return fmt.Errorf("%w: %s: %w; delete %s to retrain it", ErrResume, path, err, dir)
-			}
 			if d := rows.Differs(old); d != "" {
 				return fmt.Errorf("%w: %s was trained on other rows than these (%s differ, %s); use another --out or delete it", ErrResume, dir, d, RowsFile)
 			}

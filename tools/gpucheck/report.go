@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -42,26 +41,23 @@ func reportCommand() cli.Command {
 }
 
 func readRows(path string) ([]map[string]any, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var rows []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || !strings.HasPrefix(line, "{") {
+	// atomicio's line reader, but not its JSONL decoder: lines that are not JSON are skipped.
+	for l, err := range atomicio.Lines(path, 0) {
+		if err != nil {
+			return nil, err
+		}
+		line := bytes.TrimSpace(l.Data)
+		if !bytes.HasPrefix(line, []byte("{")) {
 			continue // a step's stray output: its log has it
 		}
 		var row map[string]any
-		if err := json.Unmarshal([]byte(line), &row); err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+		if err := json.Unmarshal(line, &row); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, l.Num, err)
 		}
 		rows = append(rows, row)
 	}
-	return rows, sc.Err()
+	return rows, nil
 }
 
 // markdown renders the rows: the steps' statuses first, then one table per kind of result.

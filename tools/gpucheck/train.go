@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -161,19 +160,17 @@ func envSettings(task, backend string) (string, bool) {
 // first (which compiles the step on an XLA backend): the speed of a long run, where the report's
 // mean over a few steps is mostly compilation. 0 with fewer than three rows.
 func steadySpeed(path string) float64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
 	var speeds []float64
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	for l, err := range atomicio.Lines(path, 0) {
+		if err != nil {
+			break
+		}
 		var row struct {
 			Split string   `json:"split"`
 			EPS   *float64 `json:"examples_per_sec"`
 		}
-		if json.Unmarshal(sc.Bytes(), &row) == nil && row.Split == "train" && row.EPS != nil {
+		// A line that is not a row is skipped: the speed is a best-effort figure.
+		if json.Unmarshal(l.Data, &row) == nil && row.Split == "train" && row.EPS != nil {
 			speeds = append(speeds, *row.EPS)
 		}
 	}
@@ -187,16 +184,13 @@ func steadySpeed(path string) float64 {
 
 // losses returns the last train and dev losses of a metrics.jsonl (nil when absent).
 func losses(path string) (train, dev any) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	for l, err := range atomicio.Lines(path, 0) {
+		if err != nil {
+			break
+		}
 		var row map[string]any
-		if json.Unmarshal(sc.Bytes(), &row) != nil {
-			continue
+		if json.Unmarshal(l.Data, &row) != nil {
+			continue // a torn or foreign line: best effort, as steadySpeed
 		}
 		if l, ok := row["loss"]; ok {
 			if row["split"] == "train" {

@@ -40,7 +40,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -227,15 +226,11 @@ func New(ctx context.Context, opts Options) (*Judge, error) {
 // id2label: {entailment, neutral, contradiction} or {entailment, not-entailment}, in any order
 // and spelling of case, "_", "-" and spaces.
 func readLabels(path string) (entail, n int, err error) {
-	data, err := atomicio.ReadFile(path)
-	if err != nil {
-		return 0, 0, err
-	}
 	var c struct {
 		ID2Label map[string]string `json:"id2label"`
 	}
-	if err := json.Unmarshal(data, &c); err != nil {
-		return 0, 0, fmt.Errorf("%s: %v", path, err)
+	if err := atomicio.ReadJSON(path, &c, false); err != nil {
+		return 0, 0, err // names the file
 	}
 	names := map[string]int{}
 	ids := make([]string, 0, len(c.ID2Label))
@@ -284,14 +279,11 @@ func readLabels(path string) (entail, n int, err error) {
 // modelMaxLength is tokenizer_config.json's model_max_length, or 0 when absent or unset (the
 // tokenizers' "very large" placeholder).
 func modelMaxLength(dir string) int {
-	data, err := os.ReadFile(filepath.Join(dir, snapshot.TokenizerConfigFile))
-	if err != nil {
-		return 0
-	}
 	var c struct {
 		ModelMaxLength float64 `json:"model_max_length"`
 	}
-	if json.Unmarshal(data, &c) != nil || c.ModelMaxLength <= 0 || c.ModelMaxLength > 1<<20 {
+	// An unreadable file is no limit here: the tokenizer's own reading of it reports it.
+	if atomicio.ReadJSON(filepath.Join(dir, snapshot.TokenizerConfigFile), &c, false) != nil || c.ModelMaxLength <= 0 || c.ModelMaxLength > 1<<20 {
 		return 0
 	}
 	return int(c.ModelMaxLength)
@@ -478,12 +470,9 @@ func (j *Judge) cached(key string) (float64, bool) {
 	if ok || j.opts.CacheDir == "" {
 		return p, ok
 	}
-	data, err := os.ReadFile(j.cachePath(key))
-	if err != nil {
-		return 0, false
-	}
 	var e cacheEntry
-	if json.Unmarshal(data, &e) != nil || e.Entailment < 0 || e.Entailment > 1 || math.IsNaN(e.Entailment) {
+	// A missing or damaged entry is a miss: the pair is scored again and the entry rewritten.
+	if atomicio.ReadJSON(j.cachePath(key), &e, false) != nil || e.Entailment < 0 || e.Entailment > 1 || math.IsNaN(e.Entailment) {
 		return 0, false
 	}
 	j.mu.Lock()
