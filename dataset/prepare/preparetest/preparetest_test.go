@@ -43,11 +43,16 @@ func (f *fatalTB) Fatalf(format string, args ...any) {
 
 // fatalOf calls Dir with cfg and returns the message it stopped with ("" if it returned).
 func fatalOf(t *testing.T, cfg *config.Config) string {
+	return fatalOfCall(t, func(tb testing.TB) { Dir(tb, cfg) })
+}
+
+// fatalOfCall runs call on a fatalTB and returns the message it stopped with.
+func fatalOfCall(t *testing.T, call func(testing.TB)) string {
 	f := &fatalTB{TB: t}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Dir(f, cfg)
+		call(f)
 	}()
 	<-done
 	return f.msg
@@ -181,6 +186,54 @@ func TestDirWithoutMain(t *testing.T) {
 	}()
 	want := "preparetest: the test binary does not run its tests through preparetest.Main"
 	if msg := fatalOf(t, small()); !strings.HasPrefix(msg, want) {
+		t.Errorf("Fatal message %q, want %q...", msg, want)
+	}
+}
+
+// TestDirFrom: input files are part of the settings, by absolute path and state.
+func TestDirFrom(t *testing.T) {
+	cfg := small()
+	cfg.Prepare.SplitBy = dataset.SplitByInstance
+	cfg.Prepare.TrainRatio, cfg.Prepare.DevRatio, cfg.Prepare.TestRatio = 0.5, 0, 0.5
+	rel := filepath.Join("..", "..", "testdata", "valid.jsonl")
+	abs, err := filepath.Abs(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "valid.jsonl")
+	if err := os.WriteFile(other, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := DirFrom(t, cfg, []string{rel})
+	m, err := dataset.ReadManifest(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Source != "input" || len(m.Inputs) != 1 || m.Inputs[0].Instances != 6 {
+		t.Errorf("manifest: source %s, inputs %+v: not prepared from %s", m.Source, m.Inputs, rel)
+	}
+	for _, tc := range []struct {
+		desc   string
+		inputs []string
+		same   bool
+	}{
+		{"absolute path", []string{abs}, true},
+		{"another file", []string{other}, false},
+		{"the sample", nil, false},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if dir := DirFrom(t, cfg, tc.inputs); (dir == base) != tc.same {
+				t.Errorf("directory %s, base %s: want same = %v", dir, base, tc.same)
+			}
+		})
+	}
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
+	msg := fatalOfCall(t, func(tb testing.TB) { DirFrom(tb, cfg, []string{missing}) })
+	if want := "preparetest: input stat " + missing; !strings.HasPrefix(msg, want) {
 		t.Errorf("Fatal message %q, want %q...", msg, want)
 	}
 }
