@@ -15,7 +15,7 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/llm"
 	"github.com/tracksum/tracksum/llm/llmtest"
 )
@@ -304,10 +304,7 @@ func TestRunPromptDemosFromPreparedTrainSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Prepare.SampleSize = 40
-	prep := filepath.Join(t.TempDir(), "prepared")
-	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: prep}); err != nil {
-		t.Fatal(err)
-	}
+	prep := preparetest.Dir(t, cfg)
 	_, train, err := ReadInput(prep, dataset.SplitTrain, dataset.AspectSetTracSum, []string{"a"})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/eval"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/model/checkpoint"
@@ -90,11 +90,7 @@ func TestRunVariants(t *testing.T) {
 	cfg.Prepare.SampleSize = 40
 	cfg.Summarizer.Train.MaxSteps, cfg.Summarizer.Train.EvalEvery, cfg.Summarizer.DevDecodeLimit = 3, 3, 2
 	cfg.Tracker.Train.MaxSteps = 3
-	dir := t.TempDir()
-	data := filepath.Join(dir, "prepared")
-	if _, err := prepare.Run(ctx, cfg, prepare.Options{Out: data}); err != nil {
-		t.Fatal(err)
-	}
+	dir, data := t.TempDir(), preparetest.Dir(t, cfg)
 	sttDir, eteDir := filepath.Join(dir, "stt"), filepath.Join(dir, "ete")
 	if _, _, err := stt.Train(ctx, cfg, data, sttDir, stt.TrainOptions{Log: discard{}}); err != nil {
 		t.Fatal(err)

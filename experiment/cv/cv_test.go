@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/eval"
 	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/model/tracker"
@@ -35,16 +35,13 @@ func tinyConfig(t testing.TB) *config.Config {
 	return cfg
 }
 
-// preparedWithFolds prepares the built-in sample (tiny profile) with k folds.
+// preparedWithFolds is the built-in sample prepared with cfg's settings and k folds, shared by the
+// tests that ask for the same (read-only).
 func preparedWithFolds(t *testing.T, cfg *config.Config, k int) string {
 	t.Helper()
 	c := *cfg
 	c.Prepare.Folds = k
-	dir := filepath.Join(t.TempDir(), "prepared")
-	if _, err := prepare.Run(context.Background(), &c, prepare.Options{Out: dir}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return preparetest.Dir(t, &c)
 }
 
 func readReport(t *testing.T, dir string) *Report {
@@ -316,10 +313,7 @@ func TestPartition(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	cfg := tinyConfig(t)
-	plain := filepath.Join(t.TempDir(), "plain")
-	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: plain}); err != nil {
-		t.Fatal(err)
-	}
+	plain := preparetest.Dir(t, cfg)
 	for _, tc := range []struct {
 		desc string
 		opts Options

@@ -3,6 +3,7 @@ package cvtable6
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -10,10 +11,12 @@ import (
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/experiment/cv"
 	"github.com/tracksum/tracksum/infer"
 )
+
+func TestMain(m *testing.M) { os.Exit(preparetest.Main(m)) }
 
 // TestFolds runs both registered fold functions as the table6 harness does: train on a PMID
 // assignment (the prepared test split held out), predict the held-out abstracts, one prediction
@@ -27,11 +30,7 @@ func TestFolds(t *testing.T) {
 	cfg.Prepare.SampleSize = 40
 	cfg.Summarizer.Train.MaxSteps, cfg.Summarizer.Train.EvalEvery, cfg.Summarizer.DevDecodeLimit = 3, 3, 2
 	cfg.Tracker.Train.MaxSteps = 3
-	dir := t.TempDir()
-	data := filepath.Join(dir, "prepared")
-	if _, err := prepare.Run(ctx, cfg, prepare.Options{Out: data}); err != nil {
-		t.Fatal(err)
-	}
+	dir, data := t.TempDir(), preparetest.Dir(t, cfg)
 	split := map[string]string{}
 	var heldOut []infer.Abstract
 	for _, s := range dataset.Splits {

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/variant"
 )
@@ -32,6 +32,8 @@ func tinyConfig(t testing.TB) *config.Config {
 	return cfg
 }
 
+func TestMain(m *testing.M) { os.Exit(preparetest.Main(m)) }
+
 func testLog() io.Writer {
 	if testing.Verbose() {
 		return os.Stderr
@@ -43,10 +45,7 @@ func testLog() io.Writer {
 // checkpoint's layout, and that its predictions are valid records whatever the model writes.
 func TestTrainPredict(t *testing.T) {
 	cfg := tinyConfig(t)
-	data := filepath.Join(t.TempDir(), "prepared")
-	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: data}); err != nil {
-		t.Fatal(err)
-	}
+	data := preparetest.Dir(t, cfg)
 	out := filepath.Join(t.TempDir(), "ete")
 	m, rep, err := Train(context.Background(), cfg, data, out, TrainOptions{Log: testLog()})
 	if err != nil {
@@ -109,10 +108,7 @@ func TestTrainPredict(t *testing.T) {
 // from every prepared split, and the source and target are what Predict and Parse expect.
 func TestReadDataAssign(t *testing.T) {
 	cfg := tinyConfig(t)
-	data := filepath.Join(t.TempDir(), "prepared")
-	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: data}); err != nil {
-		t.Fatal(err)
-	}
+	data := preparetest.Dir(t, cfg)
 	all, err := ReadData(data, func(string) string { return dataset.SplitTrain })
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/variant"
@@ -35,6 +35,8 @@ func tinyConfig(t testing.TB) *config.Config {
 	return cfg
 }
 
+func TestMain(m *testing.M) { os.Exit(preparetest.Main(m)) }
+
 func testLog() io.Writer {
 	if testing.Verbose() {
 		return os.Stderr
@@ -46,10 +48,7 @@ func testLog() io.Writer {
 // checkpoint's layout and its predictions, and that its parts cannot be mixed up.
 func TestTrainPredict(t *testing.T) {
 	cfg := tinyConfig(t)
-	data := filepath.Join(t.TempDir(), "prepared")
-	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: data}); err != nil {
-		t.Fatal(err)
-	}
+	data := preparetest.Dir(t, cfg)
 	out := filepath.Join(t.TempDir(), "stt")
 	m, rep, err := Train(context.Background(), cfg, data, out, TrainOptions{Log: testLog()})
 	if err != nil {
@@ -147,10 +146,7 @@ func TestPairExample(t *testing.T) {
 // length in their position features.
 func TestReadTrackerDataAssign(t *testing.T) {
 	cfg := tinyConfig(t)
-	data := filepath.Join(t.TempDir(), "prepared")
-	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: data}); err != nil {
-		t.Fatal(err)
-	}
+	data := preparetest.Dir(t, cfg)
 	split, err := ReadTrackerData(data, 47, nil)
 	if err != nil {
 		t.Fatal(err)

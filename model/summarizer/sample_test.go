@@ -9,11 +9,13 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
+
+func TestMain(m *testing.M) { os.Exit(preparetest.Main(m)) }
 
 // TestTinyConfigLearnsSample trains the tiny profile's summarizer on the built-in synthetic sample
 // and checks that its dev ROUGE-L is well above a constant guess (the most frequent training
@@ -26,11 +28,7 @@ func TestTinyConfigLearnsSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	prep, out := filepath.Join(dir, "prepared"), filepath.Join(dir, "summarizer")
-	if _, err := prepare.Run(context.Background(), cfg, prepare.Options{Out: prep}); err != nil {
-		t.Fatal(err)
-	}
+	prep, out := preparetest.Dir(t, cfg), filepath.Join(t.TempDir(), "summarizer")
 	_, rep, err := Train(context.Background(), cfg, prep, out, TrainOptions{})
 	if err != nil {
 		t.Fatal(err)

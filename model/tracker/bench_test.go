@@ -1,10 +1,8 @@
 package tracker
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -19,7 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/training"
 )
@@ -30,17 +28,14 @@ const benchSteps = 40
 // benchData prepares the real TracSum rows (../shared) when present, else the synthetic sample.
 func benchData(b *testing.B, cfg *config.Config) (*Data, string) {
 	b.Helper()
-	dir := b.TempDir()
-	opts := prepare.Options{Out: filepath.Join(dir, "prepared")}
+	var dir string
 	source := "synthetic sample"
 	if real := "../../../shared/data/tracsum/tracsum-dev.jsonl"; fileExists(real) {
-		opts.Inputs = []string{real}
-		source = "TracSum rows (../shared)"
+		dir, source = preparetest.DirFrom(b, cfg, []string{real}), "TracSum rows (../shared)"
+	} else {
+		dir = preparetest.Dir(b, cfg)
 	}
-	if _, err := prepare.Run(context.Background(), cfg, opts); err != nil {
-		b.Fatal(err)
-	}
-	d, err := ReadData(opts.Out, cfg.Tracker.MaxLen-1)
+	d, err := ReadData(dir, cfg.Tracker.MaxLen-1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/tensors"
@@ -16,7 +15,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
@@ -30,37 +29,14 @@ func tinyConfig(t testing.TB) *config.Config {
 	return cfg
 }
 
-var (
-	preparedOnce sync.Once
-	preparedDir  string
-	preparedErr  error
-)
-
-// syntheticPrepared prepares the built-in synthetic sample (tiny profile) once per test binary.
+// syntheticPrepared is the built-in synthetic sample prepared with the tiny profile, shared by the
+// package's tests (read-only).
 func syntheticPrepared(t testing.TB) string {
 	t.Helper()
-	preparedOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tracker-prepared-")
-		if err != nil {
-			preparedErr = err
-			return
-		}
-		preparedDir = filepath.Join(dir, "prepared")
-		_, preparedErr = prepare.Run(context.Background(), tinyConfig(t), prepare.Options{Out: preparedDir})
-	})
-	if preparedErr != nil {
-		t.Fatal(preparedErr)
-	}
-	return preparedDir
+	return preparetest.Dir(t, tinyConfig(t))
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if preparedDir != "" {
-		os.RemoveAll(filepath.Dir(preparedDir))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(preparetest.Main(m)) }
 
 // TestTrainTinySynthetic trains the tiny transformer on the synthetic sample (learnable labels),
 // then checks the quality, the checkpoint round trip and that Score on raw sentences matches the

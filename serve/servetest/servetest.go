@@ -23,7 +23,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/serve"
@@ -33,13 +33,13 @@ var (
 	once       sync.Once
 	dir        string
 	summ, trk  string
-	prepared   string
 	trainError error
 )
 
-// Main runs the tests and then removes the checkpoints trained for them; call it from TestMain.
+// Main runs the tests (through preparetest.Main, which removes the prepared sample) and then
+// removes the checkpoints trained for them; call it from TestMain.
 func Main(m *testing.M) int {
-	code := m.Run()
+	code := preparetest.Main(m)
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
@@ -54,45 +54,51 @@ func RepoRoot() string {
 
 // Checkpoints returns a tiny summarizer and a tiny tracker trained for a few steps on the built-in
 // synthetic sample with configs/tiny.yaml (once per test binary, a few seconds on 2 cores), and
-// the prepared directory they were trained on. The models are barely trained: the tests check
-// the plumbing, not the summaries' quality.
+// the prepared directory they were trained on (preparetest's, read-only). The models are barely
+// trained: the tests check the plumbing, not the summaries' quality.
 func Checkpoints(t testing.TB) (summarizerDir, trackerDir, preparedDir string) {
 	t.Helper()
+	cfg, err := tinyConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := preparetest.Dir(t, cfg)
 	once.Do(func() {
 		dir, trainError = os.MkdirTemp("", "tracksum-servetest-")
 		if trainError != nil {
 			return
 		}
-		trainError = train(dir)
+		trainError = train(dir, cfg, data)
 	})
 	if trainError != nil {
 		t.Fatalf("training the tiny checkpoints: %v", trainError)
 	}
-	return summ, trk, prepared
+	return summ, trk, data
 }
 
-func train(dir string) error {
+// tinyConfig is configs/tiny.yaml on 24 abstracts with a few training steps.
+func tinyConfig() (*config.Config, error) {
 	cfg, err := config.ReadFile(filepath.Join(RepoRoot(), "configs", "tiny.yaml"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg.Prepare.SampleSize = 24
 	cfg.Summarizer.Train.MaxSteps = 4
 	cfg.Summarizer.DevDecodeLimit = 2
 	cfg.Tracker.Train.MaxSteps = 2
+	return cfg, nil
+}
+
+func train(dir string, cfg *config.Config, data string) error {
 	ctx := context.Background()
-	p := filepath.Join(dir, "prepared")
-	if _, err := prepare.Run(ctx, cfg, prepare.Options{Out: p}); err != nil {
-		return err
-	}
 	s, tr := filepath.Join(dir, "summarizer"), filepath.Join(dir, "tracker")
-	if _, _, err := summarizer.Train(ctx, cfg, p, s, summarizer.TrainOptions{Log: io.Discard}); err != nil {
+	if _, _, err := summarizer.Train(ctx, cfg, data, s, summarizer.TrainOptions{Log: io.Discard}); err != nil {
 		return err
 	}
-	if _, _, err := tracker.Train(ctx, cfg, p, tr, tracker.TrainOptions{Log: io.Discard}); err != nil {
+	if _, _, err := tracker.Train(ctx, cfg, data, tr, tracker.TrainOptions{Log: io.Discard}); err != nil {
 		return err
 	}
-	summ, trk, prepared = s, tr, p
+	summ, trk = s, tr
 	return nil
 }
 

@@ -1,7 +1,8 @@
 // Package pretrainedtest writes a tiny random causal LM snapshot (hf/randsnap), prepares a small
-// sample on which to fine-tune it, and fine-tunes a tiny LoRA summarizer, once per test binary,
-// for the tests of model/pretrained and of what serves or runs its checkpoints (serve). The
-// models are barely trained: the tests check the plumbing, not the text.
+// sample on which to fine-tune it (dataset/prepare/preparetest's), and fine-tunes a tiny LoRA
+// summarizer, once per test binary, for the tests of model/pretrained and of what serves or runs
+// its checkpoints (serve). The models are barely trained: the tests check the plumbing, not the
+// text.
 //
 // # Example
 //
@@ -25,16 +26,16 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/dataset/prepare"
+	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/training"
 )
 
 var fixture struct {
-	once      sync.Once
-	dir       string
-	data, llm string
+	once sync.Once
+	dir  string
+	llm  string
 	// byteTokenizer: the real Llama tokenizer is absent (as in CI: its files are fetched, not
 	// committed), so the snapshot has randsnap's one-token-per-byte tokenizer, whose prompts need
 	// longer max_seq_len.
@@ -60,15 +61,16 @@ func LlamaTokenizer() string {
 	return filepath.Join(repoRoot(), "hf", "tokenizer", "testdata", "hf", "llama3")
 }
 
-// Main runs the tests and then removes the files written for them; call it from TestMain.
+// Main runs the tests (through preparetest.Main, which removes the prepared sample) and then
+// removes the files written for them; call it from TestMain.
 func Main(m *testing.M) int {
-	code := m.Run()
+	code := preparetest.Main(m)
 	Cleanup()
 	return code
 }
 
 // Cleanup removes the files written for the tests: for a TestMain that runs the tests otherwise
-// (e.g. through servetest.Main).
+// (e.g. through servetest.Main, which also runs preparetest.Main).
 func Cleanup() {
 	if fixture.dir != "" {
 		os.RemoveAll(fixture.dir)
@@ -86,7 +88,7 @@ func Log() io.Writer {
 // Setup returns configs/tiny.yaml with a sample of 10 abstracts, the directory that sample is
 // prepared in and a random Llama snapshot (vocab 300, hidden 16, one layer; the real Llama 3.1
 // tokenizer when fetched, else randsnap's byte-level one, with the max_seq_len its longer prompts
-// need). The data and the snapshot are written once per test binary.
+// need). The data (preparetest's: read-only) and the snapshot are written once per test binary.
 func Setup(t testing.TB) (cfg *config.Config, data, llm string) {
 	t.Helper()
 	cfg, err := config.Load(viper.New(), filepath.Join(repoRoot(), "configs", "tiny.yaml"), pflag.NewFlagSet("t", pflag.ContinueOnError), nil)
@@ -94,12 +96,9 @@ func Setup(t testing.TB) (cfg *config.Config, data, llm string) {
 		t.Fatal(err)
 	}
 	cfg.Prepare.SampleSize = 10
+	data = preparetest.Dir(t, cfg)
 	fixture.once.Do(func() {
 		if fixture.dir, fixture.err = os.MkdirTemp("", "pretrained-e2e-"); fixture.err != nil {
-			return
-		}
-		fixture.data = filepath.Join(fixture.dir, "prepared")
-		if _, fixture.err = prepare.Run(context.Background(), cfg, prepare.Options{Out: fixture.data}); fixture.err != nil {
 			return
 		}
 		snap := randsnap.Decoder{ModelType: "llama", Vocab: 300, Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Intermediate: 32, Seed: 7}
@@ -119,7 +118,7 @@ func Setup(t testing.TB) (cfg *config.Config, data, llm string) {
 		t.Logf("%s is absent (fetch it with tools/hftokenizer/fetch.sh): using randsnap's byte-level tokenizer", LlamaTokenizer())
 		cfg.Tracker.MaxSeqLen, cfg.Summarizer.MaxSeqLen = 512, 1024
 	}
-	return cfg, fixture.data, fixture.llm
+	return cfg, data, fixture.llm
 }
 
 // ByteTokenizer reports whether Setup's snapshot has randsnap's byte-level tokenizer (the real
