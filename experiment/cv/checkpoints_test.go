@@ -19,17 +19,23 @@ import (
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/ete"
 	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
 	"github.com/tracksum/tracksum/model/stt"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/serve"
 	"github.com/tracksum/tracksum/serve/servetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(servetest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := servetest.Main(m)
+	pretrainedtest.Cleanup()
+	os.Exit(code)
+}
 
 // kindCheckpoint is one kind of checkpoint of TestCheckpointKinds.
 type kindCheckpoint struct {
 	name string // checkpoint.Manifest.Name()
+	what string // what it is, in messages, when the name does not say it (a pretrained tracker's head)
 	dir  string
 	// damage is a file (relative to dir) whose flipped byte Open must refuse.
 	damage string
@@ -41,8 +47,10 @@ type kindCheckpoint struct {
 // a message naming the kind found and the flag; a checkpoint with a flipped byte is refused naming
 // the file; a checkpoint of an older release (no checkpoint.json) opens with a warning, and once
 // migrated (tracksum-train --migrate) opens verified. The checkpoints are tiny: servetest's tracker
-// and summarizer, a 3-fold tracker cross-validation, and SUM-THEN-TRACK, END-TO-END and a
-// pretrained (random BERT) tracker trained for 2 steps.
+// and summarizer, a 3-fold tracker cross-validation, SUM-THEN-TRACK and END-TO-END, a pretrained
+// tracker of each head (encoder_cls on a random BERT; lm_cls and generative on a random Llama), and
+// a pretrained (LoRA) summarizer, SUM-THEN-TRACK and END-TO-END on that Llama, each trained for a
+// few steps.
 func TestCheckpointKinds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains tiny checkpoints of every kind (~1 min)")
@@ -73,18 +81,53 @@ func TestCheckpointKinds(t *testing.T) {
 	if err := pretrained.TrainTracker(ctx, &pc, training.Request{Data: data, Out: ptDir, Log: &bytes.Buffer{}}); err != nil {
 		t.Fatal(err)
 	}
+	// The causal-LM backbone's kinds, on pretrainedtest's random Llama.
+	lcfg, ldata, llm := pretrainedtest.Setup(t)
+	lmTracker := func(head string) string {
+		c := *lcfg
+		c.Tracker.Pretrained, c.Tracker.Head = llm, head
+		c.Tracker.LoRA.Rank, c.Tracker.LoRA.Alpha, c.Tracker.LoRA.TargetModules = 4, 8, []string{"q_proj", "v_proj"}
+		pretrainedtest.Loop(&c.Tracker.Train)
+		out := filepath.Join(dir, "pretrained-tracker-"+head)
+		if err := pretrained.TrainTracker(ctx, &c, training.Request{Data: ldata, Out: out, Log: &bytes.Buffer{}}); err != nil {
+			t.Fatalf("%s tracker: %v", head, err)
+		}
+		return out
+	}
+	lmCLS, generative := lmTracker(config.HeadLMCLS), lmTracker(config.HeadGenerative)
+	scfg := *lcfg
+	pretrainedtest.SummarizerConfig(&scfg, llm)
+	scfg.Tracker.Pretrained, scfg.Tracker.Head = llm, config.HeadLMCLS
+	scfg.Tracker.LoRA = scfg.Summarizer.LoRA
+	pretrainedtest.Loop(&scfg.Tracker.Train)
+	ptSTT, ptETE := filepath.Join(dir, "pretrained-stt"), filepath.Join(dir, "pretrained-ete")
+	if err := pretrained.TrainSumThenTrack(ctx, &scfg, ldata, ptSTT, pretrained.VariantOptions{Log: &bytes.Buffer{}}); err != nil {
+		t.Fatalf("pretrained sum_then_track: %v", err)
+	}
+	if err := pretrained.TrainEndToEnd(ctx, &scfg, ldata, ptETE, pretrained.VariantOptions{Log: &bytes.Buffer{}}); err != nil {
+		t.Fatalf("pretrained end_to_end: %v", err)
+	}
 
 	kinds := []kindCheckpoint{
-		{"tracker", trk, "best/model.safetensors"},
-		{"summarizer", summ, "summarizer.json"},
-		{"sum_then_track", sttDir, "tracker/best/model.safetensors"},
-		{"sum_then_track (its summarizer part)", filepath.Join(sttDir, checkpoint.VariantSummarizerDir), "tokenizer.json"},
-		{"end_to_end", eteDir, "best/model.safetensors"},
-		{"pretrained tracker", ptDir, "adapter/adapter_model.safetensors"},
-		{"tracker cross-validation (fold ensemble)", cvDir, "fold-1/best/model.safetensors"},
+		{"tracker", "", trk, "best/model.safetensors"},
+		{"summarizer", "", summ, "summarizer.json"},
+		{"sum_then_track", "", sttDir, "tracker/best/model.safetensors"},
+		{"sum_then_track (its summarizer part)", "", filepath.Join(sttDir, checkpoint.VariantSummarizerDir), "tokenizer.json"},
+		{"end_to_end", "", eteDir, "best/model.safetensors"},
+		{"pretrained tracker", "pretrained tracker (encoder_cls, BERT)", ptDir, "adapter/adapter_model.safetensors"},
+		{"pretrained tracker", "pretrained tracker (lm_cls, Llama)", lmCLS, "adapter/adapter_model.safetensors"},
+		{"pretrained tracker", "pretrained tracker (generative, Llama)", generative, "adapter/adapter_model.safetensors"},
+		{"pretrained summarizer", "", pretrainedtest.Summarizer(t), "adapter/adapter_model.safetensors"},
+		{"pretrained sum_then_track", "", ptSTT, "tracker/adapter/adapter_model.safetensors"},
+		{"pretrained end_to_end", "", ptETE, "adapter/adapter_model.safetensors"},
+		{"tracker cross-validation (fold ensemble)", "", cvDir, "fold-1/best/model.safetensors"},
 	}
-	for _, k := range kinds {
-		if m, err := checkpoint.Open(k.dir); err != nil || m.Migrated || m.Name() != k.name {
+	for i, k := range kinds {
+		if kinds[i].what == "" {
+			kinds[i].what = k.name
+		}
+		m, err := checkpoint.Open(k.dir)
+		if err != nil || m.Migrated || m.Name() != k.name {
 			t.Fatalf("%s: Open: %v, %v", k.dir, m, err)
 		}
 	}
@@ -101,21 +144,21 @@ func TestCheckpointKinds(t *testing.T) {
 	}{
 		{"infer --tracker", "--tracker", []string{"tracker", "pretrained tracker", "tracker cross-validation (fold ensemble)"},
 			func(d string, log *bytes.Buffer) error { return run(infer.Options{Tracker: d}, log) }},
-		{"infer --summarizer", "--summarizer", []string{"summarizer"},
+		{"infer --summarizer", "--summarizer", []string{"summarizer", "pretrained summarizer"},
 			func(d string, log *bytes.Buffer) error { return run(infer.Options{Tracker: trk, Summarizer: d}, log) }},
-		{"infer --method stt", "--model", []string{"sum_then_track"},
+		{"infer --method stt", "--model", []string{"sum_then_track", "pretrained sum_then_track"},
 			func(d string, log *bytes.Buffer) error {
 				return run(infer.Options{Method: infer.MethodSTT, Model: d}, log)
 			}},
-		{"infer --method ete", "--model", []string{"end_to_end"},
+		{"infer --method ete", "--model", []string{"end_to_end", "pretrained end_to_end"},
 			func(d string, log *bytes.Buffer) error {
 				return run(infer.Options{Method: infer.MethodETE, Model: d}, log)
 			}},
-		{"serve --summarizer", "--summarizer", []string{"summarizer"},
+		{"serve --summarizer", "--summarizer", []string{"summarizer", "pretrained summarizer"},
 			func(d string, _ *bytes.Buffer) error { _, err := serve.LoadTrackSum(d, "", ""); return err }},
 		{"serve --tracker", "--tracker", []string{"tracker", "pretrained tracker", "tracker cross-validation (fold ensemble)"},
 			func(d string, _ *bytes.Buffer) error { _, err := serve.LoadTrackSum(summ, d, ""); return err }},
-		{"export --checkpoint", "--checkpoint", []string{"pretrained tracker"},
+		{"export --checkpoint", "--checkpoint", []string{"pretrained tracker", "pretrained summarizer", "pretrained end_to_end"},
 			func(d string, log *bytes.Buffer) error {
 				_, err := export.Export(ctx, export.Options{Checkpoint: d, Out: filepath.Join(t.TempDir(), "hf"), Log: log})
 				return err
@@ -137,10 +180,10 @@ func TestCheckpointKinds(t *testing.T) {
 				takes := slices.Contains(l.takes, k.name)
 				switch {
 				case takes && err != nil:
-					t.Errorf("%s %s: %v", l.desc, k.name, err)
+					t.Errorf("%s %s: %v", l.desc, k.what, err)
 				case !takes && (!errors.Is(err, checkpoint.ErrCheckpoint) || !strings.Contains(err.Error(), " "+k.name+" checkpoint; ") ||
 					!strings.Contains(err.Error(), l.flag+" wants")):
-					t.Errorf("%s %s: err = %v, want ErrCheckpoint naming %q and %s", l.desc, k.name, err, k.name, l.flag)
+					t.Errorf("%s %s: err = %v, want ErrCheckpoint naming %q and %s", l.desc, k.what, err, k.name, l.flag)
 				}
 			}
 		}
@@ -155,7 +198,7 @@ func TestCheckpointKinds(t *testing.T) {
 				}
 				err := l.load(k.dir, &bytes.Buffer{})
 				if !errors.Is(err, checkpoint.ErrCheckpoint) || !strings.Contains(err.Error(), path+" has sha256") || strings.Contains(err.Error(), "\n") {
-					t.Errorf("%s of %s with a flipped byte in %s: err = %v", l.desc, k.name, k.damage, err)
+					t.Errorf("%s of %s with a flipped byte in %s: err = %v", l.desc, k.what, k.damage, err)
 				}
 			}
 			restore()
@@ -170,7 +213,7 @@ func TestCheckpointKinds(t *testing.T) {
 				}
 				var log bytes.Buffer
 				if err := l.load(k.dir, &log); err != nil || !strings.Contains(log.String(), "has no checkpoint.json") {
-					t.Errorf("%s of %s without manifests: %v; log %q", l.desc, k.name, err, log.String())
+					t.Errorf("%s of %s without manifests: %v; log %q", l.desc, k.what, err, log.String())
 				}
 			}
 			if _, wrote, err := checkpoint.Migrate(k.dir); err != nil || !wrote {
@@ -182,7 +225,7 @@ func TestCheckpointKinds(t *testing.T) {
 				}
 				var log bytes.Buffer
 				if err := l.load(k.dir, &log); err != nil || strings.Contains(log.String(), "checkpoint.json") {
-					t.Errorf("%s of migrated %s: %v; log %q", l.desc, k.name, err, log.String())
+					t.Errorf("%s of migrated %s: %v; log %q", l.desc, k.what, err, log.String())
 				}
 			}
 		}
