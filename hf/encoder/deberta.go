@@ -3,6 +3,7 @@ package encoder
 import (
 	"math"
 
+	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
@@ -131,42 +132,43 @@ func (c Config) relativePosition(seq int) [][]int {
 	return out
 }
 
-// relativeIndexes returns the columns disentangled_attention_bias gathers, for seq tokens:
-// c2p[q][k] = clamp(rel[q][k] + span) and p2c[k][q] = clamp(-rel[k][q] + span) (p2c is gathered
-// over the keys' rows, then transposed), each in [0, 2·span).
-func (c Config) relativeIndexes(seq int) (c2p, p2c []int32) {
+// relativeRows returns, for seq tokens, the rows of the relative embeddings that
+// disentangled_attention_bias reads at each distance, one per column of relativeScores' product:
+// column m is the distance d = seq-1-m (d = q - k for c2p, k - q for p2c; the last column,
+// d = -seq, is never read). c2p[m] = clamp(rel(d) + span), torch's c2p_pos at [q][k], and
+// p2c[m] = clamp(-rel(d) + span), its p2c_pos at [k][q] (gathered over the keys' rows), each in
+// [0, 2·span); rel is relativePosition's bucketing.
+func (c Config) relativeRows(seq int) (c2p, p2c []int32) {
 	span := c.AttentionSpan()
-	rel := c.relativePosition(seq)
 	clamp := func(v int) int32 { return int32(min(max(v+span, 0), 2*span-1)) }
-	c2p, p2c = make([]int32, seq*seq), make([]int32, seq*seq)
-	for a := range seq {
-		for b := range seq {
-			c2p[a*seq+b] = clamp(rel[a][b])
-			p2c[a*seq+b] = clamp(-rel[a][b])
+	c2p, p2c = make([]int32, 2*seq), make([]int32, 2*seq)
+	for m := range c2p {
+		r := seq - 1 - m
+		if c.PositionBuckets > 0 && c.MaxRelativePositions > 0 {
+			r = LogBucketPosition(r, c.PositionBuckets, c.MaxRelativePositions)
 		}
+		c2p[m], p2c[m] = clamp(r), clamp(-r)
 	}
 	return c2p, p2c
 }
 
-// gatherLast returns out[b, h, i, j] = x[b, h, i, idx[i·T + j]] for x [B, H, T, W] and idx a
-// [T, T] table (torch.gather over the last axis with an index shared by every batch and head).
+// relativeScores returns out[b, h, i, j] = x[b, h, i] · posT[b, h, :, T-1-i+j] for x
+// [B, H, T, e] and posT [B, H, e, 2T], the relative embeddings' rows by distance
+// (relativeRows), transposed: the c2p scores of the queries, or the p2c scores of the keys
+// (before their transpose), [B, H, T, T].
 //
-// The index does not depend on the batch or the head, so the batch and head axes are moved last
-// and each gathered element is a row of B·H values: T·T slice copies instead of B·H·T·T scalar
-// ones, which the Go backend's Gather does one index at a time.
-func gatherLast(x *Node, idx []int32) *Node {
-	g := x.Graph()
+// This is Transformer-XL's relative shift, arranged so that the Go backend moves every score
+// once. The product M = x·posT is taken over x padded to 2T-1 rows: M [2T-1, 2T] read as
+// [2T, 2T-1] (a reshape, no copy) has row i at flat offset i·(2T-1), and M[i, T-1-i+j] at flat
+// offset i·2T + T-1-i+j = i·(2T-1) + T-1+j, that is column T-1+j of row i. So one slice of T×T
+// copies gives the scores, where torch's gather (and the Go backend's Gather) would look up
+// each one; the padding's extra rows cost products, which are cheaper there than copies.
+func relativeScores(x, posT *Node) *Node {
 	dims := x.Shape().Dimensions
-	b, h, t, w := dims[0], dims[1], dims[2], dims[3]
-	rows := make([]int32, t*t)
-	for i := range t {
-		for j := range t {
-			rows[i*t+j] = int32(i*w) + idx[i*t+j]
-		}
-	}
-	byPosition := Reshape(TransposeAllDims(Reshape(x, b*h, t, w), 1, 2, 0), t*w, b*h) // [T·W, B·H]
-	picked := Gather(byPosition, Reshape(Const(g, rows), t*t, 1))                     // [T·T, B·H]
-	return Reshape(TransposeAllDims(Reshape(picked, t, t, b*h), 2, 0, 1), b, h, t, t)
+	b, h, t := dims[0], dims[1], dims[2]
+	padded := Pad(x, ScalarZero(x.Graph(), x.DType()), compute.PadAxis{}, compute.PadAxis{}, compute.PadAxis{End: t - 1})
+	m := Reshape(layers.AttentionScoresKT(padded, posT), b, h, 2*t, 2*t-1)
+	return Slice(m, AxisRange(), AxisRange(), AxisRange(0, t), AxisRange(t-1, 2*t-1))
 }
 
 // hiddenDisentangled is Hidden for DeBERTa: DebertaV2Model(input_ids, attention_mask,
@@ -220,22 +222,25 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	scale := 1 / math.Sqrt(float64(c.HeadDim()*scaleFactor))
 
 	var relEmb *Node
-	var c2pIdx, p2cIdx []int32
+	var c2pRows, p2cRows []int32
 	if c.RelativeAttention {
 		relEmb = m.weightAs(g, "encoder.rel_embeddings.weight", dtypes.Float32, nil)
 		if c.NormRelEmbed {
 			relEmb = m.layerNorm(g, "encoder.LayerNorm", relEmb, nil)
 		}
 		relEmb = layers.As(relEmb, dt)
-		c2pIdx, p2cIdx = c.relativeIndexes(seq)
+		c2pRows, p2cRows = c.relativeRows(seq)
 	}
-	span2 := 2 * c.AttentionSpan()
-	// posHeads projects the relative embeddings [2·span, Hidden] through module key and splits
-	// them into heads broadcast over the batch: [B, Heads, 2·span, HeadDim].
-	posHeads := func(layer *gomlxmodel.Scope, key string, re, anchor *Node) *Node {
-		p := m.linearIn(layer, key, ExpandAxes(re, 0), anchor) // [1, 2·span, Hidden]
-		p = layers.SplitHeads(p, c.Heads)                      // [1, Heads, 2·span, HeadDim]
-		return BroadcastToDims(p, batch, c.Heads, span2, c.HeadDim())
+	// posHeadsT projects the relative embeddings' rows at each distance (relativeRows) through
+	// module key, splits them into heads and transposes them, the keys' layout of
+	// layers.AttentionScoresKT, broadcast over the batch: [B, Heads, HeadDim, 2T]. Gathering
+	// the rows first (a few hundred rows of Hidden values) is what lets the scores against them be
+	// moved into place by relativeScores' copies instead of a gather per score.
+	posHeadsT := func(layer *gomlxmodel.Scope, key string, re *Node, rows []int32, anchor *Node) *Node {
+		picked := Gather(re, Reshape(Const(g, rows), len(rows), 1))     // [2T, Hidden]
+		p := m.linearIn(layer, key, ExpandAxes(picked, 0), anchor)      // [1, 2T, Hidden]
+		p = TransposeAllDims(layers.SplitHeads(p, c.Heads), 0, 1, 3, 2) // [1, Heads, HeadDim, 2T]
+		return BroadcastToDims(p, batch, c.Heads, c.HeadDim(), len(rows))
 	}
 
 	for i := range c.Layers {
@@ -258,14 +263,14 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 				posKey, posQuery = p+".attention.self.key_proj", p+".attention.self.query_proj"
 			}
 			if c.C2P {
-				// content -> position: query · pos_key at the relative position's column.
-				c2p := layers.As(layers.AttentionScores(q, posHeads(layer, posKey, re, anchor)), dtypes.Float32) // [B, Heads, T, 2·span]
-				scores = Add(scores, gatherLast(c2p, c2pIdx))
+				// content -> position: query i · pos_key at distance i - j.
+				c2p := relativeScores(q, posHeadsT(layer, posKey, re, c2pRows, anchor)) // [B, Heads, T(q), T(k)]
+				scores = Add(scores, layers.As(c2p, dtypes.Float32))
 			}
 			if c.P2C {
-				// position -> content: key · pos_query, gathered over the keys' rows, transposed.
-				p2c := layers.As(layers.AttentionScores(k, posHeads(layer, posQuery, re, anchor)), dtypes.Float32) // [B, Heads, T(k), 2·span]
-				scores = Add(scores, Transpose(gatherLast(p2c, p2cIdx), 2, 3))
+				// position -> content: key j · pos_query at distance j - i, transposed.
+				p2c := relativeScores(k, posHeadsT(layer, posQuery, re, p2cRows, anchor)) // [B, Heads, T(k), T(q)]
+				scores = Add(scores, Transpose(layers.As(p2c, dtypes.Float32), 2, 3))
 			}
 		}
 		scores = Add(MulScalar(scores, scale), keyBias)
