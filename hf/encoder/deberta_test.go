@@ -111,6 +111,30 @@ func TestDebertaParity(t *testing.T) {
 			compare(t, "deberta hidden", tensors.MustCopyFlatData[float32](res[0]), g.Hidden)
 			compare(t, "deberta pooled", tensors.MustCopyFlatData[float32](res[1]), g.Pooled)
 			compare(t, "deberta logits", tensors.MustCopyFlatData[float32](res[2]), g.Logits)
+			// The same pairs right-padded (masked) to lengths whose relative scores take several
+			// blocks (relativeBlock): the pooled output and the logits must not move.
+			for _, seq := range []int{40, 64, 96} {
+				if c.PositionBiasedInput && seq > c.MaxPositions {
+					continue
+				}
+				pad := func(rows [][]int32) *tensors.Tensor {
+					out := make([][]int32, len(rows))
+					for i, r := range rows {
+						out[i] = append(slices.Clone(r), make([]int32, seq-len(r))...)
+					}
+					return flat2(out)
+				}
+				mask := make([][]float32, len(g.Mask))
+				for i, r := range g.Mask {
+					mask[i] = append(slices.Clone(r), make([]float32, seq-len(r))...)
+				}
+				res, err := exec.Exec(pad(g.IDs), pad(g.Types), flat2(mask))
+				if err != nil {
+					t.Fatal(err)
+				}
+				compare(t, fmt.Sprintf("deberta pooled, %d tokens", seq), tensors.MustCopyFlatData[float32](res[1]), g.Pooled)
+				compare(t, fmt.Sprintf("deberta logits, %d tokens", seq), tensors.MustCopyFlatData[float32](res[2]), g.Logits)
+			}
 		})
 	}
 }
@@ -275,7 +299,7 @@ func TestRelativeScores(t *testing.T) {
 		cfg  Config
 		seqs []int
 	}{
-		{"buckets", Config{PositionBuckets: 8, MaxRelativePositions: 16}, []int{1, 2, 3, 5, 8, 17, 40}},
+		{"buckets", Config{PositionBuckets: 8, MaxRelativePositions: 16}, []int{1, 2, 3, 5, 8, 17, 37, 40, 64, 96}},
 		{"plain", Config{MaxRelativePositions: 6}, []int{1, 4, 6, 7, 15}},
 	} {
 		span := tc.cfg.AttentionSpan()
@@ -290,7 +314,9 @@ func TestRelativeScores(t *testing.T) {
 				for i := range x {
 					x[i] = float32((i*53)%29)/29 - 0.5
 				}
-				c2pRows, p2cRows := tc.cfg.relativeRows(seq)
+				tb := relativeBlock(seq)
+				n, w := seq/tb, tb+seq-1
+				c2pRows, p2cRows := tc.cfg.relativeRows(seq, tb)
 				rel := tc.cfg.relativePosition(seq)
 				clamp := func(v int) int { return min(max(v+span, 0), 2*span-1) }
 				for _, term := range []struct {
@@ -301,22 +327,25 @@ func TestRelativeScores(t *testing.T) {
 					{"c2p", c2pRows, func(a, b int) int { return clamp(rel[a][b]) }},
 					{"p2c", p2cRows, func(a, b int) int { return clamp(-rel[a][b]) }},
 				} {
-					// posT [B, H, e, len(rows)]: pos's rows by distance, transposed.
-					posT := make([]float32, batch*heads*width*len(term.rows))
+					// posT [B, H·n, e, W]: pos's rows of each block, transposed.
+					posT := make([]float32, batch*heads*n*width*w)
 					for bh := range batch * heads {
 						h := bh % heads
-						for e := range width {
-							for m, r := range term.rows {
-								posT[((bh*width)+e)*len(term.rows)+m] = pos[(int(r)*heads+h)*width+e]
+						for blk := range n {
+							for e := range width {
+								for m := range w {
+									r := term.rows[blk*w+m]
+									posT[(((bh*n+blk)*width)+e)*w+m] = pos[(int(r)*heads+h)*width+e]
+								}
 							}
 						}
 					}
-					exec, err := NewExec(b, func(x, posT *Node) *Node { return relativeScores(x, posT) })
+					exec, err := NewExec(b, func(x, posT *Node) *Node { return relativeScores(x, posT, tb) })
 					if err != nil {
 						t.Fatal(err)
 					}
 					out, err := exec.Exec(tensors.FromFlatDataAndDimensions(x, batch, heads, seq, width),
-						tensors.FromFlatDataAndDimensions(posT, batch, heads, width, len(term.rows)))
+						tensors.FromFlatDataAndDimensions(posT, batch, heads*n, width, w))
 					if err != nil {
 						t.Fatal(err)
 					}
