@@ -131,20 +131,25 @@ func (c Config) relativePosition(seq int) [][]int {
 	return out
 }
 
-// maxRelativeBlock is the most query (or key) rows of one of relativeScores' products. Fewer rows
-// make narrower products, whose columns are the distances the block's rows need (rows + T - 1),
-// so less to compute and to copy per score, but more blocks of relative rows to broadcast. On
-// the Go backend (16 rows of 192-512 tokens, 16-wide heads, a loaded machine) blocks of 16, 32
-// and 64 rows were within the noise of each other and took 25-40% less CPU than one block.
+// maxRelativeBlock is the most query (or key) rows of one of relativeScores' products, for heads
+// up to as wide. Fewer rows make narrower products, whose columns are the distances the block's
+// rows need (rows + T - 1), so less to compute and to copy per score, but more blocks of
+// relative rows, each broadcast over the batch: HeadDim values per column against the product's
+// rows per column, so a block has at least HeadDim rows and those rows stay the larger tensor
+// (hidden 768, 12 heads: 64 rows). On the Go backend (16 rows of 192-512 tokens, 16-wide heads, a
+// loaded machine) blocks of 16, 32 and 64 rows were within the noise of each other and took
+// 25-40% less CPU than one block.
 const maxRelativeBlock = 32
 
-// relativeBlock is the rows of relativeScores' blocks for seq tokens: the largest divisor of seq
-// up to maxRelativeBlock, or seq itself where that is under 8 (a prime length: one block).
-func relativeBlock(seq int) int {
-	if seq <= maxRelativeBlock {
+// relativeBlock is the rows of relativeScores' blocks for seq tokens and heads of headDim: the
+// largest divisor of seq up to max(maxRelativeBlock, headDim), or seq itself where that is under
+// 8 (a prime length: one block).
+func relativeBlock(seq, headDim int) int {
+	most := max(maxRelativeBlock, headDim)
+	if seq <= most {
 		return seq
 	}
-	for tb := maxRelativeBlock; tb >= 8; tb-- {
+	for tb := most; tb >= 8; tb-- {
 		if seq%tb == 0 {
 			return tb
 		}
@@ -255,7 +260,7 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 
 	var relEmb *Node
 	var c2pRows, p2cRows []int32
-	tb := relativeBlock(seq)
+	tb := relativeBlock(seq, c.HeadDim())
 	if c.RelativeAttention {
 		relEmb = m.weightAs(g, "encoder.rel_embeddings.weight", dtypes.Float32, nil)
 		if c.NormRelEmbed {

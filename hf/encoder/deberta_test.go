@@ -314,7 +314,7 @@ func TestRelativeScores(t *testing.T) {
 				for i := range x {
 					x[i] = float32((i*53)%29)/29 - 0.5
 				}
-				tb := relativeBlock(seq)
+				tb := relativeBlock(seq, width)
 				n, w := seq/tb, tb+seq-1
 				c2pRows, p2cRows := tc.cfg.relativeRows(seq, tb)
 				rel := tc.cfg.relativePosition(seq)
@@ -367,6 +367,19 @@ func TestRelativeScores(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestRelativeBlock: relativeScores' blocks divide the length, have up to 32 rows or a head's
+// width, and fall back to one block where no divisor of 8 or more is there.
+func TestRelativeBlock(t *testing.T) {
+	for _, tc := range []struct{ seq, headDim, want int }{
+		{1, 16, 1}, {24, 16, 24}, {32, 16, 32}, {40, 16, 20}, {96, 16, 32}, {448, 16, 32},
+		{448, 64, 64}, {512, 64, 64}, {1000, 16, 25}, {37, 16, 37}, {449, 16, 449}, {98, 16, 14},
+	} {
+		if got := relativeBlock(tc.seq, tc.headDim); got != tc.want {
+			t.Errorf("relativeBlock(%d, %d) = %d, want %d", tc.seq, tc.headDim, got, tc.want)
 		}
 	}
 }
