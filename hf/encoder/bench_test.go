@@ -23,10 +23,21 @@ var benchShapes = map[string]randsnap.Encoder{
 // BenchmarkForward and BenchmarkLoRAStep: batch 8 x 64 tokens on a random checkpoint; the step is
 // forward, the classifier's BCE loss and the gradients of the adapters (rank 16 on every linear
 // layer) and the head, without the optimizer update. tokens/s counts real and padded tokens.
-func BenchmarkForward(b *testing.B)  { benchEncoder(b, false) }
-func BenchmarkLoRAStep(b *testing.B) { benchEncoder(b, true) }
+func BenchmarkForward(b *testing.B)  { benchEncoder(b, benchShape(b), 8, 64, false) }
+func BenchmarkLoRAStep(b *testing.B) { benchEncoder(b, benchShape(b), 8, 64, true) }
 
-func benchEncoder(b *testing.B, step bool) {
+// BenchmarkDebertaForward: the forward pass of the nli judge's longest batches on tools/randsnap's
+// tiny DeBERTa-v3-shaped NLI snapshot (hidden 64, 2 layers, 4 heads, 256 position buckets): 16 rows
+// of 448 tokens, where the relative attention's c2p and p2c terms cost the most. Profile it with
+//
+//	go test -run '^$' -bench DebertaForward -benchtime 3x -cpuprofile /tmp/deb.prof ./hf/encoder/
+func BenchmarkDebertaForward(b *testing.B) {
+	e := randsnap.Encoder{ModelType: "deberta-v2", Prefix: "deberta.", Vocab: 300, Hidden: 64, Layers: 2, Heads: 4,
+		Intermediate: 128, Seed: 1}
+	benchEncoder(b, e, 16, 448, false)
+}
+
+func benchShape(b *testing.B) randsnap.Encoder {
 	shape := os.Getenv("TRACKSUM_BENCH_BERT")
 	if shape == "" {
 		shape = "small"
@@ -35,6 +46,12 @@ func benchEncoder(b *testing.B, step bool) {
 	if !ok {
 		b.Fatalf("TRACKSUM_BENCH_BERT=%q: want small or base", shape)
 	}
+	return e
+}
+
+// benchEncoder times batch x seq tokens through the random checkpoint e: the forward pass, or with
+// step the LoRA gradients.
+func benchEncoder(b *testing.B, e randsnap.Encoder, batch, seq int, step bool) {
 	dir := b.TempDir()
 	if err := randsnap.WriteEncoder(dir, e); err != nil {
 		b.Fatal(err)
@@ -44,14 +61,17 @@ func benchEncoder(b *testing.B, step bool) {
 		b.Fatal(err)
 	}
 	store := gomlxmodel.NewStore()
-	m, err := Load(context.Background(), s, store, LoRA{Rank: 16, Alpha: 16, RSLoRA: true}, 0)
+	lora := LoRA{Rank: 16, Alpha: 16, RSLoRA: true}
+	if e.ModelType == "deberta-v2" {
+		lora = LoRA{} // DeBERTa is inference only
+	}
+	m, err := Load(context.Background(), s, store, lora, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := m.AddClassifier(1, 1); err != nil {
 		b.Fatal(err)
 	}
-	const batch, seq = 8, 64
 	ids := make([]int32, batch*seq)
 	types := make([]int32, batch*seq)
 	mask := make([]float32, batch*seq)

@@ -131,42 +131,80 @@ func (c Config) relativePosition(seq int) [][]int {
 	return out
 }
 
-// relativeIndexes returns the columns disentangled_attention_bias gathers, for seq tokens:
-// c2p[q][k] = clamp(rel[q][k] + span) and p2c[k][q] = clamp(-rel[k][q] + span) (p2c is gathered
-// over the keys' rows, then transposed), each in [0, 2·span).
-func (c Config) relativeIndexes(seq int) (c2p, p2c []int32) {
+// maxRelativeBlock is the most query (or key) rows of one of relativeScores' products, for heads
+// up to as wide. Fewer rows make narrower products, whose columns are the distances the block's
+// rows need (rows + T - 1), so less to compute and to copy per score, but more blocks of
+// relative rows, each broadcast over the batch: HeadDim values per column against the product's
+// rows per column, so a block has at least HeadDim rows and those rows stay the larger tensor
+// (hidden 768, 12 heads: 64 rows). On the Go backend (16 rows of 192-512 tokens, 16-wide heads, a
+// loaded machine) blocks of 16, 32 and 64 rows were within the noise of each other and took
+// 25-40% less CPU than one block.
+const maxRelativeBlock = 32
+
+// relativeBlock is the rows of relativeScores' blocks for seq tokens and heads of headDim: the
+// largest divisor of seq up to max(maxRelativeBlock, headDim), or seq itself where that is under
+// 8 (a prime length: one block).
+func relativeBlock(seq, headDim int) int {
+	most := max(maxRelativeBlock, headDim)
+	if seq <= most {
+		return seq
+	}
+	for tb := most; tb >= 8; tb-- {
+		if seq%tb == 0 {
+			return tb
+		}
+	}
+	return seq
+}
+
+// relativeRows returns, for seq tokens in blocks of tb rows (relativeBlock), the rows of the
+// relative embeddings that disentangled_attention_bias reads at each distance, in the column
+// order of relativeScores' products: block b (rows b·tb to b·tb+tb-1) has tb+seq-1 columns, its
+// column m at the distance d = b·tb + tb-1 - m (d = q - k for c2p, k - q for p2c). c2p holds
+// clamp(rel(d) + span), torch's c2p_pos at [q][k], and p2c clamp(-rel(d) + span), its p2c_pos
+// at [k][q] (gathered over the keys' rows), each in [0, 2·span); rel is relativePosition's
+// bucketing.
+func (c Config) relativeRows(seq, tb int) (c2p, p2c []int32) {
 	span := c.AttentionSpan()
-	rel := c.relativePosition(seq)
 	clamp := func(v int) int32 { return int32(min(max(v+span, 0), 2*span-1)) }
-	c2p, p2c = make([]int32, seq*seq), make([]int32, seq*seq)
-	for a := range seq {
-		for b := range seq {
-			c2p[a*seq+b] = clamp(rel[a][b])
-			p2c[a*seq+b] = clamp(-rel[a][b])
+	w := tb + seq - 1
+	c2p, p2c = make([]int32, seq/tb*w), make([]int32, seq/tb*w)
+	for b := range seq / tb {
+		for m := range w {
+			r := b*tb + tb - 1 - m
+			if c.PositionBuckets > 0 && c.MaxRelativePositions > 0 {
+				r = LogBucketPosition(r, c.PositionBuckets, c.MaxRelativePositions)
+			}
+			c2p[b*w+m], p2c[b*w+m] = clamp(r), clamp(-r)
 		}
 	}
 	return c2p, p2c
 }
 
-// gatherLast returns out[b, h, i, j] = x[b, h, i, idx[i·T + j]] for x [B, H, T, W] and idx a
-// [T, T] table (torch.gather over the last axis with an index shared by every batch and head).
+// relativeScores returns the c2p scores of the queries x [B, H, T, e], or the p2c scores of the
+// keys before their transpose, [B, H, T, T]: out[b, h, i, j] = x[b, h, i] · the relative row at
+// the distance i - j. posT [B, H·n, e, W] holds those rows for each of the n blocks of tb = T/n
+// rows (relativeRows' columns, W = tb+T-1), transposed: the keys' layout of
+// layers.AttentionScoresKT.
 //
-// The index does not depend on the batch or the head, so the batch and head axes are moved last
-// and each gathered element is a row of B·H values: T·T slice copies instead of B·H·T·T scalar
-// ones, which the Go backend's Gather does one index at a time.
-func gatherLast(x *Node, idx []int32) *Node {
-	g := x.Graph()
+// This is Transformer-XL's relative shift. A block's product M [tb, W] = x_block · posT_block
+// has row r's wanted scores at columns tb-1-r+j, j < T, that is at flat offsets r·(W-1) + tb-1+j:
+// dropping the first tb-1 values and reading rows of W-1 puts them first in each row. So two
+// slices copy every score into place, where torch's gather (and the Go backend's Gather, which
+// moves one value per index) would look each one up; the blocks are a batch axis of one product,
+// and since each block needs only the distances of its own rows, a product of T·(tb+T-1) values
+// rather than T·(2T-1).
+func relativeScores(x, posT *Node, tb int) *Node {
 	dims := x.Shape().Dimensions
-	b, h, t, w := dims[0], dims[1], dims[2], dims[3]
-	rows := make([]int32, t*t)
-	for i := range t {
-		for j := range t {
-			rows[i*t+j] = int32(i*w) + idx[i*t+j]
-		}
+	b, h, t, e := dims[0], dims[1], dims[2], dims[3]
+	n, w := t/tb, tb+t-1
+	m := layers.AttentionScoresKT(Reshape(x, b, h*n, tb, e), posT) // [B, H·n, tb, W]
+	if tb == 1 {
+		return Reshape(m, b, h, t, t) // W = T: one row, no shift
 	}
-	byPosition := Reshape(TransposeAllDims(Reshape(x, b*h, t, w), 1, 2, 0), t*w, b*h) // [T·W, B·H]
-	picked := Gather(byPosition, Reshape(Const(g, rows), t*t, 1))                     // [T·T, B·H]
-	return Reshape(TransposeAllDims(Reshape(picked, t, t, b*h), 2, 0, 1), b, h, t, t)
+	flat := Slice(Reshape(m, b, h*n, tb*w), AxisRange(), AxisRange(), AxisRange(tb-1, tb-1+tb*(w-1)))
+	rows := Slice(Reshape(flat, b, h*n, tb, w-1), AxisRange(), AxisRange(), AxisRange(), AxisRange(0, t))
+	return Reshape(rows, b, h, t, t)
 }
 
 // hiddenDisentangled is Hidden for DeBERTa: DebertaV2Model(input_ids, attention_mask,
@@ -206,9 +244,10 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	embedded := x
 
 	// XSoftmax over the mask [B, 1, T, T] = mask_q · mask_k: padded keys get no weight (a large
-	// negative bias before the softmax) and padded queries' rows are zeroed after it.
+	// negative bias before the softmax) and padded queries' rows are zeroed after it, which is
+	// done to their attention output [B, T, Hidden] (the same zeros, a smaller tensor).
 	keyBias := BroadcastToDims(Reshape(MulScalar(OneMinus(keep), -math.MaxFloat32), batch, 1, 1, seq), batch, c.Heads, seq, seq)
-	queryKeep := BroadcastToDims(Reshape(keep, batch, 1, seq, 1), batch, c.Heads, seq, seq)
+	queryKeep := BroadcastToDims(ExpandAxes(keep, -1), batch, seq, c.Hidden)
 
 	scaleFactor := 1
 	if c.C2P {
@@ -220,22 +259,27 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	scale := 1 / math.Sqrt(float64(c.HeadDim()*scaleFactor))
 
 	var relEmb *Node
-	var c2pIdx, p2cIdx []int32
+	var c2pRows, p2cRows []int32
+	tb := relativeBlock(seq, c.HeadDim())
 	if c.RelativeAttention {
 		relEmb = m.weightAs(g, "encoder.rel_embeddings.weight", dtypes.Float32, nil)
 		if c.NormRelEmbed {
 			relEmb = m.layerNorm(g, "encoder.LayerNorm", relEmb, nil)
 		}
 		relEmb = layers.As(relEmb, dt)
-		c2pIdx, p2cIdx = c.relativeIndexes(seq)
+		c2pRows, p2cRows = c.relativeRows(seq, tb)
 	}
-	span2 := 2 * c.AttentionSpan()
-	// posHeads projects the relative embeddings [2·span, Hidden] through module key and splits
-	// them into heads broadcast over the batch: [B, Heads, 2·span, HeadDim].
-	posHeads := func(layer *gomlxmodel.Scope, key string, re, anchor *Node) *Node {
-		p := m.linearIn(layer, key, ExpandAxes(re, 0), anchor) // [1, 2·span, Hidden]
-		p = layers.SplitHeads(p, c.Heads)                      // [1, Heads, 2·span, HeadDim]
-		return BroadcastToDims(p, batch, c.Heads, span2, c.HeadDim())
+	// posHeadsT projects the relative embeddings [2·span, Hidden] through module key, scales them
+	// by the attention's scale, and picks the rows of relativeScores' blocks (relativeRows), split
+	// into heads and transposed, broadcast over the batch: [B, Heads·n, HeadDim, W]. Picking
+	// rows by distance (a few thousand rows of Hidden values) is what lets the scores be moved into
+	// place by relativeScores' copies instead of a gather per score.
+	posHeadsT := func(layer *gomlxmodel.Scope, key string, re *Node, rows []int32, anchor *Node) *Node {
+		n, w := seq/tb, tb+seq-1
+		p := MulScalar(Squeeze(m.linearIn(layer, key, ExpandAxes(re, 0), anchor), 0), scale) // [2·span, Hidden]
+		p = Reshape(Gather(p, Reshape(Const(g, rows), len(rows), 1)), 1, n, w, c.Heads, c.HeadDim())
+		p = TransposeAllDims(p, 0, 3, 1, 4, 2) // [1, Heads, n, HeadDim, W]
+		return Reshape(BroadcastToDims(p, batch, c.Heads, n, c.HeadDim(), w), batch, c.Heads*n, c.HeadDim(), w)
 	}
 
 	for i := range c.Layers {
@@ -249,8 +293,11 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 		q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query_proj", x, anchor), c.Heads)
 		k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key_proj", x, anchor), c.Heads)
 		v := layers.SplitHeads(m.linearIn(layer, p+".attention.self.value_proj", x, anchor), c.Heads)
-		// The keys transposed first: the fast layout of the Go backend's small products (layers.AttentionScoresKT).
-		scores := layers.As(layers.AttentionScoresKT(q, TransposeAllDims(k, 0, 1, 3, 2)), dtypes.Float32)
+		// The keys transposed first: the fast layout of the Go backend's small products
+		// (layers.AttentionScoresKT). The scale goes on the queries of the content scores and on
+		// the relative rows of c2p and p2c (posHeadsT), not on the [B, Heads, T, T] sum.
+		qs := MulScalar(q, scale)
+		scores := layers.As(layers.AttentionScoresKT(qs, TransposeAllDims(k, 0, 1, 3, 2)), dtypes.Float32)
 		if c.RelativeAttention && (c.C2P || c.P2C) {
 			re := layers.Dropout(layer.In("pos_dropout"), relEmb, c.HiddenDropout)
 			posKey, posQuery := p+".attention.self.pos_key_proj", p+".attention.self.pos_query_proj"
@@ -258,20 +305,19 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 				posKey, posQuery = p+".attention.self.key_proj", p+".attention.self.query_proj"
 			}
 			if c.C2P {
-				// content -> position: query · pos_key at the relative position's column.
-				c2p := layers.As(layers.AttentionScores(q, posHeads(layer, posKey, re, anchor)), dtypes.Float32) // [B, Heads, T, 2·span]
-				scores = Add(scores, gatherLast(c2p, c2pIdx))
+				// content -> position: query i · pos_key at distance i - j.
+				c2p := relativeScores(q, posHeadsT(layer, posKey, re, c2pRows, anchor), tb) // [B, Heads, T(q), T(k)]
+				scores = Add(scores, layers.As(c2p, dtypes.Float32))
 			}
 			if c.P2C {
-				// position -> content: key · pos_query, gathered over the keys' rows, transposed.
-				p2c := layers.As(layers.AttentionScores(k, posHeads(layer, posQuery, re, anchor)), dtypes.Float32) // [B, Heads, T(k), 2·span]
-				scores = Add(scores, Transpose(gatherLast(p2c, p2cIdx), 2, 3))
+				// position -> content: key j · pos_query at distance j - i, transposed.
+				p2c := relativeScores(k, posHeadsT(layer, posQuery, re, p2cRows, anchor), tb) // [B, Heads, T(k), T(q)]
+				scores = Add(scores, Transpose(layers.As(p2c, dtypes.Float32), 2, 3))
 			}
 		}
-		scores = Add(MulScalar(scores, scale), keyBias)
-		probs := Mul(layers.SoftmaxLast(scores), queryKeep)
-		probs = layers.As(layers.Dropout(layer, probs, c.AttentionDropout), dt)
-		ctx := layers.MergeHeads(layers.AttentionValues(probs, v))
+		scores = Add(scores, keyBias)
+		probs := layers.As(layers.Dropout(layer, layers.SoftmaxLast(scores), c.AttentionDropout), dt)
+		ctx := Mul(layers.MergeHeads(layers.AttentionValues(probs, v)), layers.As(queryKeep, dt))
 		h := layers.Dropout(layer, m.linearIn(layer, p+".attention.output.dense", ctx, anchor), c.HiddenDropout)
 		a := m.layerNorm(g, p+".attention.output.LayerNorm", Add(h, x), anchor)
 		inter := m.activation(m.linearIn(layer, p+".intermediate.dense", a, anchor))

@@ -3,6 +3,8 @@ package encoder
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,6 +111,30 @@ func TestDebertaParity(t *testing.T) {
 			compare(t, "deberta hidden", tensors.MustCopyFlatData[float32](res[0]), g.Hidden)
 			compare(t, "deberta pooled", tensors.MustCopyFlatData[float32](res[1]), g.Pooled)
 			compare(t, "deberta logits", tensors.MustCopyFlatData[float32](res[2]), g.Logits)
+			// The same pairs right-padded (masked) to lengths whose relative scores take several
+			// blocks (relativeBlock): the pooled output and the logits must not move.
+			for _, seq := range []int{40, 64, 96} {
+				if c.PositionBiasedInput && seq > c.MaxPositions {
+					continue
+				}
+				pad := func(rows [][]int32) *tensors.Tensor {
+					out := make([][]int32, len(rows))
+					for i, r := range rows {
+						out[i] = append(slices.Clone(r), make([]int32, seq-len(r))...)
+					}
+					return flat2(out)
+				}
+				mask := make([][]float32, len(g.Mask))
+				for i, r := range g.Mask {
+					mask[i] = append(slices.Clone(r), make([]float32, seq-len(r))...)
+				}
+				res, err := exec.Exec(pad(g.IDs), pad(g.Types), flat2(mask))
+				if err != nil {
+					t.Fatal(err)
+				}
+				compare(t, fmt.Sprintf("deberta pooled, %d tokens", seq), tensors.MustCopyFlatData[float32](res[1]), g.Pooled)
+				compare(t, fmt.Sprintf("deberta logits, %d tokens", seq), tensors.MustCopyFlatData[float32](res[2]), g.Logits)
+			}
 		})
 	}
 }
@@ -254,6 +280,106 @@ func TestDebertaTokensMatchTokenizersJS(t *testing.T) {
 		ids, types := Pair(tok, sp, c.A, c.B, 512)
 		if !slices.Equal(ids, c.IDs) || !slices.Equal(types, c.Types) {
 			t.Errorf("Pair(%q, %q)\n got: %v %v\nwant: %v %v", c.A, c.B, ids, types, c.IDs, c.Types)
+		}
+	}
+}
+
+// TestRelativeScores: relativeRows and relativeScores give disentangled_attention_bias' c2p
+// scores x_i · pos[clamp(rel[i][j] + span)] and p2c scores (before the transpose)
+// x_k · pos[clamp(-rel[k][q] + span)], as torch's gather over relativePosition's table reads
+// them, for lengths from 1 to past the span and the buckets, bucketed or not.
+func TestRelativeScores(t *testing.T) {
+	b, _, err := model.Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batch, heads, width = 2, 3, 4
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		seqs []int
+	}{
+		{"buckets", Config{PositionBuckets: 8, MaxRelativePositions: 16}, []int{1, 2, 3, 5, 8, 17, 37, 40, 64, 96}},
+		{"plain", Config{MaxRelativePositions: 6}, []int{1, 4, 6, 7, 15}},
+	} {
+		span := tc.cfg.AttentionSpan()
+		// pos[r, h, e]: the projected relative embeddings, one row per clamped relative position.
+		pos := make([]float32, 2*span*heads*width)
+		for i := range pos {
+			pos[i] = float32((i*37)%23)/23 - 0.5
+		}
+		for _, seq := range tc.seqs {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, seq), func(t *testing.T) {
+				x := make([]float32, batch*heads*seq*width)
+				for i := range x {
+					x[i] = float32((i*53)%29)/29 - 0.5
+				}
+				tb := relativeBlock(seq, width)
+				n, w := seq/tb, tb+seq-1
+				c2pRows, p2cRows := tc.cfg.relativeRows(seq, tb)
+				rel := tc.cfg.relativePosition(seq)
+				clamp := func(v int) int { return min(max(v+span, 0), 2*span-1) }
+				for _, term := range []struct {
+					name  string
+					rows  []int32
+					index func(a, b int) int // torch's gathered column at [a][b]
+				}{
+					{"c2p", c2pRows, func(a, b int) int { return clamp(rel[a][b]) }},
+					{"p2c", p2cRows, func(a, b int) int { return clamp(-rel[a][b]) }},
+				} {
+					// posT [B, H·n, e, W]: pos's rows of each block, transposed.
+					posT := make([]float32, batch*heads*n*width*w)
+					for bh := range batch * heads {
+						h := bh % heads
+						for blk := range n {
+							for e := range width {
+								for m := range w {
+									r := term.rows[blk*w+m]
+									posT[(((bh*n+blk)*width)+e)*w+m] = pos[(int(r)*heads+h)*width+e]
+								}
+							}
+						}
+					}
+					exec, err := NewExec(b, func(x, posT *Node) *Node { return relativeScores(x, posT, tb) })
+					if err != nil {
+						t.Fatal(err)
+					}
+					out, err := exec.Exec(tensors.FromFlatDataAndDimensions(x, batch, heads, seq, width),
+						tensors.FromFlatDataAndDimensions(posT, batch, heads*n, width, w))
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := tensors.MustCopyFlatData[float32](out[0])
+					for bh := range batch * heads {
+						h := bh % heads
+						for i := range seq {
+							for j := range seq {
+								var want float32
+								r := term.index(i, j)
+								for e := range width {
+									want += x[(bh*seq+i)*width+e] * pos[(r*heads+h)*width+e]
+								}
+								if g := got[(bh*seq+i)*seq+j]; math.Abs(float64(g-want)) > 1e-5 {
+									t.Fatalf("%s [%d, %d, %d]: %g, want %g (row %d)", term.name, bh, i, j, g, want, r)
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRelativeBlock: relativeScores' blocks divide the length, have up to 32 rows or a head's
+// width, and fall back to one block where no divisor of 8 or more is there.
+func TestRelativeBlock(t *testing.T) {
+	for _, tc := range []struct{ seq, headDim, want int }{
+		{1, 16, 1}, {24, 16, 24}, {32, 16, 32}, {40, 16, 20}, {96, 16, 32}, {448, 16, 32},
+		{448, 64, 64}, {512, 64, 64}, {1000, 16, 25}, {37, 16, 37}, {449, 16, 449}, {98, 16, 14},
+	} {
+		if got := relativeBlock(tc.seq, tc.headDim); got != tc.want {
+			t.Errorf("relativeBlock(%d, %d) = %d, want %d", tc.seq, tc.headDim, got, tc.want)
 		}
 	}
 }
