@@ -46,3 +46,7 @@ func Check(t testing.TB, path string, got []byte) {
 		t.Errorf("%s differs from the output (run the test with -update after checking the change)%s", path, shown)
 	}
 }
+
+// Updating reports whether the test binary runs with -update: a test that compares numbers with a
+// tolerance (not bytes) writes its golden file itself then.
+func Updating() bool { return *update }
