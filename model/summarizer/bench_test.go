@@ -13,6 +13,7 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	tsmodel "github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -203,5 +204,52 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			report(b, n*len(exs), cpuSeconds()-cpu0)
 		})
+	}
+}
+
+// BenchmarkSearch decodes as Summarize does: beam search (the default beam of 4, "beam=1" greedy)
+// over 7 sources at once (an abstract's aspects) and over one source alone ("-1src"), n tokens
+// each (the minimum length is the maximum, so that random weights decode the whole length), with
+// the Go network ("go") and the graphs ("graph") side by side on the same weights, encoding
+// included; it reports generated tokens (of the returned hypotheses) per second and per CPU-second:
+//
+//	GOEXPERIMENT=simd go test ./model/summarizer -run '^$' -bench Search -benchtime 3x
+func BenchmarkSearch(b *testing.B) {
+	host, graph := toyNets(b, defaultHyper())
+	h := host.H
+	exs := randomExamples(h, 7, 120, 1)
+	ids, segs, aspects := make([][]int32, len(exs)), make([][]int32, len(exs)), make([]int32, len(exs))
+	for i, ex := range exs {
+		ids[i], segs[i] = ex.Src, ex.Seg
+	}
+	const n = 48
+	search := func(net *Net, sources, beam int) {
+		var states []*DecState
+		for _, src := range net.EncodeAll(ids[:sources], segs[:sources], aspects[:sources]) {
+			states = append(states, net.NewState(src))
+		}
+		o := decode.Options{BeamSize: beam, MaxLen: n + 1, MinLen: n + 1, LengthPenalty: 2, NoRepeatNgram: 3, BOS: h.BosID, EOS: h.EosID}
+		decode.Search(net, states, o)
+	}
+	for _, beam := range []int{4, 1} {
+		for _, sources := range []int{len(exs), 1} {
+			for _, net := range []struct {
+				name string
+				net  *Net
+			}{{"go", host}, {"graph", graph}} {
+				name := fmt.Sprintf("%s/beam=%d/sources=%d", net.name, beam, sources)
+				b.Run(name, func(b *testing.B) {
+					search(net.net, sources, beam) // the graph's programs compile outside the timing
+					b.ResetTimer()
+					cpu0 := cpuSeconds()
+					for range b.N {
+						search(net.net, sources, beam)
+					}
+					generated := float64(b.N * sources * n)
+					b.ReportMetric(generated/b.Elapsed().Seconds(), "tokens/s")
+					b.ReportMetric(generated/(cpuSeconds()-cpu0), "tokens/cpu-s")
+				})
+			}
+		}
 	}
 }

@@ -270,15 +270,16 @@ type DecState struct {
 	// with a UTF8 guard).
 	utf8 subword.UTF8State
 	// cache holds, with the graph network, the self-attention keys and values of every decoder
-	// layer as [1, heads, capacity, headDim] tensors (selfK and selfV are then unused); shared with clones
-	// until one of them advances, since tensors are never changed in place.
-	cache []*tensors.Tensor
+	// layer (selfK and selfV are then unused); sharedCache is set when a clone shares it: the
+	// next write copies it first.
+	cache       *kvCache
+	sharedCache bool
 }
 
 // NewState starts decoding src; the first token to feed is [BOS].
 func (n *Net) NewState(src *Source) *DecState {
 	if n.graph != nil {
-		return &DecState{Src: src, cache: n.graph.emptyCache()}
+		return &DecState{Src: src}
 	}
 	return &DecState{Src: src, selfK: make([][]float32, len(n.dec)), selfV: make([][]float32, len(n.dec))}
 }
@@ -287,7 +288,10 @@ func (n *Net) NewState(src *Source) *DecState {
 func (st *DecState) Clone() *DecState {
 	c := &DecState{Src: st.Src, pos: st.pos, selfK: make([][]float32, len(st.selfK)), selfV: make([][]float32, len(st.selfV)),
 		match: append([]int32(nil), st.match...), startFed: append([]bool(nil), st.startFed...), word: append([]int32(nil), st.word...), utf8: st.utf8,
-		cache: slices.Clone(st.cache)}
+		cache: st.cache, sharedCache: st.cache != nil}
+	if st.cache != nil {
+		st.sharedCache = true
+	}
 	for l := range st.selfK {
 		c.selfK[l] = append([]float32(nil), st.selfK[l]...)
 		c.selfV[l] = append([]float32(nil), st.selfV[l]...)

@@ -1,8 +1,10 @@
 package summarizer
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/gomlx/compute"
@@ -18,22 +20,27 @@ import (
 
 // Graph decoding: the network of graph.go run through two GoMLX Execs, so that inference runs on
 // whatever backend the process has (an XLA GPU included), with the decoding bonuses and
-// constraints of Net.mix kept on the host, shared with the Go network.
+// constraints of Net.mix kept on the host.
 //
-//	encode: src, seg [B, S] -> the gate term of each encoder state (states . gate_c) [B, S],
-//	        then per source row, for every decoder layer, the cross-attention keys [1, H, dh, S]
-//	        and values [1, H, S, dh] (split in heads, keys transposed), and the copy keys
-//	        [1, d, S]: everything the decoder reads from the source, computed once.
-//	step:   one token per hypothesis [B], its target position and aspect, the self-attention
-//	        bias [B, C] over the cache slots, the source bias [B, S], the slot written; then each
-//	        row's self-attention cache (keys and values per layer, [1, H, C, dh]) and its source's
-//	        tensors -> logits over the generation vocabulary [B, G], copy scores [B, S], the
-//	        gate's state and input terms [B], then each row's new cache.
+//	encode: src, seg [N, S] -> the gate term of each encoder state (states . gate_c) [N, S],
+//	        then, for every decoder layer, the cross-attention keys [N, H, dh, S] and values
+//	        [N, H, S, dh] (split in heads, keys transposed), and the copy keys [N, d, S]:
+//	        everything the decoder reads from the sources, computed once and kept as one batch.
+//	step:   B = n·R hypotheses, R rows per source of n sources (row r reads source r / R): one
+//	        token per row [B], its target position and aspect, the self-attention bias [B, C]
+//	        over the cached tokens, the source bias [n, S]; the cache (keys [B, H, dh, C] and
+//	        values [B, H, C, dh] per decoder layer); the n sources' tensors -> logits over the
+//	        generation vocabulary [B, G], copy scores [B, S], the gate's state and input terms
+//	        [B], then the fed token's keys and values [B, H, dh] per decoder layer.
 //
-// Like model/pretrained's generator, every hypothesis holds its own rows of the cache as [1, ...]
-// tensors, never changed in place, so that beam search forks a hypothesis by sharing them. Lengths
-// are bucketed (model.BucketLen): sources to srcBucket, the cache capacity to cacheBucket, the
-// batch to powers of two on a backend that compiles per shape.
+// The cache lives on the host, one buffer per hypothesis: the step reads it as an input and
+// returns only the new token's keys and values, which the host writes in place (a beam's clones
+// share a buffer until one writes: copy on write). Nothing of the size of the cache is
+// concatenated, selected or split inside the graph, which on the pure-Go backend cost more than
+// the step's arithmetic. The rows of one source attend to its keys together (R queries of one
+// [H, dh, S] block), so a beam reads its source once. Shapes are bucketed (model.BucketLen):
+// sources to srcBucket, the cache to cacheBucket, and n and R to powers of two on a backend that
+// compiles per shape.
 
 // cacheBucket rounds the self-attention cache capacity (decoded tokens).
 const cacheBucket = 16
@@ -47,33 +54,37 @@ const (
 
 // graphNet holds the Execs of graph decoding and the store of the weights they read.
 type graphNet struct {
-	h      Hyperparams
-	encode *gomlxmodel.Exec
-	step   *gomlxmodel.Exec
-	mu     sync.Mutex
+	h       Hyperparams
+	backend compute.Backend
+	encode  *gomlxmodel.Exec
+	step    *gomlxmodel.Exec
+	// mu serialises the Execs' calls and guards the source batches' subsets.
+	mu sync.Mutex
 	// pow2 pads every shape to a power of two (model.CompilesPerShape: an XLA backend).
 	pow2 bool
-	// zeros caches the empty cache row per capacity (immutable, shared by all states).
-	zeros map[int]*tensors.Tensor
 }
 
-// graphSource is the part of a Source that graph decoding reads: the source's length bucket, its
-// per-layer cross-attention keys ([1, H, dh, S]) and values ([1, H, S, dh]) and its copy keys
-// ([1, d, S]), and the gate term of each encoder state.
-type graphSource struct {
-	rows    []*tensors.Tensor
-	srcGate []float32
+// sourceBatch is the encoder's output for the sources of one EncodeAll call, kept batched: per
+// decoder layer the cross-attention keys [N, H, dh, S] and values [N, H, S, dh], then the copy
+// keys [N, d, S] (N ≥ the number of sources: padded rows repeat the last one).
+type sourceBatch struct {
+	tensors []*tensors.Tensor
 	bucket  int
+	// subsets caches the tensors of a list of the batch's sources (a step where some sources
+	// have finished decoding), keyed by the list.
+	subsets map[string][]*tensors.Tensor
 }
 
-// NewGraphNet builds a Net that runs its network through GoMLX graphs on backend (encoder once
-// per source, then one batched decoder step per token with a KV cache), from the same variables
-// as NewNet. The host copy of the weights is kept for the few scalars the copy mixture reads.
-func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensors.Tensor) (*Net, error) {
-	n, err := NewNet(h, vars)
-	if err != nil {
-		return nil, err
-	}
+// graphSource is the part of a Source that graph decoding reads: its batch and row there, and
+// the gate term of each encoder state.
+type graphSource struct {
+	batch   *sourceBatch
+	row     int
+	srcGate []float32
+}
+
+// newGraphNet builds the Execs of graph decoding on backend from the model's variables.
+func newGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensors.Tensor, outEmb []float32) (*graphNet, error) {
 	store := gomlxmodel.NewStore()
 	for name, t := range vars {
 		if _, err := store.CreateVariable(model.ModelScope+"/"+name, t); err != nil {
@@ -81,22 +92,24 @@ func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 		}
 	}
 	// The output embeddings (the generation vocabulary's rows of the tied embeddings) are
-	// gathered once here, not at every step.
-	nGen, d := len(n.genIDs), h.DModel
-	outEmbT := make([]float32, d*nGen) // [d, G]: the step's product then runs on the Go backend's plain kernel
+	// gathered once here, not at every step, and stored transposed [d, G]: the step's product
+	// then runs on the Go backend's plain kernel.
+	d := h.DModel
+	nGen := len(outEmb) / d
+	outEmbT := make([]float32, d*nGen)
 	for k := range nGen {
 		for i := range d {
-			outEmbT[i*nGen+k] = n.outEmb[k*d+i]
+			outEmbT[i*nGen+k] = outEmb[k*d+i]
 		}
 	}
-	outEmb := tensors.FromFlatDataAndDimensions(outEmbT, d, nGen)
-	if _, err := store.CreateVariable(outEmbScope+"/"+outEmbName, outEmb); err != nil {
+	if _, err := store.CreateVariable(outEmbScope+"/"+outEmbName, tensors.FromFlatDataAndDimensions(outEmbT, d, nGen)); err != nil {
 		return nil, fmt.Errorf("summarizer graph: %w", err)
 	}
-	g := &graphNet{h: h, pow2: model.CompilesPerShape(), zeros: map[int]*tensors.Tensor{}}
+	g := &graphNet{h: h, backend: backend, pow2: model.CompilesPerShape()}
 	scope := store.Scope(model.ModelScope)
+	var err error
 	g.encode, err = gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, in []*Node) []*Node {
-		return encodeRowsGraph(scope, h, in[0], in[1])
+		return encodeSourcesGraph(scope, h, in[0], in[1])
 	})
 	if err != nil {
 		return nil, fmt.Errorf("summarizer graph: %w", err)
@@ -107,70 +120,56 @@ func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 	if err != nil {
 		return nil, fmt.Errorf("summarizer graph: %w", err)
 	}
-	// Every (batch, source, cache) bucket is one program: a decoding run meets a handful.
+	// Every (rows, source, cache) bucket is one program: a decoding run meets a handful.
 	g.encode.SetMaxCache(-1)
 	g.step.SetMaxCache(-1)
-	n.graph = g
-	return n, nil
+	return g, nil
 }
 
-// backendError is a failure of the graph backend (a device out of memory, say) inside Step or
-// EncodeAll, which cannot return errors; Summarize turns it back into an error.
-type backendError struct{ err error }
-
-// OnGraph reports whether the Net runs its network through GoMLX graphs (NewGraphNet).
-func (n *Net) OnGraph() bool { return n.graph != nil }
-
-// perSource is the number of tensors a source row holds: cross keys and values per decoder
+// perSource is the number of tensors a source batch holds: cross keys and values per decoder
 // layer, and the copy keys.
 func (h Hyperparams) perSource() int { return 2*h.DecoderLayers + 1 }
 
-// encodeRowsGraph encodes src, seg [B, S] (PadID-padded) and returns the gate terms [B, S] of the
-// encoder states, then each row's perSource tensors.
-func encodeRowsGraph(scope *gomlxmodel.Scope, h Hyperparams, src, seg *Node) []*Node {
+// encodeSourcesGraph encodes src, seg [N, S] (PadID-padded) and returns the gate terms [N, S] of
+// the encoder states, then the sourceBatch tensors.
+func encodeSourcesGraph(scope *gomlxmodel.Scope, h Hyperparams, src, seg *Node) []*Node {
 	g := src.Graph()
-	b := src.Shape().Dimensions[0]
+	n, srcLen := src.Shape().Dimensions[0], src.Shape().Dimensions[1]
 	d := h.DModel
 	srcBias := Where(NotEqual(src, Scalar(g, dtypes.Int32, h.PadID)), ZerosLike(ConvertDType(src, dtypes.Float32)), Scalar(g, dtypes.Float32, maskBias))
 	enc := EncoderGraph(scope, h, src, seg, srcBias)
-	var perRow []*Node
+	gc := scope.At("copy").VariableWithShape("gate_c", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
+	out := []*Node{Reshape(layers.Product(Reshape(enc, n*srcLen, d), Reshape(gc, d, 1)), n, srcLen)}
 	for l := range h.DecoderLayers {
 		cs := scope.At("decoder").At("layer_%d", l).At("cross")
 		kT := TransposeAllDims(layers.SplitHeads(layerVars.Dense(cs, "k", enc, d, activation.TypeNone), h.Heads), 0, 1, 3, 2)
-		perRow = append(perRow, kT, layers.SplitHeads(layerVars.Dense(cs, "v", enc, d, activation.TypeNone), h.Heads))
+		out = append(out, kT, layers.SplitHeads(layerVars.Dense(cs, "v", enc, d, activation.TypeNone), h.Heads))
 	}
-	perRow = append(perRow, Transpose(layerVars.Dense(scope.At("copy"), "k", enc, d, activation.TypeNone), 1, 2))
-	gc := scope.At("copy").VariableWithShape("gate_c", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
-	srcLen := src.Shape().Dimensions[1]
-	srcGate := Reshape(layers.Product(Reshape(enc, b*srcLen, d), Reshape(gc, d, 1)), b, srcLen)
-	return append([]*Node{srcGate}, layers.SplitRows(perRow, b)...)
+	return append(out, Transpose(layerVars.Dense(scope.At("copy"), "k", enc, d, activation.TypeNone), 1, 2))
 }
 
-// Inputs of decodeStepGraph before the per-row tensors.
+// Inputs of decodeStepGraph before the cache and the sources' tensors.
 const (
 	stepToken = iota
 	stepPos
 	stepAspect
 	stepSelfBias
 	stepSrcBias
-	stepSlot
 	stepFixed
 )
 
-// decodeStepGraph feeds one token per row (see the inputs above, then each row's 2·DecoderLayers
-// cache tensors [1, H, C, dh], then each row's perSource tensors) and returns the logits
-// [B, G], the copy scores [B, S], the gate terms of the state and of the input [B], then each
-// row's new cache tensors.
+// decodeStepGraph is the step described at the top of the file: in lists the inputs above, then
+// the cache (keys and values of each decoder layer), then the sources' tensors.
 func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node {
 	g := in[0].Graph()
 	b := in[stepToken].Shape().Dimensions[0]
 	capacity := in[stepSelfBias].Shape().Dimensions[1]
-	srcLen := in[stepSrcBias].Shape().Dimensions[1]
-	d, nl := h.DModel, h.DecoderLayers
-	perCache := 2 * nl
-	rows := in[stepFixed:]
-	cache := layers.JoinRows(rows[:b*perCache], b, perCache)
-	source := layers.JoinRows(rows[b*perCache:], b, h.perSource())
+	nSrc, srcLen := in[stepSrcBias].Shape().Dimensions[0], in[stepSrcBias].Shape().Dimensions[1]
+	rows := b / nSrc // hypotheses per source
+	d, nl, heads := h.DModel, h.DecoderLayers, h.Heads
+	hd := d / heads
+	cache := in[stepFixed : stepFixed+2*nl]
+	source := in[stepFixed+2*nl:]
 
 	es := scope.At("embed")
 	tokens := es.VariableWithShape("tokens", shapes.Make(dtypes.Float32, h.VocabSize, d)).ValueGraph(g)
@@ -181,40 +180,42 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 		x = Add(x, Gather(table, Reshape(in[stepAspect], b, 1)))
 	}
 	xEmb := x
-	x = Reshape(x, b, 1, d)
 
-	// The new keys and values go to the cache slot of the fed token (the Go backend has no
-	// DynamicUpdateSlice: a select on the slot, exact). Caches and source keys are kept split
-	// in heads, [B, H, ·, dh], so that no step transposes them.
-	hd := d / h.Heads
-	dims := []int{b, h.Heads, capacity, hd}
-	slots := Iota(g, shapes.Make(dtypes.Int32, 1, 1, capacity, 1), 2)
-	atSlot := BroadcastToDims(Equal(slots, BroadcastToDims(in[stepSlot], 1, 1, capacity, 1)), dims...)
-	place := func(old, nw *Node) *Node {
-		return Where(atSlot, BroadcastToDims(layers.SplitHeads(nw, h.Heads), dims...), old)
-	}
-	selfBias := Reshape(in[stepSelfBias], b, 1, 1, capacity)
-	srcBias := Reshape(in[stepSrcBias], b, 1, 1, srcLen)
 	proj := func(s *gomlxmodel.Scope, name string, y *Node) *Node {
 		return layerVars.Dense(s, name, y, d, activation.TypeNone)
 	}
-	next := make([]*Node, perCache)
+	scale := 1 / math.Sqrt(float64(hd))
+	selfBias := Reshape(in[stepSelfBias], b, 1, 1, capacity)
+	srcBias := Reshape(in[stepSrcBias], nSrc, 1, 1, srcLen)
+	newKV := make([]*Node, 0, 2*nl)
 	for l := range nl {
 		ls := scope.At("decoder").At("layer_%d", l)
 		y := layerVars.LayerNorm(ls.At("ln1"), x)
 		ss := ls.At("self")
-		next[2*l] = place(cache[2*l], proj(ss, "k", y))
-		next[2*l+1] = place(cache[2*l+1], proj(ss, "v", y))
-		att := layers.Attention(layers.SplitHeads(proj(ss, "q", y), h.Heads), next[2*l], next[2*l+1], selfBias)
-		x = Add(x, proj(ss, "o", layers.MergeHeads(att)))
+		q := Reshape(proj(ss, "q", y), b, heads, 1, hd)
+		k, v := Reshape(proj(ss, "k", y), b, heads, hd), Reshape(proj(ss, "v", y), b, heads, hd)
+		newKV = append(newKV, k, v)
+		// Scores over the cached tokens [B, H, 1, C] (masked past the row's length) and over the
+		// fed token itself [B, H, 1, 1], one softmax over both.
+		past := Add(MulScalar(DotGeneral(q, []int{3}, []int{0, 1}, cache[2*l], []int{2}, []int{0, 1}), scale), selfBias)
+		self := MulScalar(Reshape(ReduceSum(Mul(Reshape(q, b, heads, hd), k), 2), b, heads, 1, 1), scale)
+		p := layers.SoftmaxLast(Concatenate([]*Node{past, self}, 3))
+		att := DotGeneral(Slice(p, AxisRange(), AxisRange(), AxisRange(), AxisRange(0, capacity)), []int{3}, []int{0, 1}, cache[2*l+1], []int{2}, []int{0, 1})
+		att = Add(Reshape(att, b, heads, hd), Mul(Reshape(Slice(p, AxisRange(), AxisRange(), AxisRange(), AxisRange(capacity, capacity+1)), b, heads, 1), v))
+		x = Add(x, proj(ss, "o", Reshape(att, b, d)))
+
+		// Cross-attention: the R rows of a source are R queries of its keys.
 		y = layerVars.LayerNorm(ls.At("ln2"), x)
 		cs := ls.At("cross")
-		att = attendKeysT(layers.SplitHeads(proj(cs, "q", y), h.Heads), source[2*l], source[2*l+1], srcBias)
-		x = Add(x, proj(cs, "o", layers.MergeHeads(att)))
+		qc := TransposeAllDims(Reshape(proj(cs, "q", y), nSrc, rows, heads, hd), 0, 2, 1, 3) // [n, H, R, dh]
+		scores := Add(MulScalar(DotGeneral(qc, []int{3}, []int{0, 1}, source[2*l], []int{2}, []int{0, 1}), scale), srcBias)
+		att = layers.AttentionValues(layers.SoftmaxLast(scores), source[2*l+1]) // [n, H, R, dh]
+		x = Add(x, proj(cs, "o", Reshape(TransposeAllDims(att, 0, 2, 1, 3), b, d)))
+
 		y = layerVars.LayerNorm(ls.At("ln3"), x)
 		x = Add(x, ffnGraph(ls.At("ffn"), h, y))
 	}
-	s := Reshape(layerVars.LayerNorm(scope.At("decoder").At("ln"), x), b, d)
+	s := layerVars.LayerNorm(scope.At("decoder").At("ln"), x) // [B, d]
 
 	nGen := len(h.genIDs())
 	outEmbT := scope.Store().Scope(outEmbScope).VariableWithShape(outEmbName, shapes.Make(dtypes.Float32, d, nGen)).ValueGraph(g)
@@ -222,24 +223,15 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	logits := Add(layers.Product(s, outEmbT), layers.BroadcastRows(outBias, b))
 
 	cs := scope.At("copy")
-	qc := Reshape(proj(cs, "q", s), b, 1, d)
-	scores := DotGeneral(qc, []int{2}, []int{0}, source[2*nl], []int{1}, []int{0}) // copy keys [B, d, S]
+	qc := Reshape(proj(cs, "q", s), nSrc, rows, d)
+	scores := DotGeneral(qc, []int{2}, []int{0}, source[2*nl], []int{1}, []int{0}) // copy keys [n, d, S] -> [n, R, S]
 	scores = Reshape(MulScalar(scores, 1/math.Sqrt(float64(d))), b, srcLen)
 
 	gs := cs.VariableWithShape("gate_s", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gx := cs.VariableWithShape("gate_x", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
 	gateS := Reshape(layers.Product(s, Reshape(gs, d, 1)), b)
 	gateX := Reshape(layers.Product(xEmb, Reshape(gx, d, 1)), b)
-	return append([]*Node{logits, scores, gateS, gateX}, layers.SplitRows(next, b)...)
-}
-
-// attendKeysT is layers.Attention with the keys given transposed, kT [B, H, dh, S]: the encoder
-// stores the source's keys so, once, and each step's scores then run on the Go backend's plain
-// matmul kernel rather than its slower transposed one.
-func attendKeysT(q, kT, values, bias *Node) *Node {
-	scores := DotGeneral(q, []int{3}, []int{0, 1}, kT, []int{2}, []int{0, 1})
-	scores = Add(MulScalar(scores, 1/math.Sqrt(float64(q.Shape().Dimensions[3]))), bias)
-	return layers.AttentionValues(layers.SoftmaxLast(scores), values)
+	return append([]*Node{logits, scores, gateS, gateX}, newKV...)
 }
 
 // bucketLen is model.BucketLen for this net's backend (pow2).
@@ -259,11 +251,11 @@ func (g *graphNet) encodeAll(ids, seg [][]int32) ([]*graphSource, error) {
 	}
 	// The bucket stops at the position table (the sources are built within it).
 	sb := max(longest, min(g.bucketLen(longest, srcBucket), h.maxPositions()))
-	b := g.rowBucket(len(ids))
-	src := make([]int32, b*sb)
-	segs := make([]int32, b*sb)
-	for r := range b {
-		i := min(r, len(ids)-1) // rows past the sources repeat the last one; dropped
+	n := g.rowBucket(len(ids))
+	src := make([]int32, n*sb)
+	segs := make([]int32, n*sb)
+	for r := range n {
+		i := min(r, len(ids)-1) // rows past the sources repeat the last one
 		for j := range sb {
 			src[r*sb+j] = h.PadID
 			if j < len(ids[i]) {
@@ -272,121 +264,314 @@ func (g *graphNet) encodeAll(ids, seg [][]int32) ([]*graphSource, error) {
 		}
 	}
 	g.mu.Lock()
-	out, err := g.encode.Call(tensors.FromFlatDataAndDimensions(src, b, sb), tensors.FromFlatDataAndDimensions(segs, b, sb))
+	out, err := g.encode.Call(tensors.FromFlatDataAndDimensions(src, n, sb), tensors.FromFlatDataAndDimensions(segs, n, sb))
 	g.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("summarizer encode: %w", err)
 	}
-	per := h.perSource()
+	batch := &sourceBatch{tensors: out[1:], bucket: sb, subsets: map[string][]*tensors.Tensor{}}
 	res := make([]*graphSource, len(ids))
 	tensors.MustConstFlatData(out[0], func(flat []float32) {
 		for i := range res {
-			res[i] = &graphSource{rows: out[1+i*per : 1+(i+1)*per], srcGate: append([]float32(nil), flat[i*sb:i*sb+len(ids[i])]...), bucket: sb}
+			res[i] = &graphSource{batch: batch, row: i, srcGate: slices.Clone(flat[i*sb : i*sb+len(ids[i])])}
 		}
 	})
 	return res, nil
 }
 
-// emptyCache returns the cache rows of a fresh state: zeros [1, H, C, dh], shared.
-func (g *graphNet) emptyCache() []*tensors.Tensor {
-	capacity := g.bucketLen(1, cacheBucket)
-	g.mu.Lock()
-	z, ok := g.zeros[capacity]
-	if !ok {
-		z = tensors.FromShape(shapes.Make(dtypes.Float32, 1, g.h.Heads, capacity, g.h.headDim()))
-		g.zeros[capacity] = z
+// sourcesFor returns the batch's tensors for the sources at rows (in that order): the batch's
+// own when rows are all of its rows in order, else copies of those rows, cached. The caller
+// holds g.mu.
+func (g *graphNet) sourcesFor(batch *sourceBatch, rows []int) []*tensors.Tensor {
+	if n := batch.tensors[0].Shape().Dimensions[0]; len(rows) == n {
+		identity := true
+		for i, r := range rows {
+			identity = identity && r == i
+		}
+		if identity {
+			return batch.tensors
+		}
 	}
-	g.mu.Unlock()
-	rows := make([]*tensors.Tensor, 2*g.h.DecoderLayers)
-	for i := range rows {
-		rows[i] = z
+	key := fmt.Sprint(rows)
+	if t, ok := batch.subsets[key]; ok {
+		return t
 	}
-	return rows
-}
-
-// grow copies a state's cache rows into a larger capacity (zeros after the used slots): a
-// summary longer than the cache bucket.
-func (g *graphNet) grow(rows []*tensors.Tensor, capacity int) []*tensors.Tensor {
-	heads, hd := g.h.Heads, g.h.headDim()
-	out := make([]*tensors.Tensor, len(rows))
-	for i, t := range rows {
-		old := t.Shape().Dimensions[2]
-		flat := make([]float32, heads*capacity*hd)
-		tensors.MustConstFlatData(t, func(prev []float32) {
-			for hh := range heads {
-				copy(flat[hh*capacity*hd:], prev[hh*old*hd:(hh+1)*old*hd])
+	out := make([]*tensors.Tensor, len(batch.tensors))
+	for i, t := range batch.tensors {
+		dims := slices.Clone(t.Shape().Dimensions)
+		per := t.Shape().Size() / dims[0]
+		dims[0] = len(rows)
+		flat := make([]float32, len(rows)*per)
+		tensors.MustConstFlatData(t, func(all []float32) {
+			for k, r := range rows {
+				copy(flat[k*per:(k+1)*per], all[r*per:(r+1)*per])
 			}
 		})
-		out[i] = tensors.FromFlatDataAndDimensions(flat, 1, heads, capacity, hd)
+		out[i] = tensors.FromFlatDataAndDimensions(flat, dims...)
+	}
+	batch.subsets[key] = out
+	return out
+}
+
+// kvCache is a hypothesis's self-attention cache on the host: per decoder layer the keys
+// [H, dh, capacity] (transposed: the step's scores then run on the Go backend's plain kernel)
+// and the values [H, capacity, dh] of the tokens fed so far.
+type kvCache struct {
+	keys, values [][]float32
+	capacity     int
+}
+
+// write stores the keys k and values v [H][dh] of layer l's token at slot pos.
+func (c *kvCache) write(l, pos int, k, v [][]float32) {
+	keys, values := c.keys[l], c.values[l]
+	hd := len(k[0])
+	for hh := range k {
+		for i, x := range k[hh] {
+			keys[(hh*hd+i)*c.capacity+pos] = x
+		}
+		copy(values[(hh*c.capacity+pos)*hd:(hh*c.capacity+pos+1)*hd], v[hh])
+	}
+}
+
+// resized returns a copy of c with the given capacity (at least its used slots, n).
+func (c *kvCache) resized(capacity, n, heads, hd int) *kvCache {
+	out := &kvCache{capacity: capacity}
+	for l := range c.keys {
+		keys, values := make([]float32, heads*hd*capacity), make([]float32, heads*capacity*hd)
+		for r := range heads * hd {
+			copy(keys[r*capacity:r*capacity+n], c.keys[l][r*c.capacity:r*c.capacity+n])
+		}
+		for hh := range heads {
+			copy(values[hh*capacity*hd:(hh*capacity+n)*hd], c.values[l][hh*c.capacity*hd:(hh*c.capacity+n)*hd])
+		}
+		out.keys, out.values = append(out.keys, keys), append(out.values, values)
 	}
 	return out
 }
 
-// capacity is the cache capacity of a state's rows ([1, H, C, dh]).
-func capacity(rows []*tensors.Tensor) int { return rows[0].Shape().Dimensions[2] }
+// newKVCache returns an empty cache of the given capacity.
+func newKVCache(layers, capacity, heads, hd int) *kvCache {
+	c := &kvCache{capacity: capacity}
+	for range layers {
+		c.keys = append(c.keys, make([]float32, heads*hd*capacity))
+		c.values = append(c.values, make([]float32, heads*capacity*hd))
+	}
+	return c
+}
 
 // stepGraph feeds tokens[i] to states[i] through the step graph and returns each state's network
-// outputs; states are grouped by (position, cache capacity, source bucket), one call per group
-// (in a decoding run, all of them move together).
+// outputs; states are grouped by source batch, one call per group (in a decoding run, all of
+// them are one).
 func (g *graphNet) stepGraph(states []*DecState, tokens []int32) ([]stepOut, error) {
-	h := g.h
-	for _, st := range states {
-		if st.pos >= capacity(st.cache) {
-			st.cache = g.grow(st.cache, g.bucketLen(st.pos+1, cacheBucket))
-		}
-	}
-	type key struct{ pos, capacity, bucket int }
-	groups := map[key][]int{}
-	var order []key
+	groups := map[*sourceBatch][]int{}
+	var order []*sourceBatch
 	for i, st := range states {
-		k := key{st.pos, capacity(st.cache), st.Src.graph.bucket}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
+		b := st.Src.graph.batch
+		if _, ok := groups[b]; !ok {
+			order = append(order, b)
 		}
-		groups[k] = append(groups[k], i)
+		groups[b] = append(groups[b], i)
 	}
 	out := make([]stepOut, len(states))
-	for _, k := range order {
-		idx := groups[k]
-		b := g.rowBucket(len(idx))
-		tok, pos, asp := make([]int32, b), make([]int32, b), make([]int32, b)
-		selfBias := make([]float32, b*k.capacity)
-		srcBias := make([]float32, b*k.bucket)
-		var cacheRows, sourceRows []any
-		for r := range b {
-			i := idx[min(r, len(idx)-1)] // rows past the group repeat its last state; dropped
-			st := states[i]
-			tok[r], pos[r], asp[r] = tokens[i], int32(min(st.pos, h.lastTrainedTgtPos())), max(st.Src.Aspect, 0)
-			for j := k.pos + 1; j < k.capacity; j++ {
-				selfBias[r*k.capacity+j] = maskBias
-			}
-			for j := len(st.Src.IDs); j < k.bucket; j++ {
-				srcBias[r*k.bucket+j] = maskBias
-			}
-			for _, t := range st.cache {
-				cacheRows = append(cacheRows, t)
-			}
-			for _, t := range st.Src.graph.rows {
-				sourceRows = append(sourceRows, t)
-			}
-		}
-		args := []any{tensors.FromFlatDataAndDimensions(tok, b), tensors.FromFlatDataAndDimensions(pos, b), tensors.FromFlatDataAndDimensions(asp, b),
-			tensors.FromFlatDataAndDimensions(selfBias, b, k.capacity), tensors.FromFlatDataAndDimensions(srcBias, b, k.bucket),
-			tensors.FromScalarAndDimensions(int32(k.pos))}
-		args = append(append(args, cacheRows...), sourceRows...)
-		g.mu.Lock()
-		res, err := g.step.Call(args...)
-		g.mu.Unlock()
-		if err != nil {
-			return nil, fmt.Errorf("summarizer step: %w", err)
-		}
-		per := 2 * h.DecoderLayers
-		logits, scores := res[0].Value().([][]float32), res[1].Value().([][]float32)
-		gateS, gateX := res[2].Value().([]float32), res[3].Value().([]float32)
-		for r, i := range idx {
-			out[i] = stepOut{logits: logits[r], copyScores: scores[r], gateS: gateS[r], gateX: gateX[r]}
-			states[i].cache = res[4+r*per : 4+(r+1)*per]
+	for _, b := range order {
+		if err := g.stepGroup(b, states, tokens, groups[b], out); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
+
+// stepGroup runs the step graph for the states at idx, all of source batch batch, and writes
+// their outputs into out.
+func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []int32, idx []int, out []stepOut) error {
+	h := g.h
+	heads, hd, nl := h.Heads, h.headDim(), h.DecoderLayers
+	// Rows grouped by source: the n sources in order of first appearance, R rows each (rows past
+	// a source's hypotheses, and sources past n on a pow2 backend, repeat the last; dropped).
+	bySource := map[int][]int{}
+	var srcRows []int
+	longest := 1
+	for _, i := range idx {
+		r := states[i].Src.graph.row
+		if _, ok := bySource[r]; !ok {
+			srcRows = append(srcRows, r)
+		}
+		bySource[r] = append(bySource[r], i)
+		longest = max(longest, states[i].pos)
+	}
+	perSource := 0
+	for _, rs := range bySource {
+		perSource = max(perSource, len(rs))
+	}
+	perSource = g.rowBucket(perSource)
+	nSrc := g.rowBucket(len(srcRows))
+	for len(srcRows) < nSrc {
+		srcRows = append(srcRows, srcRows[len(srcRows)-1])
+	}
+	rowState := make([]int, 0, nSrc*perSource) // state index of each row
+	real := make([]bool, 0, nSrc*perSource)    // whether the row's outputs are kept
+	seen := map[int]bool{}
+	for _, r := range srcRows {
+		rs := bySource[r]
+		for j := range perSource {
+			rowState = append(rowState, rs[min(j, len(rs)-1)])
+			real = append(real, j < len(rs) && !seen[r])
+		}
+		seen[r] = true
+	}
+	b := len(rowState)
+	capacity := g.bucketLen(longest, cacheBucket)
+	sb := batch.bucket
+
+	// The inputs are written straight into tensors of the backend: on one that shares host
+	// memory (the Go one) the graph then reads them without a copy.
+	var args []any
+	input := func(dtype dtypes.DType, fill func(flat any), dims ...int) error {
+		t, err := tensors.FromShapeForBackend(g.backend, 0, shapes.Make(dtype, dims...))
+		if err == nil {
+			err = t.MutableFlatData(fill)
+		}
+		args = append(args, t)
+		return err
+	}
+	ints := func(value func(st *DecState, i int) int32) func(flat any) {
+		return func(flat any) {
+			for r, i := range rowState {
+				flat.([]int32)[r] = value(states[i], i)
+			}
+		}
+	}
+	errs := []error{
+		input(dtypes.Int32, ints(func(_ *DecState, i int) int32 { return tokens[i] }), b),
+		input(dtypes.Int32, ints(func(st *DecState, _ int) int32 { return int32(min(st.pos, h.lastTrainedTgtPos())) }), b),
+		input(dtypes.Int32, ints(func(st *DecState, _ int) int32 { return max(st.Src.Aspect, 0) }), b),
+		input(dtypes.Float32, func(flat any) {
+			for r, i := range rowState {
+				row := flat.([]float32)[r*capacity : (r+1)*capacity]
+				clear(row)
+				for j := states[i].pos; j < capacity; j++ {
+					row[j] = maskBias
+				}
+			}
+		}, b, capacity),
+		input(dtypes.Float32, func(flat any) {
+			for k, r := range srcRows {
+				row := flat.([]float32)[k*sb : (k+1)*sb]
+				clear(row)
+				for j := len(states[bySource[r][0]].Src.IDs); j < sb; j++ {
+					row[j] = maskBias
+				}
+			}
+		}, nSrc, sb),
+	}
+	// The cache, each row's copied in (a row's own capacity may be smaller).
+	per := heads * hd * capacity
+	for l := range nl {
+		keys := func(flat any) {
+			dst := flat.([]float32)
+			clear(dst)
+			for r, i := range rowState {
+				c, n := states[i].cache, states[i].pos
+				switch {
+				case c == nil || n == 0:
+				case c.capacity == capacity:
+					copy(dst[r*per:(r+1)*per], c.keys[l])
+				default:
+					for k := range heads * hd {
+						copy(dst[r*per+k*capacity:r*per+k*capacity+n], c.keys[l][k*c.capacity:k*c.capacity+n])
+					}
+				}
+			}
+		}
+		values := func(flat any) {
+			dst := flat.([]float32)
+			clear(dst)
+			for r, i := range rowState {
+				c, n := states[i].cache, states[i].pos
+				switch {
+				case c == nil || n == 0:
+				case c.capacity == capacity:
+					copy(dst[r*per:(r+1)*per], c.values[l])
+				default:
+					for hh := range heads {
+						copy(dst[r*per+hh*capacity*hd:r*per+(hh*capacity+n)*hd], c.values[l][hh*c.capacity*hd:(hh*c.capacity+n)*hd])
+					}
+				}
+			}
+		}
+		errs = append(errs, input(dtypes.Float32, keys, b, heads, hd, capacity), input(dtypes.Float32, values, b, heads, capacity, hd))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("summarizer step: %w", err)
+	}
+	g.mu.Lock()
+	for _, t := range g.sourcesFor(batch, srcRows) {
+		args = append(args, t)
+	}
+	res, err := g.step.Call(args...)
+	g.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("summarizer step: %w", err)
+	}
+	// Copied out of the results (the mixture writes into the logits and the scores).
+	logits, scores := rowsOf(res[0], b), rowsOf(res[1], b)
+	gateS, gateX := res[2].Value().([]float32), res[3].Value().([]float32)
+	newKV := make([][][][]float32, 2*nl) // [layer·2][row][head][dh]
+	for l, t := range res[4:] {
+		newKV[l] = t.Value().([][][]float32)
+	}
+	for r, i := range rowState {
+		if !real[r] {
+			continue
+		}
+		st := states[i]
+		out[i] = stepOut{logits: logits[r], copyScores: scores[r], gateS: gateS[r], gateX: gateX[r]}
+		st.ownCache(g, heads, hd, nl)
+		for l := range nl {
+			st.cache.write(l, st.pos, newKV[2*l][r], newKV[2*l+1][r])
+		}
+	}
+	return nil
+}
+
+// rowsOf copies a [b, n] result into b rows.
+func rowsOf(t *tensors.Tensor, b int) [][]float32 {
+	out := make([][]float32, b)
+	tensors.MustConstFlatData(t, func(flat []float32) {
+		n := len(flat) / b
+		for r := range b {
+			out[r] = slices.Clone(flat[r*n : (r+1)*n])
+		}
+	})
+	return out
+}
+
+// ownCache makes st's cache its own (not shared with a clone) with room for slot st.pos.
+func (st *DecState) ownCache(g *graphNet, heads, hd, nl int) {
+	switch {
+	case st.cache == nil:
+		st.cache = newKVCache(nl, g.bucketLen(st.pos+1, cacheBucket), heads, hd)
+	case st.pos >= st.cache.capacity || st.sharedCache:
+		st.cache = st.cache.resized(max(st.cache.capacity, g.bucketLen(st.pos+1, cacheBucket)), st.pos, heads, hd)
+	}
+	st.sharedCache = false
+}
+
+// NewGraphNet builds a Net that runs its network through GoMLX graphs on backend.
+func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensors.Tensor) (*Net, error) {
+	n, err := NewNet(h, vars)
+	if err != nil {
+		return nil, err
+	}
+	if n.graph, err = newGraphNet(backend, h, vars, n.outEmb); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// backendError is a failure of the graph backend (a device out of memory, say) inside Step or
+// EncodeAll, which cannot return errors; Summarize turns it back into an error.
+type backendError struct{ err error }
+
+// OnGraph reports whether the Net runs its network through GoMLX graphs (NewGraphNet).
+func (n *Net) OnGraph() bool { return n.graph != nil }

@@ -1,0 +1,294 @@
+package summarizer
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified.
+	"github.com/gomlx/gomlx/core/tensors"
+	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/internal/golden"
+	tsmodel "github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/decode"
+)
+
+// seededVars returns the variables of a network of hyperparameters h with values drawn from a
+// seeded generator of this test (not the store's initializers, which a GoMLX release may change),
+// so that a golden file of the network's outputs stays valid: the training graph runs once to
+// create every variable with its shape, then each gets uniform values (layer-norm gains around 1).
+func seededVars(t testing.TB, h Hyperparams, seed uint64) map[string]*tensors.Tensor {
+	t.Helper()
+	backend, _, err := tsmodel.Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := gomlxmodel.NewStore()
+	scope := store.Scope(tsmodel.ModelScope)
+	exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
+		return TargetProbGraph(scope, h, BatchFromInputs(inputs))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := [][]int32{{5}}
+	args := []any{one, [][]int32{{0}}, one, one, [][]int32{{0}}, [][]float32{{0}}}
+	if h.NumAspects > 0 {
+		args = append(args, []int32{0})
+	}
+	if _, err := exec.Call(args...); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	shapes := map[string][]int{}
+	for v := range store.IterVariables() {
+		if name, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/"); ok {
+			names = append(names, name)
+			shapes[name] = v.Shape().Dimensions
+		}
+	}
+	slices.Sort(names)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	vars := map[string]*tensors.Tensor{}
+	for _, name := range names {
+		size := 1
+		for _, d := range shapes[name] {
+			size *= d
+		}
+		flat := make([]float32, size)
+		for i := range flat {
+			u := float32(rng.Float64() - 0.5)
+			switch {
+			case strings.HasSuffix(name, "gain"):
+				flat[i] = 1 + 0.2*u
+			case size == 1: // gate bias, follow bonus, follow gate term
+				flat[i] = 2 * u
+			default:
+				flat[i] = 0.6 * u
+			}
+		}
+		vars[name] = tensors.FromFlatDataAndDimensions(flat, shapes[name]...)
+	}
+	return vars
+}
+
+// goldenNet is the decoding network of the golden files: hyperparameters h, seeded weights, the
+// shapes of an XLA backend when pow2.
+func goldenNet(t testing.TB, h Hyperparams, pow2 bool) *Net {
+	t.Helper()
+	net, err := NewNet(h, seededVars(t, h, 11))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = pow2
+	return net
+}
+
+// stepRecord is what the network gives one source at one step of the golden walk.
+type stepRecord struct {
+	Logits     []float32 `json:"logits"`
+	CopyScores []float32 `json:"copy_scores"`
+	Gates      []float32 `json:"gates"` // the state's and the input's terms of the copy gate
+	Probs      []float32 `json:"probs"` // the copy-augmented next-token distribution
+}
+
+// goldenCases are the network variants of the golden file.
+var goldenCases = []struct {
+	name       string
+	genIDs     []int32
+	numAspects int
+}{
+	{name: "whole vocabulary"},
+	{name: "generation vocabulary and aspect vectors", genIDs: []int32{2, 5, 9, 17, 20, 21}, numAspects: 3},
+}
+
+// goldenWalk feeds the parity sources' token walk (2·cacheBucket+3 steps: the cache grows twice
+// and the position passes the table) to net with the decoding bonuses on and records each step.
+func goldenWalk(net *Net) [][]stepRecord {
+	h := net.H
+	net.ChainBonus, net.StartBonus = 1.5, 2
+	net.Suppress([]int32{h.PadID, h.SepID})
+	var ids, segs [][]int32
+	var aspects []int32
+	for i, s := range paritySources {
+		ids, segs, aspects = append(ids, s.ids), append(segs, s.seg), append(aspects, int32(i%(h.NumAspects+1)))
+	}
+	var states []*DecState
+	for _, src := range net.EncodeAll(ids, segs, aspects) {
+		states = append(states, net.NewState(src))
+	}
+	var out [][]stepRecord
+	for step := range 2*cacheBucket + 3 {
+		tokens := make([]int32, len(states))
+		for i := range tokens {
+			tokens[i] = h.BosID
+			if step > 0 {
+				src := paritySources[i].ids
+				tokens[i] = src[(step+i)%len(src)] // walks the source: chains form
+			}
+		}
+		outs := net.network(states, tokens)
+		recs := make([]stepRecord, len(states))
+		for i, o := range outs {
+			n := len(paritySources[i].ids)
+			recs[i] = stepRecord{Logits: slices.Clone(o.logits), CopyScores: slices.Clone(o.copyScores[:n]), Gates: []float32{o.gateS, o.gateX}}
+			probs := make([]float32, h.VocabSize)
+			net.mix(states[i], tokens[i], o, probs)
+			recs[i].Probs = probs
+		}
+		out = append(out, recs)
+	}
+	return out
+}
+
+// goldenTol is the largest difference allowed from the golden numbers, relative to max(1, |x|).
+const goldenTol = 1e-5
+
+// TestNetworkGolden checks the decoding network's outputs (logits, copy scores, gate terms and
+// the copy-augmented distributions, with the decoding bonuses, past the cache bucket and past
+// the trained positions) against testdata/network.golden.json, written from the Go network of
+// the release before graph decoding (go test -run NetworkGolden -update rewrites it).
+func TestNetworkGolden(t *testing.T) {
+	path := filepath.Join("testdata", "network.golden.json")
+	got := map[string][][]stepRecord{}
+	for _, c := range goldenCases {
+		h := toyHyper()
+		h.GenIDs, h.NumAspects = c.genIDs, c.numAspects
+		got[c.name] = goldenWalk(goldenNet(t, h, false))
+	}
+	if golden.Updating() {
+		b, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	var want map[string][][]stepRecord
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range goldenCases {
+		worst := 0.0
+		w, g := want[c.name], got[c.name]
+		if len(w) != len(g) {
+			t.Fatalf("%s: %d steps, golden %d", c.name, len(g), len(w))
+		}
+		for step := range w {
+			for i := range w[step] {
+				for _, v := range []struct {
+					name      string
+					want, got []float32
+				}{
+					{"logit", w[step][i].Logits, g[step][i].Logits},
+					{"copy score", w[step][i].CopyScores, g[step][i].CopyScores},
+					{"gate term", w[step][i].Gates, g[step][i].Gates},
+					{"probability", w[step][i].Probs, g[step][i].Probs},
+				} {
+					if len(v.got) != len(v.want) {
+						t.Fatalf("%s, step %d, source %d: %d %ss, golden %d", c.name, step, i, len(v.got), v.name, len(v.want))
+					}
+					for k := range v.want {
+						d := math.Abs(float64(v.got[k] - v.want[k]))
+						worst = max(worst, d/max(1, math.Abs(float64(v.want[k]))))
+						if d > goldenTol*max(1, math.Abs(float64(v.want[k]))) {
+							t.Fatalf("%s, step %d, source %d: %s %d = %g, golden %g", c.name, step, i, v.name, k, v.got[k], v.want[k])
+						}
+					}
+				}
+			}
+		}
+		t.Logf("%s: largest relative difference from the golden numbers %.2g", c.name, worst)
+	}
+}
+
+// decodeRecord is the output of one search over the parity sources.
+type decodeRecord struct {
+	Tokens   [][]int32 `json:"tokens"`
+	LogProbs []float64 `json:"log_probs"`
+}
+
+// decodeSearches are the searches of the decoding golden file: greedy and beam (which clones
+// states, and whose live hypotheses shrink as they finish), with the Go backend's shapes and
+// with an XLA backend's (powers of two).
+var decodeSearches = []struct {
+	name string
+	beam int
+	pow2 bool
+}{{"greedy", 1, false}, {"beam 3", 3, false}, {"beam 3, powers of two", 3, true}}
+
+// TestDecodeGolden runs the shared search over the seeded toy network and checks that it writes
+// the tokens of testdata/decode.golden.json (written from the Go network of the release before
+// graph decoding; go test -run DecodeGolden -update rewrites it), with log-probabilities within
+// 1e-4.
+func TestDecodeGolden(t *testing.T) {
+	path := filepath.Join("testdata", "decode.golden.json")
+	h := toyHyper()
+	h.GenIDs = []int32{2, 5, 9, 17, 20, 21}
+	got := map[string]decodeRecord{}
+	for _, c := range decodeSearches {
+		net := goldenNet(t, h, c.pow2)
+		net.ChainBonus, net.StartBonus = 1.5, 2
+		net.Suppress([]int32{h.PadID, h.SepID})
+		o := decode.Options{BeamSize: c.beam, MaxLen: 2*cacheBucket + 4, MinLen: 1, LengthPenalty: 1, NoRepeatNgram: 3, BOS: h.BosID, EOS: h.EosID}
+		var ids, segs [][]int32
+		for _, s := range paritySources {
+			ids, segs = append(ids, s.ids), append(segs, s.seg)
+		}
+		var states []*DecState
+		for _, src := range net.EncodeAll(ids, segs, make([]int32, len(ids))) {
+			states = append(states, net.NewState(src))
+		}
+		var rec decodeRecord
+		for _, hyp := range decode.Search(net, states, o) {
+			rec.Tokens, rec.LogProbs = append(rec.Tokens, hyp.Tokens), append(rec.LogProbs, hyp.LogProb)
+		}
+		got[c.name] = rec
+	}
+	if golden.Updating() {
+		b, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	var want map[string]decodeRecord
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range decodeSearches {
+		w, g := want[c.name], got[c.name]
+		if len(w.Tokens) != len(g.Tokens) {
+			t.Fatalf("%s: %d outputs, golden %d", c.name, len(g.Tokens), len(w.Tokens))
+		}
+		for i := range w.Tokens {
+			if !slices.Equal(g.Tokens[i], w.Tokens[i]) {
+				t.Errorf("%s, source %d: %v, golden %v", c.name, i, g.Tokens[i], w.Tokens[i])
+			}
+			if math.Abs(g.LogProbs[i]-w.LogProbs[i]) > 1e-4 {
+				t.Errorf("%s, source %d: log-probability %g, golden %g", c.name, i, g.LogProbs[i], w.LogProbs[i])
+			}
+		}
+	}
+}
