@@ -115,17 +115,16 @@ func BenchmarkTrainStep(b *testing.B) {
 }
 
 // BenchmarkDecode generates n tokens for 7 sources at once (the 7 aspects of an abstract, sources
-// of 120 tokens; "-1src": one source alone), encoding included, with the network in Go ("go",
-// forward.go) and through its GoMLX graphs on the process's backend ("graph", graphnet.go), side
-// by side on the same weights; it reports generated tokens (all hypotheses) per second and per
-// CPU-second. With the KV cache
-// the time per token stays flat as n grows; re-running the Go decoder over the whole prefix at
-// each step ("recompute", what decoding without a cache costs) grows linearly with n:
+// of 120 tokens; "-1src": one source alone), one hypothesis each, encoding included, through the
+// decoding graphs on the process's backend; it reports generated tokens per second and per
+// CPU-second. With the KV cache the time per token stays flat as n grows; re-running the decoder
+// over the whole prefix at each step ("recompute", what decoding without a cache costs) grows
+// linearly with n:
 //
 //	GOEXPERIMENT=simd go test ./model/summarizer -run '^$' -bench Decode -benchtime 3x
 func BenchmarkDecode(b *testing.B) {
-	host, graph := toyNets(b, defaultHyper())
-	h := host.H
+	net := toyNet(b, defaultHyper())
+	h := net.H
 	exs := randomExamples(h, 7, 120, 1)
 	ids, segs, aspects := make([][]int32, len(exs)), make([][]int32, len(exs)), make([]int32, len(exs))
 	for i, ex := range exs {
@@ -136,7 +135,7 @@ func BenchmarkDecode(b *testing.B) {
 		probs[i] = make([]float32, h.VocabSize)
 	}
 	tokens := make([]int32, len(exs))
-	decodeN := func(net *Net, n, sources int) {
+	decodeN := func(n, sources int) {
 		var states []*DecState
 		for _, src := range net.EncodeAll(ids[:sources], segs[:sources], aspects[:sources]) {
 			states = append(states, net.NewState(src))
@@ -156,49 +155,35 @@ func BenchmarkDecode(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/generated, "µs/token")
 	}
 	for _, n := range []int{16, 32, 63} {
-		for _, net := range []struct {
-			name string
-			net  *Net
-		}{{"go", host}, {"graph", graph}} {
-			b.Run(fmt.Sprintf("%s/tokens=%d", net.name, n), func(b *testing.B) {
-				decodeN(net.net, n, len(exs)) // the graph's programs compile outside the timing
+		for _, sources := range []int{len(exs), 1} {
+			name := fmt.Sprintf("cached/tokens=%d", n)
+			if sources == 1 {
+				name = fmt.Sprintf("cached-1src/tokens=%d", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				decodeN(n, sources) // the programs compile outside the timing
 				b.ResetTimer()
 				cpu0 := cpuSeconds()
 				for range b.N {
-					decodeN(net.net, n, len(exs))
+					decodeN(n, sources)
 				}
-				report(b, n*len(exs), cpuSeconds()-cpu0)
-			})
-		}
-		// One source alone (a single request): the graph's fixed cost per call shows most.
-		for _, net := range []struct {
-			name string
-			net  *Net
-		}{{"go", host}, {"graph", graph}} {
-			b.Run(fmt.Sprintf("%s-1src/tokens=%d", net.name, n), func(b *testing.B) {
-				decodeN(net.net, n, 1)
-				b.ResetTimer()
-				cpu0 := cpuSeconds()
-				for range b.N {
-					decodeN(net.net, n, 1)
-				}
-				report(b, n, cpuSeconds()-cpu0)
+				report(b, n*sources, cpuSeconds()-cpu0)
 			})
 		}
 		b.Run(fmt.Sprintf("recompute/tokens=%d", n), func(b *testing.B) {
-			srcs := host.EncodeAll(ids, segs, aspects)
+			srcs := net.EncodeAll(ids, segs, aspects)
 			cpu0 := cpuSeconds()
 			for range b.N {
 				for t := range n {
 					states := make([]*DecState, len(srcs))
 					for i, s := range srcs {
-						states[i] = host.NewState(s)
+						states[i] = net.NewState(s)
 					}
 					for p := 0; p <= t; p++ {
 						for i := range tokens {
 							tokens[i] = int32(10 + p)
 						}
-						host.Step(states, tokens, probs)
+						net.Step(states, tokens, probs)
 					}
 				}
 			}
@@ -208,22 +193,22 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 // BenchmarkSearch decodes as Summarize does: beam search (the default beam of 4, "beam=1" greedy)
-// over 7 sources at once (an abstract's aspects) and over one source alone ("-1src"), n tokens
-// each (the minimum length is the maximum, so that random weights decode the whole length), with
-// the Go network ("go") and the graphs ("graph") side by side on the same weights, encoding
-// included; it reports generated tokens (of the returned hypotheses) per second and per CPU-second:
+// over 7 sources at once (an abstract's aspects) and over one source alone, n tokens each (the
+// minimum length is the maximum, so that random weights decode the whole length), encoding
+// included; it reports generated tokens (of the returned hypotheses) per second and per
+// CPU-second:
 //
 //	GOEXPERIMENT=simd go test ./model/summarizer -run '^$' -bench Search -benchtime 3x
 func BenchmarkSearch(b *testing.B) {
-	host, graph := toyNets(b, defaultHyper())
-	h := host.H
+	net := toyNet(b, defaultHyper())
+	h := net.H
 	exs := randomExamples(h, 7, 120, 1)
 	ids, segs, aspects := make([][]int32, len(exs)), make([][]int32, len(exs)), make([]int32, len(exs))
 	for i, ex := range exs {
 		ids[i], segs[i] = ex.Src, ex.Seg
 	}
 	const n = 48
-	search := func(net *Net, sources, beam int) {
+	search := func(sources, beam int) {
 		var states []*DecState
 		for _, src := range net.EncodeAll(ids[:sources], segs[:sources], aspects[:sources]) {
 			states = append(states, net.NewState(src))
@@ -233,23 +218,17 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	for _, beam := range []int{4, 1} {
 		for _, sources := range []int{len(exs), 1} {
-			for _, net := range []struct {
-				name string
-				net  *Net
-			}{{"go", host}, {"graph", graph}} {
-				name := fmt.Sprintf("%s/beam=%d/sources=%d", net.name, beam, sources)
-				b.Run(name, func(b *testing.B) {
-					search(net.net, sources, beam) // the graph's programs compile outside the timing
-					b.ResetTimer()
-					cpu0 := cpuSeconds()
-					for range b.N {
-						search(net.net, sources, beam)
-					}
-					generated := float64(b.N * sources * n)
-					b.ReportMetric(generated/b.Elapsed().Seconds(), "tokens/s")
-					b.ReportMetric(generated/(cpuSeconds()-cpu0), "tokens/cpu-s")
-				})
-			}
+			b.Run(fmt.Sprintf("beam=%d/sources=%d", beam, sources), func(b *testing.B) {
+				search(sources, beam) // the programs compile outside the timing
+				b.ResetTimer()
+				cpu0 := cpuSeconds()
+				for range b.N {
+					search(sources, beam)
+				}
+				generated := float64(b.N * sources * n)
+				b.ReportMetric(generated/b.Elapsed().Seconds(), "tokens/s")
+				b.ReportMetric(generated/(cpuSeconds()-cpu0), "tokens/cpu-s")
+			})
 		}
 	}
 }

@@ -81,11 +81,15 @@ func seededVars(t testing.TB, h Hyperparams, seed uint64) map[string]*tensors.Te
 // shapes of an XLA backend when pow2.
 func goldenNet(t testing.TB, h Hyperparams, pow2 bool) *Net {
 	t.Helper()
-	net, err := NewNet(h, seededVars(t, h, 11))
+	backend, _, err := tsmodel.Backend()
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = pow2
+	net, err := NewNet(backend, h, seededVars(t, h, 11))
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.graph.pow2 = pow2
 	return net
 }
 
@@ -152,7 +156,7 @@ const goldenTol = 1e-5
 // TestNetworkGolden checks the decoding network's outputs (logits, copy scores, gate terms and
 // the copy-augmented distributions, with the decoding bonuses, past the cache bucket and past
 // the trained positions) against testdata/network.golden.json, written from the Go network of
-// the release before graph decoding (go test -run NetworkGolden -update rewrites it).
+// the release before graph decoding, commit cda23b0 (go test -run NetworkGolden -update rewrites it).
 func TestNetworkGolden(t *testing.T) {
 	path := filepath.Join("testdata", "network.golden.json")
 	got := map[string][][]stepRecord{}
@@ -233,8 +237,8 @@ var decodeSearches = []struct {
 
 // TestDecodeGolden runs the shared search over the seeded toy network and checks that it writes
 // the tokens of testdata/decode.golden.json (written from the Go network of the release before
-// graph decoding; go test -run DecodeGolden -update rewrites it), with log-probabilities within
-// 1e-4.
+// graph decoding, commit 4f9a476; go test -run DecodeGolden -update rewrites it), with
+// log-probabilities within 1e-4.
 func TestDecodeGolden(t *testing.T) {
 	path := filepath.Join("testdata", "decode.golden.json")
 	h := toyHyper()

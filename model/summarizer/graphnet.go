@@ -58,7 +58,8 @@ type graphNet struct {
 	backend compute.Backend
 	encode  *gomlxmodel.Exec
 	step    *gomlxmodel.Exec
-	// mu serialises the Execs' calls and guards the source batches' subsets.
+	// mu guards the source batches' subsets. The Execs run concurrently (infer's workers decode
+	// side by side): their programs only read the store, whose variables are all created here.
 	mu sync.Mutex
 	// pow2 pads every shape to a power of two (model.CompilesPerShape: an XLA backend).
 	pow2 bool
@@ -263,9 +264,7 @@ func (g *graphNet) encodeAll(ids, seg [][]int32) ([]*graphSource, error) {
 			}
 		}
 	}
-	g.mu.Lock()
 	out, err := g.encode.Call(tensors.FromFlatDataAndDimensions(src, n, sb), tensors.FromFlatDataAndDimensions(segs, n, sb))
-	g.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("summarizer encode: %w", err)
 	}
@@ -508,8 +507,8 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 	for _, t := range g.sourcesFor(batch, srcRows) {
 		args = append(args, t)
 	}
-	res, err := g.step.Call(args...)
 	g.mu.Unlock()
+	res, err := g.step.Call(args...)
 	if err != nil {
 		return fmt.Errorf("summarizer step: %w", err)
 	}
@@ -557,21 +556,6 @@ func (st *DecState) ownCache(g *graphNet, heads, hd, nl int) {
 	st.sharedCache = false
 }
 
-// NewGraphNet builds a Net that runs its network through GoMLX graphs on backend.
-func NewGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensors.Tensor) (*Net, error) {
-	n, err := NewNet(h, vars)
-	if err != nil {
-		return nil, err
-	}
-	if n.graph, err = newGraphNet(backend, h, vars, n.outEmb); err != nil {
-		return nil, err
-	}
-	return n, nil
-}
-
 // backendError is a failure of the graph backend (a device out of memory, say) inside Step or
 // EncodeAll, which cannot return errors; Summarize turns it back into an error.
 type backendError struct{ err error }
-
-// OnGraph reports whether the Net runs its network through GoMLX graphs (NewGraphNet).
-func (n *Net) OnGraph() bool { return n.graph != nil }

@@ -91,14 +91,9 @@ type Request struct {
 	Document []string
 }
 
-// Load reads a checkpoint directory written by Train. On a backend that compiles programs (XLA,
-// tsmodel.CompilesPerShape) the network decodes through its GoMLX graphs, on the device; on the
-// pure-Go backend it decodes with the Go network of forward.go, which costs less CPU there on one
-// source alone (BenchmarkDecode) and agrees with the graphs to 1e-5 (TestGraphNetMatchesNet).
-func Load(dir string) (*Summarizer, error) { return load(dir, tsmodel.CompilesPerShape()) }
-
-// load is Load with the network's kind chosen.
-func load(dir string, onGraph bool) (*Summarizer, error) {
+// Load reads a checkpoint directory written by Train; the network decodes through its GoMLX
+// graphs on the process's backend (tsmodel.Backend: the pure-Go one, or an XLA device).
+func Load(dir string) (*Summarizer, error) {
 	metaPath := filepath.Join(dir, checkpoint.SummarizerFile)
 	var m Meta
 	var pathErr *os.PathError
@@ -125,7 +120,11 @@ func load(dir string, onGraph bool) (*Summarizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("summarizer %s: %w", dir, err)
 	}
-	net, err := newNet(m.Hyperparams, modelVars(ts), onGraph)
+	backend, _, err := tsmodel.Backend()
+	if err != nil {
+		return nil, err
+	}
+	net, err := NewNet(backend, m.Hyperparams, modelVars(ts))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", weights, err)
 	}
@@ -157,19 +156,6 @@ func modelVars(ts map[string]*tensors.Tensor) map[string]*tensors.Tensor {
 		}
 	}
 	return out
-}
-
-// newNet builds the network a loaded checkpoint decodes with: through its GoMLX graphs on the
-// process's backend (onGraph), or in Go.
-func newNet(h Hyperparams, vars map[string]*tensors.Tensor, onGraph bool) (*Net, error) {
-	if !onGraph {
-		return NewNet(h, vars)
-	}
-	backend, _, err := tsmodel.Backend()
-	if err != nil {
-		return nil, err
-	}
-	return NewGraphNet(backend, h, vars)
 }
 
 // suppressed lists the special ids a summary never contains: all of them but [EOS].

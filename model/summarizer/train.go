@@ -435,7 +435,7 @@ func TrainExamples(ctx context.Context, o ExamplesOptions) (*training.Result, er
 			sum += float64(tensors.ToScalar[float32](out[0]))
 			count += float64(tensors.ToScalar[float32](out[1]))
 		}
-		net, err := netFromVariables(h, store)
+		net, err := netFromVariables(o.Backend, h, store)
 		if err != nil {
 			return nil, err
 		}
@@ -516,8 +516,8 @@ func DecodeExamples(net *Net, exs []Example, o decode.Options) [][]int32 {
 	return out
 }
 
-// netFromVariables copies the store's current model variables into a Go Net.
-func netFromVariables(h Hyperparams, store *gomlxmodel.Store) (*Net, error) {
+// netFromVariables builds a decoding Net on backend from the store's current model variables.
+func netFromVariables(backend compute.Backend, h Hyperparams, store *gomlxmodel.Store) (*Net, error) {
 	vars := map[string]*tensors.Tensor{}
 	for v := range store.IterVariables() {
 		rel, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/")
@@ -530,7 +530,7 @@ func netFromVariables(h Hyperparams, store *gomlxmodel.Store) (*Net, error) {
 		}
 		vars[rel] = t
 	}
-	return NewNet(h, vars)
+	return NewNet(backend, h, vars)
 }
 
 // Length buckets: each distinct (source, target) padded shape compiles its own graph, so lengths

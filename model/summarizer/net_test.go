@@ -18,9 +18,13 @@ func toyHyper() Hyperparams {
 		MaxSourceLen: 24, MaxSummaryLen: 12, PadID: 0, BosID: 1, EosID: 2, SepID: 3, CtxID: 4}
 }
 
-// netFromStore copies a store's model variables into a Go Net.
+// netFromStore builds a decoding Net from a store's model variables.
 func netFromStore(t *testing.T, h Hyperparams, store *gomlxmodel.Store) *Net {
 	t.Helper()
+	backend, _, err := tsmodel.Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
 	vars := map[string]*tensors.Tensor{}
 	for v := range store.IterVariables() {
 		name, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/")
@@ -29,16 +33,17 @@ func netFromStore(t *testing.T, h Hyperparams, store *gomlxmodel.Store) *Net {
 		}
 		vars[name] = v.MustValue()
 	}
-	n, err := NewNet(h, vars)
+	n, err := NewNet(backend, h, vars)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
-// TestGraphMatchesForward checks that the training graph and the Go inference code (KV cache,
-// copy mixture, generation vocabulary) give the same probability to every target token.
-func TestGraphMatchesForward(t *testing.T) {
+// TestDecodingMatchesTraining checks that the training graph and the decoding network (the step
+// graph with its KV cache, the copy mixture on the host, the generation vocabulary) give the same
+// probability to every target token.
+func TestDecodingMatchesTraining(t *testing.T) {
 	backend, _, err := tsmodel.Backend()
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +110,7 @@ func TestGraphMatchesForward(t *testing.T) {
 				}
 				got := probs[0][tgtOut[i]]
 				if math.Abs(float64(got-want[i])) > 1e-4*max(1, math.Abs(float64(want[i]))) {
-					t.Errorf("step %d: p(%d) = %g in Go, %g in the graph", i, tgtOut[i], got, want[i])
+					t.Errorf("step %d: p(%d) = %g decoding, %g in training", i, tgtOut[i], got, want[i])
 				}
 			}
 		})
@@ -127,7 +132,7 @@ func TestDecodePastTrainingCap(t *testing.T) {
 	}
 	src := []int32{5, 9, 3, 17, 17, 22, 3, 6, 4, 30, 3, 31}
 	seg := make([]int32, len(src))
-	// One graph call creates the variables (random initial values) that the Go net copies.
+	// One graph call creates the variables (random initial values) that the decoding net reads.
 	store := gomlxmodel.NewStore()
 	scope := store.Scope(tsmodel.ModelScope)
 	exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
