@@ -13,9 +13,8 @@ import (
 
 // The network, written here as GoMLX graphs for training (differentiable) and, from the same
 // layers, cut for decoding in graphnet.go (encoder once, decoder step with a KV cache, any
-// backend); forward.go has it in plain Go for decoding on the pure-Go backend, where it costs less
-// CPU on small batches. All read the same variables, named below; TestGraphMatchesForward and
-// TestGraphNetMatchesNet check that they compute the same probabilities. The layers come from
+// backend). Both read the same variables, named below; TestDecodingMatchesTraining checks that they
+// compute the same probabilities. The layers come from
 // layers (gradients laid out for the Go backend), with the summarizer's variable names
 // (layerVars: "q_w", "q_b", layer norms "gain" and "bias").
 //
@@ -30,7 +29,7 @@ import (
 //	         See et al. 2017), c_t = a_t-weighted encoder states, x_t the decoder input embedding,
 //	         f_t = 1 when x_t occurs in the source (before a non-first position).
 const (
-	// lnEpsilon is the layer norms' epsilon (layerVars.NormEpsilon), shared with forward.go.
+	// lnEpsilon is the layer norms' epsilon (layerVars.NormEpsilon).
 	lnEpsilon = 1e-5
 	// maskBias is added to the attention scores of masked positions.
 	maskBias = -1e9

@@ -14,9 +14,6 @@ import (
 	"github.com/tracksum/tracksum/model/decode"
 )
 
-// parityTol is how far the graph network's outputs may be from the Go network's: the two sum in
-// different orders (float32), nothing else differs.
-const parityTol = 1e-5
 
 // toyNet returns the decoding network over the randomly initialised weights of a store (one call
 // of the training graph creates them).

@@ -322,8 +322,8 @@ type stepOut struct {
 }
 
 // mix turns the network's outputs for state st, fed tok, into the copy-augmented distribution out:
-// the decoding bonuses and constraints live here, on the host, shared by the Go network and the
-// graph one. o.logits and o.copyScores are overwritten.
+// the decoding bonuses and constraints live here, on the host. o.logits and o.copyScores are
+// overwritten.
 func (n *Net) mix(st *DecState, tok int32, o stepOut, out []float32) {
 	h := n.H
 	lg := o.logits
