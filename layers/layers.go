@@ -25,6 +25,11 @@ type Vars struct {
 	NormEpsilon float64
 	// WeightInit returns the initializer of dense weights for a store; nil keeps the scope's.
 	WeightInit func(store *model.Store) model.VariableInitializer
+	// KeysTransposed makes MultiHeadAttention transpose the keys before the scores
+	// (AttentionScoresKT): on the Go backend the fast layout of the small products, for forward
+	// passes. A trained model keeps the layout it was trained with (the same values up to
+	// float32 rounding, but not the same bits).
+	KeysTransposed bool
 }
 
 // Scoped gives each dense layer its own scope, named after the layer, holding "weights" and
@@ -111,7 +116,13 @@ func (v Vars) MultiHeadAttention(scope *model.Scope, xq, xkv, bias *Node, heads 
 	q := SplitHeads(v.Dense(scope, "q", xq, d, activation.TypeNone), heads)
 	k := SplitHeads(v.Dense(scope, "k", xkv, d, activation.TypeNone), heads)
 	val := SplitHeads(v.Dense(scope, "v", xkv, d, activation.TypeNone), heads)
-	return v.Dense(scope, "o", MergeHeads(Attention(q, k, val, bias)), d, activation.TypeNone)
+	var att *Node
+	if v.KeysTransposed {
+		att = AttentionKT(q, TransposeAllDims(k, 0, 1, 3, 2), val, bias)
+	} else {
+		att = Attention(q, k, val, bias)
+	}
+	return v.Dense(scope, "o", MergeHeads(att), d, activation.TypeNone)
 }
 
 // FusedSelfAttention is self-attention of x [B, S, d] with one dense projection qkvName for the
@@ -139,6 +150,16 @@ func SplitHeads(x *Node, heads int) *Node {
 func MergeHeads(x *Node) *Node {
 	batch, heads, seq, dh := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2], x.Shape().Dimensions[3]
 	return Reshape(TransposeAllDims(x, 0, 2, 1, 3), batch, seq, heads*dh)
+}
+
+// AttentionKT is Attention with the keys given transposed, kT [B, H, dh, S]
+// (AttentionScoresKT).
+func AttentionKT(q, kT, values, bias *Node) *Node {
+	scores := MulScalar(AttentionScoresKT(q, kT), 1/math.Sqrt(float64(q.Shape().Dimensions[3])))
+	if bias != nil {
+		scores = Add(scores, expandBias(bias, scores.Shape().Dimensions))
+	}
+	return AttentionValues(SoftmaxLast(scores), values)
 }
 
 // Attention is softmax(q kᵀ / √dh + bias) v for every (batch, head): q [B, H, T, dh], k and

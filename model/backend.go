@@ -106,6 +106,36 @@ func SetGoParallelism(b compute.Backend, n int) bool {
 	return true
 }
 
+var (
+	decodingOnce sync.Once
+	decodingVal  compute.Backend
+	decodingErr  error
+)
+
+// DecodingBackend returns the backend token-by-token decoding runs on: the process-wide one
+// (Backend), except on the pure-Go backend, where it is a second instance of it whose ops run on
+// the calling goroutine (SetGoParallelism 0). A decoding step is many small products (one token
+// per hypothesis); the pool's fan-out of their batch axis (heads) into goroutines cost more CPU
+// than it saved (docs/summarizer.md, BenchmarkDecode), and decoding runs in parallel across
+// requests instead (infer's workers, serve's clients). Tensors of one backend are not read by the
+// other: a model decodes from variables loaded for this one.
+func DecodingBackend() (compute.Backend, error) {
+	decodingOnce.Do(func() {
+		b, name, err := Backend()
+		if err != nil || CompilesPerShape() {
+			decodingVal, decodingErr = b, err
+			return
+		}
+		decodingVal, decodingErr = newBackend(name)
+		if decodingErr != nil {
+			decodingErr = fmt.Errorf("decoding backend %q: %w", name, decodingErr)
+			return
+		}
+		SetGoParallelism(decodingVal, 0)
+	})
+	return decodingVal, decodingErr
+}
+
 // CompilesPerShape reports whether the process-wide backend compiles a program for each new input
 // shape (the XLA backends: about half a minute for a 30-layer decoder's training step on an H100,
 // docs/gpu.md), rather than running any shape at no extra cost (the pure-Go backend). Callers

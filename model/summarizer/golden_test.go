@@ -81,11 +81,7 @@ func seededVars(t testing.TB, h Hyperparams, seed uint64) map[string]*tensors.Te
 // shapes of an XLA backend when pow2.
 func goldenNet(t testing.TB, h Hyperparams, pow2 bool) *Net {
 	t.Helper()
-	backend, _, err := tsmodel.Backend()
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, err := NewNet(backend, h, seededVars(t, h, 11))
+	net, err := NewNet(decodingBackend(t), h, seededVars(t, h, 11))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,6 +136,12 @@ func TargetProbGraph(scope *model.Scope, h Hyperparams, b Batch) *Node {
 
 // EncoderGraph embeds and encodes the source: [batch, srcLen] ids -> [batch, srcLen, d].
 func EncoderGraph(scope *model.Scope, h Hyperparams, src, seg, srcBias *Node) *Node {
+	return encoderGraph(scope, h, layerVars, src, seg, srcBias)
+}
+
+// encoderGraph is EncoderGraph with the layers' variables and layout given (decoding transposes
+// the keys first: layers.Vars.KeysTransposed).
+func encoderGraph(scope *model.Scope, h Hyperparams, vars layers.Vars, src, seg, srcBias *Node) *Node {
 	g := src.Graph()
 	batch, srcLen := src.Shape().Dimensions[0], src.Shape().Dimensions[1]
 	d := h.DModel
@@ -151,12 +157,12 @@ func EncoderGraph(scope *model.Scope, h Hyperparams, src, seg, srcBias *Node) *N
 	bias := Reshape(srcBias, batch, 1, 1, srcLen) // broadcast over heads and queries
 	for l := range h.EncoderLayers {
 		ls := scope.At("encoder").At("layer_%d", l)
-		y := layerVars.LayerNorm(ls.At("ln1"), x)
-		x = Add(x, layers.Dropout(ls, layerVars.MultiHeadAttention(ls.At("self"), y, y, bias, h.Heads), h.Dropout))
-		y = layerVars.LayerNorm(ls.At("ln2"), x)
+		y := vars.LayerNorm(ls.At("ln1"), x)
+		x = Add(x, layers.Dropout(ls, vars.MultiHeadAttention(ls.At("self"), y, y, bias, h.Heads), h.Dropout))
+		y = vars.LayerNorm(ls.At("ln2"), x)
 		x = Add(x, layers.Dropout(ls, ffnGraph(ls.At("ffn"), h, y), h.Dropout))
 	}
-	return layerVars.LayerNorm(scope.At("encoder").At("ln"), x)
+	return vars.LayerNorm(scope.At("encoder").At("ln"), x)
 }
 
 // targetEmbedGraph embeds the decoder input: [batch, tgtLen] -> [batch, tgtLen, d], plus the

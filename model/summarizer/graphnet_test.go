@@ -14,7 +14,6 @@ import (
 	"github.com/tracksum/tracksum/model/decode"
 )
 
-
 // toyNet returns the decoding network over the randomly initialised weights of a store (one call
 // of the training graph creates them).
 func toyNet(t testing.TB, h Hyperparams) *Net {
@@ -45,7 +44,7 @@ func toyNet(t testing.TB, h Hyperparams) *Net {
 			vars[name] = v.MustValue()
 		}
 	}
-	net, err := NewNet(backend, h, vars)
+	net, err := NewNet(decodingBackend(t), h, vars)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified.
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
@@ -21,10 +22,6 @@ func toyHyper() Hyperparams {
 // netFromStore builds a decoding Net from a store's model variables.
 func netFromStore(t *testing.T, h Hyperparams, store *gomlxmodel.Store) *Net {
 	t.Helper()
-	backend, _, err := tsmodel.Backend()
-	if err != nil {
-		t.Fatal(err)
-	}
 	vars := map[string]*tensors.Tensor{}
 	for v := range store.IterVariables() {
 		name, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/")
@@ -33,7 +30,7 @@ func netFromStore(t *testing.T, h Hyperparams, store *gomlxmodel.Store) *Net {
 		}
 		vars[name] = v.MustValue()
 	}
-	n, err := NewNet(backend, h, vars)
+	n, err := NewNet(decodingBackend(t), h, vars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,4 +163,14 @@ func TestDecodePastTrainingCap(t *testing.T) {
 	if st.Len() != n {
 		t.Errorf("fed %d tokens, Len() = %d", n, st.Len())
 	}
+}
+
+// decodingBackend is the backend Load decodes on (tsmodel.DecodingBackend).
+func decodingBackend(t testing.TB) compute.Backend {
+	t.Helper()
+	b, err := tsmodel.DecodingBackend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -92,7 +92,7 @@ type Request struct {
 }
 
 // Load reads a checkpoint directory written by Train; the network decodes through its GoMLX
-// graphs on the process's backend (tsmodel.Backend: the pure-Go one, or an XLA device).
+// graphs on tsmodel.DecodingBackend (the pure-Go backend, or an XLA device).
 func Load(dir string) (*Summarizer, error) {
 	metaPath := filepath.Join(dir, checkpoint.SummarizerFile)
 	var m Meta
@@ -120,7 +120,7 @@ func Load(dir string) (*Summarizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("summarizer %s: %w", dir, err)
 	}
-	backend, _, err := tsmodel.Backend()
+	backend, err := tsmodel.DecodingBackend()
 	if err != nil {
 		return nil, err
 	}

@@ -435,7 +435,7 @@ func TrainExamples(ctx context.Context, o ExamplesOptions) (*training.Result, er
 			sum += float64(tensors.ToScalar[float32](out[0]))
 			count += float64(tensors.ToScalar[float32](out[1]))
 		}
-		net, err := netFromVariables(o.Backend, h, store)
+		net, err := netFromVariables(h, store)
 		if err != nil {
 			return nil, err
 		}
@@ -516,8 +516,13 @@ func DecodeExamples(net *Net, exs []Example, o decode.Options) [][]int32 {
 	return out
 }
 
-// netFromVariables builds a decoding Net on backend from the store's current model variables.
-func netFromVariables(backend compute.Backend, h Hyperparams, store *gomlxmodel.Store) (*Net, error) {
+// netFromVariables builds a decoding Net (on tsmodel.DecodingBackend, as Load does) from the
+// store's current model variables.
+func netFromVariables(h Hyperparams, store *gomlxmodel.Store) (*Net, error) {
+	backend, err := tsmodel.DecodingBackend()
+	if err != nil {
+		return nil, err
+	}
 	vars := map[string]*tensors.Tensor{}
 	for v := range store.IterVariables() {
 		rel, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/")
