@@ -137,6 +137,8 @@ smi_stop() {
 # (b) parity goldens of every family on the backend.
 step "parity goldens (4 families, TF32 off)" 120 env GOMLX_BACKEND="$EXACT" "$BIN" parity
 [ "$CPU" = 1 ] || step "parity goldens (4 families, TF32 on: go-xla's default)" 120 "$BIN" parity
+# The from-scratch summarizer's graph decoding against the go backend's, and its speed.
+step "summarizer decoding (graphs vs go backend)" 120 env GOMLX_BACKEND="$EXACT" "$BIN" decode
 
 # (c) our LoRA steps; (e) PEFT/transformers load them; (d) the reference steps.
 # Each run is "task shape batch max_seq_len steps [precision [ckpt]]"; precision (f32, bf16, auto)

@@ -3,85 +3,20 @@ package summarizer
 import (
 	"encoding/json"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
-	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified.
-	"github.com/gomlx/gomlx/core/tensors"
-	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/internal/golden"
-	tsmodel "github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/decode"
 )
-
-// seededVars returns the variables of a network of hyperparameters h with values drawn from a
-// seeded generator of this test (not the store's initializers, which a GoMLX release may change),
-// so that a golden file of the network's outputs stays valid: the training graph runs once to
-// create every variable with its shape, then each gets uniform values (layer-norm gains around 1).
-func seededVars(t testing.TB, h Hyperparams, seed uint64) map[string]*tensors.Tensor {
-	t.Helper()
-	backend, _, err := tsmodel.Backend()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := gomlxmodel.NewStore()
-	scope := store.Scope(tsmodel.ModelScope)
-	exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
-		return TargetProbGraph(scope, h, BatchFromInputs(inputs))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := [][]int32{{5}}
-	args := []any{one, [][]int32{{0}}, one, one, [][]int32{{0}}, [][]float32{{0}}}
-	if h.NumAspects > 0 {
-		args = append(args, []int32{0})
-	}
-	if _, err := exec.Call(args...); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	shapes := map[string][]int{}
-	for v := range store.IterVariables() {
-		if name, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/"); ok {
-			names = append(names, name)
-			shapes[name] = v.Shape().Dimensions
-		}
-	}
-	slices.Sort(names)
-	rng := rand.New(rand.NewPCG(seed, 7))
-	vars := map[string]*tensors.Tensor{}
-	for _, name := range names {
-		size := 1
-		for _, d := range shapes[name] {
-			size *= d
-		}
-		flat := make([]float32, size)
-		for i := range flat {
-			u := float32(rng.Float64() - 0.5)
-			switch {
-			case strings.HasSuffix(name, "gain"):
-				flat[i] = 1 + 0.2*u
-			case size == 1: // gate bias, follow bonus, follow gate term
-				flat[i] = 2 * u
-			default:
-				flat[i] = 0.6 * u
-			}
-		}
-		vars[name] = tensors.FromFlatDataAndDimensions(flat, shapes[name]...)
-	}
-	return vars
-}
 
 // goldenNet is the decoding network of the golden files: hyperparameters h, seeded weights, the
 // shapes of an XLA backend when pow2.
 func goldenNet(t testing.TB, h Hyperparams, pow2 bool) *Net {
 	t.Helper()
-	net, err := NewNet(decodingBackend(t), h, seededVars(t, h, 11))
+	net, err := NewNet(decodingBackend(t), h, RandomVariables(h, 11))
 	if err != nil {
 		t.Fatal(err)
 	}

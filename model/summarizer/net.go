@@ -2,7 +2,9 @@ package summarizer
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -81,27 +83,29 @@ func NewNet(backend compute.Backend, h Hyperparams, vars map[string]*tensors.Ten
 	return n, nil
 }
 
-// checkVariables reports the variables of the network of h that vars lacks or holds with another
-// number of values.
-func checkVariables(h Hyperparams, vars map[string]*tensors.Tensor) error {
+// variableShapes lists the variables of the network of h, relative to the model scope, with the
+// shapes graph.go gives them.
+func variableShapes(h Hyperparams) map[string][]int {
 	d, v, p, ffn := h.DModel, h.VocabSize, h.maxPositions(), h.FFNDim
-	want := map[string]int{"embed/tokens": v * d, "embed/out_bias": len(h.genIDs()), "embed/src_pos": p * d, "embed/tgt_pos": p * d,
-		"embed/segment": 2 * d, "encoder/ln/gain": d, "encoder/ln/bias": d, "decoder/ln/gain": d, "decoder/ln/bias": d,
-		"copy/q_w": d * d, "copy/q_b": d, "copy/k_w": d * d, "copy/k_b": d, "copy/gate_s": d, "copy/gate_c": d, "copy/gate_x": d,
-		"copy/gate_b": 1, "copy/gate_follow": 1, "copy/follow_bonus": 1}
+	want := map[string][]int{"embed/tokens": {v, d}, "embed/out_bias": {len(h.genIDs())}, "embed/src_pos": {p, d},
+		"embed/tgt_pos": {p, d}, "embed/segment": {2, d}, "encoder/ln/gain": {d}, "encoder/ln/bias": {d},
+		"decoder/ln/gain": {d}, "decoder/ln/bias": {d}, "copy/q_w": {d, d}, "copy/q_b": {d}, "copy/k_w": {d, d},
+		"copy/k_b": {d}, "copy/gate_s": {d}, "copy/gate_c": {d}, "copy/gate_x": {d},
+		"copy/gate_b": {}, "copy/gate_follow": {}, "copy/follow_bonus": {}}
 	if h.NumAspects > 0 {
-		want["embed/aspect"] = (h.NumAspects + 1) * d
+		want["embed/aspect"] = []int{h.NumAspects + 1, d}
 	}
 	block := func(pre string, norms []string, attns []string) {
 		for _, ln := range norms {
-			want[pre+"/"+ln+"/gain"], want[pre+"/"+ln+"/bias"] = d, d
+			want[pre+"/"+ln+"/gain"], want[pre+"/"+ln+"/bias"] = []int{d}, []int{d}
 		}
 		for _, a := range attns {
 			for _, proj := range []string{"q", "k", "v", "o"} {
-				want[pre+"/"+a+"/"+proj+"_w"], want[pre+"/"+a+"/"+proj+"_b"] = d*d, d
+				want[pre+"/"+a+"/"+proj+"_w"], want[pre+"/"+a+"/"+proj+"_b"] = []int{d, d}, []int{d}
 			}
 		}
-		want[pre+"/ffn/in_w"], want[pre+"/ffn/in_b"], want[pre+"/ffn/out_w"], want[pre+"/ffn/out_b"] = d*ffn, ffn, ffn*d, d
+		want[pre+"/ffn/in_w"], want[pre+"/ffn/in_b"] = []int{d, ffn}, []int{ffn}
+		want[pre+"/ffn/out_w"], want[pre+"/ffn/out_b"] = []int{ffn, d}, []int{d}
 	}
 	for l := range h.EncoderLayers {
 		block(fmt.Sprintf("encoder/layer_%d", l), []string{"ln1", "ln2"}, []string{"self"})
@@ -109,8 +113,18 @@ func checkVariables(h Hyperparams, vars map[string]*tensors.Tensor) error {
 	for l := range h.DecoderLayers {
 		block(fmt.Sprintf("decoder/layer_%d", l), []string{"ln1", "ln2", "ln3"}, []string{"self", "cross"})
 	}
+	return want
+}
+
+// checkVariables reports the variables of the network of h that vars lacks or holds with another
+// number of values.
+func checkVariables(h Hyperparams, vars map[string]*tensors.Tensor) error {
 	var bad []string
-	for name, size := range want {
+	for name, dims := range variableShapes(h) {
+		size := 1
+		for _, n := range dims {
+			size *= n
+		}
 		t, ok := vars[name]
 		switch {
 		case !ok:
@@ -124,6 +138,37 @@ func checkVariables(h Hyperparams, vars map[string]*tensors.Tensor) error {
 		return fmt.Errorf("summarizer weights: missing or misshapen: %s", strings.Join(bad, ", "))
 	}
 	return nil
+}
+
+// RandomVariables returns the variables of a network of hyperparameters h with values drawn from
+// a generator seeded with seed, the same on every machine and release: uniform in ±0.3, layer-norm
+// gains in 1 ± 0.1, the three scalars (copy gate bias, follow gate term, follow bonus) in ±1. The
+// golden tests and tools/gpucheck decode with them (no checkpoint needed).
+func RandomVariables(h Hyperparams, seed uint64) map[string]*tensors.Tensor {
+	shapes := variableShapes(h)
+	names := slices.Sorted(maps.Keys(shapes))
+	rng := rand.New(rand.NewPCG(seed, 7))
+	vars := map[string]*tensors.Tensor{}
+	for _, name := range names {
+		size := 1
+		for _, n := range shapes[name] {
+			size *= n
+		}
+		flat := make([]float32, size)
+		for i := range flat {
+			u := float32(rng.Float64() - 0.5)
+			switch {
+			case strings.HasSuffix(name, "gain"):
+				flat[i] = 1 + 0.2*u
+			case size == 1:
+				flat[i] = 2 * u
+			default:
+				flat[i] = 0.6 * u
+			}
+		}
+		vars[name] = tensors.FromFlatDataAndDimensions(flat, shapes[name]...)
+	}
+	return vars
 }
 
 // Source is an encoded source sequence with everything the decoder reads from it, computed once.

@@ -6,6 +6,7 @@
 //	gpucheck snapshot --out DIR --shape tiny|smollm2-135m|llama-3.2-1b|llama-3.1-8b-2l [--tokenizer DIR]
 //	gpucheck parity [--goldens hf/decoder/testdata]      every family's goldens (forward, LoRA, loss)
 //	gpucheck train --task tracker|summarizer --snapshot DIR --out DIR [--steps 3 --batch 8 --seq 128]
+//	gpucheck decode [--sources 7 --tokens 48]             the from-scratch summarizer's graph decoding vs the go backend
 //	gpucheck logits --checkpoint CK --out FILE            our logits of a fixed batch (for PEFT's)
 //	gpucheck export --checkpoint CK --out DIR             the merged Hugging Face snapshot
 //	gpucheck report --in RESULTS.jsonl --json FILE --md FILE   the report, after every step
@@ -27,12 +28,12 @@ func main() { cli.Main(command()) }
 func command() cli.Command {
 	return cli.Command{
 		Name:        "gpucheck",
-		Synopsis:    "snapshot|parity|train|logits|export|report [flags]",
+		Synopsis:    "snapshot|parity|decode|train|logits|export|report [flags]",
 		Description: "The Go side of scripts/gpu-check.sh (docs/gpu.md): each subcommand prints one JSON line.",
 		Run: func(context.Context, []string) error {
-			return cli.Usagef("want a subcommand: snapshot, parity, train, logits or export")
+			return cli.Usagef("want a subcommand: snapshot, parity, decode, train, logits or export")
 		},
-		Subcommands: []cli.Command{snapshotCommand(), parityCommand(), trainCommand(), logitsCommand(), exportCommand(), reportCommand()},
+		Subcommands: []cli.Command{snapshotCommand(), parityCommand(), decodeCommand(), trainCommand(), logitsCommand(), exportCommand(), reportCommand()},
 	}
 }
 
