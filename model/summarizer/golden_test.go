@@ -81,6 +81,30 @@ func goldenWalk(net *Net) [][]stepRecord {
 	return out
 }
 
+// goldenJSON reads the golden file at path into want and reports true, or with -update writes
+// got there and reports false (nothing to compare).
+func goldenJSON(t *testing.T, path string, got, want any) bool {
+	t.Helper()
+	if golden.Updating() {
+		b, err := json.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	if err := json.Unmarshal(b, want); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return true
+}
+
 // goldenTol is the largest difference allowed from the golden numbers, relative to max(1, |x|).
 const goldenTol = 1e-5
 
@@ -96,26 +120,9 @@ func TestNetworkGolden(t *testing.T) {
 		h.GenIDs, h.NumAspects = c.genIDs, c.numAspects
 		got[c.name] = goldenWalk(goldenNet(t, h, false))
 	}
-	if golden.Updating() {
-		b, err := json.Marshal(got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run the test with -update to create it)", err)
-	}
 	var want map[string][][]stepRecord
-	if err := json.Unmarshal(b, &want); err != nil {
-		t.Fatal(err)
+	if !goldenJSON(t, path, got, &want) {
+		return
 	}
 	for _, c := range goldenCases {
 		worst := 0.0
@@ -194,23 +201,9 @@ func TestDecodeGolden(t *testing.T) {
 		}
 		got[c.name] = rec
 	}
-	if golden.Updating() {
-		b, err := json.Marshal(got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run the test with -update to create it)", err)
-	}
 	var want map[string]decodeRecord
-	if err := json.Unmarshal(b, &want); err != nil {
-		t.Fatal(err)
+	if !goldenJSON(t, path, got, &want) {
+		return
 	}
 	for _, c := range decodeSearches {
 		w, g := want[c.name], got[c.name]

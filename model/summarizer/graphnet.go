@@ -332,7 +332,7 @@ func (g *graphNet) sourcesFor(batch *sourceBatch, rows []int) []*tensors.Tensor 
 // and the values [H, capacity, dh] of the tokens fed so far.
 type kvCache struct {
 	keys, values [][]float32
-	capacity     int
+	capacity, hd int
 }
 
 // write stores the keys k and values v [H][dh] of layer l's token at slot pos.
@@ -347,25 +347,35 @@ func (c *kvCache) write(l, pos int, k, v [][]float32) {
 	}
 }
 
+// copyLayer copies the first n slots of layer l's keys (or values) into dst, laid out with the
+// given capacity.
+func (c *kvCache) copyLayer(dst []float32, l int, keys bool, capacity, n int) {
+	src, rows, width := c.values[l], len(c.values[l])/(c.capacity*c.hd), c.hd // [H, C, dh]
+	if keys {
+		src, rows, width = c.keys[l], len(c.keys[l])/c.capacity, 1 // [H·dh, C]
+	}
+	if capacity == c.capacity {
+		copy(dst, src[:rows*capacity*width])
+		return
+	}
+	for r := range rows {
+		copy(dst[r*capacity*width:(r*capacity+n)*width], src[r*c.capacity*width:(r*c.capacity+n)*width])
+	}
+}
+
 // resized returns a copy of c with the given capacity (at least its used slots, n).
 func (c *kvCache) resized(capacity, n, heads, hd int) *kvCache {
-	out := &kvCache{capacity: capacity}
+	out := newKVCache(len(c.keys), capacity, heads, hd)
 	for l := range c.keys {
-		keys, values := make([]float32, heads*hd*capacity), make([]float32, heads*capacity*hd)
-		for r := range heads * hd {
-			copy(keys[r*capacity:r*capacity+n], c.keys[l][r*c.capacity:r*c.capacity+n])
-		}
-		for hh := range heads {
-			copy(values[hh*capacity*hd:(hh*capacity+n)*hd], c.values[l][hh*c.capacity*hd:(hh*c.capacity+n)*hd])
-		}
-		out.keys, out.values = append(out.keys, keys), append(out.values, values)
+		c.copyLayer(out.keys[l], l, true, capacity, n)
+		c.copyLayer(out.values[l], l, false, capacity, n)
 	}
 	return out
 }
 
 // newKVCache returns an empty cache of the given capacity.
 func newKVCache(layers, capacity, heads, hd int) *kvCache {
-	c := &kvCache{capacity: capacity}
+	c := &kvCache{capacity: capacity, hd: hd}
 	for range layers {
 		c.keys = append(c.keys, make([]float32, heads*hd*capacity))
 		c.values = append(c.values, make([]float32, heads*capacity*hd))
@@ -481,39 +491,22 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 	// The cache, each row's copied in (a row's own capacity may be smaller).
 	per := heads * hd * capacity
 	for l := range nl {
-		keys := func(flat any) {
-			dst := flat.([]float32)
-			clear(dst)
-			for r, i := range rowState {
-				c, n := states[i].cache, states[i].pos
-				switch {
-				case c == nil || n == 0:
-				case c.capacity == capacity:
-					copy(dst[r*per:(r+1)*per], c.keys[l])
-				default:
-					for k := range heads * hd {
-						copy(dst[r*per+k*capacity:r*per+k*capacity+n], c.keys[l][k*c.capacity:k*c.capacity+n])
+		for _, keys := range []bool{true, false} {
+			fill := func(flat any) {
+				dst := flat.([]float32)
+				clear(dst)
+				for r, i := range rowState {
+					if c := states[i].cache; c != nil {
+						c.copyLayer(dst[r*per:(r+1)*per], l, keys, capacity, states[i].pos)
 					}
 				}
 			}
-		}
-		values := func(flat any) {
-			dst := flat.([]float32)
-			clear(dst)
-			for r, i := range rowState {
-				c, n := states[i].cache, states[i].pos
-				switch {
-				case c == nil || n == 0:
-				case c.capacity == capacity:
-					copy(dst[r*per:(r+1)*per], c.values[l])
-				default:
-					for hh := range heads {
-						copy(dst[r*per+hh*capacity*hd:r*per+(hh*capacity+n)*hd], c.values[l][hh*c.capacity*hd:(hh*c.capacity+n)*hd])
-					}
-				}
+			dims := []int{b, heads, capacity, hd}
+			if keys {
+				dims = []int{b, heads, hd, capacity}
 			}
+			errs = append(errs, input(dtypes.Float32, fill, dims...))
 		}
-		errs = append(errs, input(dtypes.Float32, keys, b, heads, hd, capacity), input(dtypes.Float32, values, b, heads, capacity, hd))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("summarizer step: %w", err)
