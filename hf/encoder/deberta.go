@@ -2,6 +2,7 @@ package encoder
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -188,23 +189,28 @@ func (c Config) relativeRows(seq, tb int) (c2p, p2c []int32) {
 // layers.AttentionScoresKT.
 //
 // This is Transformer-XL's relative shift. A block's product M [tb, W] = x_block · posT_block
-// has row r's wanted scores at columns tb-1-r+j, j < T, that is at flat offsets r·(W-1) + tb-1+j:
-// dropping the first tb-1 values and reading rows of W-1 puts them first in each row. So two
-// slices copy every score into place, where torch's gather (and the Go backend's Gather, which
-// moves one value per index) would look each one up; the blocks are a batch axis of one product,
-// and since each block needs only the distances of its own rows, a product of T·(tb+T-1) values
-// rather than T·(2T-1).
+// has row r's wanted scores at columns tb-1-r+j, j < T: one slice per row of the block (all
+// blocks, rows and heads at once) and a concatenation copy every score into place, where torch's
+// gather (and the Go backend's Gather, which moves one value per index) would look each one up.
+// (The flat form, dropping the first tb-1 values and reading rows of W-1, took two slices, which
+// the Go backend copies one value at a time; its concatenation copies whole runs.) The blocks are
+// a batch axis of one product, and since each block needs only the distances of its own rows, a
+// product of T·(tb+T-1) values rather than T·(2T-1).
 func relativeScores(x, posT *Node, tb int) *Node {
 	dims := x.Shape().Dimensions
 	b, h, t, e := dims[0], dims[1], dims[2], dims[3]
-	n, w := t/tb, tb+t-1
+	n := t / tb
 	m := layers.AttentionScoresKT(Reshape(x, b, h*n, tb, e), posT) // [B, H·n, tb, W]
 	if tb == 1 {
 		return Reshape(m, b, h, t, t) // W = T: one row, no shift
 	}
-	flat := Slice(Reshape(m, b, h*n, tb*w), AxisRange(), AxisRange(), AxisRange(tb-1, tb-1+tb*(w-1)))
-	rows := Slice(Reshape(flat, b, h*n, tb, w-1), AxisRange(), AxisRange(), AxisRange(), AxisRange(0, t))
-	return Reshape(rows, b, h, t, t)
+	// Row r of a block wants M[r, tb-1-r : tb-1-r+T]: one slice per row, joined by block copies
+	// (the Go backend's Slice moves one value at a time, its Concatenate whole runs).
+	rows := make([]*Node, tb)
+	for r := range tb {
+		rows[r] = Slice(m, AxisRange(), AxisRange(), AxisElem(r), AxisRange(tb-1-r, tb-1-r+t))
+	}
+	return Reshape(Concatenate(rows, 2), b, h, t, t)
 }
 
 // hiddenDisentangled is Hidden for DeBERTa: DebertaV2Model(input_ids, attention_mask,
@@ -246,7 +252,15 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	// XSoftmax over the mask [B, 1, T, T] = mask_q · mask_k: padded keys get no weight (a large
 	// negative bias before the softmax) and padded queries' rows are zeroed after it, which is
 	// done to their attention output [B, T, Hidden] (the same zeros, a smaller tensor).
-	keyBias := BroadcastToDims(Reshape(MulScalar(OneMinus(keep), -math.MaxFloat32), batch, 1, 1, seq), batch, c.Heads, seq, seq)
+	// In float32 the key bias rides in the content product as one more contracted row: queries
+	// get a column of ones, the transposed keys a row of biases, so no pass over the [B, Heads,
+	// T, T] scores adds it (nor broadcasts it first). bf16 adds it to the float32 scores.
+	keyBiasRow := BroadcastToDims(Reshape(MulScalar(OneMinus(keep), -math.MaxFloat32), batch, 1, 1, seq), batch, c.Heads, 1, seq)
+	biasInProduct := dt == dtypes.Float32
+	var keyBias *Node
+	if !biasInProduct {
+		keyBias = BroadcastToDims(keyBiasRow, batch, c.Heads, seq, seq)
+	}
 	queryKeep := BroadcastToDims(ExpandAxes(keep, -1), batch, seq, c.Hidden)
 
 	scaleFactor := 1
@@ -279,7 +293,8 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 		p := MulScalar(Squeeze(m.linearIn(layer, key, ExpandAxes(re, 0), anchor), 0), scale) // [2·span, Hidden]
 		p = Reshape(Gather(p, Reshape(Const(g, rows), len(rows), 1)), 1, n, w, c.Heads, c.HeadDim())
 		p = TransposeAllDims(p, 0, 3, 1, 4, 2) // [1, Heads, n, HeadDim, W]
-		return Reshape(BroadcastToDims(p, batch, c.Heads, n, c.HeadDim(), w), batch, c.Heads*n, c.HeadDim(), w)
+		// Repeated over the batch by block copies (the Go backend broadcasts one value at a time).
+		return Reshape(Concatenate(slices.Repeat([]*Node{p}, batch), 0), batch, c.Heads*n, c.HeadDim(), w)
 	}
 
 	for i := range c.Layers {
@@ -297,7 +312,12 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 		// (layers.AttentionScoresKT). The scale goes on the queries of the content scores and on
 		// the relative rows of c2p and p2c (posHeadsT), not on the [B, Heads, T, T] sum.
 		qs := MulScalar(q, scale)
-		scores := layers.As(layers.AttentionScoresKT(qs, TransposeAllDims(k, 0, 1, 3, 2)), dtypes.Float32)
+		kT := TransposeAllDims(k, 0, 1, 3, 2)
+		if biasInProduct {
+			qs = Concatenate([]*Node{qs, Ones(g, shapes.Make(dt, batch, c.Heads, seq, 1))}, 3)
+			kT = Concatenate([]*Node{kT, keyBiasRow}, 2)
+		}
+		scores := layers.As(layers.AttentionScoresKT(qs, kT), dtypes.Float32)
 		if c.RelativeAttention && (c.C2P || c.P2C) {
 			re := layers.Dropout(layer.In("pos_dropout"), relEmb, c.HiddenDropout)
 			posKey, posQuery := p+".attention.self.pos_key_proj", p+".attention.self.pos_query_proj"
@@ -315,7 +335,9 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 				scores = Add(scores, Transpose(layers.As(p2c, dtypes.Float32), 2, 3))
 			}
 		}
-		scores = Add(scores, keyBias)
+		if !biasInProduct {
+			scores = Add(scores, keyBias)
+		}
 		probs := layers.As(layers.Dropout(layer, layers.SoftmaxLast(scores), c.AttentionDropout), dt)
 		ctx := Mul(layers.MergeHeads(layers.AttentionValues(probs, v)), layers.As(queryKeep, dt))
 		h := layers.Dropout(layer, m.linearIn(layer, p+".attention.output.dense", ctx, anchor), c.HiddenDropout)
