@@ -433,13 +433,13 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 		srcRows = append(srcRows, srcRows[len(srcRows)-1])
 	}
 	rowState := make([]int, 0, nSrc*perSource) // state index of each row
-	real := make([]bool, 0, nSrc*perSource)    // whether the row's outputs are kept
+	kept := make([]bool, 0, nSrc*perSource)    // whether the row's outputs are kept
 	seen := map[int]bool{}
 	for _, r := range srcRows {
 		rs := bySource[r]
 		for j := range perSource {
 			rowState = append(rowState, rs[min(j, len(rs)-1)])
-			real = append(real, j < len(rs) && !seen[r])
+			kept = append(kept, j < len(rs) && !seen[r])
 		}
 		seen[r] = true
 	}
@@ -528,7 +528,7 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 		newKV[l] = t.Value().([][][]float32)
 	}
 	for r, i := range rowState {
-		if !real[r] {
+		if !kept[r] {
 			continue
 		}
 		st := states[i]
