@@ -534,17 +534,20 @@ func passes() int { return max(1, min(runtime.GOMAXPROCS(0), 2)) }
 // runBatch computes the probabilities of batch in one forward pass, stores them and marks the
 // requests done. The pass is right-padded to a few shapes, so that few graphs are built: rows are
 // BatchSize, or the least power of two that holds a smaller batch (the last pass of a call, a
-// lone caller's pair); tokens a multiple of 64 (a power of two on a backend that compiles a
+// lone caller's pair); tokens a multiple of 32 (a power of two on a backend that compiles a
 // program per shape, model.CompilesPerShape), at most MaxLength. On 60 dev instances (2 busy
 // cores, a tiny BERT), shapes that followed each batch's exact size and length (multiples of 16)
-// took 64 s, these 34 s; the batches were then the 1-2 pairs queued by concurrent one-pair calls.
+// took 64 s, shapes of BatchSize rows and multiples of 64 tokens 34 s; the batches were then the
+// 1-2 pairs queued by concurrent one-pair calls. Since the passes hold pairs sorted by length,
+// multiples of 32 rather than 64 tokens pad less: 17 graphs instead of 10 over the 544 dev
+// instances, and tiny DeBERTa's run 62-66 s instead of 68-72 (docs/eval.md).
 // Token types are the pair's (BERT's 0 for the premise, 1 for the hypothesis; all 0 for RoBERTa).
 func (j *Judge) runBatch(batch []*request) {
 	longest := 0
 	for _, r := range batch {
 		longest = max(longest, len(r.ids))
 	}
-	t, b := min((longest+63)/64*64, j.maxLen), min(pow2(len(batch)), max(j.opts.BatchSize, len(batch)))
+	t, b := min((longest+31)/32*32, j.maxLen), min(pow2(len(batch)), max(j.opts.BatchSize, len(batch)))
 	if model.CompilesPerShape() {
 		t = min(pow2(longest), j.maxLen)
 	}
