@@ -125,16 +125,12 @@ func BenchmarkTrainStep(b *testing.B) {
 func BenchmarkDecode(b *testing.B) {
 	net := toyNet(b, defaultHyper())
 	h := net.H
-	exs := randomExamples(h, 7, 120, 1)
-	ids, segs, aspects := make([][]int32, len(exs)), make([][]int32, len(exs)), make([]int32, len(exs))
-	for i, ex := range exs {
-		ids[i], segs[i] = ex.Src, ex.Seg
-	}
-	probs := make([][]float32, len(exs))
+	ids, segs, aspects := benchSources(h)
+	probs := make([][]float32, len(ids))
 	for i := range probs {
 		probs[i] = make([]float32, h.VocabSize)
 	}
-	tokens := make([]int32, len(exs))
+	tokens := make([]int32, len(ids))
 	decodeN := func(n, sources int) {
 		var states []*DecState
 		for _, src := range net.EncodeAll(ids[:sources], segs[:sources], aspects[:sources]) {
@@ -155,7 +151,7 @@ func BenchmarkDecode(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/generated, "µs/token")
 	}
 	for _, n := range []int{16, 32, 63} {
-		for _, sources := range []int{len(exs), 1} {
+		for _, sources := range []int{len(ids), 1} {
 			name := fmt.Sprintf("cached/tokens=%d", n)
 			if sources == 1 {
 				name = fmt.Sprintf("cached-1src/tokens=%d", n)
@@ -187,7 +183,7 @@ func BenchmarkDecode(b *testing.B) {
 					}
 				}
 			}
-			report(b, n*len(exs), cpuSeconds()-cpu0)
+			report(b, n*len(ids), cpuSeconds()-cpu0)
 		})
 	}
 }
@@ -202,11 +198,7 @@ func BenchmarkDecode(b *testing.B) {
 func BenchmarkSearch(b *testing.B) {
 	net := toyNet(b, defaultHyper())
 	h := net.H
-	exs := randomExamples(h, 7, 120, 1)
-	ids, segs, aspects := make([][]int32, len(exs)), make([][]int32, len(exs)), make([]int32, len(exs))
-	for i, ex := range exs {
-		ids[i], segs[i] = ex.Src, ex.Seg
-	}
+	ids, segs, aspects := benchSources(h)
 	const n = 48
 	search := func(sources, beam int) {
 		var states []*DecState
@@ -217,7 +209,7 @@ func BenchmarkSearch(b *testing.B) {
 		decode.Search(net, states, o)
 	}
 	for _, beam := range []int{4, 1} {
-		for _, sources := range []int{len(exs), 1} {
+		for _, sources := range []int{len(ids), 1} {
 			b.Run(fmt.Sprintf("beam=%d/sources=%d", beam, sources), func(b *testing.B) {
 				search(sources, beam) // the programs compile outside the timing
 				b.ResetTimer()
@@ -231,4 +223,13 @@ func BenchmarkSearch(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchSources are the decoding benchmarks' sources: 7 (an abstract's aspects) of 120 random
+// tokens, with their segment ids and aspects.
+func benchSources(h Hyperparams) (ids, segs [][]int32, aspects []int32) {
+	for _, ex := range randomExamples(h, 7, 120, 1) {
+		ids, segs = append(ids, ex.Src), append(segs, ex.Seg)
+	}
+	return ids, segs, make([]int32, len(ids))
 }

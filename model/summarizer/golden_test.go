@@ -12,18 +12,6 @@ import (
 	"github.com/tracksum/tracksum/model/decode"
 )
 
-// goldenNet is the decoding network of the golden files: hyperparameters h, seeded weights, the
-// shapes of an XLA backend when pow2.
-func goldenNet(t testing.TB, h Hyperparams, pow2 bool) *Net {
-	t.Helper()
-	net, err := NewNet(decodingBackend(t), h, RandomVariables(h, 11))
-	if err != nil {
-		t.Fatal(err)
-	}
-	net.graph.pow2 = pow2
-	return net
-}
-
 // stepRecord is what the network gives one source at one step of the golden walk.
 type stepRecord struct {
 	Logits     []float32 `json:"logits"`
@@ -118,7 +106,7 @@ func TestNetworkGolden(t *testing.T) {
 	for _, c := range goldenCases {
 		h := toyHyper()
 		h.GenIDs, h.NumAspects = c.genIDs, c.numAspects
-		got[c.name] = goldenWalk(goldenNet(t, h, false))
+		got[c.name] = goldenWalk(toyNet(t, h))
 	}
 	var want map[string][][]stepRecord
 	if !goldenJSON(t, path, got, &want) {
@@ -183,7 +171,8 @@ func TestDecodeGolden(t *testing.T) {
 	h.GenIDs = []int32{2, 5, 9, 17, 20, 21}
 	got := map[string]decodeRecord{}
 	for _, c := range decodeSearches {
-		net := goldenNet(t, h, c.pow2)
+		net := toyNet(t, h)
+		net.graph.pow2 = c.pow2
 		net.ChainBonus, net.StartBonus = 1.5, 2
 		net.Suppress([]int32{h.PadID, h.SepID})
 		o := decode.Options{BeamSize: c.beam, MaxLen: 2*cacheBucket + 4, MinLen: 1, LengthPenalty: 1, NoRepeatNgram: 3, BOS: h.BosID, EOS: h.EosID}

@@ -3,53 +3,11 @@ package summarizer
 import (
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
-	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified.
-	"github.com/gomlx/gomlx/core/tensors"
-	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	tsmodel "github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/decode"
 )
-
-// toyNet returns the decoding network over the randomly initialised weights of a store (one call
-// of the training graph creates them).
-func toyNet(t testing.TB, h Hyperparams) *Net {
-	t.Helper()
-	backend, _, err := tsmodel.Backend()
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := gomlxmodel.NewStore()
-	scope := store.Scope(tsmodel.ModelScope)
-	exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
-		return TargetProbGraph(scope, h, BatchFromInputs(inputs))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	one := [][]int32{{5}}
-	args := []any{one, [][]int32{{0}}, one, one, [][]int32{{0}}, [][]float32{{0}}}
-	if h.NumAspects > 0 {
-		args = append(args, []int32{0})
-	}
-	if _, err := exec.Call(args...); err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]*tensors.Tensor{}
-	for v := range store.IterVariables() {
-		if name, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/"); ok {
-			vars[name] = v.MustValue()
-		}
-	}
-	net, err := NewNet(decodingBackend(t), h, vars)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return net
-}
 
 // paritySources are sources of different lengths (one batch, one length bucket) with tracked
 // sentences for the start bonus and repeated tokens for the follow and chain bonuses.

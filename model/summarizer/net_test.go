@@ -3,7 +3,6 @@ package summarizer
 import (
 	"math"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/gomlx/compute"
@@ -19,22 +18,15 @@ func toyHyper() Hyperparams {
 		MaxSourceLen: 24, MaxSummaryLen: 12, PadID: 0, BosID: 1, EosID: 2, SepID: 3, CtxID: 4}
 }
 
-// netFromStore builds a decoding Net from a store's model variables.
-func netFromStore(t *testing.T, h Hyperparams, store *gomlxmodel.Store) *Net {
+// toyNet is the decoding network of hyperparameters h over seeded weights (RandomVariables), on
+// the backend Load decodes on.
+func toyNet(t testing.TB, h Hyperparams) *Net {
 	t.Helper()
-	vars := map[string]*tensors.Tensor{}
-	for v := range store.IterVariables() {
-		name, ok := strings.CutPrefix(v.Path(), tsmodel.ModelScope+"/")
-		if !ok {
-			continue
-		}
-		vars[name] = v.MustValue()
-	}
-	n, err := NewNet(decodingBackend(t), h, vars)
+	net, err := NewNet(decodingBackend(t), h, RandomVariables(h, 11))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return net
 }
 
 // TestDecodingMatchesTraining checks that the training graph and the decoding network (the step
@@ -74,7 +66,13 @@ func TestDecodingMatchesTraining(t *testing.T) {
 				}
 			}
 
+			// The training graph reads the decoding network's seeded weights.
 			store := gomlxmodel.NewStore()
+			for name, v := range RandomVariables(h, 11) {
+				if _, err := store.CreateVariable(tsmodel.ModelScope+"/"+name, v); err != nil {
+					t.Fatal(err)
+				}
+			}
 			scope := store.Scope(tsmodel.ModelScope)
 			exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
 				return TargetProbGraph(scope, h, BatchFromInputs(inputs))
@@ -93,7 +91,7 @@ func TestDecodingMatchesTraining(t *testing.T) {
 			var want []float32
 			tensors.MustConstFlatData(out[0], func(flat []float32) { want = append(want, flat...) })
 
-			net := netFromStore(t, h, store)
+			net := toyNet(t, h)
 			st := net.NewState(net.Encode(src, seg, aspect))
 			probs := [][]float32{make([]float32, h.VocabSize)}
 			for i, tok := range tgtIn {
@@ -123,25 +121,9 @@ func TestDecodePastTrainingCap(t *testing.T) {
 	if got, want := h.lastTrainedTgtPos(), h.MaxSummaryLen-1; got != want {
 		t.Fatalf("lastTrainedTgtPos = %d, want %d", got, want)
 	}
-	backend, _, err := tsmodel.Backend()
-	if err != nil {
-		t.Fatal(err)
-	}
 	src := []int32{5, 9, 3, 17, 17, 22, 3, 6, 4, 30, 3, 31}
 	seg := make([]int32, len(src))
-	// One graph call creates the variables (random initial values) that the decoding net reads.
-	store := gomlxmodel.NewStore()
-	scope := store.Scope(tsmodel.ModelScope)
-	exec, err := gomlxmodel.NewExec(backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) *Node {
-		return TargetProbGraph(scope, h, BatchFromInputs(inputs))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := exec.Call([][]int32{src}, [][]int32{seg}, [][]int32{{h.BosID}}, [][]int32{{h.EosID}}, [][]int32{{h.EosID}}, [][]float32{{1}}); err != nil {
-		t.Fatal(err)
-	}
-	net := netFromStore(t, h, store)
+	net := toyNet(t, h)
 	enc := net.Encode(src, seg, 0)
 	if want := []int{3, 7}; !slices.Equal(enc.starts, want) {
 		t.Errorf("sentence starts %v, want %v (none after [CTX])", enc.starts, want)
