@@ -215,3 +215,56 @@ func BenchmarkLoRAStepLong(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProjection is one projection of the benchmarks' batch (4 x 128 tokens) in SmolLM2-135M's
+// widths, x [512, in] times a weight stored [out, in] as the snapshot stores it: the products that
+// make up most of BenchmarkForward's and BenchmarkLoRAStep's arithmetic (every projection of the
+// 30 layers, and the tied LM head). It reports the backend's matmul rate in GFLOP per second and per
+// CPU-second; tools/hfparity/bench_matmul_torch.py times the same products in PyTorch. The ratio
+// of the two bounds what any graph of the decoder can reach against PyTorch on this backend
+// (docs/pretrained.md, "What bounds the CPU speed").
+func BenchmarkProjection(b *testing.B) {
+	for _, p := range []struct {
+		name    string
+		in, out int
+	}{
+		{"q_o_576x576", 576, 576},
+		{"gate_up_576x1536", 576, 1536},
+		{"down_1536x576", 1536, 576},
+		{"lm_head_576x49152", 576, smolShape.Vocab},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			rows := benchBatch * benchSeq
+			x, w := make([]float32, rows*p.in), make([]float32, p.out*p.in)
+			for i := range x {
+				x[i] = float32(i%13-6) / 8
+			}
+			for i := range w {
+				w[i] = float32(i%11-5) / 64
+			}
+			exec, err := NewExec(backend(b), func(x, w *Node) *Node {
+				return DotGeneral(x, []int{1}, nil, w, []int{1}, nil) // x · wᵀ, as the projections
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			xt, wt := tensors.FromFlatDataAndDimensions(x, rows, p.in), tensors.FromFlatDataAndDimensions(w, p.out, p.in)
+			if _, err := exec.Exec(xt, wt); err != nil { // compile
+				b.Fatal(err)
+			}
+			cpu0 := cpuSeconds()
+			b.ResetTimer()
+			for b.Loop() {
+				out, err := exec.Exec(xt, wt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out[0].FinalizeAll()
+			}
+			cpu := cpuSeconds() - cpu0
+			flop := 2 * float64(rows*p.in*p.out*b.N)
+			b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(flop/cpu/1e9, "GFLOP/cpu-s")
+		})
+	}
+}

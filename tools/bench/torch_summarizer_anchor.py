@@ -20,12 +20,18 @@ Not part of the product (nothing in tracksum runs Python); only for the speed co
 docs/summarizer.md.
 """
 import math
+import os
 import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+# OpenBLAS's threads are not limited by torch.set_num_threads (Debian's torch 1.13 multiplies
+# through it): pin them before torch loads, or a "1 thread" run uses every core.
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, sys.argv[1] if len(sys.argv) > 1 else "1")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
 STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 10

@@ -17,9 +17,13 @@ import os
 import sys
 import time
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _threads  # noqa: E402
+
+_threads.pin_blas_threads(1)
+
+import torch  # noqa: E402
+
 import decoder  # noqa: E402
 
 C = dict(model_type="llama", vocab_size=2000, hidden_size=256, num_hidden_layers=4, num_attention_heads=8,

@@ -18,9 +18,13 @@ import os
 import sys
 import time
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _threads  # noqa: E402
+
+_threads.pin_blas_threads(None)
+
+import torch  # noqa: E402
+
 import decoder  # noqa: E402
 
 CONFIG = dict(model_type="llama", vocab_size=49152, hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
