@@ -16,7 +16,8 @@
 # our merged export, logits compared with ours; (d) the same LoRA steps with transformers + PEFT;
 # (f) the prepared Parquet shards read with pyarrow. After each step (g) gpu-check.json and
 # gpu-check.md are rewritten in OUT (default ./gpu-check-out), so a run cut short still reports what
-# ran. Python steps whose packages are absent say "skipped" and why.
+# ran. Python steps whose packages are absent say "skipped" and why. Before the training runs: the
+# from-scratch summarizer's decoding and the nli judge, each against the go backend.
 set -uo pipefail
 
 OUT="${OUT:-./gpu-check-out}"
@@ -139,6 +140,15 @@ step "parity goldens (4 families, TF32 off)" 120 env GOMLX_BACKEND="$EXACT" "$BI
 [ "$CPU" = 1 ] || step "parity goldens (4 families, TF32 on: go-xla's default)" 120 "$BIN" parity
 # The from-scratch summarizer's graph decoding against the go backend's, and its speed.
 step "summarizer decoding (graphs vs go backend)" 120 env GOMLX_BACKEND="$EXACT" "$BIN" decode
+# The nli judge (issue 24): tiny DeBERTa over 2,700 synthetic pairs, about what the 544 TracSum dev
+# instances ask (61-69 s on 2 CPU cores of the go backend: docs/eval.md), and a BERT-base-shaped
+# judge; each compared with the go backend on its first pairs (TF32 off for both: EXACT).
+if [ "$CPU" = 1 ]; then
+	step "nli judge tiny-deberta" 120 env GOMLX_BACKEND="$EXACT" "$BIN" nli --work "$WORK" --model tiny-deberta --pairs 64 --parity 8
+else
+	step "nli judge tiny-deberta (2,700 pairs)" 180 env GOMLX_BACKEND="$EXACT" "$BIN" nli --work "$WORK" --model tiny-deberta
+	step "nli judge bert-base (2,700 pairs)" 240 env GOMLX_BACKEND="$EXACT" "$BIN" nli --work "$WORK" --model bert-base --parity 8
+fi
 
 # (c) our LoRA steps; (e) PEFT/transformers load them; (d) the reference steps.
 # Each run is "task shape batch max_seq_len steps [precision [ckpt]]"; precision (f32, bf16, auto)

@@ -58,7 +58,7 @@ func TestGPUCheckCPUMode(t *testing.T) {
 			if s, _ := r["status"].(string); s != "ok" && !strings.HasPrefix(s, "skipped") {
 				t.Errorf("step %v: %s", r["name"], s)
 			}
-		case "parity", "decode", "train", "logits", "export", "snapshot":
+		case "parity", "decode", "nli", "train", "logits", "export", "snapshot":
 			if r["ok"] != true {
 				t.Errorf("%s not ok: %v", step, r)
 			}
@@ -74,8 +74,8 @@ func TestGPUCheckCPUMode(t *testing.T) {
 		t.Log("hf/tokenizer/testdata/hf/llama3 is absent (tools/hftokenizer/fetch.sh): the LoRA runs are skipped")
 	}
 	fams := len(family.Names(family.CausalLM))
-	if count["parity"] != fams || count["decode"] != 1 || count["train"] != runs || count["logits"] != runs || count["export"] != runs {
-		t.Errorf("results per step %v, want %d parity, 1 decode and %d train, logits and export", count, fams, runs)
+	if count["parity"] != fams || count["decode"] != 1 || count["nli"] != 1 || count["train"] != runs || count["logits"] != runs || count["export"] != runs {
+		t.Errorf("results per step %v, want %d parity, 1 decode, 1 nli and %d train, logits and export", count, fams, runs)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "gpu-check.md"))
 	if err != nil || !strings.Contains(string(md), "| llama | n/a |") {

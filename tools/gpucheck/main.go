@@ -7,6 +7,7 @@
 //	gpucheck parity [--goldens hf/decoder/testdata]      every family's goldens (forward, LoRA, loss)
 //	gpucheck train --task tracker|summarizer --snapshot DIR --out DIR [--steps 3 --batch 8 --seq 128]
 //	gpucheck decode [--sources 7 --tokens 48]             the from-scratch summarizer's graph decoding vs the go backend
+//	gpucheck nli --work DIR [--model tiny-deberta]        the nli judge on the backend vs the go backend, and its speed
 //	gpucheck logits --checkpoint CK --out FILE            our logits of a fixed batch (for PEFT's)
 //	gpucheck export --checkpoint CK --out DIR             the merged Hugging Face snapshot
 //	gpucheck report --in RESULTS.jsonl --json FILE --md FILE   the report, after every step
@@ -28,12 +29,12 @@ func main() { cli.Main(command()) }
 func command() cli.Command {
 	return cli.Command{
 		Name:        "gpucheck",
-		Synopsis:    "snapshot|parity|decode|train|logits|export|report [flags]",
+		Synopsis:    "snapshot|parity|decode|nli|train|logits|export|report [flags]",
 		Description: "The Go side of scripts/gpu-check.sh (docs/gpu.md): each subcommand prints one JSON line.",
 		Run: func(context.Context, []string) error {
-			return cli.Usagef("want a subcommand: snapshot, parity, decode, train, logits or export")
+			return cli.Usagef("want a subcommand: snapshot, parity, decode, nli, train, logits or export")
 		},
-		Subcommands: []cli.Command{snapshotCommand(), parityCommand(), decodeCommand(), trainCommand(), logitsCommand(), exportCommand(), reportCommand()},
+		Subcommands: []cli.Command{snapshotCommand(), parityCommand(), decodeCommand(), nliCommand(), trainCommand(), logitsCommand(), exportCommand(), reportCommand()},
 	}
 }
 

@@ -48,6 +48,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
@@ -75,6 +76,9 @@ type Options struct {
 	CacheDir string
 	// Decomposer splits summaries into claims (the lexical judge).
 	Decomposer judge.Judge
+	// Backend runs the model; nil means the process-wide one (model.Backend). The GPU check sets
+	// it to compare the card's probabilities with the pure-Go backend's in one process.
+	Backend compute.Backend
 }
 
 // ErrLabels marks a config.json whose id2label is not an NLI label set.
@@ -206,9 +210,11 @@ func New(ctx context.Context, opts Options) (*Judge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nli judge: %w", err)
 	}
-	backend, _, err := model.Backend()
-	if err != nil {
-		return nil, fmt.Errorf("nli judge: %w", err)
+	backend := opts.Backend
+	if backend == nil {
+		if backend, _, err = model.Backend(); err != nil {
+			return nil, fmt.Errorf("nli judge: %w", err)
+		}
 	}
 	exec, err := gomlxmodel.NewExec(backend, store, func(scope *gomlxmodel.Scope, ids, types, mask *Node) *Node {
 		return m.Classify(scope, m.Pooled(scope, m.Hidden(scope, ids, types, mask)))

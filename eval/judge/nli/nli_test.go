@@ -11,9 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute"
 	"github.com/tracksum/tracksum/eval/judge"
 	"github.com/tracksum/tracksum/hf/encoder"
 	"github.com/tracksum/tracksum/hf/randsnap"
+	"github.com/tracksum/tracksum/model"
 )
 
 // snap writes a tiny random NLI snapshot of family (bert, roberta or deberta-v2) with labels;
@@ -402,5 +404,34 @@ func TestDebertaLength(t *testing.T) {
 	long := strings.Repeat("the dose was low. ", 12)
 	if _, err := j.Probability(context.Background(), long, hypothesis); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOwnBackend: a judge given its own backend (the GPU check's pure-Go reference beside the
+// card's) runs on it and gives the probabilities of the process-wide one.
+func TestOwnBackend(t *testing.T) {
+	dir := snap(t, "deberta-v2", []string{"entailment", "neutral", "contradiction"}, nil)
+	own, err := compute.NewWithConfig(model.GoBackendConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs := []judge.Pair{{Premise: premise, Hypothesis: hypothesis}, {Premise: "toxicity was low in both arms", Hypothesis: "the drug was safe"}}
+	want, err := newJudge(t, dir, Options{}).Probabilities(context.Background(), pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := newJudge(t, dir, Options{Backend: own}).Probabilities(context.Background(), pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("pair %d: own backend %v, process backend %v", i, got[i], want[i])
+		}
+	}
+	// And it is the one used: once finalized, a judge on it fails.
+	own.Finalize()
+	if _, err := newJudge(t, dir, Options{Backend: own}).Probabilities(context.Background(), pairs[:1]); err == nil {
+		t.Error("a judge on a finalized backend computed probabilities")
 	}
 }
