@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"slices"
 	"time"
 )
 
@@ -97,6 +99,21 @@ type Export struct {
 	Overwrite bool `mapstructure:"overwrite" yaml:"overwrite"`
 	// Base is the base snapshot when it moved since training (empty: the one base.json names).
 	Base string `mapstructure:"base" yaml:"base"`
+	// DType is the dtype of the written float tensors: "" keeps each base tensor's own (the merge
+	// is rounded to it), float32 keeps the merge unrounded, bfloat16 or float16 round to those.
+	DType string `mapstructure:"dtype" yaml:"dtype"`
+}
+
+// ExportDTypes are export.dtype's values besides "" (the base's dtypes), as transformers names
+// them in config.json's torch_dtype.
+var ExportDTypes = []string{"float32", "bfloat16", "float16"}
+
+// Validate checks export.dtype.
+func (c Export) Validate() error {
+	if c.DType != "" && !slices.Contains(ExportDTypes, c.DType) {
+		return fmt.Errorf("export.dtype: must be empty (the base's) or one of %v, got %q", ExportDTypes, c.DType)
+	}
+	return nil
 }
 
 // Train holds tracksum-train's own settings (its flags that are not a model's keys: those are the

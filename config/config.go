@@ -78,6 +78,7 @@ func (c *Config) Validate() error {
 		c.Variants.Validate(),
 		c.Infer.Validate(),
 		c.Eval.Validate(),
+		c.Export.Validate(),
 	)
 }
 

@@ -14,6 +14,7 @@ var exportFlagKeys = map[string]string{
 	"out":        "export.out",
 	"overwrite":  "export.overwrite",
 	"base":       "export.base",
+	"dtype":      "export.dtype",
 }
 
 // Command is tracksum-export.
@@ -23,11 +24,12 @@ func Command() cli.Command {
 	fs.String("out", "", "directory of the merged Hugging Face snapshot to write (required)")
 	fs.Bool("overwrite", false, "replace an existing non-empty --out")
 	fs.String("base", "", "base snapshot directory, when it moved since training (default: the one base.json names); its weights must be unchanged")
+	fs.String("dtype", "", "dtype of the written float tensors: float32 (the merge unrounded), bfloat16 or float16; empty: each base tensor's own")
 	return cli.Command{
 		Name:     "tracksum-export",
-		Synopsis: "--checkpoint CK --out DIR [--overwrite] [--base DIR]",
+		Synopsis: "--checkpoint CK --out DIR [--overwrite] [--base DIR] [--dtype float32]",
 		Description: "Merges a pretrained checkpoint's LoRA adapters into its base model (W + scale * B @ A, in float32,\n" +
-			"stored in the base's dtype) and writes a Hugging Face snapshot that transformers loads without\n" +
+			"stored in the base's dtype, or in --dtype's) and writes a Hugging Face snapshot that transformers loads without\n" +
 			"tracksum or PEFT: config.json, model.safetensors under the base's key names, and the base's\n" +
 			"tokenizer and generation files. A classification head (tracker.head lm_cls or encoder_cls) makes it\n" +
 			"a *ForSequenceClassification model. The base's weights must still have the sha256 recorded at\n" +
@@ -44,7 +46,7 @@ func Command() cli.Command {
 				return err
 			}
 			c := cfg.Export
-			o := Options{Checkpoint: c.Checkpoint, Out: c.Out, Overwrite: c.Overwrite, Base: c.Base}
+			o := Options{Checkpoint: c.Checkpoint, Out: c.Out, Overwrite: c.Overwrite, Base: c.Base, DType: c.DType}
 			if o.Checkpoint == "" || o.Out == "" {
 				return cli.Usagef("--checkpoint and --out are required")
 			}

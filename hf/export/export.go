@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/go-huggingface/hub"
 	"github.com/gomlx/go-huggingface/models/safetensors"
@@ -55,8 +56,22 @@ type Options struct {
 	// Base, when set, is the base snapshot's directory, overriding the one base.json records (a
 	// moved snapshot); its weights must still have the recorded sha256.
 	Base string
+	// DType is the dtype of the written float tensors: "" keeps each base tensor's own (merged
+	// weights rounded to it, as PEFT's merge_and_unload on a model loaded in that dtype), "float32"
+	// writes every float tensor in float32 and merged weights unrounded, "bfloat16" and "float16"
+	// round every float tensor to that dtype (config.ExportDTypes). config.json's torch_dtype
+	// follows.
+	DType string
 	// Log receives one line per step (nil: none).
 	Log io.Writer
+}
+
+// exportDTypes maps Options.DType to its dtype.
+var exportDTypes = map[string]dtypes.DType{"float32": dtypes.Float32, "bfloat16": dtypes.BFloat16, "float16": dtypes.Float16}
+
+// isFloat reports whether dt is a float dtype, the tensors Options.DType converts.
+func isFloat(dt dtypes.DType) bool {
+	return dt == dtypes.Float32 || dt == dtypes.Float64 || dt == dtypes.BFloat16 || dt == dtypes.Float16
 }
 
 // Provenance is tracksum_export.json.
@@ -69,6 +84,8 @@ type Provenance struct {
 	Merged        []string `json:"merged"` // base keys whose values changed
 	Added         []string `json:"added"`  // keys absent from the base (a head)
 	AdapterConfig any      `json:"adapter_config,omitempty"`
+	// DType is Options.DType: empty when each tensor kept its base's dtype.
+	DType string `json:"dtype,omitempty"`
 	// Files lists every file the export wrote (this one included), so that --overwrite can tell
 	// a previous export from a directory holding a user's files.
 	Files []string `json:"files,omitempty"`
@@ -86,6 +103,10 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		}
 	}
 	ck := o.Checkpoint
+	target, convert := exportDTypes[o.DType]
+	if o.DType != "" && !convert {
+		return nil, fmt.Errorf("export: --dtype %q: want float32, bfloat16 or float16 (or nothing: the base's)", o.DType)
+	}
 	if err := checkKind(ck, o.Log); err != nil {
 		return nil, err
 	}
@@ -121,16 +142,23 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	}
 	prov.Merged = merger.Changed()
 	outShapes := merger.Shapes(base)
-	for name := range outShapes {
+	for name, sh := range outShapes {
 		if _, ok := base[name]; !ok {
 			prov.Added = append(prov.Added, name)
 		}
+		if convert && isFloat(sh.DType) {
+			outShapes[name] = shapes.Make(target, sh.Dimensions...)
+		}
 	}
 	slices.Sort(prov.Added)
+	prov.DType = o.DType
 
 	cfg, err := exportConfig(snap, prov, outShapes)
 	if err != nil {
 		return nil, err
+	}
+	if convert {
+		cfg["torch_dtype"] = o.DType
 	}
 	dir, err := atomicio.NewDirWith(o.Out, atomicio.DirOptions{Overwrite: o.Overwrite, Previous: previousExport})
 	if err != nil {
@@ -173,9 +201,18 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 				return nil, err
 			}
 			w = ts[name]
+			if convert && isFloat(w.DType()) {
+				// Merged in float32 from the exact float32 value of the base weight (every bf16 and
+				// f16 value is one), then rounded once to the target, if at all.
+				w = snapshot.ToFloat32(w)
+			}
 		}
 		written++
-		return merger.Apply(name, w)
+		t, err := merger.Apply(name, w)
+		if err != nil || !convert || !isFloat(t.DType()) || t.DType() == target {
+			return t, err
+		}
+		return snapshot.FromFloat32(tensors.MustCopyFlatData[float32](snapshot.ToFloat32(t)), target, t.Shape().Dimensions...)
 	}
 	if err := tensorio.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), fileShapes, map[string]string{"format": "pt"}, get); err != nil {
 		return nil, fmt.Errorf("export %s: %w", o.Out, err)

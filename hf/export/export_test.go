@@ -468,3 +468,103 @@ func TestExportOverwriteKeepsInputs(t *testing.T) {
 		t.Errorf("notes.txt was deleted: %v", err)
 	}
 }
+
+// TestExportDType: --dtype writes every float tensor in the dtype asked for and config.json's
+// torch_dtype with it. float32 from a bf16 base keeps the merge unrounded (base + 4·B@A to float32
+// rounding, which the bf16 export misses by up to half a bf16 ulp); bfloat16 from a float32 base
+// rounds once; an unknown dtype is refused before anything is written.
+func TestExportDType(t *testing.T) {
+	tests := []struct {
+		name       string
+		base       dtypes.DType
+		dtype      string
+		want       dtypes.DType
+		tol        float64 // relative, against base + 4·B@A in float64
+		unroundedF bool    // merged values must differ from their bf16 rounding somewhere
+	}{
+		{"bf16 base to float32", dtypes.BFloat16, "float32", dtypes.Float32, 1e-6, true},
+		{"float32 base to bfloat16", dtypes.Float32, "bfloat16", dtypes.BFloat16, 1.0 / 256, false},
+		{"bf16 base kept", dtypes.BFloat16, "", dtypes.BFloat16, 1.0 / 256, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			baseDir, ck, out := filepath.Join(root, "base"), filepath.Join(root, "ck"), filepath.Join(root, "out")
+			if err := randsnap.WriteDecoder(baseDir, tiny(tt.base, 11)); err != nil {
+				t.Fatal(err)
+			}
+			a := checkpointFor(t, baseDir, ck, false)
+			prov, err := Export(context.Background(), Options{Checkpoint: ck, Out: out, DType: tt.dtype})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prov.DType != tt.dtype {
+				t.Errorf("provenance dtype %q, want %q", prov.DType, tt.dtype)
+			}
+			base, err := tensorio.ReadTensors(filepath.Join(baseDir, "model.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tensorio.ReadTensors(filepath.Join(out, "model.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			unrounded := false
+			for name, w := range base {
+				g := got[name]
+				if g == nil || g.DType() != tt.want || !slices.Equal(g.Shape().Dimensions, w.Shape().Dimensions) {
+					t.Fatalf("%s: %v, want %s of %v", name, g, tt.want, w.Shape().Dimensions)
+				}
+				want := values(t, w)
+				module := strings.TrimSuffix(name, ".weight")
+				if A, B := a.Tensors[peft.Prefix+module+peft.SuffixA], a.Tensors[peft.Prefix+module+peft.SuffixB]; A != nil {
+					av, bv := values(t, A), values(t, B)
+					outDim, in := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
+					for o := range outDim {
+						for i := range in {
+							var d float64
+							for k := range 4 {
+								d += bv[o*4+k] * av[k*in+i]
+							}
+							want[o*in+i] += 4 * d
+						}
+					}
+				}
+				gv := values(t, g)
+				for i := range want {
+					if math.Abs(gv[i]-want[i]) > tt.tol*math.Abs(want[i])+1e-6 {
+						t.Fatalf("%s[%d] = %g, want %g", name, i, gv[i], want[i])
+					}
+					if float64(bfloat16.FromFloat32(float32(gv[i])).Float32()) != gv[i] {
+						unrounded = true
+					}
+				}
+			}
+			if unrounded != tt.unroundedF {
+				t.Errorf("values off the bf16 grid: %v, want %v", unrounded, tt.unroundedF)
+			}
+			var cfg map[string]any
+			if err := atomicio.ReadJSON(filepath.Join(out, "config.json"), &cfg, false); err != nil {
+				t.Fatal(err)
+			}
+			if wantTD := map[string]any{"float32": "float32", "bfloat16": "bfloat16"}[tt.dtype]; wantTD != nil && cfg["torch_dtype"] != wantTD {
+				t.Errorf("config.json torch_dtype %v, want %v", cfg["torch_dtype"], wantTD)
+			}
+		})
+	}
+	t.Run("unknown dtype", func(t *testing.T) {
+		root := t.TempDir()
+		baseDir, ck, out := filepath.Join(root, "base"), filepath.Join(root, "ck"), filepath.Join(root, "out")
+		if err := randsnap.WriteDecoder(baseDir, tiny(dtypes.Float32, 12)); err != nil {
+			t.Fatal(err)
+		}
+		checkpointFor(t, baseDir, ck, false)
+		_, err := Export(context.Background(), Options{Checkpoint: ck, Out: out, DType: "float64"})
+		if err == nil || !strings.Contains(err.Error(), `--dtype "float64"`) {
+			t.Errorf("err = %v, want a refusal naming --dtype", err)
+		}
+		if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
+			t.Errorf("--out exists after a refused export: %v", statErr)
+		}
+	})
+}
