@@ -46,7 +46,8 @@ var (
 
 // Backend returns the process-wide compute backend and its configuration string, creating it on the
 // first call:
-//   - GOMLX_BACKEND, when set, is honoured as is (e.g. "xla:cuda" on a GPU machine, "go");
+//   - GOMLX_BACKEND, when set, is honoured (e.g. "xla:cuda" on a GPU machine, "go"; "go" without a
+//     scheduler gets the sequential one: withGoScheduler);
 //   - otherwise "xla:cpu" when the xla backend is compiled in and a CPU PJRT plugin is installed;
 //   - otherwise the pure-Go backend (GoBackendConfig).
 //
@@ -65,6 +66,7 @@ func Backend() (compute.Backend, string, error) {
 				cfg = "xla:cpu"
 			}
 		}
+		cfg = withGoScheduler(cfg)
 		backendName = cfg
 		backendVal, backendErr = newBackend(cfg)
 		if backendErr != nil {
@@ -72,6 +74,30 @@ func Backend() (compute.Backend, string, error) {
 		}
 	})
 	return backendVal, backendName, backendErr
+}
+
+// withGoScheduler returns cfg with the pure-Go backend's sequential op scheduler added when cfg
+// names that backend without choosing a scheduler ("go", "go:parallelism=4"): GoMLX's default
+// there runs ops in parallel whenever one execution is alone, which can deadlock
+// (GoBackendConfig; seen again 27 Nov 2026 with GOMLX_BACKEND=go: a pretrained summarizer's first
+// LoRA step on 1,024 tokens hung with every worker waiting in a matmul's fan-out). A cfg that
+// names ops_parallel (or ops_sequential) and every other backend are returned unchanged.
+func withGoScheduler(cfg string) string {
+	name, opts, _ := strings.Cut(strings.TrimSpace(cfg), ":")
+	if name != "go" {
+		return cfg
+	}
+	var keep []string
+	for _, o := range strings.Split(opts, ",") {
+		switch o = strings.TrimSpace(o); o {
+		case "ops_sequential", "ops_parallel":
+			return cfg
+		case "":
+		default:
+			keep = append(keep, o)
+		}
+	}
+	return "go:" + strings.Join(append(keep, "ops_sequential"), ",")
 }
 
 // newBackend wraps compute.NewWithConfig, which panics on unknown backend names.

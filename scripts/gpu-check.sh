@@ -151,9 +151,11 @@ else
 fi
 
 # (c) our LoRA steps; (e) PEFT/transformers load them; (d) the reference steps.
-# Each run is "task shape batch max_seq_len steps [precision [ckpt]]"; precision (f32, bf16, auto)
-# and "ckpt" set TRACKSUM_<TASK>_TRAIN_PRECISION and _GRADIENT_CHECKPOINTING for that run (a build
-# without those keys refuses them in one line). GPU_CHECK_RUNS (runs separated by ";") replaces
+# Each run is "task shape batch max_seq_len steps [precision [ckpt] [long]]"; precision (f32, bf16,
+# auto) and "ckpt" set TRACKSUM_<TASK>_TRAIN_PRECISION and _GRADIENT_CHECKPOINTING for that run (a
+# build without those keys refuses them in one line); "long" (summarizer) lengthens the sample's
+# abstracts to max_seq_len words and puts them in the prompt (summarizer.full_context), so that
+# the prompts fill max_seq_len as the reference steps' random tokens do. GPU_CHECK_RUNS (runs separated by ";") replaces
 # the list (the Go test of the script runs one tiny tracker).
 if [ -n "${GPU_CHECK_RUNS:-}" ]; then
 	IFS=';' read -r -a runs <<<"$GPU_CHECK_RUNS"
@@ -163,13 +165,21 @@ elif [ "$CPU" = 1 ]; then
 else
 	# In order of value: the recipe's shapes in bf16 first (the summarizer's 16 x 2,048 on two 8B
 	# layers with checkpointing, as the plan chooses), then without checkpointing, f32, and 1B.
-	runs=("tracker smollm2-135m 32 128 12 bf16" "summarizer llama-3.1-8b-2l 16 2048 6 bf16 ckpt" "tracker llama-3.1-8b-2l 32 128 12 bf16"
+	runs=("tracker smollm2-135m 32 128 12 bf16" "summarizer llama-3.1-8b-2l 16 2048 6 bf16 ckpt long" "tracker llama-3.1-8b-2l 32 128 12 bf16"
 		"summarizer smollm2-135m 8 1024 12 bf16" "summarizer llama-3.1-8b-2l 16 2048 6 bf16" "tracker smollm2-135m 32 128 12 f32"
 		"tracker llama-3.2-1b 32 128 12 bf16")
 fi
 for r in "${runs[@]}"; do
-	read -r task shape batch seq steps precision ckpt <<<"$r"
-	name="$task-$shape-b$batch${precision:+-$precision}${ckpt:+-$ckpt}"
+	read -r task shape batch seq steps precision opts <<<"$r"
+	ckpt="" long=""
+	for o in ${opts:-}; do
+		case $o in
+		ckpt) ckpt=ckpt ;;
+		long) long=long ;;
+		*) echo "gpu-check: run \"$r\": unknown option $o (want ckpt or long)" >&2 ;;
+		esac
+	done
+	name="$task-$shape-b$batch${precision:+-$precision}${ckpt:+-$ckpt}${long:+-$long}"
 	if [ "${#tok[@]}" = 0 ]; then
 		# The byte-level test tokenizer spells the recipe's prompts in about four times Llama 3.1's
 		# tokens: they do not fit the runs' max_seq_len, and four times longer runs are too slow here.
@@ -186,9 +196,14 @@ for r in "${runs[@]}"; do
 	sec=$(printf '%s' "$task" | tr '[:lower:]' '[:upper:]')
 	[ -n "${precision:-}" ] && settings+=("TRACKSUM_${sec}_TRAIN_PRECISION=$precision")
 	[ "${ckpt:-}" = ckpt ] && settings+=("TRACKSUM_${sec}_TRAIN_GRADIENT_CHECKPOINTING=true")
+	longargs=()
+	if [ "${long:-}" = long ]; then
+		settings+=("TRACKSUM_${sec}_FULL_CONTEXT=true")
+		longargs=(--doc-words "$seq")
+	fi
 	smi_start "train $name"
 	step "train $name" 240 env "${settings[@]}" "$BIN" train --task "$task" --snapshot "$WORK/snap-$shape" --out "$WORK/$name" \
-		--steps "$steps" --batch "$batch" --seq "$seq"
+		--steps "$steps" --batch "$batch" --seq "$seq" "${longargs[@]}"
 	rc=$?
 	smi_stop
 	[ $rc -eq 0 ] || continue

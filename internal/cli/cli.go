@@ -217,11 +217,24 @@ func run(cmd Command, args []string) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
+		// The first signal cancels ctx: the command stops cleanly at its next check. A second one
+		// exits at once, for work that cannot see ctx (a graph step already running, a backend
+		// that hangs): outputs are written aside and renamed when complete, so what is cut short
+		// stays a temporary beside them and never replaces a previous result.
 		select {
 		case sig := <-sigs:
 			cancel(signalError{sig})
-		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-sigs:
+			fmt.Fprintf(os.Stderr, "%s: %v again: exiting now (unfinished outputs stay as temporaries)\n", cmd.Name, sig)
+			exitNow(signalExitCode(sig))
+		case <-done:
 		}
 	}()
 	err := cmd.Run(ctx, fs.Args())
@@ -235,8 +248,8 @@ func run(cmd Command, args []string) int {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		fmt.Fprintf(os.Stderr, "%s: interrupted: %v\n", cmd.Name, err)
 		var se signalError
-		if errors.As(context.Cause(ctx), &se) && se.sig == syscall.SIGTERM {
-			return 143
+		if errors.As(context.Cause(ctx), &se) {
+			return signalExitCode(se.sig)
 		}
 		return 130
 	default:
@@ -248,6 +261,17 @@ func run(cmd Command, args []string) int {
 // Usagef returns an ErrUsage error with a message, e.g. Usagef("--out is required").
 func Usagef(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// exitNow ends the process on a second signal (a variable for the tests).
+var exitNow = os.Exit
+
+// signalExitCode is the shell's code for a process stopped by sig: 143 for SIGTERM, 130 for SIGINT.
+func signalExitCode(sig os.Signal) int {
+	if sig == syscall.SIGTERM {
+		return 143
+	}
+	return 130
 }
 
 // signalError is the cancellation cause of a command's context when a signal stopped it, so that the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSIGTERMExits143 is the regression test of issue 10 item 14 (SIGTERM): a command stopped by
@@ -37,6 +38,41 @@ func TestSIGTERMExits143(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSecondSignalExits: a command that does not stop on the first signal (work that cannot see
+// its context, or a hang) ends on the second one, with the signal's exit code, without waiting.
+func TestSecondSignalExits(t *testing.T) {
+	exited := make(chan int, 1)
+	exitNow = func(code int) { exited <- code }
+	defer func() { exitNow = os.Exit }()
+	release := make(chan struct{})
+	cmd := Command{
+		Name:  "tracksum-test",
+		Flags: NewFlags("tracksum-test"),
+		Run: func(ctx context.Context, _ []string) error {
+			for range 2 {
+				if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(50 * time.Millisecond) // the handler takes one signal at a time
+			}
+			<-release // ignores ctx: only the second signal ends it
+			return ctx.Err()
+		},
+	}
+	got := make(chan int, 1)
+	go func() { got <- run(cmd, nil) }()
+	select {
+	case code := <-exited:
+		if code != 143 {
+			t.Errorf("second SIGTERM exited %d, want 143", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second SIGTERM did not end the command")
+	}
+	close(release)
+	<-got
 }
 
 // TestCheckOutputs is the core of the regression test of issue 10 item 3: an output that is an

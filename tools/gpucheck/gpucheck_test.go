@@ -11,7 +11,8 @@ import (
 	"github.com/tracksum/tracksum/hf/family"
 )
 
-// TestGPUCheckCPUMode runs scripts/gpu-check.sh in its CPU mode with one tiny tracker run, so
+// TestGPUCheckCPUMode runs scripts/gpu-check.sh in its CPU mode with a tiny tracker run and a tiny
+// summarizer run on the long sample (its prompts filling max_seq_len), so
 // that the script, the Go side and the report cannot rot between the rare GPU loans: every step
 // ends ok or skipped (Python packages absent), every registered family's goldens hold on the go backend,
 // and gpu-check.md is written.
@@ -36,7 +37,7 @@ func TestGPUCheckCPUMode(t *testing.T) {
 	cmd := exec.Command("bash", "scripts/gpu-check.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GPU_CHECK_CPU=1", "GPUCHECK_BIN="+bin, "OUT="+out,
-		"GPU_CHECK_RUNS=tracker tiny 2 64 1", "TRACKSUM_CACHE_DIR="+filepath.Join(tmp, "cache"))
+		"GPU_CHECK_RUNS=tracker tiny 2 64 1;summarizer tiny 2 256 1 auto long", "TRACKSUM_CACHE_DIR="+filepath.Join(tmp, "cache"))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gpu-check.sh: %v\n%s", err, b)
 	}
@@ -63,12 +64,20 @@ func TestGPUCheckCPUMode(t *testing.T) {
 				t.Errorf("%s not ok: %v", step, r)
 			}
 		}
+		// The long sample's prompts fill max_seq_len (256), as the reference steps' tokens do.
+		if step == "train" && r["task"] == "summarizer" {
+			tps, _ := r["tokens_per_sec"].(float64)
+			eps, _ := r["examples_per_sec"].(float64)
+			if r["doc_words"] != 256.0 || r["full_context"] != true || eps == 0 || tps/eps < 230 {
+				t.Errorf("long summarizer run: doc_words %v, full_context %v, %.0f tokens per example; want 256, true, >= 230", r["doc_words"], r["full_context"], tps/max(eps, 1e-9))
+			}
+		}
 		count[step]++
 	}
 	// Without the fetched Llama 3.1 tokenizer the script skips the LoRA runs (their prompts do not
 	// fit the byte-level test tokenizer) and says so; CI runs this test again after fetching it.
 	_, err = os.Stat(filepath.Join(root, "hf", "tokenizer", "testdata", "hf", "llama3", "tokenizer.json"))
-	runs := 1
+	runs := 2
 	if err != nil {
 		runs = 0
 		t.Log("hf/tokenizer/testdata/hf/llama3 is absent (tools/hftokenizer/fetch.sh): the LoRA runs are skipped")

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare"
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/plan"
@@ -36,6 +39,8 @@ func trainCommand() cli.Command {
 	fs.Int("batch", 8, "examples per micro-batch")
 	fs.Int("seq", 128, "max_seq_len")
 	fs.Int("samples", 12, "synthetic abstracts prepared (the built-in sample)")
+	fs.Int("doc-words", 0, "lengthen every abstract to at least this many words with uncited sentences of other synthetic\n"+
+		"abstracts (0: the built-in sample as is); with summarizer.full_context the summarizer's prompts then fill --seq")
 	return cli.Command{
 		Name: "gpucheck train", Synopsis: "--task tracker|summarizer --snapshot DIR --out DIR [flags]", Flags: fs,
 		Description: "A few LoRA steps (r16, rsLoRA, the seven projections) of tracksum-train's pretrained task on the\n" +
@@ -48,15 +53,19 @@ func trainCommand() cli.Command {
 			batch, _ := fs.GetInt("batch")
 			seq, _ := fs.GetInt("seq")
 			samples, _ := fs.GetInt("samples")
+			docWords, _ := fs.GetInt("doc-words")
 			if (task != "tracker" && task != "summarizer") || snap == "" || out == "" || len(args) > 0 {
 				return cli.Usagef("--task tracker|summarizer, --snapshot and --out are required")
 			}
-			return train(ctx, task, snap, out, steps, batch, seq, samples)
+			if docWords < 0 {
+				return cli.Usagef("--doc-words must be >= 0")
+			}
+			return train(ctx, task, snap, out, steps, batch, seq, samples, docWords)
 		},
 	}
 }
 
-func train(ctx context.Context, task, snap, out string, steps, batch, seq, samples int) error {
+func train(ctx context.Context, task, snap, out string, steps, batch, seq, samples, docWords int) error {
 	// The defaults with the TRACKSUM_* environment, as every tracksum command reads it: the check
 	// chooses settings it has no flag for (e.g. TRACKSUM_TRACKER_TRAIN_PRECISION=bf16 and
 	// TRACKSUM_TRACKER_TRAIN_GRADIENT_CHECKPOINTING=true where the build has those keys).
@@ -66,8 +75,19 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	}
 	cfg.Prepare.SampleSize = samples
 	data := filepath.Join(out, "prepared")
+	var inputs []string
+	if docWords > 0 {
+		data += fmt.Sprintf("-%dw", docWords)
+		long := filepath.Join(out, fmt.Sprintf("long-%dw.jsonl", docWords))
+		if err := atomicio.WriteWith(long, 0o644, func(w io.Writer) error {
+			return writeLongSample(w, cfg.Seed, samples, docWords)
+		}); err != nil {
+			return err
+		}
+		inputs = []string{long}
+	}
 	if _, err := os.Stat(filepath.Join(data, "manifest.json")); err != nil {
-		if _, err := prepare.Run(ctx, cfg, prepare.Options{Out: data, Overwrite: true}); err != nil {
+		if _, err := prepare.Run(ctx, cfg, prepare.Options{Inputs: inputs, Out: data, Overwrite: true}); err != nil {
 			return err
 		}
 	}
@@ -103,6 +123,9 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	}
 	res := map[string]any{"step": "train", "task": task, "snapshot": filepath.Base(snap), "steps": steps, "batch": batch, "max_seq_len": seq,
 		"wall_seconds": time.Since(start).Seconds()}
+	if docWords > 0 {
+		res["doc_words"], res["full_context"] = docWords, cfg.Summarizer.FullContext
+	}
 	res["backend"], res["precision"], res["gradient_checkpointing"] = backend, in.Precision, in.Checkpointing
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
@@ -201,4 +224,37 @@ func losses(path string) (train, dev any) {
 		}
 	}
 	return train, dev
+}
+
+// writeLongSample writes n synthetic abstracts (dataset.SyntheticAbstract of seed) as TracSum JSONL,
+// each document lengthened to at least words words by appending the sentences of other synthetic
+// abstracts (of seed+1), uncited: the citations stay valid, and a summarizer with the full
+// abstract in its prompt (summarizer.full_context) gets prompts of a real fine-tuning run's length
+// (the recipe's 2,048 tokens), which the built-in sample's short abstracts never reach.
+func writeLongSample(w io.Writer, seed int64, n, words int) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	filler := 0
+	for i := range n {
+		ins := dataset.SyntheticAbstract(seed, i)
+		doc := slices.Clone(ins[0].Document)
+		count := 0
+		for _, s := range doc {
+			count += len(strings.Fields(s))
+		}
+		for count < words {
+			for _, s := range dataset.SyntheticAbstract(seed+1, filler)[0].Document {
+				doc = append(doc, s)
+				count += len(strings.Fields(s))
+			}
+			filler++
+		}
+		for k := range ins {
+			ins[k].Document = doc
+			if err := enc.Encode(&ins[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
