@@ -52,13 +52,15 @@ func TestVariablesRoundTrip(t *testing.T) {
 }
 
 func TestBackendHonoursEnvironment(t *testing.T) {
-	t.Setenv("GOMLX_BACKEND", "go")
+	// An option the default lacks proves the variable was read; the sequential scheduler is added
+	// to a Go backend named without one (withGoScheduler).
+	t.Setenv("GOMLX_BACKEND", "go:dependency_order")
 	_, name, err := Backend()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Backend is created once per process; in this test binary the first call sees "go".
-	if name != "go" {
-		t.Errorf("backend %q, want go", name)
+	// Backend is created once per process; in this test binary the first call sees the variable.
+	if want := "go:dependency_order,ops_sequential"; name != want {
+		t.Errorf("backend %q, want %q", name, want)
 	}
 }
