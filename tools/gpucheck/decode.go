@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"time"
 
@@ -44,19 +43,7 @@ func decodeCommand() cli.Command {
 				return cli.Usagef("--sources, --tokens and --runs must be positive")
 			}
 			res, err := checkDecoding(sources, tokens, runs)
-			if err != nil {
-				res["error"] = err.Error()
-			}
-			if e := emit(os.Stdout, res); e != nil {
-				return e
-			}
-			if err != nil {
-				return err
-			}
-			if ok, _ := res["ok"].(bool); !ok {
-				return fmt.Errorf("decode: the backend's decoding differs from the go backend's (see the JSON line)")
-			}
-			return nil
+			return emitComparison(res, err, "decode: the backend's decoding differs from the go backend's")
 		},
 	}
 }

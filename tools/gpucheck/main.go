@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/tracksum/tracksum/internal/cli"
 )
@@ -46,4 +47,22 @@ func emit(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// emitComparison writes the row of a comparison with the go backend (decode, nli): err, if any,
+// recorded in it; then err, or mismatch when the row is not ok.
+func emitComparison(res map[string]any, err error, mismatch string) error {
+	if err != nil {
+		res["error"] = err.Error()
+	}
+	if e := emit(os.Stdout, res); e != nil {
+		return e
+	}
+	if err != nil {
+		return err
+	}
+	if ok, _ := res["ok"].(bool); !ok {
+		return fmt.Errorf("%s (see the JSON line)", mismatch)
+	}
+	return nil
 }

@@ -64,19 +64,7 @@ func nliCommand() cli.Command {
 				return cli.Usagef("--pairs must be positive and --parity within 0..--pairs")
 			}
 			res, err := checkNLI(ctx, filepath.Join(work, "nli-"+name), name, e, pairs, parity)
-			if err != nil {
-				res["error"] = err.Error()
-			}
-			if e := emit(os.Stdout, res); e != nil {
-				return e
-			}
-			if err != nil {
-				return err
-			}
-			if ok, _ := res["ok"].(bool); !ok {
-				return fmt.Errorf("nli: the backend's probabilities differ from the go backend's (see the JSON line)")
-			}
-			return nil
+			return emitComparison(res, err, "nli: the backend's probabilities differ from the go backend's")
 		},
 	}
 }
