@@ -53,6 +53,25 @@ func values(t *testing.T, x *tensors.Tensor) []float64 {
 	return out
 }
 
+// mergedWant is base + 4 * B @ A (checkpointFor's rank 4 and scale 4) in float64: w [out, in],
+// a [4, in], b [out, 4].
+func mergedWant(t *testing.T, w, a, b *tensors.Tensor) []float64 {
+	t.Helper()
+	want := values(t, w)
+	av, bv := values(t, a), values(t, b)
+	outDim, in := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
+	for o := range outDim {
+		for i := range in {
+			var d float64
+			for k := range 4 {
+				d += bv[o*4+k] * av[k*in+i]
+			}
+			want[o*in+i] += 4 * d
+		}
+	}
+	return want
+}
+
 func randMat(r *rand.Rand, rows, cols int) *tensors.Tensor {
 	v := make([]float32, rows*cols)
 	for i := range v {
@@ -153,18 +172,7 @@ func TestExportMerged(t *testing.T) {
 					}
 					continue
 				}
-				want := values(t, w)
-				av, bv := values(t, A), values(t, B)
-				outDim, in := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
-				for o := range outDim {
-					for i := range in {
-						var d float64
-						for k := range 4 {
-							d += bv[o*4+k] * av[k*in+i]
-						}
-						want[o*in+i] += 4 * d
-					}
-				}
+				want := mergedWant(t, w, A, B)
 				gv := values(t, g.Tensor)
 				changed := false
 				for i := range want {
@@ -518,17 +526,7 @@ func TestExportDType(t *testing.T) {
 				want := values(t, w)
 				module := strings.TrimSuffix(name, ".weight")
 				if A, B := a.Tensors[peft.Prefix+module+peft.SuffixA], a.Tensors[peft.Prefix+module+peft.SuffixB]; A != nil {
-					av, bv := values(t, A), values(t, B)
-					outDim, in := w.Shape().Dimensions[0], w.Shape().Dimensions[1]
-					for o := range outDim {
-						for i := range in {
-							var d float64
-							for k := range 4 {
-								d += bv[o*4+k] * av[k*in+i]
-							}
-							want[o*in+i] += 4 * d
-						}
-					}
+					want = mergedWant(t, w, A, B)
 				}
 				gv := values(t, g)
 				for i := range want {
