@@ -19,8 +19,9 @@ import (
 	"os/exec"
 )
 
-// childEnv marks the re-executed test binary, which runs the tests itself.
-const childEnv = "TRACKSUM_KNOWNCRASH_CHILD"
+// childEnv marks the re-executed test binary, which runs the tests itself. Not TRACKSUM_*: the
+// config loader refuses variables of its prefix that name no key.
+const childEnv = "GO_KNOWNCRASH_CHILD"
 
 // Main runs the tests (run, e.g. m.Run) in a child process of the same test binary and
 // arguments, and runs them once more when the child died of the known crash. It returns the exit
