@@ -23,6 +23,12 @@ type Chat struct {
 	MaxTokens int
 }
 
+// Mode implements describedBackend.
+func (c *Chat) Mode() string { return ModeChat }
+
+// Concurrency implements describedBackend: ChatModel generates one answer at a time.
+func (c *Chat) Concurrency() int { return 1 }
+
 // DefaultChatMaxTokens is the answer cap of a chat request without max_tokens (--max-tokens).
 const DefaultChatMaxTokens = 512
 

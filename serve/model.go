@@ -46,6 +46,21 @@ type Backend interface {
 	Complete(ctx context.Context, messages []Message, p Params) (Completion, error)
 }
 
+// describedBackend is a Backend that says which mode it serves and how many requests it answers
+// at once (0: as many as the server's workers), so that the server's "listening" line reports
+// the concurrency clients really get rather than --workers alone.
+type describedBackend interface {
+	Backend
+	Mode() string
+	Concurrency() int
+}
+
+// Mode implements describedBackend.
+func (t *TrackSum) Mode() string { return ModeTrackSum }
+
+// Concurrency implements describedBackend: Track-then-Sum answers up to --workers requests at once.
+func (t *TrackSum) Concurrency() int { return 0 }
+
 // TrackSum serves Track-then-Sum (or a Table 6 variant) behind the prompt convention of
 // docs/serve.md (see ParseTask and Complete): the models are infer's Pipeline, loaded by
 // infer.LoadPipeline as tracksum-infer loads them.

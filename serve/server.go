@@ -162,8 +162,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes: 64 << 10,
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	s.event("listening", map[string]any{"addr": ln.Addr().String(), "model": s.opts.ModelName,
-		"workers": s.opts.Workers, "queue": s.opts.Queue})
+	s.event("listening", s.listeningFields(ln.Addr().String()))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -179,6 +178,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.event("stopped", map[string]any{"served": s.served.Load(), "rejected": s.rejected.Load(), "failed": s.failed.Load()})
 	return nil
+}
+
+// listeningFields are the "listening" line's: the address, the model, the mode and the requests
+// really answered at once (a chat model answers one at a time whatever --workers says).
+func (s *Server) listeningFields(addr string) map[string]any {
+	f := map[string]any{"addr": addr, "model": s.opts.ModelName, "workers": s.opts.Workers, "queue": s.opts.Queue,
+		"concurrency": s.opts.Workers}
+	if d, ok := s.backend.(describedBackend); ok {
+		f["mode"] = d.Mode()
+		if c := d.Concurrency(); c > 0 && c < s.opts.Workers {
+			f["concurrency"] = c
+		}
+	}
+	return f
 }
 
 // ListenAndServe listens on Options.Listen and calls Serve.

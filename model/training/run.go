@@ -199,6 +199,10 @@ func (r *trainRun) loop() (stop string, err error) {
 				stop = "interrupted"
 				break
 			}
+			if st.Step == r.resumedAt {
+				// The first step compiles the training graph (seconds to minutes on a CPU).
+				r.bar.Stage("compiling the graph and first step")
+			}
 			t0 := time.Now()
 			group := batches[st.BatchInEpoch:min(st.BatchInEpoch+r.accum, len(batches))]
 			lr := o.lr(st.Step, r.total)
@@ -216,8 +220,9 @@ func (r *trainRun) loop() (stop string, err error) {
 			st.Step++
 			r.trainLoss += loss
 			r.trainLossN++
+			r.bar.Stage("")
 			r.bar.Set(int64(st.Step))
-			r.bar.Status("loss %.4f lr %.2e %.0f ex/s", loss, lr, float64(r.examples)/max(r.trainTime.Seconds(), 1e-9))
+			r.bar.Status("loss %.4f lr %.2e %s ex/s", loss, lr, formatRate(float64(r.examples)/max(r.trainTime.Seconds(), 1e-9)))
 			if o.AfterStep != nil {
 				o.AfterStep(st.Step)
 			}
@@ -252,7 +257,9 @@ func (r *trainRun) loop() (stop string, err error) {
 func (r *trainRun) evaluate() error {
 	o, st := &r.o, &r.st
 	t0 := time.Now()
+	r.bar.Stage(fmt.Sprintf("evaluating on dev at step %d", st.Step))
 	m, err := o.Evaluate(r.ctx)
+	r.bar.Stage("")
 	if err != nil {
 		return fmt.Errorf("training: evaluate at step %d: %w", st.Step, err)
 	}
@@ -354,4 +361,12 @@ func (r *trainRun) save(stop string) (*Result, error) {
 	fmt.Fprintf(r.log, "training: %s after %d steps; best dev %s=%.4f at step %d; %.1f examples/s, %.0f tokens/s%s\n",
 		stop, st.Step, o.Select, st.BestScore, st.BestStep, res.ExamplesPerSec, res.TokensPerSec, scope)
 	return res, nil
+}
+
+// formatRate writes a speed with the digits that matter: 1.4 ex/s, not "1" or "0".
+func formatRate(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
