@@ -216,17 +216,22 @@ func loraParams(c decoder.Config, l config.LoRA) int64 {
 		"gate_proj": {h, i}, "up_proj": {h, i}, "down_proj": {i, h},
 		"qkv_proj": {h, q + 2*kv}, "gate_up_proj": {h, 2 * i},
 	}
-	targets := l.TargetModules
-	if targets == nil {
-		targets = c.LoRATargets
-	}
 	var n int64
-	for _, t := range targets {
+	for _, t := range targetsOf(c, l) {
 		if d, ok := dims[t]; ok {
 			n += int64(l.Rank) * (d[0] + d[1])
 		}
 	}
 	return n
+}
+
+// targetsOf are the adapted modules: the family's projections for all-linear (a decoder's
+// all-linear is every projection) or no list, else the list.
+func targetsOf(c decoder.Config, l config.LoRA) []string {
+	if l.TargetModules == nil || l.AllLinear() {
+		return c.LoRATargets
+	}
+	return l.TargetModules
 }
 
 // The activation model: per token and layer, the values hf/decoder's graph keeps for the backward

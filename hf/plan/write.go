@@ -60,7 +60,7 @@ func (p *Plan) Write(w io.Writer) error {
 	pf("  micro-batch: %d x %d tokens, %s, gradient accumulation %d\n", in.Batch, in.SeqLen, loss, in.GradAccumulation)
 	pf("  base parameters:       %s\n", Count(p.BaseParams))
 	if in.LoRA.Rank > 0 {
-		pf("  trainable parameters:  %s (LoRA rank %d on %s", Count(p.TrainableParams), in.LoRA.Rank, strings.Join(targetsOf(in), ", "))
+		pf("  trainable parameters:  %s (LoRA rank %d on %s", Count(p.TrainableParams), in.LoRA.Rank, strings.Join(targetsOf(c, in.LoRA), ", "))
 		if in.HeadParams > 0 {
 			pf(", + %s head", Count(in.HeadParams))
 		}
@@ -171,13 +171,6 @@ func tiedText(tied bool) string {
 		return "tied"
 	}
 	return "untied"
-}
-
-func targetsOf(in Inputs) []string {
-	if in.LoRA.TargetModules == nil {
-		return []string{"all seven projections"}
-	}
-	return in.LoRA.TargetModules
 }
 
 func weightDType(d string) string {
