@@ -64,6 +64,11 @@ type session struct {
 // large is read, then locks req.Out, opens the snapshot dir and its chat, and reads the aspect set
 // of the prepared data.
 func begin(cfg *config.Config, req training.Request, task, dir string, loop config.TrainLoop) (*session, error) {
+	// configs/paper.yaml sets nf4 (the paper's QLoRA) for --plan: training must not quietly
+	// train a bf16 base instead.
+	if loop.Quantization == config.QuantizationNF4 {
+		return nil, fmt.Errorf("%s.train.quantization nf4: training a 4-bit (QLoRA) base is not implemented yet; tracksum-train --plan already accounts for it; pass --quantize none to train the bf16 base", task)
+	}
 	log := req.Log
 	if log == nil {
 		log = os.Stderr
