@@ -26,9 +26,9 @@ type LoRA struct {
 	// Dropout is applied to the adapter's input during training only (PEFT's lora_dropout).
 	Dropout float64 `mapstructure:"dropout" yaml:"dropout" json:"dropout"`
 	// TargetModules names the linear layers that get adapters, by the module names of the Hugging
-	// Face model (PEFT's target_modules): the Llama-family projections, or BERT's (hf/family's bert).
-	// The Llama names also select BERT's corresponding layers (LoRATargetsBERTAlias), so the default
-	// works for both families.
+	// Face model (PEFT's target_modules): [all-linear] (LoRAAllLinear, the default: every linear
+	// layer of the family, Resolve), or a list of a family's names (hf/family). The Llama names
+	// also select BERT's corresponding layers (LoRATargetsBERTAlias).
 	TargetModules []string `mapstructure:"target_modules" yaml:"target_modules" json:"target_modules"`
 }
 
@@ -60,8 +60,8 @@ func (l *LoRA) UnmarshalJSON(b []byte) error {
 }
 
 // LoRATargetsLlama lists the linear layers of a Llama-style decoder layer (hf/family's llama, and
-// every family that kept its module names), under their Hugging Face module names: the default
-// targets (the paper's recipe).
+// every family that kept its module names), under their Hugging Face module names: the paper's
+// recipe (configs/paper.yaml lists them), and what the default all-linear resolves to there.
 var LoRATargetsLlama = familyTargets("llama")
 
 func familyTargets(modelType string) []string {
@@ -80,10 +80,39 @@ var LoRATargetsBERTAlias = map[string]string{
 	"up_proj": "intermediate.dense", "down_proj": "output.dense",
 }
 
-// DefaultLoRA returns the paper's adapters: rank 16, alpha 16, rsLoRA, no dropout, all seven
-// projections of each decoder layer.
+// LoRAAllLinear is PEFT's target_modules shorthand (INCLUDE_LINEAR_LAYERS_SHORTHAND) for every
+// linear layer but the output layer: Resolve turns it into the family's module names.
+const LoRAAllLinear = "all-linear"
+
+// DefaultLoRA returns the paper's adapters: rank 16, alpha 16, rsLoRA, no dropout, on every
+// linear layer of each decoder layer (all-linear: Llama's seven projections, Phi-3's four fused
+// ones), so that the default fits every family.
 func DefaultLoRA() LoRA {
-	return LoRA{Rank: 16, Alpha: 16, RSLoRA: true, Dropout: 0, TargetModules: slices.Clone(LoRATargetsLlama)}
+	return LoRA{Rank: 16, Alpha: 16, RSLoRA: true, Dropout: 0, TargetModules: []string{LoRAAllLinear}}
+}
+
+// AllLinear reports whether the targets are PEFT's all-linear (matched case-insensitively, as
+// PEFT matches it).
+func (c LoRA) AllLinear() bool {
+	return len(c.TargetModules) == 1 && strings.EqualFold(c.TargetModules[0], LoRAAllLinear)
+}
+
+// Resolve returns c for a model of modelType with all-linear replaced by the module names it
+// selects there (hf/family's AllLinearTargets): what the loaders adapt, and what PEFT records in
+// adapter_config.json's target_modules for a real model (it condenses the resolved module paths
+// to these names once they are 20 or more). An explicit list is returned unchanged (the loaders
+// check it against the family); an unknown model_type is an error.
+func (c LoRA) Resolve(modelType string) (LoRA, error) {
+	if !c.AllLinear() {
+		return c, nil
+	}
+	f, ok := family.Lookup(modelType)
+	if !ok {
+		return LoRA{}, fmt.Errorf("lora target_modules %s: model_type %q is not a family of hf/family (supported: %s)",
+			LoRAAllLinear, modelType, strings.Join(family.Names(""), ", "))
+	}
+	c.TargetModules = f.AllLinearTargets()
+	return c, nil
 }
 
 // Scale is the factor of B @ A in the adapted weight: alpha/rank, or alpha/sqrt(rank) with rsLoRA
@@ -114,11 +143,16 @@ func (c LoRA) Validate(section string) error {
 	if c.Rank > 0 && len(c.TargetModules) == 0 {
 		bad("target_modules", "must name at least one layer when rank > 0")
 	}
+	if c.AllLinear() {
+		return errors.Join(errs...)
+	}
 	seen := map[string]bool{}
 	for _, m := range c.TargetModules {
 		switch {
+		case strings.EqualFold(m, LoRAAllLinear):
+			bad("target_modules", fmt.Sprintf("%s stands alone (every linear layer), not in a list with other names", LoRAAllLinear))
 		case !slices.Contains(family.LoRATargets(""), m):
-			bad("target_modules", fmt.Sprintf("unknown layer %q (decoders: %s; encoders: %s)", m,
+			bad("target_modules", fmt.Sprintf("unknown layer %q (%s; decoders: %s; encoders: %s)", m, LoRAAllLinear,
 				strings.Join(family.LoRATargets(family.CausalLM), ", "), strings.Join(family.LoRATargets(family.Encoder), ", ")))
 		case seen[m]:
 			bad("target_modules", fmt.Sprintf("%q is listed twice", m))

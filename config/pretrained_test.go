@@ -18,8 +18,10 @@ func TestPretrainedValidation(t *testing.T) {
 		{"negative rank", "tracker:\n  lora:\n    rank: -1\n", "tracker.lora.rank: must be >= 0 (0 = full fine-tuning), got -1"},
 		{"zero alpha", "summarizer:\n  lora:\n    alpha: 0\n", "summarizer.lora.alpha: must be > 0, got 0"},
 		{"dropout", "tracker:\n  lora:\n    dropout: 1\n", "tracker.lora.dropout: must be in [0, 1), got 1"},
-		{"unknown target", "tracker:\n  lora:\n    target_modules: [q_proj, qkv]\n", `tracker.lora.target_modules: unknown layer "qkv" (decoders: down_proj, gate_proj, gate_up_proj, k_proj, o_proj, q_proj, qkv_proj, up_proj, v_proj; encoders: `},
+		{"unknown target", "tracker:\n  lora:\n    target_modules: [q_proj, qkv]\n", `tracker.lora.target_modules: unknown layer "qkv" (all-linear; decoders: down_proj, gate_proj, gate_up_proj, k_proj, o_proj, q_proj, qkv_proj, up_proj, v_proj; encoders: `},
 		{"duplicate target", "summarizer:\n  lora:\n    target_modules: [q_proj, q_proj]\n", `summarizer.lora.target_modules: "q_proj" is listed twice`},
+		{"all-linear in a list", "tracker:\n  lora:\n    target_modules: [all-linear, q_proj]\n", "tracker.lora.target_modules: all-linear stands alone (every linear layer), not in a list with other names"},
+		{"quantization", "summarizer:\n  train:\n    quantization: int4\n", `summarizer.train.quantization: must be one of [none nf4], got "int4"`},
 		{"no target with a rank", "tracker:\n  lora:\n    target_modules: []\n", "tracker.lora.target_modules: must name at least one layer when rank > 0"},
 		{"head", "tracker:\n  head: softmax\n", `tracker.head: must be one of [auto encoder_cls lm_cls generative], got "softmax"`},
 		{"max_seq_len", "summarizer:\n  max_seq_len: 0\n", "summarizer.max_seq_len: must be >= 8, got 0"},
@@ -123,7 +125,52 @@ func TestPaperPretrained(t *testing.T) {
 			t.Errorf("paper %s: lora %+v, max_seq_len %d; want r16 alpha16 rslora dropout 0 on %v, %d", tc.desc, tc.l, tc.maxSeq, LoRATargetsLlama, tc.want)
 		}
 	}
+	// The paper's QLoRA: Unsloth's bnb-4bit base (issue 32).
+	if cfg.Tracker.Train.Quantization != QuantizationNF4 || cfg.Summarizer.Train.Quantization != QuantizationNF4 {
+		t.Errorf("paper: quantization %q %q, want nf4 for both", cfg.Tracker.Train.Quantization, cfg.Summarizer.Train.Quantization)
+	}
 	if cfg.Tracker.Head != HeadLMCLS || cfg.Tracker.Pretrained != "" || cfg.Summarizer.Pretrained != "" {
 		t.Errorf("paper: head %q, pretrained %q %q; want lm_cls and no path in the profile", cfg.Tracker.Head, cfg.Tracker.Pretrained, cfg.Summarizer.Pretrained)
+	}
+}
+
+// all-linear (PEFT's shorthand) is the default and resolves per family: a Phi-3 base gets its
+// fused projections, where the seven Llama names used to be refused ("lora target module q_proj
+// is not a phi3 layer"); an explicit list is kept as given.
+func TestLoRAResolve(t *testing.T) {
+	if d := DefaultLoRA(); !d.AllLinear() {
+		t.Fatalf("default targets %v, want [all-linear]", d.TargetModules)
+	}
+	for _, tc := range []struct {
+		desc, modelType string
+		targets, want   []string
+		err             string
+	}{
+		{"llama", "llama", []string{"all-linear"}, LoRATargetsLlama, ""},
+		{"phi3", "phi3", []string{"all-linear"}, []string{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}, ""},
+		{"bert", "bert", []string{"all-linear"}, []string{"query", "key", "value", "dense"}, ""},
+		{"PEFT's case-insensitive match", "phi3", []string{"ALL-Linear"}, []string{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}, ""},
+		{"explicit list kept", "phi3", []string{"q_proj"}, []string{"q_proj"}, ""},
+		{"unknown family", "gpt2", []string{"all-linear"}, nil, `model_type "gpt2" is not a family of hf/family`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			l := DefaultLoRA()
+			l.TargetModules = tc.targets
+			got, err := l.Resolve(tc.modelType)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got.TargetModules, tc.want) || got.Rank != l.Rank {
+				t.Errorf("Resolve(%s) = %+v, %v; want targets %v", tc.modelType, got, err, tc.want)
+			}
+		})
+	}
+	// A profile may write the shorthand as PEFT does, a string rather than a list.
+	cfg, err := Load(viper.New(), writeYAML(t, "tracker:\n  lora:\n    target_modules: all-linear\n"), pflag.NewFlagSet("x", pflag.ContinueOnError), nil)
+	if err != nil || !cfg.Tracker.LoRA.AllLinear() {
+		t.Errorf("target_modules: all-linear read as %v, %v", cfg.Tracker.LoRA.TargetModules, err)
 	}
 }

@@ -59,7 +59,23 @@ type TrainLoop struct {
 	// model in the backward pass instead of keeping them (GoMLX's (*Node).Checkpoint): less memory
 	// for a second forward pass; the gradients are the same. Pretrained models only.
 	GradientCheckpointing bool `mapstructure:"gradient_checkpointing" yaml:"gradient_checkpointing"`
+	// Quantization is how a pretrained model's frozen base is held: none (its stored dtype, or
+	// bf16 by Precision) or nf4 (QLoRA: the linear layers' weights as 4-bit NormalFloat codes
+	// with double-quantized absmax scales, as bitsandbytes' bnb-4bit checkpoints, dequantized
+	// one layer at a time into the compute dtype). tracksum-train --plan accounts for nf4;
+	// training with it is refused until the training path implements it. The from-scratch
+	// models do not read it.
+	Quantization string `mapstructure:"quantization" yaml:"quantization"`
 }
+
+// Quantizations of train.quantization.
+const (
+	QuantizationNone = "none"
+	QuantizationNF4  = "nf4"
+)
+
+// Quantizations lists the accepted values of train.quantization.
+var Quantizations = []string{QuantizationNone, QuantizationNF4}
 
 // Precisions of train.precision.
 const (
@@ -107,6 +123,7 @@ func DefaultTrainLoop() TrainLoop {
 		Patience:         4,
 		Devices:          1,
 		Precision:        PrecisionAuto,
+		Quantization:     QuantizationNone,
 	}
 }
 
@@ -170,6 +187,9 @@ func (c TrainLoop) Validate(section string) error {
 	if !slices.Contains(Precisions, c.Precision) {
 		bad("precision", fmt.Sprintf("must be one of %v, got %q", Precisions, c.Precision))
 	}
+	if !slices.Contains(Quantizations, c.Quantization) {
+		bad("quantization", fmt.Sprintf("must be one of %v, got %q", Quantizations, c.Quantization))
+	}
 	return errors.Join(errs...)
 }
 
@@ -188,10 +208,11 @@ func Unrecorded(key string) bool {
 }
 
 // FromScratchUnread reports whether a dotted config key is read by the pretrained models only
-// (train.precision: the from-scratch models always compute in float32), so that the records of
-// cross-validations, which train from scratch, leave it out too.
+// (train.precision: the from-scratch models always compute in float32; train.quantization: they
+// have no frozen base), so that the records of cross-validations, which train from scratch, leave
+// it out too.
 func FromScratchUnread(key string) bool {
-	return strings.HasSuffix(key, ".train.precision")
+	return strings.HasSuffix(key, ".train.precision") || strings.HasSuffix(key, ".train.quantization")
 }
 
 // ParseBytes reads a memory size with its unit: "80GiB", "80 GB", "141GiB", "512MiB". Decimal

@@ -10,5 +10,8 @@ func init() {
 		Name:                        "BERT", KeyPrefix: "bert.",
 		VocabSize: 30522, MaxPositions: 512, TypeVocabSize: 2, PadTokenID: 0,
 		LoRATargets: []string{"dense", "query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"},
+		// PEFT's all-linear on a *ForSequenceClassification model: every Linear but the
+		// classifier (the pooler's dense included), condensed to these suffixes.
+		AllLinear: []string{"query", "key", "value", "dense"},
 	})
 }

@@ -69,6 +69,10 @@ type Family struct {
 	// LoRATargets are the module names that may carry an adapter, in the layer's order (a
 	// decoder's default target list is all of them).
 	LoRATargets []string
+	// AllLinear are the target names PEFT's target_modules "all-linear" resolves to on this
+	// family, as PEFT writes them once condensed to module-name suffixes (nil: LoRATargets, a
+	// decoder's projections; an encoder's LoRATargets also list overlapping suffixes).
+	AllLinear []string
 
 	// Config defaults of transformers' configuration class, for keys a config.json may omit.
 
@@ -162,6 +166,12 @@ func Register(f Family) {
 		panic(fmt.Sprintf("family: %s registered twice", f.ModelType))
 	}
 	f.LoRATargets = slices.Clone(f.LoRATargets)
+	f.AllLinear = slices.Clone(f.AllLinear)
+	for _, t := range f.AllLinear {
+		if !slices.Contains(f.LoRATargets, t) {
+			panic(fmt.Sprintf("family: %s: all-linear target %q is not among its LoRA targets", f.ModelType, t))
+		}
+	}
 	registry[f.ModelType] = f
 }
 
@@ -170,8 +180,19 @@ func Lookup(modelType string) (Family, bool) {
 	f, ok := registry[modelType]
 	if ok {
 		f.LoRATargets = slices.Clone(f.LoRATargets)
+		f.AllLinear = slices.Clone(f.AllLinear)
 	}
 	return f, ok
+}
+
+// AllLinearTargets returns the targets of PEFT's "all-linear" on the family: every linear layer
+// of a decoder layer (the output layer, lm_head, excluded as PEFT excludes it), or an encoder's
+// linear layers by the suffixes that select them.
+func (f Family) AllLinearTargets() []string {
+	if f.AllLinear != nil {
+		return slices.Clone(f.AllLinear)
+	}
+	return slices.Clone(f.LoRATargets)
 }
 
 // Names lists the registered model types of kind k ("" for every kind), sorted.

@@ -60,6 +60,7 @@ func TestRegisterRefusesBadFamilies(t *testing.T) {
 		{"unknown kind", Family{ModelType: "x1", Kind: "vision", LoRATargets: []string{"x"}}, "kind"},
 		{"no targets", Family{ModelType: "x2", Kind: CausalLM}, "no LoRA targets"},
 		{"duplicate", Family{ModelType: "llama", Kind: CausalLM, LoRATargets: []string{"x"}}, "registered twice"},
+		{"all-linear outside the targets", Family{ModelType: "x3", Kind: Encoder, LoRATargets: []string{"x"}, AllLinear: []string{"y"}}, `all-linear target "y"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -70,6 +71,33 @@ func TestRegisterRefusesBadFamilies(t *testing.T) {
 				}
 			}()
 			Register(tt.f)
+		})
+	}
+}
+
+// PEFT's all-linear per family: a decoder's projections (Phi-3's fused ones), an encoder's linear
+// layers by the suffixes PEFT condenses them to (BERT's pooler dense included).
+func TestAllLinearTargets(t *testing.T) {
+	tests := []struct {
+		modelType string
+		want      []string
+	}{
+		{"llama", []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+		{"qwen3", []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+		{"phi3", []string{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}},
+		{"bert", []string{"query", "key", "value", "dense"}},
+		{"roberta", []string{"query", "key", "value", "dense"}},
+		{"deberta-v2", []string{"query_proj", "key_proj", "value_proj", "dense"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.modelType, func(t *testing.T) {
+			f, ok := Lookup(tt.modelType)
+			if !ok {
+				t.Fatalf("%s is not registered", tt.modelType)
+			}
+			if got := f.AllLinearTargets(); !slices.Equal(got, tt.want) {
+				t.Errorf("all-linear on %s = %v, want %v", tt.modelType, got, tt.want)
+			}
 		})
 	}
 }

@@ -11,5 +11,8 @@ func init() {
 		Name:                        "RoBERTa", KeyPrefix: "roberta.",
 		VocabSize: 50265, MaxPositions: 512, TypeVocabSize: 2, PadTokenID: 1, OffsetPositions: true,
 		LoRATargets: []string{"dense", "query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"},
+		// PEFT's all-linear on a *ForSequenceClassification model: every Linear but the
+		// classifier (the pooler's dense included), condensed to these suffixes.
+		AllLinear: []string{"query", "key", "value", "dense"},
 	})
 }

@@ -1,7 +1,7 @@
 // Package plan estimates, without loading any weight, the device memory of fine-tuning a
 // pretrained causal LM of package hf/decoder with LoRA (or full fine-tuning): parameters, bytes of
-// the frozen base, adapters, gradients, AdamW state and activations per micro-batch, with and
-// without gradient checkpointing, in bf16 and in float32. tracksum-train --plan prints it, and
+// the frozen base (as stored, or 4-bit NF4 for QLoRA), adapters, gradients, AdamW state and
+// activations per micro-batch, with and without gradient checkpointing, in bf16 and in float32. tracksum-train --plan prints it, and
 // says whether a recipe fits a device and which setting to change when it does not.
 //
 // The parameter and weight figures are exact (they are the tensors hf/decoder loads and creates);
@@ -54,6 +54,11 @@ type Inputs struct {
 	// WeightDType is the base weights' stored dtype (config.json's torch_dtype or dtype):
 	// "bfloat16", "float16" or "float32"; "" means bfloat16, the dtype of every current release.
 	WeightDType string
+	// Quantization is train.quantization: "" or none (the base as WeightDType says), or nf4
+	// (QLoRA, bitsandbytes' layout: each decoder layer's projection weights as 4-bit codes with
+	// an 8-bit absmax per block of NF4Block weights and a float32 scale per NF4ScaleBlocks
+	// blocks; embeddings, LM head, norms and biases stay WeightDType).
+	Quantization string
 	// LoRA are the adapters; Rank 0 plans full fine-tuning (every weight trainable in float32).
 	LoRA config.LoRA
 	// HeadParams are the trainable parameters outside the decoder (lm_cls: the score weight,
@@ -86,6 +91,9 @@ type Variant struct {
 	// ConvertedWeights are the float32 copies of half-precision frozen weights made in the
 	// graph (f32 precision only): all layers' without checkpointing, one layer's with it.
 	ConvertedWeights int64
+	// Dequantized are the projection weights of one layer dequantized from NF4 into the compute
+	// dtype, which live one layer at a time (nf4 only).
+	Dequantized int64
 	// Activations are the values kept for the backward pass of one micro-batch, plus the
 	// working set of one layer's backward.
 	Activations int64
@@ -104,9 +112,21 @@ type Plan struct {
 	// Gradients one float32 gradient per trainable parameter; Optimizer AdamW's two moments plus
 	// the gradient accumulator when GradAccumulation > 1.
 	BaseWeights, Trainable, Gradients, Optimizer int64
+	// With nf4: QuantizedParams are the projection weights held as 4-bit codes, Codes their
+	// bytes, Absmax the bytes of their double-quantized scales (8-bit absmax and float32 scales
+	// of the absmax); BaseWeights is these plus the other parameters at WeightDType.
+	QuantizedParams, Codes, Absmax int64
 	// Variants are bf16 and f32, each without and with checkpointing.
 	Variants []Variant
 }
+
+// NF4Block is the weights per absmax scale of bitsandbytes' 4-bit layout (blocksize 64, the
+// default of transformers' BitsAndBytesConfig and of Unsloth's bnb-4bit checkpoints);
+// NF4ScaleBlocks the absmax values per float32 scale of the double quantization (256).
+const (
+	NF4Block       = 64
+	NF4ScaleBlocks = 256
+)
 
 // Compute returns the plan of in, or a one-line error for a value outside the limits.
 func Compute(in Inputs) (*Plan, error) {
@@ -139,6 +159,13 @@ func Compute(in Inputs) (*Plan, error) {
 	if in.GradAccumulation < 1 {
 		errs = append(errs, fmt.Errorf("grad_accumulation = %d, want >= 1", in.GradAccumulation))
 	}
+	nf4 := in.Quantization == config.QuantizationNF4
+	switch {
+	case in.Quantization != "" && in.Quantization != config.QuantizationNone && !nf4:
+		errs = append(errs, fmt.Errorf("quantization %q, want %s or %s", in.Quantization, config.QuantizationNone, config.QuantizationNF4))
+	case nf4 && in.LoRA.Rank == 0:
+		errs = append(errs, fmt.Errorf("quantization nf4 needs adapters (lora.rank > 0): a 4-bit base is frozen, full fine-tuning cannot update it"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("plan: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
@@ -155,6 +182,17 @@ func Compute(in Inputs) (*Plan, error) {
 	} else {
 		p.TrainableParams = int64(c.Layers)*loraParams(c, in.LoRA) + in.HeadParams
 		p.BaseWeights = p.BaseParams * wb
+		if nf4 {
+			for _, n := range projections(c) {
+				blocks := ceilDiv(n, NF4Block)
+				p.QuantizedParams += n
+				p.Codes += ceilDiv(n, 2)
+				p.Absmax += blocks + 4*ceilDiv(blocks, NF4ScaleBlocks)
+			}
+			layers := int64(c.Layers)
+			p.QuantizedParams, p.Codes, p.Absmax = layers*p.QuantizedParams, layers*p.Codes, layers*p.Absmax
+			p.BaseWeights = p.Codes + p.Absmax + (p.BaseParams-p.QuantizedParams)*wb
+		}
 	}
 	p.Trainable = 4 * p.TrainableParams
 	p.Gradients = 4 * p.TrainableParams
@@ -165,6 +203,13 @@ func Compute(in Inputs) (*Plan, error) {
 	for _, prec := range []string{BF16, F32} {
 		for _, ck := range []bool{false, true} {
 			v := Variant{Precision: prec, Checkpointing: ck}
+			// The half-precision weights a layer converts: all of them, or what nf4 leaves
+			// unquantized (norms, biases), whose projections are dequantized instead.
+			convW := layerW
+			if nf4 {
+				convW = layerW - p.QuantizedParams/int64(c.Layers)
+				v.Dequantized = computeBytes(prec) * (p.QuantizedParams / int64(c.Layers))
+			}
 			if prec == F32 && !full && wb < 4 {
 				layers := int64(c.Layers)
 				if ck {
@@ -175,14 +220,42 @@ func Compute(in Inputs) (*Plan, error) {
 				if c.TieWordEmbeddings {
 					heads = 1
 				}
-				v.ConvertedWeights = 4 * (layers*layerW + heads*int64(c.Vocab)*int64(c.Hidden))
+				v.ConvertedWeights = 4 * (layers*convW + heads*int64(c.Vocab)*int64(c.Hidden))
 			}
 			v.Activations = activations(in, prec, ck)
-			v.Total = p.BaseWeights + p.Trainable + p.Gradients + p.Optimizer + v.ConvertedWeights + v.Activations
+			v.Total = p.BaseWeights + p.Trainable + p.Gradients + p.Optimizer + v.ConvertedWeights + v.Dequantized + v.Activations
 			p.Variants = append(p.Variants, v)
 		}
 	}
 	return p, nil
+}
+
+// projections are the weight sizes of one decoder layer's linear layers (no biases), one per
+// tensor as bitsandbytes quantizes them (Phi-3's fused qkv_proj and gate_up_proj are one each).
+func projections(c decoder.Config) []int64 {
+	q, kv, h, i := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim), int64(c.Hidden), int64(c.Intermediate)
+	out := []int64{q * h} // o_proj
+	if c.FusedQKV {
+		out = append(out, h*(q+2*kv))
+	} else {
+		out = append(out, h*q, h*kv, h*kv)
+	}
+	if c.FusedGateUp {
+		out = append(out, 2*h*i)
+	} else {
+		out = append(out, h*i, h*i)
+	}
+	return append(out, i*h) // down_proj
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// computeBytes is the size of an activation or dequantized weight in precision prec.
+func computeBytes(prec string) int64 {
+	if prec == BF16 {
+		return 2
+	}
+	return 4
 }
 
 // layerParams are one decoder layer's weights: seven projections (with their biases), two norms
@@ -216,17 +289,22 @@ func loraParams(c decoder.Config, l config.LoRA) int64 {
 		"gate_proj": {h, i}, "up_proj": {h, i}, "down_proj": {i, h},
 		"qkv_proj": {h, q + 2*kv}, "gate_up_proj": {h, 2 * i},
 	}
-	targets := l.TargetModules
-	if targets == nil {
-		targets = c.LoRATargets
-	}
 	var n int64
-	for _, t := range targets {
+	for _, t := range targetsOf(c, l) {
 		if d, ok := dims[t]; ok {
 			n += int64(l.Rank) * (d[0] + d[1])
 		}
 	}
 	return n
+}
+
+// targetsOf are the adapted modules: the family's projections for all-linear (a decoder's
+// all-linear is every projection) or no list, else the list.
+func targetsOf(c decoder.Config, l config.LoRA) []string {
+	if l.TargetModules == nil || l.AllLinear() {
+		return c.LoRATargets
+	}
+	return l.TargetModules
 }
 
 // The activation model: per token and layer, the values hf/decoder's graph keeps for the backward
@@ -244,10 +322,7 @@ func loraParams(c decoder.Config, l config.LoRA) int64 {
 // layer needs about one more layer's worth of gradients of activations.
 func activations(in Inputs, prec string, ck bool) int64 {
 	c := in.Config
-	cb := int64(4)
-	if prec == BF16 {
-		cb = 2
-	}
+	cb := computeBytes(prec)
 	tokens := int64(in.Batch) * int64(in.SeqLen)
 	q, h, i := int64(c.Heads*c.HeadDim), int64(c.Hidden), int64(c.Intermediate)
 	r := int64(in.LoRA.Rank)

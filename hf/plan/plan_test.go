@@ -73,6 +73,52 @@ func TestPlanLlama31Paper(t *testing.T) {
 	}
 }
 
+// The 4-bit base of the paper's QLoRA on Llama-3.1-8B, by hand (issue 32): the seven projections
+// of 32 layers hold 6,979,321,856 of the 8,030,261,248 parameters: 3,489,660,928 bytes of codes
+// (half a byte each), 109,051,904 of 8-bit absmax (one per 64) and 1,703,936 of float32 scales
+// (one per 256 absmax); the other 1,050,939,392 stay bf16 (2,101,878,784 bytes). One layer's
+// projections, dequantized into bf16 while it computes: 218,103,808 x 2 bytes.
+func TestPlanNF4Llama31(t *testing.T) {
+	p, err := plan.Compute(plan.Inputs{Config: llama31(t), WeightDType: "bfloat16", LoRA: config.DefaultLoRA(), Batch: 32, SeqLen: 128, AnswerTokens: 8,
+		GradAccumulation: 2, Precision: plan.BF16, Quantization: config.QuantizationNF4, Section: "tracker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc      string
+		got, want int64
+	}{
+		{"quantized parameters", p.QuantizedParams, 6_979_321_856},
+		{"codes", p.Codes, 3_489_660_928},
+		{"absmax", p.Absmax, 109_051_904 + 1_703_936},
+		{"base weights", p.BaseWeights, 3_489_660_928 + 110_755_840 + 2_101_878_784},
+		{"trainable", p.TrainableParams, 41_943_040},
+		{"dequantized layer", p.Configured().Dequantized, 2 * 218_103_808},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s %s, want %s", tc.desc, plan.Count(tc.got), plan.Count(tc.want))
+		}
+	}
+	if got := plan.Bytes(p.BaseWeights); got != "5.70 GB (5.31 GiB)" {
+		t.Errorf("base weights %s, want 5.70 GB", got)
+	}
+	// A 4-bit base is frozen: full fine-tuning of it is refused; an unknown value is refused.
+	for _, tc := range []struct {
+		desc string
+		in   plan.Inputs
+		want string
+	}{
+		{"full fine-tuning", plan.Inputs{LoRA: config.LoRA{Rank: 0, Alpha: 16}, Quantization: config.QuantizationNF4}, "quantization nf4 needs adapters (lora.rank > 0)"},
+		{"unknown", plan.Inputs{LoRA: config.DefaultLoRA(), Quantization: "int4"}, `quantization "int4", want none or nf4`},
+	} {
+		in := tc.in
+		in.Config, in.Batch, in.SeqLen, in.GradAccumulation, in.Precision = llama31(t), 1, 128, 1, plan.BF16
+		if _, err := plan.Compute(in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.desc, err, tc.want)
+		}
+	}
+}
+
 // The printed plans of the paper's two recipes, golden (regenerate: go test ./hf/plan -update).
 func TestPlanGolden(t *testing.T) {
 	c := llama31(t)
@@ -85,11 +131,23 @@ func TestPlanGolden(t *testing.T) {
 		{"summarizer", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer"}},
 		{"summarizer-f32-checkpointing", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Precision: plan.F32, Checkpointing: true}},
 		{"full-finetuning", plan.Inputs{Batch: 8, SeqLen: 512, AnswerTokens: 8, Section: "tracker", LoRA: config.LoRA{Rank: 0, Alpha: 16}}},
+		// Issue 32: the paper's QLoRA recipes (configs/paper.yaml: nf4, lm_cls, checkpointing off)
+		// on the 24 GB and 48 GB cards: the plan says whether they fit and, if not, the
+		// checkpointing and micro-batches that do.
+		{"tracker-nf4-24GiB", plan.Inputs{Batch: 32, SeqLen: 128, HeadParams: 4096, Section: "tracker", Quantization: config.QuantizationNF4, DeviceMemory: 24 << 30}},
+		{"tracker-nf4-48GiB", plan.Inputs{Batch: 32, SeqLen: 128, HeadParams: 4096, Section: "tracker", Quantization: config.QuantizationNF4, DeviceMemory: 48 << 30}},
+		{"summarizer-nf4-24GiB", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Quantization: config.QuantizationNF4, DeviceMemory: 24 << 30}},
+		{"summarizer-nf4-48GiB", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Quantization: config.QuantizationNF4, DeviceMemory: 48 << 30}},
+		{"summarizer-nf4-f32-checkpointing", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Quantization: config.QuantizationNF4,
+			Precision: plan.F32, Checkpointing: true, DeviceMemory: 141 << 30}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
-			in.Config, in.WeightDType, in.GradAccumulation, in.DeviceMemory = c, "bfloat16", 2, 80<<30
+			in.Config, in.WeightDType, in.GradAccumulation = c, "bfloat16", 2
+			if in.DeviceMemory == 0 {
+				in.DeviceMemory = 80 << 30
+			}
 			if in.Precision == "" {
 				in.Precision = plan.BF16
 			}

@@ -60,12 +60,21 @@ func (p *Plan) Write(w io.Writer) error {
 	pf("  micro-batch: %d x %d tokens, %s, gradient accumulation %d\n", in.Batch, in.SeqLen, loss, in.GradAccumulation)
 	pf("  base parameters:       %s\n", Count(p.BaseParams))
 	if in.LoRA.Rank > 0 {
-		pf("  trainable parameters:  %s (LoRA rank %d on %s", Count(p.TrainableParams), in.LoRA.Rank, strings.Join(targetsOf(in), ", "))
+		pf("  trainable parameters:  %s (LoRA rank %d on %s", Count(p.TrainableParams), in.LoRA.Rank, strings.Join(targetsOf(c, in.LoRA), ", "))
 		if in.HeadParams > 0 {
 			pf(", + %s head", Count(in.HeadParams))
 		}
 		pf(")\n")
-		pf("  base weights:          %s (%s, frozen)\n", Bytes(p.BaseWeights), weightDType(in.WeightDType))
+		if p.QuantizedParams > 0 {
+			dt := weightDType(in.WeightDType)
+			pf("  base weights:          %s (frozen: nf4 projections, %s rest)\n", Bytes(p.BaseWeights), dt)
+			pf("    nf4 codes:           %s (%s projection weights, 4 bits each)\n", Bytes(p.Codes), Count(p.QuantizedParams))
+			pf("    absmax:              %s (8 bits per %d weights + float32 per %d blocks: double quantization)\n", Bytes(p.Absmax), NF4Block, NF4ScaleBlocks)
+			pf("    rest:                %s (%s parameters, %s: embeddings, LM head, norms, biases)\n",
+				Bytes(p.BaseWeights-p.Codes-p.Absmax), Count(p.BaseParams-p.QuantizedParams), dt)
+		} else {
+			pf("  base weights:          %s (%s, frozen)\n", Bytes(p.BaseWeights), weightDType(in.WeightDType))
+		}
 		pf("  adapters and head:     %s (float32)\n", Bytes(p.Trainable))
 	} else {
 		pf("  trainable parameters:  %s (full fine-tuning)\n", Count(p.TrainableParams))
@@ -87,9 +96,16 @@ func (p *Plan) Write(w io.Writer) error {
 		if v.ConvertedWeights > 0 {
 			pf(" + float32 weight copies %s", Bytes(v.ConvertedWeights))
 		}
+		if v.Dequantized > 0 {
+			pf(" + one layer dequantized %s", Bytes(v.Dequantized))
+		}
 		pf("  total %s\n", Bytes(v.Total))
 	}
-	pf("  (* = configured: precision %s, gradient checkpointing %s)\n", in.Precision, onOff(in.Checkpointing))
+	quant := ""
+	if p.QuantizedParams > 0 {
+		quant = ", base quantization nf4"
+	}
+	pf("  (* = configured: precision %s, gradient checkpointing %s%s)\n", in.Precision, onOff(in.Checkpointing), quant)
 	if in.Assumed {
 		pf("  (this build reads no train.precision or train.gradient_checkpointing: bf16 without checkpointing is assumed, as auto means on a CUDA card)\n")
 	}
@@ -171,13 +187,6 @@ func tiedText(tied bool) string {
 		return "tied"
 	}
 	return "untied"
-}
-
-func targetsOf(in Inputs) []string {
-	if in.LoRA.TargetModules == nil {
-		return []string{"all seven projections"}
-	}
-	return in.LoRA.TargetModules
 }
 
 func weightDType(d string) string {

@@ -118,7 +118,7 @@ func TestEveryFlagBound(t *testing.T) {
 // validValue gives the flags whose --help default is no valid value of their key (tracksum-train's
 // "0: the profile's" loop flags and task flags) one that is.
 var validValue = map[string]string{"epochs": "1", "batch-size": "1", "learning-rate": "0.001", "precision": "f32",
-	"head": "auto", "architecture": "ngram"}
+	"head": "auto", "architecture": "ngram", "quantize": "none"}
 
 // otherTasksFlag reports whether name is a flag of a train task other than task (refused when given
 // with task, before the config is loaded).

@@ -90,7 +90,8 @@ func planSnapshot(dir string) (*snapshot.Snapshot, decoder.Config, error) {
 
 // planInputs are the plan's inputs from a section's settings.
 func planInputs(section string, snap *snapshot.Snapshot, dc decoder.Config, l config.LoRA, loop config.TrainLoop, maxSeqLen int) (plan.Inputs, error) {
-	in := plan.Inputs{Config: dc, LoRA: l, Batch: loop.BatchSize, SeqLen: maxSeqLen, GradAccumulation: loop.GradAccumulation, Section: section}
+	in := plan.Inputs{Config: dc, LoRA: l, Batch: loop.BatchSize, SeqLen: maxSeqLen, GradAccumulation: loop.GradAccumulation, Section: section,
+		Quantization: loop.Quantization}
 	if loop.DeviceMemory != "" {
 		n, err := config.ParseBytes(loop.DeviceMemory)
 		if err != nil {

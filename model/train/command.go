@@ -43,6 +43,7 @@ var loopFlags = map[string]string{
 	// Pretrained models only (refused in Run when no variant applies).
 	"precision":              "precision",
 	"gradient-checkpointing": "gradient_checkpointing",
+	"quantize":               "quantization",
 }
 
 // Command returns tracksum-train over the tasks registered so far (call it from main, after the
@@ -97,6 +98,7 @@ func Command() cli.Command {
 	fs.Int("eval-every", 0, "TASK.train.eval_every (0: each epoch)")
 	fs.String("precision", "", "TASK.train.precision with --pretrained: f32, bf16 (mixed: base weights and activations bf16, adapters and optimizer f32) or auto (bf16 on a CUDA backend, else f32)")
 	fs.Bool("gradient-checkpointing", false, "TASK.train.gradient_checkpointing with --pretrained: recompute each layer's activations in the backward pass (less memory, same gradients)")
+	fs.String("quantize", "", "TASK.train.quantization with --pretrained: none or nf4 (QLoRA's 4-bit frozen base, configs/paper.yaml's; --plan sizes it, training it is not implemented yet: --quantize none trains the bf16 base)")
 	for _, t := range tasks {
 		for _, f := range t.Flags {
 			if fs.Lookup(f.Name) == nil {
@@ -211,6 +213,11 @@ func Command() cli.Command {
 				}
 				if on, _ := cfg.Value(task.Section + ".train.gradient_checkpointing"); fs.Changed("gradient-checkpointing") && on == "true" {
 					return cli.Usagef("--gradient-checkpointing applies to --task %s with --pretrained only", task.Name)
+				}
+				// A profile's nf4 (configs/paper.yaml) is ignored by the from-scratch models, as its
+				// precision is; the flag given for one is refused.
+				if q, _ := cfg.Value(task.Section + ".train.quantization"); fs.Changed("quantize") && q == config.QuantizationNF4 {
+					return cli.Usagef("--quantize nf4 applies to --task %s with --pretrained only (the from-scratch model has no frozen base)", task.Name)
 				}
 				only := training.VariantOnly(task.Name)
 				for _, name := range slices.Sorted(maps.Keys(only)) {

@@ -104,6 +104,14 @@ func TestCommand(t *testing.T) {
 		{desc: "unknown task", args: []string{"--task", "nope", "--data", "d", "--out", "o"}, usage: `--task must be`},
 		{desc: "precision bf16 of a from-scratch model", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--precision", "bf16"}, usage: "--precision bf16 applies to --task toy-sum with --pretrained only"},
 		{desc: "checkpointing of a from-scratch model", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--gradient-checkpointing"}, usage: "--gradient-checkpointing applies to --task toy-sum with --pretrained only"},
+		{desc: "quantization of a from-scratch model", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--quantize", "nf4"}, usage: "--quantize nf4 applies to --task toy-sum with --pretrained only"},
+		{desc: "quantize flag bound to the task's section", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", "snap", "--quantize", "nf4"}, task: "toy-track pretrained",
+			check: func(t *testing.T) {
+				if got.cfg.Tracker.Train.Quantization != "nf4" || got.cfg.Summarizer.Train.Quantization != "none" {
+					t.Errorf("tracker quantization %q summarizer quantization %q", got.cfg.Tracker.Train.Quantization, got.cfg.Summarizer.Train.Quantization)
+				}
+			}},
+		{desc: "an unknown quantization", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", "snap", "--quantize", "int4"}, err: `tracker.train.quantization: must be one of [none nf4], got "int4"`},
 		{desc: "precision and checkpointing flags bound to the task's section", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--precision", "f32"}, task: "toy-sum",
 			check: func(t *testing.T) {
 				if got.cfg.Summarizer.Train.Precision != "f32" || got.cfg.Tracker.Train.Precision != "auto" {
