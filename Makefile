@@ -11,7 +11,7 @@ CMDS    := prepare train infer eval serve export
 # Binaries are prefixed: a binary named `eval` would be shadowed by the shell builtin.
 BINS    := $(addprefix $(BIN)/tracksum-,$(CMDS))
 
-.PHONY: all build test vet fmt-check size-check demo pretrained-demo bench crashtest clean fuzz
+.PHONY: all build test test-full vet fmt-check size-check demo pretrained-demo bench crashtest clean fuzz
 
 # DATA=path/to/tracsum.jsonl runs the demo on real data with the default config; CONFIG=... picks a profile.
 DATA   ?=
@@ -40,9 +40,21 @@ size-check:
 	@big=$$(git ls-files -z 2>/dev/null | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 5*1024*1024 {print "  " $$2 " (" $$1 " bytes)"}'); \
 	if [ -n "$$big" ]; then echo "tracked files over 5 MB (build outputs belong in .gitignore):"; echo "$$big"; exit 1; fi
 
-# The tests, then the whole demo pipeline with the tiny profile (about a minute on 2 cores).
+# The fast suite, run before every commit (under 5 minutes on 2 cores, no package over 2): -short
+# leaves the slow end-to-end tests (training to convergence, cross-validation runs, pretrained
+# train -> infer runs, whole pipelines, the GPU check's CPU mode) to `make test-full`. Every go test
+# here sets a -timeout with headroom for a busy machine (go test's own default is 10 minutes).
+TEST_TIMEOUT      ?= 6m
+TEST_FULL_TIMEOUT ?= 40m
 test: fmt-check size-check vet
-	$(GO) test -count=1 ./...
+	$(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# What `make test` leaves out: the packages that hold slow tests (those that skip under -short),
+# run whole, then the demo pipeline with the tiny profile (about a minute on 2 cores). CI runs it
+# after `make test` (10-15 minutes on 2 cores).
+SLOW_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' 'testing.Short()' .)))
+test-full:
+	$(GO) test -count=1 -timeout $(TEST_FULL_TIMEOUT) $(SLOW_PKGS)
 	$(MAKE) demo CONFIG=configs/tiny.yaml OUT=runs/demo-tiny
 
 demo: build
@@ -59,7 +71,7 @@ $(BIN)/randsnap: FORCE
 	$(GO) build -o $@ ./tools/randsnap
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
 
 # Crash-safety check, not part of `make test` (about 35 minutes on 2 cores): CRASHTEST_N random
 # SIGKILLs during prepare, train (tracker and summarizer, tiny profile; a LoRA fine-tuning of a tiny
@@ -85,7 +97,7 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -timeout 30m; \
 	done
 
 clean:

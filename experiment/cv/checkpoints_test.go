@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/tracksum/tracksum/internal/testlog"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -63,10 +64,10 @@ func TestCheckpointKinds(t *testing.T) {
 	cfg.Tracker.Train.MaxSteps, cfg.Tracker.Train.EvalEvery = 2, 2
 	dir := t.TempDir()
 	sttDir, eteDir := filepath.Join(dir, "stt"), filepath.Join(dir, "ete")
-	if _, _, err := stt.Train(ctx, cfg, data, sttDir, stt.TrainOptions{Log: &bytes.Buffer{}}); err != nil {
+	if _, _, err := stt.Train(ctx, cfg, data, sttDir, stt.TrainOptions{Log: testlog.Writer(t)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ete.Train(ctx, cfg, data, eteDir, ete.TrainOptions{Log: &bytes.Buffer{}}); err != nil {
+	if _, _, err := ete.Train(ctx, cfg, data, eteDir, ete.TrainOptions{Log: testlog.Writer(t)}); err != nil {
 		t.Fatal(err)
 	}
 	bert, ptDir := filepath.Join(dir, "bert"), filepath.Join(dir, "pretrained-tracker")
@@ -78,7 +79,7 @@ func TestCheckpointKinds(t *testing.T) {
 	pc.Tracker.Pretrained, pc.Tracker.Head = bert, config.HeadAuto
 	pc.Tracker.LoRA.Rank, pc.Tracker.LoRA.Alpha, pc.Tracker.LoRA.TargetModules = 4, 8, []string{"q_proj", "v_proj"}
 	pc.Tracker.Train.BatchSize, pc.Tracker.Train.WarmupSteps, pc.Tracker.Train.GradAccumulation = 4, 0, 1
-	if err := pretrained.TrainTracker(ctx, &pc, training.Request{Data: data, Out: ptDir, Log: &bytes.Buffer{}}); err != nil {
+	if err := pretrained.TrainTracker(ctx, &pc, training.Request{Data: data, Out: ptDir, Log: testlog.Writer(t)}); err != nil {
 		t.Fatal(err)
 	}
 	// The causal-LM backbone's kinds, on pretrainedtest's random Llama.
@@ -89,7 +90,7 @@ func TestCheckpointKinds(t *testing.T) {
 		c.Tracker.LoRA.Rank, c.Tracker.LoRA.Alpha, c.Tracker.LoRA.TargetModules = 4, 8, []string{"q_proj", "v_proj"}
 		pretrainedtest.Loop(&c.Tracker.Train)
 		out := filepath.Join(dir, "pretrained-tracker-"+head)
-		if err := pretrained.TrainTracker(ctx, &c, training.Request{Data: ldata, Out: out, Log: &bytes.Buffer{}}); err != nil {
+		if err := pretrained.TrainTracker(ctx, &c, training.Request{Data: ldata, Out: out, Log: testlog.Writer(t)}); err != nil {
 			t.Fatalf("%s tracker: %v", head, err)
 		}
 		return out
@@ -101,10 +102,10 @@ func TestCheckpointKinds(t *testing.T) {
 	scfg.Tracker.LoRA = scfg.Summarizer.LoRA
 	pretrainedtest.Loop(&scfg.Tracker.Train)
 	ptSTT, ptETE := filepath.Join(dir, "pretrained-stt"), filepath.Join(dir, "pretrained-ete")
-	if err := pretrained.TrainSumThenTrack(ctx, &scfg, ldata, ptSTT, pretrained.VariantOptions{Log: &bytes.Buffer{}}); err != nil {
+	if err := pretrained.TrainSumThenTrack(ctx, &scfg, ldata, ptSTT, pretrained.VariantOptions{Log: testlog.Writer(t)}); err != nil {
 		t.Fatalf("pretrained sum_then_track: %v", err)
 	}
-	if err := pretrained.TrainEndToEnd(ctx, &scfg, ldata, ptETE, pretrained.VariantOptions{Log: &bytes.Buffer{}}); err != nil {
+	if err := pretrained.TrainEndToEnd(ctx, &scfg, ldata, ptETE, pretrained.VariantOptions{Log: testlog.Writer(t)}); err != nil {
 		t.Fatalf("pretrained end_to_end: %v", err)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tracksum/tracksum/internal/testlog"
 	"io"
 	"math"
 	"os"
@@ -77,10 +78,9 @@ func TestPipelineSample(t *testing.T) {
 	cfg.Eval.Bootstrap.Resamples = 100
 	data := preparedWithFolds(t, cfg, 2)
 	out := filepath.Join(t.TempDir(), "pipe")
-	var log bytes.Buffer
-	rep, err := RunPipeline(ctx, cfg, Options{Data: data, Out: out, Folds: 2, Model: ModelTable6, Log: &log})
+	rep, err := RunPipeline(ctx, cfg, Options{Data: data, Out: out, Folds: 2, Model: ModelTable6, Log: testlog.Writer(t)})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
+		t.Fatal(err)
 	}
 	names := []string{}
 	for _, s := range rep.Systems {
@@ -201,7 +201,7 @@ func TestPipelineSample(t *testing.T) {
 	}
 
 	// A rerun trains nothing and gives the same figures.
-	log.Reset()
+	var log bytes.Buffer
 	again, err := RunPipeline(ctx, cfg, Options{Data: data, Out: out, Folds: 2, Model: ModelTable6, Log: &log})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/tracksum/tracksum/internal/testlog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,8 +39,9 @@ func TestGPUCheckCPUMode(t *testing.T) {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GPU_CHECK_CPU=1", "GPUCHECK_BIN="+bin, "OUT="+out,
 		"GPU_CHECK_RUNS=tracker tiny 2 64 1;summarizer tiny 2 256 1 auto long", "TRACKSUM_CACHE_DIR="+filepath.Join(tmp, "cache"))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gpu-check.sh: %v\n%s", err, b)
+	cmd.Stdout, cmd.Stderr = testlog.Writer(t), testlog.Writer(t) // the check's stages, as they run with -v
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("gpu-check.sh: %v", err)
 	}
 	var rep struct {
 		Results []map[string]any `json:"results"`
