@@ -19,6 +19,9 @@ type HFName struct {
 	// Values maps Hugging Face values to tracksum's where they differ (lr_scheduler_type's
 	// constant is train.decay's none); other values pass unchanged.
 	Values map[string]string
+	// Decoding is the key that overrides Key at inference (tracksum-infer, tracksum-serve), for
+	// the generation names: named beside Key when a command that trains nothing gets the name.
+	Decoding string
 }
 
 // taskPrefix marks an HFName key that depends on the task.
@@ -50,10 +53,10 @@ var HFNames = []HFName{
 	// PEFT's task type says which head a tracker gets: SEQ_CLS a classification head (on an
 	// encoder's [CLS] or a causal LM's last token, as auto chooses), CAUSAL_LM the generative one.
 	{Name: "task_type", Key: "tracker.head", Values: map[string]string{"SEQ_CLS": HeadAuto, "CAUSAL_LM": "generative"}},
-	{Name: "num_beams", Key: "summarizer.beam_size"},
-	{Name: "max_new_tokens", Key: "summarizer.max_decode_len"},
-	{Name: "length_penalty", Key: "summarizer.length_penalty"},
-	{Name: "no_repeat_ngram_size", Key: "summarizer.no_repeat_ngram"},
+	{Name: "num_beams", Key: "summarizer.beam_size", Decoding: "infer.decoding.beam_size"},
+	{Name: "max_new_tokens", Key: "summarizer.max_decode_len", Decoding: "infer.decoding.max_length"},
+	{Name: "length_penalty", Key: "summarizer.length_penalty", Decoding: "infer.decoding.length_penalty"},
+	{Name: "no_repeat_ngram_size", Key: "summarizer.no_repeat_ngram", Decoding: "infer.decoding.no_repeat_ngram"},
 }
 
 // LookupHFName returns the HFName called name (case-insensitive, as viper reads keys).
@@ -65,25 +68,27 @@ func LookupHFName(name string) (HFName, bool) {
 	return HFNames[i], true
 }
 
-// Candidates are the keys the name can stand for: one per task section for a task-dependent name.
+// Candidates are the keys the name can stand for: one per task section for a task-dependent name,
+// and a generation name's inference override.
 func (h HFName) Candidates() []string {
 	rest, ok := strings.CutPrefix(h.Key, taskPrefix)
 	if !ok {
-		return []string{h.Key}
+		return slices.DeleteFunc([]string{h.Key, h.Decoding}, func(k string) bool { return k == "" })
 	}
 	return []string{"tracker." + rest, "summarizer." + rest}
 }
 
-// Resolve returns the tracksum key of h for the task whose config section is section ("" when the
-// command trains no task), and value translated to tracksum's spelling. where names the setting in
-// the error (e.g. "--set learning_rate"), which says which keys the name could be.
+// Resolve returns the tracksum key of h for the task whose config section is section, and value
+// translated to tracksum's spelling. The names are a training recipe's: a command that trains no
+// task (section "") gets an error naming the keys the name could be; where names the setting in it
+// (e.g. "--set learning_rate").
 func (h HFName) Resolve(section, value, where string) (key, out string, err error) {
+	if section == "" {
+		return "", "", fmt.Errorf("%s: a Hugging Face name, read as a key of the task trained, and this command trains none: give %s",
+			where, strings.Join(h.Candidates(), " or "))
+	}
 	key = h.Key
 	if rest, ok := strings.CutPrefix(h.Key, taskPrefix); ok {
-		if section == "" {
-			return "", "", fmt.Errorf("%s: a Hugging Face name, read as a key of the task trained, and this command trains none: give %s",
-				where, strings.Join(h.Candidates(), " or "))
-		}
 		key = section + "." + rest
 	}
 	if _, known := defaultLeaves()[key]; !known {

@@ -138,8 +138,8 @@ func TestHFNamesCoverTheDocs(t *testing.T) {
 	}
 }
 
-// TestHFNamesWithoutTask: a command that trains no task (eval) refuses a task-dependent name and
-// names the keys it could be; a name whose key is fixed (num_beams) is read as it.
+// TestHFNamesWithoutTask: a command that trains no task (eval, infer) refuses a Hugging Face name
+// and names the keys it could be (a generation name's inference override among them).
 func TestHFNamesWithoutTask(t *testing.T) {
 	for _, tc := range []struct {
 		desc, set, yaml, want string
@@ -148,7 +148,9 @@ func TestHFNamesWithoutTask(t *testing.T) {
 			want: "--set learning_rate: a Hugging Face name, read as a key of the task trained, and this command trains none: give tracker.train.learning_rate or summarizer.train.learning_rate"},
 		{desc: "profile", yaml: "lora_alpha: 32\n",
 			want: "lora_alpha: a Hugging Face name, read as a key of the task trained, and this command trains none: give tracker.lora.alpha or summarizer.lora.alpha"},
-		{desc: "fixed key", set: "num_beams=3"},
+		{desc: "generation name", set: "num_beams=3",
+			want: "--set num_beams: a Hugging Face name, read as a key of the task trained, and this command trains none: give summarizer.beam_size or infer.decoding.beam_size"},
+		{desc: "fixed key", yaml: "task_type: CAUSAL_LM\n", want: "task_type: a Hugging Face name, read as a key of the task trained, and this command trains none: give tracker.head"},
 		{desc: "the name and its key both in the profile", yaml: "learning_rate: 1\ntracker:\n  train:\n    learning_rate: 2\n",
 			want: "learning_rate: a Hugging Face name for tracker.train.learning_rate, which the file sets too"},
 	} {
