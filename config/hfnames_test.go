@@ -210,6 +210,8 @@ func TestDidYouMeanPrefersTheTask(t *testing.T) {
 		{"learning_rat", "summarizer", "summarizer.train.learning_rate"},
 		{"batch_siz", "tracker", "tracker.train.batch_size"},
 		{"learning_rat", "", "summarizer.train.learning_rate"},
+		{"per_device_batch_size", "tracker", "per_device_train_batch_size"},
+		{"gradient_accumulation", "tracker", "tracker.train.grad_accumulation"},
 	} {
 		_, err := ParseSettingsIn([]string{tc.key + "=1"}, Scope{Section: tc.section})
 		if want := "(did you mean " + tc.want + "?)"; err == nil || !strings.Contains(err.Error(), want) {

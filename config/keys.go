@@ -46,14 +46,22 @@ func decodeAs(t reflect.Type, text string) error {
 // didYouMean returns " (did you mean K?)" for the config key closest to key, or "" when none is
 // close: within a third of the key's length in edits, on the whole dotted key or on its last part
 // within the same section (so that learning_rat finds tracker.train.learning_rate). The keys of
-// section (the task trained; "" for none) come first: the closest of them when one is close.
+// section (the task trained; "" for none) come first: the closest of them when one is close;
+// then every key, and for a bare key the Hugging Face names of HFNames.
 func didYouMean(key, section string) string {
 	if section != "" {
 		if s := closestKey(key, slices.DeleteFunc(Keys(), func(k string) bool { return !strings.HasPrefix(k, section+".") })); s != "" {
 			return s
 		}
 	}
-	return closestKey(key, Keys())
+	all := Keys()
+	if !strings.Contains(key, ".") {
+		// A bare key may be a misspelt Hugging Face name (per_device_batch_size).
+		for _, h := range HFNames {
+			all = append(all, h.Name)
+		}
+	}
+	return closestKey(key, all)
 }
 
 // closestKey is didYouMean over the keys given (sorted: the first of equally close ones wins).
