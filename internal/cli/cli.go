@@ -61,7 +61,7 @@ func addConfigFlags(fs *pflag.FlagSet) {
 	}
 	if fs.Lookup("print-config") == nil {
 		var mode printMode
-		f := fs.VarPF(&mode, "print-config", "", "print the resolved config (every key by section, the task's and this command's first, with where its value came from: default, file, env, flag, set) and exit; =changed: only the keys that are not at their defaults")
+		f := fs.VarPF(&mode, "print-config", "", "print the resolved config (every key by section, the task's and this command's first, with where its value came from: default, file, env, flag, set) and exit; --print-config=changed: only the keys that are not at their defaults")
 		f.NoOptDefVal = printAll
 	}
 }
@@ -77,8 +77,8 @@ type printMode string
 
 func (m *printMode) String() string { return string(*m) }
 
-// Type is what --help shows for the value.
-func (m *printMode) Type() string { return "all|changed" }
+// Type is empty so that --help shows the flag as --print-config[=all], its usage naming =changed.
+func (m *printMode) Type() string { return "" }
 
 // Set accepts all and changed, and the boolean spellings a bool flag took (true is all).
 func (m *printMode) Set(s string) error {
@@ -129,7 +129,7 @@ func LoadTaskConfig(fs *pflag.FlagSet, flagKeys map[string]string, section strin
 	if err != nil {
 		return nil, err
 	}
-	if f := fs.Lookup("print-config"); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+	if f := fs.Lookup("print-config"); f != nil && f.Value.String() != "" {
 		opts := config.PrintOptions{First: printFirst(section, flagKeys), Changed: f.Value.String() == printChanged}
 		if err := config.WriteResolvedIn(stdout, cfg, src, opts); err != nil {
 			return nil, err
