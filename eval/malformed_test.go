@@ -127,6 +127,13 @@ func TestMalformedAnswersNotMeaningful(t *testing.T) {
 			if strings.Contains(string(b), "not_meaningful") != (len(tc.refused) > 0) {
 				t.Errorf("llm_metrics.json: not_meaningful present %v, want %v", !(len(tc.refused) > 0), len(tc.refused) > 0)
 			}
+			page, err := os.ReadFile(filepath.Join(out, "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(page), "is not meaningful and has no score") != (len(tc.refused) > 0) {
+				t.Errorf("report.html: note on the refused metrics present %v, want %v", !(len(tc.refused) > 0), len(tc.refused) > 0)
+			}
 		})
 	}
 }
