@@ -111,14 +111,10 @@ func Load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string
 // LoadWith is Load with --set settings applied above every other layer; it also returns which
 // layer set each key (for --print-config).
 func LoadWith(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string]string, sets []Setting) (*Config, map[string]Source, error) {
-	cfg, err := load(v, file, flags, flagKeys, sets)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, sources(v, file, flags, flagKeys, sets, os.LookupEnv), nil
+	return LoadIn(v, file, flags, flagKeys, sets, Scope{})
 }
 
-func load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string]string, sets []Setting) (*Config, error) {
+func loadScoped(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string]string, sets []Setting, scope Scope) (*Config, error) {
 	setDefaults(v)
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
@@ -129,7 +125,7 @@ func load(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[string
 		if err := v.ReadInConfig(); err != nil {
 			return nil, fmt.Errorf("config %s: %w", file, err)
 		}
-		if err := checkFileKeys(v, file); err != nil {
+		if err := readProfileNames(v, file, scope); err != nil {
 			return nil, err
 		}
 	}

@@ -167,6 +167,11 @@ type EvalLLM struct {
 	// "abbreviations" (an abbreviation may be read as its expansion; TRUE fails there). None by
 	// default: the prompt asks for entailment and nothing else.
 	EntailHints []string `mapstructure:"entail_hints" yaml:"entail_hints"`
+	// AllowMalformed lets tracksum-eval finish when an LLM metric (eval.metrics) got malformed
+	// answers for over half of its prompts: that metric still gets no score (a model that does
+	// not follow the prompts' format gives no meaningful one), but the run writes its outputs and
+	// exits 0 instead of failing.
+	AllowMalformed bool `mapstructure:"allow_malformed" yaml:"allow_malformed"`
 }
 
 // EvalNLI configures the nli judge: a local snapshot of a BERT, RoBERTa or DeBERTa-v2/v3

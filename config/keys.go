@@ -1,14 +1,12 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
@@ -19,28 +17,9 @@ import (
 // key can be set without a dedicated flag.
 type Setting struct{ Key, Value string }
 
-// ParseSettings reads `key=value` arguments (the values of repeated --set flags). A key must be a
-// config key (a mistyped one gets a suggestion) and its value must parse as the key's type.
-func ParseSettings(args []string) ([]Setting, error) {
-	leaves := defaultLeaves()
-	var out []Setting
-	for _, arg := range args {
-		key, value, ok := strings.Cut(arg, "=")
-		key = strings.TrimSpace(key)
-		if !ok || key == "" {
-			return nil, fmt.Errorf("--set %q: want key=value, e.g. --set tracker.train.learning_rate=2e-5", arg)
-		}
-		leaf, known := leaves[key]
-		if !known {
-			return nil, fmt.Errorf("--set %s: no such config key%s", key, didYouMean(key))
-		}
-		if err := decodeAs(leaf.Type(), value); err != nil {
-			return nil, fmt.Errorf("--set %s: cannot use %q as %s", key, value, valueType(leaf.Type()))
-		}
-		out = append(out, Setting{Key: key, Value: value})
-	}
-	return out, nil
-}
+// ParseSettings reads `key=value` arguments (the values of repeated --set flags) for a command that
+// trains no task: ParseSettingsIn with no scope.
+func ParseSettings(args []string) ([]Setting, error) { return ParseSettingsIn(args, Scope{}) }
 
 // Keys lists every config key, dotted (tracker.train.learning_rate), sorted.
 func Keys() []string { return slices.Sorted(maps.Keys(defaultLeaves())) }
@@ -66,10 +45,29 @@ func decodeAs(t reflect.Type, text string) error {
 
 // didYouMean returns " (did you mean K?)" for the config key closest to key, or "" when none is
 // close: within a third of the key's length in edits, on the whole dotted key or on its last part
-// within the same section (so that learning_rat finds tracker.train.learning_rate).
-func didYouMean(key string) string {
+// within the same section (so that learning_rat finds tracker.train.learning_rate). The keys of
+// section (the task trained; "" for none) come first: the closest of them when one is close;
+// then every key, and for a bare key the Hugging Face names of HFNames.
+func didYouMean(key, section string) string {
+	if section != "" {
+		if s := closestKey(key, slices.DeleteFunc(Keys(), func(k string) bool { return !strings.HasPrefix(k, section+".") })); s != "" {
+			return s
+		}
+	}
+	all := Keys()
+	if !strings.Contains(key, ".") {
+		// A bare key may be a misspelt Hugging Face name (per_device_batch_size).
+		for _, h := range HFNames {
+			all = append(all, h.Name)
+		}
+	}
+	return closestKey(key, all)
+}
+
+// closestKey is didYouMean over the keys given (sorted: the first of equally close ones wins).
+func closestKey(key string, keys []string) string {
 	best, bestDist := "", 0
-	for _, k := range Keys() {
+	for _, k := range keys {
 		d := editDistance(key, k)
 		if i, j := strings.LastIndexByte(key, '.'), strings.LastIndexByte(k, '.'); i < 0 || (j >= 0 && key[:i] == k[:j]) {
 			// A bare last part (learning_rat) or the same section: compare last parts too.
@@ -106,11 +104,11 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// checkFileKeys refuses a profile key that is no config key, one line per key with a suggestion,
-// before the decoder's multi-line message. A key below a leaf (a map-valued setting) is accepted.
-func checkFileKeys(v *viper.Viper, file string) error {
+// fileUnknownKeys lists the profile keys that are no config key, sorted. A key below a leaf (a
+// map-valued setting) is accepted.
+func fileUnknownKeys(v *viper.Viper) []string {
 	leaves := defaultLeaves()
-	var errs []error
+	var out []string
 	for _, key := range slices.Sorted(slices.Values(v.AllKeys())) {
 		if !v.InConfig(key) {
 			continue
@@ -126,10 +124,10 @@ func checkFileKeys(v *viper.Viper, file string) error {
 			}
 		}
 		if !below {
-			errs = append(errs, fmt.Errorf("config %s: unknown key %s%s", file, key, didYouMean(key)))
+			out = append(out, key)
 		}
 	}
-	return errors.Join(errs...)
+	return out
 }
 
 // Source says which layer gave a key its value (--print-config).
@@ -172,17 +170,10 @@ func sources(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[str
 	return out
 }
 
-// WriteResolved writes every key of c as `key = value  source`, one per line in key order, the
-// format of --print-config: values are written as --set and the environment take them (lists
-// comma-separated), so a line can be pasted back as `--set key=value`.
+// WriteResolved writes every key of c as `key=value  # source`, the format of --print-config
+// (WriteResolvedIn with no sections put first).
 func WriteResolved(w io.Writer, c *Config, src map[string]Source) error {
-	leaves := map[string]reflect.Value{}
-	leafKeys("", reflect.ValueOf(*c), leaves)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, key := range slices.Sorted(maps.Keys(leaves)) {
-		fmt.Fprintf(tw, "%s=%s\t# %s\n", key, formatValue(leaves[key]), src[key])
-	}
-	return tw.Flush()
+	return WriteResolvedIn(w, c, src, PrintOptions{})
 }
 
 // formatValue renders a leaf as text that decodes back to the same value; an unset optional key

@@ -22,8 +22,10 @@ func Command() cli.Command {
 	fs.String("missing", "error", "a reference without prediction: error, or empty (scored as \"Unknown.\")")
 	fs.Int("workers", 0, "instances scored at once (0: one per CPU, or eval.llm.concurrency)")
 	fs.StringSlice("metric", nil, "eval.metrics: LLM metrics to add through the eval.llm endpoint: fm (facet-aware, ScholarSum), qa (LongSumEval)")
+	fs.Bool("allow-malformed", false, "eval.llm.allow_malformed: finish (without that metric's score) when over half of an LLM metric's answers are malformed, instead of failing")
 	keys := map[string]string{"pred": "eval.pred", "ref": "eval.ref", "judge": "eval.judge", "nli-model": "eval.nli.model", "out": "eval.out",
-		"overwrite": "eval.overwrite", "missing": "eval.missing", "workers": "eval.workers", "metric": "eval.metrics"}
+		"overwrite": "eval.overwrite", "missing": "eval.missing", "workers": "eval.workers", "metric": "eval.metrics",
+		"allow-malformed": "eval.llm.allow_malformed"}
 	return cli.Command{
 		Name:     "tracksum-eval",
 		Synopsis: "--pred PRED.jsonl --ref REF.jsonl [--judge lexical|llm|nli [--nli-model DIR]] [--out DIR]\n       tracksum-eval compare A.jsonl B.jsonl --ref REF.jsonl\n       tracksum-eval agreement --scores instances.jsonl --human H.jsonl",

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,13 +34,53 @@ type Comparison struct {
 	N         int
 	Resamples int
 	Seed      uint64
+	// F1 and Micro say how the F1 rows and the micro row are computed (F1Definition,
+	// MicroDefinition), as the tables of tracksum-eval say it.
+	F1, Micro string
 	Metrics   []Difference
+}
+
+// F1Definition and MicroDefinition name the two F1s that tracksum-eval and compare print: a
+// group's F1 is that of its mean recall and mean precision (the papers' Tables 3 and 5), which is
+// not the mean of per-instance F1s; micro pools the counts of all instances.
+const (
+	F1Definition    = "F1 = harmonic mean of the per-instance mean recall and mean precision (the papers' tables)"
+	MicroDefinition = "micro = recall, precision and F1 of the counts summed over instances"
+)
+
+// pairedBootstrapF1OfMeans is stats.PairedBootstrap for the F1 of mean recall and mean precision
+// (system A's ra, pa; B's rb, pb): the same instances are drawn for both systems, with the draws of
+// stats.PairedBootstrap, and each draw's F1s are recomputed from its means; p counts the draws
+// whose difference lies at least |observed| from the observed one. Mismatched or empty input gives
+// (NaN, NaN).
+func pairedBootstrapF1OfMeans(ra, pa, rb, pb []float64, resamples int, seed uint64) (diff, p float64) {
+	n := len(ra)
+	if n == 0 || len(pa) != n || len(rb) != n || len(pb) != n || resamples < 1 {
+		return math.NaN(), math.NaN()
+	}
+	diff = F1(stats.Mean(ra), stats.Mean(pa)) - F1(stats.Mean(rb), stats.Mean(pb))
+	obs := math.Abs(diff)
+	rng := rand.New(rand.NewPCG(seed, pcgStream))
+	count := 0
+	for range resamples {
+		var sra, spa, srb, spb float64
+		for range n {
+			i := rng.IntN(n)
+			sra, spa, srb, spb = sra+ra[i], spa+pa[i], srb+rb[i], spb+pb[i]
+		}
+		k := float64(n)
+		if math.Abs(F1(sra/k, spa/k)-F1(srb/k, spb/k)-diff) >= obs {
+			count++
+		}
+	}
+	return diff, float64(count+1) / float64(resamples+1)
 }
 
 // Compare evaluates two prediction files against the same references and tests, for each metric,
 // whether the difference of the per-instance means is significant (paired bootstrap over
-// instances). F1 rows compare per-instance F1 values (the harmonic mean of each instance's recall
-// and precision), since a paired test needs one value per instance.
+// instances). An F1 row is tracksum-eval's F1 (F1Definition: the harmonic mean of the mean recall
+// and mean precision), so that both commands print the same figure for the same predictions; its
+// bootstrap recomputes that F1 from the resampled instances' recalls and precisions.
 func Compare(ctx context.Context, a, b, ref string, cfg config.Eval) (*Comparison, error) {
 	oa, err := Evaluation(ctx, a, ref, cfg, nil)
 	if err != nil {
@@ -49,13 +90,23 @@ func Compare(ctx context.Context, a, b, ref string, cfg config.Eval) (*Compariso
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b, err)
 	}
-	c := &Comparison{A: a, B: b, Ref: ref, N: len(oa.Results), Resamples: cfg.Bootstrap.Resamples, Seed: cfg.Bootstrap.Seed}
-	for _, m := range oa.Report.Overall.Metrics() {
-		va := make([]float64, len(oa.Results))
-		vb := make([]float64, len(ob.Results))
-		for i := range oa.Results {
-			va[i], vb[i] = oa.Results[i].Values[m], ob.Results[i].Values[m]
+	c := &Comparison{A: a, B: b, Ref: ref, N: len(oa.Results), Resamples: cfg.Bootstrap.Resamples, Seed: cfg.Bootstrap.Seed,
+		F1: F1Definition, Micro: MicroDefinition}
+	values := func(rs []Result, m Metric) []float64 {
+		out := make([]float64, len(rs))
+		for i := range rs {
+			out[i] = rs[i].Values[m]
 		}
+		return out
+	}
+	for _, m := range oa.Report.Overall.Metrics() {
+		if r, pr := m.f1Parts(); r >= 0 {
+			ra, pa, rb, pb := values(oa.Results, r), values(oa.Results, pr), values(ob.Results, r), values(ob.Results, pr)
+			d, p := pairedBootstrapF1OfMeans(ra, pa, rb, pb, cfg.Bootstrap.Resamples, cfg.Bootstrap.Seed)
+			c.Metrics = append(c.Metrics, Difference{Metric: m.String(), A: F1(stats.Mean(ra), stats.Mean(pa)), B: F1(stats.Mean(rb), stats.Mean(pb)), Diff: d, P: p})
+			continue
+		}
+		va, vb := values(oa.Results, m), values(ob.Results, m)
 		d, p := stats.PairedBootstrap(va, vb, cfg.Bootstrap.Resamples, cfg.Bootstrap.Seed)
 		c.Metrics = append(c.Metrics, Difference{Metric: m.String(), A: stats.Mean(va), B: stats.Mean(vb), Diff: d, P: p})
 	}
@@ -135,8 +186,8 @@ func pairedBootstrapMicroF1(a, b [][3]float64, resamples int, seed uint64) (diff
 
 // WriteComparison prints the comparison as a table (percent points; * marks p < 0.05).
 func WriteComparison(w io.Writer, c *Comparison) error {
-	fmt.Fprintf(w, "Paired bootstrap (%d resamples, seed %d) over %d instances\nA = %s\nB = %s\n",
-		c.Resamples, c.Seed, c.N, c.A, c.B)
+	fmt.Fprintf(w, "Paired bootstrap (%d resamples, seed %d) over %d instances\nA = %s\nB = %s\n%s, as tracksum-eval's table; %s: %s\n",
+		c.Resamples, c.Seed, c.N, c.A, c.B, cmp.Or(c.F1, F1Definition), SentenceMicroF1, cmp.Or(c.Micro, MicroDefinition))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "metric\tA\tB\tA-B\tp\t\t")
 	for _, d := range c.Metrics {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -173,14 +174,80 @@ type LLMReport struct {
 	// Instances is the number of instances; Malformed the malformed answers over all of them.
 	Instances int `json:"instances"`
 	Malformed int `json:"malformed_answers"`
+	// Answers counts each metric's answers and malformed ones; a metric with over half of its
+	// answers malformed is NotMeaningful and its means and intervals are null.
+	Answers []LLMAnswers `json:"answers"`
 	// Client counts calls, requests, cache hits, retries and failures.
 	Client llm.Stats `json:"client"`
 }
 
+// LLMAnswers is how many answers one LLM metric got from the endpoint and how many of them could
+// not be parsed.
+type LLMAnswers struct {
+	Metric    string `json:"metric"`
+	Answers   int    `json:"answers"`
+	Malformed int    `json:"malformed"`
+	// NotMeaningful says why the metric has no score ("" when it has one).
+	NotMeaningful string `json:"not_meaningful,omitempty"`
+}
+
+// ErrMalformedAnswers marks a run whose LLM metric got malformed answers for over half of its
+// prompts (eval.llm.allow_malformed lets it finish).
+var ErrMalformedAnswers = errors.New("LLM metric not meaningful")
+
+// countAnswers returns each metric's answers and malformed answers over res, marking NotMeaningful
+// a metric with over half of them malformed: its score would come from the few parsed answers and
+// from the instances scored without asking (a negative reference is 1 or 0 by rule), a number
+// that says nothing of the model's judgement.
+func countAnswers(res []LLMResult, metrics []string, model string) []LLMAnswers {
+	var out []LLMAnswers
+	for _, name := range []string{"fm", "qa"} {
+		if !slices.Contains(metrics, name) {
+			continue
+		}
+		c := LLMAnswers{Metric: name}
+		for _, r := range res {
+			switch {
+			case name == "fm" && r.FM != nil:
+				c.Answers, c.Malformed = c.Answers+r.FM.Answers, c.Malformed+len(r.FM.Malformed)
+			case name == "qa" && r.QA != nil:
+				c.Answers, c.Malformed = c.Answers+r.QA.Answers, c.Malformed+len(r.QA.Malformed)
+			}
+		}
+		if 2*c.Malformed > c.Answers {
+			c.NotMeaningful = fmt.Sprintf("%d of its %d answers from model %q were malformed (not in the prompts' format)", c.Malformed, c.Answers, model)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// NotMeaningful returns an error (ErrMalformedAnswers) naming each metric without a score, nil
+// when every metric has one.
+func (rep *LLMReport) NotMeaningful() error {
+	var why []string
+	for _, a := range rep.Answers {
+		if a.NotMeaningful != "" {
+			why = append(why, a.Metric+": "+a.NotMeaningful)
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w, no score: %s; a model that does not follow the metric's prompts gives no meaningful score "+
+		"(eval.llm.allow_malformed=true, --allow-malformed, writes the outputs anyway)", ErrMalformedAnswers, strings.Join(why, "; "))
+}
+
 // BuildLLMReport aggregates LLM results; the intervals are stats.BootstrapCI with b's settings.
+// A metric with over half of its answers malformed (LLMAnswers.NotMeaningful) gets no mean and
+// no interval.
 func BuildLLMReport(pairs []Pair, res []LLMResult, metrics []string, client *llm.Client, b BootstrapOptions) *LLMReport {
 	rep := &LLMReport{Endpoint: client.Endpoint(), Model: client.Model(), Metrics: metrics, ByAspect: map[string][]LLMMetricSummary{},
-		Instances: len(res), Client: client.Stats()}
+		Instances: len(res), Client: client.Stats(), Answers: countAnswers(res, metrics, client.Model())}
+	refused := map[string]bool{}
+	for _, a := range rep.Answers {
+		refused[a.Metric] = a.NotMeaningful != ""
+	}
 	summarize := func(idx []int) []LLMMetricSummary {
 		var out []LLMMetricSummary
 		for _, name := range LLMMetricNames {
@@ -194,7 +261,7 @@ func BuildLLMReport(pairs []Pair, res []LLMResult, metrics []string, client *llm
 				}
 			}
 			s := LLMMetricSummary{Name: name, N: len(vals), Mean: math.NaN(), CI: [2]float64{math.NaN(), math.NaN()}}
-			if len(vals) > 0 {
+			if len(vals) > 0 && !refused[strings.SplitN(name, "_", 2)[0]] {
 				s.Mean = stats.Mean(vals)
 				s.CI[0], s.CI[1] = stats.BootstrapCI(vals, b.Resamples, b.Seed, b.Level)
 			}
@@ -248,8 +315,21 @@ func WriteLLMTables(w io.Writer, rep *LLMReport, level float64) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d instances, %d malformed answers; client: %s\n", rep.Instances, rep.Malformed, rep.Client)
-	return err
+	answers := 0
+	for _, a := range rep.Answers {
+		answers += a.Answers
+	}
+	if _, err := fmt.Fprintf(w, "%d instances, %d of %d answers malformed; client: %s\n", rep.Instances, rep.Malformed, answers, rep.Client); err != nil {
+		return err
+	}
+	for _, a := range rep.Answers {
+		if a.NotMeaningful != "" {
+			if _, err := fmt.Fprintf(w, "%s: not meaningful, no score: %s\n", a.Metric, a.NotMeaningful); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // WriteInstances writes instances.jsonl (encoding/json sorts map keys, so lines are deterministic):

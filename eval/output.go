@@ -35,7 +35,8 @@ func pct(v float64) string {
 func WriteTables(w io.Writer, rep *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	level := rep.Overall.Level
-	fmt.Fprintf(w, "Evaluation (%%, per-instance mean; [%g%% bootstrap CI]; judge %s)\n", 100*level, rep.Settings.Judge)
+	fmt.Fprintf(w, "Evaluation (%%, per-instance mean; [%g%% bootstrap CI]; judge %s)\n%s; %s\n", 100*level, rep.Settings.Judge,
+		F1Definition, MicroDefinition)
 	fmt.Fprintf(tw, "metric\tall (n=%d)\t%g%% CI\tpositive refs (n=%d)\t%g%% CI\tmicro (all)\t\n",
 		rep.Overall.N, 100*level, rep.Positive.N, 100*level)
 	for _, m := range rep.Overall.Metrics() {

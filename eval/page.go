@@ -87,6 +87,11 @@ func Page(out *Outcome) report.Page {
 	p.Tables = metricTables(rep, sameExact)
 	if out.LLMReport != nil {
 		p.Tables = append(p.Tables, llmTable(rep, out.LLMReport))
+		for _, a := range out.LLMReport.Answers {
+			if a.NotMeaningful != "" {
+				p.Notes = append(p.Notes, fmt.Sprintf("LLM metric %s is not meaningful and has no score: %s.", a.Metric, a.NotMeaningful))
+			}
+		}
 	}
 	p.Notes = append(p.Notes, fmt.Sprintf("Values are per-instance means in %%; under each, its %g%% percentile bootstrap interval (%d resamples, seed %d). Each F1 is the harmonic mean of the averaged recall and precision.",
 		100*rep.Overall.Level, rep.Settings.Bootstrap.Resamples, rep.Settings.Bootstrap.Seed))

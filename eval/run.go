@@ -205,6 +205,13 @@ func Run(ctx context.Context, opts Options) (*Outcome, error) {
 			}
 		}
 	}
+	// An LLM metric that got mostly malformed answers fails the run before anything is written,
+	// unless asked to go on (the score is left out either way).
+	if out.LLMReport != nil && !opts.Config.Eval.LLM.AllowMalformed {
+		if err := out.LLMReport.NotMeaningful(); err != nil {
+			return nil, err
+		}
+	}
 	if dir == nil {
 		return out, nil
 	}

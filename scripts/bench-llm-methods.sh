@@ -40,7 +40,7 @@ for pass in 1 2; do
     awk -v p=$pass -v m=$m -v s=$s -v e=$e -v n=$n 'BEGIN{w=e-s; printf "pass %d %-9s wall %6.2f s  server requests %5d  (%.0f requests/s)\n", p, m, w, n, n/w}'
   done
   n0=$(served); s=$(now)
-  "$BIN/tracksum-eval" --config $C --pred "$OUT/runs/intrinsic-$pass.jsonl" --ref "$DATA" --metric fm,qa \
+  "$BIN/tracksum-eval" --config $C --pred "$OUT/runs/intrinsic-$pass.jsonl" --ref "$DATA" --metric fm,qa --allow-malformed \
       --out "$OUT/runs/eval-fmqa-$pass" >"$OUT/runs/eval-fmqa-$pass.txt" 2>"$OUT/runs/eval-fmqa-$pass.log"
   e=$(now); n=$(( $(served) - n0 ))
   awk -v p=$pass -v s=$s -v e=$e -v n=$n 'BEGIN{w=e-s; printf "pass %d %-9s wall %6.2f s  server requests %5d\n", p, "eval fm,qa", w, n}'

@@ -126,7 +126,9 @@ type Assessment struct {
 	Defined bool    `json:"defined"`
 	// Skipped says why the instance was not scored ("" when it was).
 	Skipped string `json:"skipped,omitempty"`
-	// Malformed lists the steps whose answers could not be parsed, e.g. "extract reference".
+	// Answers is the number of answers the endpoint gave (extractions and grades), of which
+	// Malformed lists the ones that could not be parsed by step, e.g. "extract reference".
+	Answers   int      `json:"answers"`
 	Malformed []string `json:"malformed,omitempty"`
 	// Unparsed holds the start of each malformed extraction answer by step, for inspection.
 	Unparsed map[string]string `json:"unparsed,omitempty"`
@@ -176,6 +178,7 @@ func (m *Metric) Score(ctx context.Context, reference, candidate string) (Assess
 	if err != nil {
 		return res, err
 	}
+	res.Answers++
 	if !ok {
 		res.unparsed("extract reference", answer)
 		res.Skipped = "reference facets could not be extracted"
@@ -187,6 +190,7 @@ func (m *Metric) Score(ctx context.Context, reference, candidate string) (Assess
 		if err != nil {
 			return res, err
 		}
+		res.Answers++
 		if !ok {
 			res.unparsed("extract candidate", answer)
 			res.Skipped = "candidate facets could not be extracted"
@@ -206,6 +210,7 @@ func (m *Metric) Score(ctx context.Context, reference, candidate string) (Assess
 			if err != nil {
 				return res, err
 			}
+			res.Answers++
 			fs.Answer = answer
 			if g, ok := ParseGrade(answer, f.Scale()); ok {
 				fs.Score = g

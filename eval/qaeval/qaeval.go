@@ -124,7 +124,9 @@ type Assessment struct {
 	CoverageQA  []CoverageItem    `json:"coverage_items"`
 	Facts       []ConsistencyItem `json:"consistency_items"`
 	Feedback    Feedback          `json:"feedback"`
-	// Malformed lists the steps whose answers could not be parsed.
+	// Answers is the number of answers the endpoint gave, of which Malformed lists the ones that
+	// could not be parsed, by step.
+	Answers   int      `json:"answers"`
 	Malformed []string `json:"malformed,omitempty"`
 	// Unparsed holds the start of each malformed answer by step, for inspection.
 	Unparsed map[string]string `json:"unparsed,omitempty"`
@@ -169,6 +171,7 @@ func (m *Metric) Assess(ctx context.Context, focus, source, document, summary st
 		if err != nil {
 			return a, err
 		}
+		a.Answers++
 		qs := ParseQA(answer)
 		switch {
 		case len(qs) == 0:
@@ -185,6 +188,7 @@ func (m *Metric) Assess(ctx context.Context, focus, source, document, summary st
 			if err != nil {
 				return a, err
 			}
+			a.Answers++
 			ans, ok := ParseAnswers(answer, len(qs))
 			if !ok {
 				a.unparsed("answers from the summary", answer)
@@ -210,6 +214,7 @@ func (m *Metric) Assess(ctx context.Context, focus, source, document, summary st
 	if err != nil {
 		return a, err
 	}
+	a.Answers++
 	facts := ParseQA(answer)
 	if len(facts) == 0 {
 		a.unparsed("summary questions", answer)
@@ -219,6 +224,7 @@ func (m *Metric) Assess(ctx context.Context, focus, source, document, summary st
 	if err != nil {
 		return a, err
 	}
+	a.Answers++
 	ans, ok := ParseAnswers(answer, len(facts))
 	if !ok {
 		a.unparsed("answers from the document", answer)

@@ -60,8 +60,39 @@ func addConfigFlags(fs *pflag.FlagSet) {
 		fs.StringArray("set", nil, "set any config key, above every other layer: --set tracker.train.learning_rate=2e-5 (repeatable)")
 	}
 	if fs.Lookup("print-config") == nil {
-		fs.Bool("print-config", false, "print the resolved config (every key, with where its value came from: default, file, env, flag, set) and exit")
+		var mode printMode
+		f := fs.VarPF(&mode, "print-config", "", "print the resolved config (every key by section, the task's and this command's first, with where its value came from: default, file, env, flag, set) and exit; --print-config=changed: only the keys that are not at their defaults")
+		f.NoOptDefVal = printAll
 	}
+}
+
+// The values of --print-config: a bare --print-config prints every key.
+const (
+	printAll     = "all"
+	printChanged = "changed"
+)
+
+// printMode is --print-config's value: "" (do not print), printAll or printChanged.
+type printMode string
+
+func (m *printMode) String() string { return string(*m) }
+
+// Type is empty so that --help shows the flag as --print-config[=all], its usage naming =changed.
+func (m *printMode) Type() string { return "" }
+
+// Set accepts all and changed, and the boolean spellings a bool flag took (true is all).
+func (m *printMode) Set(s string) error {
+	switch strings.ToLower(s) {
+	case printAll, "true", "1":
+		*m = printAll
+	case printChanged:
+		*m = printChanged
+	case "false", "0", "":
+		*m = ""
+	default:
+		return fmt.Errorf("want all or changed, got %q", s)
+	}
+	return nil
 }
 
 // errConfigPrinted ends a command after --print-config: Main exits 0 without running it.
@@ -83,15 +114,24 @@ var Unbound = []string{"config", "set", "print-config", "quiet", "version", "hel
 // is an error (a programming mistake caught by the commands' tests), so that a flag cannot be read
 // past the configuration.
 func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, error) {
+	return LoadTaskConfig(fs, flagKeys, "")
+}
+
+// LoadTaskConfig is LoadConfig for a command that trains a task whose config section is section
+// (tracksum-train's --task: tracker or summarizer): the Hugging Face names of config.HFNames in
+// --set and the profile become that section's keys (a note on stderr says which), "did you mean"
+// prefers its keys, and --print-config prints it first.
+func LoadTaskConfig(fs *pflag.FlagSet, flagKeys map[string]string, section string) (*config.Config, error) {
 	if err := CheckBound(fs, flagKeys); err != nil {
 		return nil, err
 	}
-	cfg, src, err := resolveConfig(fs, flagKeys)
+	cfg, src, err := resolveConfig(fs, flagKeys, config.Scope{Section: section, Notes: stderr})
 	if err != nil {
 		return nil, err
 	}
-	if show, _ := fs.GetBool("print-config"); show {
-		if err := config.WriteResolved(stdout, cfg, src); err != nil {
+	if f := fs.Lookup("print-config"); f != nil && f.Value.String() != "" {
+		opts := config.PrintOptions{First: printFirst(section, flagKeys), Changed: f.Value.String() == printChanged}
+		if err := config.WriteResolvedIn(stdout, cfg, src, opts); err != nil {
 			return nil, err
 		}
 		return nil, errConfigPrinted
@@ -99,12 +139,36 @@ func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, 
 	return cfg, nil
 }
 
+// printFirst lists the sections --print-config puts first: the task's, then those of the keys the
+// command's flags are bound to ("" for top-level keys such as seed), in config order.
+func printFirst(section string, flagKeys map[string]string) []string {
+	own := map[string]bool{}
+	for _, key := range flagKeys {
+		s, _, nested := strings.Cut(key, ".")
+		if !nested {
+			s = ""
+		}
+		own[s] = true
+	}
+	var first []string
+	if section != "" {
+		first = append(first, section)
+	}
+	for _, s := range config.SectionOrder() {
+		if own[s] && s != section {
+			first = append(first, s)
+		}
+	}
+	return first
+}
+
 // Peek resolves the configuration as LoadConfig does, without printing it and without checking
 // that every flag is bound: for a command whose bindings depend on a setting (tracksum-train binds
 // its loop flags to the section of train.task), which reads that setting here and then calls
-// LoadConfig with the whole map.
+// LoadTaskConfig with the whole map. Hugging Face names and unknown keys of --set and the profile
+// are left for that second call, which knows the task.
 func Peek(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, error) {
-	cfg, _, err := resolveConfig(fs, flagKeys)
+	cfg, _, err := resolveConfig(fs, flagKeys, config.Scope{Partial: true})
 	return cfg, err
 }
 
@@ -129,7 +193,7 @@ func CheckBound(fs *pflag.FlagSet, flagKeys map[string]string) error {
 }
 
 // resolveConfig loads the configuration of fs's --config, --set and the given flags of flagKeys.
-func resolveConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, map[string]config.Source, error) {
+func resolveConfig(fs *pflag.FlagSet, flagKeys map[string]string, scope config.Scope) (*config.Config, map[string]config.Source, error) {
 	given := map[string]string{}
 	for name, key := range flagKeys {
 		if fs.Lookup(name) == nil {
@@ -144,15 +208,18 @@ func resolveConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Confi
 	if fs.Lookup("set") != nil {
 		args, _ := fs.GetStringArray("set")
 		var err error
-		if sets, err = config.ParseSettings(args); err != nil {
+		if sets, err = config.ParseSettingsIn(args, scope); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrUsage, err)
 		}
 	}
-	return config.LoadWith(viper.New(), file, fs, given, sets)
+	return config.LoadIn(viper.New(), file, fs, given, sets, scope)
 }
 
 // stdout is where --print-config and --version write (a variable for the tests).
 var stdout io.Writer = os.Stdout
+
+// stderr is where the notes on Hugging Face names go (a variable for the tests).
+var stderr io.Writer = os.Stderr
 
 // Main parses the command line, runs the command and exits: 0 on success, 2 on a usage error, 1 on
 // any other error, 130 when interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM (128 + the signal's

@@ -175,7 +175,7 @@ func Command() cli.Command {
 					}
 				}
 			}
-			cfg, err := cli.LoadConfig(fs, flagKeys(own, task, tasks))
+			cfg, err := cli.LoadTaskConfig(fs, flagKeys(own, task, tasks), task.Section)
 			if err != nil {
 				return err
 			}
