@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -299,26 +300,83 @@ func (s *Snapshot) withCompanions(keep func(string) bool) func(string) bool {
 // dequantizeAll replaces, in ts, each quantized weight's packed codes and companions by its
 // values dequantized as bitsandbytes' dequantize_4bit does, in the dtype of its quant_state.
 func (s *Snapshot) dequantizeAll(ts map[string]*tensors.Tensor) error {
+	packed, err := s.packAll(ts)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(packed)) {
+		w := s.quantized[name]
+		vals := make([]float32, packed[name].Len())
+		if err := packed[name].Dequantize(vals); err != nil {
+			return fmt.Errorf("%s: quantized weight %s: %v", filepath.Join(s.Dir, w.file), name, err)
+		}
+		// The absmax values are data, not header: a nested_absmax and offset that overflow
+		// make every weight of a block ±Inf.
+		if err := checkFiniteValues(vals); err != nil {
+			return tagged(ErrNonFinite, "%s: quantized weight %s: dequantized %v", filepath.Join(s.Dir, w.file), name, err)
+		}
+		t, err := FromFloat32(vals, w.shape.DType, w.shape.Dimensions...)
+		if err != nil {
+			return fmt.Errorf("%s: quantized weight %s: %v", filepath.Join(s.Dir, w.file), name, err)
+		}
+		ts[name] = t
+	}
+	return nil
+}
+
+func checkFiniteValues(v []float32) error {
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("value %d is %v", i, x)
+		}
+	}
+	return nil
+}
+
+// IsQuantized reports whether the named weight is stored as bitsandbytes NF4 codes.
+func (s *Snapshot) IsQuantized(name string) bool {
+	_, ok := s.quantized[name]
+	return ok
+}
+
+// PackedNF4 reads the quantized weights whose names keep accepts as they are stored, packed
+// codes and absmax (checked as Tensors checks them), without dequantizing them: QLoRA keeps the
+// frozen base in 4 bits. Names keep accepts that are not quantized are ignored.
+func (s *Snapshot) PackedNF4(ctx context.Context, keep func(name string) bool) (map[string]*quant.Weight, error) {
+	ts, err := s.read(ctx, s.withCompanions(func(name string) bool {
+		_, q := s.quantized[name]
+		return q && (keep == nil || keep(name))
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return s.packAll(ts)
+}
+
+// packAll builds the quant.Weight of each quantized weight read in ts, and removes its packed
+// codes and companions from ts.
+func (s *Snapshot) packAll(ts map[string]*tensors.Tensor) (map[string]*quant.Weight, error) {
+	out := map[string]*quant.Weight{}
 	for _, name := range slices.Sorted(maps.Keys(s.quantized)) {
 		packed, ok := ts[name]
 		if !ok {
 			continue
 		}
 		w := s.quantized[name]
-		path := filepath.Join(s.Dir, w.file)
-		t, err := w.dequantize(name, packed, ts)
+		q, err := w.weight(name, packed, ts)
 		if err != nil {
-			return fmt.Errorf("%s: quantized weight %s: %v", path, name, err)
+			return nil, fmt.Errorf("%s: quantized weight %s: %v", filepath.Join(s.Dir, w.file), name, err)
 		}
-		ts[name] = t
+		out[name] = q
+		delete(ts, name)
 		for _, c := range companions(name, w.nested) {
 			delete(ts, c)
 		}
 	}
-	return nil
+	return out, nil
 }
 
-func (w quantized) dequantize(name string, packed *tensors.Tensor, ts map[string]*tensors.Tensor) (*tensors.Tensor, error) {
+func (w quantized) weight(name string, packed *tensors.Tensor, ts map[string]*tensors.Tensor) (*quant.Weight, error) {
 	if qm := tensors.MustCopyFlatData[float32](ts[name+suffixQuantMap]); !slices.Equal(qm, quant.NF4[:]) {
 		// bitsandbytes decodes with its own table whatever the file says: another table means
 		// another format, not a variant to honour.
@@ -339,9 +397,5 @@ func (w quantized) dequantize(name string, packed *tensors.Tensor, ts map[string
 	} else {
 		q.Absmax = tensors.MustCopyFlatData[float32](ts[name+suffixAbsmax])
 	}
-	vals := make([]float32, q.Len())
-	if err := q.Dequantize(vals); err != nil {
-		return nil, err
-	}
-	return FromFloat32(vals, w.shape.DType, w.shape.Dimensions...)
+	return q, nil
 }

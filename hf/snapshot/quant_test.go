@@ -147,6 +147,10 @@ func TestNF4HostileSnapshots(t *testing.T) {
 		{desc: "absmax NaN", edit: func(w map[string]rawTensor) {
 			w[nf4Name+".absmax"] = rawTensor{"F32", []int{3}, f32Bytes(0.1, float32(math.NaN()), 0.1)}
 		}, atRead: true, want: "tensor " + nf4Name + ".absmax: value 1 is NaN"},
+		{desc: "absmax overflows", nested: true, edit: func(w map[string]rawTensor) {
+			w[nf4Name+".nested_absmax"] = rawTensor{"F32", []int{1}, f32Bytes(3e38)}
+			setQS(`{"quant_type": "nf4", "blocksize": 64, "dtype": "float32", "shape": [8, 24], "nested_blocksize": 256, "nested_dtype": "float32", "nested_offset": 3e38}`)(w)
+		}, atRead: true, want: "quantized weight " + nf4Name + ": dequantized value"},
 		{desc: "another quant_map", nested: true, edit: func(w map[string]rawTensor) {
 			w[nf4Name+".quant_map"] = rawTensor{"F32", []int{16}, f32Bytes(make([]float32, 16)...)}
 		}, atRead: true, want: "quant_map is not bitsandbytes' NF4 table"},

@@ -364,7 +364,18 @@ func (s *Snapshot) FileOf(name string) string {
 // cancelled ctx gives an error wrapping ctx.Err() (context.Canceled), naming the file and the
 // tensor it stopped before.
 func (s *Snapshot) Tensors(ctx context.Context, keep func(name string) bool) (map[string]*tensors.Tensor, error) {
-	keep = s.withCompanions(keep)
+	out, err := s.read(ctx, s.withCompanions(keep))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.dequantizeAll(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// read reads the tensors keep accepts as they are stored.
+func (s *Snapshot) read(ctx context.Context, keep func(name string) bool) (map[string]*tensors.Tensor, error) {
 	out := map[string]*tensors.Tensor{}
 	for _, file := range s.WeightFiles {
 		var names []string
@@ -404,9 +415,6 @@ func (s *Snapshot) Tensors(ctx context.Context, keep func(name string) bool) (ma
 		if err := reader.Close(); err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}
-	}
-	if err := s.dequantizeAll(out); err != nil {
-		return nil, err
 	}
 	return out, nil
 }
