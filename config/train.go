@@ -59,7 +59,21 @@ type TrainLoop struct {
 	// model in the backward pass instead of keeping them (GoMLX's (*Node).Checkpoint): less memory
 	// for a second forward pass; the gradients are the same. Pretrained models only.
 	GradientCheckpointing bool `mapstructure:"gradient_checkpointing" yaml:"gradient_checkpointing"`
+	// Quantization is how a pretrained causal LM's frozen base is held in memory: none (its
+	// dtype) or nf4 (QLoRA: the layers' projections as bitsandbytes' 4-bit NormalFloat codes,
+	// dequantized in each product's graph; a bf16/f32 base is quantized when loaded, a "-bnb-4bit"
+	// snapshot kept as stored). nf4 needs lora.rank > 0. Pretrained causal LMs only.
+	Quantization string `mapstructure:"quantization" yaml:"quantization"`
 }
+
+// Quantizations of train.quantization.
+const (
+	QuantizationNone = "none"
+	QuantizationNF4  = "nf4"
+)
+
+// Quantizations lists the accepted values of train.quantization.
+var Quantizations = []string{QuantizationNone, QuantizationNF4}
 
 // Precisions of train.precision.
 const (
@@ -107,6 +121,7 @@ func DefaultTrainLoop() TrainLoop {
 		Patience:         4,
 		Devices:          1,
 		Precision:        PrecisionAuto,
+		Quantization:     QuantizationNone,
 	}
 }
 
@@ -170,6 +185,9 @@ func (c TrainLoop) Validate(section string) error {
 	if !slices.Contains(Precisions, c.Precision) {
 		bad("precision", fmt.Sprintf("must be one of %v, got %q", Precisions, c.Precision))
 	}
+	if !slices.Contains(Quantizations, c.Quantization) {
+		bad("quantization", fmt.Sprintf("must be one of %v, got %q", Quantizations, c.Quantization))
+	}
 	return errors.Join(errs...)
 }
 
@@ -188,10 +206,10 @@ func Unrecorded(key string) bool {
 }
 
 // FromScratchUnread reports whether a dotted config key is read by the pretrained models only
-// (train.precision: the from-scratch models always compute in float32), so that the records of
-// cross-validations, which train from scratch, leave it out too.
+// (train.precision and train.quantization: the from-scratch models always compute in float32),
+// so that the records of cross-validations, which train from scratch, leave it out too.
 func FromScratchUnread(key string) bool {
-	return strings.HasSuffix(key, ".train.precision")
+	return strings.HasSuffix(key, ".train.precision") || strings.HasSuffix(key, ".train.quantization")
 }
 
 // ParseBytes reads a memory size with its unit: "80GiB", "80 GB", "141GiB", "512MiB". Decimal

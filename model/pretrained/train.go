@@ -215,7 +215,8 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 		return nil, err
 	}
 	meta := &Meta{Task: dataset.TaskTracker, Head: head, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: run.maxSeqLen,
-		LoRA: tc.LoRA, Seed: cfg.Seed, Variant: run.variant, Precision: metaPrecision(tc.Train.Precision, s.bname)}
+		LoRA: tc.LoRA, Seed: cfg.Seed, Variant: run.variant, Precision: metaPrecision(tc.Train.Precision, s.bname),
+		Quantization: metaQuantization(tc.Train.Quantization)}
 	rows, devRows, err := run.rows()
 	if err != nil {
 		return nil, err
@@ -327,7 +328,8 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		gen.MaxNewTokens = cfg.Variants.MaxOutputLen
 	}
 	meta := &Meta{Task: dataset.TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
-		LoRA: sc.LoRA, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v, Precision: metaPrecision(sc.Train.Precision, s.bname)}
+		LoRA: sc.LoRA, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v, Precision: metaPrecision(sc.Train.Precision, s.bname),
+		Quantization: metaQuantization(sc.Train.Quantization)}
 	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: fullContext, variant: v}
 	trainSet, devSet, err := read()
 	if err != nil {
@@ -364,7 +366,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
 		devRows = devRows[:sc.DevDecodeLimit]
 	}
-	m, err := loadCausalLM(ctx, s.backend, s.snap, sc.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing})
+	m, err := loadCausalLM(ctx, s.backend, s.snap, sc.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing, quantization: meta.Quantization})
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ var loopFlags = map[string]string{
 	// Pretrained models only (refused in Run when no variant applies).
 	"precision":              "precision",
 	"gradient-checkpointing": "gradient_checkpointing",
+	"quantize":               "quantization",
 }
 
 // Command returns tracksum-train over the tasks registered so far (call it from main, after the
@@ -96,6 +97,7 @@ func Command() cli.Command {
 	fs.Float64("learning-rate", 0, "TASK.train.learning_rate")
 	fs.Int("eval-every", 0, "TASK.train.eval_every (0: each epoch)")
 	fs.String("precision", "", "TASK.train.precision with --pretrained: f32, bf16 (mixed: base weights and activations bf16, adapters and optimizer f32) or auto (bf16 on a CUDA backend, else f32)")
+	fs.String("quantize", "", "TASK.train.quantization with --pretrained: none or nf4 (QLoRA: the frozen base's projections held as 4-bit NF4 codes, dequantized in each product; needs a LoRA rank > 0)")
 	fs.Bool("gradient-checkpointing", false, "TASK.train.gradient_checkpointing with --pretrained: recompute each layer's activations in the backward pass (less memory, same gradients)")
 	for _, t := range tasks {
 		for _, f := range t.Flags {
@@ -208,6 +210,9 @@ func Command() cli.Command {
 				// The from-scratch models compute in float32 without checkpoints.
 				if p, _ := cfg.Value(task.Section + ".train.precision"); fs.Changed("precision") && p == "bf16" {
 					return cli.Usagef("--precision bf16 applies to --task %s with --pretrained only (the from-scratch model computes in f32)", task.Name)
+				}
+				if q, _ := cfg.Value(task.Section + ".train.quantization"); fs.Changed("quantize") && q == config.QuantizationNF4 {
+					return cli.Usagef("--quantize nf4 applies to --task %s with --pretrained only", task.Name)
 				}
 				if on, _ := cfg.Value(task.Section + ".train.gradient_checkpointing"); fs.Changed("gradient-checkpointing") && on == "true" {
 					return cli.Usagef("--gradient-checkpointing applies to --task %s with --pretrained only", task.Name)
