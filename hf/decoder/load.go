@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -141,25 +142,37 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 			}
 		}
 	}
-	ts, err := s.Tensors(ctx, func(name string) bool { _, ok := want[name]; return ok && !(pack[name] && s.IsQuantized(name)) })
-	if err != nil {
-		return nil, err
-	}
-	packed, err := s.PackedNF4(ctx, func(name string) bool { return pack[name] })
+	ts, err := s.Tensors(ctx, func(name string) bool { _, ok := want[name]; return ok && !pack[name] })
 	if err != nil {
 		return nil, err
 	}
 	m := &Model{cfg: cfg, lora: lora, st: store, base: map[string]*gomlxmodel.Variable{},
 		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, packed: map[string]packedWeight{}}
+	// The projections to pack are read a layer at a time: a dense base quantized on load never
+	// holds more than one layer's projections unpacked.
+	for i := range cfg.Layers {
+		inLayer := func(name string) bool { return pack[name] && strings.HasPrefix(name, layerKey(i)+".") }
+		dense, err := s.Tensors(ctx, func(name string) bool { return inLayer(name) && !s.IsQuantized(name) })
+		if err != nil {
+			return nil, err
+		}
+		codes, err := s.PackedNF4(ctx, inLayer)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range cfg.projections(i) {
+			name := p.key + ".weight"
+			if !pack[name] {
+				continue
+			}
+			if m.packed[name], err = m.setPacked(s, name, dense[name], codes[name]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	frozen := lora.Rank > 0
 	for _, name := range sortedKeys(want) {
 		if pack[name] {
-			pw, err := m.setPacked(s, name, ts[name], packed[name])
-			if err != nil {
-				return nil, err
-			}
-			m.packed[name] = pw
-			delete(ts, name)
 			continue
 		}
 		t := ts[name]
