@@ -25,7 +25,7 @@ const nf4Name = "encoder.layer.0.attention.self.query.weight"
 
 // nf4Weights returns goodWeights plus nf4Name [8, 24] quantized (nested or not), its values
 // before quantization, and the quant_state JSON bitsandbytes writes for it.
-func nf4Weights(t *testing.T, nested bool) (map[string]rawTensor, *quant.Weight) {
+func nf4Weights(t testing.TB, nested bool) (map[string]rawTensor, *quant.Weight) {
 	t.Helper()
 	vals := make([]float32, 8*24)
 	for i := range vals {
@@ -194,4 +194,48 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// FuzzNF4QuantState feeds arbitrary bytes as a 4-bit weight's quant_state blob (with valid packed
+// codes and double-quantized absmax of shape [8, 24]): Open and Tensors return a one-line error or
+// the weight dequantized to the shape the blob states; never panic or allocate from a shape the
+// tensors do not hold.
+//
+//	GOEXPERIMENT=simd go test ./hf/snapshot -run '^$' -fuzz '^FuzzNF4QuantState$' -fuzztime 60s
+func FuzzNF4QuantState(f *testing.F) {
+	for _, s := range []string{
+		`{"quant_type": "nf4", "blocksize": 64, "dtype": "float32", "shape": [8, 24], "nested_blocksize": 256, "nested_dtype": "float32", "nested_offset": 0.01}`,
+		`{"quant_type": "nf4", "blocksize": 64, "dtype": "bfloat16", "shape": [24, 8], "nested_blocksize": 256, "nested_dtype": "float32", "nested_offset": -1e30}`,
+		`{"quant_type": "nf4", "blocksize": 32, "dtype": "float16", "shape": [192], "nested_blocksize": 256, "nested_dtype": "float32", "nested_offset": 0}`,
+		`{"quant_type": "nf4", "blocksize": 64, "dtype": "float32", "shape": [9223372036854775807, 2], "nested_offset": 0.01}`,
+		`{"shape": [-1, -192], "blocksize": -64}`,
+		`[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	w, _ := nf4Weights(f, true)
+	f.Fuzz(func(t *testing.T, blob []byte) {
+		if len(blob) == 0 {
+			return
+		}
+		w[nf4Name+".quant_state.bitsandbytes__nf4"] = rawTensor{"U8", []int{len(blob)}, blob}
+		dir := nf4Snapshot(t, nf4Config, w)
+		s, err := Open(dir)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		ts, err := s.Tensors(context.Background(), nil)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		if shape, ok := s.Shape(nf4Name); !ok || !shape.Equal(ts[nf4Name].Shape()) {
+			t.Fatalf("%s: read %s, shown as %s", nf4Name, ts[nf4Name].Shape(), shape)
+		}
+	})
 }
