@@ -23,6 +23,8 @@ package quant
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 )
 
 // BlockSize is bitsandbytes' default 4-bit block (quantize_4bit's blocksize=None) and the one
@@ -179,26 +181,33 @@ func QuantizeNF4(w []float32, dims []int, blocksize int, nested bool) (*Weight, 
 	blocks := (n + blocksize - 1) / blocksize
 	q := &Weight{Dims: append([]int(nil), dims...), Packed: make([]uint8, (n+1)/2), BlockSize: blocksize}
 	absmax := make([]float32, blocks)
-	for b := range blocks {
-		block := w[b*blocksize : min((b+1)*blocksize, n)]
-		var am float32
-		for i, v := range block {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, fmt.Errorf("nf4: value %d is %v", b*blocksize+i, v)
+	// Blocks hold an even number of values: each writes its own bytes of Packed.
+	err := forBlocks(blocks, n, func(lo, hi int) error {
+		for b := lo; b < hi; b++ {
+			block := w[b*blocksize : min((b+1)*blocksize, n)]
+			var am float32
+			for i, v := range block {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return fmt.Errorf("nf4: value %d is %v", b*blocksize+i, v)
+				}
+				am = max(am, float32(math.Abs(float64(v))))
 			}
-			am = max(am, float32(math.Abs(float64(v))))
-		}
-		absmax[b] = am
-		inv := 1 / max(am, minAbsmax)
-		for i, v := range block {
-			c := nf4Code(v * inv)
-			k := b*blocksize + i
-			if k%2 == 0 {
-				q.Packed[k/2] = c << 4
-			} else {
-				q.Packed[k/2] |= c
+			absmax[b] = am
+			inv := 1 / max(am, minAbsmax)
+			for i, v := range block {
+				c := nf4Code(v * inv)
+				k := b*blocksize + i
+				if k%2 == 0 {
+					q.Packed[k/2] = c << 4
+				} else {
+					q.Packed[k/2] |= c
+				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if n%2 == 1 {
 		q.Packed[n/2] |= nf4Code(0)
@@ -356,12 +365,52 @@ func (w *Weight) Dequantize(out []float32) error {
 	if len(absmax) != blocks {
 		return fmt.Errorf("nf4: %d absmax values for %d blocks of %d", len(absmax), blocks, w.BlockSize)
 	}
-	for i := range out {
-		c := w.Packed[i/2]
-		if i%2 == 0 {
-			c >>= 4
+	return forBlocks(blocks, n, func(lo, hi int) error {
+		for i := lo * w.BlockSize; i < min(hi*w.BlockSize, n); i++ {
+			c := w.Packed[i/2]
+			if i%2 == 0 {
+				c >>= 4
+			}
+			out[i] = NF4[c&0xF] * absmax[i/w.BlockSize]
 		}
-		out[i] = NF4[c&0xF] * absmax[i/w.BlockSize]
+		return nil
+	})
+}
+
+// parallelMin is the number of values from which QuantizeNF4 and Dequantize split their blocks
+// over GOMAXPROCS goroutines (a base quantized or dequantized at load has billions): the result
+// is the same, and so is the error (the first chunk's).
+var parallelMin = 1 << 20
+
+// forBlocks runs fn over [0, blocks) in contiguous chunks, concurrently when the n values are
+// many, and returns the error of the first chunk that failed.
+func forBlocks(blocks, n int, fn func(lo, hi int) error) error {
+	workers := 1
+	if n >= parallelMin {
+		workers = min(runtime.GOMAXPROCS(0), blocks)
+	}
+	if workers <= 1 {
+		return fn(0, blocks)
+	}
+	per := (blocks + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		lo, hi := k*per, min((k+1)*per, blocks)
+		if lo >= hi {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = fn(lo, hi)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"errors"
 	"math"
 	"path/filepath"
 	"slices"
@@ -166,5 +167,34 @@ func TestDequantizeRefusesInconsistentWeights(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestParallelBlocksSameResult: splitting the blocks over goroutines (weights of a million values
+// and more) gives the bytes, absmax, values and first error of the serial pass.
+func TestParallelBlocksSameResult(t *testing.T) {
+	g := readGolden(t)
+	run := func(threshold int) (*Weight, []float32, error) {
+		defer func(old int) { parallelMin = old }(parallelMin)
+		parallelMin = threshold
+		in := flat[float32](t, g, "normal.input")
+		q, err := QuantizeNF4(in, []int{128, 136}, 64, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		out := make([]float32, q.Len())
+		err = q.Dequantize(out)
+		bad := slices.Clone(in)
+		bad[5000], bad[9000] = float32(math.NaN()), float32(math.Inf(1))
+		_, nanErr := QuantizeNF4(bad, []int{128, 136}, 64, true)
+		return q, out, errors.Join(err, nanErr)
+	}
+	sq, sout, serr := run(math.MaxInt)
+	pq, pout, perr := run(1)
+	if !slices.Equal(sq.Packed, pq.Packed) || !slices.Equal(sq.Nested.Codes, pq.Nested.Codes) || sameBits(sout, pout) >= 0 {
+		t.Error("the parallel pass differs from the serial one")
+	}
+	if serr == nil || perr == nil || serr.Error() != perr.Error() || serr.Error() != "nf4: value 5000 is NaN" {
+		t.Errorf("errors %v and %v, want nf4: value 5000 is NaN from both", serr, perr)
 	}
 }
