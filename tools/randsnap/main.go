@@ -6,6 +6,9 @@
 //
 //	go run ./tools/randsnap --out runs/snap --tokenizer hf/tokenizer/testdata/hf/llama3
 //
+// With --quantize nf4 the layers' projections are written in bitsandbytes' 4-bit layout (a QLoRA base, as
+// unsloth's "-bnb-4bit" snapshots).
+//
 // The weights are random: what runs on them tests the plumbing and the file formats, never quality.
 package main
 
