@@ -94,7 +94,7 @@ var stateDTypes = map[string]dtypes.DType{"float32": dtypes.Float32, "bfloat16":
 func (s *Snapshot) readQuantization() error {
 	raw, ok := s.Config["quantization_config"]
 	if !ok || raw == nil {
-		for name := range s.weights.Index.WeightMap {
+		for _, name := range slices.Sorted(maps.Keys(s.weights.Index.WeightMap)) {
 			if strings.HasSuffix(name, suffixQuantStateNF4) || strings.HasSuffix(name, suffixQuantStateFP4) {
 				return fmt.Errorf("%s: tensor %s is bitsandbytes-quantized, but config.json has no quantization_config", filepath.Join(s.Dir, s.FileOf(name)), name)
 			}
