@@ -151,6 +151,9 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	// The projections to pack are read a layer at a time: a dense base quantized on load never
 	// holds more than one layer's projections unpacked.
 	for i := range cfg.Layers {
+		if len(pack) == 0 {
+			break
+		}
 		inLayer := func(name string) bool { return pack[name] && strings.HasPrefix(name, layerKey(i)+".") }
 		dense, err := s.Tensors(ctx, func(name string) bool { return inLayer(name) && !s.IsQuantized(name) })
 		if err != nil {
