@@ -90,7 +90,7 @@ FUZZ_TARGETS := ./dataset:FuzzStreamInstances ./dataset:FuzzReadRaw ./dataset:Fu
 	./eval/judge:FuzzParseVerdict ./infer/llmmethods:FuzzParseAnswers ./subword:FuzzEncode ./subword:FuzzCleanLongWords \
 	./model/ete:FuzzParse
 # Hugging Face snapshots: safetensors headers, config.json of each family, chat templates (limits).
-FUZZ_TARGETS += ./hf/snapshot:FuzzSnapshotHeader ./hf/encoder:FuzzConfig ./hf/chattemplate:FuzzRender
+FUZZ_TARGETS += ./hf/snapshot:FuzzSnapshotHeader ./hf/snapshot:FuzzNF4QuantState ./hf/encoder:FuzzConfig ./hf/chattemplate:FuzzRender
 # The server's request decoders (chat and text completions, unsupported fields).
 FUZZ_TARGETS += ./serve:FuzzRequestDecoder
 fuzz:

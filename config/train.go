@@ -59,12 +59,10 @@ type TrainLoop struct {
 	// model in the backward pass instead of keeping them (GoMLX's (*Node).Checkpoint): less memory
 	// for a second forward pass; the gradients are the same. Pretrained models only.
 	GradientCheckpointing bool `mapstructure:"gradient_checkpointing" yaml:"gradient_checkpointing"`
-	// Quantization is how a pretrained model's frozen base is held: none (its stored dtype, or
-	// bf16 by Precision) or nf4 (QLoRA: the linear layers' weights as 4-bit NormalFloat codes
-	// with double-quantized absmax scales, as bitsandbytes' bnb-4bit checkpoints, dequantized
-	// one layer at a time into the compute dtype). tracksum-train --plan accounts for nf4;
-	// training with it is refused until the training path implements it. The from-scratch
-	// models do not read it.
+	// Quantization is how a pretrained causal LM's frozen base is held in memory: none (its
+	// dtype) or nf4 (QLoRA: the layers' projections as bitsandbytes' 4-bit NormalFloat codes,
+	// dequantized in each product's graph; a bf16/f32 base is quantized when loaded, a "-bnb-4bit"
+	// snapshot kept as stored). nf4 needs lora.rank > 0. Pretrained causal LMs only.
 	Quantization string `mapstructure:"quantization" yaml:"quantization"`
 }
 
@@ -208,9 +206,8 @@ func Unrecorded(key string) bool {
 }
 
 // FromScratchUnread reports whether a dotted config key is read by the pretrained models only
-// (train.precision: the from-scratch models always compute in float32; train.quantization: they
-// have no frozen base), so that the records of cross-validations, which train from scratch, leave
-// it out too.
+// (train.precision and train.quantization: the from-scratch models always compute in float32),
+// so that the records of cross-validations, which train from scratch, leave it out too.
 func FromScratchUnread(key string) bool {
 	return strings.HasSuffix(key, ".train.precision") || strings.HasSuffix(key, ".train.quantization")
 }

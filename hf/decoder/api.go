@@ -164,6 +164,9 @@ type Model struct {
 	st      *gomlxmodel.Store
 	base    map[string]*gomlxmodel.Variable // HF key -> variable
 	a, b    map[string]*gomlxmodel.Variable // HF module key ("model.layers.0.self_attn.q_proj") -> lora_A / lora_B
+	// packed holds the projection weights kept in NF4 (LoadQuantized with QuantNF4), by HF key;
+	// they are not in base.
+	packed map[string]packedWeight
 }
 
 // Load creates the model's variables in store from the snapshot's weights: base weights under
@@ -174,8 +177,28 @@ type Model struct {
 // checked against the config; a missing or misshaped tensor, or a non-finite value, is a one-line
 // error. Reading stops with an error wrapping ctx.Err() once ctx is cancelled.
 func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
-	return load(ctx, s, store, lora, seed)
+	return load(ctx, s, store, lora, seed, QuantNone)
 }
+
+// Quantization values of LoadQuantized: how the frozen base's projections are held in memory.
+const (
+	// QuantNone: in their dtype (an NF4 snapshot is dequantized when read, hf/snapshot).
+	QuantNone = "none"
+	// QuantNF4: as bitsandbytes NF4 codes (QLoRA), dequantized inside each product's graph. The
+	// codes of an NF4 snapshot are kept as stored; a bf16/f16/f32 base is quantized when loaded
+	// (blocks of 64, double quantization, as bitsandbytes would).
+	QuantNF4 = "nf4"
+)
+
+// LoadQuantized is Load with the layers' projection weights (q, k, v, o, gate, up, down) held
+// as quantization says. QuantNF4 needs a frozen base (lora.Rank > 0): the codes are not
+// trainable. A projection whose size is not a multiple of the block stays unpacked.
+func LoadQuantized(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64, quantization string) (*Model, error) {
+	return load(ctx, s, store, lora, seed, quantization)
+}
+
+// PackedWeights returns the names of the base weights held as NF4 codes, sorted.
+func (m *Model) PackedWeights() []string { return sortedKeys(m.packed) }
 
 // Config returns the model's architecture.
 func (m *Model) Config() Config { return m.cfg }

@@ -64,6 +64,9 @@ func (m *Model) weight(g *Graph, name string) *Node { return m.weightAs(g, name,
 // GoMLX recomputes the converted copy in the backward pass instead of keeping it from the forward
 // pass (a float32 copy of every bf16 weight of the model, otherwise).
 func (m *Model) weightAs(g *Graph, name string, dt dtypes.DType, anchor *Node) *Node {
+	if pw, ok := m.packed[name]; ok {
+		return pw.graph(g, dt, anchor)
+	}
 	return layers.ConvertFrozen(m.base[name].ValueGraph(g), dt, anchor)
 }
 

@@ -6,12 +6,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/quant"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
@@ -92,13 +94,22 @@ func (c Config) expectedTensors() map[string][]int {
 	return want
 }
 
-func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64) (*Model, error) {
+func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64, quantization string) (*Model, error) {
 	cfg, err := configOf(s)
 	if err != nil {
 		return nil, err
 	}
 	if lora.Rank < 0 {
 		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
+	}
+	switch quantization {
+	case QuantNone, "":
+	case QuantNF4:
+		if lora.Rank == 0 {
+			return nil, fmt.Errorf("quantization nf4 needs a frozen base (lora rank > 0): NF4 codes cannot be trained")
+		}
+	default:
+		return nil, fmt.Errorf("quantization %q: want none or nf4", quantization)
 	}
 	for _, t := range lora.TargetModules {
 		if !slices.Contains(cfg.LoRATargets, t) {
@@ -121,14 +132,52 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 			return nil, fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(name), name, shape.DType)
 		}
 	}
-	ts, err := s.Tensors(ctx, func(name string) bool { _, ok := want[name]; return ok })
+	pack := map[string]bool{}
+	if quantization == QuantNF4 {
+		for i := range cfg.Layers {
+			for _, p := range cfg.projections(i) {
+				if (p.out*p.in)%quant.BlockSize == 0 {
+					pack[p.key+".weight"] = true
+				}
+			}
+		}
+	}
+	ts, err := s.Tensors(ctx, func(name string) bool { _, ok := want[name]; return ok && !pack[name] })
 	if err != nil {
 		return nil, err
 	}
 	m := &Model{cfg: cfg, lora: lora, st: store, base: map[string]*gomlxmodel.Variable{},
-		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}}
+		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, packed: map[string]packedWeight{}}
+	// The projections to pack are read a layer at a time: a dense base quantized on load never
+	// holds more than one layer's projections unpacked.
+	for i := range cfg.Layers {
+		if len(pack) == 0 {
+			break
+		}
+		inLayer := func(name string) bool { return pack[name] && strings.HasPrefix(name, layerKey(i)+".") }
+		dense, err := s.Tensors(ctx, func(name string) bool { return inLayer(name) && !s.IsQuantized(name) })
+		if err != nil {
+			return nil, err
+		}
+		codes, err := s.PackedNF4(ctx, inLayer)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range cfg.projections(i) {
+			name := p.key + ".weight"
+			if !pack[name] {
+				continue
+			}
+			if m.packed[name], err = m.setPacked(s, name, dense[name], codes[name]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	frozen := lora.Rank > 0
 	for _, name := range sortedKeys(want) {
+		if pack[name] {
+			continue
+		}
 		t := ts[name]
 		// Float64 is never worth keeping; half types stay as stored when frozen (half the memory;
 		// the graph converts them to float32), and become float32 when trained, since the

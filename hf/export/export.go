@@ -397,6 +397,11 @@ func isHead(name string) bool {
 // rows (transformers derives num_labels from them).
 func exportConfig(snap *snapshot.Snapshot, prov *Provenance, out map[string]shapes.Shape) (map[string]any, error) {
 	cfg := maps.Clone(snap.Config)
+	if snap.Quant != nil {
+		// The export's weights are the dequantized base merged: a quantization_config left in
+		// would make transformers read them as 4-bit codes.
+		delete(cfg, "quantization_config")
+	}
 	if prov.TaskType != peft.TaskSeqCls {
 		return cfg, nil
 	}

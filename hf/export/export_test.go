@@ -566,3 +566,60 @@ func TestExportDType(t *testing.T) {
 		}
 	})
 }
+
+// TestExportNF4Base: an adapter trained on a bitsandbytes 4-bit base exports merged into the
+// dequantized weights (the base's NF4 weights as hf/snapshot reads them), as a plain snapshot:
+// no packed codes or companions, and no quantization_config, which would make transformers read
+// the dense weights as 4-bit codes.
+func TestExportNF4Base(t *testing.T) {
+	root := t.TempDir()
+	baseDir, ck, out := filepath.Join(root, "base"), filepath.Join(root, "ck"), filepath.Join(root, "out")
+	d := tiny(dtypes.Float32, 1)
+	d.Quantize = "nf4"
+	if err := randsnap.WriteDecoder(baseDir, d); err != nil {
+		t.Fatal(err)
+	}
+	a := checkpointFor(t, baseDir, ck, false)
+	if _, err := Export(context.Background(), Options{Checkpoint: ck, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	b, err := os.ReadFile(filepath.Join(out, "config.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &cfg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg["quantization_config"]; ok {
+		t.Error("the export's config.json keeps the base's quantization_config")
+	}
+	got, err := tensorio.ReadTensors(filepath.Join(out, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := snapshot.Open(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := snap.Tensors(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(base) {
+		t.Fatalf("export has %d tensors, the dequantized base %d", len(got), len(base))
+	}
+	name := "model.layers.1.mlp.up_proj.weight"
+	want := mergedWant(t, base[name], a.Tensors[peft.Prefix+"model.layers.1.mlp.up_proj"+peft.SuffixA], a.Tensors[peft.Prefix+"model.layers.1.mlp.up_proj"+peft.SuffixB])
+	gv := values(t, got[name])
+	for i := range want {
+		if math.Abs(gv[i]-want[i]) > 1e-6*math.Abs(want[i])+1e-6 {
+			t.Fatalf("%s[%d] = %g, want dequantized base + 4 * B@A = %g", name, i, gv[i], want[i])
+		}
+	}
+	if s, err := snapshot.Open(out); err != nil {
+		t.Error(err)
+	} else if s.Quant != nil {
+		t.Errorf("the export opens with quantization %+v, want a plain snapshot", *s.Quant)
+	}
+}

@@ -57,6 +57,12 @@ type Decoder struct {
 	TokenizerDir string
 	// Extra config.json keys (override the generated ones).
 	Extra map[string]any
+	// Quantize "nf4" writes the layers' linear projections (q, k, v, o, gate, up, down) in
+	// bitsandbytes' 4-bit layout, as transformers saves a model loaded with load_in_4bit,
+	// bnb_4bit_quant_type nf4 and double quantization (e.g. unsloth's "-bnb-4bit" snapshots):
+	// the weights drawn in DType are quantized, and config.json gets its quantization_config.
+	// Embeddings, norms and lm_head stay unquantized. "": no quantization.
+	Quantize string
 }
 
 // Tensor names and shapes of the decoder, in Hugging Face's keys.
@@ -207,10 +213,16 @@ func WriteDecoder(dir string, d Decoder) error {
 	default:
 		return fmt.Errorf("randsnap: dtype %s: want float32, bfloat16 or float16", d.DType)
 	}
+	if d.Quantize != "" && d.Quantize != "nf4" {
+		return fmt.Errorf("randsnap: quantize %q: want nf4 or nothing", d.Quantize)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("randsnap: %w", err)
 	}
 	cfg := d.config()
+	if d.Quantize != "" {
+		cfg["quantization_config"] = bnbConfig(dtypeName(d.DType))
+	}
 	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.ConfigFile), cfg); err != nil {
 		return err
 	}
@@ -227,11 +239,34 @@ func WriteDecoder(dir string, d Decoder) error {
 	if std == 0 {
 		std = 0.02
 	}
-	specs := d.specs()
-	return tensorio.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"},
-		func(name string) (*tensors.Tensor, error) {
-			return randomTensor(specs[name], name, d.Seed, std, fam.NormPlusOne)
-		})
+	drawn := d.specs()
+	specs := drawn
+	tensor := func(name string) (*tensors.Tensor, error) {
+		return randomTensor(drawn[name], name, d.Seed, std, fam.NormPlusOne)
+	}
+	if d.Quantize != "" {
+		var err error
+		if specs, tensor, err = quantizeNF4(specs, tensor, isProjection); err != nil {
+			return err
+		}
+	}
+	return tensorio.WriteTensorsFunc(filepath.Join(dir, snapshot.WeightsFile), specs, map[string]string{"format": "pt"}, tensor)
+}
+
+// isProjection reports whether name is a layer's linear projection weight (q_proj, ...,
+// down_proj, and the fused qkv_proj and gate_up_proj), the modules bitsandbytes quantizes.
+func isProjection(name string) bool {
+	return strings.HasPrefix(name, "model.layers.") && strings.HasSuffix(name, "_proj.weight")
+}
+
+func dtypeName(dt dtypes.DType) string {
+	switch dt {
+	case dtypes.BFloat16:
+		return "bfloat16"
+	case dtypes.Float16:
+		return "float16"
+	}
+	return "float32"
 }
 
 // randomTensor draws the named tensor from a stream seeded by the seed and the name, so a tensor

@@ -20,6 +20,11 @@ func tiny(modelType string, dt dtypes.DType) Decoder {
 		Intermediate: 32, Tied: modelType == "gemma", DType: dt, Seed: 7}
 }
 
+func nf4(d Decoder) Decoder {
+	d.Quantize = "nf4"
+	return d
+}
+
 // TestWriteDecoder: every family and dtype opens as a snapshot with the written shapes and dtype,
 // its tokenizer loads, and the same seed writes the same bytes.
 func TestWriteDecoder(t *testing.T) {
@@ -32,6 +37,7 @@ func TestWriteDecoder(t *testing.T) {
 		{"mistral bf16", tiny("mistral", dtypes.BFloat16), 3 + 2*9},
 		{"qwen2 f16 biases", tiny("qwen2", dtypes.Float16), 3 + 2*12},
 		{"gemma tied", tiny("gemma", dtypes.InvalidDType), 2 + 2*9},
+		{"llama nf4", nf4(tiny("llama", dtypes.BFloat16)), 3 + 2*9},
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -89,6 +95,7 @@ func TestWriteDecoderErrors(t *testing.T) {
 		{"unknown model type", Decoder{ModelType: "gpt2", Vocab: 8, Hidden: 8, Layers: 1, Heads: 1, Intermediate: 8}},
 		{"zero size", Decoder{ModelType: "llama", Vocab: 8, Hidden: 0, Layers: 1, Heads: 1, Intermediate: 8}},
 		{"int dtype", Decoder{ModelType: "llama", Vocab: 8, Hidden: 8, Layers: 1, Heads: 1, Intermediate: 8, DType: dtypes.Int32}},
+		{"quantize", Decoder{ModelType: "llama", Vocab: 8, Hidden: 8, Layers: 1, Heads: 1, Intermediate: 8, Quantize: "int8"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -100,22 +107,25 @@ func TestWriteDecoderErrors(t *testing.T) {
 }
 
 // A random snapshot of every registered causal family loads in hf/decoder's shape check: the
-// registry's tensor list and config keys agree with the graph's.
+// registry's tensor list and config keys agree with the graph's; so does its NF4 layout (the
+// fused projections of phi3 quantized too).
 func TestEveryFamilyLoads(t *testing.T) {
 	for _, fam := range family.Names(family.CausalLM) {
-		t.Run(fam, func(t *testing.T) {
-			dir := t.TempDir()
-			d := Decoder{ModelType: fam, Vocab: 300, Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, Intermediate: 64, SlidingWindow: 4, Seed: 1}
-			if err := WriteDecoder(dir, d); err != nil {
-				t.Fatal(err)
-			}
-			snap, err := snapshot.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := decoder.Load(context.Background(), snap, gomlxmodel.NewStore(), decoder.LoRA{Rank: 2, Alpha: 4}, 1); err != nil {
-				t.Fatalf("%s: %v", fam, err)
-			}
-		})
+		for _, q := range []string{"", "nf4"} {
+			t.Run(fam+q, func(t *testing.T) {
+				dir := t.TempDir()
+				d := Decoder{ModelType: fam, Vocab: 300, Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, Intermediate: 64, SlidingWindow: 4, Seed: 1, Quantize: q}
+				if err := WriteDecoder(dir, d); err != nil {
+					t.Fatal(err)
+				}
+				snap, err := snapshot.Open(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := decoder.Load(context.Background(), snap, gomlxmodel.NewStore(), decoder.LoRA{Rank: 2, Alpha: 4}, 1); err != nil {
+					t.Fatalf("%s: %v", fam, err)
+				}
+			})
+		}
 	}
 }

@@ -85,8 +85,16 @@ type Snapshot struct {
 	// ConfigOnly is set by OpenConfig: the weights were not read, so nothing is checked against
 	// them (the configuration's own limits still apply).
 	ConfigOnly bool
+	// Quant is config.json's quantization_config (bitsandbytes 4-bit NF4), or nil. Its weights
+	// are dequantized when read: Names, Shape and Tensors show each one as the tensor it was
+	// before quantization, never its packed codes and their companions.
+	Quant *Quantization
 
 	weights *safetensors.Model
+	// quantized maps each NF4 weight's name to its checked quant_state; hidden holds the names
+	// of their companion tensors (absmax, maps, quant_state).
+	quantized map[string]quantized
+	hidden    map[string]bool
 	// headers are the validated headers of WeightFiles (tensorio.ReadSafetensorsHeader).
 	headers map[string]map[string]tensorio.SafetensorsEntry
 }
@@ -100,6 +108,9 @@ func Open(dir string) (*Snapshot, error) {
 		return nil, err
 	}
 	if err := s.openWeights(); err != nil {
+		return nil, err
+	}
+	if err := s.readQuantization(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -118,6 +129,9 @@ func OpenConfig(dir string) (*Snapshot, error) {
 	s.weights.Index = &safetensors.ShardedModelIndex{WeightMap: map[string]string{}}
 	s.weights.Headers = map[string]*safetensors.Header{}
 	s.ConfigOnly = true
+	if err := s.readQuantization(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -269,9 +283,10 @@ func (s *Snapshot) openWeights() error {
 	return nil
 }
 
-// Names returns the names of all weight tensors, sorted.
+// Names returns the names of all weight tensors, sorted (a quantized weight's companions are
+// not listed).
 func (s *Snapshot) Names() []string {
-	names := s.weights.ListTensorNames()
+	names := slices.DeleteFunc(s.weights.ListTensorNames(), func(n string) bool { return s.hidden[n] })
 	slices.Sort(names)
 	return names
 }
@@ -279,6 +294,9 @@ func (s *Snapshot) Names() []string {
 // Shape returns a tensor's shape (dtype and dimensions) from the safetensors header, without
 // reading its data; ok is false when the snapshot has no such tensor.
 func (s *Snapshot) Shape(name string) (shape shapes.Shape, ok bool) {
+	if q, found := s.quantized[name]; found {
+		return q.shape, true
+	}
 	file, found := s.weights.Index.WeightMap[name]
 	if !found {
 		return shapes.Shape{}, false
@@ -338,13 +356,26 @@ func (s *Snapshot) FileOf(name string) string {
 
 // Tensors reads the weights whose names keep accepts (all of them when keep is nil) into host
 // tensors, in their stored dtype (bf16, f16, f32...). A weight holding NaN or ±Inf is an error
-// naming the tensor and its file.
+// naming the tensor and its file. A bitsandbytes NF4 weight is dequantized (the first step of
+// QLoRA's support: the frozen base then takes the memory of its unquantized dtype).
 //
 // ctx is checked before each tensor is read: the weights of a large snapshot take minutes to read,
 // and a command stopped by SIGINT or SIGTERM must not finish reading them first (issue 22). A
 // cancelled ctx gives an error wrapping ctx.Err() (context.Canceled), naming the file and the
 // tensor it stopped before.
 func (s *Snapshot) Tensors(ctx context.Context, keep func(name string) bool) (map[string]*tensors.Tensor, error) {
+	out, err := s.read(ctx, s.withCompanions(keep))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.dequantizeAll(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// read reads the tensors keep accepts as they are stored.
+func (s *Snapshot) read(ctx context.Context, keep func(name string) bool) (map[string]*tensors.Tensor, error) {
 	out := map[string]*tensors.Tensor{}
 	for _, file := range s.WeightFiles {
 		var names []string

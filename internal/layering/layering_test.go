@@ -24,7 +24,7 @@ var layers = []struct {
 	packages []string
 }{
 	{"plumbing", []string{"internal/atomicio", "internal/progress", "internal/golden", "internal/plot",
-		"internal/tensorio", "internal/layering", "internal/knowncrash", "internal/testlog", "textmetrics", "subword", "llm", "hf/family", "layers",
+		"internal/tensorio", "internal/layering", "internal/knowncrash", "internal/testlog", "textmetrics", "subword", "llm", "hf/family", "hf/quant", "layers",
 		"eval/stats", "eval/report", "model/decode"}},
 	{"config", []string{"config"}},
 	{"data and sources", []string{"dataset", "internal/cli", "hf/snapshot", "hf/tokenizer", "hf/chattemplate"}},

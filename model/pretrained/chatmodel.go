@@ -83,7 +83,7 @@ func LoadChatCheckpoint(ctx context.Context, dir string, opts ...LoadOptions) (*
 		return nil, err
 	}
 	lm, err := loadCausalLM(ctx, l.backend, l.snap, l.meta.LoRA, l.meta.Seed, l.meta.Head == config.HeadLMCLS,
-		computeSettings{bf16: l.meta.Precision == config.PrecisionBF16})
+		computeSettings{bf16: l.meta.Precision == config.PrecisionBF16, quantization: l.meta.Quantization})
 	if err != nil {
 		return nil, err
 	}

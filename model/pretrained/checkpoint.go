@@ -58,6 +58,10 @@ type Meta struct {
 	// the training backend): "bf16", or empty for float32. Inference computes in it unless told
 	// otherwise (infer --precision).
 	Precision string `json:"precision,omitempty"`
+	// Quantization is train.quantization when not none: "nf4" (QLoRA), the frozen base's
+	// projections held as NF4 codes in training, and so in inference (the adapters were trained
+	// on the quantized weights).
+	Quantization string `json:"quantization,omitempty"`
 	// YesNo locates the generative tracker's answer token.
 	YesNo *yesNo `json:"yes_no,omitempty"`
 	// FullContext: the summarizer reads the whole abstract too (TTS (+) f).

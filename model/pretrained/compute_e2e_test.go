@@ -89,3 +89,43 @@ func TestBF16TrackerTracksF32(t *testing.T) {
 		}
 	}
 }
+
+// TestNF4TrackerTrains: a QLoRA run (tracksum-train --quantize nf4: the frozen base's projections
+// as NF4 codes) trains the generative tracker to finite losses and records the quantization in
+// the checkpoint, which inference loads again with it.
+func TestNF4TrackerTrains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model (~5 s)")
+	}
+	cfg, data, llm := setup(t)
+	cfg.Tracker.Pretrained, cfg.Tracker.Head = llm, config.HeadGenerative
+	cfg.Tracker.LoRA.Rank, cfg.Tracker.LoRA.Alpha = 4, 8
+	cfg.Tracker.LoRA.TargetModules = []string{"q_proj", "v_proj", "down_proj"}
+	loop(&cfg.Tracker.Train)
+	cfg.Tracker.Train.Quantization = config.QuantizationNF4
+	ck := filepath.Join(t.TempDir(), "tracker-nf4")
+	trainTask(t, "tracker", cfg, data, ck)
+	meta, err := pretrained.ReadMeta(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Quantization != config.QuantizationNF4 {
+		t.Errorf("checkpoint records quantization %q, want nf4", meta.Quantization)
+	}
+	losses := trainLosses(t, ck)
+	if len(losses) == 0 {
+		t.Fatal("no training loss recorded")
+	}
+	for i, l := range losses {
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			t.Errorf("evaluation %d: training loss %v", i+1, l)
+		}
+	}
+	tr, err := pretrained.LoadTracker(context.Background(), ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Meta.Quantization != config.QuantizationNF4 {
+		t.Errorf("loaded tracker's quantization %q, want nf4", tr.Meta.Quantization)
+	}
+}

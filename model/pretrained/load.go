@@ -156,7 +156,7 @@ func restore(dir string, m trainable) error {
 // with checkpointing. For the generative head, meta.YesNo is found when unset. The SUM-THEN-TRACK
 // pair tracker (meta.Variant) reads (sentence, summary) pairs.
 func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta, checkpointing bool) (*Tracker, trainable, error) {
-	cs := computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: checkpointing}
+	cs := computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: checkpointing, quantization: meta.Quantization}
 	t := &Tracker{Meta: *meta}
 	pair := meta.Variant == variant.SumThenTrack
 	if meta.Head == config.HeadEncoderCLS && pair {
@@ -358,7 +358,7 @@ func loadSummarizer(ctx context.Context, dir, v string, opts ...LoadOptions) (*S
 	if l.meta.Generation == nil {
 		return nil, fmt.Errorf("%w: %s: summarizer without generation settings", ErrCheckpoint, dir)
 	}
-	lm, err := loadCausalLM(ctx, l.backend, l.snap, l.meta.LoRA, l.meta.Seed, false, computeSettings{bf16: l.meta.Precision == config.PrecisionBF16})
+	lm, err := loadCausalLM(ctx, l.backend, l.snap, l.meta.LoRA, l.meta.Seed, false, computeSettings{bf16: l.meta.Precision == config.PrecisionBF16, quantization: l.meta.Quantization})
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,20 @@ type causalLM struct {
 
 // computeSettings says how a pretrained model's graphs are computed: bf16 mixed precision, and in
 // training graphs gradient checkpointing (hf/decoder's and hf/encoder's Compute).
-type computeSettings struct{ bf16, checkpointing bool }
+type computeSettings struct {
+	bf16, checkpointing bool
+	// quantization is Meta.Quantization: "nf4" keeps the frozen base's projections as NF4 codes.
+	quantization string
+}
+
+// metaQuantization is Meta.Quantization for train.quantization q: "nf4", or empty for none (the
+// checkpoints written before the key existed).
+func metaQuantization(q string) string {
+	if q == config.QuantizationNF4 {
+		return q
+	}
+	return ""
+}
 
 // metaPrecision is Meta.Precision for train.precision p resolved on the backend named backend:
 // "bf16", or empty for float32 (the checkpoints written before the key existed).
@@ -56,7 +69,11 @@ func metaPrecision(p, backend string) string {
 // says.
 func loadCausalLM(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, l config.LoRA, seed int64, withHead bool, cs computeSettings) (*causalLM, error) {
 	store := gomlxmodel.NewStore()
-	dec, err := decoder.Load(ctx, snap, store, l, seed)
+	quantization := decoder.QuantNone
+	if cs.quantization == config.QuantizationNF4 {
+		quantization = decoder.QuantNF4
+	}
+	dec, err := decoder.LoadQuantized(ctx, snap, store, l, seed, quantization)
 	if err != nil {
 		return nil, err
 	}

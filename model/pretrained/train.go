@@ -64,11 +64,6 @@ type session struct {
 // large is read, then locks req.Out, opens the snapshot dir and its chat, and reads the aspect set
 // of the prepared data.
 func begin(cfg *config.Config, req training.Request, task, dir string, loop config.TrainLoop) (*session, error) {
-	// configs/paper.yaml sets nf4 (the paper's QLoRA) for --plan: training must not quietly
-	// train a bf16 base instead.
-	if loop.Quantization == config.QuantizationNF4 {
-		return nil, fmt.Errorf("%s.train.quantization nf4: training a 4-bit (QLoRA) base is not implemented yet; tracksum-train --plan already accounts for it; pass --quantize none to train the bf16 base", task)
-	}
 	log := req.Log
 	if log == nil {
 		log = os.Stderr
@@ -225,7 +220,8 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 		return nil, fmt.Errorf("tracker.lora: %w", err)
 	}
 	meta := &Meta{Task: dataset.TaskTracker, Head: head, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: run.maxSeqLen,
-		LoRA: lora, Seed: cfg.Seed, Variant: run.variant, Precision: metaPrecision(tc.Train.Precision, s.bname)}
+		LoRA: lora, Seed: cfg.Seed, Variant: run.variant, Precision: metaPrecision(tc.Train.Precision, s.bname),
+		Quantization: metaQuantization(tc.Train.Quantization)}
 	rows, devRows, err := run.rows()
 	if err != nil {
 		return nil, err
@@ -341,7 +337,8 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		return nil, fmt.Errorf("summarizer.lora: %w", err)
 	}
 	meta := &Meta{Task: dataset.TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
-		LoRA: lora, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v, Precision: metaPrecision(sc.Train.Precision, s.bname)}
+		LoRA: lora, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v, Precision: metaPrecision(sc.Train.Precision, s.bname),
+		Quantization: metaQuantization(sc.Train.Quantization)}
 	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: fullContext, variant: v}
 	trainSet, devSet, err := read()
 	if err != nil {
@@ -378,7 +375,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
 		devRows = devRows[:sc.DevDecodeLimit]
 	}
-	m, err := loadCausalLM(ctx, s.backend, s.snap, meta.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing})
+	m, err := loadCausalLM(ctx, s.backend, s.snap, meta.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing, quantization: meta.Quantization})
 	if err != nil {
 		return nil, err
 	}

@@ -97,8 +97,8 @@ func Command() cli.Command {
 	fs.Float64("learning-rate", 0, "TASK.train.learning_rate")
 	fs.Int("eval-every", 0, "TASK.train.eval_every (0: each epoch)")
 	fs.String("precision", "", "TASK.train.precision with --pretrained: f32, bf16 (mixed: base weights and activations bf16, adapters and optimizer f32) or auto (bf16 on a CUDA backend, else f32)")
+	fs.String("quantize", "", "TASK.train.quantization with --pretrained: none or nf4 (QLoRA: the frozen base's projections held as 4-bit NF4 codes, dequantized in each product; needs a LoRA rank > 0)")
 	fs.Bool("gradient-checkpointing", false, "TASK.train.gradient_checkpointing with --pretrained: recompute each layer's activations in the backward pass (less memory, same gradients)")
-	fs.String("quantize", "", "TASK.train.quantization with --pretrained: none or nf4 (QLoRA's 4-bit frozen base, configs/paper.yaml's; --plan sizes it, training it is not implemented yet: --quantize none trains the bf16 base)")
 	for _, t := range tasks {
 		for _, f := range t.Flags {
 			if fs.Lookup(f.Name) == nil {

@@ -103,6 +103,14 @@ func TestCommand(t *testing.T) {
 		{desc: "another task's flag", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--architecture", "ngram"}, usage: "--architecture applies to --task toy-track, not toy-sum"},
 		{desc: "unknown task", args: []string{"--task", "nope", "--data", "d", "--out", "o"}, usage: `--task must be`},
 		{desc: "precision bf16 of a from-scratch model", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--precision", "bf16"}, usage: "--precision bf16 applies to --task toy-sum with --pretrained only"},
+		{desc: "nf4 base of a from-scratch model", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--quantize", "nf4"}, usage: "--quantize nf4 applies to --task toy-sum with --pretrained only"},
+		{desc: "quantize bound to the task's section", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--quantize", "none"}, task: "toy-sum",
+			check: func(t *testing.T) {
+				if got.cfg.Summarizer.Train.Quantization != "none" {
+					t.Errorf("summarizer quantization %q", got.cfg.Summarizer.Train.Quantization)
+				}
+			}},
+		{desc: "quantize value", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--quantize", "int8"}, err: "summarizer.train.quantization: must be one of [none nf4], got \"int8\""},
 		{desc: "checkpointing of a from-scratch model", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--gradient-checkpointing"}, usage: "--gradient-checkpointing applies to --task toy-sum with --pretrained only"},
 		{desc: "quantization of a from-scratch model", args: []string{"--task", "toy-sum", "--data", "d", "--out", "o", "--quantize", "nf4"}, usage: "--quantize nf4 applies to --task toy-sum with --pretrained only"},
 		{desc: "quantize flag bound to the task's section", args: []string{"--task", "toy-track", "--data", "d", "--out", "o", "--pretrained", "snap", "--quantize", "nf4"}, task: "toy-track pretrained",

@@ -1,4 +1,4 @@
-"""A tiny pure-Python safetensors reader/writer (numpy; F32, F64, I32, I64, BF16, F16).
+"""A tiny pure-Python safetensors reader/writer (numpy; F32, F64, I32, I64, U8, BF16, F16).
 
 safetensors is an 8-byte little-endian header length, a JSON header
 {name: {"dtype", "shape", "data_offsets": [start, end]}, "__metadata__": {...}} and the raw
@@ -19,8 +19,9 @@ _DTYPES = {
     np.dtype("float16"): "F16",
     np.dtype("int32"): "I32",
     np.dtype("int64"): "I64",
+    np.dtype("uint8"): "U8",
 }
-_NUMPY = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "I32": "<i4", "I64": "<i8", "BF16": "<u2"}
+_NUMPY = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "I32": "<i4", "I64": "<i8", "U8": "u1", "BF16": "<u2"}
 
 
 def write(path, tensors, metadata=None, bf16=()):

@@ -6,6 +6,9 @@
 //
 //	go run ./tools/randsnap --out runs/snap --tokenizer hf/tokenizer/testdata/hf/llama3
 //
+// With --quantize nf4 the layers' projections are written in bitsandbytes' 4-bit layout (a QLoRA base, as
+// unsloth's "-bnb-4bit" snapshots).
+//
 // The weights are random: what runs on them tests the plumbing and the file formats, never quality.
 package main
 
@@ -39,6 +42,8 @@ func command() cli.Command {
 	fs.Bool("tied", false, "tie the LM head to the embeddings (no lm_head.weight)")
 	fs.Uint64("seed", 1, "seed of the weights (the same seed writes the same bytes)")
 	fs.StringSlice("labels", nil, "encoders ("+strings.Join(family.Names(family.Encoder), ", ")+"): id2label of a sequence-classification head, e.g. entailment,neutral,contradiction (an NLI snapshot for tracksum-eval --judge nli)")
+	fs.String("quantize", "", "nf4: the causal LM's layer projections in bitsandbytes' 4-bit layout (what transformers saves with\n"+
+		"load_in_4bit, nf4, double quantization: a QLoRA base like unsloth's -bnb-4bit snapshots); empty: none")
 	fs.Bool("overwrite", false, "replace an existing non-empty --out")
 	_ = fs.MarkHidden("config") // cli.NewFlags' --config: no config key applies here
 	return cli.Command{
@@ -68,6 +73,7 @@ func command() cli.Command {
 			o.seed, _ = fs.GetUint64("seed")
 			o.overwrite, _ = fs.GetBool("overwrite")
 			o.labels, _ = fs.GetStringSlice("labels")
+			o.quantize, _ = fs.GetString("quantize")
 			if o.out == "" {
 				return cli.Usagef("--out is required")
 			}
@@ -77,7 +83,7 @@ func command() cli.Command {
 }
 
 type options struct {
-	out, tokenizer, modelType, dtype                    string
+	out, tokenizer, modelType, dtype, quantize          string
 	hidden, layers, heads, kvHeads, intermediate, vocab int
 	tied, overwrite                                     bool
 	seed                                                uint64
@@ -92,6 +98,9 @@ func write(o options) error {
 	}
 	if o.hidden <= 0 || o.layers <= 0 || o.heads <= 0 || o.intermediate <= 0 || o.vocab < 0 {
 		return cli.Usagef("--hidden, --layers, --heads and --intermediate must be positive, --vocab >= 0")
+	}
+	if o.quantize != "" && o.quantize != "nf4" {
+		return cli.Usagef("--quantize %q: want nf4 (or nothing)", o.quantize)
 	}
 	if o.hidden%o.heads != 0 {
 		return cli.Usagef("--hidden %d is not a multiple of --heads %d", o.hidden, o.heads)
@@ -113,6 +122,9 @@ func write(o options) error {
 		return cli.Usagef("--labels: only the encoders (--model-type %s) have a classification head", strings.Join(family.Names(family.Encoder), ", "))
 	}
 	if fam.Kind == family.Encoder {
+		if o.quantize != "" {
+			return cli.Usagef("--quantize: only the causal LMs are written quantized")
+		}
 		e := randsnap.Encoder{ModelType: o.modelType, Vocab: o.vocab, Hidden: o.hidden, Layers: o.layers, Heads: o.heads,
 			Intermediate: o.intermediate, Prefix: fam.KeyPrefix, Pooler: o.modelType == "bert", DType: dt, Seed: o.seed,
 			TokenizerDir: o.tokenizer, Labels: o.labels}
@@ -125,7 +137,8 @@ func write(o options) error {
 			return cli.Usagef("--kv-heads %d must be positive and divide --heads %d", o.kvHeads, o.heads)
 		}
 		d := randsnap.Decoder{ModelType: o.modelType, Vocab: o.vocab, Hidden: o.hidden, Layers: o.layers, Heads: o.heads,
-			KVHeads: o.kvHeads, Intermediate: o.intermediate, Tied: o.tied, DType: dt, Seed: o.seed, TokenizerDir: o.tokenizer}
+			KVHeads: o.kvHeads, Intermediate: o.intermediate, Tied: o.tied, DType: dt, Seed: o.seed, TokenizerDir: o.tokenizer,
+			Quantize: o.quantize}
 		if d.Vocab == 0 {
 			d.Vocab = cmp.Or(tok.Size, 300)
 		}

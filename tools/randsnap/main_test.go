@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/tensorio"
 )
 
 func defaults(out string) options {
@@ -94,6 +97,8 @@ func TestWriteErrors(t *testing.T) {
 		}, "smaller than the tokenizer's 29 ids"},
 		{"existing output", func(o *options) { o.out = taken }, "use --overwrite"},
 		{"labels on a causal LM", func(o *options) { o.labels = []string{"entailment", "not_entailment"} }, "--labels: only the encoders"},
+		{"quantize", func(o *options) { o.quantize = "int8" }, `--quantize "int8": want nf4`},
+		{"quantize an encoder", func(o *options) { o.quantize, o.modelType = "nf4", "bert" }, "--quantize: only the causal LMs"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			o := defaults(filepath.Join(dir, tc.desc))
@@ -108,5 +113,56 @@ func TestWriteErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteNF4: --quantize nf4 writes the seven projections of each layer in bitsandbytes' 4-bit
+// layout (packed U8 [n/2, 1], U8 absmax codes, nested absmax and maps, the quant_state JSON),
+// the rest as it was, and a quantization_config; the snapshot opens showing the unquantized
+// tensors.
+func TestWriteNF4(t *testing.T) {
+	o := defaults(filepath.Join(t.TempDir(), "snap"))
+	o.quantize = "nf4"
+	if err := write(o); err != nil {
+		t.Fatal(err)
+	}
+	header, err := tensorio.ReadSafetensorsHeader(filepath.Join(o.out, snapshot.WeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := "model.layers.0.self_attn.q_proj.weight" // [16, 16]: 256 values, 4 blocks of 64
+	for name, want := range map[string]string{
+		q: "(Uint8)[128, 1]", q + ".absmax": "(Uint8)[4]", q + ".quant_map": "(Float32)[16]",
+		q + ".nested_absmax": "(Float32)[1]", q + ".nested_quant_map": "(Float32)[256]",
+		"model.embed_tokens.weight": "(BFloat16)[300, 16]", "model.layers.0.input_layernorm.weight": "(BFloat16)[16]",
+	} {
+		if e, ok := header[name]; !ok || e.Shape.String() != want {
+			t.Errorf("%s: %v (present %v), want %s", name, e.Shape, ok, want)
+		}
+	}
+	quantized := 0
+	for name := range header {
+		if strings.HasSuffix(name, ".quant_state.bitsandbytes__nf4") {
+			quantized++
+		}
+	}
+	if quantized != 7 {
+		t.Errorf("%d quantized tensors, want the 7 projections", quantized)
+	}
+	s, err := snapshot.Open(o.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Quant == nil || s.Quant.QuantType != "nf4" || !s.Quant.DoubleQuant || s.Quant.ComputeDType != dtypes.BFloat16 {
+		t.Errorf("quantization_config read as %+v", s.Quant)
+	}
+	if sh, _ := s.Shape(q); sh.String() != "(BFloat16)[16, 16]" {
+		t.Errorf("%s shows as %s, want (BFloat16)[16 16]", q, sh)
+	}
+	if n := len(s.Names()); n != 3+9 {
+		t.Errorf("%d tensors listed, want 12: %v", n, s.Names())
+	}
+	if _, err := s.Tensors(context.Background(), nil); err != nil {
+		t.Fatal(err)
 	}
 }
