@@ -49,7 +49,9 @@ func TestEvaluationWithNLIJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.Report.Settings.Judge, "nli:") || out.Report.Settings.NLI == nil ||
-		out.Report.Settings.NLI.Threshold != 0.5 || len(out.Report.Settings.NLI.WeightsSHA256) != 64 {
+		out.Report.Settings.NLI.Threshold != 0.5 || len(out.Report.Settings.NLI.WeightsSHA256) != 64 ||
+		len(out.Report.Settings.NLI.ModelSHA256) != 64 || out.Report.Settings.NLI.ModelSHA256 == out.Report.Settings.NLI.WeightsSHA256 ||
+		len(out.Report.Settings.NLI.Files["config.json"]) != 64 || len(out.Report.Settings.NLI.Files["tokenizer.json"]) != 64 {
 		t.Fatalf("settings %+v, nli %+v", out.Report.Settings, out.Report.Settings.NLI)
 	}
 	if got := out.Report.Overall.Mean[ClaimF1]; got != 1 {

@@ -22,8 +22,9 @@ import (
 
 // NewJudge builds the judge named by cfg.Judge. The llm judge's API key is read from the
 // environment variable cfg.LLM.APIKeyEnv; the nli judge loads the snapshot cfg.NLI.Model and
-// decomposes summaries as the lexical judge does.
-func NewJudge(ctx context.Context, cfg config.Eval) (judge.Judge, error) {
+// decomposes summaries as the lexical judge does, and says on log (os.Stderr when nil) when its
+// disk cache is off.
+func NewJudge(ctx context.Context, cfg config.Eval, log io.Writer) (judge.Judge, error) {
 	switch cfg.Judge {
 	case "lexical", "nli":
 		w := cfg.Workers
@@ -37,7 +38,7 @@ func NewJudge(ctx context.Context, cfg config.Eval) (judge.Judge, error) {
 			return lex, nil
 		}
 		return nli.New(ctx, nli.Options{Dir: cfg.NLI.Model, Threshold: cfg.NLI.Threshold, BatchSize: cfg.NLI.BatchSize,
-			MaxLength: cfg.NLI.MaxLength, CacheDir: cfg.NLI.CacheDir, Decomposer: lex})
+			MaxLength: cfg.NLI.MaxLength, CacheDir: cfg.NLI.CacheDir, Decomposer: lex, Log: log})
 	case "llm":
 		key := ""
 		if cfg.LLM.APIKeyEnv != "" {
@@ -96,7 +97,7 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 	if err != nil {
 		return nil, err
 	}
-	j, err := NewJudge(ctx, cfg)
+	j, err := NewJudge(ctx, cfg, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,8 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 		}
 	}
 	if nj, ok := j.(*nli.Judge); ok {
-		settings.NLI = &NLISettings{Model: cfg.NLI.Model, WeightsSHA256: nj.WeightsSHA256(), Threshold: cfg.NLI.Threshold, MaxLength: nj.MaxLength()}
+		settings.NLI = &NLISettings{Model: cfg.NLI.Model, WeightsSHA256: nj.WeightsSHA256(), Files: nj.FileSHA256s(),
+			ModelSHA256: nj.ModelSHA256(), Threshold: cfg.NLI.Threshold, MaxLength: nj.MaxLength()}
 		if stderr != nil && !progress.Quiet() {
 			fmt.Fprintf(stderr, "nli judge: %s\n", nj.Stats())
 		}
