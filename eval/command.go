@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/pflag"
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 )
@@ -18,7 +20,7 @@ func Command() cli.Command {
 	fs.String("judge", "lexical", "judge: lexical (offline proxy), llm (OpenAI-compatible endpoint, eval.llm.*) or nli (local NLI snapshot, eval.nli.*)")
 	fs.String("nli-model", "", "eval.nli.model: local BERT/RoBERTa/DeBERTa-v2 NLI snapshot directory for --judge nli (never downloaded)")
 	fs.String("out", "", "output directory for report.json, instances.jsonl, report.html, config.yaml")
-	fs.Bool("overwrite", false, "replace --out when it is a non-empty directory other than a previous eval output")
+	fs.Bool("overwrite", false, "replace a previous eval output in --out (kept until the new one is complete); without it a non-empty --out is refused, and a directory holding anything else is never replaced")
 	fs.String("missing", "error", "a reference without prediction: error, or empty (scored as \"Unknown.\")")
 	fs.Int("workers", 0, "instances scored at once (0: one per CPU, or eval.llm.concurrency)")
 	fs.StringSlice("metric", nil, "eval.metrics: LLM metrics to add through the eval.llm endpoint: fm (facet-aware, ScholarSum), qa (LongSumEval)")
@@ -43,6 +45,9 @@ func Command() cli.Command {
 			c := cfg.Eval
 			if c.Pred == "" || c.Ref == "" {
 				return cli.Usagef("--pred and --ref are required")
+			}
+			if err := checkNLIModel(fs, c); err != nil {
+				return err
 			}
 			_, err = Run(ctx, Options{Pred: c.Pred, Ref: c.Ref, Out: c.Out, Overwrite: c.Overwrite, Config: cfg, Stdout: os.Stdout, Stderr: os.Stderr})
 			return err
@@ -72,6 +77,9 @@ func CompareCommand() cli.Command {
 			ref, out := cfg.Eval.Ref, cfg.Eval.Compare.Out
 			if len(args) != 2 || ref == "" {
 				return cli.Usagef("need two prediction files and --ref")
+			}
+			if err := checkNLIModel(fs, cfg.Eval); err != nil {
+				return err
 			}
 			if err := cli.CheckOutputs(map[string]string{"A": args[0], "B": args[1], "--ref": ref},
 				map[string]string{"--out": out}); err != nil {
@@ -125,6 +133,15 @@ func AgreementCommand() cli.Command {
 			return writeJSON(a.Out, cs)
 		},
 	}
+}
+
+// checkNLIModel refuses --nli-model with another judge than nli: the snapshot would be ignored,
+// and the figures be the other judge's while the command line says NLI.
+func checkNLIModel(fs *pflag.FlagSet, c config.Eval) error {
+	if fs.Changed("nli-model") && c.Judge != "nli" {
+		return cli.Usagef("--nli-model is the nli judge's snapshot, but the judge is %s: add --judge nli, or drop --nli-model", c.Judge)
+	}
+	return nil
 }
 
 // writeJSON writes v to the optional --out file path (nothing when empty) under the file's lock,
