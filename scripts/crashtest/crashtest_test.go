@@ -267,7 +267,7 @@ func TestCrashEval(t *testing.T) {
 	os.WriteFile(half, bytes.Join(lines[:len(lines)/2], nil), 0o644)
 	prev, want := filepath.Join(s.work, "ref-prev"), filepath.Join(s.work, "ref-new")
 	s.run(t, "eval", "--pred", ref, "--ref", ref, "--out", prev)
-	args := []string{"--pred", half, "--ref", ref, "--missing", "empty"}
+	args := []string{"--pred", half, "--ref", ref, "--missing", "empty", "--overwrite"}
 	took := s.run(t, "eval", append(slices.Clone(args), "--out", want)...)
 	// Settings name the files, not the output: both versions are comparable file by file.
 	s.replaceTrials(t, "eval", args, prev, want, took)
