@@ -62,7 +62,7 @@ func CompareCommand() cli.Command {
 	fs.String("judge", "lexical", "judge: lexical, llm or nli")
 	fs.String("nli-model", "", "eval.nli.model: local NLI snapshot directory for --judge nli")
 	fs.String("missing", "error", "a reference without prediction: error or empty")
-	fs.String("out", "", "optional JSON file for the comparison")
+	fs.String("out", "", "optional JSON file for the comparison (an existing file is replaced once the new one is complete)")
 	keys := map[string]string{"ref": "eval.ref", "judge": "eval.judge", "nli-model": "eval.nli.model", "missing": "eval.missing", "out": "eval.compare.out"}
 	return cli.Command{
 		Name:        "tracksum-eval compare",
@@ -102,7 +102,7 @@ func AgreementCommand() cli.Command {
 	fs := cli.NewFlags("tracksum-eval agreement")
 	fs.String("scores", "", "automatic per-instance scores (instances.jsonl written by tracksum-eval)")
 	fs.String("human", "", "human scores JSONL: PMID, Aspect and metric fields named as in report.json")
-	fs.String("out", "", "optional JSON file for the correlations")
+	fs.String("out", "", "optional JSON file for the correlations (an existing file is replaced once the new one is complete)")
 	keys := map[string]string{"scores": "eval.agreement.scores", "human": "eval.agreement.human", "out": "eval.agreement.out"}
 	return cli.Command{
 		Name:        "tracksum-eval agreement",
