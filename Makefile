@@ -93,6 +93,8 @@ FUZZ_TARGETS := ./dataset:FuzzStreamInstances ./dataset:FuzzReadRaw ./dataset:Fu
 FUZZ_TARGETS += ./hf/snapshot:FuzzSnapshotHeader ./hf/snapshot:FuzzNF4QuantState ./hf/encoder:FuzzConfig ./hf/chattemplate:FuzzRender
 # The server's request decoders (chat and text completions, unsupported fields).
 FUZZ_TARGETS += ./serve:FuzzRequestDecoder
+# The nli judge's disk cache entries.
+FUZZ_TARGETS += ./eval/judge/nli:FuzzCacheEntry
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

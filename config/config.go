@@ -67,10 +67,11 @@ func Default() Config {
 	}
 }
 
-// Validate checks every section and returns all problems found, each naming its key.
+// Validate checks every section and returns all problems found, each naming its key once: a NaN
+// or infinite setting is reported as such, not again by its section's range check.
 func (c *Config) Validate() error {
-	return errors.Join(
-		finite(*c),
+	errs, bad := finite(*c)
+	for _, err := range []error{
 		c.Prepare.Validate(),
 		c.Tokenizer.Validate(),
 		c.Tracker.Validate(),
@@ -79,25 +80,51 @@ func (c *Config) Validate() error {
 		c.Infer.Validate(),
 		c.Eval.Validate(),
 		c.Export.Validate(),
-	)
+	} {
+		for _, e := range flatten(err) {
+			if key, _, ok := strings.Cut(e.Error(), ":"); ok && bad[key] {
+				continue
+			}
+			errs = append(errs, e)
+		}
+	}
+	return errors.Join(errs...)
 }
 
-// finite reports every float setting that is NaN or infinite: range checks written as
-// `x < lo || x > hi` let NaN through (every comparison with NaN is false), so it is refused here once
-// for all keys, before the sections' own checks.
-func finite(c Config) error {
+// flatten returns the errors joined in err (errors.Join), recursively; nil gives none.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
+}
+
+// finite reports every float setting that is NaN or infinite, and returns their keys: range checks
+// written as `x < lo || x > hi` let NaN through (every comparison with NaN is false), so it is
+// refused here once for all keys, before the sections' own checks.
+func finite(c Config) ([]error, map[string]bool) {
 	leaves := map[string]reflect.Value{}
 	leafKeys("", reflect.ValueOf(c), leaves)
 	keys := slices.Sorted(maps.Keys(leaves))
 	var errs []error
+	bad := map[string]bool{}
 	for _, key := range keys {
 		if v := leaves[key]; v.Kind() == reflect.Float64 || v.Kind() == reflect.Float32 {
 			if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
 				errs = append(errs, fmt.Errorf("%s: must be a finite number, got %g", key, f))
+				bad[key] = true
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errs, bad
 }
 
 // Load resolves the configuration into v (a fresh viper.New() per command, never the global one).

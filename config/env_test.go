@@ -101,3 +101,34 @@ func TestThresholdNaN(t *testing.T) {
 		})
 	}
 }
+
+// TestNonFiniteOnce (issue 35 item 18): `--set eval.nli.threshold=NaN` gave two lines, the
+// finiteness check's and the section's range check's. A non-finite setting is reported once; other
+// problems are still all reported.
+func TestNonFiniteOnce(t *testing.T) {
+	for _, tc := range []struct {
+		desc, yaml string
+		want       []string
+	}{
+		{"nli threshold NaN", "eval:\n  nli:\n    threshold: .nan\n", []string{"eval.nli.threshold: must be a finite number, got NaN"}},
+		{"lexical threshold +Inf", "eval:\n  lexical:\n    threshold: .inf\n", []string{"eval.lexical.threshold: must be a finite number, got +Inf"}},
+		{"bootstrap level NaN", "eval:\n  bootstrap:\n    level: .nan\n", []string{"eval.bootstrap.level: must be a finite number, got NaN"}},
+		{"a NaN and another problem", "eval:\n  nli:\n    threshold: .nan\n    batch_size: 0\n",
+			[]string{"eval.nli.threshold: must be a finite number, got NaN", "eval.nli.batch_size: must be >= 1"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := Load(viper.New(), writeYAML(t, tc.yaml), pflag.NewFlagSet("x", pflag.ContinueOnError), nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if lines := strings.Split(err.Error(), "\n"); len(lines) != len(tc.want) {
+				t.Errorf("error %q: %d lines, want %d", err, len(lines), len(tc.want))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}

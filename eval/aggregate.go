@@ -258,9 +258,15 @@ type Settings struct {
 // NLISettings records what the nli judge's verdicts depend on.
 type NLISettings struct {
 	// Model is the snapshot directory and WeightsSHA256 its weights' digest.
-	Model         string  `json:"model"`
-	WeightsSHA256 string  `json:"weights_sha256"`
-	Threshold     float64 `json:"threshold"`
+	Model         string `json:"model"`
+	WeightsSHA256 string `json:"weights_sha256"`
+	// Files are the digests of the snapshot's other files that shape the model and its tokenizer
+	// (config.json, tokenizer.json, ...), by name.
+	Files map[string]string `json:"files"`
+	// ModelSHA256 is the judge's identity (nli.Judge.ModelSHA256): the weights, Files, MaxLength
+	// and the label map, as its cache keys use it.
+	ModelSHA256 string  `json:"model_sha256"`
+	Threshold   float64 `json:"threshold"`
 	// MaxLength is the number of tokens per pair actually used (the model's limit or eval.nli.max_length).
 	MaxLength int `json:"max_length"`
 }

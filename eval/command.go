@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/pflag"
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
 )
@@ -18,7 +20,7 @@ func Command() cli.Command {
 	fs.String("judge", "lexical", "judge: lexical (offline proxy), llm (OpenAI-compatible endpoint, eval.llm.*) or nli (local NLI snapshot, eval.nli.*)")
 	fs.String("nli-model", "", "eval.nli.model: local BERT/RoBERTa/DeBERTa-v2 NLI snapshot directory for --judge nli (never downloaded)")
 	fs.String("out", "", "output directory for report.json, instances.jsonl, report.html, config.yaml")
-	fs.Bool("overwrite", false, "replace --out when it is a non-empty directory other than a previous eval output")
+	fs.Bool("overwrite", false, "replace a previous eval output in --out (kept until the new one is complete); without it a non-empty --out is refused, and a directory holding anything else is never replaced")
 	fs.String("missing", "error", "a reference without prediction: error, or empty (scored as \"Unknown.\")")
 	fs.Int("workers", 0, "instances scored at once (0: one per CPU, or eval.llm.concurrency)")
 	fs.StringSlice("metric", nil, "eval.metrics: LLM metrics to add through the eval.llm endpoint: fm (facet-aware, ScholarSum), qa (LongSumEval)")
@@ -46,6 +48,9 @@ func Command() cli.Command {
 			if c.Pred == "" || c.Ref == "" {
 				return cli.Usagef("--pred and --ref are required")
 			}
+			if err := checkNLIModel(fs, c); err != nil {
+				return err
+			}
 			_, err = Run(ctx, Options{Pred: c.Pred, Ref: c.Ref, Out: c.Out, Overwrite: c.Overwrite, Config: cfg, Stdout: os.Stdout, Stderr: os.Stderr})
 			return err
 		},
@@ -59,7 +64,7 @@ func CompareCommand() cli.Command {
 	fs.String("judge", "lexical", "judge: lexical, llm or nli")
 	fs.String("nli-model", "", "eval.nli.model: local NLI snapshot directory for --judge nli")
 	fs.String("missing", "error", "a reference without prediction: error or empty")
-	fs.String("out", "", "optional JSON file for the comparison")
+	fs.String("out", "", "optional JSON file for the comparison (an existing file is replaced once the new one is complete)")
 	keys := map[string]string{"ref": "eval.ref", "judge": "eval.judge", "nli-model": "eval.nli.model", "missing": "eval.missing", "out": "eval.compare.out"}
 	return cli.Command{
 		Name:        "tracksum-eval compare",
@@ -74,6 +79,9 @@ func CompareCommand() cli.Command {
 			ref, out := cfg.Eval.Ref, cfg.Eval.Compare.Out
 			if len(args) != 2 || ref == "" {
 				return cli.Usagef("need two prediction files and --ref")
+			}
+			if err := checkNLIModel(fs, cfg.Eval); err != nil {
+				return err
 			}
 			if err := cli.CheckOutputs(map[string]string{"A": args[0], "B": args[1], "--ref": ref},
 				map[string]string{"--out": out}); err != nil {
@@ -96,7 +104,7 @@ func AgreementCommand() cli.Command {
 	fs := cli.NewFlags("tracksum-eval agreement")
 	fs.String("scores", "", "automatic per-instance scores (instances.jsonl written by tracksum-eval)")
 	fs.String("human", "", "human scores JSONL: PMID, Aspect and metric fields named as in report.json")
-	fs.String("out", "", "optional JSON file for the correlations")
+	fs.String("out", "", "optional JSON file for the correlations (an existing file is replaced once the new one is complete)")
 	keys := map[string]string{"scores": "eval.agreement.scores", "human": "eval.agreement.human", "out": "eval.agreement.out"}
 	return cli.Command{
 		Name:        "tracksum-eval agreement",
@@ -127,6 +135,15 @@ func AgreementCommand() cli.Command {
 			return writeJSON(a.Out, cs)
 		},
 	}
+}
+
+// checkNLIModel refuses --nli-model with another judge than nli: the snapshot would be ignored,
+// and the figures be the other judge's while the command line says NLI.
+func checkNLIModel(fs *pflag.FlagSet, c config.Eval) error {
+	if fs.Changed("nli-model") && c.Judge != "nli" {
+		return cli.Usagef("--nli-model is the nli judge's snapshot, but the judge is %s: add --judge nli, or drop --nli-model", c.Judge)
+	}
+	return nil
 }
 
 // writeJSON writes v to the optional --out file path (nothing when empty) under the file's lock,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/hf/randsnap"
+	"github.com/tracksum/tracksum/internal/cli"
 )
 
 // nliSnapshot writes a tiny random RoBERTa NLI snapshot whose classifier bias makes one label win
@@ -49,7 +51,9 @@ func TestEvaluationWithNLIJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out.Report.Settings.Judge, "nli:") || out.Report.Settings.NLI == nil ||
-		out.Report.Settings.NLI.Threshold != 0.5 || len(out.Report.Settings.NLI.WeightsSHA256) != 64 {
+		out.Report.Settings.NLI.Threshold != 0.5 || len(out.Report.Settings.NLI.WeightsSHA256) != 64 ||
+		len(out.Report.Settings.NLI.ModelSHA256) != 64 || out.Report.Settings.NLI.ModelSHA256 == out.Report.Settings.NLI.WeightsSHA256 ||
+		len(out.Report.Settings.NLI.Files["config.json"]) != 64 || len(out.Report.Settings.NLI.Files["tokenizer.json"]) != 64 {
 		t.Fatalf("settings %+v, nli %+v", out.Report.Settings, out.Report.Settings.NLI)
 	}
 	if got := out.Report.Overall.Mean[ClaimF1]; got != 1 {
@@ -144,5 +148,31 @@ func TestNLICommandDeberta(t *testing.T) {
 		if !ok || (entail && got != 1) || (!entail && got >= 1) {
 			t.Errorf("entailing model %v: claim F1 %v (present %v), want 1 for an always-entailing model, less otherwise", entail, got, ok)
 		}
+	}
+}
+
+// TestNLIModelNeedsNLIJudge (issue 35 item 18): `--judge lexical --nli-model DIR` ignored the
+// snapshot silently. --nli-model with another judge than nli is a usage error, in eval and
+// compare; with --judge nli it is taken.
+func TestNLIModelNeedsNLIJudge(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		cmd  func() cli.Command
+		args []string
+	}{
+		{"eval, lexical by default", Command, []string{"--pred", "testdata/ref.jsonl", "--ref", "testdata/ref.jsonl"}},
+		{"eval, --judge lexical", Command, []string{"--pred", "testdata/ref.jsonl", "--ref", "testdata/ref.jsonl", "--judge", "lexical"}},
+		{"compare, --judge lexical", CompareCommand, []string{"testdata/pred.jsonl", "testdata/ref.jsonl", "--ref", "testdata/ref.jsonl", "--judge", "lexical"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cmd := tc.cmd()
+			if err := cmd.Flags.Parse(append(tc.args, "--nli-model", t.TempDir())); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Run(context.Background(), cmd.Flags.Args())
+			if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), "--nli-model") || !strings.Contains(err.Error(), "--judge nli") {
+				t.Errorf("err = %v, want a usage error naming --nli-model and --judge nli", err)
+			}
+		})
 	}
 }

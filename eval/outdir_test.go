@@ -34,7 +34,8 @@ func listDir(t *testing.T, dir string) []string {
 
 // Issue 10 item 14: `eval --out` into a prepared directory overwrote its config.yaml. A non-empty
 // directory that is not a previous eval output is refused, since issue 22 (defects 6 and 7) with
-// --overwrite too; a previous eval output is replaced as a whole.
+// --overwrite too; a previous eval output is replaced as a whole, since issue 35 item 17 only with
+// --overwrite, as every command's output.
 func TestRunOutIntoForeignDirectoryRefused(t *testing.T) {
 	parent := t.TempDir()
 	prepared := filepath.Join(parent, "prepared")
@@ -54,18 +55,19 @@ func TestRunOutIntoForeignDirectoryRefused(t *testing.T) {
 	}
 
 	evalDir := filepath.Join(parent, "eval")
-	for i := range 2 { // the second run replaces the first's output without --overwrite
-		if err := runInto(evalDir, false); err != nil {
-			t.Fatalf("run %d: %v", i+1, err)
-		}
+	if err := runInto(evalDir, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := runInto(evalDir, true); err != nil {
+		t.Fatalf("--overwrite of a previous eval output: %v", err)
 	}
 	if got := listDir(t, evalDir); !slices.Equal(got, []string{"config.yaml", "instances.jsonl", "report.html", "report.json"}) {
 		t.Errorf("eval output holds %v", got)
 	}
 	// A user's file beside a previous output makes it foreign.
 	os.WriteFile(filepath.Join(evalDir, "notes.txt"), []byte("mine"), 0o644)
-	if err := runInto(evalDir, false); err == nil {
-		t.Error("replaced an eval directory holding a user's file without --overwrite")
+	if err := runInto(evalDir, true); !errors.Is(err, atomicio.ErrForeign) {
+		t.Errorf("--overwrite of an eval directory holding a user's file: %v, want ErrForeign", err)
 	}
 	if err := runInto(prepared, true); !errors.Is(err, atomicio.ErrForeign) || !strings.Contains(err.Error(), "holds manifest.json, not written by tracksum-eval") {
 		t.Fatalf("--overwrite into a prepared directory: %v, want ErrForeign", err)
@@ -112,7 +114,7 @@ func TestRunWriteErrorLeavesNoPartialOutput(t *testing.T) {
 	}
 	before, _ := os.ReadFile(filepath.Join(out, "report.json"))
 	writeOutputs = func(dir string, o *Outcome, cfg *config.Config) error { return full }
-	if err := runInto(out, false); !errors.Is(err, full) {
+	if err := runInto(out, true); !errors.Is(err, full) {
 		t.Fatalf("err = %v", err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(out, "report.json")); string(after) != string(before) || len(before) == 0 {
@@ -162,11 +164,47 @@ func TestReportSampledPastLimit(t *testing.T) {
 	}
 	// Under the limit, every instance is shown and there is no note.
 	ReportInstances = 2000
-	if err := runInto(dir, false); err != nil {
+	if err := runInto(dir, true); err != nil {
 		t.Fatal(err)
 	}
 	html, _ = os.ReadFile(filepath.Join(dir, "report.html"))
 	if n := strings.Count(string(html), `<div class="card" `); n != 9 || strings.Contains(string(html), "This page shows") {
 		t.Errorf("under the limit: %d cards, want 9 and no note", n)
+	}
+}
+
+// TestRerunNeedsOverwrite (issue 35 item 17): eval replaced its previous output without
+// --overwrite while prepare and export required it, and --help described --overwrite backwards.
+// A previous eval output is replaced only with --overwrite, as every command's --out; without it
+// the rerun is refused, naming --overwrite, and the previous output stays.
+func TestRerunNeedsOverwrite(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "eval")
+	if err := runInto(out, false); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "report.json"), append(before, ' '), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runInto(out, false); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("rerun without --overwrite: %v, want a refusal naming --overwrite", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "report.json")); string(got) != string(before)+" " {
+		t.Error("a refused rerun changed the previous output")
+	}
+	if err := runInto(out, true); err != nil {
+		t.Fatalf("rerun with --overwrite: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "report.json")); string(got) != string(before) {
+		t.Error("--overwrite did not replace the previous output")
+	}
+	usage := Command().Flags.Lookup("overwrite").Usage
+	for _, want := range []string{"replace a previous eval output", "without it a non-empty --out is refused", "anything else is never replaced"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("--overwrite's help %q does not say %q", usage, want)
+		}
 	}
 }

@@ -22,8 +22,9 @@ import (
 
 // NewJudge builds the judge named by cfg.Judge. The llm judge's API key is read from the
 // environment variable cfg.LLM.APIKeyEnv; the nli judge loads the snapshot cfg.NLI.Model and
-// decomposes summaries as the lexical judge does.
-func NewJudge(ctx context.Context, cfg config.Eval) (judge.Judge, error) {
+// decomposes summaries as the lexical judge does, and says on log (os.Stderr when nil) when its
+// disk cache is off.
+func NewJudge(ctx context.Context, cfg config.Eval, log io.Writer) (judge.Judge, error) {
 	switch cfg.Judge {
 	case "lexical", "nli":
 		w := cfg.Workers
@@ -37,7 +38,7 @@ func NewJudge(ctx context.Context, cfg config.Eval) (judge.Judge, error) {
 			return lex, nil
 		}
 		return nli.New(ctx, nli.Options{Dir: cfg.NLI.Model, Threshold: cfg.NLI.Threshold, BatchSize: cfg.NLI.BatchSize,
-			MaxLength: cfg.NLI.MaxLength, CacheDir: cfg.NLI.CacheDir, Decomposer: lex})
+			MaxLength: cfg.NLI.MaxLength, CacheDir: cfg.NLI.CacheDir, Decomposer: lex, Log: log})
 	case "llm":
 		key := ""
 		if cfg.LLM.APIKeyEnv != "" {
@@ -61,7 +62,8 @@ type Options struct {
 	Out string
 	// Config is the resolved configuration (its Eval section drives the evaluation).
 	Config *config.Config
-	// Overwrite allows replacing an existing non-empty Out that is not a previous eval output.
+	// Overwrite allows replacing an existing non-empty Out that is a previous eval output (it is
+	// kept until the new one is complete); anything else is never replaced.
 	Overwrite bool
 	// Stdout receives the tables; Stderr the progress line (nil: none).
 	Stdout, Stderr io.Writer
@@ -96,7 +98,7 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 	if err != nil {
 		return nil, err
 	}
-	j, err := NewJudge(ctx, cfg)
+	j, err := NewJudge(ctx, cfg, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +138,8 @@ func Evaluation(ctx context.Context, pred, ref string, cfg config.Eval, stderr i
 		}
 	}
 	if nj, ok := j.(*nli.Judge); ok {
-		settings.NLI = &NLISettings{Model: cfg.NLI.Model, WeightsSHA256: nj.WeightsSHA256(), Threshold: cfg.NLI.Threshold, MaxLength: nj.MaxLength()}
+		settings.NLI = &NLISettings{Model: cfg.NLI.Model, WeightsSHA256: nj.WeightsSHA256(), Files: nj.FileSHA256s(),
+			ModelSHA256: nj.ModelSHA256(), Threshold: cfg.NLI.Threshold, MaxLength: nj.MaxLength()}
 		if stderr != nil && !progress.Quiet() {
 			fmt.Fprintf(stderr, "nli judge: %s\n", nj.Stats())
 		}
@@ -176,8 +179,8 @@ func bootstrapOptions(cfg config.Eval) BootstrapOptions {
 // fails at once and no other run can write it meanwhile), written in full to a temporary sibling
 // and put in place in one step at the end: a failed or interrupted run (a full disk included)
 // leaves the previous content of --out as it was, and two runs on one --out never mix their
-// files. An existing non-empty --out is only replaced when it is a previous eval output or with
-// Options.Overwrite.
+// files. An existing non-empty --out is refused unless it is a previous eval output and
+// Options.Overwrite is set, the rule of every command's --overwrite.
 func Run(ctx context.Context, opts Options) (*Outcome, error) {
 	if err := checkOutDir(opts.Out, opts.Pred, opts.Ref); err != nil {
 		return nil, err
@@ -185,7 +188,7 @@ func Run(ctx context.Context, opts Options) (*Outcome, error) {
 	var dir *atomicio.Dir
 	if opts.Out != "" {
 		var err error
-		dir, err = atomicio.NewDirWith(opts.Out, atomicio.DirOptions{Overwrite: opts.Overwrite, Previous: PreviousOutput, Refresh: true})
+		dir, err = atomicio.NewDirWith(opts.Out, atomicio.DirOptions{Overwrite: opts.Overwrite, Previous: PreviousOutput})
 		if err != nil {
 			return nil, fmt.Errorf("eval: %w", err)
 		}
@@ -231,7 +234,7 @@ func Run(ctx context.Context, opts Options) (*Outcome, error) {
 var OutputFiles = []string{"report.json", "instances.jsonl", "report.html", "config.yaml", "llm_metrics.json"}
 
 // PreviousOutput returns nil when dir is a previous eval output (report.json and nothing but
-// OutputFiles), which Run replaces without --overwrite; anything else (a prepared directory, a
+// OutputFiles), which Run replaces with --overwrite; anything else (a prepared directory, a
 // checkpoint, a user's files) is never replaced, with or without --overwrite.
 func PreviousOutput(dir string) error {
 	if err := atomicio.OnlyFiles(dir, "tracksum-eval", OutputFiles); err != nil {

@@ -61,7 +61,7 @@ func Command() cli.Command {
 	fs.Int("refine", 0, "refine each positive summary with LongSumEval QA feedback for at most N rounds (eval.qa.*, endpoint eval.llm, model infer.llm.model)")
 	fs.String("input", "", "prepared directory, benchmark .jsonl file, or raw text file (required)")
 	fs.String("split", "test", "split of a prepared directory to run on")
-	fs.String("out", "", "prediction JSONL file (required)")
+	fs.String("out", "", "prediction JSONL file (required; an existing file is replaced once the new one is complete)")
 	fs.String("refs", "", "also write the input's reference instances here (eval format)")
 	fs.Float64("threshold", 0.5, "infer.threshold: keep sentences with probability >= this")
 	fs.Bool("full-context", false, "infer.full_context: give the summarizer the whole abstract too (TTS (+) f)")

@@ -46,7 +46,7 @@ func command(stdout, stderr io.Writer) cli.Command {
 	fs := cli.NewFlags("tracksum-prepare")
 	fs.String("input", "", "TracSum/PCoA JSONL file(s), comma-separated; the built-in synthetic sample when empty")
 	fs.String("out", "", "prepared directory to create (required unless --write-sample)")
-	fs.Bool("overwrite", false, "replace --out (or the --write-sample file) if it exists")
+	fs.Bool("overwrite", false, "replace a previous prepared directory in --out, or the --write-sample file (kept until the new one is complete); without it an existing one is refused, and a directory holding anything else is never replaced")
 	fs.String("write-sample", "", "only write the synthetic sample as TracSum JSONL to this file, then exit")
 	fs.Bool("quiet", false, "no progress bar")
 	// Defaults shown by --help are the built-in ones; a flag only overrides the config when passed.

@@ -22,7 +22,7 @@ func Command() cli.Command {
 	fs := cli.NewFlags("tracksum-export")
 	fs.String("checkpoint", "", "tracksum checkpoint of a pretrained model (base.json + adapter/ or full/) (required)")
 	fs.String("out", "", "directory of the merged Hugging Face snapshot to write (required)")
-	fs.Bool("overwrite", false, "replace an existing non-empty --out")
+	fs.Bool("overwrite", false, "replace a previous export in --out (kept until the new one is complete); without it a non-empty --out is refused, and a directory holding anything else is never replaced")
 	fs.String("base", "", "base snapshot directory, when it moved since training (default: the one base.json names); its weights must be unchanged")
 	fs.String("dtype", "", "dtype of the written float tensors: float32 (the merge unrounded), bfloat16 or float16; empty: each base tensor's own")
 	return cli.Command{

@@ -213,8 +213,9 @@ type DirOptions struct {
 	// never deletes a user's files (issue 22 defects 6 and 7). Every command's output directory
 	// sets it; only a command's own internal directories (training's state/) leave it nil.
 	Previous func(dir string) error
-	// Refresh replaces a recognised previous output without Overwrite (eval: a rerun refreshes
-	// its report).
+	// Refresh replaces a recognised previous output without Overwrite: for a command's own
+	// internal outputs only (peft.Write's adapter directory), never a command's --out, whose
+	// replacement always takes --overwrite.
 	Refresh bool
 }
 

@@ -123,7 +123,7 @@ func Command() cli.Command {
 	}
 	fs.Bool("plan", false, "print the memory plan of a --pretrained recipe (parameters, weights, adapters, gradients, optimizer state, activations, total per device) and exit; needs only the snapshot's config.json and tokenizer files")
 	fs.String("plan-memory", "", "TASK.train.device_memory: with --plan, the device's memory (80GiB, 80GB): says whether the recipe fits and what to change if not")
-	fs.Bool("overwrite", false, "start fresh: replace a previous training run in --out instead of resuming it; the previous run is kept until the new one has finished")
+	fs.Bool("overwrite", false, "start fresh: replace a previous training run in --out instead of resuming it (kept until the new one has finished); a directory holding anything else is never replaced")
 	fs.Bool("allow-changed-config", false, "resume a checkpoint although seed or TASK settings differ from its config.yaml (refused by default)")
 	fs.Bool("migrate", false, "train nothing: write the manifest ("+checkpoint.ManifestFile+") of each checkpoint or cross-validation DIR written by an older release, its kind told from its files; an ambiguous or unfinished DIR is refused")
 

@@ -32,6 +32,8 @@ type settings struct {
 	work string
 	// env is added to every command's environment (TRACKSUM_* settings a test needs).
 	env []string
+	// trial, when set, runs at the start of each of replaceTrials' trials (a fresh cache for it).
+	trial func(i int)
 }
 
 func setup(t *testing.T) *settings {
@@ -209,6 +211,9 @@ func (s *settings) replaceTrials(t *testing.T, name string, args []string, prev,
 	prevTree, wantTree := tree(t, prev, nil), tree(t, want, nil)
 	killed, i := 0, 0
 	for ; killed < s.n && i < 4*s.n; i++ {
+		if s.trial != nil {
+			s.trial(i)
+		}
 		parent := filepath.Join(s.work, fmt.Sprintf("%s-%d", name, i))
 		os.MkdirAll(parent, 0o755)
 		out := filepath.Join(parent, "out")
@@ -267,9 +272,48 @@ func TestCrashEval(t *testing.T) {
 	os.WriteFile(half, bytes.Join(lines[:len(lines)/2], nil), 0o644)
 	prev, want := filepath.Join(s.work, "ref-prev"), filepath.Join(s.work, "ref-new")
 	s.run(t, "eval", "--pred", ref, "--ref", ref, "--out", prev)
-	args := []string{"--pred", half, "--ref", ref, "--missing", "empty"}
+	args := []string{"--pred", half, "--ref", ref, "--missing", "empty", "--overwrite"}
 	took := s.run(t, "eval", append(slices.Clone(args), "--out", want)...)
 	// Settings name the files, not the output: both versions are comparable file by file.
+	s.replaceTrials(t, "eval", args, prev, want, took)
+}
+
+// TestCrashEvalNLI is TestCrashEval with the nli judge (a tiny random BERT NLI snapshot) and its
+// disk cache: each trial starts with an empty cache, so the kills land while entries are written;
+// the rerun reads what the killed run left, and must still give exactly the uninterrupted run's
+// output (issue 35). The cache is one directory, emptied, rather than one per trial: config.yaml
+// records its path.
+func TestCrashEvalNLI(t *testing.T) {
+	s := setup(t)
+	snap := filepath.Join(s.work, "nli")
+	if err := randsnap.WriteEncoder(snap, randsnap.Encoder{ModelType: "bert", Prefix: "bert.", Vocab: 300, Hidden: 16,
+		Layers: 1, Heads: 2, Intermediate: 32, MaxPositions: 130, Seed: 7, Pooler: true,
+		Labels: []string{"contradiction", "entailment", "neutral"}}); err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := filepath.Join(s.work, "nli-cache")
+	s.env = []string{"TRACKSUM_EVAL_NLI_CACHE_DIR=" + cacheDir}
+	emptyCache := func() {
+		if err := os.RemoveAll(cacheDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref := filepath.Join(s.work, "ref.jsonl")
+	s.run(t, "prepare", "--sample-size", "300", "--write-sample", ref)
+	b, err := os.ReadFile(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	half := filepath.Join(s.work, "half.jsonl")
+	os.WriteFile(half, bytes.Join(lines[:len(lines)/2], nil), 0o644)
+	prev, want := filepath.Join(s.work, "ref-prev"), filepath.Join(s.work, "ref-new")
+	judge := []string{"--judge", "nli", "--nli-model", snap}
+	s.run(t, "eval", append(slices.Clone(judge), "--pred", ref, "--ref", ref, "--out", prev)...)
+	args := append(slices.Clone(judge), "--pred", half, "--ref", ref, "--missing", "empty", "--overwrite")
+	emptyCache()
+	took := s.run(t, "eval", append(slices.Clone(args), "--out", want)...)
+	s.trial = func(int) { emptyCache() }
 	s.replaceTrials(t, "eval", args, prev, want, took)
 }
 

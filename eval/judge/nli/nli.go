@@ -22,8 +22,12 @@
 // EntailsAll call, whose pairs not yet cached are sorted by length and run in full forward passes
 // of BatchSize rows (two passes at once where two CPUs are; pairs of concurrent callers share passes too). Passes are
 // padded to a few shapes (rows BatchSize or a power of two, lengths in steps of 64 tokens) so that
-// few graphs are built. Every probability is cached on disk under a key made of the weights'
-// SHA-256, the length limit, the premise chunk and the hypothesis, so a rerun computes nothing.
+// few graphs are built. Every probability is cached on disk under a key made of the model's
+// identity (ModelSHA256: the weights, config.json with its label map, the tokenizer files, the
+// length limit and the entailment label), the premise chunk and the hypothesis, so a rerun computes
+// nothing and an edited snapshot computes afresh. An entry that is not byte for byte what the judge
+// writes for its key is a miss (and is rewritten); a cache directory that cannot be written is
+// turned off with one line on Options.Log.
 //
 // # Example
 //
@@ -33,13 +37,16 @@
 package nli
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -74,6 +81,9 @@ type Options struct {
 	MaxLength int
 	// CacheDir holds the cached probabilities; empty disables the disk cache.
 	CacheDir string
+	// Log receives the one line saying that the disk cache is off and why (a CacheDir that is a
+	// file, read-only or full); os.Stderr when nil.
+	Log io.Writer
 	// Decomposer splits summaries into claims (the lexical judge).
 	Decomposer judge.Judge
 	// Backend runs the model; nil means the process-wide one (model.Backend). The GPU check sets
@@ -120,8 +130,13 @@ type Judge struct {
 	maxLen int
 	entail int // index of the entailment label
 	labels int
-	digest string
+	digest string            // the weights' SHA-256
+	files  map[string]string // the SHA-256 of the snapshot's other files that shape the model (snapshot.ShapingFiles)
+	ident  string            // ModelSHA256
 	exec   *gomlxmodel.Exec
+	log    io.Writer
+
+	cacheOff atomic.Bool // the disk cache was found unusable (said once, on log)
 
 	mu      sync.Mutex
 	memo    map[string]float64
@@ -210,6 +225,10 @@ func New(ctx context.Context, opts Options) (*Judge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nli judge: %w", err)
 	}
+	files, err := snap.FileDigests()
+	if err != nil {
+		return nil, fmt.Errorf("nli judge: %w", err)
+	}
 	backend := opts.Backend
 	if backend == nil {
 		if backend, _, err = model.Backend(); err != nil {
@@ -223,9 +242,72 @@ func New(ctx context.Context, opts Options) (*Judge, error) {
 		return nil, fmt.Errorf("nli judge: %w", err)
 	}
 	exec.SetMaxCache(-1)
-	return &Judge{opts: opts, name: "nli:" + filepath.Base(filepath.Clean(snap.Dir)), tok: tok, sp: sp,
-		pad: int32(cfg.PadTokenID), maxLen: maxLen, entail: entail, labels: labels, digest: digest,
-		exec: exec, memo: map[string]float64{}, shapes: map[[2]int]bool{}, running: make(chan struct{}, passes())}, nil
+	j := &Judge{opts: opts, name: "nli:" + filepath.Base(filepath.Clean(snap.Dir)), tok: tok, sp: sp,
+		pad: int32(cfg.PadTokenID), maxLen: maxLen, entail: entail, labels: labels, digest: digest, files: files,
+		ident: modelIdentity(digest, files, maxLen, entail, labels), exec: exec, log: opts.Log,
+		memo: map[string]float64{}, shapes: map[[2]int]bool{}, running: make(chan struct{}, passes())}
+	if j.log == nil {
+		j.log = os.Stderr
+	}
+	if opts.CacheDir != "" {
+		if err := probeCacheDir(opts.CacheDir); err != nil {
+			j.turnCacheOff(err)
+		}
+	}
+	return j, nil
+}
+
+// modelIdentity is the SHA-256 of everything that shapes the judge's probabilities: the weights,
+// the other files of the snapshot that the model and its tokenizer read (config.json with its
+// architecture, activation, epsilon and id2label; tokenizer.json with its normalizer;
+// tokenizer_config.json), by name, and the judge's own settings that change a probability (the
+// length limit a pair is cut to, the entailment label, the number of labels). The texts of a pair
+// are not in it: they complete a cache key (entryKey).
+func modelIdentity(weights string, files map[string]string, maxLen, entail, labels int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "tracksum-nli model v2\x00weights\x00%s\x00", weights)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(h, "file\x00%s\x00%s\x00", name, files[name])
+	}
+	fmt.Fprintf(h, "max_length\x00%d\x00entailment\x00%d\x00labels\x00%d", maxLen, entail, labels)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// probeCacheDir checks that dir is a directory the judge can write into, by creating (and
+// removing) a small file in it: a path that is a file or a device, a read-only or full file
+// system fail here rather than at every entry.
+func probeCacheDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	defer os.Remove(name)
+	if _, err := f.Write(make([]byte, 512)); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", name, err)
+	}
+	return f.Close()
+}
+
+// turnCacheOff stops reading and writing the disk cache, saying so once on the log: a cache that
+// cannot be written would otherwise cost a failed write per pair, silently, run after run.
+func (j *Judge) turnCacheOff(err error) {
+	if j.cacheOff.CompareAndSwap(false, true) {
+		fmt.Fprintf(j.log, "nli judge: disk cache %s off, every pair is computed: %v\n", j.opts.CacheDir, err)
+	}
 }
 
 // readLabels returns the index of the entailment label and the number of labels of config.json's
@@ -309,8 +391,23 @@ func (j *Judge) Decompose(ctx context.Context, summary string) ([]string, error)
 // MaxLength is the number of tokens of a pair the judge feeds the model.
 func (j *Judge) MaxLength() int { return j.maxLen }
 
-// WeightsSHA256 is the SHA-256 of the snapshot's weights (part of every cache key).
+// WeightsSHA256 is the SHA-256 of the snapshot's weights.
 func (j *Judge) WeightsSHA256() string { return j.digest }
+
+// FileSHA256s returns the SHA-256 of each of the snapshot's files besides the weights that shape
+// the model or its tokenizer (config.json, tokenizer.json, ...), by file name.
+func (j *Judge) FileSHA256s() map[string]string {
+	out := make(map[string]string, len(j.files))
+	for k, v := range j.files {
+		out[k] = v
+	}
+	return out
+}
+
+// ModelSHA256 is the judge's identity: a SHA-256 over the weights, FileSHA256s, MaxLength and the
+// label map, the part of every cache key that is not the texts. Two judges with the same identity
+// give the same probabilities.
+func (j *Judge) ModelSHA256() string { return j.ident }
 
 // Stats returns what the judge did so far.
 func (j *Judge) Stats() Stats {
@@ -446,22 +543,58 @@ func (j *Judge) Chunks(premise, hypothesis string) []string {
 	return out
 }
 
-// key is the cache key of a pair: the weights, the length limit and the texts.
+// key is the cache key of a pair under this judge (entryKey).
 func (j *Judge) key(premise, hypothesis string) string {
+	return entryKey(j.ident, premise, hypothesis)
+}
+
+// entryKey is the cache key of a pair: the model's identity (ModelSHA256) and the texts.
+func entryKey(ident, premise, hypothesis string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "tracksum-nli v1\x00%s\x00%d\x00%d\x00", j.digest, j.maxLen, j.entail)
+	fmt.Fprintf(h, "tracksum-nli v2\x00%s\x00", ident)
 	h.Write([]byte(premise))
 	h.Write([]byte{0})
 	h.Write([]byte(hypothesis))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// cacheEntry is one cached probability; the texts are kept so that a file can be read by a person.
+// maxEntryBytes bounds a cache entry: a larger one is neither written nor read (a premise chunk
+// holds at most MaxLength tokens, a few KB, unless it is one enormous sentence, which is then
+// recomputed each run rather than read from a file of any size).
+const maxEntryBytes = 1 << 20
+
+// cacheEntry is one cached probability; the texts are kept so that a file can be read by a
+// person, and so that an entry can be checked against its key.
 type cacheEntry struct {
-	Model      string  `json:"model"`
+	Model      string  `json:"model_sha256"`
 	Premise    string  `json:"premise"`
 	Hypothesis string  `json:"hypothesis"`
 	Entailment float64 `json:"entailment"`
+}
+
+// encodeEntry is the bytes of an entry as the judge writes them.
+func encodeEntry(ident, premise, hypothesis string, p float64) ([]byte, error) {
+	return json.Marshal(cacheEntry{Model: ident, Premise: premise, Hypothesis: hypothesis, Entailment: p})
+}
+
+// readEntry returns the probability held by data, an entry read from the file of key under the
+// model ident, when data is exactly what encodeEntry writes for that key: the same fields in the
+// same order, none missing, added or repeated (an entry without "entailment" is not a
+// probability of 0), the model identity, the texts whose key it is, a probability in [0, 1], and
+// no more than maxEntryBytes. Anything else is a miss.
+func readEntry(data []byte, key, ident string) (float64, bool) {
+	if len(data) > maxEntryBytes {
+		return 0, false
+	}
+	var e cacheEntry
+	if json.Unmarshal(data, &e) != nil || e.Model != ident || !(e.Entailment >= 0 && e.Entailment <= 1) ||
+		entryKey(ident, e.Premise, e.Hypothesis) != key {
+		return 0, false
+	}
+	if want, err := encodeEntry(ident, e.Premise, e.Hypothesis, e.Entailment); err != nil || !bytes.Equal(want, data) {
+		return 0, false
+	}
+	return e.Entailment, true
 }
 
 func (j *Judge) cachePath(key string) string {
@@ -473,18 +606,23 @@ func (j *Judge) cached(key string) (float64, bool) {
 	j.mu.Lock()
 	p, ok := j.memo[key]
 	j.mu.Unlock()
-	if ok || j.opts.CacheDir == "" {
+	if ok || j.opts.CacheDir == "" || j.cacheOff.Load() {
 		return p, ok
 	}
-	var e cacheEntry
-	// A missing or damaged entry is a miss: the pair is scored again and the entry rewritten.
-	if atomicio.ReadJSON(j.cachePath(key), &e, false) != nil || e.Entailment < 0 || e.Entailment > 1 || math.IsNaN(e.Entailment) {
+	// A missing, damaged, foreign or oversized entry is a miss: the pair is scored again and the
+	// entry rewritten. ReadFileMax stops at the bound, so a huge file is never read whole.
+	data, err := atomicio.ReadFileMax(j.cachePath(key), maxEntryBytes)
+	if err != nil {
+		return 0, false
+	}
+	p, ok = readEntry(data, key, j.ident)
+	if !ok {
 		return 0, false
 	}
 	j.mu.Lock()
-	j.memo[key] = e.Entailment
+	j.memo[key] = p
 	j.mu.Unlock()
-	return e.Entailment, true
+	return p, true
 }
 
 // compute queues reqs and runs forward passes until each of them is done: up to passes() passes at
@@ -601,18 +739,22 @@ func (j *Judge) runBatch(batch []*request) {
 	}
 }
 
-// store keeps p in memory and, best effort, in the disk cache (a failed write only costs a
-// recomputation next time).
+// store keeps p in memory and in the disk cache. An entry over maxEntryBytes is not written (it
+// is recomputed next time); a failed write (the directory removed, the disk full) turns the disk
+// cache off, said once.
 func (j *Judge) store(r *request, p float64) {
 	j.mu.Lock()
 	j.memo[r.key] = p
 	j.mu.Unlock()
-	if j.opts.CacheDir == "" {
+	if j.opts.CacheDir == "" || j.cacheOff.Load() {
 		return
 	}
-	data, err := json.Marshal(cacheEntry{Model: j.name + "@" + j.digest[:12], Premise: r.premise, Hypothesis: r.hyp, Entailment: p})
-	if err == nil {
-		_ = atomicio.WriteFile(j.cachePath(r.key), data, 0o644)
+	data, err := encodeEntry(j.ident, r.premise, r.hyp, p)
+	if err != nil || len(data) > maxEntryBytes {
+		return
+	}
+	if err := atomicio.WriteFile(j.cachePath(r.key), data, 0o644); err != nil {
+		j.turnCacheOff(err)
 	}
 }
 
