@@ -566,3 +566,38 @@ func TestExportDType(t *testing.T) {
 		}
 	})
 }
+
+// TestExportDTypeOverflow is issue 35 item 3: a weight past float16's largest value (65,504) was
+// written as +Inf with exit 0, and tracksum then refused its own export. The export is refused
+// naming the tensor and the value, and nothing is left at --out; bfloat16 holds the value.
+func TestExportDTypeOverflow(t *testing.T) {
+	root := t.TempDir()
+	baseDir, ck := filepath.Join(root, "base"), filepath.Join(root, "ck")
+	if err := randsnap.WriteDecoder(baseDir, tiny(dtypes.Float32, 13)); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := snapshot.Open(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peft.WriteBaseRef(context.Background(), ck, snap); err != nil {
+		t.Fatal(err)
+	}
+	norm := tensors.FromFlatDataAndDimensions(slices.Repeat([]float32{1e6}, 16), 16)
+	os.MkdirAll(filepath.Join(ck, peft.FullDir), 0o755)
+	if err := tensorio.WriteTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights), map[string]*tensors.Tensor{"model.norm.weight": norm}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "f16")
+	_, err = Export(context.Background(), Options{Checkpoint: ck, Out: out, DType: "float16"})
+	want := "tensor model.norm.weight: largest value 1e+06 does not fit float16 (it would be written as Inf): --dtype bfloat16 or float32 holds it"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v, want one line containing %q", err, want)
+	}
+	if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
+		t.Errorf("--out exists after a refused export: %v", statErr)
+	}
+	if _, err := Export(context.Background(), Options{Checkpoint: ck, Out: filepath.Join(root, "bf16"), DType: "bfloat16"}); err != nil {
+		t.Errorf("bfloat16: %v", err)
+	}
+}
