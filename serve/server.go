@@ -415,6 +415,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte
 		var br badRequest
 		if errors.As(res.err, &br) {
 			s.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", br.Error())
+			if sw, ok := w.(*statusWriter); ok && br.log != "" {
+				sw.info.err = br.log
+			}
 			return
 		}
 		s.fail(w, http.StatusInternalServerError, "server_error", "model_error", res.err.Error())
