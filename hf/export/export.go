@@ -291,6 +291,11 @@ func checkKind(ck string, log io.Writer) error {
 	case m.Migrated && log != nil:
 		fmt.Fprintf(log, "warning: %s\n", checkpoint.MigrateHint(ck))
 	}
+	if !m.Pretrained() && m.Kind != checkpoint.KindEnsemble && m.Kind != checkpoint.KindCrossValidation && m.Kind != checkpoint.KindSumThenTrack {
+		// A from-scratch model has no Hugging Face base whose snapshot export could write.
+		return fmt.Errorf("%w: %s is a from-scratch %s checkpoint: tracksum-export writes a pretrained model merged into its base, so --checkpoint needs a checkpoint of tracksum-train --pretrained",
+			checkpoint.ErrCheckpoint, ck, m.Name())
+	}
 	if !m.Pretrained() || m.Kind == checkpoint.KindEnsemble || m.Kind == checkpoint.KindCrossValidation || (m.Kind == checkpoint.KindSumThenTrack && m.Part == "") {
 		return m.Refuse("--checkpoint", "one fine-tuned pretrained model (tracksum-train --pretrained: a tracker, a summarizer, an end_to_end model or a sum_then_track part)")
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/tensorio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // tiny is the random base of these tests: a Llama-shaped decoder with grouped-query attention, so
@@ -599,5 +600,22 @@ func TestExportDTypeOverflow(t *testing.T) {
 	}
 	if _, err := Export(context.Background(), Options{Checkpoint: ck, Out: filepath.Join(root, "bf16"), DType: "bfloat16"}); err != nil {
 		t.Errorf("bfloat16: %v", err)
+	}
+}
+
+// TestExportRefusesFromScratch is issue 35 item 12: a from-scratch summarizer given to
+// --checkpoint is refused saying that export needs a checkpoint of tracksum-train --pretrained.
+func TestExportRefusesFromScratch(t *testing.T) {
+	ck := filepath.Join(t.TempDir(), "scratch")
+	os.MkdirAll(filepath.Join(ck, checkpoint.BestDir), 0o755)
+	os.WriteFile(filepath.Join(ck, checkpoint.SummarizerFile), []byte("{}"), 0o644)
+	os.WriteFile(checkpoint.BestWeights(ck), []byte("weights"), 0o644)
+	if _, err := checkpoint.Seal(ck); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Export(context.Background(), Options{Checkpoint: ck, Out: filepath.Join(t.TempDir(), "out")})
+	want := ck + " is a from-scratch summarizer checkpoint: tracksum-export writes a pretrained model merged into its base, so --checkpoint needs a checkpoint of tracksum-train --pretrained"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }
