@@ -83,20 +83,27 @@ var Unbound = []string{"config", "set", "print-config", "quiet", "version", "hel
 // is an error (a programming mistake caught by the commands' tests), so that a flag cannot be read
 // past the configuration.
 func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, error) {
+	cfg, _, err := LoadConfigSources(fs, flagKeys)
+	return cfg, err
+}
+
+// LoadConfigSources is LoadConfig, also returning where each key's value came from (as
+// --print-config shows it): for a command that tells the keys a user gave from the defaults.
+func LoadConfigSources(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, map[string]config.Source, error) {
 	if err := CheckBound(fs, flagKeys); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, src, err := resolveConfig(fs, flagKeys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if show, _ := fs.GetBool("print-config"); show {
 		if err := config.WriteResolved(stdout, cfg, src); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, errConfigPrinted
+		return nil, nil, errConfigPrinted
 	}
-	return cfg, nil
+	return cfg, src, nil
 }
 
 // Peek resolves the configuration as LoadConfig does, without printing it and without checking
