@@ -155,7 +155,8 @@ func sources(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[str
 		if file != "" && v.InConfig(key) {
 			out[key] = Source{Layer: "file", From: file}
 		}
-		if _, ok := environ(envKey(key)); ok {
+		// viper ignores an empty variable (AllowEmptyEnv is off), so it is no source either.
+		if val, ok := environ(envKey(key)); ok && val != "" {
 			out[key] = Source{Layer: "env", From: envKey(key)}
 		}
 	}

@@ -57,3 +57,20 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyEnvIsNoSource is issue 35 item 16: an empty TRACKSUM_* variable is ignored (the value
+// stays the profile's or the default), and --print-config must not say it came from it.
+func TestEmptyEnvIsNoSource(t *testing.T) {
+	t.Setenv("TRACKSUM_INFER_THRESHOLD", "")
+	t.Setenv("TRACKSUM_INFER_WORKERS", "3")
+	cfg, src, err := LoadWith(viper.New(), "", pflag.NewFlagSet("x", pflag.ContinueOnError), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Infer.Threshold != Default().Infer.Threshold || src["infer.threshold"].Layer != "default" {
+		t.Errorf("infer.threshold = %g from %v, want the default %g from the defaults", cfg.Infer.Threshold, src["infer.threshold"], Default().Infer.Threshold)
+	}
+	if src["infer.workers"].Layer != "env" || cfg.Infer.Workers != 3 {
+		t.Errorf("infer.workers = %d from %v, want 3 from the environment", cfg.Infer.Workers, src["infer.workers"])
+	}
+}

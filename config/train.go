@@ -227,11 +227,13 @@ func ParseBytes(s string) (int64, error) {
 	for _, u := range units {
 		if num, ok := strings.CutSuffix(t, u.suffix); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-			if err != nil || !(f > 0) || f*u.mult > 1<<62 {
+			// One rule for every size too small to be a memory: less than a byte (0, 0.5B,
+			// 1e-7B) would truncate to 0 bytes, which reads as "no verdict".
+			if err != nil || !(f*u.mult >= 1) || f*u.mult > 1<<62 {
 				break
 			}
 			return int64(f * u.mult), nil
 		}
 	}
-	return 0, fmt.Errorf("memory size %q: want a positive number with a unit, e.g. 80GiB or 80GB (GB = 10^9 bytes, GiB = 2^30)", s)
+	return 0, fmt.Errorf("memory size %q: want at least 1 byte, as a number with a unit, e.g. 80GiB or 80GB (GB = 10^9 bytes, GiB = 2^30)", s)
 }

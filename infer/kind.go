@@ -2,11 +2,14 @@ package infer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
@@ -83,6 +86,29 @@ func LoadChatModel(ctx context.Context, cfg *config.Config, dir string) (*pretra
 	case KindSnapshot:
 		return pretrained.LoadChatSnapshot(ctx, dir, cfg.Infer.Precision)
 	default:
-		return nil, fmt.Errorf("%s is a %s, not a causal LM: a chat model is a fine-tuned pretrained checkpoint (train --pretrained) or a Hugging Face snapshot", dir, k)
+		return nil, fmt.Errorf("%s %s: a chat model is a fine-tuned pretrained checkpoint (train --pretrained) or a Hugging Face snapshot", dir, whatIs(dir, k))
 	}
+}
+
+// whatIs says what dir, of kind k but no chat model, is: KindCheckpoint is also KindOf's answer
+// for a directory that holds no model at all, or for no directory.
+func whatIs(dir string, k Kind) string {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "does not exist"
+	case err != nil:
+		return fmt.Sprintf("cannot be read (%v)", err)
+	case !st.IsDir():
+		return "is a file, not a model directory"
+	case k != KindCheckpoint:
+		return fmt.Sprintf("is a %s, not a causal LM", k)
+	}
+	if _, err := checkpoint.Describe(dir); err == nil {
+		return fmt.Sprintf("is a %s, not a causal LM", k)
+	}
+	if st, err := os.Stat(filepath.Join(dir, dataset.ManifestFile)); err == nil && st.Mode().IsRegular() {
+		return "is a prepared data directory (tracksum-prepare's output), not a model"
+	}
+	return fmt.Sprintf("holds no model (no %s of a tracksum checkpoint, no %s of a Hugging Face snapshot)", checkpoint.ManifestFile, snapshot.ConfigFile)
 }

@@ -188,3 +188,32 @@ func TestEmptyInputIsAnError(t *testing.T) {
 		t.Error("an empty prediction file was written")
 	}
 }
+
+// TestLoadChatModelSaysWhatTheDirectoryIs is issue 35 item 11: serve --model on a prepared data
+// directory or a missing path said "is a from-scratch checkpoint, not a causal LM".
+func TestLoadChatModelSaysWhatTheDirectoryIs(t *testing.T) {
+	root := t.TempDir()
+	prepared := filepath.Join(root, "prepared")
+	os.MkdirAll(prepared, 0o755)
+	for _, name := range []string{"manifest.json", "splits.json"} {
+		if err := os.WriteFile(filepath.Join(prepared, name), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := filepath.Join(root, "empty")
+	os.MkdirAll(empty, 0o755)
+	file := filepath.Join(root, "notes.txt")
+	os.WriteFile(file, []byte("x"), 0o644)
+	cfg := config.Default()
+	for _, tc := range []struct{ desc, dir, want string }{
+		{"missing path", filepath.Join(root, "nope"), " does not exist: a chat model is"},
+		{"prepared data", prepared, " is a prepared data directory (tracksum-prepare's output), not a model: "},
+		{"empty directory", empty, " holds no model (no checkpoint.json of a tracksum checkpoint, no config.json of a Hugging Face snapshot)"},
+		{"a file", file, " is a file, not a model directory"},
+	} {
+		_, err := LoadChatModel(context.Background(), &cfg, tc.dir)
+		if err == nil || !strings.Contains(err.Error(), tc.dir+tc.want) || strings.Contains(err.Error(), "from-scratch") {
+			t.Errorf("%s: err = %v, want %q", tc.desc, err, tc.dir+tc.want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/chattemplate"
@@ -76,7 +78,13 @@ func (c *Chat) Complete(_ context.Context, messages []Message, p Params) (Comple
 	a, err := c.Model.Complete(msgs, o)
 	if err != nil {
 		if errors.Is(err, pretrained.ErrPromptTooLong) || errors.Is(err, pretrained.ErrConversation) {
-			return Completion{}, errBadRequest(err.Error())
+			// The template's errors name its file by the server's path: the client gets the
+			// file's name, the log the path.
+			msg := err.Error()
+			if path := c.Model.Chat.Tpl.Path; path != "" {
+				msg = strings.ReplaceAll(msg, path, filepath.Base(path))
+			}
+			return Completion{}, errBadRequestLogged(msg, err.Error())
 		}
 		return Completion{}, fmt.Errorf("generating: %w", err)
 	}

@@ -14,7 +14,10 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/chattemplate"
+	"github.com/tracksum/tracksum/hf/randsnap"
+	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
 	"github.com/tracksum/tracksum/serve"
 	"github.com/tracksum/tracksum/serve/servetest"
@@ -236,4 +239,46 @@ func contentOf(t *testing.T, body []byte) []byte {
 		t.Fatalf("%s: %v", body, err)
 	}
 	return []byte(cr.Choices[0].Message.Content)
+}
+
+// TestChatRefusalHidesPaths is issue 35 item 9: a conversation the chat template refuses was
+// answered 400 with the server's absolute path of tokenizer_config.json. The client gets the
+// problem (and the file's name); the access log gets the path.
+func TestChatRefusalHidesPaths(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "secret-models", "llm")
+	if err := randsnap.WriteDecoder(dir, randsnap.Decoder{ModelType: "llama", Vocab: 300, Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Intermediate: 24, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	tc := filepath.Join(dir, snapshot.TokenizerConfigFile)
+	var tcfg map[string]any
+	if err := atomicio.ReadJSON(tc, &tcfg, false); err != nil {
+		t.Fatal(err)
+	}
+	tcfg["chat_template"] = "{% for message in messages %}{% if message['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{{ message['content'] }}{% endfor %}"
+	if err := atomicio.WriteJSON(tc, tcfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	b, err := serve.LoadChat(context.Background(), &cfg, dir, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	o := serve.DefaultOptions()
+	o.ModelName, o.Log = "tiny-chat", &log
+	srv, err := serve.New(b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	body := `{"model":"tiny-chat","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello."}]}`
+	resp, raw := post(t, hs.URL+"/v1", body)
+	if resp.StatusCode != http.StatusBadRequest || strings.Contains(string(raw), "secret-models") ||
+		!strings.Contains(string(raw), "System role not supported") || !strings.Contains(string(raw), snapshot.TokenizerConfigFile) {
+		t.Errorf("status %d: %s, want a 400 naming the problem and tokenizer_config.json without its directory", resp.StatusCode, raw)
+	}
+	if !strings.Contains(log.String(), tc) {
+		t.Errorf("access log %s, want the template's path %s", log.String(), tc)
+	}
 }

@@ -154,12 +154,16 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// badRequest is a client mistake found by a backend (answered 400).
-type badRequest string
+// badRequest is a client mistake found by a backend (answered 400): msg is the client's, log the
+// access log's when it says more (server paths a client has no business seeing).
+type badRequest struct{ msg, log string }
 
-func (e badRequest) Error() string { return string(e) }
+func (e badRequest) Error() string { return e.msg }
 
-func errBadRequest(msg string) error { return badRequest(msg) }
+func errBadRequest(msg string) error { return badRequest{msg: msg} }
+
+// errBadRequestLogged is a bad request whose client message is msg and whose log line is log.
+func errBadRequestLogged(msg, log string) error { return badRequest{msg: msg, log: log} }
 
 // completionRequest is the body of POST /v1/completions (the legacy text-completion route): one
 // prompt, answered as a user message would be on the chat route.

@@ -43,6 +43,10 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// RetryAfter is the Retry-After of a 429 answer (rounded up to whole seconds, at least 1).
 	RetryAfter time.Duration
+	// WriteTimeout bounds the write of each part of an answer (a streamed chunk, or the whole
+	// answer otherwise): a client that stops reading loses its connection then, rather than
+	// holding it for RequestTimeout plus 10 s. 0 is DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// APIKey, when not empty, is the bearer token every /v1 request must carry (401 otherwise).
 	APIKey string
 	// LogPrompts adds the messages to the access log lines (off by default: prompts may hold
@@ -52,12 +56,17 @@ type Options struct {
 	Log io.Writer
 }
 
+// DefaultWriteTimeout is Options.WriteTimeout's default: a reading client takes a chunk within
+// milliseconds.
+const DefaultWriteTimeout = 10 * time.Second
+
 // DefaultOptions returns the defaults of tracksum-serve's flags.
 func DefaultOptions() Options {
 	c := config.DefaultServe() // the serve.* keys' defaults, which are tracksum-serve's
 	return Options{
 		Listen: c.Listen, ModelName: c.ModelName, Workers: c.Workers, Queue: c.Queue, MaxBodyBytes: c.MaxBodyBytes,
 		BodyTimeout: c.BodyTimeout, RequestTimeout: c.RequestTimeout, ShutdownTimeout: c.ShutdownTimeout, RetryAfter: time.Second,
+		WriteTimeout: DefaultWriteTimeout,
 	}
 }
 
@@ -106,6 +115,9 @@ type Server struct {
 func New(backend Backend, o Options) (*Server, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -366,7 +378,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte
 	// Admission: a request beyond the running and queued ones is turned away at once, so that a
 	// burst cannot pile up unbounded goroutines and memory.
 	n := s.admitted.Add(1)
-	defer s.admitted.Add(-1)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			s.admitted.Add(-1)
+		}
+	}
+	defer release()
 	if n > int64(s.opts.Workers+s.opts.Queue) {
 		s.rejected.Add(1)
 		secs := int((s.opts.RetryAfter + time.Second - 1) / time.Second)
@@ -428,6 +447,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte
 		var br badRequest
 		if errors.As(res.err, &br) {
 			s.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", br.Error())
+			if sw, ok := w.(*statusWriter); ok && br.log != "" {
+				sw.info.err = br.log
+			}
 			return
 		}
 		s.fail(w, http.StatusInternalServerError, "server_error", "model_error", res.err.Error())
@@ -443,6 +465,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte
 	}
 	info.promptTokens, info.completionTokens = c.PromptTokens, c.CompletionTokens
 	s.served.Add(1)
+	// The answer is written outside the running and queued places (a client slow to read it
+	// holds no worker and no place), each part within WriteTimeout.
+	release()
+	s.writeDeadline(w)
 	write(w, req, answer{
 		id:      fmt.Sprintf("%d-%d", s.created, s.ids.Add(1)),
 		content: c.Content, finish: finish,
@@ -525,7 +551,7 @@ func (s *Server) stream(w http.ResponseWriter, a answer, withUsage bool) {
 		uc.Usage = &a.usage
 		events = append(events, uc)
 	}
-	sendEvents(w, events)
+	s.sendEvents(w, events)
 }
 
 // streamText writes a text-completion answer as server-sent events: one chunk per word, the last
@@ -550,12 +576,17 @@ func (s *Server) streamText(w http.ResponseWriter, a answer, withUsage bool) {
 		uc.Usage = &a.usage
 		events = append(events, uc)
 	}
-	sendEvents(w, events)
+	s.sendEvents(w, events)
 }
 
-// sendEvents writes each event as a server-sent "data:" line, then [DONE]; it stops when the
-// client is gone.
-func sendEvents(w http.ResponseWriter, events []any) {
+// writeDeadline gives the next write to w WriteTimeout from now.
+func (s *Server) writeDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout)) // unsupported only by test recorders
+}
+
+// sendEvents writes each event as a server-sent "data:" line, then [DONE], each within
+// WriteTimeout; it stops when the client is gone or has stopped reading.
+func (s *Server) sendEvents(w http.ResponseWriter, events []any) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Connection", "keep-alive")
@@ -563,6 +594,7 @@ func sendEvents(w http.ResponseWriter, events []any) {
 	flusher, _ := w.(http.Flusher)
 	for _, ev := range events {
 		b, _ := json.Marshal(ev)
+		s.writeDeadline(w)
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return
 		}
@@ -570,6 +602,7 @@ func sendEvents(w http.ResponseWriter, events []any) {
 			flusher.Flush()
 		}
 	}
+	s.writeDeadline(w)
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()

@@ -567,3 +567,53 @@ func TestSlowBodiesDoNotStarve(t *testing.T) {
 		t.Errorf("stats = %+v, want nothing rejected", st)
 	}
 }
+
+// long answers a "stalled" message with its long text, any other with a short one, at once.
+type long struct{ content string }
+
+func (l long) Complete(_ context.Context, msgs []serve.Message, _ serve.Params) (serve.Completion, error) {
+	if msgs[len(msgs)-1].Content != "stalled" {
+		return serve.Completion{Content: "short", PromptTokens: 1, CompletionTokens: 1}, nil
+	}
+	return serve.Completion{Content: l.content, PromptTokens: 1, CompletionTokens: 1}, nil
+}
+
+// TestStalledReaderIsBounded is issue 35 item 20: a client that sent its request and stopped
+// reading the answer held its connection for the write timeout (request timeout + 10 s, about
+// 130 s by default), and its place among the running and queued requests with it. Each part of an
+// answer is now written within WriteTimeout, outside those places: another request is answered
+// while the stalled one waits, and the stalled one ends soon after WriteTimeout.
+func TestStalledReaderIsBounded(t *testing.T) {
+	// 16 MiB in 32 words: more than the loopback socket buffers hold, so the writes block.
+	content := strings.Repeat(strings.Repeat("x", 1<<19)+" ", 32)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream %v", stream), func(t *testing.T) {
+			o := serve.DefaultOptions()
+			o.Workers, o.Queue, o.ModelName = 1, 0, "m"
+			o.RequestTimeout, o.WriteTimeout, o.ShutdownTimeout = 20*time.Second, 300*time.Millisecond, 2*time.Second
+			logBuf := &syncBuffer{}
+			o.Log = logBuf
+			url, _ := servetest.StartBackend(t, long{content}, o)
+			addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/v1")
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			body := chatBody("m", "stalled", fmt.Sprintf(`,"stream":%v`, stream))
+			fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+			time.Sleep(200 * time.Millisecond) // the stalled answer is being written
+			resp, raw := post(t, url, chatBody("m", "reading", ""))
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("a request beside the stalled one got %d: %.200s", resp.StatusCode, raw)
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for strings.Count(logBuf.String(), `"path":"/v1/chat/completions"`) < 2 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if n := strings.Count(logBuf.String(), `"path":"/v1/chat/completions"`); n < 2 {
+				t.Errorf("the stalled request still holds its connection 3 s on (%d of 2 requests logged)", n)
+			}
+		})
+	}
+}

@@ -19,6 +19,18 @@ var activations = map[string]string{
 	"gelu": "gelu",
 }
 
+// Limits of a config.json's sizes, far above any published model (Llama 3.1 405B: 126 layers,
+// hidden 16,384; Gemma 3: vocab 262,144): a hostile config must not size a table before the
+// weights are consulted. hf/plan checks its inputs against the same limits, so that a model this
+// package loads can be planned and one it refuses is refused by --plan too.
+const (
+	MaxVocab        = 1 << 23
+	MaxHidden       = 1 << 17
+	MaxLayers       = 1 << 12
+	MaxHeads        = 1 << 12
+	MaxIntermediate = 1 << 20
+)
+
 // configOf reads Config from the snapshot with the defaults of its family's configuration class
 // (hf/family) for the keys a config.json may omit. Sizes have no default: a config.json without
 // them is not a real checkpoint's.
@@ -36,15 +48,13 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	c.FusedQKV, c.FusedGateUp = fam.FusedQKV, fam.FusedGateUp
 	c.LoRATargets = fam.LoRATargets
 	var err error
-	// Limits far above any published model (Llama 3.1 405B: 126 layers, hidden 16384, Gemma 3:
-	// vocab 262144): a hostile config must not size a table before the weights are consulted.
 	required := []struct {
 		key string
 		dst *int
 		max int
 	}{
-		{"vocab_size", &c.Vocab, 1 << 23}, {"hidden_size", &c.Hidden, 1 << 17}, {"num_hidden_layers", &c.Layers, 1 << 12},
-		{"num_attention_heads", &c.Heads, 1 << 12}, {"intermediate_size", &c.Intermediate, 1 << 20},
+		{"vocab_size", &c.Vocab, MaxVocab}, {"hidden_size", &c.Hidden, MaxHidden}, {"num_hidden_layers", &c.Layers, MaxLayers},
+		{"num_attention_heads", &c.Heads, MaxHeads}, {"intermediate_size", &c.Intermediate, MaxIntermediate},
 	}
 	for _, r := range required {
 		if *r.dst, err = s.Int(r.key, -1); err != nil {

@@ -21,6 +21,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -189,6 +190,7 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	}
 	logf("export: %s: %d tensors, %d merged, %d added (base %s)", o.Out, len(outShapes), len(prov.Merged), len(prov.Added), snap.Dir)
 	written := 0
+	var fitErr error // named alone: the writer's wrapping would name the temporary directory
 	get := func(file string) (*tensors.Tensor, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -209,12 +211,23 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		}
 		written++
 		t, err := merger.Apply(name, w)
-		if err != nil || !convert || !isFloat(t.DType()) || t.DType() == target {
+		if err != nil || !isFloat(t.DType()) {
 			return t, err
 		}
-		return snapshot.FromFloat32(tensors.MustCopyFlatData[float32](snapshot.ToFloat32(t)), target, t.Shape().Dimensions...)
+		var v []float32
+		if convert && t.DType() != target {
+			v = tensors.MustCopyFlatData[float32](snapshot.ToFloat32(t))
+			if t, err = snapshot.FromFloat32(v, target, t.Shape().Dimensions...); err != nil {
+				return nil, err
+			}
+		}
+		fitErr = checkFinite(file, t, v)
+		return t, fitErr
 	}
 	if err := tensorio.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), fileShapes, map[string]string{"format": "pt"}, get); err != nil {
+		if fitErr != nil {
+			err = fitErr
+		}
 		return nil, fmt.Errorf("export %s: %w", o.Out, err)
 	}
 	entries, err := os.ReadDir(dir.Tmp)
@@ -236,6 +249,32 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	return prov, nil
 }
 
+// checkFinite refuses a tensor rounded to a half dtype that came out holding Inf or NaN: a value
+// past the dtype's largest (65,504 for float16) rounds to Inf, which tracksum refuses on loading
+// and transformers runs to NaN logits. v, the float32 values before the rounding, gives the
+// largest magnitude to name; nil when the merge itself rounded to the base's half dtype.
+func checkFinite(file string, t *tensors.Tensor, v []float32) error {
+	if t.DType() != dtypes.Float16 && t.DType() != dtypes.BFloat16 {
+		return nil
+	}
+	written := tensors.MustCopyFlatData[float32](snapshot.ToFloat32(t))
+	if !slices.ContainsFunc(written, func(x float32) bool { return math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) }) {
+		return nil
+	}
+	dt, hint := strings.ToLower(t.DType().String()), "--dtype float32 holds it"
+	if t.DType() == dtypes.Float16 {
+		hint = "--dtype bfloat16 or float32 holds it"
+	}
+	if v == nil {
+		return fmt.Errorf("tensor %s: the merged weight does not fit %s (it would be written as Inf or NaN): %s", file, dt, hint)
+	}
+	var largest float64
+	for _, x := range v {
+		largest = max(largest, math.Abs(float64(x)))
+	}
+	return fmt.Errorf("tensor %s: largest value %g does not fit %s (it would be written as Inf): %s", file, largest, dt, hint)
+}
+
 // checkKind refuses a checkpoint that is not a fine-tuned pretrained model (its manifest, verified,
 // says what it is: checkpoint.Open), naming the kind found. A directory without checkpoint.json
 // that tracksum does not recognise (a PEFT adapter directory given base.json by hand) is left to
@@ -251,6 +290,11 @@ func checkKind(ck string, log io.Writer) error {
 		return err
 	case m.Migrated && log != nil:
 		fmt.Fprintf(log, "warning: %s\n", checkpoint.MigrateHint(ck))
+	}
+	if !m.Pretrained() && m.Kind != checkpoint.KindEnsemble && m.Kind != checkpoint.KindCrossValidation && m.Kind != checkpoint.KindSumThenTrack {
+		// A from-scratch model has no Hugging Face base whose snapshot export could write.
+		return fmt.Errorf("%w: %s is a from-scratch %s checkpoint: tracksum-export writes a pretrained model merged into its base, so --checkpoint needs a checkpoint of tracksum-train --pretrained",
+			checkpoint.ErrCheckpoint, ck, m.Name())
 	}
 	if !m.Pretrained() || m.Kind == checkpoint.KindEnsemble || m.Kind == checkpoint.KindCrossValidation || (m.Kind == checkpoint.KindSumThenTrack && m.Part == "") {
 		return m.Refuse("--checkpoint", "one fine-tuned pretrained model (tracksum-train --pretrained: a tracker, a summarizer, an end_to_end model or a sum_then_track part)")

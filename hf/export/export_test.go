@@ -25,6 +25,7 @@ import (
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/tensorio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // tiny is the random base of these tests: a Llama-shaped decoder with grouped-query attention, so
@@ -621,5 +622,57 @@ func TestExportNF4Base(t *testing.T) {
 		t.Error(err)
 	} else if s.Quant != nil {
 		t.Errorf("the export opens with quantization %+v, want a plain snapshot", *s.Quant)
+	}
+}
+
+// TestExportDTypeOverflow is issue 35 item 3: a weight past float16's largest value (65,504) was
+// written as +Inf with exit 0, and tracksum then refused its own export. The export is refused
+// naming the tensor and the value, and nothing is left at --out; bfloat16 holds the value.
+func TestExportDTypeOverflow(t *testing.T) {
+	root := t.TempDir()
+	baseDir, ck := filepath.Join(root, "base"), filepath.Join(root, "ck")
+	if err := randsnap.WriteDecoder(baseDir, tiny(dtypes.Float32, 13)); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := snapshot.Open(baseDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peft.WriteBaseRef(context.Background(), ck, snap); err != nil {
+		t.Fatal(err)
+	}
+	norm := tensors.FromFlatDataAndDimensions(slices.Repeat([]float32{1e6}, 16), 16)
+	os.MkdirAll(filepath.Join(ck, peft.FullDir), 0o755)
+	if err := tensorio.WriteTensors(filepath.Join(ck, peft.FullDir, peft.FullWeights), map[string]*tensors.Tensor{"model.norm.weight": norm}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "f16")
+	_, err = Export(context.Background(), Options{Checkpoint: ck, Out: out, DType: "float16"})
+	want := "tensor model.norm.weight: largest value 1e+06 does not fit float16 (it would be written as Inf): --dtype bfloat16 or float32 holds it"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v, want one line containing %q", err, want)
+	}
+	if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
+		t.Errorf("--out exists after a refused export: %v", statErr)
+	}
+	if _, err := Export(context.Background(), Options{Checkpoint: ck, Out: filepath.Join(root, "bf16"), DType: "bfloat16"}); err != nil {
+		t.Errorf("bfloat16: %v", err)
+	}
+}
+
+// TestExportRefusesFromScratch is issue 35 item 12: a from-scratch summarizer given to
+// --checkpoint is refused saying that export needs a checkpoint of tracksum-train --pretrained.
+func TestExportRefusesFromScratch(t *testing.T) {
+	ck := filepath.Join(t.TempDir(), "scratch")
+	os.MkdirAll(filepath.Join(ck, checkpoint.BestDir), 0o755)
+	os.WriteFile(filepath.Join(ck, checkpoint.SummarizerFile), []byte("{}"), 0o644)
+	os.WriteFile(checkpoint.BestWeights(ck), []byte("weights"), 0o644)
+	if _, err := checkpoint.Seal(ck); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Export(context.Background(), Options{Checkpoint: ck, Out: filepath.Join(t.TempDir(), "out")})
+	want := ck + " is a from-scratch summarizer checkpoint: tracksum-export writes a pretrained model merged into its base, so --checkpoint needs a checkpoint of tracksum-train --pretrained"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }

@@ -35,13 +35,14 @@ const (
 
 // Limits of a plan's inputs: a config.json or a config value beyond them is refused before
 // anything is computed, so that a hostile or mistyped file gets a one-line error (no real
-// checkpoint comes near them: Llama-3.1-405B has 126 layers, hidden 16,384, vocab 128,256).
+// checkpoint comes near them: Llama-3.1-405B has 126 layers, hidden 16,384, vocab 128,256). The
+// architecture's are hf/decoder's, the limits of loading the model.
 const (
-	MaxLayers       = 1024
-	MaxHidden       = 1 << 17
-	MaxIntermediate = 1 << 20
-	MaxHeads        = 1024
-	MaxVocab        = 1 << 22
+	MaxLayers       = decoder.MaxLayers
+	MaxHidden       = decoder.MaxHidden
+	MaxIntermediate = decoder.MaxIntermediate
+	MaxHeads        = decoder.MaxHeads
+	MaxVocab        = decoder.MaxVocab
 	MaxSeqLen       = 1 << 20
 	MaxBatch        = 1 << 16
 	MaxRank         = 1 << 14

@@ -218,6 +218,36 @@ func TestPlanRefusesAbsurdValues(t *testing.T) {
 	}
 }
 
+// TestPlanLimitsAreTheDecoders: issue 35 item 8: --plan refused sizes that hf/decoder loads
+// (num_hidden_layers 4,096 against 1,024, vocab_size 8,388,608 against 4,194,304). A config at
+// hf/decoder's limits is planned; one past them is refused by both.
+func TestPlanLimitsAreTheDecoders(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		mod  func(*decoder.Config)
+		want string // "" when planned
+	}{
+		{"layers at the limit", func(c *decoder.Config) { c.Layers = decoder.MaxLayers }, ""},
+		{"vocab at the limit", func(c *decoder.Config) { c.Vocab = decoder.MaxVocab }, ""},
+		{"heads at the limit", func(c *decoder.Config) { c.Heads, c.KVHeads, c.HeadDim = decoder.MaxHeads, decoder.MaxHeads, 2 }, ""},
+		{"layers past it", func(c *decoder.Config) { c.Layers = decoder.MaxLayers + 1 }, "num_hidden_layers = 4097, want 1..4096"},
+		{"vocab past it", func(c *decoder.Config) { c.Vocab = decoder.MaxVocab + 1 }, "vocab_size = 8388609, want 1..8388608"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := llama31(t)
+			tc.mod(&c)
+			in := plan.Inputs{Config: c, LoRA: config.DefaultLoRA(), Batch: 1, SeqLen: 128, AnswerTokens: 8, GradAccumulation: 1, Precision: plan.BF16}
+			_, err := plan.Compute(in)
+			if tc.want == "" && err != nil {
+				t.Errorf("refused: %v", err)
+			}
+			if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // The advice is the first change that fits: checkpointing, then bf16, then a smaller micro-batch
 // with the same examples per optimizer step.
 func TestPlanAdvice(t *testing.T) {

@@ -479,8 +479,13 @@ func (s *Snapshot) Int(key string, def int) (int, error) {
 		return def, nil
 	}
 	f, isNum := v.(float64)
-	if !isNum || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+	if !isNum || f != math.Trunc(f) {
 		return 0, fmt.Errorf("%s: %s = %v, want an integer", filepath.Join(s.Dir, ConfigFile), key, jsonText(v))
+	}
+	if math.Abs(f) > 1<<53 {
+		// An integer all the same (2^62 read as the float 4.611686018427388e+18): past 2^53 its
+		// value is not exact, and no size, id or count of a real model comes near.
+		return 0, fmt.Errorf("%s: %s = %s is beyond any real model (limit 2^53)", filepath.Join(s.Dir, ConfigFile), key, strconv.FormatFloat(f, 'f', 0, 64))
 	}
 	return int(f), nil
 }

@@ -341,6 +341,9 @@ func TestConfigValues(t *testing.T) {
 	}{
 		{"int from float", func() error { _, err := s.Int("layer_norm_eps", 0); return err }, "config.json: layer_norm_eps = 1e-12, want an integer"},
 		{"int from string", func() error { _, err := s.Int("hidden_act", 0); return err }, `config.json: hidden_act = "gelu", want an integer`},
+		// Issue 35 item 8: 2^62 is an integer; it read "4611686018427388000, want an integer".
+		{"int past 2^53", func() error { s.Config["huge"] = float64(1 << 62); _, err := s.Int("huge", 0); return err },
+			"config.json: huge = 4611686018427387904 is beyond any real model (limit 2^53)"},
 		{"float from bool", func() error { _, err := s.Float("tie_word_embeddings", 0); return err }, "config.json: tie_word_embeddings = false, want a number"},
 		{"bool from number", func() error { _, err := s.Bool("hidden_size", false); return err }, "config.json: hidden_size = 2, want true or false"},
 		{"string from number", func() error { _, err := s.String("hidden_size", ""); return err }, "config.json: hidden_size = 2, want a string"},

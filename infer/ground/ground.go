@@ -94,9 +94,15 @@ func (g *Grounder) Apply(doc []string, summary string, indexes []int) (string, [
 		}
 		return summary, kept, len(unsupported)
 	default: // ModeRestore
-		out := strings.TrimSpace(summary)
+		out, restored := strings.TrimSpace(summary), 0
 		for _, i := range unsupported {
 			s := strings.TrimSpace(dataset.SectionLabel.ReplaceAllString(doc[i], ""))
+			if s != "" && strings.Contains(normalized(out), normalized(s)) {
+				// The summary already holds the sentence's text (the judge missed it, e.g. for
+				// a label or a cut word next to it): appending it would repeat it.
+				continue
+			}
+			restored++
 			switch {
 			case s == "":
 			case out == "":
@@ -107,6 +113,12 @@ func (g *Grounder) Apply(doc []string, summary string, indexes []int) (string, [
 				out += ". " + s
 			}
 		}
-		return out, indexes, len(unsupported)
+		return out, indexes, restored
 	}
+}
+
+// normalized is s in lower case with its spaces collapsed and its final punctuation dropped, for
+// finding a sentence inside a summary that differs from it only there.
+func normalized(s string) string {
+	return strings.TrimRight(strings.ToLower(strings.Join(strings.Fields(s), " ")), ".!?;: ")
 }

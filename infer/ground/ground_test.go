@@ -50,6 +50,15 @@ func TestApply(t *testing.T) {
 			"Stroke occurred in 13 of 206 patients on aspirin.", []int{2},
 			"Stroke occurred in 13 of 206 patients on aspirin. Stroke occurred in 12 of 206 patients on aspirin and 25 of 206 on placebo.",
 			[]int{2}, 1},
+		// Issue 35 item 22: the claim carries a p-value the sentence lacks, so the judge finds no
+		// support, yet the summary holds the sentence's text: restoring it repeated it.
+		{"a sentence the summary already holds is not appended", ModeRestore,
+			"Gastrointestinal bleeding was more frequent with aspirin (p = 0.003)", []int{3},
+			"Gastrointestinal bleeding was more frequent with aspirin (p = 0.003)", []int{3}, 0},
+		{"only the sentence the summary lacks is appended", ModeRestore,
+			"Gastrointestinal bleeding was MORE frequent with aspirin (p = 0.003).", []int{2, 3},
+			"Gastrointestinal bleeding was MORE frequent with aspirin (p = 0.003). Stroke occurred in 12 of 206 patients on aspirin and 25 of 206 on placebo.",
+			[]int{2, 3}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -122,21 +122,28 @@ func LoadConfig(fs *pflag.FlagSet, flagKeys map[string]string) (*config.Config, 
 // --set and the profile become that section's keys (a note on stderr says which), "did you mean"
 // prefers its keys, and --print-config prints it first.
 func LoadTaskConfig(fs *pflag.FlagSet, flagKeys map[string]string, section string) (*config.Config, error) {
+	cfg, _, err := LoadTaskConfigSources(fs, flagKeys, section)
+	return cfg, err
+}
+
+// LoadTaskConfigSources is LoadTaskConfig, also returning where each key's value came from (as
+// --print-config shows it): for a command that tells the keys a user gave from the defaults.
+func LoadTaskConfigSources(fs *pflag.FlagSet, flagKeys map[string]string, section string) (*config.Config, map[string]config.Source, error) {
 	if err := CheckBound(fs, flagKeys); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, src, err := resolveConfig(fs, flagKeys, config.Scope{Section: section, Notes: stderr})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f := fs.Lookup("print-config"); f != nil && f.Value.String() != "" {
 		opts := config.PrintOptions{First: printFirst(section, flagKeys), Changed: f.Value.String() == printChanged}
 		if err := config.WriteResolvedIn(stdout, cfg, src, opts); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, errConfigPrinted
+		return nil, nil, errConfigPrinted
 	}
-	return cfg, nil
+	return cfg, src, nil
 }
 
 // printFirst lists the sections --print-config puts first: the task's, then those of the keys the

@@ -51,7 +51,13 @@ type Options struct {
 	Sources [][]int32
 	// BOS is fed first; EOS ends a hypothesis.
 	BOS, EOS int32
+	// Done, when set, ends input i's hypothesis after tokens as [EOS] would (tokens kept): an
+	// end marker a chat model spells in several ordinary tokens, seen only in decoded text.
+	Done func(input int, tokens []int32) bool
 }
+
+// done reports whether o.Done ends input i's hypothesis after tokens.
+func (o Options) done(i int, tokens []int32) bool { return o.Done != nil && o.Done(i, tokens) }
 
 // Hypothesis is a generated sequence.
 type Hypothesis struct {
@@ -187,6 +193,10 @@ func greedy[S any](m Model[S], inits []S, o Options) []Hypothesis {
 			}
 			out[i].Tokens = append(out[i].Tokens, best)
 			last[i] = best
+			if o.done(i, out[i].Tokens) {
+				done[i] = true
+				out[i].Score = out[i].LogProb / lengthNorm(len(out[i].Tokens)+1, o.LengthPenalty)
+			}
 		}
 	}
 	return out
@@ -282,6 +292,13 @@ func beam[S any](m Model[S], inits []S, o Options) []Hypothesis {
 						n := len(parent.tokens) + 1
 						it.finished = append(it.finished, Hypothesis{Tokens: slices.Clone(parent.tokens),
 							LogProb: c.logProb, Score: c.logProb / lengthNorm(n, o.LengthPenalty)})
+					}
+					continue
+				}
+				if tokens := append(slices.Clone(parent.tokens), c.token); o.done(i, tokens) {
+					if rank < k { // as an [EOS] would end it
+						it.finished = append(it.finished, Hypothesis{Tokens: tokens, LogProb: c.logProb,
+							Score: c.logProb / lengthNorm(len(tokens)+1, o.LengthPenalty)})
 					}
 					continue
 				}

@@ -200,3 +200,22 @@ func TestLengthPenaltyFavoursLonger(t *testing.T) {
 		t.Errorf("alpha=2: tokens = %v, want [C C]", long[0].Tokens)
 	}
 }
+
+// TestDone: Options.Done ends a hypothesis as [EOS] would, keeping its tokens, in greedy and beam
+// search, and decoding stops there instead of running on to MaxLen (issue 35 item 10: a chat
+// model's end marker spelt in ordinary tokens).
+func TestDone(t *testing.T) {
+	for _, beam := range []int{1, 2} {
+		m := &tableModel{vocab: 5, table: map[string][]float32{}}
+		seq := []int32{bos}
+		for range 12 {
+			m.table[key(seq)] = []float32{0, 0.01, 0.9, 0.09, 0}
+			seq = append(seq, tA)
+		}
+		done := func(_ int, tokens []int32) bool { return len(tokens) >= 3 && tokens[len(tokens)-1] == tA }
+		got := Search[*prefix](m, []*prefix{{}}, Options{BeamSize: beam, MaxLen: 10, BOS: bos, EOS: eos, Done: done})
+		if !slices.Equal(got[0].Tokens, []int32{tA, tA, tA}) || m.steps > 4 {
+			t.Errorf("beam %d: tokens %v after %d steps, want [A A A] after at most 4", beam, got[0].Tokens, m.steps)
+		}
+	}
+}

@@ -158,7 +158,7 @@ func (m *ChatModel) Complete(msgs []chattemplate.Message, o ChatOptions) (ChatAn
 	maxNew := min(max(o.MaxNewTokens, 1), m.Context-len(prompt))
 	m.mu.Lock()
 	ids, err := m.gen.Generate([][]int32{prompt}, GenOptions{BeamSize: 1, MaxNewTokens: maxNew,
-		Temperature: o.Temperature, TopP: o.TopP, Seed: o.Seed})
+		Temperature: o.Temperature, TopP: o.TopP, Seed: o.Seed, Done: m.markerDone})
 	m.mu.Unlock()
 	if err != nil {
 		return a, err
@@ -167,13 +167,38 @@ func (m *ChatModel) Complete(msgs []chattemplate.Message, o ChatOptions) (ChatAn
 	// Generate drops the end token: an answer as long as its cap did not end on its own.
 	a.Truncated = len(out) >= maxNew
 	text := m.Chat.Tok.Decode(int32sToInts(out))
-	for _, end := range m.special {
-		if j := strings.Index(text, end); end != "" && j >= 0 {
-			text, a.Truncated = text[:j], false
+	a.Text, a.CompletionTokens = text, len(out)
+	if j := m.markerIndex(text); j >= 0 {
+		// Generation stopped at the marker's last token; the answer and its count end before it:
+		// the generated tokens whose text lies before the marker.
+		a.Text, a.Truncated = text[:j], false
+		for a.CompletionTokens > 0 && len(m.Chat.Tok.Decode(int32sToInts(out[:a.CompletionTokens]))) > j {
+			a.CompletionTokens--
 		}
 	}
-	a.Text, a.CompletionTokens = text, len(out)
 	return a, nil
+}
+
+// markerTail is how many of the last generated tokens markerDone decodes: more than any end
+// marker spells (a byte-level tokenizer spells "<|im_end|>" in 10).
+const markerTail = 64
+
+// markerDone reports whether the answer tokens end in one of the model's end markers spelt in
+// ordinary tokens (a template's end-of-turn text, a stop token's text), so that generation stops
+// there rather than running on to the token cap.
+func (m *ChatModel) markerDone(_ int, tokens []int32) bool {
+	return m.markerIndex(m.Chat.Tok.Decode(int32sToInts(tokens[max(0, len(tokens)-markerTail):]))) >= 0
+}
+
+// markerIndex is the byte offset of the first end marker in text, or -1.
+func (m *ChatModel) markerIndex(text string) int {
+	first := -1
+	for _, end := range m.special {
+		if j := strings.Index(text, end); end != "" && j >= 0 && (first < 0 || j < first) {
+			first = j
+		}
+	}
+	return first
 }
 
 // CountTokens returns the number of tokens of text in the model's tokenizer.

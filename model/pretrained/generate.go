@@ -34,6 +34,9 @@ type GenOptions struct {
 	TopP        float64 `json:"top_p,omitempty"`
 	// Seed seeds sampling; each prompt draws from its own stream (seed, prompt index).
 	Seed int64 `json:"seed,omitempty"`
+	// Done, when set, ends prompt i's answer after tokens as the end token would (tokens kept;
+	// decode.Options.Done): a chat's end marker spelt in ordinary tokens. Not stored.
+	Done func(prompt int, tokens []int32) bool `json:"-"`
 }
 
 // cacheBucket rounds the KV cache's length, so that a few graph shapes serve every prompt.
@@ -379,7 +382,7 @@ func (g *generator) Generate(prompts [][]int32, o GenOptions) (out [][]int32, er
 		return g.sample(inits, maxNew, o)
 	}
 	hyps := decode.Search[*genState](g, inits, decode.Options{BeamSize: max(o.BeamSize, 1), MaxLen: maxNew, MinLen: 1,
-		LengthPenalty: o.LengthPenalty, NoRepeatNgram: o.NoRepeatNgram, BOS: g.stop[0], EOS: g.stop[0]})
+		LengthPenalty: o.LengthPenalty, NoRepeatNgram: o.NoRepeatNgram, BOS: g.stop[0], EOS: g.stop[0], Done: o.Done})
 	out = make([][]int32, len(prompts))
 	for i, h := range hyps {
 		out[i] = h.Tokens
@@ -456,6 +459,9 @@ func (g *generator) sample(states []*genState, maxNew int, o GenOptions) ([][]in
 				continue
 			}
 			out[i] = append(out[i], tok)
+			if o.Done != nil && o.Done(i, out[i]) {
+				continue
+			}
 			next, sts, toks = append(next, i), append(sts, states[i]), append(toks, tok)
 		}
 		if len(next) == 0 {

@@ -398,12 +398,16 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 // Summarize writes the summary of each request; o's BeamSize, MaxLen, LengthPenalty and
 // NoRepeatNgram (when set) replace the checkpoint's. An answer without text is "Unknown.".
 func (s *Summarizer) Summarize(reqs []summarizer.Request, o decode.Options) ([]string, error) {
-	answers, err := s.Answer(reqs, o)
+	answers, cut, err := s.answer(reqs, o)
 	if err != nil {
 		return nil, err
 	}
 	for i, a := range answers {
 		answers[i] = ParseSummary(a, nil)
+		// A blank line ended the summary before the limit (ParseSummary keeps what precedes it).
+		if cut[i] && answers[i] != dataset.UnknownSummary && !strings.Contains(strings.TrimSpace(a), "\n\n") {
+			answers[i] = summarizer.CutAtWord(answers[i])
+		}
 	}
 	return answers, nil
 }
@@ -413,6 +417,13 @@ func (s *Summarizer) Summarize(reqs []summarizer.Request, o decode.Options) ([]s
 // an END-TO-END checkpoint "Summary: ...\nCitations: 0, 3" (role.Answerer; its prompt shows
 // each sentence of the abstract in Cited with its index).
 func (s *Summarizer) Answer(reqs []summarizer.Request, o decode.Options) ([]string, error) {
+	out, _, err := s.answer(reqs, o)
+	return out, err
+}
+
+// answer is Answer, also reporting which answers generation cut at the token limit (no end
+// marker).
+func (s *Summarizer) answer(reqs []summarizer.Request, o decode.Options) ([]string, []bool, error) {
 	gen := s.Gen
 	if o.BeamSize > 0 {
 		gen.BeamSize = o.BeamSize
@@ -425,29 +436,30 @@ func (s *Summarizer) Answer(reqs []summarizer.Request, o decode.Options) ([]stri
 	for i, r := range reqs {
 		a, ok := dataset.LookupAspect(s.Meta.AspectSet, strings.TrimSpace(r.Aspect))
 		if !ok {
-			return nil, fmt.Errorf("aspect %q is not in the %s aspect set of the summarizer", r.Aspect, s.Meta.AspectSet)
+			return nil, nil, fmt.Errorf("aspect %q is not in the %s aspect set of the summarizer", r.Aspect, s.Meta.AspectSet)
 		}
 		var err error
 		// The prompt leaves room for the answer within max_seq_len, as in training.
 		if prompts[i], err = s.p.fitted(a.Code, r.Cited, r.Document, min(gen.MaxNewTokens, s.Meta.MaxSeqLen/2)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ids, err := s.gen.Generate(prompts, gen)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]string, len(ids))
+	out, cut := make([]string, len(ids)), make([]bool, len(ids))
 	for i, t := range ids {
 		text := s.p.chat.Tok.Decode(int32sToInts(t))
+		cut[i] = len(t) >= gen.MaxNewTokens
 		for _, end := range s.special {
 			if j := strings.Index(text, end); end != "" && j >= 0 {
-				text = text[:j]
+				text, cut[i] = text[:j], false
 			}
 		}
 		out[i] = text
 	}
-	return out, nil
+	return out, cut, nil
 }
 
 // ParseAnswer reads an END-TO-END answer for an abstract of n sentences with ParseEndToEnd

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/dataset"
@@ -243,8 +244,27 @@ func (s *Summarizer) Summarize(reqs []Request, o decode.Options) (_ []string, er
 	out := make([]string, len(hyps))
 	for i, h := range hyps {
 		out[i] = strings.TrimSpace(s.Tok.Decode(h.Tokens))
+		if len(h.Tokens) >= o.MaxLen { // no [EOS]: cut at the length limit
+			out[i] = CutAtWord(out[i])
+		}
 	}
 	return out, nil
+}
+
+// CutAtWord ends text, a summary that decoding cut at its length limit, at the last word it
+// surely completed. The limit falls between subword tokens, so the last word may be a first
+// piece ("N" of "No"), which grounding and the judges would read as a word and end as a
+// sentence. A text ending in punctuation ended a word there; a text of one word is kept.
+func CutAtWord(text string) string {
+	text = strings.TrimSpace(text)
+	if text == "" || strings.ContainsRune(".!?;:)]\"'", rune(text[len(text)-1])) {
+		return text
+	}
+	i := strings.LastIndexFunc(text, unicode.IsSpace)
+	if i < 0 {
+		return text
+	}
+	return strings.TrimRight(text[:i], ",;: \t\n")
 }
 
 // aspectIndex is the position of code in its aspect set (the row of the decoder's aspect vector).

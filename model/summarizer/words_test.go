@@ -142,3 +142,21 @@ func pieces(tok *subword.Tokenizer, ids []int32) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// TestCutAtWord is issue 35 item 22's cut: a summary stopped at the length limit ended in the
+// first piece of a word ("(p = 0.003). N"), which grounding then ended as a sentence of its own.
+func TestCutAtWord(t *testing.T) {
+	tests := []struct{ desc, text, want string }{
+		{"a word's first piece is dropped", "Pain fell (p = 0.003). N", "Pain fell (p = 0.003)."},
+		{"a comma before the dropped piece goes with it", "Pain, nausea, fati", "Pain, nausea"},
+		{"ending in punctuation ended a word", "Pain fell (p = 0.003).", "Pain fell (p = 0.003)."},
+		{"a closing bracket ended a word", "Pain fell (n = 40)", "Pain fell (n = 40)"},
+		{"one word is kept", "Pembro", "Pembro"},
+		{"empty", "  ", ""},
+	}
+	for _, tc := range tests {
+		if got := CutAtWord(tc.text); got != tc.want {
+			t.Errorf("%s: CutAtWord(%q) = %q, want %q", tc.desc, tc.text, got, tc.want)
+		}
+	}
+}

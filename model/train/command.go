@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -175,7 +176,7 @@ func Command() cli.Command {
 					}
 				}
 			}
-			cfg, err := cli.LoadTaskConfig(fs, flagKeys(own, task, tasks), task.Section)
+			cfg, src, err := cli.LoadTaskConfigSources(fs, flagKeys(own, task, tasks), task.Section)
 			if err != nil {
 				return err
 			}
@@ -226,6 +227,9 @@ func Command() cli.Command {
 						return cli.Usagef("--%s applies to --task %s %s only", name, task.Name, when)
 					}
 				}
+			}
+			if tc.Folds == 0 { // a cross-validation's --cv-model picks its own models
+				warnUnread(os.Stderr, cfg, src, task.Name)
 			}
 			if tc.Plan {
 				v, variant := training.ActiveVariant(task.Name, cfg)
@@ -409,4 +413,25 @@ func migrateDirs(fs *pflag.FlagSet, dirs []string) error {
 		fmt.Fprintf(os.Stderr, "train: %s: wrote %s (%s checkpoint, %d files, %d members)\n", dir, checkpoint.ManifestFile, m.Name(), len(m.Files), len(m.Members))
 	}
 	return nil
+}
+
+// unreadSections are the config sections whose keys the model of a task may leave unread
+// (config.Config.Unread): the tracker's and the summarizer's own tasks. The variants and the
+// pipeline read both sections in their own ways, and are left out.
+var unreadSections = map[string]string{"tracker": "tracker", "summarizer": "summarizer"}
+
+// warnUnread writes one warning per key of task's section that the chosen model does not read
+// and that the command line or the environment set (a profile holds recipes for several models,
+// so its keys are not warned about): the setting would otherwise be accepted and ignored.
+func warnUnread(w io.Writer, cfg *config.Config, src map[string]config.Source, task string) {
+	section, ok := unreadSections[task]
+	if !ok {
+		return
+	}
+	unread := cfg.Unread(section)
+	for _, key := range slices.Sorted(maps.Keys(unread)) {
+		if s := src[key]; s.Layer == "env" || s.Layer == "flag" || s.Layer == "set" {
+			fmt.Fprintf(w, "warning: %s (%s) is not read: %s\n", key, s, unread[key])
+		}
+	}
 }

@@ -384,3 +384,46 @@ func TestMigrate(t *testing.T) {
 		t.Error("the ambiguous directory got a manifest")
 	}
 }
+
+// TestWarnUnread is issue 35 item 19 at the command: a key the chosen model does not read, set on
+// the command line or in the environment, is named on stderr with why; a profile's keys and the
+// keys the model reads are not; the tasks whose models read both sections get no warning.
+func TestWarnUnread(t *testing.T) {
+	cfg := config.Default()
+	src := map[string]config.Source{
+		"tracker.context_rescoring":   {Layer: "set", From: "--set"},
+		"tracker.train.learning_rate": {Layer: "flag", From: "--learning-rate"},
+		"tracker.train.epochs":        {Layer: "env", From: "TRACKSUM_TRACKER_TRAIN_EPOCHS"},
+		"tracker.d_model":             {Layer: "file", From: "configs/tiny.yaml"},
+		"tracker.threshold":           {Layer: "set", From: "--set"},
+	}
+	for _, tc := range []struct {
+		task string
+		want []string
+	}{
+		{"tracker", []string{
+			"warning: tracker.context_rescoring (set --set) is not read: the lexical-context tracker fits a logistic regression with its context rescorer (always stacked)",
+			"warning: tracker.train.epochs (env TRACKSUM_TRACKER_TRAIN_EPOCHS) is not read: the lexical-context tracker",
+			"warning: tracker.train.learning_rate (flag --learning-rate) is not read: the lexical-context tracker",
+		}},
+		{"toy-pipe", nil},
+	} {
+		var b strings.Builder
+		warnUnread(&b, &cfg, src, tc.task)
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		if tc.want == nil {
+			if b.Len() > 0 {
+				t.Errorf("%s: warned %q, want nothing", tc.task, b.String())
+			}
+			continue
+		}
+		if len(lines) != len(tc.want) {
+			t.Fatalf("%s: warnings\n%s\nwant %d", tc.task, b.String(), len(tc.want))
+		}
+		for i, w := range tc.want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("%s: warning %q, want it to start with %q", tc.task, lines[i], w)
+			}
+		}
+	}
+}
