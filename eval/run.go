@@ -227,6 +227,9 @@ func Run(ctx context.Context, opts Options) (*Outcome, error) {
 	if err := dir.Commit(); err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
+	if opts.Stdout != nil {
+		fmt.Fprintf(opts.Stdout, "\nreport: %s (report.json, instances.jsonl beside it)\n", filepath.Join(opts.Out, "report.html"))
+	}
 	return out, nil
 }
 

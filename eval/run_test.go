@@ -81,6 +81,10 @@ func TestRunWritesDeterministicOutputs(t *testing.T) {
 			t.Fatal(err)
 		}
 		outs[i] = b
+		// The tables end by saying where the report went (issue 37 item 6).
+		if want := "report: " + filepath.Join(d, "report.html"); !strings.Contains(stdout.String(), want) {
+			t.Errorf("stdout does not say %q", want)
+		}
 		for _, name := range []string{"instances.jsonl", "report.html", "config.yaml"} {
 			if _, err := os.Stat(filepath.Join(d, name)); err != nil {
 				t.Errorf("missing %s: %v", name, err)
