@@ -27,7 +27,7 @@ var ErrResume = errors.New("cannot resume")
 
 // Files of the resume point, inside StateDir.
 const (
-	stateFile      = "state.json"
+	stateFile      = checkpoint.StateFile
 	stateVariables = "variables.safetensors"
 )
 
