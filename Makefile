@@ -81,6 +81,8 @@ FUZZ_TARGETS := ./dataset:FuzzStreamInstances ./dataset:FuzzReadRaw ./dataset:Fu
 FUZZ_TARGETS += ./hf/snapshot:FuzzSnapshotHeader ./hf/encoder:FuzzConfig ./hf/chattemplate:FuzzRender
 # The server's request decoders (chat and text completions, unsupported fields).
 FUZZ_TARGETS += ./serve:FuzzRequestDecoder
+# A checkpoint's manifest (its files and members) as Open reads it.
+FUZZ_TARGETS += ./model/checkpoint:FuzzOpen
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

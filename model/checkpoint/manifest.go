@@ -285,13 +285,15 @@ func open(ctx context.Context, dir string, depth int) (*Manifest, error) {
 			return nil, err
 		}
 	}
-	if err := checkFolds(ctx, &m); err != nil {
-		return nil, err
-	}
+	// Members first: a changed file of a fold is best named against its own manifest;
+	// checkFolds then catches a fold replaced by another sealed checkpoint.
 	for _, sub := range m.Members {
 		if _, err := open(ctx, filepath.Join(dir, sub), depth+1); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkFolds(ctx, &m); err != nil {
+		return nil, err
 	}
 	return &m, nil
 }

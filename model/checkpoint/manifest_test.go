@@ -15,7 +15,7 @@ import (
 )
 
 // files writes name -> content under dir (directories created).
-func files(t *testing.T, dir string, fs map[string]string) {
+func files(t testing.TB, dir string, fs map[string]string) {
 	t.Helper()
 	for name, body := range fs {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -324,7 +324,7 @@ func TestOwnedNames(t *testing.T) {
 
 // foldCV writes a sealed-to-be tracker cross-validation of two folds into dir, whose fold records
 // fold-K.json carry the sha256 of their fold's files as experiment/cv writes them.
-func foldCV(t *testing.T, dir string) {
+func foldCV(t testing.TB, dir string) {
 	t.Helper()
 	files(t, dir, with("", map[string]string{"cv.json": `{"model": "tracker", "k": 2}`, "cv-settings.json": "{}"},
 		with("fold-0/", scratchTracker), with("fold-1/", scratchTracker, map[string]string{"best/model.safetensors": "weights of fold 1"})))
@@ -420,6 +420,12 @@ func TestOpenRefusesTampered(t *testing.T) {
 		{"fold unsealed and changed", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "fold-1", ManifestFile))
 			os.WriteFile(filepath.Join(dir, "fold-1", "best", "model.safetensors"), []byte("weights of fold 2"), 0o644)
+		}, "fold-1 has no checkpoint.json, but its parent's manifest lists it as a member"},
+		{"fold changed with its manifest resealed", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "fold-1", "best", "model.safetensors"), []byte("weights of fold 2"), 0o644)
+			if _, err := Seal(filepath.Join(dir, "fold-1")); err != nil {
+				t.Fatal(err)
+			}
 		}, filepath.Join("fold-1", "best", "model.safetensors") + " does not match the sha256 fold-1.json records"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
