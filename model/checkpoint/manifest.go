@@ -315,8 +315,11 @@ func checkMembers(m *Manifest, path string, depth int) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s: member %q: %w", ErrCheckpoint, path, sub, err)
 		}
-		if !st.IsDir() {
-			return fmt.Errorf("%w: %s: member %q is not a real directory (%s)", ErrCheckpoint, path, sub, st.Mode().Type())
+		switch {
+		case st.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%w: %s: member %q is a symbolic link, not a real subdirectory of the checkpoint", ErrCheckpoint, path, sub)
+		case !st.IsDir():
+			return fmt.Errorf("%w: %s: member %q is not a directory", ErrCheckpoint, path, sub)
 		}
 	}
 	return nil

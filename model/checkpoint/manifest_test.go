@@ -400,7 +400,7 @@ func TestOpenRefusesTampered(t *testing.T) {
 			if err := os.Symlink("fold-0", filepath.Join(dir, "fold-1")); err != nil {
 				t.Fatal(err)
 			}
-		}, `member "fold-1" is not a real directory`},
+		}, `member "fold-1" is a symbolic link, not a real subdirectory`},
 		{"member left out", func(t *testing.T, dir string) {
 			editManifest(t, dir, func(m map[string]any) { m["members"] = []string{"fold-0"} })
 		}, "lists members [fold-0], but the directory holds [fold-0 fold-1]"},
