@@ -95,6 +95,8 @@ FUZZ_TARGETS += ./hf/snapshot:FuzzSnapshotHeader ./hf/snapshot:FuzzNF4QuantState
 FUZZ_TARGETS += ./serve:FuzzRequestDecoder
 # The nli judge's disk cache entries.
 FUZZ_TARGETS += ./eval/judge/nli:FuzzCacheEntry
+# A checkpoint's manifest (its files and members) as Open reads it.
+FUZZ_TARGETS += ./model/checkpoint:FuzzOpen
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -93,11 +94,14 @@ func (f *Folds) Sizes() []int {
 }
 
 // ReadFolds reads the folds of a prepared directory from its splits.json. A directory prepared
-// without --folds gives an error that says so.
+// without --folds gives an error that says so; folds that are not a partition of the abstracts of
+// the splits (a PMID the splits do not have, or one of theirs in no fold) are refused.
 func ReadFolds(dir string) (*Folds, error) {
 	path := filepath.Join(dir, SplitsFile)
 	var s struct {
-		Folds *Folds `json:"folds"`
+		By    string              `json:"by"`
+		IDs   map[string][]string `json:"ids"`
+		Folds *Folds              `json:"folds"`
 	}
 	err := atomicio.ReadJSON(path, &s, false)
 	var pathErr *fs.PathError
@@ -112,6 +116,24 @@ func ReadFolds(dir string) (*Folds, error) {
 	}
 	if err := s.Folds.index(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// prepare deals the PMIDs of the three splits into the folds (MakeFolds): any other PMID is
+	// an abstract the directory does not hold, and its fold would be silently smaller.
+	known := map[string]bool{}
+	for _, split := range slices.Sorted(maps.Keys(s.IDs)) {
+		for _, pmid := range GroupPMIDs(s.By, s.IDs[split]) {
+			known[pmid] = true
+			if s.Folds.Fold(pmid) < 0 {
+				return nil, fmt.Errorf("%s: PMID %s of the %s split is in no fold", path, pmid, split)
+			}
+		}
+	}
+	for i, ids := range s.Folds.IDs {
+		for _, pmid := range ids {
+			if !known[pmid] {
+				return nil, fmt.Errorf("%s: fold %d lists PMID %s, which is in none of the splits (not an abstract of the directory)", path, i, pmid)
+			}
+		}
 	}
 	return s.Folds, nil
 }

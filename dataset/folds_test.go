@@ -131,6 +131,26 @@ func TestReadFolds(t *testing.T) {
 	if _, err := ReadFolds(dir); err == nil || !strings.Contains(err.Error(), "is in folds 0 and 1") {
 		t.Errorf("duplicate PMID: got %v", err)
 	}
+	// Issue 35 item 15: folds must hold exactly the abstracts of the splits.
+	for _, tc := range []struct {
+		desc string
+		edit func(f *Folds)
+		want string
+	}{
+		{"unknown PMID", func(f *Folds) { f.IDs[2] = append(f.IDs[2], "99999999") }, "fold 2 lists PMID 99999999, which is in none of the splits"},
+		{"abstract in no fold", func(f *Folds) { f.IDs[0] = f.IDs[0][1:] }, "split is in no fold"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if a.Folds, err = MakeFolds(pmids(12), 3, 3); err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(a.Folds)
+			write(a)
+			if _, err := ReadFolds(dir); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), SplitsFile) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
 }
 
 func TestGroupPMIDs(t *testing.T) {

@@ -138,7 +138,7 @@ func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 // cross-validation, else one tracker checkpoint, from scratch or fine-tuned from a pretrained
 // model, as its manifest says (checkpoint.OpenKind). It returns the tracker and its aspect set.
 func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Writer) (Tracker, string, error) {
-	m, err := checkpoint.OpenKind(dir, "--tracker", log, checkpoint.KindTracker, checkpoint.KindEnsemble)
+	m, err := checkpoint.OpenKind(ctx, dir, "--tracker", log, checkpoint.KindTracker, checkpoint.KindEnsemble)
 	if err != nil {
 		return nil, "", err
 	}

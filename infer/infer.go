@@ -433,7 +433,7 @@ func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline
 	case LLMComponent:
 		// Set up with the tracker llm, once the input is read.
 	default:
-		m, err := checkpoint.OpenKind(o.Summarizer, "--summarizer", log, checkpoint.KindSummarizer)
+		m, err := checkpoint.OpenKind(ctx, o.Summarizer, "--summarizer", log, checkpoint.KindSummarizer)
 		if err != nil {
 			return nil, err
 		}

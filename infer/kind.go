@@ -79,7 +79,7 @@ func CanChat(dir string) bool {
 func LoadChatModel(ctx context.Context, cfg *config.Config, dir string) (*pretrained.ChatModel, error) {
 	switch k := KindOf(dir); k {
 	case KindPretrained:
-		if _, err := checkpoint.Open(dir); err != nil {
+		if _, err := checkpoint.Open(ctx, dir); err != nil {
 			return nil, err
 		}
 		return pretrained.LoadChatCheckpoint(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})

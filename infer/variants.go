@@ -156,7 +156,7 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 	if cfg.Infer.FullContext {
 		return nil, fmt.Errorf("--full-context is TTS (+) f, a Track-then-Sum summarizer's input: not with --method %s", o.Method)
 	}
-	man, err := openVariant(o, log)
+	man, err := openVariant(ctx, o, log)
 	if err != nil {
 		return nil, err
 	}
@@ -208,12 +208,12 @@ func loadFromScratchParts(o Options, d config.InferDecoding) (*variantParts, err
 // openVariant opens the checkpoint of --method stt|ete (checkpoint.OpenKind): --model's, or for
 // SUM-THEN-TRACK from its parts --summarizer's and --tracker's, each of the right kind and part.
 // It returns the manifest of --model, or of the summarizer part.
-func openVariant(o Options, log io.Writer) (*checkpoint.Manifest, error) {
+func openVariant(ctx context.Context, o Options, log io.Writer) (*checkpoint.Manifest, error) {
 	if o.Method == MethodETE {
-		return checkpoint.OpenKind(o.Model, "--model", log, checkpoint.KindEndToEnd)
+		return checkpoint.OpenKind(ctx, o.Model, "--model", log, checkpoint.KindEndToEnd)
 	}
 	if o.Model != "" {
-		m, err := checkpoint.OpenKind(o.Model, "--model", log, checkpoint.KindSumThenTrack)
+		m, err := checkpoint.OpenKind(ctx, o.Model, "--model", log, checkpoint.KindSumThenTrack)
 		if err == nil && m.Part != "" {
 			err = m.Refuse("--model", "the sum_then_track directory holding it ("+filepath.Dir(filepath.Clean(o.Model))+")")
 		}
@@ -222,7 +222,7 @@ func openVariant(o Options, log io.Writer) (*checkpoint.Manifest, error) {
 	var first *checkpoint.Manifest
 	for _, c := range []struct{ flag, dir, part string }{
 		{"--summarizer", o.Summarizer, checkpoint.VariantSummarizerDir}, {"--tracker", o.Tracker, checkpoint.VariantTrackerDir}} {
-		m, err := checkpoint.OpenKind(c.dir, c.flag, log, checkpoint.KindSumThenTrack)
+		m, err := checkpoint.OpenKind(ctx, c.dir, c.flag, log, checkpoint.KindSumThenTrack)
 		if err != nil {
 			return nil, err
 		}

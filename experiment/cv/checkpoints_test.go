@@ -127,7 +127,7 @@ func TestCheckpointKinds(t *testing.T) {
 		if kinds[i].what == "" {
 			kinds[i].what = k.name
 		}
-		m, err := checkpoint.Open(k.dir)
+		m, err := checkpoint.Open(t.Context(), k.dir)
 		if err != nil || m.Migrated || m.Name() != k.name {
 			t.Fatalf("%s: Open: %v, %v", k.dir, m, err)
 		}
@@ -217,7 +217,7 @@ func TestCheckpointKinds(t *testing.T) {
 					t.Errorf("%s of %s without manifests: %v; log %q", l.desc, k.what, err, log.String())
 				}
 			}
-			if _, wrote, err := checkpoint.Migrate(k.dir); err != nil || !wrote {
+			if _, wrote, err := checkpoint.Migrate(t.Context(), k.dir); err != nil || !wrote {
 				t.Fatalf("migrating %s: %v, %v", k.dir, wrote, err)
 			}
 			for _, l := range loaders {

@@ -155,7 +155,7 @@ func Final(ctx context.Context, cfg *config.Config, opts FinalOptions) (*tracker
 		return nil, nil, errors.New("cv: final: no prepared directory, output directory or cross-validation directory")
 	}
 	// The cross-validation's manifest is verified first: its fold records choose the step count.
-	if _, err := checkpoint.OpenKind(opts.CV, "--folds-from", log, checkpoint.KindEnsemble, checkpoint.KindCrossValidation); err != nil {
+	if _, err := checkpoint.OpenKind(ctx, opts.CV, "--folds-from", log, checkpoint.KindEnsemble, checkpoint.KindCrossValidation); err != nil {
 		return nil, nil, fmt.Errorf("cv: final: %w", err)
 	}
 	steps, foldSteps, err := ChosenSteps(opts.CV)

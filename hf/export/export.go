@@ -108,7 +108,7 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	if o.DType != "" && !convert {
 		return nil, fmt.Errorf("export: --dtype %q: want float32, bfloat16 or float16 (or nothing: the base's)", o.DType)
 	}
-	if err := checkKind(ck, o.Log); err != nil {
+	if err := checkKind(ctx, ck, o.Log); err != nil {
 		return nil, err
 	}
 	snap, ref, err := peft.OpenBase(ctx, ck, o.Base)
@@ -279,10 +279,10 @@ func checkFinite(file string, t *tensors.Tensor, v []float32) error {
 // says what it is: checkpoint.Open), naming the kind found. A directory without checkpoint.json
 // that tracksum does not recognise (a PEFT adapter directory given base.json by hand) is left to
 // peft.OpenBase, whose errors name what is missing.
-func checkKind(ck string, log io.Writer) error {
+func checkKind(ctx context.Context, ck string, log io.Writer) error {
 	_, err := os.Stat(filepath.Join(ck, checkpoint.ManifestFile))
 	sealed := err == nil
-	m, err := checkpoint.Open(ck)
+	m, err := checkpoint.Open(ctx, ck)
 	switch {
 	case err != nil && !sealed:
 		return nil

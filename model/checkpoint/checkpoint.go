@@ -60,6 +60,8 @@ const (
 	BestDir        = "best"
 	BestVariables  = "model.safetensors"
 	StateDir       = "state"
+	// StateFile, inside StateDir, is the loop's position; its "done" marks a finished run.
+	StateFile = "state.json"
 	// BestMetricsFile, inside BestDir, holds the dev metrics of the best variables.
 	BestMetricsFile = "metrics.json"
 	// ContextFile is the tracker's second stage over its logits (tracker.ContextRescorer), written

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -210,8 +212,8 @@ func MigrateHint(dir string) string {
 
 // OpenKind is Open followed by Want: the one call with which a command opens the checkpoint of a
 // flag. A migrated checkpoint's warning goes to log (when not nil).
-func OpenKind(dir, flag string, log io.Writer, kinds ...string) (*Manifest, error) {
-	m, err := Open(dir)
+func OpenKind(ctx context.Context, dir, flag string, log io.Writer, kinds ...string) (*Manifest, error) {
+	m, err := Open(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -221,20 +223,43 @@ func OpenKind(dir, flag string, log io.Writer, kinds ...string) (*Manifest, erro
 	return m, m.Want(flag, kinds...)
 }
 
-// Open reads dir's manifest, checks that every file it lists has its recorded size and sha256
-// (and opens its members the same way), and returns it. A directory without checkpoint.json is
-// described from its files (Describe) and returned with Migrated set, unverified; one that is no
-// checkpoint is refused. Errors wrap ErrCheckpoint and name the directory or the file.
-func Open(dir string) (*Manifest, error) {
+// Open reads dir's manifest, checks that it lists every file and member the directory's kind
+// needs (Describe), that every file it lists has its recorded size and sha256, that the fold
+// checkpoints of a cross-validation are those its fold records name (checkFolds), and opens its
+// members the same way; it returns the manifest. A directory without checkpoint.json is described
+// from its files (Describe) and returned with Migrated set, unverified; one that is no checkpoint
+// is refused. Errors wrap ErrCheckpoint and name the directory or the file. The walk stops when
+// ctx is cancelled.
+func Open(ctx context.Context, dir string) (*Manifest, error) {
+	return open(ctx, dir, 0)
+}
+
+// maxDepth bounds how deep members nest: a pipeline cross-validation holds component
+// cross-validations, which hold fold checkpoints (depth 2); a manifest claiming deeper members is
+// refused rather than walked.
+const maxDepth = 4
+
+// open is Open of dir at depth (0 for the directory asked for; members are one deeper and must be
+// sealed: Seal seals a directory's members before it).
+func open(ctx context.Context, dir string, depth int) (*Manifest, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, dir, err)
+	}
 	path := filepath.Join(dir, ManifestFile)
 	var m Manifest
 	if err := atomicio.ReadJSON(path, &m, true); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 		}
+		if depth > 0 {
+			return nil, fmt.Errorf("%w: %s has no %s, but its parent's manifest lists it as a member (removed or replaced since it was sealed)", ErrCheckpoint, dir, ManifestFile)
+		}
 		d, derr := Describe(dir)
 		if derr != nil {
 			return nil, derr
+		}
+		if err := checkFolds(ctx, d); err != nil {
+			return nil, err
 		}
 		d.Migrated = true
 		return d, nil
@@ -246,20 +271,131 @@ func Open(dir string) (*Manifest, error) {
 	if m.Kind == "" || m.Task == "" || m.Backbone.Type == "" {
 		return nil, fmt.Errorf("%w: %s: kind, task and backbone must be set", ErrCheckpoint, path)
 	}
+	if err := checkMembers(&m, path, depth); err != nil {
+		return nil, err
+	}
+	if err := complete(&m, path); err != nil {
+		return nil, err
+	}
 	for _, f := range m.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, dir, err)
+		}
 		if err := verify(dir, f); err != nil {
 			return nil, err
 		}
 	}
+	// Members first: a changed file of a fold is best named against its own manifest;
+	// checkFolds then catches a fold replaced by another sealed checkpoint.
 	for _, sub := range m.Members {
-		if !local(sub) {
-			return nil, fmt.Errorf("%w: %s: member %q is not inside the checkpoint", ErrCheckpoint, path, sub)
-		}
-		if _, err := Open(filepath.Join(dir, filepath.FromSlash(sub))); err != nil {
+		if _, err := open(ctx, filepath.Join(dir, sub), depth+1); err != nil {
 			return nil, err
 		}
 	}
+	if err := checkFolds(ctx, &m); err != nil {
+		return nil, err
+	}
 	return &m, nil
+}
+
+// checkMembers refuses a manifest whose members are not distinct real subdirectories of its
+// directory, each one level below it (a member "." or a symlink would make the walk revisit a
+// directory, or leave the checkpoint), or that nest deeper than maxDepth.
+func checkMembers(m *Manifest, path string, depth int) error {
+	if len(m.Members) > 0 && depth >= maxDepth {
+		return fmt.Errorf("%w: %s: members nested more than %d levels deep", ErrCheckpoint, path, maxDepth)
+	}
+	seen := map[string]bool{}
+	for _, sub := range m.Members {
+		if !local(sub) || strings.ContainsAny(sub, `/\`) || sub == "." || seen[sub] {
+			return fmt.Errorf("%w: %s: member %q is not a distinct subdirectory of the checkpoint", ErrCheckpoint, path, sub)
+		}
+		seen[sub] = true
+		st, err := os.Lstat(filepath.Join(m.Dir, sub))
+		if err != nil {
+			return fmt.Errorf("%w: %s: member %q: %w", ErrCheckpoint, path, sub, err)
+		}
+		switch {
+		case st.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%w: %s: member %q is a symbolic link, not a real subdirectory of the checkpoint", ErrCheckpoint, path, sub)
+		case !st.IsDir():
+			return fmt.Errorf("%w: %s: member %q is not a directory", ErrCheckpoint, path, sub)
+		}
+	}
+	return nil
+}
+
+// complete checks m against what its directory holds now (Describe, which hashes nothing): the
+// same kind, every file a loader of that kind reads listed, and the same members. A manifest that
+// leaves a file out would let that file change unnoticed.
+func complete(m *Manifest, path string) error {
+	d, err := Describe(m.Dir)
+	if err != nil {
+		return err
+	}
+	if d.Kind != m.Kind || d.Task != m.Task || d.Part != m.Part {
+		return fmt.Errorf("%w: %s says %s, but the directory holds %s", ErrCheckpoint, path, article(m.Name()), article(d.Name()))
+	}
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		listed[f.Path] = true
+	}
+	for _, f := range d.Files {
+		if !listed[f.Path] {
+			return fmt.Errorf("%w: %s does not list %s, which a loader reads", ErrCheckpoint, path, f.Path)
+		}
+	}
+	if !slices.Equal(d.Members, m.Members) {
+		return fmt.Errorf("%w: %s lists members %v, but the directory holds %v", ErrCheckpoint, path, m.Members, d.Members)
+	}
+	return nil
+}
+
+// foldRecord is the part of a cross-validation's fold record (experiment/cv's fold-K.json) that
+// binds the fold to its checkpoint fold-K/: the sha256 of the files infer reads there.
+type foldRecord struct {
+	Checkpoint map[string]string `json:"checkpoint_sha256"`
+}
+
+// checkFolds checks that each fold checkpoint fold-K of the cross-validation m holds the files its
+// record fold-K.json names, with their sha256: a fold checkpoint replaced by another (or changed
+// under a removed manifest) no longer matches the record its scores were made with. Records of
+// earlier builds, without sums, bind nothing.
+func checkFolds(ctx context.Context, m *Manifest) error {
+	if m.Kind != KindEnsemble && m.Kind != KindCrossValidation {
+		return nil
+	}
+	for _, sub := range m.Members {
+		name := sub + ".json"
+		if !strings.HasPrefix(sub, "fold-") || !slices.ContainsFunc(m.Files, func(f File) bool { return f.Path == name }) {
+			continue
+		}
+		var rec foldRecord
+		if err := atomicio.ReadJSON(filepath.Join(m.Dir, name), &rec, false); err != nil {
+			return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+		}
+		for _, p := range slices.Sorted(maps.Keys(rec.Checkpoint)) {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrCheckpoint, m.Dir, err)
+			}
+			if !local(p) {
+				return fmt.Errorf("%w: %s: file %q is not inside the fold checkpoint", ErrCheckpoint, filepath.Join(m.Dir, name), p)
+			}
+			fp := filepath.Join(m.Dir, sub, filepath.FromSlash(p))
+			st, err := os.Stat(fp)
+			if err != nil {
+				return fmt.Errorf("%w: %s, which %s records, is unreadable: %w", ErrCheckpoint, fp, name, err)
+			}
+			sum, err := digest(fp, st.Size())
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+			}
+			if sum != rec.Checkpoint[p] {
+				return fmt.Errorf("%w: %s does not match the sha256 %s records (the fold checkpoint was replaced or changed after its fold was scored)", ErrCheckpoint, fp, name)
+			}
+		}
+	}
+	return nil
 }
 
 // local reports whether a manifest's relative path stays inside its directory.
@@ -325,21 +461,31 @@ func Unseal(dir string) error {
 
 // Seal writes dir's manifest, atomically: its kind from its files (Describe) and the size and
 // sha256 of every file listed. Every checkpoint-producing path calls it last. A member without a
-// manifest (a fold checkpoint an older release trained and a rerun reused) is sealed first.
-func Seal(dir string) (*Manifest, error) {
+// manifest (a fold checkpoint an older release trained and a rerun reused) is sealed first; a
+// cross-validation whose fold checkpoints are not those its fold records name is refused
+// (checkFolds).
+func Seal(dir string) (*Manifest, error) { return seal(context.Background(), dir) }
+
+func seal(ctx context.Context, dir string) (*Manifest, error) {
 	m, err := Describe(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFolds(ctx, m); err != nil {
 		return nil, err
 	}
 	for _, sub := range m.Members {
 		sd := filepath.Join(dir, filepath.FromSlash(sub))
 		if _, err := os.Stat(filepath.Join(sd, ManifestFile)); errors.Is(err, fs.ErrNotExist) {
-			if _, err := Seal(sd); err != nil {
+			if _, err := seal(ctx, sd); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for i, f := range m.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, dir, err)
+		}
 		path := filepath.Join(dir, filepath.FromSlash(f.Path))
 		st, err := os.Stat(path)
 		if err != nil {
@@ -358,14 +504,15 @@ func Seal(dir string) (*Manifest, error) {
 }
 
 // Migrate writes the manifest of a checkpoint written by a release without them (its members'
-// first), and returns it; a directory that already has one is left alone (wrote false). A
-// directory whose kind its files do not settle (Describe) is refused.
-func Migrate(dir string) (m *Manifest, wrote bool, err error) {
+// first), and returns it; a directory that already has one is opened (verified) and left alone
+// (wrote false). A directory whose kind its files do not settle, or an unfinished run (Describe),
+// is refused. It stops when ctx is cancelled.
+func Migrate(ctx context.Context, dir string) (m *Manifest, wrote bool, err error) {
 	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
-		m, err := Open(dir)
+		m, err := Open(ctx, dir)
 		return m, false, err
 	}
-	m, err = Seal(dir)
+	m, err = seal(ctx, dir)
 	return m, err == nil, err
 }
 
@@ -504,6 +651,9 @@ func (d *describer) model(v string) error {
 	default:
 		return fmt.Errorf("%w: %s is ambiguous: it holds both %s and %s (two models' metadata); which model it is cannot be told", ErrCheckpoint, d.dir, found[0], found[1])
 	}
+	if err := d.finished(); err != nil {
+		return err
+	}
 	m := d.m
 	m.Backbone.Type = BackboneScratch
 	switch found[0] {
@@ -558,6 +708,30 @@ func (d *describer) model(v string) error {
 		}
 	}
 	d.add(TokenizerFile, ConfigFile, PretrainedFile, HyperparamsFile, SummarizerFile)
+	return nil
+}
+
+// runState is the part of the training loop's resume point (model/training's state/state.json)
+// that tells a finished run from one that died.
+type runState struct {
+	Done bool `json:"done"`
+}
+
+// finished refuses a directory whose training loop has not finished (a run killed by a full disk
+// or SIGKILL, or still running): its best variables are those of some step, not the run's result.
+// A directory without state/ (the lexical-context tracker's) has no loop.
+func (d *describer) finished() error {
+	if _, err := os.Lstat(d.path(StateDir)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	name := StateDir + "/" + StateFile
+	var st runState
+	if err := atomicio.ReadJSON(d.path(name), &st, false); err != nil {
+		return fmt.Errorf("%w: %s is not a finished run: its resume point is unreadable (%w)", ErrCheckpoint, d.dir, err)
+	}
+	if !st.Done {
+		return fmt.Errorf("%w: %s is an unfinished run (its %s says done: false): rerun its tracksum-train command to finish it", ErrCheckpoint, d.dir, name)
+	}
 	return nil
 }
 

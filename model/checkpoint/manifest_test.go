@@ -1,6 +1,8 @@
 package checkpoint
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,7 +15,7 @@ import (
 )
 
 // files writes name -> content under dir (directories created).
-func files(t *testing.T, dir string, fs map[string]string) {
+func files(t testing.TB, dir string, fs map[string]string) {
 	t.Helper()
 	for name, body := range fs {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -31,7 +33,7 @@ func files(t *testing.T, dir string, fs map[string]string) {
 var (
 	scratchTracker = map[string]string{"hparams.json": `{"architecture": "transformer"}`, "tokenizer.json": "{}", "config.yaml": "seed: 1\n",
 		"best/model.safetensors": "weights", "best/metrics.json": "{}", "context.json": "{}", "metrics.jsonl": "{}\n", "curves.png": "png",
-		"state/step.json": "{}", "report.json": "{}"}
+		"state/state.json": `{"done": true}`, "report.json": "{}"}
 	lexicalTracker = map[string]string{"hparams.json": `{"architecture": "lexical-context"}`, "tokenizer.json": "{}", "config.yaml": "",
 		"lexical.json": "{}", "context.json": "{}"}
 	scratchSummarizer = map[string]string{"summarizer.json": "{}", "tokenizer.json": "{}", "config.yaml": "", "best/model.safetensors": "w"}
@@ -136,7 +138,14 @@ func TestDescribeRefuses(t *testing.T) {
 	}{
 		{"empty", map[string]string{"notes.txt": "x"}, "is not a checkpoint: it has none of checkpoint.json, hparams.json"},
 		{"two models", with("", scratchTracker, scratchSummarizer), "is ambiguous: it holds both hparams.json and summarizer.json"},
-		{"unfinished tracker", map[string]string{"hparams.json": `{"architecture": "transformer"}`, "state/x": ""}, "has no best/model.safetensors"},
+		{"unfinished tracker", map[string]string{"hparams.json": `{"architecture": "transformer"}`}, "has no best/model.safetensors"},
+		// Issue 35 item 14: a run killed after its first evaluation has best/ but is not finished.
+		{"killed run", with("", scratchTracker, map[string]string{"state/state.json": `{"step": 3, "done": false}`}), "is an unfinished run (its state/state.json says done: false)"},
+		{"killed summarizer variant part", with("", scratchSummarizer, map[string]string{"state/state.json": `{"step": 3}`,
+			"variant.json": `{"variant": "end_to_end"}`}), "is an unfinished run"},
+		{"damaged resume point", with("", scratchTracker, map[string]string{"state/state.json": `{"done": tru`}), "is not a finished run: its resume point is unreadable"},
+		{"cross-validation with a killed fold", with("", map[string]string{"cv.json": `{"model": "tracker"}`}, with("fold-0/", scratchTracker),
+			map[string]string{"fold-0/state/state.json": `{"done": false}`}), "is an unfinished run"},
 		{"pretrained without base.json", with("", pretrainedTracker, map[string]string{"base.json": ""}), "base.json"},
 		{"variant of another model", with("", scratchTracker, map[string]string{"variant.json": `{"variant": "end_to_end"}`}), "names end_to_end, but the directory holds a tracker"},
 		{"pretrained flag wrong", with("", scratchSummarizer, map[string]string{"variant.json": `{"variant": "end_to_end", "pretrained": true}`}), "says pretrained true"},
@@ -155,7 +164,7 @@ func TestDescribeRefuses(t *testing.T) {
 			if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want ErrCheckpoint with %q", err, tc.want)
 			}
-			if _, _, err := Migrate(dir); err == nil {
+			if _, _, err := Migrate(t.Context(), dir); err == nil {
 				t.Error("Migrate: no error")
 			}
 			if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
@@ -199,7 +208,7 @@ func TestSealOpenVerify(t *testing.T) {
 			if err := tc.damage(dir); err != nil {
 				t.Fatal(err)
 			}
-			m, err := Open(dir)
+			m, err := Open(t.Context(), dir)
 			if tc.want == "" {
 				if err != nil || m.Kind != KindTracker || m.Migrated || m.Dir != dir {
 					t.Fatalf("Open: %+v, %v", m, err)
@@ -221,11 +230,11 @@ func TestOpenMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Seal sealed the fold, which had no manifest.
-	if m, err := Open(filepath.Join(dir, "fold-0")); err != nil || m.Migrated {
+	if m, err := Open(t.Context(), filepath.Join(dir, "fold-0")); err != nil || m.Migrated {
 		t.Fatalf("fold after Seal: %+v, %v", m, err)
 	}
 	os.WriteFile(filepath.Join(dir, "fold-0", "hparams.json"), []byte(`{"architecture": "transformeR"}`), 0o644)
-	_, err := Open(dir)
+	_, err := Open(t.Context(), dir)
 	if want := filepath.Join("fold-0", "hparams.json") + " has sha256"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
@@ -238,23 +247,23 @@ func TestMigrate(t *testing.T) {
 	files(t, dir, with("", map[string]string{"variant.json": `{"variant": "sum_then_track"}`},
 		with("summarizer/", scratchSummarizer, map[string]string{"variant.json": `{"variant": "sum_then_track", "part": "summarizer"}`}),
 		with("tracker/", scratchTracker, map[string]string{"variant.json": `{"variant": "sum_then_track", "part": "tracker"}`})))
-	m, err := Open(dir)
+	m, err := Open(t.Context(), dir)
 	if err != nil || !m.Migrated || m.Kind != KindSumThenTrack {
 		t.Fatalf("Open before migration: %+v, %v", m, err)
 	}
 	if !strings.Contains(MigrateHint(dir), "tracksum-train --migrate "+dir) {
 		t.Errorf("hint %q lacks the command", MigrateHint(dir))
 	}
-	if _, wrote, err := Migrate(dir); err != nil || !wrote {
+	if _, wrote, err := Migrate(t.Context(), dir); err != nil || !wrote {
 		t.Fatalf("Migrate: %v, %v", wrote, err)
 	}
 	for _, sub := range []string{"", "summarizer", "tracker"} {
-		m, err := Open(filepath.Join(dir, sub))
+		m, err := Open(t.Context(), filepath.Join(dir, sub))
 		if err != nil || m.Migrated {
 			t.Errorf("%q after migration: %+v, %v", sub, m, err)
 		}
 	}
-	if _, wrote, err := Migrate(dir); err != nil || wrote {
+	if _, wrote, err := Migrate(t.Context(), dir); err != nil || wrote {
 		t.Errorf("second Migrate: %v, %v", wrote, err)
 	}
 }
@@ -310,5 +319,165 @@ func TestOwnedNames(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%q, want %q", tc.got, tc.want)
 		}
+	}
+}
+
+// foldCV writes a sealed-to-be tracker cross-validation of two folds into dir, whose fold records
+// fold-K.json carry the sha256 of their fold's files as experiment/cv writes them.
+func foldCV(t testing.TB, dir string) {
+	t.Helper()
+	files(t, dir, with("", map[string]string{"cv.json": `{"model": "tracker", "k": 2}`, "cv-settings.json": "{}"},
+		with("fold-0/", scratchTracker), with("fold-1/", scratchTracker, map[string]string{"best/model.safetensors": "weights of fold 1"})))
+	for _, fold := range []string{"fold-0", "fold-1"} {
+		sums := map[string]string{}
+		for _, name := range []string{"best/model.safetensors", "hparams.json", "tokenizer.json", "context.json"} {
+			p := filepath.Join(dir, fold, filepath.FromSlash(name))
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sums[name], err = digest(p, st.Size()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := WriteJSON(filepath.Join(dir, fold+".json"), map[string]any{"fold": 0, "checkpoint_sha256": sums}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// editManifest rewrites the manifest of dir with edit applied to its JSON object.
+func editManifest(t *testing.T, dir string, edit func(m map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if err := WriteJSON(filepath.Join(dir, ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replaceFold puts another tracker checkpoint (sealed, with other weights) in place of fold-1.
+func replaceFold(t *testing.T, dir string) {
+	t.Helper()
+	fold := filepath.Join(dir, "fold-1")
+	if err := os.RemoveAll(fold); err != nil {
+		t.Fatal(err)
+	}
+	files(t, fold, with("", scratchTracker, map[string]string{"best/model.safetensors": "other weights"}))
+	if _, err := Seal(fold); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenRefusesTampered (issue 35 items 4, 5 and 13): a manifest whose members are not distinct
+// real subdirectories, that leaves out a file a loader reads, or a cross-validation whose fold
+// checkpoint is not the one its fold record names, is refused with one line naming the problem;
+// none of them loops.
+func TestOpenRefusesTampered(t *testing.T) {
+	for _, tc := range []struct {
+		desc   string
+		damage func(t *testing.T, dir string)
+		want   string
+	}{
+		{"member is the directory itself", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) { m["members"] = []string{"."} })
+		}, `member "." is not a distinct subdirectory`},
+		{"member twice", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) { m["members"] = []string{"fold-0", "fold-0"} })
+		}, `member "fold-0" is not a distinct subdirectory`},
+		{"member above", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) { m["members"] = []string{"fold-0/.."} })
+		}, `member "fold-0/.." is not a distinct subdirectory`},
+		{"member a symlink", func(t *testing.T, dir string) {
+			os.RemoveAll(filepath.Join(dir, "fold-1"))
+			if err := os.Symlink("fold-0", filepath.Join(dir, "fold-1")); err != nil {
+				t.Fatal(err)
+			}
+		}, `member "fold-1" is a symbolic link, not a real subdirectory`},
+		{"member left out", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) { m["members"] = []string{"fold-0"} })
+		}, "lists members [fold-0], but the directory holds [fold-0 fold-1]"},
+		{"no files", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) { m["files"] = []any{} })
+		}, "checkpoint.json does not list cv-settings.json, which a loader reads"},
+		{"fold without its files", func(t *testing.T, dir string) {
+			editManifest(t, filepath.Join(dir, "fold-0"), func(m map[string]any) { m["files"] = []any{} })
+		}, "does not list best/model.safetensors"},
+		{"another kind", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) { m["kind"] = KindCrossValidation })
+		}, "says a tracker cross-validation, but the directory holds a tracker cross-validation (fold ensemble)"},
+		{"fold replaced by another checkpoint", replaceFold,
+			filepath.Join("fold-1", "best", "model.safetensors") + " does not match the sha256 fold-1.json records"},
+		{"fold unsealed", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "fold-1", ManifestFile)) },
+			"fold-1 has no checkpoint.json, but its parent's manifest lists it as a member"},
+		{"fold unsealed and changed", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "fold-1", ManifestFile))
+			os.WriteFile(filepath.Join(dir, "fold-1", "best", "model.safetensors"), []byte("weights of fold 2"), 0o644)
+		}, "fold-1 has no checkpoint.json, but its parent's manifest lists it as a member"},
+		{"fold changed with its manifest resealed", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "fold-1", "best", "model.safetensors"), []byte("weights of fold 2"), 0o644)
+			if _, err := Seal(filepath.Join(dir, "fold-1")); err != nil {
+				t.Fatal(err)
+			}
+		}, filepath.Join("fold-1", "best", "model.safetensors") + " does not match the sha256 fold-1.json records"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			foldCV(t, dir)
+			if _, err := Seal(dir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Open(t.Context(), dir); err != nil {
+				t.Fatalf("intact: %v", err)
+			}
+			tc.damage(t, dir)
+			_, err := Open(t.Context(), dir)
+			if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %v, want one line with ErrCheckpoint and %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnsealedFoldReplaced (issue 35 item 5): a cross-validation without a manifest (an older
+// release's) whose fold was replaced opens with an error rather than a warning, and --migrate
+// (Migrate) refuses to seal it.
+func TestUnsealedFoldReplaced(t *testing.T) {
+	dir := t.TempDir()
+	foldCV(t, dir)
+	replaceFold(t, dir)
+	want := filepath.Join("fold-1", "best", "model.safetensors") + " does not match the sha256 fold-1.json records"
+	if _, err := Open(t.Context(), dir); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open: %v, want %q", err, want)
+	}
+	if _, _, err := Migrate(t.Context(), dir); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Migrate: %v, want %q", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
+		t.Error("Migrate sealed the directory")
+	}
+}
+
+// TestOpenCancelled: the walk stops at a cancelled context.
+func TestOpenCancelled(t *testing.T) {
+	dir := t.TempDir()
+	foldCV(t, dir)
+	if _, err := Seal(dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Open(ctx, dir); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCheckpoint) {
+		t.Errorf("Open: %v, want context.Canceled", err)
+	}
+	if _, _, err := Migrate(ctx, filepath.Join(dir, "fold-0")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Migrate: %v, want context.Canceled", err)
 	}
 }

@@ -156,7 +156,7 @@ func Command() cli.Command {
 				return err
 			}
 			if pre.Train.Migrate {
-				return migrateDirs(fs, args)
+				return migrateDirs(ctx, fs, args)
 			}
 			name := cmp.Or(pre.Train.Task, def)
 			task, ok := training.LookupTask(name)
@@ -388,7 +388,7 @@ func defineTyped(fs *pflag.FlagSet, name string, kind reflect.Kind, usage string
 
 // migrateDirs is tracksum-train --migrate DIR...: it writes the manifest of each checkpoint of an
 // older release (checkpoint.Migrate), with no other flag.
-func migrateDirs(fs *pflag.FlagSet, dirs []string) error {
+func migrateDirs(ctx context.Context, fs *pflag.FlagSet, dirs []string) error {
 	if len(dirs) == 0 {
 		return cli.Usagef("--migrate needs the checkpoint directories to migrate: tracksum-train --migrate DIR...")
 	}
@@ -402,7 +402,7 @@ func migrateDirs(fs *pflag.FlagSet, dirs []string) error {
 		return cli.Usagef("--migrate takes checkpoint directories only, not %s", strings.Join(other, ", "))
 	}
 	for _, dir := range dirs {
-		m, wrote, err := checkpoint.Migrate(dir)
+		m, wrote, err := checkpoint.Migrate(ctx, dir)
 		if err != nil {
 			return err
 		}

@@ -377,7 +377,7 @@ func TestMigrate(t *testing.T) {
 			}
 		})
 	}
-	if m, err := checkpoint.Open(old); err != nil || m.Migrated || m.Kind != checkpoint.KindSummarizer {
+	if m, err := checkpoint.Open(t.Context(), old); err != nil || m.Migrated || m.Kind != checkpoint.KindSummarizer {
 		t.Errorf("Open after --migrate: %+v, %v", m, err)
 	}
 	if _, err := os.Stat(filepath.Join(ambiguous, checkpoint.ManifestFile)); err == nil {

@@ -27,7 +27,7 @@ var ErrResume = errors.New("cannot resume")
 
 // Files of the resume point, inside StateDir.
 const (
-	stateFile      = "state.json"
+	stateFile      = checkpoint.StateFile
 	stateVariables = "variables.safetensors"
 )
 
@@ -271,9 +271,11 @@ func flatConfig(c *config.Config) (map[string]any, error) {
 // CheckConfig guards a rerun into an existing checkpoint directory dir of task ("tracker" or
 // "summarizer") against changed settings. When dir holds training progress, the config it was
 // trained with (dir/configFile) is compared with cfg on seed and the task's section: a difference
-// is refused with the list of keys (ErrResume), unless allowChanged, in which case the old file is
-// kept as config.step-N.yaml (the settings of steps 1..N), a warning goes to log, and the caller
-// writes cfg as configFile (the settings from now on). Without progress it does nothing.
+// is refused with the list of keys (ErrResume), always when a finished run's seed or loop settings
+// (TASK.train.*) differ (it trains nothing with them), otherwise unless allowChanged, in which
+// case the old file is kept as config.step-N.yaml (the settings of steps 1..N), a warning goes to
+// log, and the caller writes cfg as configFile (the settings from now on). Without progress it
+// does nothing.
 func CheckConfig(dir, configFile string, cfg *config.Config, task string, allowChanged bool, log io.Writer) error {
 	rp, err := ReadResumePoint(dir)
 	if err != nil || rp == nil {
@@ -287,6 +289,22 @@ func CheckConfig(dir, configFile string, cfg *config.Config, task string, allowC
 	changes, err := ConfigChanges(old, cfg, "seed", task)
 	if err != nil || len(changes) == 0 {
 		return err
+	}
+	if rp.Done {
+		// A finished run trains nothing more (Run returns at once): new seed or loop settings
+		// (epochs, max_steps, learning rate...) would only make configFile claim them for
+		// variables trained with the old ones. Settings applied after the loop (the context
+		// rescorer, the threshold) still follow the rerun.
+		var loop []string
+		for _, c := range changes {
+			if strings.HasPrefix(c, "seed:") || strings.HasPrefix(c, task+".train.") {
+				loop = append(loop, c)
+			}
+		}
+		if len(loop) > 0 {
+			return fmt.Errorf("%w: %s finished at step %d with other training settings (%s); a finished run is not trained further, even with --allow-changed-config: rerun with the settings of its %s, or train into another --out",
+				ErrResume, dir, rp.Step, strings.Join(loop, "; "), configFile)
+		}
 	}
 	if !allowChanged {
 		return fmt.Errorf("%w: %s was trained to step %d with other settings (%s); rerun with the settings of its %s, use another --out, or pass --allow-changed-config",

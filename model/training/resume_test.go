@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,10 +160,13 @@ func TestCheckConfig(t *testing.T) {
 	evalOnly.Eval.Workers = 7
 	summ := base
 	summ.Summarizer.BeamSize++
+	rescoring := base
+	rescoring.Tracker.ContextRescoring = !base.Tracker.ContextRescoring
 	for _, tc := range []struct {
 		desc     string
 		cur      config.Config
 		progress bool
+		done     bool // the run finished
 		allow    bool
 		want     string // error substring; "" for success
 	}{
@@ -173,6 +177,10 @@ func TestCheckConfig(t *testing.T) {
 		{desc: "other task ignored", cur: summ, progress: true},
 		{desc: "no progress yet", cur: lr},
 		{desc: "allowed", cur: lr, progress: true, allow: true},
+		// Issue 35 item 21: extending a finished run trained nothing but rewrote its config.yaml.
+		{desc: "finished run", cur: lr, progress: true, done: true, allow: true, want: "finished at step 12 with other training settings (tracker.train.learning_rate: 0.001 -> 0.002); a finished run is not trained further, even with --allow-changed-config"},
+		{desc: "finished run, same settings", cur: base, progress: true, done: true},
+		{desc: "finished run, settings applied after the loop", cur: rescoring, progress: true, done: true, allow: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
@@ -181,7 +189,7 @@ func TestCheckConfig(t *testing.T) {
 			}
 			if tc.progress {
 				os.MkdirAll(filepath.Join(dir, StateDir), 0o755)
-				os.WriteFile(filepath.Join(dir, StateDir, stateFile), []byte(`{"step": 12}`), 0o644)
+				os.WriteFile(filepath.Join(dir, StateDir, stateFile), []byte(fmt.Sprintf(`{"step": 12, "done": %v}`, tc.done)), 0o644)
 				os.WriteFile(filepath.Join(dir, StateDir, stateVariables), nil, 0o644)
 			}
 			var log bytes.Buffer
@@ -189,6 +197,9 @@ func TestCheckConfig(t *testing.T) {
 			if tc.want != "" {
 				if !errors.Is(err, ErrResume) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--allow-changed-config") {
 					t.Fatalf("err = %v, want ErrResume listing %q", err, tc.want)
+				}
+				if b, _ := os.ReadFile(filepath.Join(dir, "config.yaml")); !bytes.Contains(b, []byte("learning_rate: 0.001")) {
+					t.Errorf("config.yaml changed by a refused run:\n%s", b)
 				}
 				return
 			}

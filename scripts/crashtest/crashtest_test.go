@@ -19,6 +19,7 @@ import (
 
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/internal/tensorio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -34,6 +35,8 @@ type settings struct {
 	env []string
 	// trial, when set, runs at the start of each of replaceTrials' trials (a fresh cache for it).
 	trial func(i int)
+	// bare runs the commands without --config (tracksum-train --migrate takes no other flag).
+	bare bool
 }
 
 func setup(t *testing.T) *settings {
@@ -66,7 +69,10 @@ func setup(t *testing.T) *settings {
 }
 
 func (s *settings) cmd(name string, args ...string) *exec.Cmd {
-	c := exec.Command(filepath.Join(s.root, "bin", "tracksum-"+name), append([]string{"--config", filepath.Join(s.root, "configs", "tiny.yaml")}, args...)...)
+	if !s.bare {
+		args = append([]string{"--config", filepath.Join(s.root, "configs", "tiny.yaml")}, args...)
+	}
+	c := exec.Command(filepath.Join(s.root, "bin", "tracksum-"+name), args...)
 	c.Dir = s.root
 	// The commands read TRACKSUM_* settings from the environment: none may leak in from the shell.
 	for _, kv := range os.Environ() {
@@ -398,6 +404,61 @@ func TestCrashPretrained(t *testing.T) {
 		took := s.run(t, "export", "--checkpoint", ref, "--out", want)
 		s.replaceTrials(t, "export", []string{"--checkpoint", ref, "--overwrite"}, prev, want, took)
 	})
+}
+
+// TestCrashMigrate kills `tracksum-train --migrate` of a tracker cross-validation as an older
+// release left it (no checkpoint.json in it or its fold checkpoints): after each kill every
+// directory holding a manifest must open verified and the others still open as unmigrated (a
+// manifest is written whole, members before their parent), and a rerun must end with exactly the
+// files of an uninterrupted migration.
+func TestCrashMigrate(t *testing.T) {
+	s := setup(t)
+	data, ref := filepath.Join(s.work, "prepared-folds"), filepath.Join(s.work, "ref-cv")
+	s.run(t, "prepare", "--quiet", "--folds", "2", "--out", data)
+	s.run(t, "train", "--task", "tracker", "--data", data, "--folds", "2", "--max-steps", "2", "--out", ref)
+	dirs := []string{".", "fold-0", "fold-1"}
+	for _, d := range dirs {
+		if err := os.Remove(filepath.Join(ref, d, checkpoint.ManifestFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.bare = true
+	migrated := filepath.Join(s.work, "migrated-cv")
+	cp(t, ref, migrated)
+	took := s.run(t, "train", "--migrate", migrated)
+	want := tree(t, migrated, nil)
+	killed, i := 0, 0
+	for ; killed < s.n && i < 4*s.n; i++ {
+		parent := filepath.Join(s.work, fmt.Sprintf("migrate-%d", i))
+		os.MkdirAll(parent, 0o755)
+		out := filepath.Join(parent, "ck")
+		cp(t, ref, out)
+		// Half the kills anywhere, half near the end, where the manifests are written.
+		d := time.Duration(s.rng.Float64() * 1.2 * float64(took))
+		if i%4 >= 2 {
+			d = time.Duration((0.7 + 0.35*s.rng.Float64()) * float64(took))
+		}
+		if s.killAfter(t, d, "train", "--migrate", out) {
+			killed++
+		}
+		for _, sub := range dirs {
+			dir := filepath.Join(out, sub)
+			_, sealed := os.Stat(filepath.Join(dir, checkpoint.ManifestFile))
+			m, err := checkpoint.Open(t.Context(), dir)
+			if err != nil || m.Migrated != (sealed != nil) {
+				t.Errorf("migrate trial %d (kill after %v): %s (manifest: %v): %+v, %v", i, d, sub, sealed == nil, m, err)
+			}
+		}
+		took = s.run(t, "train", "--migrate", out)
+		if got := tree(t, out, nil); !same(got, want) {
+			t.Errorf("migrate trial %d: rerun differs from an uninterrupted migration in %s", i, diff(got, want))
+		}
+		onlyEntry(t, parent, "ck")
+	}
+	t.Logf("migrate: %d kills in %d trials, last uninterrupted run %v", killed, i, took.Round(time.Millisecond))
+	if killed < s.n {
+		t.Errorf("migrate: only %d of %d kills landed before the command finished", killed, s.n)
+	}
 }
 
 // trainTrials kills `tracksum-train args --out CK` runs (label names the reference checkpoint
