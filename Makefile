@@ -44,17 +44,19 @@ size-check:
 # leaves the slow end-to-end tests (training to convergence, cross-validation runs, pretrained
 # train -> infer runs, whole pipelines, the GPU check's CPU mode) to `make test-full`. Every go test
 # here sets a -timeout with headroom for a busy machine (go test's own default is 10 minutes).
+# TESTFLAGS adds go test flags (e.g. -json for per-test times, -v to stream the slow tests' stages).
 TEST_TIMEOUT      ?= 6m
 TEST_FULL_TIMEOUT ?= 40m
+TESTFLAGS         ?=
 test: fmt-check size-check vet
-	$(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -short -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
 
 # What `make test` leaves out: the packages that hold slow tests (those that skip under -short),
 # run whole, then the demo pipeline with the tiny profile (about a minute on 2 cores). CI runs it
 # after `make test` (10-15 minutes on 2 cores).
 SLOW_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' 'testing.Short()' .)))
 test-full:
-	$(GO) test -count=1 -timeout $(TEST_FULL_TIMEOUT) $(SLOW_PKGS)
+	$(GO) test -count=1 -timeout $(TEST_FULL_TIMEOUT) $(TESTFLAGS) $(SLOW_PKGS)
 	$(MAKE) demo CONFIG=configs/tiny.yaml OUT=runs/demo-tiny
 
 demo: build

@@ -56,7 +56,9 @@ func TestChatTemplateLimits(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			// A guard against a hang, not a speed target: on a busy 2-core machine the doubling case
+			// takes 5-7 s to reach the allocation limit.
+			if d := time.Since(start); d > time.Minute {
 				t.Errorf("the error took %v", d)
 			}
 			msg := err.Error()
