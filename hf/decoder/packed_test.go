@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gomlx/compute"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
@@ -123,6 +124,83 @@ func TestPackedEqualsPadded(t *testing.T) {
 			h, tt := m.cfg.Hidden, gold["tokens"].Shape().Dimensions[1]
 			for r := range at {
 				diff(fmt.Sprintf("hidden states of row %d", r), hg[at[r]*h:(at[r]+lens[r])*h], hw[(r*tt+first[r])*h:(r*tt+first[r]+lens[r])*h])
+			}
+		})
+	}
+}
+
+// flashSlack is how much further from the decomposed bf16 attention Compute.FlashAttention may be
+// than bf16 itself is from float32: both round q, k and v to bf16 but accumulate and normalise the
+// softmax in their own order (cuDNN in float32 tiles; GoMLX's decomposed fallback in bf16; ours in
+// float32 cast back to bf16), so the difference is bf16 rounding, of the size bf16 rounding
+// makes everywhere.
+const flashSlack = 2
+
+func TestFlashAttentionParity(t *testing.T) {
+	b := backend(t)
+	t.Logf("backend %s: fused attention %v, its backward %v", b.Name(),
+		b.Capabilities().Operations[compute.OpTypeFusedScaledDotProductAttention],
+		b.Capabilities().Operations[compute.OpTypeFusedScaledDotProductAttentionVJP])
+	for _, fam := range families {
+		t.Run(fam, func(t *testing.T) {
+			const rows, width = 3, 16
+			lens := []int{16, 11, 6}
+			var tok, msk, lab []int32
+			for r := range rows {
+				for j := range width {
+					id := int32((r*31 + j*7 + 3) % 100)
+					m, l := int32(0), int32(IgnoreLabel)
+					if j < lens[r] {
+						m, l = 1, id
+					}
+					tok, msk, lab = append(tok, id), append(msk, m), append(lab, l)
+				}
+			}
+			in := func(v []int32) *tensors.Tensor { return tensors.FromFlatDataAndDimensions(v, rows, width) }
+			run := func(c Compute) []*tensors.Tensor {
+				store := gomlxmodel.NewStore()
+				m, err := Load(context.Background(), openSnap(t, filepath.Join("testdata", fam)), store, testLoRA, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				setAdapters(t, fam, m)
+				m.SetCompute(c)
+				vars := m.LoRAVariables()
+				keys := sortedKeys(vars)
+				exec, err := gomlxmodel.NewExec(b, store, func(scope *gomlxmodel.Scope, tok, msk, labels *Node) []*Node {
+					h := m.Hidden(scope, tok, msk)
+					loss := CausalLMLoss(m.Logits(scope, h), labels)
+					var wrt []*Node
+					for _, k := range keys {
+						wrt = append(wrt, vars[k].ValueGraph(tok.Graph()))
+					}
+					return append([]*Node{h, loss}, Gradient(loss, wrt...)...)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := exec.Exec(in(tok), in(msk), in(lab))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			eager, flash, f32 := run(Compute{BF16: true}), run(Compute{BF16: true, FlashAttention: true}), run(Compute{})
+			hidden := eager[0].Shape().Dimensions[2]
+			for i := range eager {
+				g, w, ref := flat32(flash[i]), flat32(eager[i]), flat32(f32[i])
+				worst, bf16, scale := 0.0, 0.0, 0.0
+				for j := range w {
+					if i == 0 && msk[j/hidden] == 0 {
+						continue // a padding query's output is never read
+					}
+					worst = max(worst, math.Abs(float64(g[j]-w[j])))
+					bf16 = max(bf16, math.Abs(float64(w[j]-ref[j])))
+					scale = max(scale, math.Abs(float64(ref[j])))
+				}
+				if worst > flashSlack*bf16+1e-3*scale {
+					t.Errorf("output %d: flash differs from eager by %.3g, bf16 from f32 by %.3g (largest value %.3g)", i, worst, bf16, scale)
+				}
 			}
 		})
 	}
