@@ -89,6 +89,9 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if err != nil {
 		return nil, fmt.Errorf("%s.pretrained: %w", task, err)
 	}
+	if loop.Packing && slices.Contains(config.EncoderModelTypes, snap.ModelType) {
+		return nil, fmt.Errorf("%s.train.packing: %s is an encoder (model_type %s), which has no packed path: set it false", task, snap.Dir, snap.ModelType)
+	}
 	lock, err := training.LockOutDir(req.Out, checkpoint.PretrainedFile, "pretrained "+task)
 	if err != nil {
 		return nil, err
@@ -99,9 +102,6 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 		return nil, err
 	}
 	if slices.Contains(config.EncoderModelTypes, snap.ModelType) {
-		if loop.Packing {
-			return fail(fmt.Errorf("%s.train.packing: %s is an encoder (model_type %s), which has no packed path: set it false", task, snap.Dir, snap.ModelType))
-		}
 		if task != dataset.TaskTracker {
 			return fail(fmt.Errorf("%s.pretrained: %s is an encoder (model_type %s); the %s needs a causal LM", task, snap.Dir, snap.ModelType, task))
 		}
