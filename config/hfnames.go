@@ -45,6 +45,10 @@ var HFNames = []HFName{
 	{Name: "early_stopping_patience", Key: "TASK.train.patience"},
 	{Name: "max_seq_length", Key: "TASK.max_seq_len"},
 	{Name: "model_name_or_path", Key: "TASK.pretrained"},
+	{Name: "packing", Key: "TASK.train.packing"},
+	// transformers' flash kernels are ours (cuDNN's); sdpa picks a fused kernel where it can, as auto.
+	{Name: "attn_implementation", Key: "TASK.train.attention", Values: map[string]string{
+		"flash_attention_2": AttentionFlash, "flash_attention_3": AttentionFlash, "sdpa": AttentionAuto}},
 	{Name: "r", Key: "TASK.lora.rank"},
 	{Name: "lora_alpha", Key: "TASK.lora.alpha"},
 	{Name: "lora_dropout", Key: "TASK.lora.dropout"},

@@ -64,6 +64,48 @@ type TrainLoop struct {
 	// dequantized in each product's graph; a bf16/f32 base is quantized when loaded, a "-bnb-4bit"
 	// snapshot kept as stored). nf4 needs lora.rank > 0. Pretrained causal LMs only.
 	Quantization string `mapstructure:"quantization" yaml:"quantization"`
+	// Packing (TRL's packing, padding-free) concatenates a micro-batch's examples into rows of
+	// max_seq_len tokens instead of padding each to the longest: each token attends to its own
+	// example only, at the positions it has alone, and the loss is the padded batch's (the same
+	// examples per step, the same weighted mean). Every batch of a run has one shape. Pretrained
+	// causal LMs only (not encoder_cls).
+	Packing bool `mapstructure:"packing" yaml:"packing"`
+	// Attention is the attention implementation of a pretrained causal LM (transformers'
+	// attn_implementation): eager (the decomposed graph), flash (cuDNN's fused flash attention
+	// through GoMLX, forward and backward, where its constraints hold; needs a CUDA backend and
+	// bf16) or auto (flash on a CUDA backend in bf16, eager otherwise: ResolveAttention).
+	Attention string `mapstructure:"attention" yaml:"attention"`
+}
+
+// Attention implementations of train.attention.
+const (
+	AttentionAuto  = "auto"
+	AttentionEager = "eager"
+	AttentionFlash = "flash"
+)
+
+// Attentions lists the accepted values of train.attention.
+var Attentions = []string{AttentionAuto, AttentionEager, AttentionFlash}
+
+// ResolveAttention reports whether attention a means cuDNN's fused attention for a model computing
+// in precision (resolved: f32 or bf16) on the backend named backend: auto is flash on a CUDA
+// backend in bf16 and eager elsewhere (the go backend's results stay those of the decomposed
+// graph); flash elsewhere is an error, since GoMLX would silently run its own decomposed graph.
+func ResolveAttention(a, precision, backend string) (bool, error) {
+	cuda := strings.Contains(strings.ToLower(backend), "cuda")
+	switch a {
+	case AttentionEager:
+		return false, nil
+	case AttentionFlash:
+		if !cuda {
+			return false, fmt.Errorf("flash needs cuDNN's fused attention, which backend %s lacks: use auto or eager", backend)
+		}
+		if precision != PrecisionBF16 {
+			return false, fmt.Errorf("flash needs precision bf16 (cuDNN's fused attention is half precision), got %s", precision)
+		}
+		return true, nil
+	}
+	return cuda && precision == PrecisionBF16, nil
 }
 
 // Quantizations of train.quantization.
@@ -122,6 +164,7 @@ func DefaultTrainLoop() TrainLoop {
 		Devices:          1,
 		Precision:        PrecisionAuto,
 		Quantization:     QuantizationNone,
+		Attention:        AttentionAuto,
 	}
 }
 
@@ -188,16 +231,20 @@ func (c TrainLoop) Validate(section string) error {
 	if !slices.Contains(Quantizations, c.Quantization) {
 		bad("quantization", fmt.Sprintf("must be one of %v, got %q", Quantizations, c.Quantization))
 	}
+	if !slices.Contains(Attentions, c.Attention) {
+		bad("attention", fmt.Sprintf("must be one of %v, got %q", Attentions, c.Attention))
+	}
 	return errors.Join(errs...)
 }
 
 // Unrecorded reports whether a dotted config key changes no trained weight (how often the loop
 // logs, what is reported, the memory the plan is checked against, whether activations are
-// recomputed: the gradients are the same): settings records of cross-validations and the resume
+// recomputed, whether examples are packed into rows, which attention kernel runs: the gradients
+// are the same, to float rounding): settings records of cross-validations and the resume
 // check leave such keys out, so that changing them, or a release adding one, never refuses a
 // finished run.
 func Unrecorded(key string) bool {
-	for _, suffix := range []string{".train.log_every", ".train.device_memory", ".train.gradient_checkpointing"} {
+	for _, suffix := range []string{".train.log_every", ".train.device_memory", ".train.gradient_checkpointing", ".train.packing", ".train.attention"} {
 		if strings.HasSuffix(key, suffix) {
 			return true
 		}
@@ -206,10 +253,16 @@ func Unrecorded(key string) bool {
 }
 
 // FromScratchUnread reports whether a dotted config key is read by the pretrained models only
-// (train.precision and train.quantization: the from-scratch models always compute in float32),
+// (train.precision, train.quantization, train.packing and train.attention: the from-scratch models
+// always compute in float32 over padded batches),
 // so that the records of cross-validations, which train from scratch, leave it out too.
 func FromScratchUnread(key string) bool {
-	return strings.HasSuffix(key, ".train.precision") || strings.HasSuffix(key, ".train.quantization")
+	for _, suffix := range []string{".train.precision", ".train.quantization", ".train.packing", ".train.attention"} {
+		if strings.HasSuffix(key, suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseBytes reads a memory size with its unit: "80GiB", "80 GB", "141GiB", "512MiB". Decimal

@@ -39,3 +39,42 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveAttention: auto is flash only on a CUDA backend in bf16 (the go backend keeps the
+// decomposed graph, its results unchanged); flash elsewhere is a one-line error.
+func TestResolveAttention(t *testing.T) {
+	for _, tc := range []struct {
+		desc, attention, precision, backend string
+		want                                bool
+		err                                 string
+	}{
+		{desc: "auto on go", attention: AttentionAuto, precision: PrecisionF32, backend: "go"},
+		{desc: "auto in bf16 on go", attention: AttentionAuto, precision: PrecisionBF16, backend: "go"},
+		{desc: "auto in f32 on cuda", attention: AttentionAuto, precision: PrecisionF32, backend: "xla:cuda"},
+		{desc: "auto in bf16 on cuda", attention: AttentionAuto, precision: PrecisionBF16, backend: "xla:/opt/jax_plugins/xla_cuda13/xla_cuda_plugin.so", want: true},
+		{desc: "eager on cuda", attention: AttentionEager, precision: PrecisionBF16, backend: "xla:cuda"},
+		{desc: "flash on cuda", attention: AttentionFlash, precision: PrecisionBF16, backend: "xla:cuda", want: true},
+		{desc: "flash on go", attention: AttentionFlash, precision: PrecisionBF16, backend: "go",
+			err: "flash needs cuDNN's fused attention, which backend go lacks: use auto or eager"},
+		{desc: "flash in f32", attention: AttentionFlash, precision: PrecisionF32, backend: "xla:cuda",
+			err: "flash needs precision bf16 (cuDNN's fused attention is half precision), got f32"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			got, err := ResolveAttention(tc.attention, tc.precision, tc.backend)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	loop := DefaultTrainLoop()
+	loop.Attention = "sdpa"
+	if err := loop.Validate("tracker.train"); err == nil || !strings.Contains(err.Error(), `tracker.train.attention: must be one of [auto eager flash], got "sdpa"`) {
+		t.Errorf("Validate: %v", err)
+	}
+}

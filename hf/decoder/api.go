@@ -153,6 +153,13 @@ type Compute struct {
 	// (*Node).Checkpoint): the backward pass recomputes a layer's activations from its input
 	// instead of keeping them, trading a second forward pass for memory. Gradients are unchanged.
 	GradientCheckpointing bool
+	// FlashAttention computes Hidden's attention with GoMLX's fused attention (cuDNN flash
+	// attention on the CUDA XLA plugin) where its constraints hold: bf16, right padding, a head
+	// dim multiple of 8, no soft-cap, no sliding window shorter than the rows (graph.go: fused).
+	// Elsewhere (HiddenPacked, Step, float32, Gemma 2) the decomposed attention is kept. Set it
+	// only on a backend with the fused op (config.ResolveAttention): GoMLX falls back to its own
+	// decomposed graph otherwise, which is not this package's.
+	FlashAttention bool
 }
 
 // Model is a loaded decoder: its config, its adapters' settings and the store variables of its
@@ -219,6 +226,16 @@ func (m *Model) LoRA() LoRA { return m.lora }
 // applies only when scope's store is training.
 func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, mask *Node) *Node {
 	return m.hidden(scope, tokens, mask)
+}
+
+// HiddenPacked runs the decoder over packed rows, several examples in each (padding-free
+// packing): tokens [R, L] (int32), segments [R, L] (int32: the number of a token's example within
+// its row, from 1; 0 for padding) and positions [R, L] (int32: the token's position within its
+// example, from 0). A token attends to the tokens of its own example at or before it (and within
+// the sliding window), at the RoPE positions of its example alone: each example's hidden states
+// are those Hidden gives it unpacked. The examples of a row must be contiguous.
+func (m *Model) HiddenPacked(scope *gomlxmodel.Scope, tokens, segments, positions *Node) *Node {
+	return m.hiddenPacked(scope, tokens, segments, positions)
 }
 
 // Logits applies the LM head to hidden [..., Hidden]: embed_tokens when tied, else lm_head.weight;

@@ -10,6 +10,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/layers/attention"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/layers"
 )
@@ -218,21 +219,54 @@ func (m *Model) attentionBias(qSlots, keyMask *Node, heads, w int) *Node {
 	}
 	real := NotEqual(ConvertDType(keyMask, dtypes.Float32), ScalarZero(g, dtypes.Float32)) // [B, S]
 	all := LogicalAnd(BroadcastToDims(ExpandAxes(ok, 0), b, t, s), BroadcastToDims(ExpandAxes(real, 1), b, t, s))
-	zero := ScalarZero(g, dtypes.Float32)
-	bias := Where(all, zero, Scalar(g, dtypes.Float32, maskedScore)) // [B, T, S]
-	return BroadcastToDims(ExpandAxes(bias, 1), b, heads, t, s)
+	return biasOf(all, heads)
+}
+
+// packedBias is the additive mask [R, heads, L, L] of packed rows whose tokens belong to segments
+// [R, L] (int32, 0 for padding): a key is seen when it is of the query's segment, not after the
+// query, and (w > 0) fewer than w slots before it. Within a segment slots and positions advance
+// together, so the window in slots is transformers' window in positions of the unpacked example.
+func packedBias(segments *Node, heads, w int) *Node {
+	g := segments.Graph()
+	r, l := segments.Shape().Dimensions[0], segments.Shape().Dimensions[1]
+	seg := ConvertDType(segments, dtypes.Int32)
+	q := Iota(g, shapes.Make(dtypes.Int32, l, 1), 0) // [L, 1]
+	k := Iota(g, shapes.Make(dtypes.Int32, 1, l), 1) // [1, L]
+	ok := LessOrEqual(k, q)                          // [L, L]
+	if w > 0 {
+		ok = LogicalAnd(ok, LessThan(Sub(q, k), Const(g, int32(w))))
+	}
+	same := LogicalAnd(Equal(ExpandAxes(seg, -1), ExpandAxes(seg, 1)), // [R, L, L]
+		BroadcastToDims(ExpandAxes(NotEqual(seg, ZerosLike(seg)), 1), r, l, l))
+	return biasOf(LogicalAnd(same, BroadcastToDims(ExpandAxes(ok, 0), r, l, l)), heads)
+}
+
+// biasOf turns what each query sees, seen [B, T, S], into the additive mask [B, heads, T, S].
+func biasOf(seen *Node, heads int) *Node {
+	g := seen.Graph()
+	dims := seen.Shape().Dimensions
+	bias := Where(seen, ScalarZero(g, dtypes.Float32), Scalar(g, dtypes.Float32, maskedScore))
+	return BroadcastToDims(ExpandAxes(bias, 1), dims[0], heads, dims[1], dims[2])
+}
+
+// attnMask is what one run's attention sees: bias(w) the additive mask [B, heads, T, S] of the
+// window w (0: none); lengths, when not nil, the real tokens [B] (int32) of right-padded rows whose
+// queries are their keys (Hidden), which cuDNN's fused attention reads instead of a mask.
+type attnMask struct {
+	bias    func(w int) *Node
+	lengths *Node
 }
 
 // layerState is what one layer's attention reads and writes: keys and values of all slots.
 type layerKV struct{ k, v *Node }
 
-// run is the decoder over tokens [B, T] at RoPE positions [B, T] and cache slots qSlots [T]; kv(l,
-// k, v) gives layer l's keys and values [B, KV, S, D] to attend to given the new ones (the new
-// ones themselves without a cache), keyMask [B, S] marks the real slots. It returns the final-norm
-// hidden states [B, T, Hidden] in float32. With checkpoint (training graphs under
-// Compute.GradientCheckpointing) each layer is a checkpointed block: only its input is kept for the
-// backward pass, which recomputes the rest.
-func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask *Node, kv func(l int, k, v *Node) layerKV, checkpoint bool) *Node {
+// run is the decoder over tokens [B, T] at RoPE positions [B, T]; kv(l, k, v) gives layer l's keys
+// and values [B, KV, S, D] to attend to given the new ones (the new ones themselves without a
+// cache), mask says which of them each query sees. It returns the final-norm hidden states [B, T,
+// Hidden] in float32. With checkpoint (training graphs under Compute.GradientCheckpointing) each
+// layer is a checkpointed block: only its input is kept for the backward pass, which recomputes
+// the rest.
+func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions *Node, mask attnMask, kv func(l int, k, v *Node) layerKV, checkpoint bool) *Node {
 	c := m.cfg
 	dt := m.dtype()
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
@@ -255,10 +289,19 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 			localCos, localSin = m.rope(positions, true)
 		}
 	}
-	fullBias := m.attentionBias(qSlots, keyMask, c.Heads, 0)
-	slidingBias := fullBias
-	if c.SlidingWindow > 0 {
-		slidingBias = m.attentionBias(qSlots, keyMask, c.Heads, c.SlidingWindow)
+	// The masks are built once, when a layer first reads them (none when every layer is fused).
+	var fullBias, slidingBias *Node
+	biasOf := func(sliding bool) *Node {
+		if sliding && c.SlidingWindow > 0 {
+			if slidingBias == nil {
+				slidingBias = mask.bias(c.SlidingWindow)
+			}
+			return slidingBias
+		}
+		if fullBias == nil {
+			fullBias = mask.bias(0)
+		}
+		return fullBias
 	}
 	scale := 1 / math.Sqrt(float64(c.HeadDim))
 	if c.QueryPreAttnScalar > 0 {
@@ -273,9 +316,9 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 		}
 		proj := func(module string) projection { return c.projection(l, module) }
 		pre := layerKey(l)
-		cos, sin, bias, tables := cos, sin, fullBias, tables
+		cos, sin, tables := cos, sin, tables
 		if c.slides(l) {
-			cos, sin, bias, tables = localCos, localSin, slidingBias, localTables
+			cos, sin, tables = localCos, localSin, localTables
 		}
 		a := m.rmsNorm(h, pre+".input_layernorm.weight", dt, anchor)
 		var q, k, v *Node
@@ -301,20 +344,24 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 			k = splitHeads(layers.RoPE(k, tables.cosK, tables.sinK, c.KVHeads), b, t, c.KVHeads, c.HeadDim)
 			v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
 			all := kv(l, k, v)
-			att = layers.GroupedAttention(q, all.k, all.v, bias, scale, c.AttnSoftcap)
+			att = layers.GroupedAttention(q, all.k, all.v, biasOf(c.slides(l)), scale, c.AttnSoftcap)
 		} else {
 			q = applyRope(splitHeads(q, b, t, c.Heads, c.HeadDim), cos, sin)
 			k = applyRope(splitHeads(k, b, t, c.KVHeads, c.HeadDim), cos, sin)
 			v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
 			all := kv(l, k, v)
-			scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), scale)
-			if c.AttnSoftcap > 0 {
-				scores = softcap(scores, c.AttnSoftcap)
+			if m.fused(mask, l, t) {
+				att = fusedAttention(q, all.k, all.v, mask.lengths, scale)
+			} else {
+				scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), scale)
+				if c.AttnSoftcap > 0 {
+					scores = softcap(scores, c.AttnSoftcap)
+				}
+				// The softmax and its mask in float32 (transformers' eager attention: softmax in
+				// float32, cast back to the values' dtype).
+				probs := layers.As(layers.SoftmaxLast(Add(layers.As(scores, dtypes.Float32), biasOf(c.slides(l)))), dt)
+				att = layers.AttentionValues(probs, repeatKV(all.v, rep))
 			}
-			// The softmax and its mask in float32 (transformers' eager attention: softmax in float32,
-			// cast back to the values' dtype).
-			probs := layers.As(layers.SoftmaxLast(Add(layers.As(scores, dtypes.Float32), bias)), dt)
-			att = layers.AttentionValues(probs, repeatKV(all.v, rep))
 		}
 		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), b*t, c.Heads*c.HeadDim)
 		o := m.linear(scope, proj("o_proj"), att, b, anchor)
@@ -357,6 +404,28 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions, qSlots, keyMask 
 	return Reshape(h, b, t, c.Hidden)
 }
 
+// fused reports whether layer l of a run over t tokens takes cuDNN's fused attention
+// (Compute.FlashAttention): when the rows are right padded and attend to themselves (mask.lengths),
+// in half precision, with a head dim that is a multiple of 8, no soft-cap and no sliding window
+// shorter than the rows. Packed rows, Gemma 2's soft-cap, float32 and the KV-cache steps take the
+// decomposed path.
+func (m *Model) fused(mask attnMask, l, t int) bool {
+	c := m.cfg
+	return m.compute.FlashAttention && mask.lengths != nil && m.dtype() == dtypes.BFloat16 && c.HeadDim%8 == 0 &&
+		c.AttnSoftcap == 0 && (!c.slides(l) || c.SlidingWindow == 0 || c.SlidingWindow >= t)
+}
+
+// fusedAttention is causal attention over right-padded rows of lengths [B] (int32) by GoMLX's
+// attention.Core, which lowers to cuDNN's flash attention (forward and backward) on the CUDA XLA
+// plugin and falls back to its own decomposed graph elsewhere: q [B, H, T, D], k and v [B, KV, T, D]
+// -> [B, H, T, D]. The queries of the padding (never read) may differ from the decomposed path's.
+func fusedAttention(q, k, v, lengths *Node, scale float64) *Node {
+	bshd := func(x *Node) *Node { return TransposeAllDims(x, 0, 2, 1, 3) }
+	out, _ := attention.Core(bshd(q), bshd(k), bshd(v), attention.LayoutBSHD, attention.CoreOptions{
+		Scale: scale, UseCausalMask: true, QuerySeqLen: lengths, KVSeqLen: lengths})
+	return bshd(out)
+}
+
 // softcap is Gemma 2's soft-capping, limit * tanh(x / limit), in x's dtype.
 func softcap(x *Node, limit float64) *Node { return MulScalar(Tanh(MulScalar(x, 1/limit)), limit) }
 
@@ -385,7 +454,21 @@ func (m *Model) hidden(scope *gomlxmodel.Scope, tokens, mask *Node) *Node {
 	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	slots := Iota(g, shapes.Make(dtypes.Int32, t), 0)
 	positions := BroadcastToDims(ExpandAxes(slots, 0), b, t)
-	return m.run(scope, tokens, positions, slots, mask, func(_ int, k, v *Node) layerKV { return layerKV{k, v} }, m.compute.GradientCheckpointing)
+	am := attnMask{bias: func(w int) *Node { return m.attentionBias(slots, mask, m.cfg.Heads, w) }}
+	if m.compute.FlashAttention {
+		// Right padding: the real tokens of a row are its first sum(mask) slots.
+		real := ConvertDType(NotEqual(ConvertDType(mask, dtypes.Float32), ScalarZero(g, dtypes.Float32)), dtypes.Int32)
+		am.lengths = ReduceSum(real, 1)
+	}
+	return m.run(scope, tokens, positions, am, selfKV, m.compute.GradientCheckpointing)
+}
+
+// selfKV is the kv of run without a cache: the layer's own keys and values.
+func selfKV(_ int, k, v *Node) layerKV { return layerKV{k, v} }
+
+func (m *Model) hiddenPacked(scope *gomlxmodel.Scope, tokens, segments, positions *Node) *Node {
+	am := attnMask{bias: func(w int) *Node { return packedBias(segments, m.cfg.Heads, w) }}
+	return m.run(scope, tokens, ConvertDType(positions, dtypes.Int32), am, selfKV, m.compute.GradientCheckpointing)
 }
 
 func (m *Model) logits(_ *gomlxmodel.Scope, hidden *Node) *Node {
@@ -500,7 +583,8 @@ func (m *Model) step(scope *gomlxmodel.Scope, cache *KVCache, tokens, positions,
 		}
 		return Add(Mul(old, keep), placed)
 	}
-	hidden := m.run(scope, tokens, positions, slots, keyMask, func(l int, k, v *Node) layerKV {
+	am := attnMask{bias: func(w int) *Node { return m.attentionBias(slots, keyMask, m.cfg.Heads, w) }}
+	hidden := m.run(scope, tokens, positions, am, func(l int, k, v *Node) layerKV {
 		next.Keys[l] = place(cache.Keys[l], k)
 		next.Values[l] = place(cache.Values[l], v)
 		return layerKV{next.Keys[l], next.Values[l]}

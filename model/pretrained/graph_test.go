@@ -19,7 +19,10 @@ import (
 
 // tinyLM loads a random 1-layer Llama with LoRA whose B matrices are not zero (so the adapters
 // change the output), for graph checks.
-func tinyLM(t *testing.T) *causalLM {
+func tinyLM(t *testing.T) *causalLM { t.Helper(); return tinyLMWith(t, false) }
+
+// tinyLMWith is tinyLM, with the lm_cls head when withHead.
+func tinyLMWith(t *testing.T, withHead bool) *causalLM {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "llm")
 	if err := randsnap.WriteDecoder(dir, randsnap.Decoder{ModelType: "llama", Vocab: 50, Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Intermediate: 24, Seed: 3}); err != nil {
@@ -33,7 +36,7 @@ func tinyLM(t *testing.T) *causalLM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := loadCausalLM(context.Background(), backend, snap, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "v_proj"}}, 1, false, computeSettings{})
+	m, err := loadCausalLM(context.Background(), backend, snap, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"q_proj", "v_proj"}}, 1, withHead, computeSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}

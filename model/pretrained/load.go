@@ -155,8 +155,8 @@ func restore(dir string, m trainable) error {
 // chat: its chat for a causal LM), in meta.Precision, its training graphs checkpointed per layer
 // with checkpointing. For the generative head, meta.YesNo is found when unset. The SUM-THEN-TRACK
 // pair tracker (meta.Variant) reads (sentence, summary) pairs.
-func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta, checkpointing bool) (*Tracker, trainable, error) {
-	cs := computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: checkpointing, quantization: meta.Quantization}
+func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta, checkpointing, flash bool) (*Tracker, trainable, error) {
+	cs := computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: checkpointing, flash: flash, quantization: meta.Quantization}
 	t := &Tracker{Meta: *meta}
 	pair := meta.Variant == variant.SumThenTrack
 	if meta.Head == config.HeadEncoderCLS && pair {
@@ -229,7 +229,7 @@ func loadTracker(ctx context.Context, dir, v string, opts ...LoadOptions) (*Trac
 	if l.meta.Head == config.HeadGenerative && l.meta.YesNo == nil {
 		return nil, fmt.Errorf("%w: %s: generative head without yes_no", ErrCheckpoint, dir)
 	}
-	t, m, err := newTracker(ctx, l.backend, l.snap, dir, l.chat, l.meta, false)
+	t, m, err := newTracker(ctx, l.backend, l.snap, dir, l.chat, l.meta, false, false)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ type causalLM struct {
 // training graphs gradient checkpointing (hf/decoder's and hf/encoder's Compute).
 type computeSettings struct {
 	bf16, checkpointing bool
+	// flash is train.attention resolved (config.ResolveAttention): cuDNN's fused attention in the
+	// decoder's graphs (training runs only; loaded checkpoints compute eager).
+	flash bool
 	// quantization is Meta.Quantization: "nf4" keeps the frozen base's projections as NF4 codes.
 	quantization string
 }
@@ -77,7 +80,7 @@ func loadCausalLM(ctx context.Context, backend compute.Backend, snap *snapshot.S
 	if err != nil {
 		return nil, err
 	}
-	dec.SetCompute(decoder.Compute{BF16: cs.bf16, GradientCheckpointing: cs.checkpointing})
+	dec.SetCompute(decoder.Compute{BF16: cs.bf16, GradientCheckpointing: cs.checkpointing, FlashAttention: cs.flash})
 	m := &causalLM{snap: snap, dec: dec, store: store, backend: backend, lora: l}
 	if withHead {
 		h := dec.Config().Hidden
@@ -141,6 +144,28 @@ func (m *causalLM) answerLoss(scope *gomlxmodel.Scope, in []*Node) *Node {
 	hidden := m.dec.Hidden(scope, in[0], maskOf(in[1]))
 	logits := m.dec.Logits(scope, gatherPositions(hidden, in[2]))
 	return tokenNLL(logits, in[3], in[4])
+}
+
+// Packed batch inputs (TASK.train.packing; see packedBatch): tokens, segments, positions [R, L]
+// int32, then pos [R, K], tgt [R, K], w [R, K] (answer loss) or last [R, E], y [R, E], w [R, E]
+// (classification loss): the same terms as the padded batch's, at their slots in the rows.
+
+// packedAnswerLoss is answerLoss over packed rows.
+func (m *causalLM) packedAnswerLoss(scope *gomlxmodel.Scope, in []*Node) *Node {
+	hidden := m.dec.HiddenPacked(scope, in[0], in[1], in[2])
+	logits := m.dec.Logits(scope, gatherPositions(hidden, in[3]))
+	return tokenNLL(logits, in[4], in[5])
+}
+
+// packedClsLoss is clsLoss over packed rows: the lm_cls logits [R, E] of the examples' last
+// tokens, weighted as the padded batch's (w 0 for the empty places).
+func (m *causalLM) packedClsLoss(scope *gomlxmodel.Scope, in []*Node) *Node {
+	hidden := m.dec.HiddenPacked(scope, in[0], in[1], in[2])
+	r, e := in[3].Shape().Dimensions[0], in[3].Shape().Dimensions[1]
+	h := Reshape(gatherPositions(hidden, in[3]), r*e, m.dec.Config().Hidden) // [R*E, H]
+	w := m.head.NodeValue(in[0].Graph())                                     // [1, H]
+	logits := Reshape(Einsum("bh,oh->bo", h, w), r, e)
+	return weightedBCE(logits, in[4], in[5])
 }
 
 // clsLogits is the lm_cls logit [B] of the token at last [B, 1].

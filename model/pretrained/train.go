@@ -58,6 +58,8 @@ type session struct {
 	snap    *snapshot.Snapshot
 	chat    *Chat
 	set     string
+	// flash is TASK.train.attention resolved on the backend (config.ResolveAttention).
+	flash bool
 }
 
 // begin opens the backend and refuses train.devices > 1 (training.CheckDevices) before anything
@@ -75,6 +77,10 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if err := training.CheckDevices(task+".train.devices", loop.Devices, backend, bname); err != nil {
 		return nil, err
 	}
+	flash, err := config.ResolveAttention(loop.Attention, config.ResolvePrecision(loop.Precision, bname), bname)
+	if err != nil {
+		return nil, fmt.Errorf("%s.train.attention: %w", task, err)
+	}
 	man, err := dataset.ReadManifest(req.Data)
 	if err != nil {
 		return nil, err
@@ -83,11 +89,14 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if err != nil {
 		return nil, fmt.Errorf("%s.pretrained: %w", task, err)
 	}
+	if loop.Packing && slices.Contains(config.EncoderModelTypes, snap.ModelType) {
+		return nil, fmt.Errorf("%s.train.packing: %s is an encoder (model_type %s), which has no packed path: set it false", task, snap.Dir, snap.ModelType)
+	}
 	lock, err := training.LockOutDir(req.Out, checkpoint.PretrainedFile, "pretrained "+task)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cfg: cfg, req: req, log: log, lock: lock, backend: backend, bname: bname, snap: snap, set: man.AspectSet}
+	s := &session{cfg: cfg, req: req, log: log, lock: lock, backend: backend, bname: bname, snap: snap, set: man.AspectSet, flash: flash}
 	fail := func(err error) (*session, error) {
 		lock.Release()
 		return nil, err
@@ -229,7 +238,7 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	if len(rows) == 0 || len(devRows) == 0 {
 		return nil, fmt.Errorf("%s: the %s needs train and dev rows (got %d and %d)", req.Data, kindName(dataset.TaskTracker, run.variant), len(rows), len(devRows))
 	}
-	t, m, err := newTracker(ctx, s.backend, s.snap, s.snap.Dir, s.chat, meta, tc.Train.GradientCheckpointing)
+	t, m, err := newTracker(ctx, s.backend, s.snap, s.snap.Dir, s.chat, meta, tc.Train.GradientCheckpointing, s.flash)
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +266,12 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	switch {
 	case head == config.HeadEncoderCLS:
 		build, loss = func(b []Example) training.Batch { return encoderBatch(b, int32(enc.sp.SEP)) }, enc.loss
+	case tc.Train.Packing:
+		sh := planPacking(train, tc.Train, cfg.Seed, meta.MaxSeqLen)
+		build, loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, head == config.HeadLMCLS) }, lm.packedAnswerLoss
+		if head == config.HeadLMCLS {
+			loss = lm.packedClsLoss
+		}
 	case head == config.HeadLMCLS:
 		build, loss = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, lm.clsLoss
 	default:
@@ -375,7 +390,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
 		devRows = devRows[:sc.DevDecodeLimit]
 	}
-	m, err := loadCausalLM(ctx, s.backend, s.snap, meta.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing, quantization: meta.Quantization})
+	m, err := loadCausalLM(ctx, s.backend, s.snap, meta.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing, flash: s.flash, quantization: meta.Quantization})
 	if err != nil {
 		return nil, err
 	}
@@ -437,8 +452,12 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		}
 		return metrics, nil
 	}
-	rep, err := s.fit(ctx, meta, m, sc.Train, train, func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) },
-		evaluate, "rougeL", false, m.answerLoss, len(dev))
+	build, loss := func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) }, m.answerLoss
+	if sc.Train.Packing {
+		sh := planPacking(train, sc.Train, cfg.Seed, sc.MaxSeqLen)
+		build, loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, false) }, m.packedAnswerLoss
+	}
+	rep, err := s.fit(ctx, meta, m, sc.Train, train, build, evaluate, "rougeL", false, loss, len(dev))
 	if err != nil {
 		return nil, err
 	}
