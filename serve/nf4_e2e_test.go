@@ -17,12 +17,13 @@ import (
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
+	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/serve"
 )
 
-// TestNF4CheckpointEndToEnd is issue 32's "Checked by" on the tiny snapshots: a QLoRA tracker on
-// a bitsandbytes 4-bit snapshot (randsnap --quantize nf4) and a QLoRA summarizer on a plain one
+// TestNF4CheckpointEndToEnd is issue 32's "Checked by" on the tiny snapshots: QLoRA trackers
+// (generative and lm_cls heads) on a bitsandbytes 4-bit snapshot (randsnap --quantize nf4) and a QLoRA summarizer on a plain one
 // quantized when loaded (--quantize nf4), each trained 2 steps (tracksum-train --max-steps 2);
 // their manifests record the quantization; tracksum-infer runs them together; tracksum-serve
 // --model serves the summarizer; tracksum-export writes each as a plain snapshot; and the
@@ -45,13 +46,26 @@ func TestNF4CheckpointEndToEnd(t *testing.T) {
 	if err := pretrained.TrainTracker(context.Background(), cfg, training.Request{Data: data, Out: trk, Log: pretrainedtest.Log()}); err != nil {
 		t.Fatal(err)
 	}
+	// The lm_cls head on the same 4-bit base.
+	cls := filepath.Join(root, "tracker-lm_cls")
+	cfg.Tracker.Head = config.HeadLMCLS
+	if err := pretrained.TrainTracker(context.Background(), cfg, training.Request{Data: data, Out: cls, Log: pretrainedtest.Log()}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := pretrained.LoadTracker(context.Background(), cls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs, err := tr.ScoreBatch([]tracker.Request{{Doc: []string{"We studied drug X.", "Pain decreased."}, Aspect: "a"}}); err != nil || len(probs) != 1 || len(probs[0]) != 2 {
+		t.Fatalf("lm_cls tracker on the nf4 base: %v, %v", probs, err)
+	}
 	pretrainedtest.SummarizerConfig(cfg, llm)
 	cfg.Summarizer.Train.MaxSteps, cfg.Summarizer.Train.EvalEvery = 2, 2
 	cfg.Summarizer.Train.Quantization = config.QuantizationNF4
 	if err := pretrained.TrainSummarizer(context.Background(), cfg, training.Request{Data: data, Out: sum, Log: pretrainedtest.Log()}); err != nil {
 		t.Fatal(err)
 	}
-	for _, ck := range []string{trk, sum} {
+	for _, ck := range []string{trk, cls, sum} {
 		m, err := checkpoint.Open(ck)
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +105,7 @@ func TestNF4CheckpointEndToEnd(t *testing.T) {
 	}
 
 	// tracksum-export of each: a plain snapshot, its provenance saying nf4.
-	for _, ck := range []string{trk, sum} {
+	for _, ck := range []string{trk, cls, sum} {
 		dst := filepath.Join(root, "export-"+filepath.Base(ck))
 		prov, err := export.Export(context.Background(), export.Options{Checkpoint: ck, Out: dst})
 		if err != nil {
