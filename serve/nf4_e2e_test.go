@@ -23,11 +23,12 @@ import (
 )
 
 // TestNF4CheckpointEndToEnd is issue 32's "Checked by" on the tiny snapshots: QLoRA trackers
-// (generative and lm_cls heads) on a bitsandbytes 4-bit snapshot (randsnap --quantize nf4) and a QLoRA summarizer on a plain one
-// quantized when loaded (--quantize nf4), each trained 2 steps (tracksum-train --max-steps 2);
-// their manifests record the quantization; tracksum-infer runs them together; tracksum-serve
-// --model serves the summarizer; tracksum-export writes each as a plain snapshot; and the
-// tracker's adapters opened on the unquantized snapshot (export --base) are refused in one line.
+// (generative and lm_cls heads) on a bitsandbytes 4-bit snapshot (randsnap --quantize nf4) and a
+// QLoRA summarizer on a plain one quantized when loaded (--quantize nf4), each trained 2 steps
+// (tracksum-train --max-steps 2); their manifests record the quantization; tracksum-infer runs the
+// generative tracker and the summarizer together; tracksum-serve --model serves the summarizer;
+// tracksum-export writes each as a plain snapshot; and the generative tracker's adapters opened on
+// the unquantized snapshot (export --base) are refused in one line.
 func TestNF4CheckpointEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fine-tunes two tiny models (-short)")
