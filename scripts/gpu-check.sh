@@ -151,9 +151,11 @@ else
 fi
 
 # (c) our LoRA steps; (e) PEFT/transformers load them; (d) the reference steps.
-# Each run is "task shape batch max_seq_len steps [precision [ckpt] [long]]"; precision (f32, bf16,
+# Each run is "task shape batch max_seq_len steps [precision [ckpt] [long] [nf4]]"; precision (f32, bf16,
 # auto) and "ckpt" set TRACKSUM_<TASK>_TRAIN_PRECISION and _GRADIENT_CHECKPOINTING for that run (a
-# build without those keys refuses them in one line); "long" (summarizer) lengthens the sample's
+# build without those keys refuses them in one line); "nf4" sets _TRAIN_QUANTIZATION=nf4 (QLoRA:
+# the base's projections as NF4 codes; its reference steps are PEFT's bf16 LoRA, bitsandbytes being
+# absent there, and its PEFT load check quantizes the base as bitsandbytes would); "long" (summarizer) lengthens the sample's
 # abstracts to max_seq_len words and puts them in the prompt (summarizer.full_context), so that
 # the prompts fill max_seq_len as the reference steps' random tokens do. GPU_CHECK_RUNS (runs separated by ";") replaces
 # the list (the Go test of the script runs one tiny tracker).
@@ -161,25 +163,28 @@ if [ -n "${GPU_CHECK_RUNS:-}" ]; then
 	IFS=';' read -r -a runs <<<"$GPU_CHECK_RUNS"
 elif [ "$CPU" = 1 ]; then
 	# Three micro-batch sizes of the tracker: the plan's activation model against the peak RSS.
-	runs=("tracker tiny 2 128 2" "tracker tiny 4 128 2" "tracker tiny 8 128 2" "summarizer tiny 2 256 2")
+	runs=("tracker tiny 2 128 2" "tracker tiny 4 128 2" "tracker tiny 8 128 2" "summarizer tiny 2 256 2" "tracker tiny 2 128 2 auto nf4")
 else
 	# In order of value: the recipe's shapes in bf16 first (the summarizer's 16 x 2,048 on two 8B
 	# layers with checkpointing, as the plan chooses), then without checkpointing, f32, and 1B.
+	# The nf4 (QLoRA) runs of the 8B layers follow their bf16 runs of the same shapes (issue 32).
 	runs=("tracker smollm2-135m 32 128 12 bf16" "summarizer llama-3.1-8b-2l 16 2048 6 bf16 ckpt long" "tracker llama-3.1-8b-2l 32 128 12 bf16"
+		"tracker llama-3.1-8b-2l 32 128 12 bf16 nf4" "summarizer llama-3.1-8b-2l 16 2048 6 bf16 ckpt long nf4"
 		"summarizer smollm2-135m 8 1024 12 bf16" "summarizer llama-3.1-8b-2l 16 2048 6 bf16" "tracker smollm2-135m 32 128 12 f32"
 		"tracker llama-3.2-1b 32 128 12 bf16")
 fi
 for r in "${runs[@]}"; do
 	read -r task shape batch seq steps precision opts <<<"$r"
-	ckpt="" long=""
+	ckpt="" long="" nf4=""
 	for o in ${opts:-}; do
 		case $o in
 		ckpt) ckpt=ckpt ;;
 		long) long=long ;;
-		*) echo "gpu-check: run \"$r\": unknown option $o (want ckpt or long)" >&2 ;;
+		nf4) nf4=nf4 ;;
+		*) echo "gpu-check: run \"$r\": unknown option $o (want ckpt, long or nf4)" >&2 ;;
 		esac
 	done
-	name="$task-$shape-b$batch${precision:+-$precision}${ckpt:+-$ckpt}${long:+-$long}"
+	name="$task-$shape-b$batch${precision:+-$precision}${ckpt:+-$ckpt}${long:+-$long}${nf4:+-$nf4}"
 	if [ "${#tok[@]}" = 0 ]; then
 		# The byte-level test tokenizer spells the recipe's prompts in about four times Llama 3.1's
 		# tokens: they do not fit the runs' max_seq_len, and four times longer runs are too slow here.
@@ -196,6 +201,7 @@ for r in "${runs[@]}"; do
 	sec=$(printf '%s' "$task" | tr '[:lower:]' '[:upper:]')
 	[ -n "${precision:-}" ] && settings+=("TRACKSUM_${sec}_TRAIN_PRECISION=$precision")
 	[ "${ckpt:-}" = ckpt ] && settings+=("TRACKSUM_${sec}_TRAIN_GRADIENT_CHECKPOINTING=true")
+	[ "${nf4:-}" = nf4 ] && settings+=("TRACKSUM_${sec}_TRAIN_QUANTIZATION=nf4")
 	longargs=()
 	if [ "${long:-}" = long ]; then
 		settings+=("TRACKSUM_${sec}_FULL_CONTEXT=true")
@@ -210,8 +216,10 @@ for r in "${runs[@]}"; do
 	ck="$WORK/$name/$task"
 	step "logits $name" 120 env GOMLX_BACKEND="$EXACT" "$BIN" logits --checkpoint "$ck" --out "$WORK/$name/logits.safetensors"
 	step "export $name" 120 "$BIN" export --checkpoint "$ck" --out "$WORK/$name/export"
+	nf4args=()
+	[ "${nf4:-}" = nf4 ] && nf4args=(--nf4)
 	step "PEFT/transformers load $name" 180 "$PY" scripts/gpucheck/peft_check.py load --checkpoint "$ck" \
-		--export "$WORK/$name/export" --ours "$WORK/$name/logits.safetensors" --task "$task"
+		--export "$WORK/$name/export" --ours "$WORK/$name/logits.safetensors" --task "$task" "${nf4args[@]}"
 	ref_dtype=bfloat16
 	[ "${precision:-}" = f32 ] && ref_dtype=float32
 	ref_ckpt=()

@@ -204,6 +204,17 @@ func LoadQuantized(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.
 	return load(ctx, s, store, lora, seed, quantization)
 }
 
+// NF4Weights returns the names of the base weights of s that LoadQuantized with QuantNF4 holds
+// as NF4 codes, which a checkpoint trained so was trained on dequantized (hf/export merges into
+// them).
+func NF4Weights(s *snapshot.Snapshot) (map[string]bool, error) {
+	cfg, err := configOf(s)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.packed(), nil
+}
+
 // PackedWeights returns the names of the base weights held as NF4 codes, sorted.
 func (m *Model) PackedWeights() []string { return sortedKeys(m.packed) }
 

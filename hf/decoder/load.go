@@ -94,6 +94,20 @@ func (c Config) expectedTensors() map[string][]int {
 	return want
 }
 
+// packed returns the weights QuantNF4 holds as codes: the layers' projections whose size is a
+// multiple of the block.
+func (c Config) packed() map[string]bool {
+	out := map[string]bool{}
+	for i := range c.Layers {
+		for _, p := range c.projections(i) {
+			if (p.out*p.in)%quant.BlockSize == 0 {
+				out[p.key+".weight"] = true
+			}
+		}
+	}
+	return out
+}
+
 func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lora LoRA, seed int64, quantization string) (*Model, error) {
 	cfg, err := configOf(s)
 	if err != nil {
@@ -134,13 +148,7 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	}
 	pack := map[string]bool{}
 	if quantization == QuantNF4 {
-		for i := range cfg.Layers {
-			for _, p := range cfg.projections(i) {
-				if (p.out*p.in)%quant.BlockSize == 0 {
-					pack[p.key+".weight"] = true
-				}
-			}
-		}
+		pack = cfg.packed()
 	}
 	ts, err := s.Tensors(ctx, func(name string) bool { _, ok := want[name]; return ok && !pack[name] })
 	if err != nil {

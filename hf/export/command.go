@@ -32,8 +32,11 @@ func Command() cli.Command {
 			"stored in the base's dtype, or in --dtype's) and writes a Hugging Face snapshot that transformers loads without\n" +
 			"tracksum or PEFT: config.json, model.safetensors under the base's key names, and the base's\n" +
 			"tokenizer and generation files. A classification head (tracker.head lm_cls or encoder_cls) makes it\n" +
-			"a *ForSequenceClassification model. The base's weights must still have the sha256 recorded at\n" +
-			"training, and the checkpoint's files the sha256 its manifest (checkpoint.json) records; a checkpoint of\n" +
+			"a *ForSequenceClassification model. A QLoRA checkpoint (tracksum-train --quantize nf4, or a bitsandbytes\n" +
+			"4-bit base) is merged into the NF4 weights dequantized, the ones it was trained on, and written as a plain\n" +
+			"snapshot in the base's dtype (bfloat16 for a 4-bit snapshot's bf16 quant_state) or --dtype's, never as\n" +
+			"4-bit codes; its adapter/ directory stays PEFT's, for a base loaded with bitsandbytes' nf4. The base's\n" +
+			"weights must still have the sha256 recorded at training, and the checkpoint's files the sha256 its manifest (checkpoint.json) records; a checkpoint of\n" +
 			"another kind (from scratch, a cross-validation, a whole sum_then_track directory) is refused naming it.\n" +
 			"The output appears complete or not at all.",
 		Flags: fs,

@@ -33,8 +33,10 @@ import (
 	"github.com/gomlx/go-huggingface/models/safetensors"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/quant"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/cli"
@@ -87,6 +89,9 @@ type Provenance struct {
 	AdapterConfig any      `json:"adapter_config,omitempty"`
 	// DType is Options.DType: empty when each tensor kept its base's dtype.
 	DType string `json:"dtype,omitempty"`
+	// Quantization is the checkpoint's (pretrained.json): "nf4" when its adapters were merged
+	// into the NF4 weights dequantized, the base they were trained on.
+	Quantization string `json:"quantization,omitempty"`
 	// Files lists every file the export wrote (this one included), so that --overwrite can tell
 	// a previous export from a directory holding a user's files.
 	Files []string `json:"files,omitempty"`
@@ -115,7 +120,8 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkAdapterAgreement(ck); err != nil {
+	quantization, err := checkAdapterAgreement(ck)
+	if err != nil {
 		return nil, err
 	}
 	inputs := map[string]string{"--checkpoint": ck, "base snapshot": snap.Dir}
@@ -130,7 +136,21 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 		}
 		base[name] = s
 	}
-	prov := &Provenance{Checkpoint: absPath(ck), Base: snap.Dir, BaseSHA256: ref.WeightsSHA256}
+	prov := &Provenance{Checkpoint: absPath(ck), Base: snap.Dir, BaseSHA256: ref.WeightsSHA256, Quantization: quantization}
+	// A QLoRA checkpoint's adapters were trained on the NF4 weights dequantized: the merge is into
+	// those, as PEFT's merge of a 4-bit base. A 4-bit snapshot's are dequantized when read; a
+	// plain base's are quantized here as the training loaded them.
+	var roundTrip map[string]bool
+	if quantization == nf4 {
+		if roundTrip, err = decoder.NF4Weights(snap); err != nil {
+			return nil, err
+		}
+		for name := range roundTrip {
+			if _, inBase := base[name]; !inBase || snap.IsQuantized(name) {
+				delete(roundTrip, name)
+			}
+		}
+	}
 	var closers []func() error
 	defer func() {
 		for _, c := range closers {
@@ -203,6 +223,11 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 				return nil, err
 			}
 			w = ts[name]
+			if roundTrip[name] {
+				if w, err = dequantizedNF4(w); err != nil {
+					return nil, fmt.Errorf("base %s: %s: %w", snap.Dir, name, err)
+				}
+			}
 			if convert && isFloat(w.DType()) {
 				// Merged in float32 from the exact float32 value of the base weight (every bf16 and
 				// f16 value is one), then rounded once to the target, if at all.
@@ -215,9 +240,10 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 			return t, err
 		}
 		var v []float32
-		if convert && t.DType() != target {
+		if want := fileShapes[file].DType; t.DType() != want {
+			// --dtype's, or the base's for a weight dequantized in float32 (roundTrip).
 			v = tensors.MustCopyFlatData[float32](snapshot.ToFloat32(t))
-			if t, err = snapshot.FromFloat32(v, target, t.Shape().Dimensions...); err != nil {
+			if t, err = snapshot.FromFloat32(v, want, t.Shape().Dimensions...); err != nil {
 				return nil, err
 			}
 		}
@@ -305,18 +331,42 @@ func checkKind(ctx context.Context, ck string, log io.Writer) error {
 // checkAdapterAgreement refuses a checkpoint whose adapter_config.json (what the merge uses)
 // disagrees with the LoRA settings of its pretrained.json (what infer uses): the export would
 // not be the model infer runs. A checkpoint without pretrained.json has no second record.
-func checkAdapterAgreement(ck string) error {
+// It returns pretrained.json's quantization ("nf4" or empty).
+func checkAdapterAgreement(ck string) (string, error) {
 	var meta struct {
-		LoRA config.LoRA `json:"lora"`
+		LoRA         config.LoRA `json:"lora"`
+		Quantization string      `json:"quantization"`
 	}
-	err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.PretrainedFile), &meta, false)
+	path := filepath.Join(ck, checkpoint.PretrainedFile)
+	err := atomicio.ReadJSON(path, &meta, false)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return err // names the file
+		return "", err // names the file
 	}
-	return peft.CheckAgreement(ck, meta.LoRA, checkpoint.PretrainedFile)
+	if meta.Quantization != "" && meta.Quantization != nf4 {
+		return "", fmt.Errorf("%s: quantization %q, want %s or none (absent)", path, meta.Quantization, nf4)
+	}
+	return meta.Quantization, peft.CheckAgreement(ck, meta.LoRA, checkpoint.PretrainedFile)
+}
+
+// nf4 is pretrained.json's quantization of a QLoRA checkpoint.
+const nf4 = config.QuantizationNF4
+
+// dequantizedNF4 returns w quantized to NF4 as the training's LoadQuantized did (blocks of 64,
+// double quantization) and dequantized, in float32.
+func dequantizedNF4(w *tensors.Tensor) (*tensors.Tensor, error) {
+	dims := w.Shape().Dimensions
+	q, err := quant.QuantizeNF4(tensors.MustCopyFlatData[float32](snapshot.ToFloat32(w)), dims, quant.BlockSize, true)
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]float32, q.Len())
+	if err := q.Dequantize(vals); err != nil {
+		return nil, err
+	}
+	return tensors.FromFlatDataAndDimensions(vals, dims...), nil
 }
 
 // previousExport recognises an export that --overwrite may replace: a ProvenanceFile whose file

@@ -625,6 +625,73 @@ func TestExportNF4Base(t *testing.T) {
 	}
 }
 
+// TestExportNF4TrainedPlainBase (issue 32): a checkpoint of tracksum-train --quantize nf4 on a
+// plain bf16 base (quantized when loaded) was trained on the NF4 weights dequantized, so its
+// merge is into those, quantized here as the training did, written in the base's bf16 (not into
+// the original weights, which would not be the model infer runs); tracksum_export.json says so.
+// A quantization other than nf4 in pretrained.json is refused.
+func TestExportNF4TrainedPlainBase(t *testing.T) {
+	root := t.TempDir()
+	baseDir, ck := filepath.Join(root, "base"), filepath.Join(root, "ck")
+	if err := randsnap.WriteDecoder(baseDir, tiny(dtypes.BFloat16, 1)); err != nil {
+		t.Fatal(err)
+	}
+	a := checkpointFor(t, baseDir, ck, false)
+	meta := map[string]any{"task": "summarizer", "lora": config.LoRA{Rank: 4, Alpha: 8, RSLoRA: true, TargetModules: config.LoRATargetsLlama}, "quantization": "nf4"}
+	if err := atomicio.WriteJSON(filepath.Join(ck, checkpoint.PretrainedFile), meta); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "out")
+	prov, err := Export(context.Background(), Options{Checkpoint: ck, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prov.Quantization != "nf4" {
+		t.Errorf("provenance quantization %q, want nf4", prov.Quantization)
+	}
+	got, err := tensorio.ReadTensors(filepath.Join(out, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := tensorio.ReadTensors(filepath.Join(baseDir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, module := range []string{"model.layers.0.self_attn.k_proj", "model.layers.1.mlp.up_proj"} {
+		name := module + ".weight"
+		if got[name].DType() != dtypes.BFloat16 {
+			t.Errorf("%s written as %s, want the base's bfloat16", name, got[name].DType())
+		}
+		dq, err := dequantizedNF4(base[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := mergedWant(t, dq, a.Tensors[peft.Prefix+module+peft.SuffixA], a.Tensors[peft.Prefix+module+peft.SuffixB])
+		plain := mergedWant(t, base[name], a.Tensors[peft.Prefix+module+peft.SuffixA], a.Tensors[peft.Prefix+module+peft.SuffixB])
+		gv := values(t, got[name])
+		apart := 0
+		for i := range want {
+			if math.Abs(gv[i]-want[i]) > math.Abs(want[i])/128+1e-6 {
+				t.Fatalf("%s[%d] = %g, want the NF4 weights dequantized + 4 * B@A = %g (within bf16's rounding)", name, i, gv[i], want[i])
+			}
+			if math.Abs(gv[i]-plain[i]) > math.Abs(plain[i])/64 {
+				apart++
+			}
+		}
+		if apart == 0 {
+			t.Errorf("%s equals the merge into the unquantized weights: the NF4 round trip was not applied", name)
+		}
+	}
+	meta["quantization"] = "fp4"
+	if err := atomicio.WriteJSON(filepath.Join(ck, checkpoint.PretrainedFile), meta); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Export(context.Background(), Options{Checkpoint: ck, Out: filepath.Join(root, "out2")})
+	if want := `quantization "fp4", want nf4 or none`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err %v, want one with %q", err, want)
+	}
+}
+
 // TestExportDTypeOverflow is issue 35 item 3: a weight past float16's largest value (65,504) was
 // written as +Inf with exit 0, and tracksum then refused its own export. The export is refused
 // naming the tensor and the value, and nothing is left at --out; bfloat16 holds the value.

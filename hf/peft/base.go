@@ -37,6 +37,10 @@ type BaseRef struct {
 	WeightsSHA256 string `json:"weights_sha256"`
 	// WeightFiles are the weight files the digest covers, relative to Dir.
 	WeightFiles []string `json:"weight_files"`
+	// Quantization is how the snapshot stores its weights: "bitsandbytes nf4" (a 4-bit
+	// snapshot, e.g. unsloth's -bnb-4bit), or empty for a plain one. A snapshot stored otherwise
+	// is another model, refused naming both storages.
+	Quantization string `json:"quantization,omitempty"`
 	// Files are the SHA-256 of the snapshot's other files that shape the model
 	// (snapshot.ShapingFiles present at training: config.json, tokenizer files, chat template,
 	// generation config), by file name. Absent in checkpoints written before they were recorded.
@@ -58,7 +62,23 @@ func RefOf(ctx context.Context, s *snapshot.Snapshot) (BaseRef, error) {
 	if err != nil {
 		return BaseRef{}, err
 	}
-	return BaseRef{Dir: dir, ModelType: s.ModelType, WeightsSHA256: sum, WeightFiles: slices.Clone(s.WeightFiles), Files: files}, nil
+	return BaseRef{Dir: dir, ModelType: s.ModelType, WeightsSHA256: sum, WeightFiles: slices.Clone(s.WeightFiles), Quantization: storage(s), Files: files}, nil
+}
+
+// storage is BaseRef.Quantization for s.
+func storage(s *snapshot.Snapshot) string {
+	if s.Quant == nil {
+		return ""
+	}
+	return "bitsandbytes " + s.Quant.QuantType
+}
+
+// describeStorage names a BaseRef.Quantization for messages.
+func describeStorage(q string) string {
+	if q == "" {
+		return "an unquantized snapshot"
+	}
+	return "a " + q + " (4-bit) snapshot"
 }
 
 // WriteBaseRef writes ckDir/base.json for the snapshot s, atomically, and returns what it wrote.
@@ -109,6 +129,11 @@ func OpenBase(ctx context.Context, ckDir, dir string) (*snapshot.Snapshot, BaseR
 	}
 	if s.ModelType != ref.ModelType {
 		return nil, BaseRef{}, fmt.Errorf("%s: base model %s is model_type %q, the checkpoint was trained on %q", path, dir, s.ModelType, ref.ModelType)
+	}
+	// An adapter trained on a 4-bit snapshot applied to its unquantized original (or the
+	// reverse) fails the digests below too; this says why.
+	if q := storage(s); q != ref.Quantization {
+		return nil, BaseRef{}, fmt.Errorf("%s: base model %s is %s, the checkpoint was trained on %s: its adapters apply to the weights they were trained with only", path, dir, describeStorage(q), describeStorage(ref.Quantization))
 	}
 	if ref.Files != nil {
 		now, err := s.FileDigests()

@@ -125,3 +125,47 @@ func TestBaseRefWithoutFiles(t *testing.T) {
 		t.Fatalf("old base.json refused: %v", err)
 	}
 }
+
+// TestBaseQuantizedOtherwiseRefused (issue 32): a checkpoint trained on a bitsandbytes 4-bit
+// snapshot, opened on its unquantized original (export --base, a moved base), or the reverse, is
+// refused in one line naming both storages, not only as weights whose digest changed.
+func TestBaseQuantizedOtherwiseRefused(t *testing.T) {
+	t.Setenv(snapshot.CacheDirEnv, filepath.Join(t.TempDir(), "cache"))
+	d := randsnap.Decoder{ModelType: "llama", Vocab: 300, Hidden: 64, Layers: 1, Heads: 2, Intermediate: 128, Seed: 1}
+	plain, nf4 := filepath.Join(t.TempDir(), "plain"), filepath.Join(t.TempDir(), "nf4")
+	if err := randsnap.WriteDecoder(plain, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Quantize = "nf4"
+	if err := randsnap.WriteDecoder(nf4, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ desc, trained, opened, want string }{
+		{"nf4-trained on plain", nf4, plain, "is an unquantized snapshot, the checkpoint was trained on a bitsandbytes nf4 (4-bit) snapshot"},
+		{"plain-trained on nf4", plain, nf4, "is a bitsandbytes nf4 (4-bit) snapshot, the checkpoint was trained on an unquantized snapshot"},
+		{"nf4 on nf4", nf4, nf4, ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			ck := t.TempDir()
+			s, err := snapshot.Open(tc.trained)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := peft.WriteBaseRef(context.Background(), ck, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]string{nf4: "bitsandbytes nf4", plain: ""}[tc.trained]; ref.Quantization != want {
+				t.Errorf("base.json records quantization %q, want %q", ref.Quantization, want)
+			}
+			_, _, err = peft.OpenBase(context.Background(), ck, tc.opened)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("the base trained on refused: %v", err)
+			case tc.want == "":
+			case err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n"):
+				t.Errorf("error %v, want one line with %q", err, tc.want)
+			}
+		})
+	}
+}

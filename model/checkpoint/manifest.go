@@ -106,6 +106,9 @@ type Backbone struct {
 	Architecture string `json:"architecture,omitempty"`
 	// Head is a pretrained tracker's head (generative, lm_cls, encoder_cls).
 	Head string `json:"head,omitempty"`
+	// Quantization is how a pretrained base was held in training, pretrained.json's: "nf4"
+	// (QLoRA), or empty for its own dtype. Inference loads the base the same way.
+	Quantization string `json:"quantization,omitempty"`
 }
 
 // File is one file of a checkpoint.
@@ -124,6 +127,7 @@ type Base struct {
 	ModelType     string            `json:"model_type"`
 	WeightsSHA256 string            `json:"weights_sha256"`
 	WeightFiles   []string          `json:"weight_files"`
+	Quantization  string            `json:"quantization,omitempty"`
 	Files         map[string]string `json:"files,omitempty"`
 }
 
@@ -526,6 +530,8 @@ type (
 		Head      string `json:"head"`
 		ModelType string `json:"model_type"`
 		Variant   string `json:"variant"`
+		// Quantization is Meta.Quantization: "nf4" or empty.
+		Quantization string `json:"quantization"`
 	}
 	variantMeta struct {
 		Variant    string `json:"variant"`
@@ -688,7 +694,7 @@ func (d *describer) model(v string) error {
 			return fmt.Errorf("%w: %s: variant %q, but %s says %q (an unfinished run?)", ErrCheckpoint, d.path(PretrainedFile), pm.Variant, VariantFile, v)
 		}
 		m.Kind, m.Task = pm.Task, pm.Task
-		m.Backbone = Backbone{Type: BackboneCausalLM, Architecture: pm.ModelType, Head: pm.Head}
+		m.Backbone = Backbone{Type: BackboneCausalLM, Architecture: pm.ModelType, Head: pm.Head, Quantization: pm.Quantization}
 		if pm.Head == config.HeadEncoderCLS {
 			m.Backbone.Type = BackboneEncoder
 		}

@@ -120,6 +120,9 @@ func ReadMeta(dir string) (*Meta, error) {
 		return nil, fmt.Errorf("%w: %s: variant %q, want none, %s or %s", ErrCheckpoint, path, m.Variant, variant.SumThenTrack, variant.EndToEnd)
 	case m.Variant == variant.EndToEnd && m.Task != dataset.TaskSummarizer:
 		return nil, fmt.Errorf("%w: %s: an end_to_end model is a %s, not a %s", ErrCheckpoint, path, dataset.TaskSummarizer, m.Task)
+	case m.Quantization != "" && m.Quantization != config.QuantizationNF4:
+		// Loaded as none, the adapters would run on weights other than those they were trained on.
+		return nil, fmt.Errorf("%w: %s: quantization %q, want %s or none (absent)", ErrCheckpoint, path, m.Quantization, config.QuantizationNF4)
 	}
 	return &m, nil
 }
@@ -140,6 +143,12 @@ func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.S
 		}
 		if err := training.CheckConfig(outDir, checkpoint.ConfigFile, cfg, meta.Task, allowChanged, log); err != nil {
 			return err
+		}
+		if old.Quantization != meta.Quantization {
+			// The adapters were trained on the base as it was held: continuing them on a base
+			// quantized otherwise would mix two models in one run.
+			return fmt.Errorf("%w: %s was trained on a base held as %s, this run's is %s (%s.train.quantization, --quantize); rerun with --quantize %s or use another --out",
+				training.ErrResume, outDir, quantName(old.Quantization), quantName(meta.Quantization), meta.Task, quantName(old.Quantization))
 		}
 		if !reflect.DeepEqual(old, meta) {
 			return fmt.Errorf("%w: %s was trained with other settings (%s differs); use another --out or delete it", ErrCheckpoint, outDir, checkpoint.PretrainedFile)
@@ -169,6 +178,14 @@ func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.S
 		return err
 	}
 	return checkpoint.Write(outDir, checkpoint.Files{MetaFile: checkpoint.PretrainedFile, Meta: meta, Tokenizer: tok, Config: cfg})
+}
+
+// quantName is train.quantization's value for Meta.Quantization q ("" is none).
+func quantName(q string) string {
+	if q == "" {
+		return config.QuantizationNone
+	}
+	return q
 }
 
 // writeInterop writes a model's trained variables (the best ones, loaded in its store) in

@@ -91,41 +91,51 @@ func TestBF16TrackerTracksF32(t *testing.T) {
 }
 
 // TestNF4TrackerTrains: a QLoRA run (tracksum-train --quantize nf4: the frozen base's projections
-// as NF4 codes) trains the generative tracker to finite losses and records the quantization in
-// the checkpoint, which inference loads again with it.
+// as NF4 codes) trains the generative tracker, records the quantization in the checkpoint, which
+// inference loads again with it, and its training loss (the mean of the 3 steps') follows the
+// run on the unquantized base within 2% (issue 32's stated tolerance), without equalling it.
 func TestNF4TrackerTrains(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains a model (~5 s)")
+		t.Skip("trains two models (~10 s)")
 	}
-	cfg, data, llm := setup(t)
-	cfg.Tracker.Pretrained, cfg.Tracker.Head = llm, config.HeadGenerative
-	cfg.Tracker.LoRA.Rank, cfg.Tracker.LoRA.Alpha = 4, 8
-	cfg.Tracker.LoRA.TargetModules = []string{"q_proj", "v_proj", "down_proj"}
-	loop(&cfg.Tracker.Train)
-	cfg.Tracker.Train.Quantization = config.QuantizationNF4
-	ck := filepath.Join(t.TempDir(), "tracker-nf4")
-	trainTask(t, "tracker", cfg, data, ck)
-	meta, err := pretrained.ReadMeta(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if meta.Quantization != config.QuantizationNF4 {
-		t.Errorf("checkpoint records quantization %q, want nf4", meta.Quantization)
-	}
-	losses := trainLosses(t, ck)
-	if len(losses) == 0 {
-		t.Fatal("no training loss recorded")
-	}
-	for i, l := range losses {
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			t.Errorf("evaluation %d: training loss %v", i+1, l)
+	losses := map[string][]float64{}
+	for _, q := range []string{config.QuantizationNone, config.QuantizationNF4} {
+		cfg, data, llm := setup(t)
+		cfg.Tracker.Pretrained, cfg.Tracker.Head = llm, config.HeadGenerative
+		cfg.Tracker.LoRA.Rank, cfg.Tracker.LoRA.Alpha = 4, 8
+		cfg.Tracker.LoRA.TargetModules = []string{"q_proj", "v_proj", "down_proj"}
+		loop(&cfg.Tracker.Train)
+		cfg.Tracker.Train.Quantization = q
+		ck := filepath.Join(t.TempDir(), "tracker-"+q)
+		trainTask(t, "tracker", cfg, data, ck)
+		meta, err := pretrained.ReadMeta(ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{config.QuantizationNone: "", config.QuantizationNF4: config.QuantizationNF4}[q]
+		if meta.Quantization != want {
+			t.Errorf("checkpoint records quantization %q, want %q", meta.Quantization, want)
+		}
+		losses[q] = trainLosses(t, ck)
+		tr, err := pretrained.LoadTracker(context.Background(), ck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Meta.Quantization != want {
+			t.Errorf("loaded tracker's quantization %q, want %q", tr.Meta.Quantization, want)
 		}
 	}
-	tr, err := pretrained.LoadTracker(context.Background(), ck)
-	if err != nil {
-		t.Fatal(err)
+	plain, nf4 := losses[config.QuantizationNone], losses[config.QuantizationNF4]
+	if len(plain) == 0 || len(nf4) != len(plain) {
+		t.Fatalf("%d unquantized and %d nf4 training losses, want the same number > 0", len(plain), len(nf4))
 	}
-	if tr.Meta.Quantization != config.QuantizationNF4 {
-		t.Errorf("loaded tracker's quantization %q, want nf4", tr.Meta.Quantization)
+	for i := range plain {
+		t.Logf("evaluation %d: training loss unquantized %.6f, nf4 %.6f", i+1, plain[i], nf4[i])
+		if math.IsNaN(nf4[i]) || math.Abs(nf4[i]-plain[i]) > 0.02*math.Abs(plain[i]) {
+			t.Errorf("evaluation %d: nf4 training loss %.5f, unquantized %.5f: more than 2%% apart", i+1, nf4[i], plain[i])
+		}
+		if nf4[i] == plain[i] {
+			t.Errorf("evaluation %d: nf4 and unquantized training losses are identical (%.7f): the base was not quantized", i+1, plain[i])
+		}
 	}
 }

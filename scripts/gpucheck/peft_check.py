@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """GPU check steps (d) and (e), the Hugging Face side (scripts/gpu-check.sh; docs/gpu.md).
 
-  peft_check.py load  --checkpoint CK --export DIR --ours LOGITS.safetensors [--tol 1e-3 --export-tol 1e-2]
+  peft_check.py load  --checkpoint CK --export DIR --ours LOGITS.safetensors [--tol 1e-3 --export-tol 1e-2] [--nf4]
       (e) PeftModel.from_pretrained(base, CK/adapter) and AutoModelForCausalLM.from_pretrained(DIR)
       (our merged export) on the token batch of `gpucheck logits`, logits compared with ours.
+      --nf4 (a QLoRA checkpoint): bitsandbytes is absent there, so the base's layer projections are
+      replaced by their NF4 round trip (blocks of 64, double quantization), as bitsandbytes'
+      load_in_4bit would hold them (tools/hfparity/nf4.py's codec, ties aside).
   peft_check.py train --checkpoint CK --task NAME --batch B --seq T --steps N [--dtype bfloat16]
       (d) the same LoRA steps with transformers + PEFT: the base in --dtype, our adapter (trainable,
       float32 as PEFT casts it), AdamW, seeded random tokens of our run's shape with the loss on the
@@ -40,6 +43,8 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--nf4", action="store_true",
+                    help="the checkpoint's base is NF4 (train.quantization nf4): quantize the base's projections as bitsandbytes would")
     ap.add_argument("--gradient-checkpointing", action="store_true",
                     help="recompute each layer in the backward pass, as our run with train.gradient_checkpointing")
     a = ap.parse_args()
@@ -100,6 +105,9 @@ def load(a):
         emit(step="peft", checkpoint=a.checkpoint, what=what, max_abs_diff=diff, tolerance=tol, ok=ok)
 
     base = AutoModelForCausalLM.from_pretrained(base_dir(a.checkpoint), torch_dtype=torch.float32).to(dev)
+    if a.nf4:
+        n = nf4_base(base)
+        emit(step="peft", checkpoint=a.checkpoint, what="base projections NF4 round trip (no bitsandbytes)", weights=n, ok=n > 0)
     model = PeftModel.from_pretrained(base, os.path.join(a.checkpoint, "adapter")).to(dev).eval()
     compare("PeftModel.from_pretrained(base, adapter), float32", logits(model), a.tol)
     if a.export:
@@ -121,6 +129,40 @@ def load(a):
         del merged
     del model, base
     return rc
+
+
+def nf4_base(model):
+    """Replaces each layer projection whose size is a multiple of 64 (what hf/decoder packs) by
+    its NF4 quantization dequantized, in float32: blocks of 64 scaled by their absmax, the nearest
+    NF4 level, the absmax values 8-bit coded (dynamic map, blocks of 256, minus their mean).
+    Returns how many weights it replaced."""
+    import torch
+
+    import nf4 as ref
+
+    levels = ref.NF4.to(torch.float32)
+    code = ref.create_dynamic_map().to(torch.float32)
+    n = 0
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".layers." not in name or not name.endswith("_proj.weight") or p.numel() % 64:
+                continue
+            dev = p.device
+            lv, cd = levels.to(dev), code.to(dev)
+            blocks = p.data.float().reshape(-1, 64)
+            absmax = blocks.abs().amax(-1)
+            scaled = torch.clamp(blocks * (1.0 / absmax.clamp(min=1e-38)).view(-1, 1), -1, 1)
+            q = torch.bucketize(scaled, (lv[:-1] + lv[1:]) / 2)
+            offset = absmax.double().mean().float()
+            centred = absmax - offset
+            pad = (-centred.numel()) % 256
+            nb = torch.cat([centred, torch.zeros(pad, device=dev)]).reshape(-1, 256)
+            nested = nb.abs().amax(-1)
+            c = torch.bucketize(nb * (1.0 / nested.clamp(min=1e-38)).view(-1, 1), (cd[:-1] + cd[1:]) / 2)
+            absmax2 = (cd[c] * nested.view(-1, 1)).reshape(-1)[: absmax.numel()] + offset
+            p.data = (lv[q] * absmax2.view(-1, 1)).reshape(p.shape).to(p.dtype)
+            n += 1
+    return n
 
 
 def export_dtype(export):

@@ -38,7 +38,7 @@ func TestGPUCheckCPUMode(t *testing.T) {
 	cmd := exec.Command("bash", "scripts/gpu-check.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GPU_CHECK_CPU=1", "GPUCHECK_BIN="+bin, "OUT="+out,
-		"GPU_CHECK_RUNS=tracker tiny 2 64 1;summarizer tiny 2 256 1 auto long", "TRACKSUM_CACHE_DIR="+filepath.Join(tmp, "cache"))
+		"GPU_CHECK_RUNS=tracker tiny 2 64 1;summarizer tiny 2 256 1 auto long;tracker tiny 2 64 1 auto nf4", "TRACKSUM_CACHE_DIR="+filepath.Join(tmp, "cache"))
 	cmd.Stdout, cmd.Stderr = testlog.Writer(t), testlog.Writer(t) // the check's stages, as they run with -v
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("gpu-check.sh: %v", err)
@@ -74,19 +74,22 @@ func TestGPUCheckCPUMode(t *testing.T) {
 				t.Errorf("long summarizer run: doc_words %v, full_context %v, %.0f tokens per example; want 256, true, >= 230", r["doc_words"], r["full_context"], tps/max(eps, 1e-9))
 			}
 		}
+		if step == "train" && r["quantization"] == "nf4" {
+			count["train nf4"]++
+		}
 		count[step]++
 	}
 	// Without the fetched Llama 3.1 tokenizer the script skips the LoRA runs (their prompts do not
 	// fit the byte-level test tokenizer) and says so; CI runs this test again after fetching it.
 	_, err = os.Stat(filepath.Join(root, "hf", "tokenizer", "testdata", "hf", "llama3", "tokenizer.json"))
-	runs := 2
+	runs, nf4 := 3, 1 // one of them a QLoRA base (issue 32)
 	if err != nil {
-		runs = 0
+		runs, nf4 = 0, 0
 		t.Log("hf/tokenizer/testdata/hf/llama3 is absent (tools/hftokenizer/fetch.sh): the LoRA runs are skipped")
 	}
 	fams := len(family.Names(family.CausalLM))
-	if count["parity"] != fams || count["decode"] != 1 || count["nli"] != 1 || count["train"] != runs || count["logits"] != runs || count["export"] != runs {
-		t.Errorf("results per step %v, want %d parity, 1 decode, 1 nli and %d train, logits and export", count, fams, runs)
+	if count["parity"] != fams || count["decode"] != 1 || count["nli"] != 1 || count["train"] != runs || count["logits"] != runs || count["export"] != runs || count["train nf4"] != nf4 {
+		t.Errorf("results per step %v, want %d parity, 1 decode, 1 nli and %d train (%d nf4), logits and export", count, fams, runs, nf4)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "gpu-check.md"))
 	if err != nil || !strings.Contains(string(md), "| llama | n/a |") {

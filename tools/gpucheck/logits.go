@@ -17,6 +17,7 @@ import (
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/pretrained"
 )
 
 // The fixed batch whose logits PEFT and transformers must reproduce: 2 rows of 16 tokens drawn
@@ -49,8 +50,17 @@ func logitsCommand() cli.Command {
 				return err
 			}
 			c := ad.Config
+			// A QLoRA checkpoint's adapters apply to the NF4 base, as its inference loads it.
+			meta, err := pretrained.ReadMeta(ck)
+			if err != nil {
+				return err
+			}
+			quantization := decoder.QuantNone
+			if meta.Quantization == config.QuantizationNF4 {
+				quantization = decoder.QuantNF4
+			}
 			store := gomlxmodel.NewStore()
-			m, err := decoder.Load(ctx, snap, store, config.LoRA{Rank: c.R, Alpha: c.LoRAAlpha, RSLoRA: c.UseRSLoRA, TargetModules: c.TargetModules}, 0)
+			m, err := decoder.LoadQuantized(ctx, snap, store, config.LoRA{Rank: c.R, Alpha: c.LoRAAlpha, RSLoRA: c.UseRSLoRA, TargetModules: c.TargetModules}, 0, quantization)
 			if err != nil {
 				return err
 			}

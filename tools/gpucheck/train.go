@@ -112,13 +112,13 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	if task == "tracker" {
 		cfg.Tracker.Pretrained, cfg.Tracker.Head, cfg.Tracker.MaxSeqLen = snap, config.HeadGenerative, seq
 		loop(&cfg.Tracker.Train)
-		in.AnswerTokens = min(8, seq)
+		in.AnswerTokens, in.Quantization = min(8, seq), cfg.Tracker.Train.Quantization
 		err = pretrained.TrainTracker(ctx, cfg, req)
 	} else {
 		cfg.Summarizer.Pretrained, cfg.Summarizer.MaxSeqLen = snap, seq
 		cfg.Summarizer.DevDecodeLimit, cfg.Summarizer.BeamSize = 1, 1
 		loop(&cfg.Summarizer.Train)
-		in.AnswerTokens = min(256, seq)
+		in.AnswerTokens, in.Quantization = min(256, seq), cfg.Summarizer.Train.Quantization
 		err = pretrained.TrainSummarizer(ctx, cfg, req)
 	}
 	res := map[string]any{"step": "train", "task": task, "snapshot": filepath.Base(snap), "steps": steps, "batch": batch, "max_seq_len": seq,
@@ -127,6 +127,8 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 		res["doc_words"], res["full_context"] = docWords, cfg.Summarizer.FullContext
 	}
 	res["backend"], res["precision"], res["gradient_checkpointing"] = backend, in.Precision, in.Checkpointing
+	// TRACKSUM_<TASK>_TRAIN_QUANTIZATION=nf4 (gpu-check.sh's "nf4" runs): a QLoRA base.
+	res["quantization"] = in.Quantization
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		res["peak_rss_bytes"] = ru.Maxrss * 1024 // Linux reports KiB

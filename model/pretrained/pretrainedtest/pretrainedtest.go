@@ -40,7 +40,9 @@ var fixture struct {
 	// committed), so the snapshot has randsnap's one-token-per-byte tokenizer, whose prompts need
 	// longer max_seq_len.
 	byteTokenizer bool
-	err           error
+	// nf4 is llm in bitsandbytes' 4-bit layout (randsnap --quantize nf4).
+	nf4 string
+	err error
 }
 
 var summ struct {
@@ -109,7 +111,12 @@ func Setup(t testing.TB) (cfg *config.Config, data, llm string) {
 			fixture.byteTokenizer = true
 		}
 		fixture.llm = filepath.Join(fixture.dir, "llm")
-		fixture.err = randsnap.WriteDecoder(fixture.llm, snap)
+		if fixture.err = randsnap.WriteDecoder(fixture.llm, snap); fixture.err != nil {
+			return
+		}
+		snap.Quantize = "nf4"
+		fixture.nf4 = filepath.Join(fixture.dir, "llm-nf4")
+		fixture.err = randsnap.WriteDecoder(fixture.nf4, snap)
 	})
 	if fixture.err != nil {
 		t.Fatal(fixture.err)
@@ -119,6 +126,14 @@ func Setup(t testing.TB) (cfg *config.Config, data, llm string) {
 		cfg.Tracker.MaxSeqLen, cfg.Summarizer.MaxSeqLen = 512, 1024
 	}
 	return cfg, data, fixture.llm
+}
+
+// NF4Snapshot returns Setup's snapshot written in bitsandbytes' 4-bit layout (randsnap
+// --quantize nf4: its projections as NF4 codes, as unsloth's -bnb-4bit snapshots), for QLoRA runs.
+func NF4Snapshot(t testing.TB) string {
+	t.Helper()
+	Setup(t)
+	return fixture.nf4
 }
 
 // ByteTokenizer reports whether Setup's snapshot has randsnap's byte-level tokenizer (the real
