@@ -67,7 +67,7 @@ func TestNF4CheckpointEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ck := range []string{trk, cls, sum} {
-		m, err := checkpoint.Open(ck)
+		m, err := checkpoint.Open(context.Background(), ck)
 		if err != nil {
 			t.Fatal(err)
 		}
