@@ -229,9 +229,17 @@ func (p *Pipeline) Process(a Abstract) ([]dataset.Prediction, error) {
 			return nil, fmt.Errorf("abstract %s: %w", a.PMID, err)
 		}
 		for k, i := range sidx {
+			raw, rawIdx := sums[k], out[i].Indexes
 			var n int
-			out[i].Summary, out[i].Indexes, n = p.Ground.Apply(a.Document, sums[k], out[i].Indexes)
+			out[i].Summary, out[i].Indexes, n = p.Ground.Apply(a.Document, raw, rawIdx)
 			p.grounded.Add(int64(n))
+			// The model's own output stays in the prediction when grounding changed it.
+			if out[i].Summary != raw {
+				out[i].SummaryRaw = raw
+			}
+			if !slices.Equal(out[i].Indexes, rawIdx) {
+				out[i].IndexesRaw = rawIdx
+			}
 		}
 	}
 	return out, nil
