@@ -84,6 +84,11 @@ type Summarizer struct {
 	MaxSeqLen int `mapstructure:"max_seq_len" yaml:"max_seq_len"`
 	// LoRA configures the adapters on the pretrained model (rank 0 = full fine-tuning).
 	LoRA LoRA `mapstructure:"lora" yaml:"lora"`
+	// MaxNewTokens caps a pretrained summarizer's generated tokens (transformers'
+	// max_new_tokens, the end token included), at training's dev decoding and, stored in the
+	// checkpoint, at inference. 0 = derived from the training data: the longest reference answer
+	// of the training split, at least 128, so that no reference is longer than what is generated.
+	MaxNewTokens int `mapstructure:"max_new_tokens" yaml:"max_new_tokens"`
 }
 
 // DefaultSummarizer returns the built-in summarizer settings: small enough to train on 2 CPU cores
@@ -161,7 +166,7 @@ func (c Summarizer) Validate() error {
 	if c.Dropout < 0 || c.Dropout >= 1 {
 		bad("dropout", "must be in [0, 1)")
 	}
-	for _, k := range []intKey{{"gen_vocab_size", c.GenVocabSize}, {"dev_decode_limit", c.DevDecodeLimit}, {"no_repeat_ngram", c.NoRepeatNgram}, {"copy_examples", c.CopyExamples}, {"max_decode_len", c.MaxDecodeLen}} {
+	for _, k := range []intKey{{"gen_vocab_size", c.GenVocabSize}, {"dev_decode_limit", c.DevDecodeLimit}, {"no_repeat_ngram", c.NoRepeatNgram}, {"copy_examples", c.CopyExamples}, {"max_decode_len", c.MaxDecodeLen}, {"max_new_tokens", c.MaxNewTokens}} {
 		if k.v < 0 {
 			bad(k.key, "must be >= 0")
 		}
