@@ -282,6 +282,24 @@ type summaryInstance struct {
 	Citations []int32
 }
 
+// minNewTokens is the least derived max_new_tokens (summarizer.max_new_tokens 0).
+const minNewTokens = 128
+
+// maxNewTokens is the generation cap of a summarizer trained on train: configured when set, else
+// the longest answer turn of the training examples (the end marker included), at least
+// minNewTokens, so that generation can write every reference the model was trained on.
+func maxNewTokens(configured int, train []Example) int {
+	if configured > 0 {
+		return configured
+	}
+	longest := 0
+	for _, e := range train {
+		pos, _ := lossPositions(e)
+		longest = max(longest, len(pos))
+	}
+	return max(minNewTokens, longest)
+}
+
 // TrainSummarizer fine-tunes cfg.Summarizer.Pretrained as the summarizer on the prepared
 // directory req.Data into the checkpoint req.Out (resuming a run found there). Each evaluation
 // reports the dev loss of the answer tokens and, over the first summarizer.dev_decode_limit dev
@@ -327,7 +345,10 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		return nil, err
 	}
 	defer s.lock.Release()
-	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxSummaryLen, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
+	// The decoding of a pretrained model is its own (summarizer.beam_size etc. take transformers'
+	// defaults or the snapshot's generation_config.json when nobody set them: config's pretrained
+	// defaults); max_new_tokens 0 is derived from the training answers below.
+	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxNewTokens, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
 	fullContext := sc.FullContext && v == "" // the variants' prompts have no full-context part
 	if v == variant.EndToEnd {
 		gen.MaxNewTokens = cfg.Variants.MaxOutputLen
@@ -371,6 +392,11 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if len(train) == 0 || len(dev) == 0 {
 		return nil, fmt.Errorf("%s: the %s needs train and dev instances (got %d and %d)", req.Data, kindName(dataset.TaskSummarizer, v), len(train), len(dev))
 	}
+	if v != variant.EndToEnd {
+		gen.MaxNewTokens = maxNewTokens(sc.MaxNewTokens, train)
+	}
+	fmt.Fprintf(s.log, "pretrained summarizer: decoding beam %d, length penalty %g, no_repeat_ngram %d, max_new_tokens %d (stored in the checkpoint)\n",
+		gen.BeamSize, gen.LengthPenalty, gen.NoRepeatNgram, gen.MaxNewTokens)
 	devRows := devSet
 	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
 		devRows = devRows[:sc.DevDecodeLimit]
