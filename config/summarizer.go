@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Summarizer configures the summarizer: a small encoder-decoder transformer with a copy mechanism,
@@ -84,6 +85,11 @@ type Summarizer struct {
 	MaxSeqLen int `mapstructure:"max_seq_len" yaml:"max_seq_len"`
 	// LoRA configures the adapters on the pretrained model (rank 0 = full fine-tuning).
 	LoRA LoRA `mapstructure:"lora" yaml:"lora"`
+	// ChatTemplate is the chat template a causal LM's prompts are rendered with: "snapshot" (its
+	// tokenizer_config.json's), a named one of hf/chattemplate ("llama-3": Unsloth's, which the
+	// TracSum authors trained with), or a file holding a Jinja template. The checkpoint's copy of
+	// tokenizer_config.json holds the one trained with, so inference renders it too.
+	ChatTemplate string `mapstructure:"chat_template" yaml:"chat_template"`
 	// MaxNewTokens caps a pretrained summarizer's generated tokens (transformers'
 	// max_new_tokens, the end token included), at training's dev decoding and, stored in the
 	// checkpoint, at inference. 0 = derived from the training data: the longest reference answer
@@ -138,9 +144,10 @@ func DefaultSummarizer() Summarizer {
 		CopyStartBonus: 3,
 		WordRule:       true,
 		// Pretrained path: the paper's sequence length and adapters.
-		Pretrained: "",
-		MaxSeqLen:  2048,
-		LoRA:       DefaultLoRA(),
+		Pretrained:   "",
+		MaxSeqLen:    2048,
+		ChatTemplate: ChatTemplateSnapshot,
+		LoRA:         DefaultLoRA(),
 	}
 }
 
@@ -185,6 +192,9 @@ func (c Summarizer) Validate() error {
 	}
 	if c.MaxSeqLen < 8 {
 		bad("max_seq_len", fmt.Sprintf("must be >= 8, got %d", c.MaxSeqLen))
+	}
+	if c.ChatTemplate == "" {
+		bad("chat_template", "must be snapshot, a named template ("+strings.Join(ChatTemplateNames, ", ")+") or a template file")
 	}
 	errs = append(errs, c.LoRA.Validate("summarizer.lora"), c.Train.Validate("summarizer.train"))
 	return errors.Join(errs...)

@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -58,6 +59,10 @@ type session struct {
 	snap    *snapshot.Snapshot
 	chat    *Chat
 	set     string
+	// template is TASK.chat_template when not the snapshot's own, and templateSource its Jinja
+	// source ("" for the snapshot's): recorded in Meta.ChatTemplate and written into the
+	// checkpoint's tokenizer_config.json copy.
+	template, templateSource string
 }
 
 // begin opens the backend and refuses train.devices > 1 (training.CheckDevices) before anything
@@ -92,9 +97,16 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 		lock.Release()
 		return nil, err
 	}
+	tplKey, tplValue := task+".chat_template", cfg.Tracker.ChatTemplate
+	if task == dataset.TaskSummarizer {
+		tplValue = cfg.Summarizer.ChatTemplate
+	}
 	if slices.Contains(config.EncoderModelTypes, snap.ModelType) {
 		if task != dataset.TaskTracker {
 			return fail(fmt.Errorf("%s.pretrained: %s is an encoder (model_type %s); the %s needs a causal LM", task, snap.Dir, snap.ModelType, task))
+		}
+		if tplValue != config.ChatTemplateSnapshot {
+			return fail(fmt.Errorf("%s: %s applies to a causal LM's prompts, not to an encoder (model_type %s)", tplKey, tplValue, snap.ModelType))
 		}
 		fmt.Fprintf(log, "pretrained %s: %s (model_type %s) on backend %s\n", task, snap.Dir, snap.ModelType, s.bname)
 		return s, nil
@@ -103,12 +115,31 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if err != nil {
 		return fail(err)
 	}
-	if s.chat, err = LoadChat(snap.Dir, dc.EOSList, dc.Vocab); err != nil {
+	if s.templateSource, err = chatTemplateSource(tplKey, tplValue); err != nil {
 		return fail(err)
 	}
+	if s.templateSource != "" {
+		s.template = tplValue
+	}
+	if s.chat, err = loadChat(snap.Dir, s.templateSource, dc.EOSList, dc.Vocab); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(log, "pretrained %s: chat template %s (%s)\n", task, tplValue, tplKey)
 	fmt.Fprintf(log, "pretrained %s: %s (model_type %s, %d layers, hidden %d, vocab %d) on backend %s\n",
 		task, snap.Dir, snap.ModelType, dc.Layers, dc.Hidden, dc.Vocab, s.bname)
 	return s, nil
+}
+
+// logCut prints how many of the n training prompts of task had their text cut to fit maxLen
+// tokens under the session's chat template (a template that adds tokens to every prompt, as
+// Llama-3.1-Instruct's date block, cuts more of them).
+func (s *session) logCut(task string, cut int64, n, maxLen int) {
+	if s.chat == nil {
+		return
+	}
+	tpl := cmp.Or(s.template, config.ChatTemplateSnapshot)
+	fmt.Fprintf(s.log, "pretrained %s: %d of %d training prompts (%.1f%%) cut to fit max_seq_len %d (chat template %s)\n",
+		task, cut, n, 100*float64(cut)/float64(max(n, 1)), maxLen, tpl)
 }
 
 // fit runs the training loop over the prepared examples and writes the checkpoint's end files
@@ -116,7 +147,8 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.TrainLoop, train []Example,
 	build func([]Example) training.Batch, evaluate func(context.Context) (training.Metrics, error), sel string, minimize bool,
 	loss training.LossFn, devN int) (*Report, error) {
-	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.req.AllowChangedConfig, s.log); err != nil {
+	meta.ChatTemplate = s.template
+	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
 		return nil, err
 	}
 	trainable := 0
@@ -233,10 +265,12 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	if err != nil {
 		return nil, err
 	}
+	cut0 := s.chat.cutCount()
 	train, err := trackerExamples(ctx, t.labelled, rows, tc)
 	if err != nil {
 		return nil, err
 	}
+	s.logCut(dataset.TaskTracker, s.chat.cutCount()-cut0, len(rows), run.maxSeqLen)
 	devLabels := make([]float32, len(devRows))
 	for i, r := range devRows {
 		if r.Label {
@@ -381,10 +415,12 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		}
 		return out, nil
 	}
+	cut0 := s.chat.cutCount()
 	train, err := examples(trainSet)
 	if err != nil {
 		return nil, err
 	}
+	s.logCut(dataset.TaskSummarizer, s.chat.cutCount()-cut0, len(trainSet), sc.MaxSeqLen)
 	dev, err := examples(devSet)
 	if err != nil {
 		return nil, err
