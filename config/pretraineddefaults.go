@@ -53,6 +53,9 @@ func pretrainedDefaults(section string) []pretrainedDefault {
 			pretrainedDefault{"beam_size", 1, "(transformers: greedy)"},
 			pretrainedDefault{"length_penalty", 0.0, "(transformers: none in greedy search)"},
 			pretrainedDefault{"no_repeat_ngram", 0, "(transformers: no_repeat_ngram_size 0)"},
+			pretrainedDefault{"temperature", 0.0, "(transformers: do_sample false)"},
+			pretrainedDefault{"top_p", 1.0, "(transformers)"},
+			pretrainedDefault{"top_k", 0, "(transformers: no sampling)"},
 		)
 	}
 	return out
@@ -60,8 +63,12 @@ func pretrainedDefaults(section string) []pretrainedDefault {
 
 // generationConfig is what the pretrained defaults read of a snapshot's generation_config.json.
 type generationConfig struct {
-	NumBeams          *int `json:"num_beams"`
-	NoRepeatNgramSize *int `json:"no_repeat_ngram_size"`
+	NumBeams          *int     `json:"num_beams"`
+	NoRepeatNgramSize *int     `json:"no_repeat_ngram_size"`
+	DoSample          bool     `json:"do_sample"`
+	Temperature       *float64 `json:"temperature"`
+	TopP              *float64 `json:"top_p"`
+	TopK              *int     `json:"top_k"`
 }
 
 // readGenerationConfig reads dir's generation_config.json; a missing file is no setting.
@@ -83,8 +90,9 @@ func readGenerationConfig(dir string) (generationConfig, string, error) {
 
 // applyPretrainedDefaults gives every key of a section with a pretrained snapshot that still has
 // its built-in default (src says "default") its pretrained default, and records that in src. The
-// summarizer's num_beams and no_repeat_ngram_size come from the snapshot's generation_config.json
-// when it sets them, as transformers' generate reads them.
+// summarizer's num_beams, no_repeat_ngram_size and sampling (do_sample, temperature, top_p,
+// top_k) come from the snapshot's generation_config.json when it sets them, as transformers'
+// generate reads them.
 func applyPretrainedDefaults(c *Config, src map[string]Source) error {
 	leaves := map[string]reflect.Value{}
 	leafKeys("", reflect.ValueOf(c).Elem(), leaves)
@@ -100,8 +108,21 @@ func applyPretrainedDefaults(c *Config, src map[string]Source) error {
 			if err != nil {
 				return fmt.Errorf("summarizer.pretrained: %w", err)
 			}
+			gen := "(" + path
 			for i, d := range defaults {
 				switch {
+				// do_sample: transformers samples with the file's temperature, top_p and top_k, or
+				// its own defaults (1.0, 1.0, 50) for those the file leaves out.
+				case d.key == "temperature" && g.DoSample:
+					defaults[i] = pretrainedDefault{d.key, positive(g.Temperature, 1), gen + " do_sample, temperature)"}
+				case d.key == "top_p" && g.DoSample:
+					defaults[i] = pretrainedDefault{d.key, positive(g.TopP, 1), gen + " do_sample, top_p)"}
+				case d.key == "top_k" && g.DoSample:
+					k := 50
+					if g.TopK != nil && *g.TopK >= 0 {
+						k = *g.TopK
+					}
+					defaults[i] = pretrainedDefault{d.key, k, gen + " do_sample, top_k)"}
 				case d.key == "beam_size" && g.NumBeams != nil && *g.NumBeams > 0:
 					defaults[i] = pretrainedDefault{d.key, *g.NumBeams, "(" + path + " num_beams)"}
 				case d.key == "no_repeat_ngram" && g.NoRepeatNgramSize != nil && *g.NoRepeatNgramSize >= 0:
@@ -123,4 +144,12 @@ func applyPretrainedDefaults(c *Config, src map[string]Source) error {
 		}
 	}
 	return nil
+}
+
+// positive returns *v when set and > 0, else def.
+func positive(v *float64, def float64) float64 {
+	if v != nil && *v > 0 {
+		return *v
+	}
+	return def
 }

@@ -50,6 +50,19 @@ func TestPretrainedDefaults(t *testing.T) {
 				"summarizer.beam_size":       "2  # pretrained default (" + filepath.Join(snap, "generation_config.json") + " num_beams)",
 				"summarizer.no_repeat_ngram": "3  # pretrained default (" + filepath.Join(snap, "generation_config.json") + " no_repeat_ngram_size)",
 			}},
+		{desc: "generation_config.json samples", genConfig: `{"do_sample": true, "temperature": 0.6, "top_p": 0.9}`,
+			sets: []Setting{{"summarizer.pretrained", snap}},
+			want: map[string]string{
+				"summarizer.temperature": "0.6  # pretrained default (" + filepath.Join(snap, "generation_config.json") + " do_sample, temperature)",
+				"summarizer.top_p":       "0.9  # pretrained default (" + filepath.Join(snap, "generation_config.json") + " do_sample, top_p)",
+				"summarizer.top_k":       "50  # pretrained default (" + filepath.Join(snap, "generation_config.json") + " do_sample, top_k)",
+				"summarizer.beam_size":   "1  # pretrained default (transformers: greedy)",
+			}},
+		{desc: "no generation_config.json: greedy", sets: []Setting{{"summarizer.pretrained", snap}},
+			want: map[string]string{
+				"summarizer.temperature": "0  # pretrained default (transformers: do_sample false)",
+				"summarizer.top_k":       "0  # pretrained default (transformers: no sampling)",
+			}},
 		{desc: "pretrained tracker", sets: []Setting{{"tracker.pretrained", snap}},
 			want: map[string]string{
 				"tracker.train.learning_rate":    "1e-05  # pretrained default (paper C.2/C.3)",

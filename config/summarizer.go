@@ -95,6 +95,12 @@ type Summarizer struct {
 	// checkpoint, at inference. 0 = derived from the training data: the longest reference answer
 	// of the training split, at least 128, so that no reference is longer than what is generated.
 	MaxNewTokens int `mapstructure:"max_new_tokens" yaml:"max_new_tokens"`
+	// Temperature > 0 makes a pretrained summarizer sample (transformers' do_sample with its
+	// temperature), each token drawn from the TopK most probable (0: all) cut to the TopP nucleus;
+	// 0 searches (beam_size). Stored in the checkpoint; training's dev decoding stays greedy.
+	Temperature float64 `mapstructure:"temperature" yaml:"temperature"`
+	TopP        float64 `mapstructure:"top_p" yaml:"top_p"`
+	TopK        int     `mapstructure:"top_k" yaml:"top_k"`
 }
 
 // DefaultSummarizer returns the built-in summarizer settings: small enough to train on 2 CPU cores
@@ -146,6 +152,7 @@ func DefaultSummarizer() Summarizer {
 		// Pretrained path: the paper's sequence length and adapters.
 		Pretrained:   "",
 		MaxSeqLen:    2048,
+		TopP:         1,
 		ChatTemplate: ChatTemplateSnapshot,
 		LoRA:         DefaultLoRA(),
 	}
@@ -177,6 +184,15 @@ func (c Summarizer) Validate() error {
 		if k.v < 0 {
 			bad(k.key, "must be >= 0")
 		}
+	}
+	if c.Temperature < 0 {
+		bad("temperature", "must be >= 0 (0 = search)")
+	}
+	if c.TopP <= 0 || c.TopP > 1 {
+		bad("top_p", fmt.Sprintf("must be in (0, 1], got %g", c.TopP))
+	}
+	if c.TopK < 0 {
+		bad("top_k", "must be >= 0 (0 = every token)")
 	}
 	if c.LengthPenalty < 0 {
 		bad("length_penalty", "must be >= 0")

@@ -383,6 +383,9 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	// defaults or the snapshot's generation_config.json when nobody set them: config's pretrained
 	// defaults); max_new_tokens 0 is derived from the training answers below.
 	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxNewTokens, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
+	if sc.Temperature > 0 {
+		gen.Temperature, gen.TopP, gen.TopK, gen.Seed = sc.Temperature, sc.TopP, sc.TopK, cfg.Seed
+	}
 	fullContext := sc.FullContext && v == "" // the variants' prompts have no full-context part
 	if v == variant.EndToEnd {
 		gen.MaxNewTokens = cfg.Variants.MaxOutputLen
@@ -431,8 +434,12 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if v != variant.EndToEnd {
 		gen.MaxNewTokens = maxNewTokens(sc.MaxNewTokens, train)
 	}
-	fmt.Fprintf(s.log, "pretrained summarizer: decoding beam %d, length penalty %g, no_repeat_ngram %d, max_new_tokens %d (stored in the checkpoint)\n",
-		gen.BeamSize, gen.LengthPenalty, gen.NoRepeatNgram, gen.MaxNewTokens)
+	decoding := fmt.Sprintf("beam %d, length penalty %g, no_repeat_ngram %d", gen.BeamSize, gen.LengthPenalty, gen.NoRepeatNgram)
+	if gen.Temperature > 0 {
+		decoding = fmt.Sprintf("sampling at temperature %g, top_p %g, top_k %d, seed %d", gen.Temperature, gen.TopP, gen.TopK, gen.Seed)
+	}
+	fmt.Fprintf(s.log, "pretrained summarizer: decoding %s, max_new_tokens %d (stored in the checkpoint; dev ROUGE-L decodes greedily)\n",
+		decoding, gen.MaxNewTokens)
 	devRows := devSet
 	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
 		devRows = devRows[:sc.DevDecodeLimit]
@@ -468,6 +475,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if err != nil {
 		return nil, err
 	}
+	devSum.Gen.Temperature = 0 // the dev ROUGE-L that selects the checkpoint is greedy, sampling or not
 	scorer := rouge.New(rouge.Options{Stem: true})
 	evaluate := func(context.Context) (training.Metrics, error) {
 		reqs := make([]summarizer.Request, len(devRows))
