@@ -206,9 +206,16 @@ func Unrecorded(key string) bool {
 }
 
 // FromScratchUnread reports whether a dotted config key is read by the pretrained models only
-// (train.precision and train.quantization: the from-scratch models always compute in float32),
-// so that the records of cross-validations, which train from scratch, leave it out too.
+// (train.precision and train.quantization: the from-scratch models always compute in float32;
+// the chat template and the pretrained summarizer's generation keys), so that the records of
+// cross-validations, which train from scratch, leave it out too: a finished cross-validation stays
+// valid across the release that added them.
 func FromScratchUnread(key string) bool {
+	switch key {
+	case "tracker.chat_template", "summarizer.chat_template", "summarizer.max_new_tokens",
+		"summarizer.temperature", "summarizer.top_p", "summarizer.top_k":
+		return true
+	}
 	return strings.HasSuffix(key, ".train.precision") || strings.HasSuffix(key, ".train.quantization")
 }
 
