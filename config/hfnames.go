@@ -58,7 +58,9 @@ var HFNames = []HFName{
 	// encoder's [CLS] or a causal LM's last token, as auto chooses), CAUSAL_LM the generative one.
 	{Name: "task_type", Key: "tracker.head", Values: map[string]string{"SEQ_CLS": HeadAuto, "CAUSAL_LM": "generative"}},
 	{Name: "num_beams", Key: "summarizer.beam_size", Decoding: "infer.decoding.beam_size"},
-	{Name: "max_new_tokens", Key: "summarizer.max_decode_len", Decoding: "infer.decoding.max_length"},
+	// transformers' max_new_tokens is the pretrained summarizer's cap (the from-scratch model's is
+	// max_decode_len, a tracksum key).
+	{Name: "max_new_tokens", Key: "summarizer.max_new_tokens", Decoding: "infer.decoding.max_length"},
 	{Name: "length_penalty", Key: "summarizer.length_penalty", Decoding: "infer.decoding.length_penalty"},
 	{Name: "no_repeat_ngram_size", Key: "summarizer.no_repeat_ngram", Decoding: "infer.decoding.no_repeat_ngram"},
 }

@@ -45,7 +45,7 @@ var hfCases = []struct {
 	{"task_type", "SEQ_CLS", "tracker.head", "tracker.head", "auto"},
 	{"task_type", "CAUSAL_LM", "tracker.head", "tracker.head", "generative"},
 	{"num_beams", "2", "summarizer.beam_size", "summarizer.beam_size", "2"},
-	{"max_new_tokens", "64", "summarizer.max_decode_len", "summarizer.max_decode_len", "64"},
+	{"max_new_tokens", "64", "summarizer.max_new_tokens", "summarizer.max_new_tokens", "64"},
 	{"length_penalty", "1.2", "summarizer.length_penalty", "summarizer.length_penalty", "1.2"},
 	{"no_repeat_ngram_size", "3", "summarizer.no_repeat_ngram", "summarizer.no_repeat_ngram", "3"},
 }

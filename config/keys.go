@@ -132,7 +132,7 @@ func fileUnknownKeys(v *viper.Viper) []string {
 
 // Source says which layer gave a key its value (--print-config).
 type Source struct {
-	// Layer is "default", "file", "env", "flag" or "set".
+	// Layer is "default", "file", "env", "flag", "set" or LayerPretrained.
 	Layer string
 	// From names the file, variable or flag ("" for defaults).
 	From string

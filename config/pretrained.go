@@ -202,3 +202,10 @@ func (c Tracker) ResolveHead(modelType string) (string, error) {
 	}
 	return c.Head, nil
 }
+
+// ChatTemplateSnapshot is TASK.chat_template's default: the snapshot's own template.
+const ChatTemplateSnapshot = "snapshot"
+
+// ChatTemplateNames lists the named templates of TASK.chat_template (hf/chattemplate's Names;
+// listed here because config sits below hf/chattemplate).
+var ChatTemplateNames = []string{"llama-3"}

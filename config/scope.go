@@ -74,7 +74,15 @@ func LoadIn(v *viper.Viper, file string, flags *pflag.FlagSet, flagKeys map[stri
 	if err != nil {
 		return nil, nil, err
 	}
-	return cfg, sources(v, file, flags, flagKeys, sets, os.LookupEnv), nil
+	src := sources(v, file, flags, flagKeys, sets, os.LookupEnv)
+	if err := applyPretrainedDefaults(cfg, src); err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	// The pretrained defaults are valid by construction, but a generation_config.json is not.
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	return cfg, src, nil
 }
 
 // readProfileNames checks the keys of the profile read into v: an unknown key is an error with a

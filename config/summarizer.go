@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Summarizer configures the summarizer: a small encoder-decoder transformer with a copy mechanism,
@@ -84,6 +85,22 @@ type Summarizer struct {
 	MaxSeqLen int `mapstructure:"max_seq_len" yaml:"max_seq_len"`
 	// LoRA configures the adapters on the pretrained model (rank 0 = full fine-tuning).
 	LoRA LoRA `mapstructure:"lora" yaml:"lora"`
+	// ChatTemplate is the chat template a causal LM's prompts are rendered with: "snapshot" (its
+	// tokenizer_config.json's), a named one of hf/chattemplate ("llama-3": Unsloth's, which the
+	// TracSum authors trained with), or a file holding a Jinja template. The checkpoint's copy of
+	// tokenizer_config.json holds the one trained with, so inference renders it too.
+	ChatTemplate string `mapstructure:"chat_template" yaml:"chat_template"`
+	// MaxNewTokens caps a pretrained summarizer's generated tokens (transformers'
+	// max_new_tokens, the end token included), at training's dev decoding and, stored in the
+	// checkpoint, at inference. 0 = derived from the training data: the longest reference answer
+	// of the training split, at least 128, so that no reference is longer than what is generated.
+	MaxNewTokens int `mapstructure:"max_new_tokens" yaml:"max_new_tokens"`
+	// Temperature > 0 makes a pretrained summarizer sample (transformers' do_sample with its
+	// temperature), each token drawn from the TopK most probable (0: all) cut to the TopP nucleus;
+	// 0 searches (beam_size). Stored in the checkpoint; training's dev decoding stays greedy.
+	Temperature float64 `mapstructure:"temperature" yaml:"temperature"`
+	TopP        float64 `mapstructure:"top_p" yaml:"top_p"`
+	TopK        int     `mapstructure:"top_k" yaml:"top_k"`
 }
 
 // DefaultSummarizer returns the built-in summarizer settings: small enough to train on 2 CPU cores
@@ -133,9 +150,11 @@ func DefaultSummarizer() Summarizer {
 		CopyStartBonus: 3,
 		WordRule:       true,
 		// Pretrained path: the paper's sequence length and adapters.
-		Pretrained: "",
-		MaxSeqLen:  2048,
-		LoRA:       DefaultLoRA(),
+		Pretrained:   "",
+		MaxSeqLen:    2048,
+		TopP:         1,
+		ChatTemplate: ChatTemplateSnapshot,
+		LoRA:         DefaultLoRA(),
 	}
 }
 
@@ -161,10 +180,19 @@ func (c Summarizer) Validate() error {
 	if c.Dropout < 0 || c.Dropout >= 1 {
 		bad("dropout", "must be in [0, 1)")
 	}
-	for _, k := range []intKey{{"gen_vocab_size", c.GenVocabSize}, {"dev_decode_limit", c.DevDecodeLimit}, {"no_repeat_ngram", c.NoRepeatNgram}, {"copy_examples", c.CopyExamples}, {"max_decode_len", c.MaxDecodeLen}} {
+	for _, k := range []intKey{{"gen_vocab_size", c.GenVocabSize}, {"dev_decode_limit", c.DevDecodeLimit}, {"no_repeat_ngram", c.NoRepeatNgram}, {"copy_examples", c.CopyExamples}, {"max_decode_len", c.MaxDecodeLen}, {"max_new_tokens", c.MaxNewTokens}} {
 		if k.v < 0 {
 			bad(k.key, "must be >= 0")
 		}
+	}
+	if c.Temperature < 0 {
+		bad("temperature", "must be >= 0 (0 = search)")
+	}
+	if c.TopP <= 0 || c.TopP > 1 {
+		bad("top_p", fmt.Sprintf("must be in (0, 1], got %g", c.TopP))
+	}
+	if c.TopK < 0 {
+		bad("top_k", "must be >= 0 (0 = every token)")
 	}
 	if c.LengthPenalty < 0 {
 		bad("length_penalty", "must be >= 0")
@@ -180,6 +208,9 @@ func (c Summarizer) Validate() error {
 	}
 	if c.MaxSeqLen < 8 {
 		bad("max_seq_len", fmt.Sprintf("must be >= 8, got %d", c.MaxSeqLen))
+	}
+	if c.ChatTemplate == "" {
+		bad("chat_template", "must be snapshot, a named template ("+strings.Join(ChatTemplateNames, ", ")+") or a template file")
 	}
 	errs = append(errs, c.LoRA.Validate("summarizer.lora"), c.Train.Validate("summarizer.train"))
 	return errors.Join(errs...)

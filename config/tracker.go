@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Tracker configures the tracker: a binary classifier that scores how relevant each sentence of an
@@ -89,6 +90,11 @@ type Tracker struct {
 	MaxSeqLen int `mapstructure:"max_seq_len" yaml:"max_seq_len"`
 	// LoRA configures the adapters on the pretrained model (rank 0 = full fine-tuning).
 	LoRA LoRA `mapstructure:"lora" yaml:"lora"`
+	// ChatTemplate is the chat template a causal LM's prompts are rendered with: "snapshot" (its
+	// tokenizer_config.json's), a named one of hf/chattemplate ("llama-3": Unsloth's, which the
+	// TracSum authors trained with), or a file holding a Jinja template. The checkpoint's copy of
+	// tokenizer_config.json holds the one trained with, so inference renders it too.
+	ChatTemplate string `mapstructure:"chat_template" yaml:"chat_template"`
 }
 
 // TrackerLexicalContext is the tracker.architecture of the lexical tracker with the context
@@ -135,10 +141,11 @@ func DefaultTracker() Tracker {
 		LexicalCalibrationFolds: 5,
 		ContextRescoring:        true,
 
-		Pretrained: "",
-		Head:       HeadAuto,
-		MaxSeqLen:  128,
-		LoRA:       DefaultLoRA(),
+		Pretrained:   "",
+		Head:         HeadAuto,
+		MaxSeqLen:    128,
+		ChatTemplate: ChatTemplateSnapshot,
+		LoRA:         DefaultLoRA(),
 	}
 }
 
@@ -203,6 +210,9 @@ func (c Tracker) Validate() error {
 	}
 	if c.MaxSeqLen < 8 {
 		bad("max_seq_len", fmt.Sprintf("must be >= 8, got %d", c.MaxSeqLen))
+	}
+	if c.ChatTemplate == "" {
+		bad("chat_template", "must be snapshot, a named template ("+strings.Join(ChatTemplateNames, ", ")+") or a template file")
 	}
 	errs = append(errs, c.LoRA.Validate("tracker.lora"), c.Train.Validate("tracker.train"))
 	return errors.Join(errs...)

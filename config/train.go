@@ -254,9 +254,15 @@ func Unrecorded(key string) bool {
 
 // FromScratchUnread reports whether a dotted config key is read by the pretrained models only
 // (train.precision, train.quantization, train.packing and train.attention: the from-scratch models
-// always compute in float32 over padded batches),
-// so that the records of cross-validations, which train from scratch, leave it out too.
+// always compute in float32 over padded batches; the chat template and the pretrained summarizer's
+// generation keys), so that the records of cross-validations, which train from scratch, leave it
+// out too: a finished cross-validation stays valid across the release that added them.
 func FromScratchUnread(key string) bool {
+	switch key {
+	case "tracker.chat_template", "summarizer.chat_template", "summarizer.max_new_tokens",
+		"summarizer.temperature", "summarizer.top_p", "summarizer.top_k":
+		return true
+	}
 	for _, suffix := range []string{".train.precision", ".train.quantization", ".train.packing", ".train.attention"} {
 		if strings.HasSuffix(key, suffix) {
 			return true

@@ -78,3 +78,18 @@ func TestResolveAttention(t *testing.T) {
 		t.Errorf("Validate: %v", err)
 	}
 }
+
+// TestFromScratchUnread: the keys issue 36 added for the pretrained models only stay out of the
+// cross-validations' settings records, so that a cross-validation finished before them is not
+// refused; the from-scratch models' keys stay in.
+func TestFromScratchUnread(t *testing.T) {
+	for key, want := range map[string]bool{
+		"summarizer.max_new_tokens": true, "summarizer.temperature": true, "summarizer.top_p": true, "summarizer.top_k": true,
+		"tracker.chat_template": true, "summarizer.chat_template": true, "tracker.train.precision": true,
+		"summarizer.beam_size": false, "summarizer.max_decode_len": false, "tracker.train.learning_rate": false,
+	} {
+		if got := FromScratchUnread(key); got != want {
+			t.Errorf("FromScratchUnread(%s) = %v, want %v", key, got, want)
+		}
+	}
+}

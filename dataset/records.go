@@ -28,6 +28,11 @@ type Prediction struct {
 	// the best round's summary). It is kept as JSON so that the data layer does not depend on the
 	// metric that produced it; eval ignores it.
 	Refinement json.RawMessage `json:"Refinement,omitempty"`
+	// SummaryRaw and IndexesRaw are the summarizer's own summary and the tracker's citations when
+	// infer's grounding (infer.grounding) changed them, so that the model's output is never lost
+	// (left out when grounding changed nothing); eval scores Summary and Indexes.
+	SummaryRaw string `json:"SummaryRaw,omitempty"`
+	IndexesRaw []int  `json:"IndexesRaw,omitempty"`
 }
 
 // Record is one line of a prediction or reference JSONL file as ReadRecords reads it: the

@@ -229,9 +229,17 @@ func (p *Pipeline) Process(a Abstract) ([]dataset.Prediction, error) {
 			return nil, fmt.Errorf("abstract %s: %w", a.PMID, err)
 		}
 		for k, i := range sidx {
+			raw, rawIdx := sums[k], out[i].Indexes
 			var n int
-			out[i].Summary, out[i].Indexes, n = p.Ground.Apply(a.Document, sums[k], out[i].Indexes)
+			out[i].Summary, out[i].Indexes, n = p.Ground.Apply(a.Document, raw, rawIdx)
 			p.grounded.Add(int64(n))
+			// The model's own output stays in the prediction when grounding changed it.
+			if out[i].Summary != raw {
+				out[i].SummaryRaw = raw
+			}
+			if !slices.Equal(out[i].Indexes, rawIdx) {
+				out[i].IndexesRaw = rawIdx
+			}
 		}
 	}
 	return out, nil
@@ -553,8 +561,12 @@ func checkPretrainedFlags(d config.InferDecoding, dir string) error {
 
 // pretrainedDecode applies the sampling overrides of d (infer.decoding) to a loaded pretrained
 // summarizer and returns its decoding options with d's search overrides (beam, length, length
-// penalty, n-gram blocking) applied.
+// penalty, n-gram blocking) applied. --sample-temperature 0 searches even with a checkpoint that
+// samples (summarizer.temperature, from a generation_config.json with do_sample).
 func pretrainedDecode(s *pretrained.Summarizer, d config.InferDecoding) decode.Options {
+	if d.SampleTemperature != nil && *d.SampleTemperature == 0 {
+		s.Gen.Temperature = 0
+	}
 	if d.SampleTemperature != nil && *d.SampleTemperature > 0 {
 		s.Gen.Temperature, s.Gen.TopP = *d.SampleTemperature, 1
 		if d.TopP != nil {

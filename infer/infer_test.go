@@ -250,3 +250,50 @@ func TestExtractiveBaseline(t *testing.T) {
 		t.Errorf("extractive predictions do not copy the cited sentence:\n%s", b)
 	}
 }
+
+// fixedSummarizer answers every request with its summary.
+type fixedSummarizer struct{ summary string }
+
+func (f fixedSummarizer) Summarize(reqs []summarizer.Request, _ decode.Options) ([]string, error) {
+	out := make([]string, len(reqs))
+	for i := range out {
+		out[i] = f.summary
+	}
+	return out, nil
+}
+
+// TestGroundingKeepsRawSummary checks that a prediction whose summary or citations grounding
+// changed keeps the summarizer's own summary and the tracker's citations (issue 36 item 9), and
+// that one grounding left alone carries neither.
+func TestGroundingKeepsRawSummary(t *testing.T) {
+	doc := []string{"Patients received aspirin 100 mg daily.", "Mortality fell by 12 percent at one year."}
+	raw := "Patients received aspirin 100 mg daily."
+	for _, tc := range []struct {
+		mode              string
+		wantRaw           string
+		wantRawIdx        []int
+		wantSummaryChange bool
+	}{
+		{mode: "restore", wantRaw: raw, wantSummaryChange: true},
+		{mode: "prune", wantRawIdx: []int{0, 1}},
+		{mode: "off"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Infer.Grounding = tc.mode
+			p := &Pipeline{Tracker: fakeTracker{scores: map[string][]float32{"i": {1, 1}}}, Threshold: 0.5,
+				Summarizer: fixedSummarizer{raw}, Ground: NewGrounder(&cfg)}
+			res, err := RunPipeline(context.Background(), p, []Abstract{{PMID: "1", Document: doc, Aspects: []string{"i"}}}, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := res[0][0]
+			if got.SummaryRaw != tc.wantRaw || !slices.Equal(got.IndexesRaw, tc.wantRawIdx) {
+				t.Errorf("SummaryRaw %q IndexesRaw %v, want %q %v (summary %q, indexes %v)", got.SummaryRaw, got.IndexesRaw, tc.wantRaw, tc.wantRawIdx, got.Summary, got.Indexes)
+			}
+			if (got.Summary != raw) != tc.wantSummaryChange {
+				t.Errorf("summary %q: changed %v, want %v", got.Summary, got.Summary != raw, tc.wantSummaryChange)
+			}
+		})
+	}
+}

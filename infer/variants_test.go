@@ -20,6 +20,7 @@ import (
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/ete"
+	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/stt"
 )
 
@@ -208,6 +209,28 @@ func TestSearchOverrides(t *testing.T) {
 	} {
 		if got := searchFlags(ckpt, tc.d); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %+v, want %+v", tc.desc, got, tc.want)
+		}
+	}
+}
+
+// TestPretrainedDecodeSampling: a checkpoint that samples (summarizer.temperature from a
+// generation_config.json with do_sample) keeps its top_k under --sample-temperature, and
+// --sample-temperature 0 makes it search instead.
+func TestPretrainedDecodeSampling(t *testing.T) {
+	zero, hot, p := 0.0, 1.2, 0.5
+	for _, tc := range []struct {
+		desc string
+		d    config.InferDecoding
+		want pretrained.GenOptions
+	}{
+		{"the checkpoint's", config.InferDecoding{}, pretrained.GenOptions{Temperature: 0.6, TopP: 0.9, TopK: 50}},
+		{"--sample-temperature 0 searches", config.InferDecoding{SampleTemperature: &zero}, pretrained.GenOptions{Temperature: 0, TopP: 0.9, TopK: 50}},
+		{"--sample-temperature 1.2 --top-p 0.5", config.InferDecoding{SampleTemperature: &hot, TopP: &p}, pretrained.GenOptions{Temperature: 1.2, TopP: 0.5, TopK: 50}},
+	} {
+		s := &pretrained.Summarizer{Gen: pretrained.GenOptions{Temperature: 0.6, TopP: 0.9, TopK: 50, BeamSize: 1, MaxNewTokens: 9}}
+		pretrainedDecode(s, tc.d)
+		if s.Gen.Temperature != tc.want.Temperature || s.Gen.TopP != tc.want.TopP || s.Gen.TopK != tc.want.TopK {
+			t.Errorf("%s: temperature %g top_p %g top_k %d, want %+v", tc.desc, s.Gen.Temperature, s.Gen.TopP, s.Gen.TopK, tc.want)
 		}
 	}
 }

@@ -41,3 +41,27 @@ func TestPaddedLengths(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxNewTokens: a pretrained summarizer's generation cap is summarizer.max_new_tokens when
+// set, else the longest training answer, at least 128 (issue 36 item 1: it was max_summary_len,
+// 64 in configs/paper.yaml, below 12% of the dev references).
+func TestMaxNewTokens(t *testing.T) {
+	answer := func(prompt, turn int) Example {
+		return AnswerExample(make([]int32, prompt), make([]int32, turn))
+	}
+	for _, tc := range []struct {
+		desc       string
+		configured int
+		train      []Example
+		want       int
+	}{
+		{"configured", 256, []Example{answer(10, 300)}, 256},
+		{"short answers: at least 128", 0, []Example{answer(10, 20), answer(5, 64)}, 128},
+		{"the longest answer", 0, []Example{answer(10, 20), answer(40, 200), answer(3, 150)}, 200},
+		{"no examples", 0, nil, 128},
+	} {
+		if got := maxNewTokens(tc.configured, tc.train); got != tc.want {
+			t.Errorf("%s: maxNewTokens = %d, want %d", tc.desc, got, tc.want)
+		}
+	}
+}

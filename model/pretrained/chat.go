@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/chattemplate"
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/snapshot"
@@ -28,6 +30,18 @@ type Chat struct {
 	Stop []int32
 	// Pad is the id written in padding positions (masked out; any valid id works).
 	Pad int32
+	// cut counts the prompts whose text was cut to fit max_seq_len (fit), for the statistics
+	// printed at the start of training.
+	cut atomic.Int64
+}
+
+// cutCount returns how many prompts built with c had their text cut to fit max_seq_len; 0 for
+// no chat (an encoder's pairs are truncated by hf/encoder, not counted).
+func (c *Chat) cutCount() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.cut.Load()
 }
 
 // tokenizers caches loaded tokenizers by the SHA-256 of their two files: building Llama 3's
@@ -73,6 +87,29 @@ func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 // must have a row, checked here once rather than failing as an index out of range in a graph
 // (vocab 0 skips the check: prompt tests without a model).
 func LoadChat(dir string, eos []int, vocab int) (*Chat, error) {
+	return loadChat(dir, "", eos, vocab)
+}
+
+// chatTemplateSource resolves value, the setting of key (TASK.chat_template): "" for the
+// snapshot's own template, else the Jinja source of the named template or of the file.
+func chatTemplateSource(key, value string) (string, error) {
+	if value == config.ChatTemplateSnapshot {
+		return "", nil
+	}
+	if s, ok := chattemplate.NamedSource(value); ok {
+		return s, nil
+	}
+	b, err := atomicio.ReadFileMax(value, atomicio.MaxJSONBytes)
+	if err != nil {
+		return "", fmt.Errorf("%s: %q is neither %s, a named template (%s) nor a readable template file: %w",
+			key, value, config.ChatTemplateSnapshot, strings.Join(chattemplate.Names(), ", "), err)
+	}
+	return string(b), nil
+}
+
+// loadChat is LoadChat with template, when not empty, in place of the chat template of dir's
+// tokenizer_config.json (its special tokens kept).
+func loadChat(dir, template string, eos []int, vocab int) (*Chat, error) {
 	tok, err := loadTokenizer(dir)
 	if err != nil {
 		return nil, err
@@ -87,7 +124,12 @@ func LoadChat(dir string, eos []int, vocab int) (*Chat, error) {
 			}
 		}
 	}
-	tpl, err := chattemplate.Load(filepath.Join(dir, snapshot.TokenizerConfigFile))
+	var tpl *chattemplate.Template
+	if template == "" {
+		tpl, err = chattemplate.Load(filepath.Join(dir, snapshot.TokenizerConfigFile))
+	} else {
+		tpl, err = loadOverride(filepath.Join(dir, snapshot.TokenizerConfigFile), template)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (a pretrained model for tracksum needs a chat template: use an instruction-tuned checkpoint)", err)
 	}
@@ -254,4 +296,16 @@ func fit(maxLen int, what string, build func(cut int) (n int, err error)) (int, 
 		cut += n - maxLen
 	}
 	return 0, fmt.Errorf("%s does not fit in max_seq_len %d tokens even with its text cut: raise max_seq_len", what, maxLen)
+}
+
+// loadOverride parses template with the special tokens of the tokenizer_config.json at path.
+func loadOverride(path, template string) (*chattemplate.Template, error) {
+	data, err := atomicio.ReadFileMax(path, atomicio.MaxJSONBytes)
+	if err != nil {
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	if data, err = chattemplate.WithTemplate(path, data, template); err != nil {
+		return nil, err
+	}
+	return chattemplate.Parse(path, data, "default")
 }

@@ -11,6 +11,7 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/hf/chattemplate"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
@@ -66,6 +67,10 @@ type Meta struct {
 	YesNo *yesNo `json:"yes_no,omitempty"`
 	// FullContext: the summarizer reads the whole abstract too (TTS (+) f).
 	FullContext bool `json:"full_context,omitempty"`
+	// ChatTemplate is TASK.chat_template when the model was trained with another template than
+	// its base's (a name of hf/chattemplate, or a file); the checkpoint's tokenizer_config.json
+	// holds that template, which inference renders. Empty: the base's own.
+	ChatTemplate string `json:"chat_template,omitempty"`
 	// Generation holds the summarizer's decoding defaults.
 	Generation *GenOptions `json:"generation,omitempty"`
 	// Variant is the Table 6 method the model is a part of, which sets its prompts: "" for
@@ -131,7 +136,7 @@ func ReadMeta(dir string) (*Meta, error) {
 // task trained with the same metadata on the same base (its weights' digest) and config (else
 // training.CheckConfig's refusal). It writes the metadata, base.json, the tokenizer copies and
 // config.yaml.
-func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.Config, allowChanged bool, log interface{ Write([]byte) (int, error) }) error {
+func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.Config, template string, allowChanged bool, log interface{ Write([]byte) (int, error) }) error {
 	if _, err := os.Stat(filepath.Join(outDir, checkpoint.PretrainedFile)); err == nil {
 		old, err := ReadMeta(outDir)
 		if err != nil {
@@ -173,6 +178,12 @@ func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.S
 	tcfg, err := atomicio.ReadFileMax(filepath.Join(snap.Dir, snapshot.TokenizerConfigFile), atomicio.MaxJSONBytes)
 	if err != nil {
 		return err
+	}
+	if template != "" {
+		// The template trained with replaces the base's in the copy inference reads.
+		if tcfg, err = chattemplate.WithTemplate(filepath.Join(snap.Dir, snapshot.TokenizerConfigFile), tcfg, template); err != nil {
+			return err
+		}
 	}
 	if err := atomicio.WriteFile(filepath.Join(outDir, snapshot.TokenizerConfigFile), tcfg, 0o644); err != nil {
 		return err

@@ -236,6 +236,15 @@ func TestSummarizerTrainInfer(t *testing.T) {
 	ck := filepath.Join(t.TempDir(), "summarizer")
 	trainTask(t, "summarizer", cfg, data, ck)
 	checkAdapter(t, ck, 6)
+	// The decoding used is recorded in the checkpoint, as summarizer.max_new_tokens gave it (not
+	// max_summary_len, the from-scratch model's).
+	meta, err := pretrained.ReadMeta(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := meta.Generation; g == nil || g.BeamSize != 2 || g.MaxNewTokens != cfg.Summarizer.MaxNewTokens || g.LengthPenalty != cfg.Summarizer.LengthPenalty {
+		t.Errorf("pretrained.json generation %+v, want beam 2, max_new_tokens %d", g, cfg.Summarizer.MaxNewTokens)
+	}
 
 	out := filepath.Join(t.TempDir(), "pred.jsonl")
 	if _, err := infer.Run(context.Background(), cfg, infer.Options{Tracker: infer.GoldTracker, Summarizer: ck, Input: data, Split: "test", Out: out, Log: testLog()}); err != nil {

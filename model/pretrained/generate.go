@@ -32,6 +32,9 @@ type GenOptions struct {
 	// sharpened by 1/Temperature and cut to its top-p nucleus (TopP in (0, 1]; 0 means 1).
 	Temperature float64 `json:"temperature,omitempty"`
 	TopP        float64 `json:"top_p,omitempty"`
+	// TopK > 0 keeps the TopK most probable tokens before the nucleus cut (transformers' top_k,
+	// applied after the temperature and before top_p, as its logits warpers are); 0 keeps all.
+	TopK int `json:"top_k,omitempty"`
 	// Seed seeds sampling; each prompt draws from its own stream (seed, prompt index).
 	Seed int64 `json:"seed,omitempty"`
 	// Done, when set, ends prompt i's answer after tokens as the end token would (tokens kept;
@@ -454,7 +457,7 @@ func (g *generator) sample(states []*genState, maxNew int, o GenOptions) ([][]in
 		var sts []*genState
 		var toks []int32
 		for _, i := range live {
-			tok := samplePiece(probs[i], o.Temperature, o.TopP, rngs[i].Float64())
+			tok := samplePiece(probs[i], o.Temperature, o.TopP, o.TopK, rngs[i].Float64())
 			if tok == g.stop[0] || states[i].full() {
 				continue
 			}
@@ -479,9 +482,10 @@ func (g *generator) sample(states []*genState, maxNew int, o GenOptions) ([][]in
 	return out, nil
 }
 
-// samplePiece draws a token from probs sharpened by 1/temperature and cut to the smallest set of
-// most probable tokens whose mass reaches topP (0 or >= 1: all), with u uniform in [0, 1).
-func samplePiece(probs []float32, temperature, topP float64, u float64) int32 {
+// samplePiece draws a token from probs sharpened by 1/temperature, cut to the topK most probable
+// (0: all), then to the smallest set of most probable tokens whose mass reaches topP (0 or >= 1:
+// all), with u uniform in [0, 1).
+func samplePiece(probs []float32, temperature, topP float64, topK int, u float64) int32 {
 	type cand struct {
 		id int32
 		w  float64
@@ -508,6 +512,13 @@ func samplePiece(probs []float32, temperature, topP float64, u float64) int32 {
 		}
 		return int(a.id - b.id)
 	})
+	if topK > 0 && topK < len(cands) {
+		cands = cands[:topK]
+		total = 0
+		for _, c := range cands {
+			total += c.w
+		}
+	}
 	if topP > 0 && topP < 1 {
 		var mass float64
 		for k, c := range cands {

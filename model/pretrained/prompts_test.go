@@ -218,18 +218,22 @@ func TestSamplePiece(t *testing.T) {
 	for _, tc := range []struct {
 		desc        string
 		temp, topP  float64
+		topK        int
 		u           float64
 		want        int32
 		neverAbove2 bool
 	}{
-		{"u=0 picks the most probable", 1, 0, 0, 0, false},
-		{"u just below 1 picks the least probable non-zero", 1, 0, 0.999, 2, false},
-		{"top-p 0.5 keeps only the first", 1, 0.5, 0.999, 0, false},
-		{"top-p 0.8 keeps two", 1, 0.8, 0.999, 1, false},
-		{"low temperature is greedy", 0.01, 0, 0.9, 0, false},
+		{"u=0 picks the most probable", 1, 0, 0, 0, 0, false},
+		{"u just below 1 picks the least probable non-zero", 1, 0, 0, 0.999, 2, false},
+		{"top-p 0.5 keeps only the first", 1, 0.5, 0, 0.999, 0, false},
+		{"top-p 0.8 keeps two", 1, 0.8, 0, 0.999, 1, false},
+		{"low temperature is greedy", 0.01, 0, 0, 0.9, 0, false},
+		{"top-k 2 keeps two", 1, 0, 2, 0.999, 1, false},
+		{"top-k 1 is greedy", 1, 0, 1, 0.999, 0, false},
+		{"top-k before top-p: 0.6 of the two kept is the first", 1, 0.6, 2, 0.999, 0, false},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			if got := samplePiece(probs, tc.temp, tc.topP, tc.u); got != tc.want {
+			if got := samplePiece(probs, tc.temp, tc.topP, tc.topK, tc.u); got != tc.want {
 				t.Errorf("samplePiece = %d, want %d", got, tc.want)
 			}
 		})

@@ -58,7 +58,7 @@ func TestResumeRefusesOtherQuantization(t *testing.T) {
 			meta := old
 			meta.Quantization = tc.now
 			cfg := config.Default()
-			err := prepareDir(context.Background(), dir, &meta, nil, &cfg, true, &strings.Builder{})
+			err := prepareDir(context.Background(), dir, &meta, nil, &cfg, "", true, &strings.Builder{})
 			if err == nil || !errors.Is(err, training.ErrResume) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("err %v, want one line wrapping ErrResume with %q", err, tc.want)
 			}

@@ -63,7 +63,7 @@ func (p *summaryPrompter) shorten(list []string, cut int) ([]string, int) {
 // abstract's sentences keep their indices).
 func (p *summaryPrompter) fitted(aspect string, sentences, document []string, after int) ([]int32, error) {
 	var ids []int32
-	_, err := fit(p.maxLen, "the summarizer prompt", func(cut int) (int, error) {
+	cut, err := fit(p.maxLen, "the summarizer prompt", func(cut int) (int, error) {
 		doc := document
 		if p.fullContext && doc == nil {
 			doc = []string{}
@@ -79,6 +79,9 @@ func (p *summaryPrompter) fitted(aspect string, sentences, document []string, af
 		ids, err = p.chat.Prompt(p.messages(aspect, c, doc))
 		return len(ids) + after, err
 	})
+	if cut > 0 {
+		p.chat.cut.Add(1)
+	}
 	return ids, err
 }
 

@@ -68,7 +68,7 @@ func (p *trackerPrompter) prompt(sentence, against string) ([]int32, error) {
 		after = p.yn.TurnLen
 	}
 	var ids []int32
-	_, err := fit(p.maxLen, "the tracker prompt", func(cut int) (int, error) {
+	cut, err := fit(p.maxLen, "the tracker prompt", func(cut int) (int, error) {
 		var msgs []chattemplate.Message
 		if p.pair {
 			cs, cm := 0, 0
@@ -83,6 +83,9 @@ func (p *trackerPrompter) prompt(sentence, against string) ([]int32, error) {
 		ids, err = p.chat.Prompt(msgs)
 		return len(ids) + after, err
 	})
+	if cut > 0 {
+		p.chat.cut.Add(1)
+	}
 	return ids, err
 }
 

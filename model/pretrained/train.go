@@ -1,6 +1,7 @@
 package pretrained
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -60,6 +61,10 @@ type session struct {
 	set     string
 	// flash is TASK.train.attention resolved on the backend (config.ResolveAttention).
 	flash bool
+	// template is TASK.chat_template when not the snapshot's own, and templateSource its Jinja
+	// source ("" for the snapshot's): recorded in Meta.ChatTemplate and written into the
+	// checkpoint's tokenizer_config.json copy.
+	template, templateSource string
 }
 
 // begin opens the backend and refuses train.devices > 1 (training.CheckDevices) before anything
@@ -101,9 +106,16 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 		lock.Release()
 		return nil, err
 	}
+	tplKey, tplValue := task+".chat_template", cfg.Tracker.ChatTemplate
+	if task == dataset.TaskSummarizer {
+		tplValue = cfg.Summarizer.ChatTemplate
+	}
 	if slices.Contains(config.EncoderModelTypes, snap.ModelType) {
 		if task != dataset.TaskTracker {
 			return fail(fmt.Errorf("%s.pretrained: %s is an encoder (model_type %s); the %s needs a causal LM", task, snap.Dir, snap.ModelType, task))
+		}
+		if tplValue != config.ChatTemplateSnapshot {
+			return fail(fmt.Errorf("%s: %s applies to a causal LM's prompts, not to an encoder (model_type %s)", tplKey, tplValue, snap.ModelType))
 		}
 		fmt.Fprintf(log, "pretrained %s: %s (model_type %s) on backend %s\n", task, snap.Dir, snap.ModelType, s.bname)
 		return s, nil
@@ -112,12 +124,31 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if err != nil {
 		return fail(err)
 	}
-	if s.chat, err = LoadChat(snap.Dir, dc.EOSList, dc.Vocab); err != nil {
+	if s.templateSource, err = chatTemplateSource(tplKey, tplValue); err != nil {
 		return fail(err)
 	}
+	if s.templateSource != "" {
+		s.template = tplValue
+	}
+	if s.chat, err = loadChat(snap.Dir, s.templateSource, dc.EOSList, dc.Vocab); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(log, "pretrained %s: chat template %s (%s)\n", task, tplValue, tplKey)
 	fmt.Fprintf(log, "pretrained %s: %s (model_type %s, %d layers, hidden %d, vocab %d) on backend %s\n",
 		task, snap.Dir, snap.ModelType, dc.Layers, dc.Hidden, dc.Vocab, s.bname)
 	return s, nil
+}
+
+// logCut prints how many of the n training prompts of task had their text cut to fit maxLen
+// tokens under the session's chat template (a template that adds tokens to every prompt, as
+// Llama-3.1-Instruct's date block, cuts more of them).
+func (s *session) logCut(task string, cut int64, n, maxLen int) {
+	if s.chat == nil {
+		return
+	}
+	tpl := cmp.Or(s.template, config.ChatTemplateSnapshot)
+	fmt.Fprintf(s.log, "pretrained %s: %d of %d training prompts (%.1f%%) cut to fit max_seq_len %d (chat template %s)\n",
+		task, cut, n, 100*float64(cut)/float64(max(n, 1)), maxLen, tpl)
 }
 
 // fit runs the training loop over the prepared examples and writes the checkpoint's end files
@@ -125,7 +156,8 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.TrainLoop, train []Example,
 	build func([]Example) training.Batch, evaluate func(context.Context) (training.Metrics, error), sel string, minimize bool,
 	loss training.LossFn, devN int) (*Report, error) {
-	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.req.AllowChangedConfig, s.log); err != nil {
+	meta.ChatTemplate = s.template
+	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
 		return nil, err
 	}
 	trainable := 0
@@ -242,10 +274,12 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	if err != nil {
 		return nil, err
 	}
+	cut0 := s.chat.cutCount()
 	train, err := trackerExamples(ctx, t.labelled, rows, tc)
 	if err != nil {
 		return nil, err
 	}
+	s.logCut(dataset.TaskTracker, s.chat.cutCount()-cut0, len(rows), run.maxSeqLen)
 	devLabels := make([]float32, len(devRows))
 	for i, r := range devRows {
 		if r.Label {
@@ -297,6 +331,24 @@ type summaryInstance struct {
 	Citations []int32
 }
 
+// minNewTokens is the least derived max_new_tokens (summarizer.max_new_tokens 0).
+const minNewTokens = 128
+
+// maxNewTokens is the generation cap of a summarizer trained on train: configured when set, else
+// the longest answer turn of the training examples (the end marker included), at least
+// minNewTokens, so that generation can write every reference the model was trained on.
+func maxNewTokens(configured int, train []Example) int {
+	if configured > 0 {
+		return configured
+	}
+	longest := 0
+	for _, e := range train {
+		pos, _ := lossPositions(e)
+		longest = max(longest, len(pos))
+	}
+	return max(minNewTokens, longest)
+}
+
 // TrainSummarizer fine-tunes cfg.Summarizer.Pretrained as the summarizer on the prepared
 // directory req.Data into the checkpoint req.Out (resuming a run found there). Each evaluation
 // reports the dev loss of the answer tokens and, over the first summarizer.dev_decode_limit dev
@@ -342,7 +394,13 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		return nil, err
 	}
 	defer s.lock.Release()
-	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxSummaryLen, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
+	// The decoding of a pretrained model is its own (summarizer.beam_size etc. take transformers'
+	// defaults or the snapshot's generation_config.json when nobody set them: config's pretrained
+	// defaults); max_new_tokens 0 is derived from the training answers below.
+	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxNewTokens, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
+	if sc.Temperature > 0 {
+		gen.Temperature, gen.TopP, gen.TopK, gen.Seed = sc.Temperature, sc.TopP, sc.TopK, cfg.Seed
+	}
 	fullContext := sc.FullContext && v == "" // the variants' prompts have no full-context part
 	if v == variant.EndToEnd {
 		gen.MaxNewTokens = cfg.Variants.MaxOutputLen
@@ -375,10 +433,12 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		}
 		return out, nil
 	}
+	cut0 := s.chat.cutCount()
 	train, err := examples(trainSet)
 	if err != nil {
 		return nil, err
 	}
+	s.logCut(dataset.TaskSummarizer, s.chat.cutCount()-cut0, len(trainSet), sc.MaxSeqLen)
 	dev, err := examples(devSet)
 	if err != nil {
 		return nil, err
@@ -386,6 +446,15 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if len(train) == 0 || len(dev) == 0 {
 		return nil, fmt.Errorf("%s: the %s needs train and dev instances (got %d and %d)", req.Data, kindName(dataset.TaskSummarizer, v), len(train), len(dev))
 	}
+	if v != variant.EndToEnd {
+		gen.MaxNewTokens = maxNewTokens(sc.MaxNewTokens, train)
+	}
+	decoding := fmt.Sprintf("beam %d, length penalty %g, no_repeat_ngram %d", gen.BeamSize, gen.LengthPenalty, gen.NoRepeatNgram)
+	if gen.Temperature > 0 {
+		decoding = fmt.Sprintf("sampling at temperature %g, top_p %g, top_k %d, seed %d", gen.Temperature, gen.TopP, gen.TopK, gen.Seed)
+	}
+	fmt.Fprintf(s.log, "pretrained summarizer: decoding %s, max_new_tokens %d (stored in the checkpoint; dev ROUGE-L decodes greedily)\n",
+		decoding, gen.MaxNewTokens)
 	devRows := devSet
 	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
 		devRows = devRows[:sc.DevDecodeLimit]
@@ -421,6 +490,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if err != nil {
 		return nil, err
 	}
+	devSum.Gen.Temperature = 0 // the dev ROUGE-L that selects the checkpoint is greedy, sampling or not
 	scorer := rouge.New(rouge.Options{Stem: true})
 	evaluate := func(context.Context) (training.Metrics, error) {
 		reqs := make([]summarizer.Request, len(devRows))

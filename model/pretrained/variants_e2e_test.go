@@ -40,7 +40,7 @@ func variantConfig(t *testing.T) (cfg *config.Config, data string) {
 	cfg.Summarizer.LoRA.TargetModules = []string{"q_proj", "v_proj"}
 	cfg.Tracker.LoRA.Rank, cfg.Tracker.LoRA.Alpha = 4, 8
 	cfg.Tracker.LoRA.TargetModules = []string{"q_proj", "v_proj"}
-	cfg.Summarizer.MaxSummaryLen, cfg.Variants.MaxOutputLen = 6, 8
+	cfg.Summarizer.MaxSummaryLen, cfg.Summarizer.MaxNewTokens, cfg.Variants.MaxOutputLen = 6, 6, 8
 	cfg.Summarizer.DevDecodeLimit = 4
 	loop(&cfg.Summarizer.Train)
 	loop(&cfg.Tracker.Train)

@@ -154,7 +154,7 @@ func SummarizerConfig(cfg *config.Config, llm string) {
 	if !fixture.byteTokenizer {
 		cfg.Summarizer.MaxSeqLen = 512
 	}
-	cfg.Summarizer.MaxSummaryLen = 6
+	cfg.Summarizer.MaxSummaryLen, cfg.Summarizer.MaxNewTokens = 6, 8
 	cfg.Summarizer.BeamSize = 2
 	Loop(&cfg.Summarizer.Train)
 }
