@@ -260,7 +260,7 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	case head == config.HeadLMCLS:
 		build, loss = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, lm.clsLoss
 	default:
-		build, loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) }, lm.answerLoss
+		build, loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, meta.YesNo.TurnLen) }, lm.answerLoss
 	}
 	rep, err := s.fit(ctx, meta, m, tc.Train, train, build, evaluate, "f1", false, loss, len(devRows))
 	if err != nil {
@@ -387,7 +387,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		var sum, n float64
 		for i := 0; i < len(dev); i += sc.Train.BatchSize {
 			b := dev[i:min(i+sc.Train.BatchSize, len(dev))]
-			out, err := devLoss.call(answerBatch(b, s.chat.Pad).Inputs...)
+			out, err := devLoss.call(answerBatch(b, s.chat.Pad, 0).Inputs...)
 			if err != nil {
 				return 0, err
 			}
@@ -437,7 +437,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		}
 		return metrics, nil
 	}
-	rep, err := s.fit(ctx, meta, m, sc.Train, train, func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) },
+	rep, err := s.fit(ctx, meta, m, sc.Train, train, func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, 0) },
 		evaluate, "rougeL", false, m.answerLoss, len(dev))
 	if err != nil {
 		return nil, err
