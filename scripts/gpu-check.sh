@@ -101,6 +101,17 @@ else
 	env_row xla_flags "${XLA_FLAGS:-}"
 fi
 env_row backend "$GOMLX_BACKEND"
+# The card's dense bf16 peak (TFLOP/s, the vendor's datasheet without sparsity) for the MFU of the
+# training runs (docs/gpu.md's FLOP count); none on an unknown card or in CPU mode.
+peak_tflops=0
+if [ "$CPU" != 1 ]; then
+	case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+	*H100* | *H200* | *H800* | *H20*) peak_tflops=989.4 ;;
+	*A100* | *A800*) peak_tflops=312 ;;
+	*L40S*) peak_tflops=362 ;;
+	esac
+	env_row peak_bf16_tflops "$peak_tflops"
+fi
 # Comparisons with float32 references run without TF32 (go-xla turns it on for float32 matmuls on
 # CUDA by default; the first check measured ~4e-3 differences with it): EXACT is their backend.
 EXACT="$GOMLX_BACKEND"
@@ -203,7 +214,7 @@ for r in "${runs[@]}"; do
 	fi
 	smi_start "train $name"
 	step "train $name" 240 env "${settings[@]}" "$BIN" train --task "$task" --snapshot "$WORK/snap-$shape" --out "$WORK/$name" \
-		--steps "$steps" --batch "$batch" --seq "$seq" "${longargs[@]}"
+		--steps "$steps" --batch "$batch" --seq "$seq" --peak-tflops "$peak_tflops" "${longargs[@]}"
 	rc=$?
 	smi_stop
 	[ $rc -eq 0 ] || continue
@@ -218,7 +229,8 @@ for r in "${runs[@]}"; do
 	[ "${ckpt:-}" = ckpt ] && ref_ckpt=(--gradient-checkpointing)
 	smi_start "PEFT reference steps $name"
 	step "PEFT reference steps $name" 240 "$PY" scripts/gpucheck/peft_check.py train --checkpoint "$ck" \
-		--task "$task" --batch "$batch" --seq "$seq" --steps "$steps" --dtype "$ref_dtype" "${ref_ckpt[@]}"
+		--task "$task" --batch "$batch" --seq "$seq" --steps "$steps" --dtype "$ref_dtype" "${ref_ckpt[@]}" \
+		--batches "$WORK/$name/$task-batches.jsonl" --peak-tflops "$peak_tflops"
 	smi_stop
 done
 

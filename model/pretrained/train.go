@@ -143,6 +143,7 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 		Select:   sel,
 		Minimize: minimize,
 		Saved:    m.Trained,
+		Trace:    s.req.Trace,
 		AfterStep: func(step int) {
 			if afterStep != nil {
 				afterStep(step)
