@@ -232,6 +232,22 @@ for r in "${runs[@]}"; do
 		--task "$task" --batch "$batch" --seq "$seq" --steps "$steps" --dtype "$ref_dtype" "${ref_ckpt[@]}" \
 		--batches "$WORK/$name/$task-batches.jsonl" --peak-tflops "$peak_tflops"
 	smi_stop
+	# Generation on the card (issue 33 item 5), once, with the first summarizer: tracksum-infer's
+	# Track-then-Sum prompts of the prepared rows (their real lengths) at batch 1, 8 and 32, greedy
+	# and beam 4, in float32 with TF32 off, against transformers' generate on the same prompts.
+	if [ "$task" = summarizer ] && [ -z "${generated:-}" ]; then
+		generated=1
+		gen_data="$WORK/$name/prepared"
+		[ "${long:-}" = long ] && gen_data="$WORK/$name/prepared-${seq}w"
+		gen_args=()
+		[ "$CPU" = 1 ] && gen_args=(--batches 1,2 --beams 1,2 --max-new 8)
+		ref_gen_args=()
+		[ "$CPU" = 1 ] && ref_gen_args=(--batch-sizes 1,2 --beams 1,2 --max-new 8)
+		step "generate $name (f32, TF32 off)" 240 env GOMLX_BACKEND="$EXACT" "$BIN" generate --checkpoint "$ck" --data "$gen_data" \
+			--prompts "$WORK/$name/prompts.jsonl" "${gen_args[@]}" &&
+			step "transformers generate $name (f32, TF32 off)" 240 "$PY" scripts/gpucheck/peft_check.py generate --checkpoint "$ck" \
+				--prompts "$WORK/$name/prompts.jsonl" --dtype float32 "${ref_gen_args[@]}"
+	fi
 done
 
 # (f) the prepared shards with pyarrow (any run's prepared/ directory).

@@ -13,6 +13,12 @@
       over the steps after the first, first loss (against ours, --batches), MFU (--peak-tflops;
       docs/gpu.md's FLOP count), peak memory (torch.cuda.max_memory_allocated).
 
+  peft_check.py generate --checkpoint CK --prompts FILE [--batch-sizes 1,8,32 --beams 1,4 --max-new 64 --dtype float32]
+      transformers' generate (PeftModel over the base, in --dtype; TF32 off in float32) on the prompts
+      `gpucheck generate` wrote, left-padded, at each batch and beam size: new tokens/s of the second
+      call (the first warms up); greedy ids compared with ours (batch 1 on the first prompt, and the
+      largest batch on all).
+
 Prints one JSON object per line. Without torch, transformers or peft it prints a "skipped" status
 and exits 0: the check runs everywhere and says what it could not do.
 """
@@ -33,7 +39,7 @@ def emit(**kw):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["load", "train"])
+    ap.add_argument("mode", choices=["load", "train", "generate"])
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--export")
     ap.add_argument("--ours")
@@ -44,12 +50,16 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--dtype", default="bfloat16")
+    ap.add_argument("--prompts", help="generate: gpucheck generate's prompts file (prompt ids, our greedy ids)")
+    ap.add_argument("--batch-sizes", default="1,8,32", help="generate: batch sizes")
+    ap.add_argument("--beams", default="1,4", help="generate: beam sizes (1: greedy)")
+    ap.add_argument("--max-new", type=int, default=64, help="generate: new tokens at most")
     ap.add_argument("--batches", help="our run's batches (gpucheck train's TASK-batches.jsonl): train on them, not on random tokens")
     ap.add_argument("--peak-tflops", type=float, default=0, help="the card's dense bf16 peak, for the MFU (0: none)")
     ap.add_argument("--gradient-checkpointing", action="store_true",
                     help="recompute each layer in the backward pass, as our run with train.gradient_checkpointing")
     a = ap.parse_args()
-    step = "peft" if a.mode == "load" else "reference"
+    step = {"load": "peft", "train": "reference", "generate": "hf_generate"}[a.mode]
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
@@ -60,6 +70,8 @@ def main():
     try:
         if a.mode == "load":
             return load(a)
+        if a.mode == "generate":
+            return generate(a)
         return train(a)
     except Exception as e:  # one line for the report; the log has the trace
         import traceback
@@ -244,6 +256,77 @@ def train(a):
         res.update(flops_per_token=f, mfu=tps * f / (a.peak_tflops * 1e12))
     emit(**res)
     return 0 if res["ok"] else 1
+
+
+def generate(a):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    dev = device()
+    dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}[a.dtype]
+    if dev == "cuda":
+        # Our greedy ids come from float32 matmuls with TF32 off (the script's EXACT backend).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    base = AutoModelForCausalLM.from_pretrained(base_dir(a.checkpoint), torch_dtype=dtype).to(dev)
+    model = PeftModel.from_pretrained(base, os.path.join(a.checkpoint, "adapter")).to(dev).eval()
+    rows = [json.loads(line) for line in open(a.prompts)]
+    pad = model.config.pad_token_id
+    if pad is None:
+        pad = 0
+    eos = model.config.eos_token_id
+
+    def run(prompts, beams):
+        n = max(len(p) for p in prompts)
+        ids = torch.tensor([[pad] * (n - len(p)) + p for p in prompts], dtype=torch.long, device=dev)
+        mask = torch.tensor([[0] * (n - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long, device=dev)
+        with torch.no_grad():
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=a.max_new, do_sample=False,
+                                 num_beams=beams, eos_token_id=eos, pad_token_id=pad)
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        return [o[n:].tolist() for o in out]
+
+    def trim(seq):
+        """The ids up to and including the first end token (generate pads finished rows after it)."""
+        ends = eos if isinstance(eos, list) else [eos]
+        for i, t in enumerate(seq):
+            if t in ends:
+                return seq[: i + 1]
+        return seq
+
+    def same(ours, theirs):
+        k = 0
+        while k < min(len(ours), len(theirs)) and ours[k] == theirs[k]:
+            k += 1
+        return k
+
+    ok = True
+    for beams in [int(x) for x in a.beams.split(",")]:
+        for b in [int(x) for x in a.batch_sizes.split(",")]:
+            prompts = [r["prompt"] for r in rows[:b]]
+            if len(prompts) < b:
+                prompts = (prompts * b)[:b]
+            run(prompts, beams)  # warm-up: kernels, allocator
+            t0 = time.time()
+            got = [trim(s) for s in run(prompts, beams)]
+            secs = time.time() - t0
+            new = sum(len(s) for s in got)
+            res = dict(step="hf_generate", checkpoint=a.checkpoint, device=dev, dtype=a.dtype, batch=b, beam=beams,
+                       max_new_tokens=a.max_new, seconds=secs, new_tokens=new, tokens_per_sec=new / max(secs, 1e-9), ok=True)
+            if beams == 1:
+                ours = [r["greedy"] for r in rows[:len(got)]]
+                agree = [same(o, t) for o, t in zip(ours, got)]
+                res["identical_greedy"] = sum(1 for o, t, k in zip(ours, got, agree) if k == len(o) == len(t))
+                res["compared"] = len(agree)
+                res["first_divergence"] = min(agree)
+                # Identical greedy tokens are expected in float32 without TF32 (a near-tie of a
+                # random model's logits can still split them: first_divergence says where).
+                res["ok"] = res["identical_greedy"] == len(agree) or a.dtype != "float32"
+                ok = ok and res["ok"]
+            emit(**res)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ func TestGPUCheckCPUMode(t *testing.T) {
 			if s, _ := r["status"].(string); s != "ok" && !strings.HasPrefix(s, "skipped") {
 				t.Errorf("step %v: %s", r["name"], s)
 			}
-		case "parity", "decode", "nli", "train", "logits", "export", "snapshot":
+		case "parity", "decode", "nli", "train", "logits", "export", "snapshot", "generate":
 			if r["ok"] != true {
 				t.Errorf("%s not ok: %v", step, r)
 			}
@@ -88,6 +88,10 @@ func TestGPUCheckCPUMode(t *testing.T) {
 	if err != nil {
 		runs = 0
 		t.Log("hf/tokenizer/testdata/hf/llama3 is absent (tools/hftokenizer/fetch.sh): the LoRA runs are skipped")
+	}
+	// The summarizer's generation: batch 1 and 2, greedy and beam 2 in CPU mode.
+	if want := 4 * runs / 2; count["generate"] != want {
+		t.Errorf("%d generate rows, want %d", count["generate"], want)
 	}
 	fams := len(family.Names(family.CausalLM))
 	if count["parity"] != fams || count["decode"] != 1 || count["nli"] != 1 || count["train"] != runs || count["logits"] != runs || count["export"] != runs {

@@ -100,6 +100,8 @@ func markdown(rows []map[string]any) string {
 	section("snapshot", "Random snapshots", []string{"shape", "detail", "vocab", "dtype", "seconds"})
 	section("train", "LoRA steps (tracksum)", []string{"task", "snapshot", "precision", "gradient_checkpointing", "batch", "max_seq_len", "doc_words", "steps", "tokens_per_sec", "steady_tokens_per_sec", "first_loss", "train_loss", "dev_loss", "mfu", "peak_rss_bytes", "plan_total_bytes", "ok"})
 	section("reference", "LoRA steps (transformers + PEFT)", []string{"task", "snapshot", "device", "dtype", "gradient_checkpointing", "batch", "max_seq_len", "steps", "same_batches", "tokens_per_sec", "first_loss", "ours_first_loss", "first_loss_rel_diff", "mfu", "peak_bytes", "ok"})
+	section("generate", "Summarizer generation (tracksum)", []string{"precision", "batch", "beam", "max_new_tokens", "prompt_tokens_mean", "new_tokens", "seconds", "tokens_per_sec", "ok"})
+	section("hf_generate", "Summarizer generation (transformers' generate, same prompts)", []string{"dtype", "batch", "beam", "max_new_tokens", "new_tokens", "seconds", "tokens_per_sec", "identical_greedy", "compared", "first_divergence", "ok"})
 	section("gpu_memory", "GPU memory in use during each step (nvidia-smi, sampled every 200 ms)", []string{"name", "peak_used_bytes", "total_bytes"})
 	section("peft", "PEFT and transformers load our adapter and export (logits vs ours)", []string{"checkpoint", "what", "max_abs_diff", "tolerance", "ok"})
 	section("parquet", "Prepared shards read with pyarrow", []string{"file", "rows", "columns", "ok"})
