@@ -146,6 +146,9 @@ smi_stop() {
 	render
 }
 
+# GPU_CHECK_RUNS_ONLY=1 goes straight to the training runs (e.g. the full-depth 8B runs, which
+# need the device time that parity, decode and nli would take).
+if [ "${GPU_CHECK_RUNS_ONLY:-0}" != 1 ]; then
 # (b) parity goldens of every family on the backend.
 step "parity goldens (4 families, TF32 off)" 120 env GOMLX_BACKEND="$EXACT" "$BIN" parity
 [ "$CPU" = 1 ] || step "parity goldens (4 families, TF32 on: go-xla's default)" 120 "$BIN" parity
@@ -160,9 +163,10 @@ else
 	step "nli judge tiny-deberta (2,700 pairs)" 180 env GOMLX_BACKEND="$EXACT" "$BIN" nli --work "$WORK" --model tiny-deberta
 	step "nli judge bert-base (2,700 pairs)" 240 env GOMLX_BACKEND="$EXACT" "$BIN" nli --work "$WORK" --model bert-base --parity 8
 fi
+fi
 
 # (c) our LoRA steps; (e) PEFT/transformers load them; (d) the reference steps.
-# Each run is "task shape batch max_seq_len steps [precision [ckpt] [long]]"; precision (f32, bf16,
+# Each run is "task shape batch max_seq_len steps [precision [ckpt] [long] [nf4]]"; precision (f32, bf16,
 # auto) and "ckpt" set TRACKSUM_<TASK>_TRAIN_PRECISION and _GRADIENT_CHECKPOINTING for that run (a
 # build without those keys refuses them in one line); "long" (summarizer) lengthens the sample's
 # abstracts to max_seq_len words and puts them in the prompt (summarizer.full_context), so that
@@ -182,15 +186,16 @@ else
 fi
 for r in "${runs[@]}"; do
 	read -r task shape batch seq steps precision opts <<<"$r"
-	ckpt="" long=""
+	ckpt="" long="" nf4=""
 	for o in ${opts:-}; do
 		case $o in
 		ckpt) ckpt=ckpt ;;
 		long) long=long ;;
-		*) echo "gpu-check: run \"$r\": unknown option $o (want ckpt or long)" >&2 ;;
+		nf4) nf4=nf4 ;;
+		*) echo "gpu-check: run \"$r\": unknown option $o (want ckpt, long or nf4)" >&2 ;;
 		esac
 	done
-	name="$task-$shape-b$batch${precision:+-$precision}${ckpt:+-$ckpt}${long:+-$long}"
+	name="$task-$shape-b$batch${precision:+-$precision}${nf4:+-$nf4}${ckpt:+-$ckpt}${long:+-$long}"
 	if [ "${#tok[@]}" = 0 ]; then
 		# The byte-level test tokenizer spells the recipe's prompts in about four times Llama 3.1's
 		# tokens: they do not fit the runs' max_seq_len, and four times longer runs are too slow here.
@@ -207,6 +212,8 @@ for r in "${runs[@]}"; do
 	sec=$(printf '%s' "$task" | tr '[:lower:]' '[:upper:]')
 	[ -n "${precision:-}" ] && settings+=("TRACKSUM_${sec}_TRAIN_PRECISION=$precision")
 	[ "${ckpt:-}" = ckpt ] && settings+=("TRACKSUM_${sec}_TRAIN_GRADIENT_CHECKPOINTING=true")
+	# nf4: the base's projections quantized to NF4 at load (train.quantization), as the paper's QLoRA.
+	[ "${nf4:-}" = nf4 ] && settings+=("TRACKSUM_${sec}_TRAIN_QUANTIZATION=nf4")
 	longargs=()
 	if [ "${long:-}" = long ]; then
 		settings+=("TRACKSUM_${sec}_FULL_CONTEXT=true")

@@ -3,7 +3,7 @@
 // backend GOMLX_BACKEND names (e.g. xla:/abs/path/xla_cuda_plugin.so, or the pure-Go backend).
 // Each subcommand prints one JSON object on one line (the script appends it to its results):
 //
-//	gpucheck snapshot --out DIR --shape tiny|smollm2-135m|llama-3.2-1b|llama-3.1-8b-2l [--tokenizer DIR]
+//	gpucheck snapshot --out DIR --shape tiny|smollm2-135m|llama-3.2-1b|llama-3.1-8b-2l|llama-3.1-8b [--tokenizer DIR] [--quantize nf4]
 //	gpucheck parity [--goldens hf/decoder/testdata]      every family's goldens (forward, LoRA, loss)
 //	gpucheck train --task tracker|summarizer --snapshot DIR --out DIR [--steps 3 --batch 8 --seq 128]
 //	gpucheck generate --checkpoint CK --data DIR --prompts FILE   the summarizer's generation (batch 1, 8, 32; greedy, beam 4)

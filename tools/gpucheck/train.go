@@ -127,6 +127,8 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	}
 	in := plan.Inputs{Batch: batch, SeqLen: seq, GradAccumulation: 1, Section: task, LoRA: config.DefaultLoRA()}
 	in.Precision, in.Checkpointing = envSettings(task, backend)
+	// train.quantization as the environment sets it (the script's nf4 runs): the plan's NF4 base.
+	in.Quantization = strings.ToLower(os.Getenv(config.EnvPrefix + "_" + strings.ToUpper(task) + "_TRAIN_QUANTIZATION"))
 	if task == "tracker" {
 		cfg.Tracker.Pretrained, cfg.Tracker.Head, cfg.Tracker.MaxSeqLen = snap, config.HeadGenerative, seq
 		// Positives repeated, not weighted: every example's weight is 1, so that the loss is
@@ -148,6 +150,9 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 		res["doc_words"], res["full_context"] = docWords, cfg.Summarizer.FullContext
 	}
 	res["backend"], res["precision"], res["gradient_checkpointing"] = backend, in.Precision, in.Checkpointing
+	if in.Quantization != "" {
+		res["quantization"] = in.Quantization
+	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		res["peak_rss_bytes"] = ru.Maxrss * 1024 // Linux reports KiB
@@ -171,6 +176,11 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	res["tokens_per_sec"], res["examples_per_sec"], res["train_seconds"] = rep.TokensPerSec, rep.ExamplesPerSec, rep.TrainSeconds
 	res["trainable_parameters"], res["dev"] = rep.Trainable, rep.Dev
 	res["train_loss"], res["dev_loss"] = losses(filepath.Join(ck, training.MetricsFile))
+	// The first step compiles the training graph on an XLA backend: its seconds, less a steady
+	// step's, are the compile time.
+	if first := firstStepSpeed(filepath.Join(ck, training.MetricsFile)); first > 0 {
+		res["first_step_seconds"] = float64(batch) / first
+	}
 	if eps := steadySpeed(filepath.Join(ck, training.MetricsFile)); eps > 0 && rep.ExamplesPerSec > 0 {
 		res["steady_examples_per_sec"] = eps
 		res["steady_tokens_per_sec"] = eps * rep.TokensPerSec / rep.ExamplesPerSec
@@ -239,6 +249,24 @@ func steadySpeed(path string) float64 {
 	speeds = speeds[1:]
 	slices.Sort(speeds)
 	return speeds[len(speeds)/2]
+}
+
+// firstStepSpeed is the examples/s of the first per-step train row of a metrics.jsonl (0 when
+// absent).
+func firstStepSpeed(path string) float64 {
+	for l, err := range atomicio.Lines(path, 0) {
+		if err != nil {
+			break
+		}
+		var row struct {
+			Split string   `json:"split"`
+			EPS   *float64 `json:"examples_per_sec"`
+		}
+		if json.Unmarshal(l.Data, &row) == nil && row.Split == "train" && row.EPS != nil {
+			return *row.EPS
+		}
+	}
+	return 0
 }
 
 // losses returns the last train and dev losses of a metrics.jsonl (nil when absent).
