@@ -101,6 +101,17 @@ else
 	env_row xla_flags "${XLA_FLAGS:-}"
 fi
 env_row backend "$GOMLX_BACKEND"
+# The card's dense bf16 peak (TFLOP/s, the vendor's datasheet without sparsity) for the MFU of the
+# training runs (docs/gpu.md's FLOP count); none on an unknown card or in CPU mode.
+peak_tflops=0
+if [ "$CPU" != 1 ]; then
+	case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+	*H100* | *H200* | *H800* | *H20*) peak_tflops=989.4 ;;
+	*A100* | *A800*) peak_tflops=312 ;;
+	*L40S*) peak_tflops=362 ;;
+	esac
+	env_row peak_bf16_tflops "$peak_tflops"
+fi
 # Comparisons with float32 references run without TF32 (go-xla turns it on for float32 matmuls on
 # CUDA by default; the first check measured ~4e-3 differences with it): EXACT is their backend.
 EXACT="$GOMLX_BACKEND"
@@ -135,6 +146,9 @@ smi_stop() {
 	render
 }
 
+# GPU_CHECK_RUNS_ONLY=1 goes straight to the training runs (e.g. the full-depth 8B runs, which
+# need the device time that parity, decode and nli would take).
+if [ "${GPU_CHECK_RUNS_ONLY:-0}" != 1 ]; then
 # (b) parity goldens of every family on the backend.
 step "parity goldens (4 families, TF32 off)" 120 env GOMLX_BACKEND="$EXACT" "$BIN" parity
 [ "$CPU" = 1 ] || step "parity goldens (4 families, TF32 on: go-xla's default)" 120 "$BIN" parity
@@ -148,6 +162,7 @@ if [ "$CPU" = 1 ]; then
 else
 	step "nli judge tiny-deberta (2,700 pairs)" 180 env GOMLX_BACKEND="$EXACT" "$BIN" nli --work "$WORK" --model tiny-deberta
 	step "nli judge bert-base (2,700 pairs)" 240 env GOMLX_BACKEND="$EXACT" "$BIN" nli --work "$WORK" --model bert-base --parity 8
+fi
 fi
 
 # (c) our LoRA steps; (e) PEFT/transformers load them; (d) the reference steps.
@@ -201,6 +216,7 @@ for r in "${runs[@]}"; do
 	sec=$(printf '%s' "$task" | tr '[:lower:]' '[:upper:]')
 	[ -n "${precision:-}" ] && settings+=("TRACKSUM_${sec}_TRAIN_PRECISION=$precision")
 	[ "${ckpt:-}" = ckpt ] && settings+=("TRACKSUM_${sec}_TRAIN_GRADIENT_CHECKPOINTING=true")
+	# nf4: the base's projections quantized to NF4 at load (train.quantization), as the paper's QLoRA.
 	[ "${nf4:-}" = nf4 ] && settings+=("TRACKSUM_${sec}_TRAIN_QUANTIZATION=nf4")
 	longargs=()
 	if [ "${long:-}" = long ]; then
@@ -209,7 +225,7 @@ for r in "${runs[@]}"; do
 	fi
 	smi_start "train $name"
 	step "train $name" 240 env "${settings[@]}" "$BIN" train --task "$task" --snapshot "$WORK/snap-$shape" --out "$WORK/$name" \
-		--steps "$steps" --batch "$batch" --seq "$seq" "${longargs[@]}"
+		--steps "$steps" --batch "$batch" --seq "$seq" --peak-tflops "$peak_tflops" "${longargs[@]}"
 	rc=$?
 	smi_stop
 	[ $rc -eq 0 ] || continue
@@ -226,8 +242,25 @@ for r in "${runs[@]}"; do
 	[ "${ckpt:-}" = ckpt ] && ref_ckpt=(--gradient-checkpointing)
 	smi_start "PEFT reference steps $name"
 	step "PEFT reference steps $name" 240 "$PY" scripts/gpucheck/peft_check.py train --checkpoint "$ck" \
-		--task "$task" --batch "$batch" --seq "$seq" --steps "$steps" --dtype "$ref_dtype" "${ref_ckpt[@]}"
+		--task "$task" --batch "$batch" --seq "$seq" --steps "$steps" --dtype "$ref_dtype" "${ref_ckpt[@]}" \
+		--batches "$WORK/$name/$task-batches.jsonl" --peak-tflops "$peak_tflops"
 	smi_stop
+	# Generation on the card (issue 33 item 5), once, with the first summarizer: tracksum-infer's
+	# Track-then-Sum prompts of the prepared rows (their real lengths) at batch 1, 8 and 32, greedy
+	# and beam 4, in float32 with TF32 off, against transformers' generate on the same prompts.
+	if [ "$task" = summarizer ] && [ -z "${generated:-}" ]; then
+		generated=1
+		gen_data="$WORK/$name/prepared"
+		[ "${long:-}" = long ] && gen_data="$WORK/$name/prepared-${seq}w"
+		gen_args=()
+		[ "$CPU" = 1 ] && gen_args=(--batches 1,2 --beams 1,2 --max-new 8)
+		ref_gen_args=()
+		[ "$CPU" = 1 ] && ref_gen_args=(--batch-sizes 1,2 --beams 1,2 --max-new 8)
+		step "generate $name (f32, TF32 off)" 240 env GOMLX_BACKEND="$EXACT" "$BIN" generate --checkpoint "$ck" --data "$gen_data" \
+			--prompts "$WORK/$name/prompts.jsonl" "${gen_args[@]}" &&
+			step "transformers generate $name (f32, TF32 off)" 240 "$PY" scripts/gpucheck/peft_check.py generate --checkpoint "$ck" \
+				--prompts "$WORK/$name/prompts.jsonl" --dtype float32 "${ref_gen_args[@]}"
+	fi
 done
 
 # (f) the prepared shards with pyarrow (any run's prepared/ directory).

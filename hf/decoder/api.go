@@ -253,6 +253,11 @@ func (m *Model) HiddenPacked(scope *gomlxmodel.Scope, tokens, segments, position
 // float32 [..., Vocab].
 func (m *Model) Logits(scope *gomlxmodel.Scope, hidden *Node) *Node { return m.logits(scope, hidden) }
 
+// LogitsOf is Logits' columns of the vocabulary entries ids: hidden [..., Hidden] -> [...,
+// len(ids)] (float32), computed from those rows of the head only. Each id must be in the
+// vocabulary.
+func (m *Model) LogitsOf(hidden *Node, ids []int) *Node { return m.logitsOf(hidden, ids) }
+
 // CausalLMLoss is transformers' causal LM loss: the mean cross-entropy of logits [B, T, V] at
 // position t against labels [B, T] (int32) at t+1, over the label positions that are not -100
 // (IgnoreLabel): the prompt and padding are masked by setting their labels to -100. A batch with

@@ -488,6 +488,36 @@ func (m *Model) logits(_ *gomlxmodel.Scope, hidden *Node) *Node {
 	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), m.cfg.Vocab)...)
 }
 
+// logitsOf is logits restricted to the vocabulary entries ids: the head's rows of ids are gathered
+// before the product, so that reading a few answer tokens (the generative tracker's yes and no)
+// costs len(ids) rows of the head rather than the whole vocabulary.
+func (m *Model) logitsOf(hidden *Node, ids []int) *Node {
+	g := hidden.Graph()
+	dims := hidden.Shape().Dimensions
+	n := hidden.Shape().Size() / m.cfg.Hidden
+	head := "lm_head.weight"
+	if m.cfg.TieWordEmbeddings {
+		head = "model.embed_tokens.weight"
+	}
+	dt := m.dtype()
+	idx := make([][]int32, len(ids))
+	for i, id := range ids {
+		idx[i] = []int32{int32(id)}
+	}
+	var rows *Node
+	if _, packed := m.packed[head]; packed {
+		rows = Gather(m.weightAs(g, head, dt, nil), Const(g, idx))
+	} else {
+		// Gathered, then converted: the same rows as logits' converted head, at len(ids) rows' cost.
+		rows = layers.ConvertFrozen(Gather(m.base[head].ValueGraph(g), Const(g, idx)), dt, nil)
+	}
+	y := layers.As(layers.ProductTransposed(layers.As(Reshape(hidden, n, m.cfg.Hidden), dt), rows), dtypes.Float32)
+	if m.cfg.FinalSoftcap > 0 {
+		y = softcap(y, m.cfg.FinalSoftcap)
+	}
+	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), len(ids))...)
+}
+
 func causalLMLoss(logits, labels *Node) *Node {
 	g := logits.Graph()
 	dims := logits.Shape().Dimensions

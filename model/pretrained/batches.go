@@ -50,8 +50,13 @@ func padTokens(exs []Example, pad int32) (tokens *tensors.Tensor, mask *tensors.
 	return tensors.FromFlatDataAndDimensions(tok, len(exs), t), tensors.FromFlatDataAndDimensions(msk, len(exs), t), t
 }
 
-// answerBatch is a batch of the answer loss: tokens, mask, pos [B, K], tgt [B, K], w [B, K].
-func answerBatch(exs []Example, pad int32) training.Batch {
+// answerBatch is a batch of the answer loss: tokens, mask, pos [B, K], tgt [B, K], w [B, K]. With
+// fixedK 0, K is the longest answer rounded up per answerBucket: the summarizer's answers vary, and
+// the rounding keeps its graphs few. The generative tracker passes its longer answer turn's length:
+// its answers are one of two turns, so K is one shape on every backend and the vocabulary's logits
+// are computed at the answer's positions only (rounded up, 5 or 6 positions were 8: a third more
+// work in what is most of a small model's step).
+func answerBatch(exs []Example, pad int32, fixedK int) training.Batch {
 	tokens, mask, _ := padTokens(exs, pad)
 	k := 0
 	var all [][2][]int32
@@ -60,7 +65,11 @@ func answerBatch(exs []Example, pad int32) training.Batch {
 		all = append(all, [2][]int32{p, g})
 		k = max(k, len(p))
 	}
-	k = model.BucketLen(k, answerBucket)
+	if fixedK > 0 {
+		k = max(k, fixedK)
+	} else {
+		k = model.BucketLen(k, answerBucket)
+	}
 	pos := make([]int32, len(exs)*k)
 	tgt := make([]int32, len(exs)*k)
 	w := make([]float32, len(exs)*k)

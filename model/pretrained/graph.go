@@ -53,13 +53,5 @@ func weightedBCE(logits, y, w *Node) *Node {
 	return Div(ReduceAllSum(Mul(l, w)), Max(ReduceAllSum(w), Scalar(w.Graph(), logits.DType(), 1e-6)))
 }
 
-// yesNoLogits returns the logits [B, 2] of the two answer tokens (yes, no) from vocabulary logits
-// [B, V].
-func yesNoLogits(logits *Node, yes, no int) *Node {
-	y := Slice(logits, AxisRange(), AxisRange(yes, yes+1))
-	n := Slice(logits, AxisRange(), AxisRange(no, no+1))
-	return Concatenate([]*Node{y, n}, 1)
-}
-
 // maskOf turns the [B, T] mask input into float32.
 func maskOf(mask *Node) *Node { return ConvertDType(mask, dtypes.Float32) }

@@ -2,6 +2,7 @@ package pretrained
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -56,14 +57,24 @@ func tinyLMWith(t *testing.T, withHead bool) *causalLM {
 
 // TestAnswerLossMatchesCausalLMLoss: the answer loss over gathered positions equals hf/decoder's
 // CausalLMLoss (transformers' loss, parity-tested there) with the prompt's labels set to -100,
-// on a right-padded batch of two examples of different lengths.
+// on a right-padded batch of two examples of different lengths, with the answer positions
+// rounded up (the summarizer's) or fixed at the longest answer (the generative tracker's).
 func TestAnswerLossMatchesCausalLMLoss(t *testing.T) {
 	m := tinyLM(t)
 	exs := []Example{
 		AnswerExample([]int32{1, 5, 9, 13, 17}, []int32{21, 22, 2}),
 		AnswerExample([]int32{1, 6, 7}, []int32{30, 31, 32, 33, 2}),
 	}
-	b := answerBatch(exs, 0)
+	for _, tc := range []struct{ fixedK, wantK int }{{0, 8}, {5, 5}} {
+		t.Run(fmt.Sprintf("fixedK=%d", tc.fixedK), func(t *testing.T) { answerLossCase(t, m, exs, tc.fixedK, tc.wantK) })
+	}
+}
+
+func answerLossCase(t *testing.T, m *causalLM, exs []Example, fixedK, wantK int) {
+	b := answerBatch(exs, 0, fixedK)
+	if k := b.Inputs[2].(*tensors.Tensor).Shape().Dimensions[1]; k != wantK {
+		t.Fatalf("%d answer positions, want %d", k, wantK)
+	}
 	tokens := b.Inputs[0].(*tensors.Tensor)
 	tl := tokens.Shape().Dimensions[1]
 	labels := make([]int32, len(exs)*tl)

@@ -421,30 +421,18 @@ func (s *Summarizer) Answer(reqs []summarizer.Request, o decode.Options) ([]stri
 	return out, err
 }
 
+// Tokens returns the prompts Answer writes for reqs and the token ids it generates after them
+// (before decoding into text), with its decoding settings: what the GPU check compares with
+// transformers' generate on the same prompts.
+func (s *Summarizer) Tokens(reqs []summarizer.Request, o decode.Options) (prompts, ids [][]int32, err error) {
+	_, prompts, ids, err = s.generate(reqs, o)
+	return prompts, ids, err
+}
+
 // answer is Answer, also reporting which answers generation cut at the token limit (no end
 // marker).
 func (s *Summarizer) answer(reqs []summarizer.Request, o decode.Options) ([]string, []bool, error) {
-	gen := s.Gen
-	if o.BeamSize > 0 {
-		gen.BeamSize = o.BeamSize
-	}
-	if o.MaxLen > 0 {
-		gen.MaxNewTokens = o.MaxLen
-	}
-	gen.LengthPenalty, gen.NoRepeatNgram = o.LengthPenalty, o.NoRepeatNgram
-	prompts := make([][]int32, len(reqs))
-	for i, r := range reqs {
-		a, ok := dataset.LookupAspect(s.Meta.AspectSet, strings.TrimSpace(r.Aspect))
-		if !ok {
-			return nil, nil, fmt.Errorf("aspect %q is not in the %s aspect set of the summarizer", r.Aspect, s.Meta.AspectSet)
-		}
-		var err error
-		// The prompt leaves room for the answer within max_seq_len, as in training.
-		if prompts[i], err = s.p.fitted(a.Code, r.Cited, r.Document, min(gen.MaxNewTokens, s.Meta.MaxSeqLen/2)); err != nil {
-			return nil, nil, err
-		}
-	}
-	ids, err := s.gen.Generate(prompts, gen)
+	gen, _, ids, err := s.generate(reqs, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -460,6 +448,33 @@ func (s *Summarizer) answer(reqs []summarizer.Request, o decode.Options) ([]stri
 		out[i] = text
 	}
 	return out, cut, nil
+}
+
+// generate fits the prompts of reqs and generates their answers' ids with o's settings over the
+// checkpoint's.
+func (s *Summarizer) generate(reqs []summarizer.Request, o decode.Options) (GenOptions, [][]int32, [][]int32, error) {
+	gen := s.Gen
+	if o.BeamSize > 0 {
+		gen.BeamSize = o.BeamSize
+	}
+	if o.MaxLen > 0 {
+		gen.MaxNewTokens = o.MaxLen
+	}
+	gen.LengthPenalty, gen.NoRepeatNgram = o.LengthPenalty, o.NoRepeatNgram
+	prompts := make([][]int32, len(reqs))
+	for i, r := range reqs {
+		a, ok := dataset.LookupAspect(s.Meta.AspectSet, strings.TrimSpace(r.Aspect))
+		if !ok {
+			return gen, nil, nil, fmt.Errorf("aspect %q is not in the %s aspect set of the summarizer", r.Aspect, s.Meta.AspectSet)
+		}
+		var err error
+		// The prompt leaves room for the answer within max_seq_len, as in training.
+		if prompts[i], err = s.p.fitted(a.Code, r.Cited, r.Document, min(gen.MaxNewTokens, s.Meta.MaxSeqLen/2)); err != nil {
+			return gen, nil, nil, err
+		}
+	}
+	ids, err := s.gen.Generate(prompts, gen)
+	return gen, prompts, ids, err
 }
 
 // ParseAnswer reads an END-TO-END answer for an abstract of n sentences with ParseEndToEnd

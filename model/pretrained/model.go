@@ -210,8 +210,8 @@ func (s *scorer) call(args ...any) ([]*tensors.Tensor, error) {
 func (m *causalLM) yesNoScorer(yes, no int) (*scorer, error) {
 	return newScorer(m, func(scope *gomlxmodel.Scope, in []*Node) []*Node {
 		hidden := m.dec.Hidden(scope, in[0], maskOf(in[1]))
-		logits := m.dec.Logits(scope, Squeeze(gatherPositions(hidden, in[2]), 1)) // [B, V]
-		return []*Node{yesNoLogits(logits, yes, no)}
+		// Only the two answer rows of the head: the vocabulary's logits are never needed here.
+		return []*Node{m.dec.LogitsOf(Squeeze(gatherPositions(hidden, in[2]), 1), []int{yes, no})} // [B, 2]
 	})
 }
 

@@ -121,7 +121,7 @@ func BenchmarkPackedStep(b *testing.B) {
 			build func([]Example) training.Batch
 			loss  func(*gomlxmodel.Scope, []*Node) *Node
 		}{
-			{"padded", func(exs []Example) training.Batch { return answerBatch(exs, 0) }, lm.answerLoss},
+			{"padded", func(exs []Example) training.Batch { return answerBatch(exs, 0, 0) }, lm.answerLoss},
 			{"packed", func(exs []Example) training.Batch { return packedBatch(exs, 0, sh, false) }, lm.packedAnswerLoss},
 		} {
 			b.Run(task.name+"/"+mode.name, func(b *testing.B) {

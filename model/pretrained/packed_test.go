@@ -53,7 +53,7 @@ func TestPackedLossEqualsPadded(t *testing.T) {
 		paddedLoss    func(*gomlxmodel.Scope, []*Node) *Node
 		packedLossFor func(*gomlxmodel.Scope, []*Node) *Node
 	}{
-		{"answer loss", false, answerBatch(exs, 0), m.answerLoss, m.packedAnswerLoss},
+		{"answer loss", false, answerBatch(exs, 0, 0), m.answerLoss, m.packedAnswerLoss},
 		{"lm_cls loss", true, clsBatch(exs, 0), m.clsLoss, m.packedClsLoss},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -54,6 +54,9 @@ type trackerPrompter struct {
 	set    string
 	maxLen int
 	yn     yesNo // generative only
+	// turns are the answer turns of AnswerYes and AnswerNo (generative only), rendered once:
+	// the turn is the same after any prompt.
+	turns map[bool][]int32
 	// pair: the second text of a pair is a summary (PairTrackerMessages), not an aspect code.
 	pair bool
 }
@@ -126,15 +129,21 @@ func (p *trackerPrompter) example(sentence, against string, label bool, weight f
 		}
 		return e, nil
 	}
-	answer := AnswerNo
-	if label {
-		answer = AnswerYes
-	}
-	// The answer turn is the same after any prompt: render it once per answer with a fixed
-	// prompt rather than re-render the pair's conversation.
-	_, turn, err := p.chat.Answer(TrackerMessages("The sentence.", "Aims or Objective"), answer)
-	if err != nil {
-		return Example{}, err
+	turn, ok := p.turns[label]
+	if !ok {
+		answer := AnswerNo
+		if label {
+			answer = AnswerYes
+		}
+		// The answer turn is the same after any prompt: render it once per answer with a fixed
+		// prompt, once per answer (a render per example was most of building the examples).
+		if _, turn, err = p.chat.Answer(TrackerMessages("The sentence.", "Aims or Objective"), answer); err != nil {
+			return Example{}, err
+		}
+		if p.turns == nil {
+			p.turns = map[bool][]int32{}
+		}
+		p.turns[label] = turn
 	}
 	e := AnswerExample(prompt, turn)
 	e.Weight = weight

@@ -184,6 +184,7 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 		Select:   sel,
 		Minimize: minimize,
 		Saved:    m.Trained,
+		Trace:    s.req.Trace,
 		AfterStep: func(step int) {
 			if afterStep != nil {
 				afterStep(step)
@@ -309,7 +310,7 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	case head == config.HeadLMCLS:
 		build, loss = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, lm.clsLoss
 	default:
-		build, loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) }, lm.answerLoss
+		build, loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, meta.YesNo.TurnLen) }, lm.answerLoss
 	}
 	rep, err := s.fit(ctx, meta, m, tc.Train, train, build, evaluate, "f1", false, loss, len(devRows))
 	if err != nil {
@@ -471,7 +472,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		var sum, n float64
 		for i := 0; i < len(dev); i += sc.Train.BatchSize {
 			b := dev[i:min(i+sc.Train.BatchSize, len(dev))]
-			out, err := devLoss.call(answerBatch(b, s.chat.Pad).Inputs...)
+			out, err := devLoss.call(answerBatch(b, s.chat.Pad, 0).Inputs...)
 			if err != nil {
 				return 0, err
 			}
@@ -522,7 +523,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		}
 		return metrics, nil
 	}
-	build, loss := func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad) }, m.answerLoss
+	build, loss := func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, 0) }, m.answerLoss
 	if sc.Train.Packing {
 		sh := planPacking(train, sc.Train, cfg.Seed, sc.MaxSeqLen)
 		build, loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, false) }, m.packedAnswerLoss

@@ -223,6 +223,9 @@ func (r *trainRun) loop() (stop string, err error) {
 			r.bar.Stage("")
 			r.bar.Set(int64(st.Step))
 			r.bar.Status("loss %.4f lr %.2e %s ex/s", loss, lr, formatRate(float64(r.examples)/max(r.trainTime.Seconds(), 1e-9)))
+			if o.Trace != nil {
+				o.Trace(st.Step, group, loss)
+			}
 			if o.AfterStep != nil {
 				o.AfterStep(st.Step)
 			}

@@ -50,6 +50,8 @@ type Request struct {
 	// FoldsFrom is the cross-validation directory of a final training (--final --folds-from CV);
 	// unused by Task.Train.
 	FoldsFrom string
+	// Trace: see Options.Trace (the pretrained tasks pass it on).
+	Trace func(step int, group []Batch, loss float64)
 }
 
 // CrossValidation is K-fold cross-validation of a task on the folds of a prepared directory

@@ -119,6 +119,9 @@ type Options struct {
 	// AfterStep, when set, is called after each optimizer step with the number of steps done (tests
 	// use it to interrupt a run).
 	AfterStep func(step int)
+	// Trace, when set, is called after each optimizer step with the micro-batches it trained on
+	// and its loss (the GPU check writes them so that a reference trains on the same batches).
+	Trace func(step int, group []Batch, loss float64)
 	// EvalAtStart evaluates once before the first step of a new run, so that the initial variables
 	// (e.g. a warm start or a pretrained backbone) compete for the best checkpoint.
 	EvalAtStart bool

@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"github.com/tracksum/tracksum/internal/testlog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/family"
 )
 
@@ -61,12 +63,15 @@ func TestGPUCheckCPUMode(t *testing.T) {
 			if s, _ := r["status"].(string); s != "ok" && !strings.HasPrefix(s, "skipped") {
 				t.Errorf("step %v: %s", r["name"], s)
 			}
-		case "parity", "decode", "nli", "train", "logits", "export", "snapshot":
+		case "parity", "decode", "nli", "train", "logits", "export", "snapshot", "generate":
 			if r["ok"] != true {
 				t.Errorf("%s not ok: %v", step, r)
 			}
 		}
 		// The long sample's prompts fill max_seq_len (256), as the reference steps' tokens do.
+		if step == "train" {
+			checkBatches(t, r)
+		}
 		if step == "train" && r["task"] == "summarizer" {
 			tps, _ := r["tokens_per_sec"].(float64)
 			eps, _ := r["examples_per_sec"].(float64)
@@ -86,6 +91,10 @@ func TestGPUCheckCPUMode(t *testing.T) {
 	if err != nil {
 		runs, nf4 = 0, 0
 		t.Log("hf/tokenizer/testdata/hf/llama3 is absent (tools/hftokenizer/fetch.sh): the LoRA runs are skipped")
+	}
+	// The summarizer's generation: batch 1 and 2, greedy and beam 2 in CPU mode.
+	if want := 4 * runs / 2; count["generate"] != want {
+		t.Errorf("%d generate rows, want %d", count["generate"], want)
 	}
 	fams := len(family.Names(family.CausalLM))
 	if count["parity"] != fams || count["decode"] != 1 || count["nli"] != 1 || count["train"] != runs || count["logits"] != runs || count["export"] != runs || count["train nf4"] != nf4 {
@@ -147,5 +156,69 @@ func TestSteadySpeed(t *testing.T) {
 	}
 	if got := steadySpeed(filepath.Join(t.TempDir(), "absent")); got != 0 {
 		t.Errorf("steadySpeed of a missing file = %v, want 0", got)
+	}
+}
+
+// checkBatches: a train run wrote the batches its steps trained on, one row per micro-batch of
+// each step in order, each a consistent right-padded batch whose answer labels lie inside the
+// real tokens; the run's first loss is its first step's.
+func checkBatches(t *testing.T, r map[string]any) {
+	t.Helper()
+	path, _ := r["batches"].(string)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("train %v: its batches: %v", r["task"], err)
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if want := int(r["steps"].(float64)); len(lines) != want {
+		t.Errorf("%s: %d batches, want one per step (%d)", path, len(lines), want)
+	}
+	for i, l := range lines {
+		var row batchRow
+		if err := json.Unmarshal([]byte(l), &row); err != nil {
+			t.Fatalf("%s line %d: %v", path, i+1, err)
+		}
+		if row.Step != i+1 || len(row.InputIDs) != int(r["batch"].(float64)) || len(row.Lengths) != len(row.InputIDs) || len(row.LabelPos) != len(row.InputIDs) {
+			t.Fatalf("%s line %d: step %d, %d rows, %d lengths, %d label rows", path, i+1, row.Step, len(row.InputIDs), len(row.Lengths), len(row.LabelPos))
+		}
+		if i == 0 && r["first_loss"] != row.Loss {
+			t.Errorf("%s: first_loss %v, the first step's loss %v", path, r["first_loss"], row.Loss)
+		}
+		for k, ids := range row.InputIDs {
+			if row.Lengths[k] > len(ids) || len(row.LabelPos[k]) == 0 || len(row.LabelPos[k]) != len(row.LabelIDs[k]) || row.Weights[k] != 1 {
+				t.Fatalf("%s line %d row %d: length %d of %d, %d label positions, weight %g", path, i+1, k, row.Lengths[k], len(ids), len(row.LabelPos[k]), row.Weights[k])
+			}
+			for j, p := range row.LabelPos[k] {
+				// The logits at p predict the token at p+1, which is the label and a real token.
+				if int(p)+1 >= row.Lengths[k] || ids[p+1] != row.LabelIDs[k][j] {
+					t.Fatalf("%s line %d row %d: label %d at position %d of %d real tokens", path, i+1, k, row.LabelIDs[k][j], p, row.Lengths[k])
+				}
+			}
+		}
+	}
+}
+
+// TestTrainFLOPsPerToken: Llama-3.1-8B's projections are the plan's 6,979,321,856 weights (2 FLOPs
+// each forward, 2 more for the input's gradient), attention and the head as docs/gpu.md counts them.
+func TestTrainFLOPsPerToken(t *testing.T) {
+	c := decoder.Config{Vocab: 128256, Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336}
+	const proj = 6979321856.0
+	attn := 4.0 * 2048 * 4096 * 32
+	head := 2.0 * 128256 * 4096 * 256 / 2048
+	tests := []struct {
+		name string
+		ckpt bool
+		want float64
+	}{
+		{"no checkpointing", false, 4*proj + 3*attn + 2*head},
+		{"checkpointing", true, 6*proj + 4*attn + 3*head},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := trainFLOPsPerToken(c, 2048, 256, tt.ckpt); math.Abs(got-tt.want) > 1e-9*tt.want {
+				t.Errorf("trainFLOPsPerToken = %.6g, want %.6g", got, tt.want)
+			}
+		})
 	}
 }

@@ -3,9 +3,10 @@
 // backend GOMLX_BACKEND names (e.g. xla:/abs/path/xla_cuda_plugin.so, or the pure-Go backend).
 // Each subcommand prints one JSON object on one line (the script appends it to its results):
 //
-//	gpucheck snapshot --out DIR --shape tiny|smollm2-135m|llama-3.2-1b|llama-3.1-8b-2l [--tokenizer DIR]
+//	gpucheck snapshot --out DIR --shape tiny|smollm2-135m|llama-3.2-1b|llama-3.1-8b-2l|llama-3.1-8b [--tokenizer DIR] [--quantize nf4]
 //	gpucheck parity [--goldens hf/decoder/testdata]      every family's goldens (forward, LoRA, loss)
 //	gpucheck train --task tracker|summarizer --snapshot DIR --out DIR [--steps 3 --batch 8 --seq 128]
+//	gpucheck generate --checkpoint CK --data DIR --prompts FILE   the summarizer's generation (batch 1, 8, 32; greedy, beam 4)
 //	gpucheck decode [--sources 7 --tokens 48]             the from-scratch summarizer's graph decoding vs the go backend
 //	gpucheck nli --work DIR [--model tiny-deberta]        the nli judge on the backend vs the go backend, and its speed
 //	gpucheck logits --checkpoint CK --out FILE            our logits of a fixed batch (for PEFT's)
@@ -30,12 +31,12 @@ func main() { cli.Main(command()) }
 func command() cli.Command {
 	return cli.Command{
 		Name:        "gpucheck",
-		Synopsis:    "snapshot|parity|decode|nli|train|logits|export|report [flags]",
+		Synopsis:    "snapshot|parity|decode|nli|train|generate|logits|export|report [flags]",
 		Description: "The Go side of scripts/gpu-check.sh (docs/gpu.md): each subcommand prints one JSON line.",
 		Run: func(context.Context, []string) error {
-			return cli.Usagef("want a subcommand: snapshot, parity, decode, nli, train, logits or export")
+			return cli.Usagef("want a subcommand: snapshot, parity, decode, nli, train, generate, logits or export")
 		},
-		Subcommands: []cli.Command{snapshotCommand(), parityCommand(), decodeCommand(), nliCommand(), trainCommand(), logitsCommand(), exportCommand(), reportCommand()},
+		Subcommands: []cli.Command{snapshotCommand(), parityCommand(), decodeCommand(), nliCommand(), trainCommand(), generateCommand(), logitsCommand(), exportCommand(), reportCommand()},
 	}
 }
 

@@ -98,8 +98,10 @@ func markdown(rows []map[string]any) string {
 	section("decode", "From-scratch summarizer decoding: the backend's graphs against the go backend's", []string{"backend", "sources", "tokens", "walk_max_prob_diff", "beam_identical_sources", "first_search_seconds", "tokens_per_sec", "ok"})
 	section("nli", "The nli judge on synthetic pairs: the backend against the go backend, and its speed", []string{"backend", "model", "pairs", "max_prob_diff", "seconds", "pairs_per_sec", "batches", "graphs", "ok"})
 	section("snapshot", "Random snapshots", []string{"shape", "detail", "vocab", "dtype", "seconds"})
-	section("train", "LoRA steps (tracksum)", []string{"task", "snapshot", "precision", "gradient_checkpointing", "quantization", "batch", "max_seq_len", "doc_words", "steps", "tokens_per_sec", "steady_tokens_per_sec", "train_loss", "dev_loss", "peak_rss_bytes", "plan_total_bytes", "ok"})
-	section("reference", "LoRA steps (transformers + PEFT; bf16 LoRA for an nf4 run: no bitsandbytes there)", []string{"task", "snapshot", "device", "dtype", "gradient_checkpointing", "batch", "max_seq_len", "steps", "tokens_per_sec", "first_loss", "peak_bytes", "ok"})
+	section("train", "LoRA steps (tracksum)", []string{"task", "snapshot", "precision", "quantization", "gradient_checkpointing", "batch", "max_seq_len", "doc_words", "steps", "first_step_seconds", "tokens_per_sec", "steady_tokens_per_sec", "first_loss", "train_loss", "dev_loss", "mfu", "peak_rss_bytes", "plan_total_bytes", "ok"})
+	section("reference", "LoRA steps (transformers + PEFT; bf16 LoRA for an nf4 run: no bitsandbytes there)", []string{"task", "snapshot", "device", "dtype", "gradient_checkpointing", "batch", "max_seq_len", "steps", "same_batches", "tokens_per_sec", "first_loss", "ours_first_loss", "first_loss_rel_diff", "mfu", "peak_bytes", "ok"})
+	section("generate", "Summarizer generation (tracksum)", []string{"precision", "batch", "beam", "max_new_tokens", "prompt_tokens_mean", "new_tokens", "seconds", "tokens_per_sec", "ok"})
+	section("hf_generate", "Summarizer generation (transformers' generate, same prompts)", []string{"dtype", "batch", "beam", "max_new_tokens", "new_tokens", "seconds", "tokens_per_sec", "identical_greedy", "compared", "first_divergence", "ok"})
 	section("gpu_memory", "GPU memory in use during each step (nvidia-smi, sampled every 200 ms)", []string{"name", "peak_used_bytes", "total_bytes"})
 	section("peft", "PEFT and transformers load our adapter and export (logits vs ours)", []string{"checkpoint", "what", "max_abs_diff", "tolerance", "ok"})
 	section("parquet", "Prepared shards read with pyarrow", []string{"file", "rows", "columns", "ok"})
@@ -129,7 +131,7 @@ func cell(col string, v any) string {
 		return plan.Bytes(int64(f))
 	case isNum && strings.Contains(col, "diff"):
 		return fmt.Sprintf("%.2g", f)
-	case isNum && slices.Contains([]string{"tokens_per_sec", "steady_tokens_per_sec", "train_loss", "dev_loss", "first_loss", "seconds", "first_search_seconds"}, col):
+	case isNum && slices.Contains([]string{"tokens_per_sec", "steady_tokens_per_sec", "train_loss", "dev_loss", "first_loss", "ours_first_loss", "mfu", "first_step_seconds", "seconds", "first_search_seconds"}, col):
 		return fmt.Sprintf("%.4g", f)
 	}
 	return str(v)

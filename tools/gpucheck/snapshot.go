@@ -18,22 +18,25 @@ type shape struct {
 	tied                                                bool
 }
 
-// shapes are the architectures of the check: "tiny" for the CPU mode; two real small models; and
+// shapes are the architectures of the check: "tiny" for the CPU mode; two real small models;
 // Llama-3.1-8B's layer shape with 2 layers, for the memory and time of one 8B layer (the plan's
-// per-layer figures). Vocabularies are at least the carried tokenizer's.
+// per-layer figures); and Llama-3.1-8B's full depth (16 GB in bf16: its normal draws run on every
+// core). Vocabularies are at least the carried tokenizer's.
 var shapes = map[string]shape{
 	"tiny":            {hidden: 64, layers: 2, heads: 4, kvHeads: 2, intermediate: 128, vocab: 300},
 	"smollm2-135m":    {hidden: 576, layers: 30, heads: 9, kvHeads: 3, intermediate: 1536, vocab: 49152, tied: true},
 	"llama-3.2-1b":    {hidden: 2048, layers: 16, heads: 32, kvHeads: 8, intermediate: 8192, vocab: 128256, tied: true},
 	"llama-3.1-8b-2l": {hidden: 4096, layers: 2, heads: 32, kvHeads: 8, intermediate: 14336, vocab: 128256},
+	"llama-3.1-8b":    {hidden: 4096, layers: 32, heads: 32, kvHeads: 8, intermediate: 14336, vocab: 128256},
 }
 
 func snapshotCommand() cli.Command {
 	fs := cli.NewFlags("gpucheck snapshot")
 	fs.String("out", "", "snapshot directory to write (replaced)")
-	fs.String("shape", "tiny", "tiny, smollm2-135m, llama-3.2-1b or llama-3.1-8b-2l")
+	fs.String("shape", "tiny", "tiny, smollm2-135m, llama-3.2-1b, llama-3.1-8b-2l or llama-3.1-8b")
 	fs.String("tokenizer", "", "directory with a real tokenizer.json + tokenizer_config.json (Llama 3.1's); empty: randsnap's byte-level one")
 	fs.String("dtype", "bfloat16", "weights' dtype: bfloat16 or float32")
+	fs.String("quantize", "", "nf4: the projections stored as bitsandbytes NF4 (a bnb-4bit snapshot); empty: none")
 	return cli.Command{
 		Name: "gpucheck snapshot", Synopsis: "--out DIR --shape NAME [--tokenizer DIR]", Flags: fs,
 		Description: "Writes a random snapshot of a real model's shape (hf/randsnap).",
@@ -42,9 +45,13 @@ func snapshotCommand() cli.Command {
 			name, _ := fs.GetString("shape")
 			tok, _ := fs.GetString("tokenizer")
 			dt, _ := fs.GetString("dtype")
+			quantize, _ := fs.GetString("quantize")
+			if quantize != "" && quantize != "nf4" {
+				return cli.Usagef("--quantize %q: want nf4 or nothing", quantize)
+			}
 			sh, ok := shapes[name]
 			if !ok || out == "" || len(args) > 0 {
-				return cli.Usagef("--out DIR and --shape tiny|smollm2-135m|llama-3.2-1b|llama-3.1-8b-2l are required")
+				return cli.Usagef("--out DIR and --shape tiny|smollm2-135m|llama-3.2-1b|llama-3.1-8b-2l|llama-3.1-8b are required")
 			}
 			dtype := map[string]dtypes.DType{"bfloat16": dtypes.BFloat16, "float32": dtypes.Float32}[dt]
 			if dtype == dtypes.InvalidDType {
@@ -52,7 +59,7 @@ func snapshotCommand() cli.Command {
 			}
 			start := time.Now()
 			d := randsnap.Decoder{ModelType: "llama", Vocab: sh.vocab, Hidden: sh.hidden, Layers: sh.layers, Heads: sh.heads,
-				KVHeads: sh.kvHeads, Intermediate: sh.intermediate, Tied: sh.tied, DType: dtype, Seed: 1, TokenizerDir: tok}
+				KVHeads: sh.kvHeads, Intermediate: sh.intermediate, Tied: sh.tied, DType: dtype, Seed: 1, TokenizerDir: tok, Quantize: quantize}
 			if tok != "" {
 				info, err := randsnap.ReadTokenizerInfo(tok)
 				if err != nil {
@@ -79,7 +86,7 @@ func snapshotCommand() cli.Command {
 				return err
 			}
 			return emit(os.Stdout, map[string]any{"step": "snapshot", "shape": name, "dir": out, "vocab": d.Vocab,
-				"dtype": dt, "seconds": time.Since(start).Seconds(), "ok": true, "detail": fmt.Sprintf("%d layers, hidden %d", sh.layers, sh.hidden)})
+				"dtype": dt, "quantize": quantize, "seconds": time.Since(start).Seconds(), "ok": true, "detail": fmt.Sprintf("%d layers, hidden %d", sh.layers, sh.hidden)})
 		},
 	}
 }

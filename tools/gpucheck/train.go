@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
@@ -41,6 +42,7 @@ func trainCommand() cli.Command {
 	fs.Int("samples", 12, "synthetic abstracts prepared (the built-in sample)")
 	fs.Int("doc-words", 0, "lengthen every abstract to at least this many words with uncited sentences of other synthetic\n"+
 		"abstracts (0: the built-in sample as is); with summarizer.full_context the summarizer's prompts then fill --seq")
+	fs.Float64("peak-tflops", 0, "the card's dense bf16 peak in TFLOP/s, for the MFU (0: no MFU)")
 	return cli.Command{
 		Name: "gpucheck train", Synopsis: "--task tracker|summarizer --snapshot DIR --out DIR [flags]", Flags: fs,
 		Description: "A few LoRA steps (r16, rsLoRA, the seven projections) of tracksum-train's pretrained task on the\n" +
@@ -60,12 +62,13 @@ func trainCommand() cli.Command {
 			if docWords < 0 {
 				return cli.Usagef("--doc-words must be >= 0")
 			}
-			return train(ctx, task, snap, out, steps, batch, seq, samples, docWords)
+			peak, _ := fs.GetFloat64("peak-tflops")
+			return train(ctx, task, snap, out, steps, batch, seq, samples, docWords, peak)
 		},
 	}
 }
 
-func train(ctx context.Context, task, snap, out string, steps, batch, seq, samples, docWords int) error {
+func train(ctx context.Context, task, snap, out string, steps, batch, seq, samples, docWords int, peakTFLOPS float64) error {
 	// The defaults with the TRACKSUM_* environment, as every tracksum command reads it: the check
 	// chooses settings it has no flag for (e.g. TRACKSUM_TRACKER_TRAIN_PRECISION=bf16 and
 	// TRACKSUM_TRACKER_TRAIN_GRADIENT_CHECKPOINTING=true where the build has those keys).
@@ -101,7 +104,22 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 		// A train row per step: the steady speed is their median (steadySpeed).
 		l.LogEvery = 1
 	}
-	req := training.Request{Data: data, Out: ck, Log: os.Stderr}
+	// The batches our steps train on, as the reference steps read them (peft_check.py train
+	// --batches): equal batches are the only like-for-like loss and speed comparison.
+	batchFile := filepath.Join(out, task+"-batches.jsonl")
+	bw, err := os.Create(batchFile)
+	if err != nil {
+		return err
+	}
+	defer bw.Close()
+	var traceErr error
+	req := training.Request{Data: data, Out: ck, Log: os.Stderr, Trace: func(step int, group []training.Batch, loss float64) {
+		for _, b := range group {
+			if traceErr == nil {
+				traceErr = writeBatch(bw, step, loss, b)
+			}
+		}
+	}}
 	start := time.Now()
 	_, backend, err := model.Backend()
 	if err != nil {
@@ -109,8 +127,13 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	}
 	in := plan.Inputs{Batch: batch, SeqLen: seq, GradAccumulation: 1, Section: task, LoRA: config.DefaultLoRA()}
 	in.Precision, in.Checkpointing = envSettings(task, backend)
+	// train.quantization as the environment sets it (the script's nf4 runs): the plan's NF4 base.
+	in.Quantization = strings.ToLower(os.Getenv(config.EnvPrefix + "_" + strings.ToUpper(task) + "_TRAIN_QUANTIZATION"))
 	if task == "tracker" {
 		cfg.Tracker.Pretrained, cfg.Tracker.Head, cfg.Tracker.MaxSeqLen = snap, config.HeadGenerative, seq
+		// Positives repeated, not weighted: every example's weight is 1, so that the loss is
+		// transformers' mean over the answer tokens and the reference's first loss equals ours.
+		cfg.Tracker.Imbalance = "oversample"
 		loop(&cfg.Tracker.Train)
 		in.AnswerTokens, in.Quantization = min(8, seq), cfg.Tracker.Train.Quantization
 		err = pretrained.TrainTracker(ctx, cfg, req)
@@ -138,6 +161,13 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 		_ = emit(os.Stdout, res)
 		return err
 	}
+	if traceErr != nil {
+		return fmt.Errorf("%s: %w", batchFile, traceErr)
+	}
+	if err := bw.Close(); err != nil {
+		return err
+	}
+	res["batches"] = batchFile
 	var rep pretrained.Report
 	if err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil {
 		return err
@@ -145,9 +175,17 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	res["tokens_per_sec"], res["examples_per_sec"], res["train_seconds"] = rep.TokensPerSec, rep.ExamplesPerSec, rep.TrainSeconds
 	res["trainable_parameters"], res["dev"] = rep.Trainable, rep.Dev
 	res["train_loss"], res["dev_loss"] = losses(filepath.Join(ck, training.MetricsFile))
+	// The first step compiles the training graph on an XLA backend: its seconds, less a steady
+	// step's, are the compile time.
+	if first := firstStepSpeed(filepath.Join(ck, training.MetricsFile)); first > 0 {
+		res["first_step_seconds"] = float64(batch) / first
+	}
 	if eps := steadySpeed(filepath.Join(ck, training.MetricsFile)); eps > 0 && rep.ExamplesPerSec > 0 {
 		res["steady_examples_per_sec"] = eps
 		res["steady_tokens_per_sec"] = eps * rep.TokensPerSec / rep.ExamplesPerSec
+	}
+	if first, ok := firstLoss(batchFile); ok {
+		res["first_loss"] = first
 	}
 	// The plan of the same shapes (float32, no checkpointing: what the go backend runs today),
 	// to compare its total with the measured peak.
@@ -158,6 +196,11 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 				v := p.Configured()
 				res["plan_total_bytes"], res["plan_activation_bytes"] = v.Total, v.Activations
 				res["plan_static_bytes"] = v.Total - v.Activations - v.ConvertedWeights
+			}
+			// MFU: docs/gpu.md's FLOP count of a LoRA step per real token, at the steady speed.
+			if tps, ok := res["steady_tokens_per_sec"].(float64); ok && peakTFLOPS > 0 {
+				f := trainFLOPsPerToken(in.Config, seq, in.AnswerTokens, in.Checkpointing)
+				res["flops_per_token"], res["mfu"] = f, tps*f/(peakTFLOPS*1e12)
 			}
 		}
 	}
@@ -205,6 +248,24 @@ func steadySpeed(path string) float64 {
 	speeds = speeds[1:]
 	slices.Sort(speeds)
 	return speeds[len(speeds)/2]
+}
+
+// firstStepSpeed is the examples/s of the first per-step train row of a metrics.jsonl (0 when
+// absent).
+func firstStepSpeed(path string) float64 {
+	for l, err := range atomicio.Lines(path, 0) {
+		if err != nil {
+			break
+		}
+		var row struct {
+			Split string   `json:"split"`
+			EPS   *float64 `json:"examples_per_sec"`
+		}
+		if json.Unmarshal(l.Data, &row) == nil && row.Split == "train" && row.EPS != nil {
+			return *row.EPS
+		}
+	}
+	return 0
 }
 
 // losses returns the last train and dev losses of a metrics.jsonl (nil when absent).
@@ -259,4 +320,102 @@ func writeLongSample(w io.Writer, seed int64, n, words int) error {
 		}
 	}
 	return nil
+}
+
+// batchRow is one micro-batch of a step as written for the reference (peft_check.py train
+// --batches): the token ids right-padded, each row's real length (the attention mask is 1 on the
+// first Lengths[b] tokens), and the answer's label positions: the logits at LabelPos[b][i] predict
+// LabelIDs[b][i] (transformers' labels[b][LabelPos+1] = LabelIDs, -100 elsewhere), with the
+// example's loss weight. Loss is our step's (the mean over its micro-batches, before the update).
+type batchRow struct {
+	Step     int       `json:"step"`
+	Loss     float64   `json:"loss"`
+	InputIDs [][]int32 `json:"input_ids"`
+	Lengths  []int     `json:"lengths"`
+	LabelPos [][]int32 `json:"label_pos"`
+	LabelIDs [][]int32 `json:"label_ids"`
+	Weights  []float32 `json:"weights"`
+}
+
+// writeBatch writes an answer-loss batch (tokens, mask, pos, tgt, w: model/pretrained's
+// answerBatch) as one batchRow line.
+func writeBatch(w io.Writer, step int, loss float64, b training.Batch) error {
+	if len(b.Inputs) != 5 {
+		return fmt.Errorf("step %d: a batch of %d inputs, want the answer loss's 5", step, len(b.Inputs))
+	}
+	ts := make([]*tensors.Tensor, 5)
+	for i, in := range b.Inputs {
+		t, ok := in.(*tensors.Tensor)
+		if !ok {
+			return fmt.Errorf("step %d: input %d is a %T, want a tensor", step, i, in)
+		}
+		ts[i] = t
+	}
+	dims := ts[0].Shape().Dimensions
+	nb, nt, nk := dims[0], dims[1], ts[2].Shape().Dimensions[1]
+	tok := tensors.MustCopyFlatData[int32](ts[0])
+	mask := tensors.MustCopyFlatData[float32](ts[1])
+	pos := tensors.MustCopyFlatData[int32](ts[2])
+	tgt := tensors.MustCopyFlatData[int32](ts[3])
+	wt := tensors.MustCopyFlatData[float32](ts[4])
+	row := batchRow{Step: step, Loss: loss}
+	for i := range nb {
+		row.InputIDs = append(row.InputIDs, tok[i*nt:(i+1)*nt])
+		n := 0
+		for _, m := range mask[i*nt : (i+1)*nt] {
+			if m > 0 {
+				n++
+			}
+		}
+		row.Lengths = append(row.Lengths, n)
+		var p, g []int32
+		weight := float32(0)
+		for k := range nk {
+			if wt[i*nk+k] > 0 {
+				p, g, weight = append(p, pos[i*nk+k]), append(g, tgt[i*nk+k]), wt[i*nk+k]
+			}
+		}
+		row.LabelPos, row.LabelIDs, row.Weights = append(row.LabelPos, p), append(row.LabelIDs, g), append(row.Weights, weight)
+	}
+	return emit(w, row)
+}
+
+// firstLoss is the loss of the first step in a batches file (before any update).
+func firstLoss(path string) (float64, bool) {
+	for l, err := range atomicio.Lines(path, 0) {
+		if err != nil {
+			return 0, false
+		}
+		var row struct {
+			Step int     `json:"step"`
+			Loss float64 `json:"loss"`
+		}
+		if json.Unmarshal(l.Data, &row) == nil && row.Step == 1 {
+			return row.Loss, true
+		}
+		return 0, false
+	}
+	return 0, false
+}
+
+// trainFLOPsPerToken is docs/gpu.md's count of the matmul FLOPs of one LoRA training step per
+// token of a sequence of seq tokens with answer positions at which the vocabulary's logits are
+// computed: the forward pass is 2 FLOPs per weight of the layers' projections, plus attention's
+// two products (4·seq·heads·head_dim per layer: the full seq × seq scores, as the kernels compute
+// them), plus the head's 2·vocab·hidden at answer/seq of the tokens; the backward pass of frozen
+// projections computes the input's gradient only (one more forward), attention's takes two; gradient
+// checkpointing recomputes the forward pass once more. The adapters' rank-r products are left out
+// (under 1% at rank 16).
+func trainFLOPsPerToken(c decoder.Config, seq, answer int, checkpointing bool) float64 {
+	h, q, kv := float64(c.Hidden), float64(c.Heads*c.HeadDim), float64(c.KVHeads*c.HeadDim)
+	proj := h*q + 2*h*kv + q*h + 3*h*float64(c.Intermediate) // q, k, v, o; gate, up, down
+	linear := 2 * proj * float64(c.Layers)
+	attn := 4 * float64(seq) * q * float64(c.Layers)
+	head := 2 * float64(c.Vocab) * h * float64(answer) / float64(max(seq, 1))
+	fwd := linear + attn + head
+	total := fwd + linear + head + 2*attn // the backward pass
+	if checkpointing {
+		total += fwd
+	}
+	return total
 }
