@@ -322,6 +322,8 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Request, v string,
 	read func() (train, dev []summaryInstance, err error)) (*Report, error) {
 	sc := cfg.Summarizer
+	// The variants and TTS (+) f read the whole abstract: the paper halves their batch (variants.*_batch_size).
+	sc.Train.BatchSize = cfg.Variants.SummarizerBatchSize(v, sc.FullContext && v == "", sc.Train.BatchSize)
 	s, err := begin(cfg, req, dataset.TaskSummarizer, sc.Pretrained, sc.Train)
 	if err != nil {
 		return nil, err

@@ -247,8 +247,12 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	}
 	fmt.Fprintf(log, "summarizer: %d train / %d dev examples, vocab %d, backend %s\n", len(train), len(dev), h.VocabSize, name)
 	t0 := time.Now()
+	loop := cfg.Summarizer.Train
+	// TTS (+) f reads the whole abstract besides the tracked sentences: the paper halves its batch
+	// (variants.full_context_batch_size); STT and ETE set theirs in their Config.
+	loop.BatchSize = cfg.Variants.SummarizerBatchSize(config.BatchTrackThenSum, cfg.Summarizer.FullContext, loop.BatchSize)
 	res, err := TrainExamples(ctx, ExamplesOptions{
-		Backend: backend, Hyperparams: h, Loop: cfg.Summarizer.Train, Seed: cfg.Seed, OutDir: outDir,
+		Backend: backend, Hyperparams: h, Loop: loop, Seed: cfg.Seed, OutDir: outDir,
 		Train: train, Dev: dev, DevDecodeLimit: cfg.Summarizer.DevDecodeLimit,
 		Suppress: suppressed(tok.NumSpecial(), h.EosID), NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
 		MinLenRatio: cfg.Summarizer.MinLenRatio, ChainBonus: float32(cfg.Summarizer.CopyChainBonus),
