@@ -303,6 +303,15 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		if train, err = read(dataset.SplitTrain); err != nil {
 			return nil, nil, err
 		}
+		if cfg.Summarizer.TrainNegatives {
+			neg, err := dataset.SummarizerNegatives(req.Data, dataset.SplitTrain)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, r := range neg {
+				train = append(train, summaryInstance{PMID: r.PMID, Aspect: r.Aspect, Document: r.Document, Summary: r.Summary})
+			}
+		}
 		dev, err = read(dataset.SplitDev)
 		return train, dev, err
 	})

@@ -175,6 +175,13 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		if data, err = ReadData(dataDir); err != nil {
 			return nil, nil, err
 		}
+		if cfg.Summarizer.TrainNegatives {
+			neg, err := dataset.SummarizerNegatives(dataDir, dataset.SplitTrain)
+			if err != nil {
+				return nil, nil, err
+			}
+			data.Train = append(data.Train, neg...)
+		}
 	}
 	man, tok := data.Manifest, data.Tokenizer
 	special, err := specialIDs(tok)
