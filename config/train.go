@@ -40,6 +40,15 @@ type TrainLoop struct {
 	ClipNorm float64 `mapstructure:"clip_norm" yaml:"clip_norm"`
 	// EvalEvery evaluates on the dev split every this many optimizer steps; 0 means once per epoch.
 	EvalEvery int `mapstructure:"eval_every" yaml:"eval_every"`
+	// SelectBy is what picks the best checkpoint (and drives early stopping): metric (the model's
+	// dev score: the tracker's F1, the summarizer's ROUGE-L) or eval_loss (the dev loss, lower is
+	// better: the released scripts' load_best_model_at_end on eval_loss, here on the dev split, not
+	// on the test split the scripts evaluate on).
+	SelectBy string `mapstructure:"select_by" yaml:"select_by"`
+	// KeepCheckpoints keeps the variables of the last N evaluations beside best/, each in
+	// checkpoints/step-NNNNNNN/ with best/'s files (model variables, dev metrics): the released
+	// scripts' save_total_limit (5). 0 keeps best/ only.
+	KeepCheckpoints int `mapstructure:"keep_checkpoints" yaml:"keep_checkpoints"`
 	// Patience stops training after this many evaluations without a better dev score; 0 disables it.
 	Patience int `mapstructure:"patience" yaml:"patience"`
 	// LogEvery writes the mean train loss, learning rate and speed to metrics.jsonl every this
@@ -81,6 +90,15 @@ var Optimizers = []string{OptimizerAdamW}
 
 // errAdamW8bit says why train.optimizer adamw_8bit is refused rather than run.
 const errAdamW8bit = "adamw_8bit is not implemented: bitsandbytes' blockwise 8-bit moments (dynamic quantile maps, per-block absmax) are not written here; its update equals adamw's up to the states' rounding, so use adamw (configs/paper.yaml does, docs/paper.md)"
+
+// Selections of train.select_by.
+const (
+	SelectByMetric   = "metric"
+	SelectByEvalLoss = "eval_loss"
+)
+
+// Selections lists the accepted values of train.select_by.
+var Selections = []string{SelectByMetric, SelectByEvalLoss}
 
 // Quantizations of train.quantization.
 const (
@@ -136,6 +154,7 @@ func DefaultTrainLoop() TrainLoop {
 		ClipNorm:         1.0,
 		EvalEvery:        0,
 		Patience:         4,
+		SelectBy:         SelectByMetric,
 		Devices:          1,
 		Precision:        PrecisionAuto,
 		Quantization:     QuantizationNone,
@@ -193,6 +212,12 @@ func (c TrainLoop) Validate(section string) error {
 	}
 	if c.LogEvery < 0 {
 		bad("log_every", "must be >= 0")
+	}
+	if !slices.Contains(Selections, c.SelectBy) {
+		bad("select_by", fmt.Sprintf("must be one of %v, got %q", Selections, c.SelectBy))
+	}
+	if c.KeepCheckpoints < 0 {
+		bad("keep_checkpoints", fmt.Sprintf("must be >= 0 (0 = best/ only), got %d", c.KeepCheckpoints))
 	}
 	if c.Patience < 0 {
 		bad("patience", "must be >= 0")
