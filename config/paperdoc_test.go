@@ -66,6 +66,7 @@ func TestPaperDoc(t *testing.T) {
 		{"tracker patience", tr.Train.Patience, 0},
 		{"summarizer patience", sm.Train.Patience, 0},
 		{"train negatives", sm.TrainNegatives, true},
+		{"prompt style", sm.PromptStyle, PromptStylePaper},
 		{"train + dev share", math.Round(100*(cfg.Prepare.TrainRatio+cfg.Prepare.DevRatio)) / 100, 0.8},
 		{"test share", cfg.Prepare.TestRatio, 0.2},
 		{"tracker epochs", tr.Train.Epochs, 5},

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Summarizer configures the summarizer: a small encoder-decoder transformer with a copy mechanism,
@@ -39,6 +40,12 @@ type Summarizer struct {
 	// tokenizer vocabulary.
 	GenVocabSize int `mapstructure:"gen_vocab_size" yaml:"gen_vocab_size"`
 
+	// PromptStyle is the layout of a pretrained summarizer's prompts (model/pretrained): tracksum
+	// (headings with colons, JSON sentence lists, its own phrase per aspect) or paper (Tables 16-19
+	// as printed: headings alone on their line, the list quoted '[...]', each aspect's description in
+	// place of aims' highlighted text, END-TO-END's negatives citing "Null."). Stored in the
+	// checkpoint.
+	PromptStyle string `mapstructure:"prompt_style" yaml:"prompt_style"`
 	// DevDecodeLimit caps the dev examples decoded for ROUGE at each evaluation (0 = all).
 	DevDecodeLimit int `mapstructure:"dev_decode_limit" yaml:"dev_decode_limit"`
 
@@ -92,6 +99,15 @@ type Summarizer struct {
 	LoRA LoRA `mapstructure:"lora" yaml:"lora"`
 }
 
+// Prompt styles of summarizer.prompt_style.
+const (
+	PromptStyleTrackSum = "tracksum"
+	PromptStylePaper    = "paper"
+)
+
+// PromptStyles lists the accepted values of summarizer.prompt_style.
+var PromptStyles = []string{PromptStyleTrackSum, PromptStylePaper}
+
 // DefaultSummarizer returns the built-in summarizer settings: small enough to train on 2 CPU cores
 // in minutes on a few hundred examples.
 func DefaultSummarizer() Summarizer {
@@ -118,6 +134,7 @@ func DefaultSummarizer() Summarizer {
 		AspectConditioning: true,
 		Train:              train,
 		GenVocabSize:       2000,
+		PromptStyle:        PromptStyleTrackSum,
 		// About one per training summary on TracSum: the copy examples train the decoder to copy
 		// long spans in order (and its later positions, which few summaries reach).
 		CopyExamples:   356,
@@ -149,6 +166,9 @@ func DefaultSummarizer() Summarizer {
 func (c Summarizer) Validate() error {
 	var errs []error
 	bad := func(key, msg string) { errs = append(errs, fmt.Errorf("summarizer.%s: %s", key, msg)) }
+	if !slices.Contains(PromptStyles, c.PromptStyle) {
+		bad("prompt_style", fmt.Sprintf("must be one of %v, got %q", PromptStyles, c.PromptStyle))
+	}
 	type intKey struct {
 		key string
 		v   int

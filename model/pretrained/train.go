@@ -350,7 +350,10 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	meta := &Meta{Task: dataset.TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
 		LoRA: lora, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v, Precision: metaPrecision(sc.Train.Precision, s.bname),
 		Quantization: metaQuantization(sc.Train.Quantization)}
-	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: fullContext, variant: v}
+	if sc.PromptStyle == config.PromptStylePaper {
+		meta.PromptStyle = sc.PromptStyle
+	}
+	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: fullContext, variant: v, paper: meta.PromptStyle == config.PromptStylePaper}
 	trainSet, devSet, err := read()
 	if err != nil {
 		return nil, err
