@@ -78,3 +78,24 @@ func TestPaperEndToEndParse(t *testing.T) {
 		}
 	}
 }
+
+// TestPaperPrompter: a prompter of a summarizer.prompt_style paper checkpoint renders
+// PaperMessages and the paper's END-TO-END answer; without it, the tracksum layout.
+func TestPaperPrompter(t *testing.T) {
+	sents := []string{"One.", "Two."}
+	for _, v := range []string{"", variant.SumThenTrack, variant.EndToEnd} {
+		p := &summaryPrompter{set: dataset.AspectSetTracSum, variant: v, paper: true}
+		got, want := p.messages("a", sents, nil), PaperMessages(dataset.AspectSetTracSum, "a", v, sents, nil)
+		if len(got) != 2 || got[1].Content != want[1].Content {
+			t.Errorf("variant %q: paper prompter rendered %+v", v, got)
+		}
+		p.paper = false
+		if got := p.messages("a", sents, nil); got[1].Content == want[1].Content {
+			t.Errorf("variant %q: tracksum prompter rendered the paper's layout", v)
+		}
+	}
+	p := &summaryPrompter{variant: variant.EndToEnd, paper: true}
+	if got := p.answer(dataset.UnknownSummary, nil); got != "Summary: Unknown.\n\nCitations: Null." {
+		t.Errorf("paper END-TO-END negative answer %q", got)
+	}
+}
