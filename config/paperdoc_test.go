@@ -67,6 +67,7 @@ func TestPaperDoc(t *testing.T) {
 		{"summarizer patience", sm.Train.Patience, 0},
 		{"train negatives", sm.TrainNegatives, true},
 		{"prompt style", sm.PromptStyle, PromptStylePaper},
+		{"two-shot prompt style", cfg.Infer.LLM.PromptStyle, PromptStylePaper},
 		{"train + dev share", math.Round(100*(cfg.Prepare.TrainRatio+cfg.Prepare.DevRatio)) / 100, 0.8},
 		{"test share", cfg.Prepare.TestRatio, 0.2},
 		{"tracker epochs", tr.Train.Epochs, 5},
