@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/tracksum/tracksum/llm"
 )
@@ -22,11 +23,15 @@ type InferLLM struct {
 	// train split) or a TracSum/PCoA JSONL file; empty means the train split of --input, which
 	// must then be a prepared directory.
 	Demos string `mapstructure:"demos" yaml:"demos"`
+	// PromptStyle is --method prompt's two-shot prompt: tracksum (reworded, the abstract after the
+	// demonstrations, headings with colons) or paper (Table 15 as printed: the target document
+	// first with empty answer fields, then the demonstrations, '[...]' lists).
+	PromptStyle string `mapstructure:"prompt_style" yaml:"prompt_style"`
 }
 
 // DefaultInferLLM returns the built-in infer.llm settings.
 func DefaultInferLLM() InferLLM {
-	return InferLLM{Model: "", Temperature: 1.0, MaxTokens: 512, Demos: ""}
+	return InferLLM{Model: "", Temperature: 1.0, MaxTokens: 512, Demos: "", PromptStyle: PromptStyleTrackSum}
 }
 
 // Validate reports invalid infer.llm settings, naming each key.
@@ -37,6 +42,9 @@ func (c InferLLM) Validate() error {
 	}
 	if c.MaxTokens < 0 {
 		errs = append(errs, fmt.Errorf("infer.llm.max_tokens: must be >= 0"))
+	}
+	if !slices.Contains(PromptStyles, c.PromptStyle) {
+		errs = append(errs, fmt.Errorf("infer.llm.prompt_style: must be one of %v, got %q", PromptStyles, c.PromptStyle))
 	}
 	return errors.Join(errs...)
 }

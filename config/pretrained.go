@@ -30,6 +30,18 @@ type LoRA struct {
 	// layer of the family, Resolve), or a list of a family's names (hf/family). The Llama names
 	// also select BERT's corresponding layers (LoRATargetsBERTAlias).
 	TargetModules []string `mapstructure:"target_modules" yaml:"target_modules" json:"target_modules"`
+	// InitSeed draws the adapters' initial A matrices (and a classification head's weights) from
+	// its own stream, as the released scripts' get_peft_model(random_state=32) does; 0 = the
+	// run's seed. Only the initialisation: batch order and dropout still follow seed.
+	InitSeed int64 `mapstructure:"init_seed" yaml:"init_seed" json:"init_seed,omitempty"`
+}
+
+// Seed returns the seed the adapters are initialised from: InitSeed when set, else runSeed.
+func (c LoRA) Seed(runSeed int64) int64 {
+	if c.InitSeed != 0 {
+		return c.InitSeed
+	}
+	return runSeed
 }
 
 // loraJSON is LoRA without its methods, for UnmarshalJSON's default decoding.

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -40,6 +41,12 @@ type Summarizer struct {
 	// tokenizer vocabulary.
 	GenVocabSize int `mapstructure:"gen_vocab_size" yaml:"gen_vocab_size"`
 
+	// PromptStyle is the layout of a pretrained summarizer's prompts (model/pretrained): tracksum
+	// (headings with colons, JSON sentence lists, its own phrase per aspect) or paper (Tables 16-19
+	// as printed: headings alone on their line, the list quoted '[...]', each aspect's description in
+	// place of aims' highlighted text, END-TO-END's negatives citing "Null."). Stored in the
+	// checkpoint.
+	PromptStyle string `mapstructure:"prompt_style" yaml:"prompt_style"`
 	// DevDecodeLimit caps the dev examples decoded for ROUGE at each evaluation (0 = all).
 	DevDecodeLimit int `mapstructure:"dev_decode_limit" yaml:"dev_decode_limit"`
 
@@ -58,6 +65,12 @@ type Summarizer struct {
 	// CopyExamples is the number of self-supervised copy examples (1-3 consecutive sentences of a
 	// training-split abstract, copied) mixed into the training rows; 0 disables.
 	CopyExamples int `mapstructure:"copy_examples" yaml:"copy_examples"`
+	// TrainNegatives adds the negative instances of the train split (no tracked sentence, answer
+	// "Unknown.") to the Track-then-Sum summarizer's training data, as the paper's D_S (3.5K
+	// instances, 80% trained on) and the released script do; off, it trains on the positives only.
+	// Off by default: no cross-validation has compared the two yet (docs/paper.md says how to run
+	// it). The dev split stays positives only, so that selection reads the same summaries either way.
+	TrainNegatives bool `mapstructure:"train_negatives" yaml:"train_negatives"`
 	// MinLenRatio > 0 forbids ending a summary before ratio x (tokens of the tracked sentences)
 	// tokens (capped at the decoding limit - 1); 0 disables. Stored in the checkpoint.
 	MinLenRatio float64 `mapstructure:"min_len_ratio" yaml:"min_len_ratio"`
@@ -103,6 +116,15 @@ type Summarizer struct {
 	TopK        int     `mapstructure:"top_k" yaml:"top_k"`
 }
 
+// Prompt styles of summarizer.prompt_style.
+const (
+	PromptStyleTrackSum = "tracksum"
+	PromptStylePaper    = "paper"
+)
+
+// PromptStyles lists the accepted values of summarizer.prompt_style.
+var PromptStyles = []string{PromptStyleTrackSum, PromptStylePaper}
+
 // DefaultSummarizer returns the built-in summarizer settings: small enough to train on 2 CPU cores
 // in minutes on a few hundred examples.
 func DefaultSummarizer() Summarizer {
@@ -129,6 +151,7 @@ func DefaultSummarizer() Summarizer {
 		AspectConditioning: true,
 		Train:              train,
 		GenVocabSize:       2000,
+		PromptStyle:        PromptStyleTrackSum,
 		// About one per training summary on TracSum: the copy examples train the decoder to copy
 		// long spans in order (and its later positions, which few summaries reach).
 		CopyExamples:   356,
@@ -162,6 +185,9 @@ func DefaultSummarizer() Summarizer {
 func (c Summarizer) Validate() error {
 	var errs []error
 	bad := func(key, msg string) { errs = append(errs, fmt.Errorf("summarizer.%s: %s", key, msg)) }
+	if !slices.Contains(PromptStyles, c.PromptStyle) {
+		bad("prompt_style", fmt.Sprintf("must be one of %v, got %q", PromptStyles, c.PromptStyle))
+	}
 	type intKey struct {
 		key string
 		v   int

@@ -12,6 +12,10 @@ import (
 // is embedded as the `train:` block of every trainable section (tracker.train, summarizer.train), so
 // that both models are trained, logged, checkpointed and resumed the same way.
 type TrainLoop struct {
+	// Optimizer is the update rule: adamw (float32 moments). adamw_8bit (the released scripts'
+	// optim="adamw_8bit": bitsandbytes' blockwise 8-bit moment states) is named so that a recipe
+	// asking for it is refused with the reason (OptimizerAdamW8bit) instead of silently run as adamw.
+	Optimizer string `mapstructure:"optimizer" yaml:"optimizer"`
 	// LearningRate is the peak AdamW learning rate, reached at the end of the warmup.
 	LearningRate float64 `mapstructure:"learning_rate" yaml:"learning_rate"`
 	// WeightDecay is AdamW's decoupled weight decay, applied to matrices only (not biases, norms).
@@ -36,6 +40,15 @@ type TrainLoop struct {
 	ClipNorm float64 `mapstructure:"clip_norm" yaml:"clip_norm"`
 	// EvalEvery evaluates on the dev split every this many optimizer steps; 0 means once per epoch.
 	EvalEvery int `mapstructure:"eval_every" yaml:"eval_every"`
+	// SelectBy is what picks the best checkpoint (and drives early stopping): metric (the model's
+	// dev score: the tracker's F1, the summarizer's ROUGE-L) or eval_loss (the dev loss, lower is
+	// better: the released scripts' load_best_model_at_end on eval_loss, here on the dev split, not
+	// on the test split the scripts evaluate on).
+	SelectBy string `mapstructure:"select_by" yaml:"select_by"`
+	// KeepCheckpoints keeps the variables of the last N evaluations beside best/, each in
+	// checkpoints/step-NNNNNNN/ with best/'s files (model variables, dev metrics): the released
+	// scripts' save_total_limit (5). 0 keeps best/ only.
+	KeepCheckpoints int `mapstructure:"keep_checkpoints" yaml:"keep_checkpoints"`
 	// Patience stops training after this many evaluations without a better dev score; 0 disables it.
 	Patience int `mapstructure:"patience" yaml:"patience"`
 	// LogEvery writes the mean train loss, learning rate and speed to metrics.jsonl every this
@@ -108,6 +121,27 @@ func ResolveAttention(a, precision, backend string) (bool, error) {
 	return cuda && precision == PrecisionBF16, nil
 }
 
+// Optimizers of train.optimizer.
+const (
+	OptimizerAdamW     = "adamw"
+	OptimizerAdamW8bit = "adamw_8bit"
+)
+
+// Optimizers lists the accepted values of train.optimizer.
+var Optimizers = []string{OptimizerAdamW}
+
+// errAdamW8bit says why train.optimizer adamw_8bit is refused rather than run.
+const errAdamW8bit = "adamw_8bit is not implemented: bitsandbytes' blockwise 8-bit moments (dynamic quantile maps, per-block absmax) are not written here; its update equals adamw's up to the states' rounding, so use adamw (configs/paper.yaml does, docs/paper.md)"
+
+// Selections of train.select_by.
+const (
+	SelectByMetric   = "metric"
+	SelectByEvalLoss = "eval_loss"
+)
+
+// Selections lists the accepted values of train.select_by.
+var Selections = []string{SelectByMetric, SelectByEvalLoss}
+
 // Quantizations of train.quantization.
 const (
 	QuantizationNone = "none"
@@ -147,6 +181,7 @@ var DecaySchedules = []string{"linear", "cosine", "none"}
 // DefaultTrainLoop returns the loop settings used when a profile does not set them.
 func DefaultTrainLoop() TrainLoop {
 	return TrainLoop{
+		Optimizer:        OptimizerAdamW,
 		LearningRate:     1e-3,
 		WeightDecay:      0.01,
 		Beta1:            0.9,
@@ -161,6 +196,7 @@ func DefaultTrainLoop() TrainLoop {
 		ClipNorm:         1.0,
 		EvalEvery:        0,
 		Patience:         4,
+		SelectBy:         SelectByMetric,
 		Devices:          1,
 		Precision:        PrecisionAuto,
 		Quantization:     QuantizationNone,
@@ -172,6 +208,12 @@ func DefaultTrainLoop() TrainLoop {
 func (c TrainLoop) Validate(section string) error {
 	var errs []error
 	bad := func(key, msg string) { errs = append(errs, fmt.Errorf("%s.%s: %s", section, key, msg)) }
+	switch {
+	case c.Optimizer == OptimizerAdamW8bit:
+		bad("optimizer", errAdamW8bit)
+	case !slices.Contains(Optimizers, c.Optimizer):
+		bad("optimizer", fmt.Sprintf("must be one of %v, got %q", Optimizers, c.Optimizer))
+	}
 	if c.LearningRate <= 0 {
 		bad("learning_rate", "must be > 0")
 	}
@@ -213,6 +255,12 @@ func (c TrainLoop) Validate(section string) error {
 	}
 	if c.LogEvery < 0 {
 		bad("log_every", "must be >= 0")
+	}
+	if !slices.Contains(Selections, c.SelectBy) {
+		bad("select_by", fmt.Sprintf("must be one of %v, got %q", Selections, c.SelectBy))
+	}
+	if c.KeepCheckpoints < 0 {
+		bad("keep_checkpoints", fmt.Sprintf("must be >= 0 (0 = best/ only), got %d", c.KeepCheckpoints))
 	}
 	if c.Patience < 0 {
 		bad("patience", "must be >= 0")
@@ -260,7 +308,7 @@ func Unrecorded(key string) bool {
 func FromScratchUnread(key string) bool {
 	switch key {
 	case "tracker.chat_template", "summarizer.chat_template", "summarizer.max_new_tokens",
-		"summarizer.temperature", "summarizer.top_p", "summarizer.top_k":
+		"summarizer.temperature", "summarizer.top_p", "summarizer.top_k", "summarizer.prompt_style":
 		return true
 	}
 	for _, suffix := range []string{".train.precision", ".train.quantization", ".train.packing", ".train.attention"} {

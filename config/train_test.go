@@ -93,3 +93,62 @@ func TestFromScratchUnread(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainOptimizer (issue 36 item 7): the released scripts' adamw_8bit is refused with its
+// reason in one line, not run as adamw; adamw is the default and accepted; anything else is named.
+func TestTrainOptimizer(t *testing.T) {
+	for _, tc := range []struct {
+		desc, optimizer, want string // want "": valid
+	}{
+		{"default", OptimizerAdamW, ""},
+		{"8-bit states refused with the reason", OptimizerAdamW8bit, "tracker.train.optimizer: adamw_8bit is not implemented: bitsandbytes' blockwise 8-bit moments"},
+		{"unknown", "sgd", `tracker.train.optimizer: must be one of [adamw], got "sgd"`},
+	} {
+		l := DefaultTrainLoop()
+		l.Optimizer = tc.optimizer
+		err := l.Validate("tracker.train")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.desc, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s: err = %v, want one line starting %q", tc.desc, err, tc.want)
+		}
+	}
+}
+
+// TestLoRAInitSeed (issue 36 item 7): lora.init_seed seeds the adapters' initialisation in place
+// of the run's seed (the released scripts' random_state=32); 0 keeps the run's seed.
+func TestLoRAInitSeed(t *testing.T) {
+	l := DefaultLoRA()
+	if got := l.Seed(3407); got != 3407 {
+		t.Errorf("init_seed 0: Seed(3407) = %d, want the run's seed", got)
+	}
+	l.InitSeed = 32
+	if got := l.Seed(3407); got != 32 {
+		t.Errorf("init_seed 32: Seed(3407) = %d, want 32", got)
+	}
+}
+
+// TestSummarizerBatchSize (issue 36 item 6): the summarizer loop's micro-batch for TTS, TTS (+) f,
+// SUM-THEN-TRACK and END-TO-END: each variant's key when set (the paper's 8), else the loop's.
+func TestSummarizerBatchSize(t *testing.T) {
+	set := Variants{FullContextBatchSize: 8, SumThenTrackBatchSize: 6, EndToEndBatchSize: 4}
+	for _, tc := range []struct {
+		desc        string
+		v           Variants
+		kind        string
+		fullContext bool
+		want        int
+	}{
+		{"TTS", set, BatchTrackThenSum, false, 16},
+		{"TTS (+) f", set, BatchTrackThenSum, true, 8},
+		{"SUM-THEN-TRACK", set, BatchSumThenTrack, false, 6},
+		{"END-TO-END", set, BatchEndToEnd, false, 4},
+		{"unset: the loop's", Variants{}, BatchEndToEnd, false, 16},
+		{"unset (+) f: the loop's", Variants{}, BatchTrackThenSum, true, 16},
+	} {
+		if got := tc.v.SummarizerBatchSize(tc.kind, tc.fullContext, 16); got != tc.want {
+			t.Errorf("%s: SummarizerBatchSize = %d, want %d", tc.desc, got, tc.want)
+		}
+	}
+}

@@ -33,7 +33,7 @@ func (c *Config) Unread(section string) map[string]string {
 			"lexical_l2", "lexical_warm_start", "ngram_buckets", "ngram_order", "calibrate", "lexical_calibration_folds", "context_rescoring"}
 	case "summarizer":
 		pretrained = c.Summarizer.Pretrained
-		pretrainedOnly = []string{"max_seq_len", "max_new_tokens", "chat_template", "temperature", "top_p", "top_k", "lora", "train.precision", "train.gradient_checkpointing", "train.device_memory", "train.packing", "train.attention"}
+		pretrainedOnly = []string{"max_seq_len", "max_new_tokens", "chat_template", "prompt_style", "temperature", "top_p", "top_k", "lora", "train.precision", "train.gradient_checkpointing", "train.device_memory", "train.packing", "train.attention"}
 		scratchOnly = []string{"d_model", "heads", "ffn_dim", "encoder_layers", "decoder_layers", "dropout", "max_source_len",
 			"aspect_conditioning", "gen_vocab_size", "repeat_source_ngrams", "copy_examples", "min_len_ratio", "max_decode_len",
 			"copy_chain_bonus", "copy_start_bonus", "word_rule"}

@@ -79,7 +79,8 @@ func setupLLM(ctx context.Context, cfg *config.Config, o Options, p *Pipeline, a
 			}
 		}
 	}
-	mc := llmmethods.Config{Client: client, Temperature: cfg.Infer.LLM.Temperature, MaxTokens: cfg.Infer.LLM.MaxTokens, Seed: cfg.Seed}
+	mc := llmmethods.Config{Client: client, Temperature: cfg.Infer.LLM.Temperature, MaxTokens: cfg.Infer.LLM.MaxTokens, Seed: cfg.Seed,
+		PaperPrompt: cfg.Infer.LLM.PromptStyle == config.PromptStylePaper}
 	var method llmmethods.Method
 	if o.Method != "" {
 		if method, err = llmmethods.ParseMethod(o.Method); err != nil {

@@ -206,6 +206,19 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 		aspectOrder[a.Code] = i
 	}
 	sortRows(all, aspectOrder)
+	// summarizer.train_negatives: each fold trains on its train part's negatives too ("Unknown."),
+	// and is still selected and scored on the positives, so that the two settings compare.
+	var negatives []dataset.SummarizerRow
+	if cfg.Summarizer.TrainNegatives {
+		for _, split := range []string{dataset.SplitTrain, dataset.SplitDev, dataset.SplitTest} {
+			neg, err := dataset.SummarizerNegatives(opts.Data, split)
+			if err != nil {
+				return nil, fmt.Errorf("cv: %w", err)
+			}
+			negatives = append(negatives, neg...)
+		}
+		sortRows(negatives, aspectOrder)
+	}
 
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
@@ -243,6 +256,11 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 				data.Dev = append(data.Dev, row)
 			case PartTest:
 				test = append(test, row)
+			}
+		}
+		for _, row := range negatives {
+			if part[row.PMID] == PartTrain {
+				data.Train = append(data.Train, row)
 			}
 		}
 		dir := filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k))

@@ -75,6 +75,9 @@ type Config struct {
 	Seed int64
 	// Demos is the demonstration pool of the prompt method (required by it only).
 	Demos *Demos
+	// PaperPrompt renders the prompt method's prompt as TracSum's Table 15 prints it
+	// (infer.llm.prompt_style paper) instead of tracksum's wording.
+	PaperPrompt bool
 }
 
 // Document is one abstract.
@@ -213,7 +216,11 @@ func (r *Runner) Predict(ctx context.Context, m Method, doc Document, asp datase
 		d := base
 		d.Demos = r.cfg.Demos.Pick(asp.Code, doc.PMID)
 		r.noteDemos(asp.Code, d.Demos)
-		a, err := step(render(promptTmpl, d), func(s string) Answer { return ParseSummaryCitations(s, n) })
+		tmpl := promptTmpl
+		if r.cfg.PaperPrompt {
+			tmpl = paperPromptTmpl
+		}
+		a, err := step(render(tmpl, d), func(s string) Answer { return ParseSummaryCitations(s, n) })
 		if err != nil {
 			return Output{}, err
 		}

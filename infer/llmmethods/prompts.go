@@ -45,7 +45,27 @@ func citationList(idx []int) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-var funcs = template.FuncMap{"numbered": numbered, "list": jsonList, "citations": citationList}
+var funcs = template.FuncMap{"numbered": numbered, "list": jsonList, "citations": citationList,
+	"paperNumbered": paperNumbered, "paperTopic": paperTopic}
+
+// paperNumbered renders numbered sentences as Table 15 prints them: '["0: ...", "1: ..."]'.
+func paperNumbered(doc []string) string {
+	items := make([]string, len(doc))
+	for i, s := range doc {
+		q := jsonList([]string{fmt.Sprintf("%d: %s", i, s)})
+		items[i] = q[1 : len(q)-1]
+	}
+	return "'[" + strings.Join(items, ", ") + "]'"
+}
+
+// paperTopic is what Table 15 asks to summarize: aims' text as printed ("the research questions
+// or aims of this study") and, for the other aspects, their description in its place.
+func paperTopic(a dataset.Aspect) string {
+	if a.Code == "a" && a.Name == "Aims" {
+		return "the research questions or aims of this study"
+	}
+	return "the " + a.Description
+}
 
 // aspectPhrase is how every prompt names the aspect: "the Aims of the study (objective of the
 // study)".
@@ -71,6 +91,33 @@ Your task:
 Document:
 {{numbered .Document}}
 `))
+
+	// paperPromptTmpl is Table 15 as printed: the instruction (aims' highlighted text replaced by
+	// the aspect's topic), the target document with empty answer fields, then the demonstrations
+	// (a negative one answers "Unknown." and "Null."); headings alone on their line, the lists
+	// quoted '[...]'.
+	paperPromptTmpl = template.Must(template.New("paper-prompt").Funcs(funcs).Parse(`Instructions
+
+Given a document consisting of a set of sentences with a marker attached to the head of each sentence. Based on the demonstrations, please summarize {{paperTopic .Aspect}} in one sentence and output the sentence markers involved. If there is no relevant information in the document, answer "Unknown".
+
+Document
+
+{{paperNumbered .Document}}
+
+Summary: .
+
+Citations: .
+
+Demonstrations
+{{range .Demos}}
+Document
+
+{{paperNumbered .Document}}
+
+Summary: {{if .Indexes}}{{.Summary}}{{else}}Unknown.{{end}}
+
+Citations: {{if .Indexes}}{{citations .Indexes}}{{else}}Null.{{end}}
+{{end}}`))
 
 	// intrinsicTmpl is PCoA's intrinsic attribution (Table 6): sentences, phrases and summary in
 	// one answer.

@@ -41,6 +41,8 @@ func TestPromptsGolden(t *testing.T) {
 		got  string
 	}{
 		{"prompt", render(promptTmpl, withDemos)},
+		// Issue 36 item 6: Table 15 as printed (infer.llm.prompt_style paper).
+		{"prompt_paper", render(paperPromptTmpl, withDemos)},
 		{"intrinsic", render(intrinsicTmpl, base)},
 		{"prior_retrieve", render(retrieveTmpl, base)},
 		{"prior_summarize", render(fromEvidenceTmpl, evidence)},

@@ -143,3 +143,22 @@ func TestReadDataAssign(t *testing.T) {
 		t.Error("an assignment to the test split was accepted")
 	}
 }
+
+// TestConfigBatchSize (issue 36 item 6): END-TO-END trains with variants.end_to_end_batch_size
+// (the paper's 8, C.6.2), and with the summarizer's batch when it is 0.
+func TestConfigBatchSize(t *testing.T) {
+	for _, tc := range []struct {
+		desc      string
+		set, want int
+	}{{"set", 8, 8}, {"unset", 0, 16}} {
+		cfg := config.Default()
+		cfg.Summarizer.Train.BatchSize, cfg.Variants.EndToEndBatchSize = 16, tc.set
+		c, err := Config(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Summarizer.Train.BatchSize != tc.want {
+			t.Errorf("%s: batch %d, want %d", tc.desc, c.Summarizer.Train.BatchSize, tc.want)
+		}
+	}
+}

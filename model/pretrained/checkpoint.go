@@ -79,6 +79,8 @@ type Meta struct {
 	// loaded for its own method (a SUM-THEN-TRACK summarizer is never run as END-TO-END or as a
 	// Track-then-Sum summarizer).
 	Variant string `json:"variant,omitempty"`
+	// PromptStyle is summarizer.prompt_style when not tracksum: "paper" (Tables 16-19 as printed).
+	PromptStyle string `json:"prompt_style,omitempty"`
 }
 
 // kindName names the model of task and variant v: "tracker", "sum_then_track summarizer",

@@ -375,7 +375,8 @@ func newSummarizer(meta *Meta, lm *causalLM, chat *Chat) (*Summarizer, error) {
 		return nil, err
 	}
 	s := &Summarizer{Meta: *meta, Gen: *meta.Generation, lm: lm, gen: g,
-		p: &summaryPrompter{chat: chat, set: meta.AspectSet, maxLen: meta.MaxSeqLen, fullContext: meta.FullContext, variant: meta.Variant}}
+		p: &summaryPrompter{chat: chat, set: meta.AspectSet, maxLen: meta.MaxSeqLen, fullContext: meta.FullContext, variant: meta.Variant,
+			paper: meta.PromptStyle == config.PromptStylePaper}}
 	if end, err := chat.turnEnd(); err == nil && strings.TrimSpace(end) != "" {
 		s.special = append(s.special, strings.TrimSpace(end))
 	}

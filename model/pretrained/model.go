@@ -71,6 +71,7 @@ func metaPrecision(p, backend string) string {
 // score head drawn N(0, 0.02²) from seed (transformers' initializer_range default), computing as cs
 // says.
 func loadCausalLM(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, l config.LoRA, seed int64, withHead bool, cs computeSettings) (*causalLM, error) {
+	seed = l.Seed(seed)
 	store := gomlxmodel.NewStore()
 	quantization := decoder.QuantNone
 	if cs.quantization == config.QuantizationNF4 {

@@ -63,6 +63,8 @@ func PlanSummarizer(_ context.Context, cfg *config.Config, req training.Request)
 	if err != nil {
 		return err
 	}
+	// TTS (+) f trains with its own batch (variants.full_context_batch_size), as trainSummarizer does.
+	sc.Train.BatchSize = cfg.Variants.SummarizerBatchSize(config.BatchTrackThenSum, sc.FullContext, sc.Train.BatchSize)
 	in, err := planInputs("summarizer", snap, dc, sc.LoRA, sc.Train, sc.MaxSeqLen)
 	if err != nil {
 		return err

@@ -169,6 +169,12 @@ func ParseEndToEnd(answer string, n int, special []string) role.Output {
 	if i := indexFold(answer, SummaryPrefix); i >= 0 {
 		answer = answer[i+len(SummaryPrefix):]
 	}
+	// The paper's negative cites "Null." (prompt_style paper): no index, not a malformed one.
+	if i := indexFold(answer, CitationsPrefix); i >= 0 {
+		if rest := strings.TrimSpace(answer[i+len(CitationsPrefix):]); strings.EqualFold(strings.TrimSuffix(rest, "."), "null") {
+			answer = answer[:i+len(CitationsPrefix)]
+		}
+	}
 	return role.ParseMarked(answer, n, CitationsPrefix)
 }
 
@@ -224,4 +230,78 @@ func ParseSummary(answer string, special []string) string {
 		return dataset.UnknownSummary
 	}
 	return answer
+}
+
+// paperAimsTopic is the text Tables 15-19 highlight in aims' instruction: the placeholder that
+// each aspect's description replaces.
+const paperAimsTopic = "the research aims or questions of the study"
+
+// paperTopic is what the paper's instructions ask to summarize: aims' text as printed, and for
+// every other aspect its description (dataset's registry) in its place, as the captions say.
+func paperTopic(set, code string) string {
+	if (set == dataset.AspectSetTracSum || set == "") && code == "a" {
+		return paperAimsTopic
+	}
+	if a, ok := dataset.LookupAspect(set, code); ok {
+		return "the " + a.Description
+	}
+	return "the " + code
+}
+
+// paperList renders sentences as the tables print them: a JSON-style list with ", " between
+// the items, within single quotes ('["...", "..."]').
+func paperList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strings.TrimSuffix(jsonList([]string{s}), "\n")
+		q[i] = q[i][1 : len(q[i])-1]
+	}
+	return "'[" + strings.Join(q, ", ") + "]'"
+}
+
+// paperNull is the citations of a negative in the tables (Table 15's negative demonstration).
+const paperNull = "Null."
+
+// PaperMessages is the summarizer conversation laid out as the paper's Tables 16-19 print it (each
+// heading alone on its line, a blank line between the parts, the lists quoted '[...]'), for the
+// method v: "" Track-then-Sum (Table 16; with document, Table 17), variant.SumThenTrack (Table
+// 18: the abstract as the article) or variant.EndToEnd (Table 19: the indexed sentences, ending with
+// the answer's two fields). The system turn is the released script's.
+func PaperMessages(set, aspect, v string, sentences, document []string) []chattemplate.Message {
+	part := func(heading, body string) string { return heading + "\n\n" + body + "\n\n" }
+	t := paperTopic(set, aspect)
+	var user string
+	switch v {
+	case "sum_then_track":
+		user = part("Instructions", "Summarize "+t+" in one clear sentence based on the given article.") +
+			part("Article", paperList(sentences)) + SummaryPrefix
+	case "end_to_end":
+		user = part("Instructions", "Given an article, summarize "+t+" in one clear sentence and output the index of the cited sentences.") +
+			part("Sentences", paperList(ete.IndexedSentences(sentences))) + SummaryPrefix + "\n\n" + CitationsPrefix
+	default:
+		instr := "Summarize " + t + " in one clear sentence that includes all key details from the input sentences without omitting important information."
+		if document != nil {
+			instr += " The summary must be based solely on the provided sentences. The full text is for reference only and must not be used to introduce any new information not present in the sentences."
+		}
+		user = part("Instructions", instr) + part("Sentences", paperList(sentences))
+		if document != nil {
+			user += part("Full Context", paperList(document))
+		}
+		user += SummaryPrefix
+	}
+	return []chattemplate.Message{{Role: "system", Content: SummarizerSystem}, {Role: "user", Content: user}}
+}
+
+// PaperEndToEndAnswer is EndToEndAnswer as the tables write it: "Summary: S\n\nCitations: [0, 3]",
+// and "Citations: Null." for a negative.
+func PaperEndToEndAnswer(summary string, citations []int32) string {
+	cite := paperNull
+	if len(citations) > 0 {
+		idx := make([]string, len(citations))
+		for i, c := range citations {
+			idx[i] = strconv.Itoa(int(c))
+		}
+		cite = "[" + strings.Join(idx, ", ") + "]"
+	}
+	return SummarizerAnswer(summary) + "\n\n" + CitationsPrefix + " " + cite
 }

@@ -15,11 +15,16 @@ type summaryPrompter struct {
 	// tracked sentences, and the abstract with fullContext), variant.SumThenTrack (Table 18) or
 	// variant.EndToEnd (Table 19), whose sentences are the whole abstract.
 	variant string
+	// paper renders the prompts as the paper's tables print them (summarizer.prompt_style paper).
+	paper bool
 }
 
 // messages is the conversation of the prompter's method for an aspect, its sentences (tracked
 // sentences, or the whole abstract for the variants) and, for TTS (+) f, the abstract.
 func (p *summaryPrompter) messages(aspect string, sentences, document []string) []chattemplate.Message {
+	if p.paper {
+		return PaperMessages(p.set, aspect, p.variant, sentences, document)
+	}
 	switch p.variant {
 	case variant.SumThenTrack:
 		return SumThenTrackMessages(p.set, aspect, sentences)
@@ -32,6 +37,9 @@ func (p *summaryPrompter) messages(aspect string, sentences, document []string) 
 // answer is the reference answer of the prompter's method: "Summary: ...", with the citation
 // indices for END-TO-END.
 func (p *summaryPrompter) answer(summary string, citations []int32) string {
+	if p.variant == variant.EndToEnd && p.paper {
+		return PaperEndToEndAnswer(summary, citations)
+	}
 	if p.variant == variant.EndToEnd {
 		return EndToEndAnswer(summary, citations)
 	}

@@ -371,6 +371,15 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		if train, err = read(dataset.SplitTrain); err != nil {
 			return nil, nil, err
 		}
+		if cfg.Summarizer.TrainNegatives {
+			neg, err := dataset.SummarizerNegatives(req.Data, dataset.SplitTrain)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, r := range neg {
+				train = append(train, summaryInstance{PMID: r.PMID, Aspect: r.Aspect, Document: r.Document, Summary: r.Summary})
+			}
+		}
 		dev, err = read(dataset.SplitDev)
 		return train, dev, err
 	})
@@ -390,6 +399,8 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Request, v string,
 	read func() (train, dev []summaryInstance, err error)) (*Report, error) {
 	sc := cfg.Summarizer
+	// The variants and TTS (+) f read the whole abstract: the paper halves their batch (variants.*_batch_size).
+	sc.Train.BatchSize = cfg.Variants.SummarizerBatchSize(v, sc.FullContext && v == "", sc.Train.BatchSize)
 	s, err := begin(cfg, req, dataset.TaskSummarizer, sc.Pretrained, sc.Train)
 	if err != nil {
 		return nil, err
@@ -413,7 +424,10 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	meta := &Meta{Task: dataset.TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
 		LoRA: lora, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v, Precision: metaPrecision(sc.Train.Precision, s.bname),
 		Quantization: metaQuantization(sc.Train.Quantization)}
-	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: fullContext, variant: v}
+	if sc.PromptStyle == config.PromptStylePaper {
+		meta.PromptStyle = sc.PromptStyle
+	}
+	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: fullContext, variant: v, paper: meta.PromptStyle == config.PromptStylePaper}
 	trainSet, devSet, err := read()
 	if err != nil {
 		return nil, err

@@ -127,6 +127,7 @@ func Config(cfg *config.Config) (*config.Config, error) {
 	}
 	c := *cfg
 	c.Summarizer.MaxSourceLen = cfg.Variants.MaxSourceLen
+	c.Summarizer.Train.BatchSize = cfg.Variants.SummarizerBatchSize(config.BatchSumThenTrack, false, cfg.Summarizer.Train.BatchSize)
 	c.Summarizer.FullContext = false
 	c.Summarizer.MinLenRatio = 0
 	// The decoding aids tuned for Track-then-Sum (a longer decoding limit, a bonus for starting

@@ -194,3 +194,18 @@ func TestConfigPairTrackerArchitecture(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigBatchSize (issue 36 item 6): SUM-THEN-TRACK's summarizer trains with
+// variants.sum_then_track_batch_size (the paper's 8, C.5.2); its pair tracker keeps the tracker's.
+func TestConfigBatchSize(t *testing.T) {
+	cfg := config.Default()
+	cfg.Summarizer.Train.BatchSize, cfg.Tracker.Train.BatchSize, cfg.Variants.SumThenTrackBatchSize = 16, 32, 8
+	c, err := Config(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Summarizer.Train.BatchSize != 8 || c.Tracker.Train.BatchSize != 32 || cfg.Summarizer.Train.BatchSize != 16 {
+		t.Errorf("summarizer batch %d, tracker %d (caller's summarizer now %d), want 8, 32 (16)",
+			c.Summarizer.Train.BatchSize, c.Tracker.Train.BatchSize, cfg.Summarizer.Train.BatchSize)
+	}
+}

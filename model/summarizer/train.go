@@ -175,6 +175,13 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		if data, err = ReadData(dataDir); err != nil {
 			return nil, nil, err
 		}
+		if cfg.Summarizer.TrainNegatives {
+			neg, err := dataset.SummarizerNegatives(dataDir, dataset.SplitTrain)
+			if err != nil {
+				return nil, nil, err
+			}
+			data.Train = append(data.Train, neg...)
+		}
 	}
 	man, tok := data.Manifest, data.Tokenizer
 	special, err := specialIDs(tok)
@@ -247,8 +254,12 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	}
 	fmt.Fprintf(log, "summarizer: %d train / %d dev examples, vocab %d, backend %s\n", len(train), len(dev), h.VocabSize, name)
 	t0 := time.Now()
+	loop := cfg.Summarizer.Train
+	// TTS (+) f reads the whole abstract besides the tracked sentences: the paper halves its batch
+	// (variants.full_context_batch_size); STT and ETE set theirs in their Config.
+	loop.BatchSize = cfg.Variants.SummarizerBatchSize(config.BatchTrackThenSum, cfg.Summarizer.FullContext, loop.BatchSize)
 	res, err := TrainExamples(ctx, ExamplesOptions{
-		Backend: backend, Hyperparams: h, Loop: cfg.Summarizer.Train, Seed: cfg.Seed, OutDir: outDir,
+		Backend: backend, Hyperparams: h, Loop: loop, Seed: cfg.Seed, OutDir: outDir,
 		Train: train, Dev: dev, DevDecodeLimit: cfg.Summarizer.DevDecodeLimit,
 		Suppress: suppressed(tok.NumSpecial(), h.EosID), NoRepeatNgram: cfg.Summarizer.NoRepeatNgram,
 		MinLenRatio: cfg.Summarizer.MinLenRatio, ChainBonus: float32(cfg.Summarizer.CopyChainBonus),
@@ -411,7 +422,7 @@ func TrainExamples(ctx context.Context, o ExamplesOptions) (*training.Result, er
 	scorer := rouge.New(rouge.Options{Stem: true})
 	evaluate := func(ctx context.Context) (training.Metrics, error) {
 		if len(o.Dev) == 0 {
-			return training.Metrics{"rougeL": 0}, nil
+			return training.Metrics{"loss": 0, "rougeL": 0}, nil // both selections (train.select_by) read a value
 		}
 		if lossExec == nil {
 			var err error

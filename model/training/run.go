@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/progress"
 	"github.com/tracksum/tracksum/model"
 )
@@ -87,6 +88,10 @@ func setup(ctx context.Context, o Options) (*trainRun, error) {
 	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("training: %w", err)
+	}
+	if o.Loop.SelectBy == config.SelectByEvalLoss {
+		// Every model's Evaluate reports its dev loss as "loss".
+		o.Select, o.Minimize = "loss", true
 	}
 	return &trainRun{ctx: ctx, o: o, log: log, res: &Result{}}, nil
 }
@@ -286,6 +291,9 @@ func (r *trainRun) evaluate() error {
 		}
 	} else {
 		st.BadEvals++
+	}
+	if err := o.keepCheckpoint(st.Step, m); err != nil {
+		return err
 	}
 	fmt.Fprintf(r.log, "\nstep %d epoch %d: dev %s   best %s=%.4f at step %d\n", st.Step, r.epochOf(), formatMetrics(m), o.Select, st.BestScore, st.BestStep)
 	return o.saveState(*st)

@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -473,13 +474,55 @@ func escape(path string) string {
 }
 
 func (o *Options) saveBest(m Metrics) error {
-	dir := filepath.Join(o.OutDir, BestDir)
+	if err := o.saveVariables(filepath.Join(o.OutDir, BestDir), m); err != nil {
+		return fmt.Errorf("training: best checkpoint: %w", err)
+	}
+	return nil
+}
+
+// saveVariables writes the model variables (those Saved picks) and their dev metrics m into dir,
+// as best/ holds them.
+func (o *Options) saveVariables(dir string, m Metrics) error {
 	if err := model.SaveVariables(filepath.Join(dir, BestVariables), o.Store, func(p string) bool {
 		return strings.HasPrefix(p, model.ModelScope+"/") && (o.Saved == nil || o.Saved(p))
 	}); err != nil {
-		return fmt.Errorf("training: best checkpoint: %w", err)
+		return err
 	}
 	return atomicio.WriteJSON(filepath.Join(dir, checkpoint.BestMetricsFile), m)
+}
+
+// CheckpointsDir holds the evaluation checkpoints train.keep_checkpoints keeps, one
+// step-NNNNNNN/ directory per evaluation (zero-padded: name order is step order).
+const CheckpointsDir = "checkpoints"
+
+// keepCheckpoint saves the variables of the evaluation at step into CheckpointsDir and removes
+// the oldest beyond train.keep_checkpoints. The kept ones are read from the directory, so that a
+// resumed run goes on counting those of the run before.
+func (o *Options) keepCheckpoint(step int, m Metrics) error {
+	n := o.Loop.KeepCheckpoints
+	if n <= 0 {
+		return nil
+	}
+	root := filepath.Join(o.OutDir, CheckpointsDir)
+	if err := o.saveVariables(filepath.Join(root, fmt.Sprintf("step-%07d", step)), m); err != nil {
+		return fmt.Errorf("training: checkpoint of step %d: %w", step, err)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return fmt.Errorf("training: %w", err)
+	}
+	var kept []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "step-") {
+			kept = append(kept, e.Name())
+		}
+	}
+	for _, name := range kept[:max(0, len(kept)-n)] {
+		if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
+			return fmt.Errorf("training: %w", err)
+		}
+	}
+	return nil
 }
 
 // saveState writes all variables (model, optimizer, RNG) and the loop position into a fresh
