@@ -319,7 +319,7 @@ func checkKind(ctx context.Context, ck string, log io.Writer) error {
 	}
 	if !m.Pretrained() && m.Kind != checkpoint.KindEnsemble && m.Kind != checkpoint.KindCrossValidation && m.Kind != checkpoint.KindSumThenTrack {
 		// A from-scratch model has no Hugging Face base whose snapshot export could write.
-		return fmt.Errorf("%w: %s is a from-scratch %s checkpoint: tracksum-export writes a pretrained model merged into its base, so --checkpoint needs a checkpoint of tracksum-train --pretrained",
+		return fmt.Errorf("%w: %s is a from-scratch %s checkpoint; --checkpoint wants a checkpoint of tracksum-train --pretrained: tracksum-export writes a pretrained model merged into its Hugging Face base",
 			checkpoint.ErrCheckpoint, ck, m.Name())
 	}
 	if !m.Pretrained() || m.Kind == checkpoint.KindEnsemble || m.Kind == checkpoint.KindCrossValidation || (m.Kind == checkpoint.KindSumThenTrack && m.Part == "") {

@@ -738,7 +738,7 @@ func TestExportRefusesFromScratch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Export(context.Background(), Options{Checkpoint: ck, Out: filepath.Join(t.TempDir(), "out")})
-	want := ck + " is a from-scratch summarizer checkpoint: tracksum-export writes a pretrained model merged into its base, so --checkpoint needs a checkpoint of tracksum-train --pretrained"
+	want := ck + " is a from-scratch summarizer checkpoint; --checkpoint wants a checkpoint of tracksum-train --pretrained: tracksum-export writes a pretrained model merged into its Hugging Face base"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
