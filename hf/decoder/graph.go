@@ -472,20 +472,29 @@ func (m *Model) hiddenPacked(scope *gomlxmodel.Scope, tokens, segments, position
 }
 
 func (m *Model) logits(_ *gomlxmodel.Scope, hidden *Node) *Node {
-	g := hidden.Graph()
+	// In bf16 the product is bfloat16 (transformers' lm_head), its logits widened to float32.
+	head := m.headName()
+	return m.headProduct(hidden, m.weightAs(hidden.Graph(), head, m.dtype(), nil), m.cfg.Vocab)
+}
+
+// headName is the output layer's weight: lm_head, or the embeddings when the model ties them.
+func (m *Model) headName() string {
+	if m.cfg.TieWordEmbeddings {
+		return "model.embed_tokens.weight"
+	}
+	return "lm_head.weight"
+}
+
+// headProduct multiplies hidden [..., Hidden] by the head's rows [width, Hidden] in the compute
+// dtype and returns float32 logits [..., width], soft-capped as the family asks.
+func (m *Model) headProduct(hidden, rows *Node, width int) *Node {
 	dims := hidden.Shape().Dimensions
 	n := hidden.Shape().Size() / m.cfg.Hidden
-	head := "lm_head.weight"
-	if m.cfg.TieWordEmbeddings {
-		head = "model.embed_tokens.weight"
-	}
-	// In bf16 the product is bfloat16 (transformers' lm_head), its logits widened to float32.
-	dt := m.dtype()
-	y := layers.As(layers.ProductTransposed(layers.As(Reshape(hidden, n, m.cfg.Hidden), dt), m.weightAs(g, head, dt, nil)), dtypes.Float32)
+	y := layers.As(layers.ProductTransposed(layers.As(Reshape(hidden, n, m.cfg.Hidden), m.dtype()), rows), dtypes.Float32)
 	if m.cfg.FinalSoftcap > 0 {
 		y = softcap(y, m.cfg.FinalSoftcap)
 	}
-	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), m.cfg.Vocab)...)
+	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), width)...)
 }
 
 // logitsOf is logits restricted to the vocabulary entries ids: the head's rows of ids are gathered
@@ -493,12 +502,7 @@ func (m *Model) logits(_ *gomlxmodel.Scope, hidden *Node) *Node {
 // costs len(ids) rows of the head rather than the whole vocabulary.
 func (m *Model) logitsOf(hidden *Node, ids []int) *Node {
 	g := hidden.Graph()
-	dims := hidden.Shape().Dimensions
-	n := hidden.Shape().Size() / m.cfg.Hidden
-	head := "lm_head.weight"
-	if m.cfg.TieWordEmbeddings {
-		head = "model.embed_tokens.weight"
-	}
+	head := m.headName()
 	dt := m.dtype()
 	idx := make([][]int32, len(ids))
 	for i, id := range ids {
@@ -511,11 +515,7 @@ func (m *Model) logitsOf(hidden *Node, ids []int) *Node {
 		// Gathered, then converted: the same rows as logits' converted head, at len(ids) rows' cost.
 		rows = layers.ConvertFrozen(Gather(m.base[head].ValueGraph(g), Const(g, idx)), dt, nil)
 	}
-	y := layers.As(layers.ProductTransposed(layers.As(Reshape(hidden, n, m.cfg.Hidden), dt), rows), dtypes.Float32)
-	if m.cfg.FinalSoftcap > 0 {
-		y = softcap(y, m.cfg.FinalSoftcap)
-	}
-	return Reshape(y, append(slices.Clone(dims[:len(dims)-1]), len(ids))...)
+	return m.headProduct(hidden, rows, len(ids))
 }
 
 func causalLMLoss(logits, labels *Node) *Node {
