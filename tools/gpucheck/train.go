@@ -224,10 +224,9 @@ func envSettings(task, backend string) (string, bool) {
 	return p, ck
 }
 
-// steadySpeed is the median examples/s of the per-step train rows of a metrics.jsonl after the
-// first (which compiles the step on an XLA backend): the speed of a long run, where the report's
-// mean over a few steps is mostly compilation. 0 with fewer than three rows.
-func steadySpeed(path string) float64 {
+// trainSpeeds are the examples/s of the per-step train rows of a metrics.jsonl, in order. A line
+// that is not a row is skipped, and a read error ends the list: the speeds are best-effort figures.
+func trainSpeeds(path string) []float64 {
 	var speeds []float64
 	for l, err := range atomicio.Lines(path, 0) {
 		if err != nil {
@@ -237,11 +236,18 @@ func steadySpeed(path string) float64 {
 			Split string   `json:"split"`
 			EPS   *float64 `json:"examples_per_sec"`
 		}
-		// A line that is not a row is skipped: the speed is a best-effort figure.
 		if json.Unmarshal(l.Data, &row) == nil && row.Split == "train" && row.EPS != nil {
 			speeds = append(speeds, *row.EPS)
 		}
 	}
+	return speeds
+}
+
+// steadySpeed is the median examples/s of the per-step train rows of a metrics.jsonl after the
+// first (which compiles the step on an XLA backend): the speed of a long run, where the report's
+// mean over a few steps is mostly compilation. 0 with fewer than three rows.
+func steadySpeed(path string) float64 {
+	speeds := trainSpeeds(path)
 	if len(speeds) < 3 {
 		return 0
 	}
@@ -253,17 +259,8 @@ func steadySpeed(path string) float64 {
 // firstStepSpeed is the examples/s of the first per-step train row of a metrics.jsonl (0 when
 // absent).
 func firstStepSpeed(path string) float64 {
-	for l, err := range atomicio.Lines(path, 0) {
-		if err != nil {
-			break
-		}
-		var row struct {
-			Split string   `json:"split"`
-			EPS   *float64 `json:"examples_per_sec"`
-		}
-		if json.Unmarshal(l.Data, &row) == nil && row.Split == "train" && row.EPS != nil {
-			return *row.EPS
-		}
+	if speeds := trainSpeeds(path); len(speeds) > 0 {
+		return speeds[0]
 	}
 	return 0
 }
