@@ -35,6 +35,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer r.metricsOut.Close()
+	// A step or an evaluation that fails ends the bar too, so that its heartbeat stops with the
+	// run (Finish is idempotent: save finishes it first on success).
+	defer r.bar.Finish()
 	stop, err := r.loop()
 	if err != nil {
 		return nil, err
