@@ -65,7 +65,7 @@ func Command() cli.Command {
 	fs.String("refs", "", "also write the input's reference instances here (eval format)")
 	fs.Float64("threshold", 0.5, "infer.threshold: keep sentences with probability >= this")
 	fs.Bool("full-context", false, "infer.full_context: give the summarizer the whole abstract too (TTS (+) f)")
-	fs.String("grounding", "restore", "infer.grounding: a tracked sentence that supports no claim of its summary is appended to it (restore), dropped from the citations (prune) or left (off); trained summarizers only")
+	fs.String("grounding", "off", "infer.grounding: a tracked sentence that supports no claim of its summary is appended to it (restore), dropped from the citations (prune) or left (off); trained summarizers only")
 	fs.StringSlice("aspects", nil, "infer.aspects: aspect codes to summarize (default: the input's, or all for raw text)")
 	fs.Int("workers", 0, "infer.workers: abstracts processed in parallel (0 = number of CPUs)")
 	fs.String("precision", "", "infer.precision: compute precision of --pretrained checkpoints: f32, bf16 or auto (bf16 on CUDA, else f32); default: the checkpoint's")

@@ -20,7 +20,7 @@ import (
 // TestTrackSumAnswerIsTheModels: served through infer's Pipeline, a from-scratch checkpoint pair
 // answers what its models give when called directly (tracker scores at the tracker's threshold,
 // the summarizer's summary of the kept sentences), as before serve loaded them through infer;
-// grounding (restore, the default) only appends to the summary, citing the same sentences.
+// grounding (restore) only appends to the summary, citing the same sentences.
 func TestTrackSumAnswerIsTheModels(t *testing.T) {
 	summ, trk, _ := servetest.Checkpoints(t)
 	s, err := summarizer.Load(summ)

@@ -32,7 +32,7 @@ import (
 // Mode says what happens to a cited sentence that supports no claim of its summary.
 type Mode string
 
-// The modes; ModeRestore is the default (config infer.grounding).
+// The modes; ModeOff is the default (config infer.grounding).
 const (
 	ModeOff     Mode = "off"
 	ModePrune   Mode = "prune"
