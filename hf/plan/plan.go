@@ -72,6 +72,11 @@ type Inputs struct {
 	Batch, SeqLen, AnswerTokens int
 	// GradAccumulation > 1 keeps an accumulator of the gradients between micro-batches.
 	GradAccumulation int
+	// Attention is the attention implementation on the card (Eager or Flash: train.attention as a
+	// CUDA backend resolves it; "" is Eager). Flash applies to the bf16 settings only, where
+	// hf/decoder's graph takes cuDNN's fused attention (right-padded rows, head dim a multiple of
+	// 8, no soft-cap, no sliding window shorter than max_seq_len); f32 is always Eager.
+	Attention string
 	// Precision is the configured precision (BF16 or F32) and Checkpointing the configured
 	// gradient checkpointing: the verdict is given for them.
 	Precision     string
@@ -85,10 +90,19 @@ type Inputs struct {
 	Section string
 }
 
+// Attention implementations of a plan (Inputs.Attention).
+const (
+	Eager = "eager"
+	Flash = "flash"
+)
+
 // Variant is the memory of one (precision, checkpointing) setting, in bytes.
 type Variant struct {
 	Precision     string
 	Checkpointing bool
+	// Flash says that the setting's attention is cuDNN's fused attention: no attention
+	// probabilities or additive mask are kept, only a float32 log-sum-exp per query and head.
+	Flash bool
 	// ConvertedWeights are the float32 copies of half-precision frozen weights made in the
 	// graph (f32 precision only): all layers' without checkpointing, one layer's with it.
 	ConvertedWeights int64
@@ -160,6 +174,9 @@ func Compute(in Inputs) (*Plan, error) {
 	if in.GradAccumulation < 1 {
 		errs = append(errs, fmt.Errorf("grad_accumulation = %d, want >= 1", in.GradAccumulation))
 	}
+	if in.Attention != "" && in.Attention != Eager && in.Attention != Flash {
+		errs = append(errs, fmt.Errorf("attention %q, want %s or %s", in.Attention, Eager, Flash))
+	}
 	nf4 := in.Quantization == config.QuantizationNF4
 	switch {
 	case in.Quantization != "" && in.Quantization != config.QuantizationNone && !nf4:
@@ -203,7 +220,7 @@ func Compute(in Inputs) (*Plan, error) {
 	}
 	for _, prec := range []string{BF16, F32} {
 		for _, ck := range []bool{false, true} {
-			v := Variant{Precision: prec, Checkpointing: ck}
+			v := Variant{Precision: prec, Checkpointing: ck, Flash: prec == BF16 && fusable(in)}
 			// The half-precision weights a layer converts: all of them, or what nf4 leaves
 			// unquantized (norms, biases), whose projections are dequantized instead.
 			convW := layerW
@@ -223,7 +240,7 @@ func Compute(in Inputs) (*Plan, error) {
 				}
 				v.ConvertedWeights = 4 * (layers*convW + heads*int64(c.Vocab)*int64(c.Hidden))
 			}
-			v.Activations = activations(in, prec, ck)
+			v.Activations = activations(in, prec, ck, v.Flash)
 			v.Total = p.BaseWeights + p.Trainable + p.Gradients + p.Optimizer + v.ConvertedWeights + v.Dequantized + v.Activations
 			p.Variants = append(p.Variants, v)
 		}
@@ -321,13 +338,22 @@ func targetsOf(c decoder.Config, l config.LoRA) []string {
 // mask [B, Heads, T, T] (float32, built once), the final norm's input and output, and the answer
 // logits [B, K, V] with their log-softmax and one-hot targets (float32). The backward pass of a
 // layer needs about one more layer's worth of gradients of activations.
-func activations(in Inputs, prec string, ck bool) int64 {
+//
+// With flash attention (cuDNN's fused kernel, forward and backward) neither the probabilities nor
+// the mask exist: the kernel keeps one float32 log-sum-exp per query and head (Heads per token)
+// and recomputes the probabilities tile by tile in the backward pass.
+func activations(in Inputs, prec string, ck, flash bool) int64 {
 	c := in.Config
 	cb := computeBytes(prec)
 	tokens := int64(in.Batch) * int64(in.SeqLen)
 	q, h, i := int64(c.Heads*c.HeadDim), int64(c.Hidden), int64(c.Intermediate)
 	r := int64(in.LoRA.Rank)
-	perTokenLayer := cb*(4*h+4*q+5*i+7*r) + 4*int64(c.Heads)*int64(in.SeqLen)
+	probs := 4 * int64(c.Heads) * int64(in.SeqLen)
+	mask := 4 * int64(in.Batch) * int64(c.Heads) * int64(in.SeqLen) * int64(in.SeqLen)
+	if flash {
+		probs, mask = 4*int64(c.Heads), 0
+	}
+	perTokenLayer := cb*(4*h+4*q+5*i+7*r) + probs
 	layer := tokens * perTokenLayer
 	var kept int64
 	if ck {
@@ -335,10 +361,17 @@ func activations(in Inputs, prec string, ck bool) int64 {
 	} else {
 		kept = int64(c.Layers) * layer
 	}
-	mask := 4 * int64(in.Batch) * int64(c.Heads) * int64(in.SeqLen) * int64(in.SeqLen)
 	final := 2 * 4 * tokens * h
 	logits := 3 * 4 * int64(in.Batch) * int64(in.AnswerTokens) * int64(c.Vocab)
 	return kept + layer + mask + final + logits
+}
+
+// fusable reports whether in's bf16 settings take cuDNN's fused attention in every layer, as
+// hf/decoder's Model.fused decides it for right-padded rows (packed rows are the caller's to
+// exclude: they plan Eager).
+func fusable(in Inputs) bool {
+	c := in.Config
+	return in.Attention == Flash && c.HeadDim%8 == 0 && c.AttnSoftcap == 0 && (c.SlidingWindow == 0 || c.SlidingWindow >= in.SeqLen)
 }
 
 // Configured returns the variant of the configured precision and checkpointing.

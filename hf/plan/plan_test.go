@@ -138,6 +138,15 @@ func TestPlanGolden(t *testing.T) {
 		{"tracker-nf4-48GiB", plan.Inputs{Batch: 32, SeqLen: 128, HeadParams: 4096, Section: "tracker", Quantization: config.QuantizationNF4, DeviceMemory: 48 << 30}},
 		{"summarizer-nf4-24GiB", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Quantization: config.QuantizationNF4, DeviceMemory: 24 << 30}},
 		{"summarizer-nf4-48GiB", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Quantization: config.QuantizationNF4, DeviceMemory: 48 << 30}},
+		// With flash attention (train.attention auto on a CUDA card, bf16): no [B, Heads, T, T]
+		// probabilities or mask, so the summarizer's micro-batch of 16 fits 48 GiB with checkpointing.
+		{"summarizer-flash", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Attention: plan.Flash}},
+		{"summarizer-nf4-flash-24GiB", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Quantization: config.QuantizationNF4,
+			Attention: plan.Flash, DeviceMemory: 24 << 30}},
+		{"summarizer-nf4-flash-48GiB", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Quantization: config.QuantizationNF4,
+			Attention: plan.Flash, DeviceMemory: 48 << 30}},
+		{"tracker-nf4-flash-24GiB", plan.Inputs{Batch: 32, SeqLen: 128, HeadParams: 4096, Section: "tracker", Quantization: config.QuantizationNF4,
+			Attention: plan.Flash, DeviceMemory: 24 << 30}},
 		{"summarizer-nf4-f32-checkpointing", plan.Inputs{Batch: 16, SeqLen: 2048, AnswerTokens: 256, Section: "summarizer", Quantization: config.QuantizationNF4,
 			Precision: plan.F32, Checkpointing: true, DeviceMemory: 141 << 30}},
 	}

@@ -92,7 +92,11 @@ func (p *Plan) Write(w io.Writer) error {
 		if v.Precision == in.Precision && v.Checkpointing == in.Checkpointing {
 			mark = "*"
 		}
-		pf("  %s %-4s checkpointing %-3s  activations %s", mark, v.Precision, onOff(v.Checkpointing), Bytes(v.Activations))
+		pf("  %s %-4s checkpointing %-3s  ", mark, v.Precision, onOff(v.Checkpointing))
+		if a := attentionText(in, v); a != "" {
+			pf("attention %-5s  ", a)
+		}
+		pf("activations %s", Bytes(v.Activations))
 		if v.ConvertedWeights > 0 {
 			pf(" + float32 weight copies %s", Bytes(v.ConvertedWeights))
 		}
@@ -104,6 +108,9 @@ func (p *Plan) Write(w io.Writer) error {
 	quant := ""
 	if p.QuantizedParams > 0 {
 		quant = ", base quantization nf4"
+	}
+	if in.Attention == Flash {
+		quant += ", attention flash where bf16 (cuDNN's fused attention, train.attention auto or flash on a CUDA card)"
 	}
 	pf("  (* = configured: precision %s, gradient checkpointing %s%s)\n", in.Precision, onOff(in.Checkpointing), quant)
 	if in.Assumed {
@@ -180,6 +187,18 @@ func chain(mods []func(*Inputs)) func(*Inputs) {
 			m(n)
 		}
 	}
+}
+
+// attentionText names a setting's attention; only plans that were asked for flash say it, so
+// that an eager plan reads as before.
+func attentionText(in Inputs, v Variant) string {
+	switch {
+	case in.Attention != Flash:
+		return ""
+	case v.Flash:
+		return "flash"
+	}
+	return "eager"
 }
 
 func tiedText(tied bool) string {

@@ -150,6 +150,17 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 		res["doc_words"], res["full_context"] = docWords, cfg.Summarizer.FullContext
 	}
 	res["backend"], res["precision"], res["gradient_checkpointing"] = backend, in.Precision, in.Checkpointing
+	// The attention the run's graph took (train.attention resolved on this backend; packed rows
+	// are decomposed), so that the plan beside the measured peak models the same graph.
+	lp := cfg.Summarizer.Train
+	if task == "tracker" {
+		lp = cfg.Tracker.Train
+	}
+	in.Attention = plan.Eager
+	if fused, _ := config.ResolveAttention(lp.Attention, in.Precision, backend); fused && !lp.Packing {
+		in.Attention = plan.Flash
+	}
+	res["attention"] = in.Attention
 	// TRACKSUM_<TASK>_TRAIN_QUANTIZATION=nf4 (gpu-check.sh's "nf4" runs): a QLoRA base.
 	res["quantization"] = in.Quantization
 	var ru syscall.Rusage
@@ -187,8 +198,8 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	if first, ok := firstLoss(batchFile); ok {
 		res["first_loss"] = first
 	}
-	// The plan of the same shapes (float32, no checkpointing: what the go backend runs today),
-	// to compare its total with the measured peak.
+	// The plan of the same shapes (precision, checkpointing, quantization and attention of the
+	// run), to compare its total with the measured peak.
 	if s, err := snapshot.OpenConfig(snap); err == nil {
 		if in.Config, err = decoder.ConfigOf(s); err == nil {
 			in.WeightDType, _ = s.String("torch_dtype", "")
