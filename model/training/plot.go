@@ -21,16 +21,16 @@ import (
 	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
-// The chart is 900 x 900 pixels in the PNG (three panels of 300) at the PNG's 96 dots per inch;
-// the SVG has the same size in points x 4/3, i.e. the same layout.
+// The chart is 900 pixels wide and 300 per panel in the PNG, at 96 dots per inch; the SVG has the
+// same size in inches (675 x 675 points for three panels), so that both lay out alike.
 const (
 	plotDPI         = 96
 	plotWidthPx     = 900
 	plotPanelHeight = 300
 )
 
-// plotPalette colours the series of a panel in order (the report's and matplotlib's tab10 order,
-// so that a curve keeps its colour from one figure to the other).
+// plotPalette colours the series of a panel in order: matplotlib's tab10, the colours the earlier
+// curves.png used, so that a curve keeps its colour in plots made before and after.
 var plotPalette = []color.RGBA{
 	{31, 119, 180, 255}, {214, 39, 40, 255}, {44, 160, 44, 255}, {255, 127, 14, 255},
 	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255},
