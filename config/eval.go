@@ -240,6 +240,21 @@ func (c Eval) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("eval.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
+	// In this order, which is the order of the errors reported.
+	c.validateScoring(bad)
+	c.validateJudges(bad)
+	c.validateFM(bad)
+	c.validateQA(bad)
+	c.validateEndpoints(bad)
+	return errors.Join(errs...)
+}
+
+// reportBad records one invalid key of the eval section (Validate collects them all).
+type reportBad = func(key, format string, args ...any)
+
+// validateScoring checks the judge, the missing-prediction rule, the workers, the bootstrap and
+// the lexical judge.
+func (c Eval) validateScoring(bad reportBad) {
 	if !slices.Contains(EvalJudges, c.Judge) {
 		bad("judge", "must be one of %v, got %q", EvalJudges, c.Judge)
 	}
@@ -261,6 +276,11 @@ func (c Eval) Validate() error {
 	if c.Lexical.MinClauseWords < 1 {
 		bad("lexical.min_clause_words", "must be >= 1")
 	}
+}
+
+// validateJudges checks the LLM endpoint's and the NLI judge's settings and the names of the
+// entailment hints and the LLM metrics.
+func (c Eval) validateJudges(bad reportBad) {
 	if c.LLM.Concurrency < 1 {
 		bad("llm.concurrency", "must be >= 1")
 	}
@@ -295,6 +315,11 @@ func (c Eval) Validate() error {
 			bad("metrics", "unknown metric %q (known: %v)", m, EvalMetrics)
 		}
 	}
+}
+
+// validateFM checks the facet metric's weights, and the temperatures and token limits of the
+// FM and QA metrics.
+func (c Eval) validateFM(bad reportBad) {
 	for _, w := range []struct {
 		key string
 		v   float64
@@ -321,6 +346,10 @@ func (c Eval) Validate() error {
 	if c.QA.MaxTokens < 0 {
 		bad("qa.max_tokens", "must be >= 0")
 	}
+}
+
+// validateQA checks the QA metric's question counts, source, similarity and thresholds.
+func (c Eval) validateQA(bad reportBad) {
 	if c.QA.SourceQuestions < 1 {
 		bad("qa.source_questions", "must be >= 1")
 	}
@@ -341,6 +370,11 @@ func (c Eval) Validate() error {
 			bad(t.key, "must be in [0, 1]")
 		}
 	}
+}
+
+// validateEndpoints checks that what needs the LLM endpoint (the LLM metrics, the llm judge)
+// has one.
+func (c Eval) validateEndpoints(bad reportBad) {
 	if len(c.Metrics) > 0 && c.LLM.Model == "" {
 		bad("llm.model", "must be set when eval.metrics is not empty (the LLM metrics use the eval.llm endpoint)")
 	}
@@ -352,5 +386,4 @@ func (c Eval) Validate() error {
 			bad("llm.model", "must be set when eval.judge is llm")
 		}
 	}
-	return errors.Join(errs...)
 }

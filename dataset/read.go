@@ -209,42 +209,9 @@ func (v *Validator) parseRecord(file string, line int, b []byte) (Instance, stri
 		// encoding/json turns each undecodable byte into U+FFFD without a word.
 		warnf("%s:%d: invalid UTF-8 (not UTF-8 text?): the undecodable bytes become U+FFFD", file, line)
 	}
-	var raw rawInstance
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &te):
-			return fail(te.Field, ErrFieldType, "got JSON %s, want %s", te.Value, jsonTypeName(te.Type.String()))
-		case errors.As(err, &se):
-			return fail("", ErrMalformedJSON, "%v (offset %d)", se, se.Offset)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
-			return fail(name, ErrUnknownField, "not a TracSum/PCoA field")
-		default:
-			return fail("", ErrMalformedJSON, "%v", err)
-		}
-	}
-	if dec.More() {
-		return fail("", ErrMalformedJSON, "more than one JSON value on the line")
-	}
-	for _, f := range []struct {
-		name    string
-		missing bool
-	}{{"PMID", raw.PMID == nil}, {"Document", raw.Document == nil}, {"Aspect", raw.Aspect == nil},
-		{"Summary", raw.Summary == nil}, {"Indexes", raw.Indexes == nil}} {
-		if f.missing {
-			return fail(f.name, ErrMissingField, "required")
-		}
-	}
-	in := Instance{PMID: *raw.PMID, Document: *raw.Document, Aspect: *raw.Aspect, Summary: *raw.Summary, Indexes: *raw.Indexes}
-	if raw.Revise != nil {
-		in.Revise = *raw.Revise
-	}
-	if raw.Phrases != nil {
-		in.Phrases = *raw.Phrases
+	in, p := decodeRecord(b)
+	if p != nil {
+		return fail(p.field, p.err, "%s", p.msg)
 	}
 	if strings.TrimSpace(in.PMID) == "" {
 		return fail("PMID", ErrEmptyField, "PMID is empty")
@@ -276,39 +243,106 @@ func (v *Validator) parseRecord(file string, line int, b []byte) (Instance, stri
 	if strings.TrimSpace(in.Summary) == "" {
 		return fail("Summary", ErrEmptyField, "summary is empty (negatives use %q)", UnknownSummary)
 	}
+	if p := checkCitations(&in); p != nil {
+		return fail(p.field, p.err, "%s", p.msg)
+	}
+	return in, set, nil
+}
+
+// recordProblem is a defect of a record found before its file and line are added (the other
+// fields of a ValidationError), so that the checks can live in helpers of their own.
+type recordProblem struct {
+	field string
+	err   error
+	msg   string
+}
+
+func problemf(field string, err error, format string, args ...any) *recordProblem {
+	return &recordProblem{field: field, err: err, msg: fmt.Sprintf(format, args...)}
+}
+
+// decodeRecord decodes a record's JSON strictly (no unknown field, one value, every required
+// field present) into an Instance.
+func decodeRecord(b []byte) (Instance, *recordProblem) {
+	var raw rawInstance
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			return Instance{}, problemf(te.Field, ErrFieldType, "got JSON %s, want %s", te.Value, jsonTypeName(te.Type.String()))
+		case errors.As(err, &se):
+			return Instance{}, problemf("", ErrMalformedJSON, "%v (offset %d)", se, se.Offset)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+			return Instance{}, problemf(name, ErrUnknownField, "not a TracSum/PCoA field")
+		default:
+			return Instance{}, problemf("", ErrMalformedJSON, "%v", err)
+		}
+	}
+	if dec.More() {
+		return Instance{}, problemf("", ErrMalformedJSON, "more than one JSON value on the line")
+	}
+	for _, f := range []struct {
+		name    string
+		missing bool
+	}{{"PMID", raw.PMID == nil}, {"Document", raw.Document == nil}, {"Aspect", raw.Aspect == nil},
+		{"Summary", raw.Summary == nil}, {"Indexes", raw.Indexes == nil}} {
+		if f.missing {
+			return Instance{}, problemf(f.name, ErrMissingField, "required")
+		}
+	}
+	in := Instance{PMID: *raw.PMID, Document: *raw.Document, Aspect: *raw.Aspect, Summary: *raw.Summary, Indexes: *raw.Indexes}
+	if raw.Revise != nil {
+		in.Revise = *raw.Revise
+	}
+	if raw.Phrases != nil {
+		in.Phrases = *raw.Phrases
+	}
+	if raw.Sentences != nil {
+		in.Sentences = *raw.Sentences
+	}
+	return in, nil
+}
+
+// checkCitations checks a record's citations against its document and its summary: indexes in
+// range and distinct, a summary that agrees with having citations or none (the negative written
+// the canonical way), and Sentences, when given, the cited sentences themselves.
+func checkCitations(in *Instance) *recordProblem {
 	seenIdx := make(map[int]bool, len(in.Indexes))
 	for i, idx := range in.Indexes {
 		if idx < 0 || idx >= len(in.Document) {
-			return fail(fmt.Sprintf("Indexes[%d]", i), ErrIndexRange, "%d not in [0, %d)", idx, len(in.Document))
+			return problemf(fmt.Sprintf("Indexes[%d]", i), ErrIndexRange, "%d not in [0, %d)", idx, len(in.Document))
 		}
 		if seenIdx[idx] {
-			return fail(fmt.Sprintf("Indexes[%d]", i), ErrDuplicateIndex, "%d cited twice", idx)
+			return problemf(fmt.Sprintf("Indexes[%d]", i), ErrDuplicateIndex, "%d cited twice", idx)
 		}
 		seenIdx[idx] = true
 	}
 	if !NegativeConsistent(in.Summary, in.Indexes) {
 		if len(in.Indexes) > 0 {
-			return fail("Summary", ErrNegativeSummary, "%q with %d cited sentences", strings.TrimSpace(in.Summary), len(in.Indexes))
+			return problemf("Summary", ErrNegativeSummary, "%q with %d cited sentences", strings.TrimSpace(in.Summary), len(in.Indexes))
 		}
-		return fail("Indexes", ErrNegativeSummary, "no cited sentences but the summary is not %q", UnknownSummary)
+		return problemf("Indexes", ErrNegativeSummary, "no cited sentences but the summary is not %q", UnknownSummary)
 	}
 	// A benchmark file spells the negative summary one way, so that shards and references carry
 	// the canonical text.
 	if len(in.Indexes) == 0 && strings.TrimSpace(in.Summary) != UnknownSummary {
-		return fail("Summary", ErrNegativeSummary, "a negative instance's summary is written %q, not %q", UnknownSummary, in.Summary)
+		return problemf("Summary", ErrNegativeSummary, "a negative instance's summary is written %q, not %q", UnknownSummary, in.Summary)
 	}
-	if raw.Sentences != nil {
-		in.Sentences = *raw.Sentences
+	if in.Sentences != nil {
 		if len(in.Sentences) != len(in.Indexes) {
-			return fail("Sentences", ErrSentencesMismatch, "%d sentences for %d indexes", len(in.Sentences), len(in.Indexes))
+			return problemf("Sentences", ErrSentencesMismatch, "%d sentences for %d indexes", len(in.Sentences), len(in.Indexes))
 		}
 		for i, s := range in.Sentences {
 			if s != in.Document[in.Indexes[i]] {
-				return fail(fmt.Sprintf("Sentences[%d]", i), ErrSentencesMismatch, "differs from Document[%d]", in.Indexes[i])
+				return problemf(fmt.Sprintf("Sentences[%d]", i), ErrSentencesMismatch, "differs from Document[%d]", in.Indexes[i])
 			}
 		}
 	}
-	return in, set, nil
+	return nil
 }
 
 // Check runs the checks of a record against the records checked before it (duplicate

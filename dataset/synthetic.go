@@ -235,6 +235,19 @@ func joinList(xs []string) string {
 }
 
 func (g *gen) sentences(f *facts) (background, aims, methods, results []sentence, conclusion []sentence) {
+	// In this order: each part draws from g's random source, and the sample must stay
+	// byte-identical for a seed.
+	background = g.background(f)
+	aims = g.aims(f)
+	methods = g.methods(f)
+	results = g.results(f)
+	conclusion = g.conclusion(f)
+	return
+}
+
+// background is the opening: the condition's burden, sometimes the drug's promise.
+func (g *gen) background(f *facts) []sentence {
+	var background []sentence
 	background = append(background, sentence{text: g.pick([]string{
 		fmt.Sprintf("%s remains a major cause of morbidity worldwide.", capitalize(f.condition)),
 		fmt.Sprintf("Treatment options for %s are limited and often poorly tolerated.", f.condition),
@@ -248,22 +261,34 @@ func (g *gen) sentences(f *facts) (background, aims, methods, results []sentence
 			"Evidence from adequately powered trials is scarce.",
 		})})
 	}
-	if f.hasAims {
-		// Each wording has its own summary, so that the summary only says what the sentence says.
-		variants := [][2]string{
-			{fmt.Sprintf("We aimed to assess the efficacy and safety of %s in %s with %s.", f.drug, f.population, f.condition),
-				fmt.Sprintf("To assess the efficacy and safety of %s in %s with %s.", f.drug, f.population, f.condition)},
-			{fmt.Sprintf("This study evaluated whether %s improves %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition),
-				fmt.Sprintf("To evaluate whether %s improves %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition)},
-			{fmt.Sprintf("The objective was to compare %s with %s for the treatment of %s.", f.drug, f.comparator, f.condition),
-				fmt.Sprintf("To compare %s with %s for %s.", f.drug, f.comparator, f.condition)},
-			{fmt.Sprintf("To determine the effect of %s on %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition),
-				fmt.Sprintf("To determine the effect of %s on %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition)},
-		}
-		v := variants[g.r.IntN(len(variants))]
-		aims = append(aims, sentence{aspects: "a", text: v[0]})
-		f.aimsSummary = v[1]
+	return background
+}
+
+// aims is the objective sentence (aspect a) when f has one, and sets its summary.
+func (g *gen) aims(f *facts) []sentence {
+	if !f.hasAims {
+		return nil
 	}
+	// Each wording has its own summary, so that the summary only says what the sentence says.
+	variants := [][2]string{
+		{fmt.Sprintf("We aimed to assess the efficacy and safety of %s in %s with %s.", f.drug, f.population, f.condition),
+			fmt.Sprintf("To assess the efficacy and safety of %s in %s with %s.", f.drug, f.population, f.condition)},
+		{fmt.Sprintf("This study evaluated whether %s improves %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition),
+			fmt.Sprintf("To evaluate whether %s improves %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition)},
+		{fmt.Sprintf("The objective was to compare %s with %s for the treatment of %s.", f.drug, f.comparator, f.condition),
+			fmt.Sprintf("To compare %s with %s for %s.", f.drug, f.comparator, f.condition)},
+		{fmt.Sprintf("To determine the effect of %s on %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition),
+			fmt.Sprintf("To determine the effect of %s on %s in %s with %s.", f.drug, f.endpoint, f.population, f.condition)},
+	}
+	v := variants[g.r.IntN(len(variants))]
+	aims := []sentence{{aspects: "a", text: v[0]}}
+	f.aimsSummary = v[1]
+	return aims
+}
+
+// methods are the participants (p), the arms (i, m, and d when the duration is inline), the
+// co-medication and duration when f has them, and the end points, in a drawn order.
+func (g *gen) methods(f *facts) []sentence {
 	part := sentence{aspects: "p", text: g.pick([]string{
 		fmt.Sprintf("In this %s trial, %d %s with %s were enrolled at %d centres in %d countries.", f.design, f.n, f.population, f.condition, f.centres, f.countries),
 		fmt.Sprintf("We conducted a %s trial involving %d %s with %s.", f.design, f.n, f.population, f.condition),
@@ -288,7 +313,7 @@ func (g *gen) sentences(f *facts) (background, aims, methods, results []sentence
 		// The route is part of the dose facts the summary copies, so it must be in the sentence.
 		inter.text = strings.Replace(inter.text, fmt.Sprintf(" given %s %s", f.dose, f.freq), fmt.Sprintf(" given %s", f.doseText()), 1)
 	}
-	methods = []sentence{part}
+	methods := []sentence{part}
 	if g.chance(0.6) {
 		methods = append(methods, demo)
 	}
@@ -311,6 +336,13 @@ func (g *gen) sentences(f *facts) (background, aims, methods, results []sentence
 		fmt.Sprintf("The primary end point was %s.", f.endpoint),
 		fmt.Sprintf("The primary outcome was %s; %s was a secondary outcome.", f.endpoint, f.secondary),
 	})})
+	return methods
+}
+
+// results are the outcome sentences (o) and, when f has adverse events, their sentences (s)
+// before or after them.
+func (g *gen) results(f *facts) []sentence {
+	var results []sentence
 	unitDrug, unitComp := numberFmt(f.valDrug, f.unit), numberFmt(f.valComp, f.unit)
 	ci := fmt.Sprintf("95%% CI, %.1f to %.1f", f.ciLo, f.ciHi)
 	results = append(results, sentence{aspects: "o", text: g.pick([]string{
@@ -327,23 +359,35 @@ func (g *gen) sentences(f *facts) (background, aims, methods, results []sentence
 		}
 	}
 	if f.hasAE {
-		aeParts := make([]string, len(f.aes))
-		for j, ae := range f.aes {
-			aeParts[j] = fmt.Sprintf("%s (%d%% vs. %d%%)", ae, f.aePct[j], f.aeCompPct[j])
-		}
-		ae := []sentence{{aspects: "s", text: g.pick([]string{
-			fmt.Sprintf("The most common adverse events with %s were %s.", f.drug, joinList(aeParts)),
-			fmt.Sprintf("Adverse events included %s.", joinList(aeParts)),
-		})}}
-		if g.chance(0.5) {
-			ae = append(ae, sentence{aspects: "s", text: fmt.Sprintf("Serious adverse events occurred in %d%% of patients receiving %s.", f.seriousPct, f.drug)})
-		}
+		ae := g.adverseEvents(f)
 		if g.chance(0.5) {
 			results = append(ae, results...)
 		} else {
 			results = append(results, ae...)
 		}
 	}
+	return results
+}
+
+// adverseEvents are the adverse-event sentences (aspect s).
+func (g *gen) adverseEvents(f *facts) []sentence {
+	aeParts := make([]string, len(f.aes))
+	for j, ae := range f.aes {
+		aeParts[j] = fmt.Sprintf("%s (%d%% vs. %d%%)", ae, f.aePct[j], f.aeCompPct[j])
+	}
+	ae := []sentence{{aspects: "s", text: g.pick([]string{
+		fmt.Sprintf("The most common adverse events with %s were %s.", f.drug, joinList(aeParts)),
+		fmt.Sprintf("Adverse events included %s.", joinList(aeParts)),
+	})}}
+	if g.chance(0.5) {
+		ae = append(ae, sentence{aspects: "s", text: fmt.Sprintf("Serious adverse events occurred in %d%% of patients receiving %s.", f.seriousPct, f.drug)})
+	}
+	return ae
+}
+
+// conclusion is the closing sentence, sometimes with a trial registration number.
+func (g *gen) conclusion(f *facts) []sentence {
+	var conclusion []sentence
 	conclusion = append(conclusion, sentence{text: g.pick([]string{
 		fmt.Sprintf("%s improved %s in %s with %s.", capitalize(f.drug), f.endpoint, f.population, f.condition),
 		fmt.Sprintf("These findings support further evaluation of %s in %s.", f.drug, f.condition),
@@ -352,7 +396,7 @@ func (g *gen) sentences(f *facts) (background, aims, methods, results []sentence
 	if g.chance(0.4) {
 		conclusion = append(conclusion, sentence{text: fmt.Sprintf("ClinicalTrials.gov number, NCT%08d.", g.r.IntN(1e8))})
 	}
-	return
+	return conclusion
 }
 
 func (f *facts) summary(aspect string) string {

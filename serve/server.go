@@ -352,29 +352,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte
 	if !s.admit(w, r, http.MethodPost) {
 		return
 	}
-	// The whole body is read (within BodyTimeout and MaxBodyBytes) before admission: a client
-	// that sends its body one byte at a time then holds a connection for BodyTimeout at most,
-	// never a place among the running and queued requests.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) // unsupported only by test recorders
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var mb *http.MaxBytesError
-		var ne net.Error
-		switch {
-		case errors.As(err, &mb):
-			s.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-				fmt.Sprintf("request body over %d bytes", s.opts.MaxBodyBytes))
-		case errors.As(err, &ne) && ne.Timeout():
-			w.Header().Set("Connection", "close")
-			s.fail(w, http.StatusRequestTimeout, "invalid_request_error", "body_timeout",
-				fmt.Sprintf("request body not received within %s", s.opts.BodyTimeout))
-		default:
-			s.fail(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "reading the body: "+err.Error())
-		}
+	body, ok := s.readBody(w, r)
+	if !ok {
 		return
 	}
-	_ = rc.SetReadDeadline(time.Time{})
 	// Admission: a request beyond the running and queued ones is turned away at once, so that a
 	// burst cannot pile up unbounded goroutines and memory.
 	n := s.admitted.Add(1)
@@ -399,63 +380,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte
 	if s.opts.LogPrompts {
 		info.messages = req.messages
 	}
-	if msg != "" {
-		code := "invalid_request"
-		if strings.HasPrefix(msg, "invalid JSON") {
-			code = "invalid_json"
-		}
-		s.fail(w, http.StatusBadRequest, "invalid_request_error", code, msg)
+	if !s.checkRequest(w, body, req, msg) {
 		return
 	}
-	if field, why := unsupported(body); field != "" {
-		s.failParam(w, http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", field, field+": "+why)
+	c, ok := s.complete(w, r, req)
+	if !ok {
 		return
 	}
-	if req.model != "" && req.model != s.opts.ModelName {
-		s.fail(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
-			fmt.Sprintf("model %q is not served here (this server serves %q)", req.model, s.opts.ModelName))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
-	defer cancel()
-	select {
-	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		s.timeout(w, r, "waiting for a worker")
-		return
-	}
-	type result struct {
-		c   Completion
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		// The worker slot is held until the model is done, even when the client has given up,
-		// so that the number of running decodes never exceeds Workers.
-		defer func() { <-s.slots }()
-		c, err := s.backend.Complete(ctx, req.messages, req.params)
-		done <- result{c, err}
-	}()
-	var res result
-	select {
-	case res = <-done:
-	case <-ctx.Done():
-		s.timeout(w, r, "running the model")
-		return
-	}
-	if res.err != nil {
-		var br badRequest
-		if errors.As(res.err, &br) {
-			s.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", br.Error())
-			if sw, ok := w.(*statusWriter); ok && br.log != "" {
-				sw.info.err = br.log
-			}
-			return
-		}
-		s.fail(w, http.StatusInternalServerError, "server_error", "model_error", res.err.Error())
-		return
-	}
-	c := res.c
 	finish := "stop"
 	if c.Truncated {
 		finish = "length"
@@ -474,6 +405,101 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, read func([]byte
 		content: c.Content, finish: finish,
 		usage: usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, TotalTokens: c.PromptTokens + c.CompletionTokens},
 	})
+}
+
+// readBody reads the whole body (within BodyTimeout and MaxBodyBytes) before admission: a client
+// that sends its body one byte at a time then holds a connection for BodyTimeout at most, never a
+// place among the running and queued requests. It answers the error itself (ok false).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) // unsupported only by test recorders
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &mb):
+			s.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				fmt.Sprintf("request body over %d bytes", s.opts.MaxBodyBytes))
+		case errors.As(err, &ne) && ne.Timeout():
+			w.Header().Set("Connection", "close")
+			s.fail(w, http.StatusRequestTimeout, "invalid_request_error", "body_timeout",
+				fmt.Sprintf("request body not received within %s", s.opts.BodyTimeout))
+		default:
+			s.fail(w, http.StatusBadRequest, "invalid_request_error", "bad_body", "reading the body: "+err.Error())
+		}
+		return nil, false
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return body, true
+}
+
+// checkRequest answers a request the model must not see (msg: what read found wrong, a parameter
+// this server does not support, another model's name) and reports whether it may run.
+func (s *Server) checkRequest(w http.ResponseWriter, body []byte, req call, msg string) bool {
+	if msg != "" {
+		code := "invalid_request"
+		if strings.HasPrefix(msg, "invalid JSON") {
+			code = "invalid_json"
+		}
+		s.fail(w, http.StatusBadRequest, "invalid_request_error", code, msg)
+		return false
+	}
+	if field, why := unsupported(body); field != "" {
+		s.failParam(w, http.StatusBadRequest, "invalid_request_error", "unsupported_parameter", field, field+": "+why)
+		return false
+	}
+	if req.model != "" && req.model != s.opts.ModelName {
+		s.fail(w, http.StatusNotFound, "invalid_request_error", "model_not_found",
+			fmt.Sprintf("model %q is not served here (this server serves %q)", req.model, s.opts.ModelName))
+		return false
+	}
+	return true
+}
+
+// complete runs the backend on req in a worker slot, within RequestTimeout (waiting for the slot
+// included), and answers a timeout or the backend's error itself (ok false).
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, req call) (Completion, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+	defer cancel()
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		s.timeout(w, r, "waiting for a worker")
+		return Completion{}, false
+	}
+	type result struct {
+		c   Completion
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// The worker slot is held until the model is done, even when the client has given up,
+		// so that the number of running decodes never exceeds Workers.
+		defer func() { <-s.slots }()
+		c, err := s.backend.Complete(ctx, req.messages, req.params)
+		done <- result{c, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		s.timeout(w, r, "running the model")
+		return Completion{}, false
+	}
+	if res.err != nil {
+		var br badRequest
+		if errors.As(res.err, &br) {
+			s.fail(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", br.Error())
+			if sw, ok := w.(*statusWriter); ok && br.log != "" {
+				sw.info.err = br.log
+			}
+			return Completion{}, false
+		}
+		s.fail(w, http.StatusInternalServerError, "server_error", "model_error", res.err.Error())
+		return Completion{}, false
+	}
+	return res.c, true
 }
 
 // validate returns what is wrong with a request ("" when nothing).

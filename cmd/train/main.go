@@ -7,7 +7,7 @@
 //	tracksum-train --task sum_then_track|end_to_end --pretrained SNAPSHOT_DIR --data PREPARED_DIR --out checkpoints/NAME  # model/pretrained
 //
 // The checkpoint directory receives everything needed to use the model without the training config
-// (hyperparameters, tokenizer, resolved config, best-on-dev variables) plus metrics.jsonl, curves.png
+// (hyperparameters, tokenizer, resolved config, best-on-dev variables) plus metrics.jsonl, curves.png/.svg
 // and a resume point: after Ctrl-C, rerunning the same command continues where it stopped; with
 // --overwrite it starts afresh instead, replacing the previous run once the new one has finished. The
 // tasks are those linked in below (each registers itself with model/training); a new model is one

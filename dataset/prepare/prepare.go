@@ -72,18 +72,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 		workers = runtime.NumCPU()
 	}
 	src := newSource(opts.Inputs, cfg.Prepare.AspectSet, cfg.Seed, cfg.Prepare.SampleSize, workers)
-
-	// An --out that is, or holds, an input would delete it when replaced (issue 22 defect 7).
-	inputs := map[string]string{}
-	for i, in := range opts.Inputs {
-		name := "--input"
-		if i > 0 {
-			name = fmt.Sprintf("--input (file %d)", i+1)
-		}
-		inputs[name] = in
-	}
-	if err := cli.CheckOutputs(inputs, map[string]string{"--out": opts.Out}); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+	if err := checkOutput(opts); err != nil {
+		return nil, err
 	}
 	// Lock and check the output before the long passes: a file or a foreign directory at --out, or
 	// another run writing it, fails now, and no other run can take the output until Commit.
@@ -93,34 +83,16 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	}
 	defer dir.Abort()
 
-	// Pass 1: validate everything and collect the split keys before any output exists.
 	newBar := func(label string, total int64, unit string) *progress.Bar {
 		if opts.Progress == nil {
 			return nil
 		}
 		return progress.NewTo(opts.Progress, label, total, unit)
 	}
-	scanBar := newBar("validate", 0, "instances")
-	scan, err := src.scan(ctx, cfg.Prepare.SplitBy, scanBar)
-	finish(scanBar)
+	// Pass 1: validate everything and collect the split keys before any output exists.
+	scan, splits, err := scanAndSplit(ctx, cfg, opts, src, newBar("validate", 0, "instances"))
 	if err != nil {
 		return nil, err
-	}
-	if scan.counts.Instances == 0 {
-		return nil, fmt.Errorf("prepare: no instances in %v", opts.Inputs)
-	}
-	splits, err := dataset.MakeSplits(scan.keys, cfg.Prepare.SplitBy, cfg.Prepare.TrainRatio, cfg.Prepare.DevRatio, cfg.Prepare.TestRatio, cfg.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	if cfg.Prepare.Folds > 0 {
-		if splits.Folds, err = dataset.MakeFolds(dataset.GroupPMIDs(splits.By, scan.keys), cfg.Prepare.Folds, cfg.Seed); err != nil {
-			return nil, fmt.Errorf("prepare: %w", err)
-		}
-	}
-	scan.keys = nil
-	if len(splits.IDs[dataset.SplitTrain]) == 0 {
-		return nil, errors.New("prepare: the training split is empty (too few abstracts for prepare.train_ratio)")
 	}
 
 	// Pass 2: learn the tokenizer from the training split only.
@@ -159,23 +131,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 	if len(opts.Inputs) == 0 {
 		m.Source, m.SampleSize, m.Inputs = "sample", cfg.Prepare.SampleSize, []dataset.InputFile{}
 	}
-	if m.Config, err = configMap(cfg); err != nil {
+	if err := writeMetadata(ctx, cfg, dir, m, splits); err != nil {
 		return nil, err
-	}
-	if err := writeJSON(dir.Path(dataset.SplitsFile), splits); err != nil {
-		return nil, err
-	}
-	if err := cfg.WriteFile(dir.Path(dataset.ConfigFile)); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	if err := writeJSON(dir.Path(dataset.ManifestFile), m); err != nil {
-		return nil, err
-	}
-	if err := atomicio.WriteFile(dir.Path(dataset.CardFile), []byte(dataset.Card(m)), 0o644); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	if err := dir.Commit(); err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
@@ -185,6 +142,76 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Summary, error
 		inBytes += in.Bytes
 	}
 	return &Summary{Manifest: m, Elapsed: time.Since(start), InputBytes: inBytes}, nil
+}
+
+// checkOutput refuses an --out that is, or holds, an input: replacing it would delete the input
+// (issue 22 defect 7).
+func checkOutput(opts Options) error {
+	inputs := map[string]string{}
+	for i, in := range opts.Inputs {
+		name := "--input"
+		if i > 0 {
+			name = fmt.Sprintf("--input (file %d)", i+1)
+		}
+		inputs[name] = in
+	}
+	if err := cli.CheckOutputs(inputs, map[string]string{"--out": opts.Out}); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	return nil
+}
+
+// scanAndSplit is the first pass: it validates every instance (bar counts them; it is finished
+// here) and splits the abstracts (and folds them with prepare.folds) before any output exists.
+func scanAndSplit(ctx context.Context, cfg *config.Config, opts Options, src *source, bar *progress.Bar) (*scanResult, *dataset.SplitAssignment, error) {
+	scan, err := src.scan(ctx, cfg.Prepare.SplitBy, bar)
+	finish(bar)
+	if err != nil {
+		return nil, nil, err
+	}
+	if scan.counts.Instances == 0 {
+		return nil, nil, fmt.Errorf("prepare: no instances in %v", opts.Inputs)
+	}
+	p := cfg.Prepare
+	splits, err := dataset.MakeSplits(scan.keys, p.SplitBy, p.TrainRatio, p.DevRatio, p.TestRatio, cfg.Seed)
+	if err != nil {
+		return nil, nil, fmt.Errorf("prepare: %w", err)
+	}
+	if p.Folds > 0 {
+		if splits.Folds, err = dataset.MakeFolds(dataset.GroupPMIDs(splits.By, scan.keys), p.Folds, cfg.Seed); err != nil {
+			return nil, nil, fmt.Errorf("prepare: %w", err)
+		}
+	}
+	scan.keys = nil // the split keys are the largest part of the scan, and no longer needed
+	if len(splits.IDs[dataset.SplitTrain]) == 0 {
+		return nil, nil, errors.New("prepare: the training split is empty (too few abstracts for prepare.train_ratio)")
+	}
+	return scan, splits, nil
+}
+
+// writeMetadata writes the files beside the shards (splits.json, config.yaml, manifest.json with
+// the resolved config, the dataset card) into dir, still uncommitted.
+func writeMetadata(ctx context.Context, cfg *config.Config, dir *atomicio.Dir, m *dataset.Manifest, splits *dataset.SplitAssignment) error {
+	var err error
+	if m.Config, err = configMap(cfg); err != nil {
+		return err
+	}
+	if err := writeJSON(dir.Path(dataset.SplitsFile), splits); err != nil {
+		return err
+	}
+	if err := cfg.WriteFile(dir.Path(dataset.ConfigFile)); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if err := writeJSON(dir.Path(dataset.ManifestFile), m); err != nil {
+		return err
+	}
+	if err := atomicio.WriteFile(dir.Path(dataset.CardFile), []byte(dataset.Card(m)), 0o644); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	return nil
 }
 
 // previousOutput recognises a prepared directory that --overwrite may replace: its manifest.json

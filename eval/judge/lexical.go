@@ -501,107 +501,133 @@ var units = map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
 // and normalised numbers (digits not glued to a preceding letter: "1,000.50 %" -> "1000.5" pct).
 // "n't" becomes the word "not"; "percent" after a number marks it as a percentage.
 func scan(text string) []token {
-	out := make([]token, 0, len(text)/6+1)
-	n := len(text)
-	// at decodes the rune at byte i (RuneError, 0 past the end).
-	at := func(i int) (rune, int) {
-		if i >= n {
-			return utf8.RuneError, 0
-		}
-		if c := text[i]; c < utf8.RuneSelf {
-			return rune(c), 1
-		}
-		return utf8.DecodeRuneInString(text[i:])
-	}
-	isDigit := func(i int) bool { return i >= 0 && i < n && text[i] >= '0' && text[i] <= '9' }
-	isLetter := func(i int) bool { r, _ := at(i); return i < n && unicode.IsLetter(r) }
-	var num []byte
-	for i := 0; i < n; {
-		r, size := at(i)
+	s := &scanner{text: text, n: len(text), out: make([]token, 0, len(text)/6+1)}
+	for i := 0; i < s.n; {
+		r, size := s.at(i)
 		switch {
 		case unicode.IsLetter(r):
-			j := i
-			for j < n {
-				r2, sz := at(j)
-				if !unicode.IsLetter(r2) && !unicode.IsDigit(r2) {
-					break
-				}
-				j += sz
-			}
-			w := strings.ToLower(text[i:j])
-			// n't: "didn't" -> "didn" "not"; the apostrophe and t are consumed here.
-			if r2, sz := at(j); (r2 == '\'' || r2 == '\u2019') && j+sz < n && (text[j+sz] == 't' || text[j+sz] == 'T') &&
-				strings.HasSuffix(w, "n") && !isLetter(j+sz+1) {
-				out = append(out, token{text: w, start: i, end: j}, token{text: "not", start: j, end: j + sz + 1})
-				i = j + sz + 1
-				continue
-			}
-			switch {
-			case (w == "percent" || w == "pct") && len(out) > 0 && out[len(out)-1].num:
-				out[len(out)-1].pct = true
-				out[len(out)-1].end = j
-			case tens[w] && j+1 < n && text[j] == '-' && isLetter(j+1):
-				e := j + 1
-				for e < n {
-					r2, sz := at(e)
-					if !unicode.IsLetter(r2) {
-						break
-					}
-					e += sz
-				}
-				if u, ok := units[strings.ToLower(text[j+1:e])]; ok {
-					v := int(numberWords[w][0]-'0')*10 + u
-					out = append(out, token{text: strconv.Itoa(v), num: true, start: i, end: e})
-					j = e
-				} else {
-					out = append(out, token{text: numberWords[w], num: true, start: i, end: j})
-				}
-			case numberWords[w] != "":
-				out = append(out, token{text: numberWords[w], num: true, start: i, end: j})
-			default:
-				out = append(out, token{text: w, start: i, end: j})
-			}
-			i = j
-		case isDigit(i) || (r == '.' && isDigit(i+1) && !isDigit(i-1)):
-			j := i
-			num = num[:0]
-			for isDigit(j) {
-				j++
-			}
-			num = append(num, text[i:j]...)
-			// Thousands separators: a comma followed by exactly three digits.
-			for j > i && j+3 < n && text[j] == ',' && isDigit(j+1) && isDigit(j+2) && isDigit(j+3) && !isDigit(j+4) {
-				num = append(num, text[j+1:j+4]...)
-				j += 4
-			}
-			intLen := len(num)
-			if j < n && text[j] == '.' && isDigit(j+1) {
-				j++
-				for isDigit(j) {
-					num = append(num, text[j])
-					j++
-				}
-			}
-			k := j
-			for k < n {
-				r2, sz := at(k)
-				if r2 != ' ' && r2 != '\u00a0' && r2 != '\u2009' && r2 != '\u202f' {
-					break
-				}
-				k += sz
-			}
-			pct := false
-			if r2, sz := at(k); r2 == '%' || r2 == '\uff05' {
-				pct = true
-				j = k + sz
-			}
-			out = append(out, token{text: normalizeNumber(string(num[:intLen]), string(num[intLen:])), num: true, pct: pct, start: i, end: j})
-			i = j
+			i = s.word(i)
+		case s.isDigit(i) || (r == '.' && s.isDigit(i+1) && !s.isDigit(i-1)):
+			i = s.number(i)
 		default:
 			i += size
 		}
 	}
-	return out
+	return s.out
+}
+
+// scanner is scan's state: the text, the tokens so far, and the digits of the number being read
+// (a buffer reused from one number to the next).
+type scanner struct {
+	text string
+	n    int
+	out  []token
+	num  []byte
+}
+
+// at decodes the rune at byte i (RuneError, 0 past the end).
+func (s *scanner) at(i int) (rune, int) {
+	if i >= s.n {
+		return utf8.RuneError, 0
+	}
+	if c := s.text[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s.text[i:])
+}
+
+func (s *scanner) isDigit(i int) bool {
+	return i >= 0 && i < s.n && s.text[i] >= '0' && s.text[i] <= '9'
+}
+
+func (s *scanner) isLetter(i int) bool { r, _ := s.at(i); return i < s.n && unicode.IsLetter(r) }
+
+// word reads the word starting at byte i (a letter) and returns the byte after it: a word token,
+// a number written in words, or a "percent" that marks the number before it.
+func (s *scanner) word(i int) int {
+	text, n := s.text, s.n
+	j := i
+	for j < n {
+		r2, sz := s.at(j)
+		if !unicode.IsLetter(r2) && !unicode.IsDigit(r2) {
+			break
+		}
+		j += sz
+	}
+	w := strings.ToLower(text[i:j])
+	// n't: "didn't" -> "didn" "not"; the apostrophe and t are consumed here.
+	if r2, sz := s.at(j); (r2 == '\'' || r2 == '\u2019') && j+sz < n && (text[j+sz] == 't' || text[j+sz] == 'T') &&
+		strings.HasSuffix(w, "n") && !s.isLetter(j+sz+1) {
+		s.out = append(s.out, token{text: w, start: i, end: j}, token{text: "not", start: j, end: j + sz + 1})
+		return j + sz + 1
+	}
+	switch {
+	case (w == "percent" || w == "pct") && len(s.out) > 0 && s.out[len(s.out)-1].num:
+		s.out[len(s.out)-1].pct = true
+		s.out[len(s.out)-1].end = j
+	case tens[w] && j+1 < n && text[j] == '-' && s.isLetter(j+1):
+		e := j + 1
+		for e < n {
+			r2, sz := s.at(e)
+			if !unicode.IsLetter(r2) {
+				break
+			}
+			e += sz
+		}
+		if u, ok := units[strings.ToLower(text[j+1:e])]; ok {
+			v := int(numberWords[w][0]-'0')*10 + u
+			s.out = append(s.out, token{text: strconv.Itoa(v), num: true, start: i, end: e})
+			j = e
+		} else {
+			s.out = append(s.out, token{text: numberWords[w], num: true, start: i, end: j})
+		}
+	case numberWords[w] != "":
+		s.out = append(s.out, token{text: numberWords[w], num: true, start: i, end: j})
+	default:
+		s.out = append(s.out, token{text: w, start: i, end: j})
+	}
+	return j
+}
+
+// number reads the number starting at byte i (a digit, or a point before one) and returns the
+// byte after it: thousands separators dropped, the fraction normalised, a "%" after it (spaces
+// allowed) marking it as a percentage.
+func (s *scanner) number(i int) int {
+	text, n := s.text, s.n
+	j := i
+	s.num = s.num[:0]
+	for s.isDigit(j) {
+		j++
+	}
+	s.num = append(s.num, text[i:j]...)
+	// Thousands separators: a comma followed by exactly three digits.
+	for j > i && j+3 < n && text[j] == ',' && s.isDigit(j+1) && s.isDigit(j+2) && s.isDigit(j+3) && !s.isDigit(j+4) {
+		s.num = append(s.num, text[j+1:j+4]...)
+		j += 4
+	}
+	intLen := len(s.num)
+	if j < n && text[j] == '.' && s.isDigit(j+1) {
+		j++
+		for s.isDigit(j) {
+			s.num = append(s.num, text[j])
+			j++
+		}
+	}
+	k := j
+	for k < n {
+		r2, sz := s.at(k)
+		if r2 != ' ' && r2 != '\u00a0' && r2 != '\u2009' && r2 != '\u202f' {
+			break
+		}
+		k += sz
+	}
+	pct := false
+	if r2, sz := s.at(k); r2 == '%' || r2 == '\uff05' {
+		pct = true
+		j = k + sz
+	}
+	s.out = append(s.out, token{text: normalizeNumber(string(s.num[:intLen]), string(s.num[intLen:])), num: true, pct: pct, start: i, end: j})
+	return j
 }
 
 func normalizeNumber(intPart, frac string) string {

@@ -175,20 +175,11 @@ type Report struct {
 // Run cross-validates opts.Model on opts.Data and writes opts.Out (see the package comment).
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error) {
 	start := time.Now()
-	log := opts.Log
-	if log == nil {
-		log = os.Stderr
-	}
-	if opts.Model == "" {
-		opts.Model = ModelTracker
-	}
-	if !slices.Contains(trackerModels, opts.Model) {
-		return nil, fmt.Errorf("cv: unknown model %q (want one of %s)", opts.Model, strings.Join(trackerModels, ", "))
-	}
-	folds, err := checkOptions(&opts)
+	folds, err := startRun(&opts, "", trackerModels...)
 	if err != nil {
 		return nil, err
 	}
+	log := opts.Log
 	tc := cfg.Tracker
 	all, err := readRows(opts.Data, tc.MaxLen-1)
 	if err != nil {
@@ -204,12 +195,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		return nil, fmt.Errorf("cv: %w", err)
 	}
 
-	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
-	}
-	lock, err := atomicio.Acquire(opts.Out)
+	lock, err := lockOut(opts.Out)
 	if err != nil {
-		return nil, fmt.Errorf("cv: %s: %w", opts.Out, err)
+		return nil, err
 	}
 	defer lock.Release()
 	// Recorded with only the tracker's section (as the pipeline records its tracker part), so
@@ -223,76 +211,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cv: %w", err)
 		}
-		path := filepath.Join(opts.Out, fmt.Sprintf("fold-%d.json", k))
-		foldDir := filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k))
-		data, parts := all.partition(folds, k, opts.DevShare, cfg.Seed)
-		rows := data.Rows()
-		if r, err := readFoldResult(path); err == nil {
-			redo, err := verifyFold(r, path, foldDir, rows, opts.Model == ModelTracker)
-			if err != nil {
-				return nil, err
-			}
-			if redo == "" {
-				fmt.Fprintf(log, "cv: fold %d/%d already done (%s): test sentence F1 %.4f\n", k+1, folds.K, path, r.Test.Sentence["f1"])
-				results[k] = *r
-				continue
-			}
-			fmt.Fprintf(log, "cv: fold %d/%d: %s; training it again\n", k+1, folds.K, redo)
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("cv: %w", err)
+		if results[k], err = trackerFold(ctx, cfg, opts, folds, all, k); err != nil {
+			return nil, err
 		}
-		fmt.Fprintf(log, "cv: fold %d/%d (%s): %d train, %d dev, %d test abstracts\n", k+1, folds.K, opts.Model,
-			parts[0], parts[1], parts[2])
-		r := FoldResult{Fold: k, TrainAbstracts: parts[0], DevAbstracts: parts[1], TestAbstracts: parts[2],
-			Keys: data.Test.Keys, Rows: &rows}
-		t0 := time.Now()
-		var devProbs []float32
-		switch opts.Model {
-		case ModelLexical, ModelLexicalCalibrated, ModelLexicalContext:
-			stage := map[string]tracker.LexicalStage{ModelLexical: tracker.StageNone,
-				ModelLexicalCalibrated: tracker.StageCalibration, ModelLexicalContext: tracker.StageContext}[opts.Model]
-			b, err := tracker.FitLexicalBaseline(data, stage, LexicalContextFolds, cfg.Seed)
-			if err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-			r.CalibrationShifts, r.Context = b.Shifts, b.Context
-			if devProbs, err = b.ScoreSplit(data.Dev); err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-			if r.Scores, err = b.ScoreSplit(data.Test); err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-		default:
-			// The fold checkpoint carries the context rescorer (tracker.context_rescoring), and
-			// ScoreSplit scores as infer does with it: OOF scores = infer --tracker fold-k.
-			m, rep, err := tracker.Train(ctx, cfg, opts.Data, foldDir,
-				tracker.TrainOptions{Log: log, Data: data, AllowChangedConfig: opts.AllowChangedConfig})
-			if err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-			r.Steps, r.BestStep, r.Context = rep.Steps, rep.BestStep, m.Context()
-			if devProbs, err = m.ScoreSplit(data.Dev); err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-			if r.Scores, err = m.ScoreSplit(data.Test); err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-		}
-		r.TrainSeconds = time.Since(t0).Seconds()
-		if opts.Model == ModelTracker {
-			if r.Checkpoint, err = checkpointSums(foldDir); err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-		}
-		r.Dev = tracker.EvaluateScores(data.Dev, devProbs, tc.Threshold)
-		r.Test = tracker.EvaluateScores(data.Test, r.Scores, tc.Threshold)
-		if err := atomicio.WriteJSON(path, &r); err != nil {
-			return nil, fmt.Errorf("cv: %w", err)
-		}
-		fmt.Fprintf(log, "cv: fold %d/%d: test sentence F1 %.4f (P %.4f R %.4f, AUC %.4f), exact-set match %.4f, %.0fs\n",
-			k+1, folds.K, r.Test.Sentence["f1"], r.Test.Sentence["precision"], r.Test.Sentence["recall"],
-			r.Test.Sentence["auc"], r.Test.ExactMatch, r.TrainSeconds)
-		results[k] = r
 	}
 
 	preds, refs, pooled, err := outOfFold(results, all, insts, tc.Threshold)
@@ -321,6 +242,92 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Report, error)
 		opts.Model, folds.K, s["sentence_f1"].Mean, s["sentence_f1"].SD, s["sentence_precision"].Mean, s["sentence_recall"].Mean,
 		s["sentence_auc"].Mean, s["exact_match"].Mean, s["exact_match"].SD, pooled.Sentence["f1"])
 	return rep, nil
+}
+
+// trackerFold returns fold k's result: the one saved in fold-k.json when it still holds (same
+// rows, same checkpoint), else the fold trained (or fitted) again, scored and saved.
+func trackerFold(ctx context.Context, cfg *config.Config, opts Options, folds *dataset.Folds, all *rows, k int) (FoldResult, error) {
+	log := opts.Log
+	path := filepath.Join(opts.Out, fmt.Sprintf("fold-%d.json", k))
+	foldDir := filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k))
+	data, parts := all.partition(folds, k, opts.DevShare, cfg.Seed)
+	rows := data.Rows()
+	if r, err := readFoldResult(path); err == nil {
+		redo, err := verifyFold(r, path, foldDir, rows, opts.Model == ModelTracker)
+		if err != nil {
+			return FoldResult{}, err
+		}
+		if redo == "" {
+			fmt.Fprintf(log, "cv: fold %d/%d already done (%s): test sentence F1 %.4f\n", k+1, folds.K, path, r.Test.Sentence["f1"])
+			return *r, nil
+		}
+		fmt.Fprintf(log, "cv: fold %d/%d: %s; training it again\n", k+1, folds.K, redo)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return FoldResult{}, fmt.Errorf("cv: %w", err)
+	}
+	fmt.Fprintf(log, "cv: fold %d/%d (%s): %d train, %d dev, %d test abstracts\n", k+1, folds.K, opts.Model,
+		parts[0], parts[1], parts[2])
+	r := FoldResult{Fold: k, TrainAbstracts: parts[0], DevAbstracts: parts[1], TestAbstracts: parts[2],
+		Keys: data.Test.Keys, Rows: &rows}
+	t0 := time.Now()
+	devProbs, err := fitTrackerFold(ctx, cfg, opts, k, data, foldDir, &r)
+	if err != nil {
+		return r, err
+	}
+	r.TrainSeconds = time.Since(t0).Seconds()
+	if opts.Model == ModelTracker {
+		if r.Checkpoint, err = checkpointSums(foldDir); err != nil {
+			return r, fmt.Errorf("cv: fold %d: %w", k, err)
+		}
+	}
+	tc := cfg.Tracker
+	r.Dev = tracker.EvaluateScores(data.Dev, devProbs, tc.Threshold)
+	r.Test = tracker.EvaluateScores(data.Test, r.Scores, tc.Threshold)
+	if err := atomicio.WriteJSON(path, &r); err != nil {
+		return r, fmt.Errorf("cv: %w", err)
+	}
+	fmt.Fprintf(log, "cv: fold %d/%d: test sentence F1 %.4f (P %.4f R %.4f, AUC %.4f), exact-set match %.4f, %.0fs\n",
+		k+1, folds.K, r.Test.Sentence["f1"], r.Test.Sentence["precision"], r.Test.Sentence["recall"],
+		r.Test.Sentence["auc"], r.Test.ExactMatch, r.TrainSeconds)
+	return r, nil
+}
+
+// fitTrackerFold trains (opts.Model tracker, into foldDir) or fits (the lexical models) fold k's
+// tracker on data, records in r what it learnt and its held-out scores, and returns its dev scores.
+func fitTrackerFold(ctx context.Context, cfg *config.Config, opts Options, k int, data *tracker.Data, foldDir string, r *FoldResult) ([]float32, error) {
+	var devProbs []float32
+	switch opts.Model {
+	case ModelLexical, ModelLexicalCalibrated, ModelLexicalContext:
+		stage := map[string]tracker.LexicalStage{ModelLexical: tracker.StageNone,
+			ModelLexicalCalibrated: tracker.StageCalibration, ModelLexicalContext: tracker.StageContext}[opts.Model]
+		b, err := tracker.FitLexicalBaseline(data, stage, LexicalContextFolds, cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+		}
+		r.CalibrationShifts, r.Context = b.Shifts, b.Context
+		if devProbs, err = b.ScoreSplit(data.Dev); err != nil {
+			return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+		}
+		if r.Scores, err = b.ScoreSplit(data.Test); err != nil {
+			return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+		}
+	default:
+		// The fold checkpoint carries the context rescorer (tracker.context_rescoring), and
+		// ScoreSplit scores as infer does with it: OOF scores = infer --tracker fold-k.
+		m, rep, err := tracker.Train(ctx, cfg, opts.Data, foldDir,
+			tracker.TrainOptions{Log: opts.Log, Data: data, AllowChangedConfig: opts.AllowChangedConfig})
+		if err != nil {
+			return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+		}
+		r.Steps, r.BestStep, r.Context = rep.Steps, rep.BestStep, m.Context()
+		if devProbs, err = m.ScoreSplit(data.Dev); err != nil {
+			return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+		}
+		if r.Scores, err = m.ScoreSplit(data.Test); err != nil {
+			return nil, fmt.Errorf("cv: fold %d: %w", k, err)
+		}
+	}
+	return devProbs, nil
 }
 
 // rows are all tracker rows of a prepared directory (train, dev and test splits together).

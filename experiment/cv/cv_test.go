@@ -311,20 +311,34 @@ func TestPartition(t *testing.T) {
 	}
 }
 
+// TestRunErrors: the three cross-validations refuse bad options through their shared prologue
+// (startRun), each naming itself and the models it takes.
 func TestRunErrors(t *testing.T) {
 	cfg := tinyConfig(t)
 	plain := preparetest.Dir(t, cfg)
+	ctx := context.Background()
+	runTracker := func(o Options) error { _, err := Run(ctx, cfg, o); return err }
+	runSummarizer := func(o Options) error { _, err := RunSummarizer(ctx, cfg, o); return err }
+	runPipeline := func(o Options) error { _, err := RunPipeline(ctx, cfg, o); return err }
 	for _, tc := range []struct {
 		desc string
+		run  func(Options) error
 		opts Options
 		want string
 	}{
-		{"no folds", Options{Data: plain, Out: filepath.Join(t.TempDir(), "o")}, "no folds (prepare the directory with --folds K)"},
-		{"unknown model", Options{Data: plain, Out: "x", Model: "bert"}, `cv: unknown model "bert"`},
-		{"bad dev share", Options{Data: plain, Out: "x", DevShare: 1.5}, "cv: dev share must be in (0, 1), got 1.5"},
+		{"no folds", runTracker, Options{Data: plain, Out: filepath.Join(t.TempDir(), "o")}, "no folds (prepare the directory with --folds K)"},
+		{"unknown model", runTracker, Options{Data: plain, Out: "x", Model: "bert"},
+			`cv: unknown model "bert" (want one of tracker, lexical, lexical-calibrated, lexical-context)`},
+		{"unknown summarizer model", runSummarizer, Options{Data: plain, Out: "x", Model: "bert"},
+			`cv: unknown summarizer model "bert" (want summarizer)`},
+		{"unknown pipeline model", runPipeline, Options{Data: plain, Out: "x", Model: "bert"},
+			`cv: unknown pipeline model "bert" (want tts or table6)`},
+		{"bad dev share", runTracker, Options{Data: plain, Out: "x", DevShare: 1.5}, "cv: dev share must be in (0, 1), got 1.5"},
+		{"bad dev share, summarizer", runSummarizer, Options{Data: plain, Out: "x", DevShare: 1.5}, "cv: dev share must be in (0, 1), got 1.5"},
+		{"no folds, pipeline", runPipeline, Options{Data: plain, Out: filepath.Join(t.TempDir(), "o")}, "no folds (prepare the directory with --folds K)"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			if _, err := Run(context.Background(), cfg, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err := tc.run(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}
 		})

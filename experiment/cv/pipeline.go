@@ -21,6 +21,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/infer"
+	"github.com/tracksum/tracksum/infer/ground"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -143,25 +144,73 @@ type PipelineReport struct {
 // included) and cv.json (PipelineReport).
 func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*PipelineReport, error) {
 	start := time.Now()
-	log := opts.Log
-	if log == nil {
-		log = os.Stderr
-	}
-	if opts.Model == "" {
-		opts.Model = ModelTTS
-	}
-	if opts.Model != ModelTTS && opts.Model != ModelTable6 {
-		return nil, fmt.Errorf("cv: unknown pipeline model %q (want %s or %s)", opts.Model, ModelTTS, ModelTable6)
-	}
-	folds, err := checkOptions(&opts)
+	folds, err := startRun(&opts, "pipeline", ModelTTS, ModelTable6)
 	if err != nil {
 		return nil, err
 	}
+	log := opts.Log
 	insts, err := readInstances(opts.Data)
 	if err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
 	}
-	man, err := dataset.ReadManifest(opts.Data)
+	keys, err := instanceKeys(opts.Data, insts, folds)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockOut(opts.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	if err := checkPipelineSettings(cfg, opts); err != nil {
+		return nil, err
+	}
+	pr := &pipelineRun{ctx: ctx, cfg: cfg, opts: opts, log: log, folds: folds, full: opts.Model == ModelTable6,
+		seconds: map[string]float64{}, preds: map[string]map[[2]string]dataset.Prediction{}}
+	trRep, err := pr.componentCVs()
+	if err != nil {
+		return nil, err
+	}
+	if pr.full {
+		pr.extra = pipelineMethods()
+	}
+
+	threshold := cfg.Infer.Threshold
+	pr.threshold = threshold
+	pr.systems()
+	grounder := infer.NewGrounder(cfg)
+	for k := range folds.K {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cv: %w", err)
+		}
+		if err := pr.fold(k, heldOut(keys, insts, folds, k), grounder); err != nil {
+			return nil, err
+		}
+	}
+
+	t0 := time.Now()
+	rep := &PipelineReport{Model: opts.Model, Data: opts.Data, K: folds.K, FoldSeed: folds.Seed, Seed: cfg.Seed, DevShare: opts.DevShare,
+		Threshold: threshold, Tracker: trRep.Summary, References: ReferencesFile, Seconds: pr.seconds}
+	if err := pr.score(rep, keys, insts); err != nil {
+		return nil, err
+	}
+	pr.seconds["eval"] = time.Since(t0).Seconds()
+	rep.WallSeconds = time.Since(start).Seconds()
+	if err := writeReport(opts.Out, rep); err != nil {
+		return nil, err
+	}
+	if err := writeTable(log, fmt.Sprintf("cv: pipeline (%s), %d folds, %d instances, judge %s", opts.Model, folds.K, len(keys), cfg.Eval.Judge),
+		rep.Systems, rep.Comparisons); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "cv: pipeline: %.0fs (%s)\n", rep.WallSeconds, formatSeconds(pr.seconds))
+	return rep, nil
+}
+
+// instanceKeys returns the (PMID, aspect) keys of insts in the order of every pipeline output
+// (PMID, then the aspect set's order), refusing a PMID the folds do not place.
+func instanceKeys(data string, insts map[[2]string]dataset.Instance, folds *dataset.Folds) ([][2]string, error) {
+	man, err := dataset.ReadManifest(data)
 	if err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
 	}
@@ -172,7 +221,7 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	keys := make([][2]string, 0, len(insts))
 	for k := range insts {
 		if folds.Fold(k[0]) < 0 {
-			return nil, fmt.Errorf("cv: %s: PMID %s is in no fold of %s", opts.Data, k[0], dataset.SplitsFile)
+			return nil, fmt.Errorf("cv: %s: PMID %s is in no fold of %s", data, k[0], dataset.SplitsFile)
 		}
 		keys = append(keys, k)
 	}
@@ -182,43 +231,62 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 		}
 		return order[a[1]] - order[b[1]]
 	})
+	return keys, nil
+}
 
-	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
-	}
-	lock, err := atomicio.Acquire(opts.Out)
-	if err != nil {
-		return nil, fmt.Errorf("cv: %s: %w", opts.Out, err)
-	}
-	defer lock.Release()
-	// The pipeline's own outputs are recomputed on every run; the settings record guards the
-	// registered methods' fold outputs, which are reused.
-	// Decoding keys may change between runs (the summarizer folds are decoded again, and the
-	// registered methods' cached predictions are keyed by them).
-	// Scoring (the eval section) is redone on every run too, so the record leaves it out (an
-	// earlier build recorded it at its defaults: the legacy record).
+// checkPipelineSettings checks (or writes) the settings record of a pipeline cross-validation.
+// The pipeline's own outputs are recomputed on every run; the settings record guards the
+// registered methods' fold outputs, which are reused.
+// Decoding keys may change between runs (the summarizer folds are decoded again, and the
+// registered methods' cached predictions are keyed by them).
+// Scoring (the eval section) is redone on every run too, so the record leaves it out (an
+// earlier build recorded it at its defaults: the legacy record).
+func checkPipelineSettings(cfg *config.Config, opts Options) error {
 	recorded := withoutDecoding(cfg)
 	y, err := sectionsYAML(recorded, append(slices.Clone(recordedSections), "tracker", "summarizer", "variants", "infer")...)
 	if err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
+		return fmt.Errorf("cv: %w", err)
 	}
 	noEval := *recorded
 	noEval.Eval = config.Default().Eval
 	legacy, err := noEval.YAML()
 	if err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
+		return fmt.Errorf("cv: %w", err)
 	}
-	if err := checkSettingsOf(opts.Out, opts.Data, map[string]any{"model": pipelineModelStamp + opts.Model, "dev_share": opts.DevShare},
-		configRecord{YAML: y, Legacy: legacy}, TrackerDir, SummarizerDir, SummarizerFullDir); err != nil {
-		return nil, err
-	}
-	seconds := map[string]float64{}
-	stage := func(name string, t0 time.Time) { seconds[name] = time.Since(t0).Seconds() }
+	return checkSettingsOf(opts.Out, opts.Data, map[string]any{"model": pipelineModelStamp + opts.Model, "dev_share": opts.DevShare},
+		configRecord{YAML: y, Legacy: legacy}, TrackerDir, SummarizerDir, SummarizerFullDir)
+}
 
-	sub := Options{Data: opts.Data, Folds: folds.K, DevShare: opts.DevShare, AllowChangedConfig: opts.AllowChangedConfig, Log: log}
+// pipelineRun is the state RunPipeline's stages share: the component cross-validations, the
+// per-fold runs that fill preds (system name -> (PMID, aspect) -> prediction) and the scoring.
+type pipelineRun struct {
+	ctx   context.Context
+	cfg   *config.Config
+	opts  Options
+	log   io.Writer
+	folds *dataset.Folds
+	// full is ModelTable6: TTS (+) f and the registered methods (extra) run too.
+	full      bool
+	extra     []PipelineMethod
+	threshold float64
+	// trackerDir is the tracker cross-validation whose fold-k.json scores the pipeline uses.
+	trackerDir string
+	names      []string
+	labels     map[string]string
+	preds      map[string]map[[2]string]dataset.Prediction
+	// seconds is the wall time of each stage (PipelineReport.Seconds).
+	seconds map[string]float64
+}
+
+// componentCVs runs (or resumes, or reuses) the tracker, the summarizer and, with ModelTable6,
+// the full-context summarizer cross-validations under opts.Out, and returns the tracker's report.
+func (pr *pipelineRun) componentCVs() (*Report, error) {
+	ctx, cfg, opts := pr.ctx, pr.cfg, pr.opts
+	sub := Options{Data: opts.Data, Folds: pr.folds.K, DevShare: opts.DevShare, AllowChangedConfig: opts.AllowChangedConfig, Log: pr.log}
 	t0 := time.Now()
 	trOpts := sub
 	trOpts.Out, trOpts.Model = filepath.Join(opts.Out, TrackerDir), ModelTracker
+	pr.trackerDir = trOpts.Out
 	// A lexical cross-validation already in OUT/tracker (the strong baseline, or lexical-context,
 	// the best tracker found and the default architecture, docs/tracker.md) is used as the
 	// tracker: the pipeline needs the folds' scores, not checkpoints.
@@ -231,16 +299,15 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	if err != nil {
 		return nil, err
 	}
-	stage("tracker_cv", t0)
+	pr.stage("tracker_cv", t0)
 	t0 = time.Now()
 	smOpts := sub
 	smOpts.Out, smOpts.Model = filepath.Join(opts.Out, SummarizerDir), ModelSummarizer
 	if _, err := RunSummarizer(ctx, cfg, smOpts); err != nil {
 		return nil, err
 	}
-	stage("summarizer_cv", t0)
-	full := opts.Model == ModelTable6
-	if full {
+	pr.stage("summarizer_cv", t0)
+	if pr.full {
 		t0 = time.Now()
 		fc := *cfg
 		fc.Summarizer.FullContext = true
@@ -249,150 +316,143 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 		if _, err := RunSummarizer(ctx, &fc, fOpts); err != nil {
 			return nil, err
 		}
-		stage("summarizer_full_cv", t0)
+		pr.stage("summarizer_full_cv", t0)
 	}
-	var extra []PipelineMethod
-	if full {
-		extra = pipelineMethods()
-	}
+	return trRep, nil
+}
 
-	threshold := cfg.Infer.Threshold
-	names := []string{"copy", "tts"}
-	labels := map[string]string{"copy": "tracker + copy", "tts": "TTS"}
-	if full {
-		names = append(names, "tts-f")
-		labels["tts-f"] = "TTS (+) f"
-	}
-	for _, m := range extra {
-		names = append(names, m.Name)
-		labels[m.Name] = m.Label
-	}
-	preds := map[string]map[[2]string]dataset.Prediction{}
-	for _, n := range names {
-		preds[n] = map[[2]string]dataset.Prediction{}
-	}
-	grounder := infer.NewGrounder(cfg)
-	for k := range folds.K {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("cv: %w", err)
-		}
-		abstracts := heldOut(keys, insts, folds, k)
-		fr, err := readFoldResult(filepath.Join(trOpts.Out, fmt.Sprintf("fold-%d.json", k)))
-		if err != nil {
-			return nil, fmt.Errorf("cv: %w", err)
-		}
-		tr, err := newFoldScores(fr, abstracts)
-		if err != nil {
-			return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-		}
-		run := func(name string, p *infer.Pipeline) error {
-			t0 := time.Now()
-			res, err := infer.RunPipeline(ctx, p, abstracts, runtime.NumCPU(), nil)
-			if err != nil {
-				return fmt.Errorf("cv: fold %d, %s: %w", k, name, err)
-			}
-			for _, ps := range res {
-				for _, pr := range ps {
-					preds[name][[2]string{pr.PMID, pr.Aspect}] = pr
-				}
-			}
-			seconds["infer_"+name] += time.Since(t0).Seconds()
-			return nil
-		}
-		if err := run("copy", &infer.Pipeline{Tracker: tr, Summarizer: copySummarizer{}, Threshold: threshold}); err != nil {
-			return nil, err
-		}
-		for _, v := range []struct {
-			name, dir string
-			full      bool
-		}{{"tts", SummarizerDir, false}, {"tts-f", SummarizerFullDir, true}} {
-			if v.full && !full {
-				continue
-			}
-			s, err := summarizer.Load(filepath.Join(opts.Out, v.dir, fmt.Sprintf("fold-%d", k)))
-			if err != nil {
-				return nil, fmt.Errorf("cv: %w", err)
-			}
-			dec := decodingOf(cfg.Summarizer).apply(s) // as the summarizer cross-validation decodes
-			if err := run(v.name, &infer.Pipeline{Tracker: tr, Summarizer: s, Decode: dec, Threshold: threshold, FullContext: v.full,
-				Ground: grounder}); err != nil {
-				return nil, err
-			}
-		}
-		part, _ := carve(folds, k, opts.DevShare, cfg.Seed)
-		for _, m := range extra {
-			t0 := time.Now()
-			ps, err := methodFold(ctx, cfg, m, MethodFold{Data: opts.Data, K: folds.K, Fold: k,
-				Dir: filepath.Join(opts.Out, m.Name, fmt.Sprintf("fold-%d", k)), Assign: assigner(part), Abstracts: abstracts,
-				Threshold: threshold, AllowChangedConfig: opts.AllowChangedConfig, Log: log})
-			if err != nil {
-				return nil, fmt.Errorf("cv: fold %d, %s: %w", k, m.Name, err)
-			}
-			for _, pr := range ps {
-				preds[m.Name][[2]string{pr.PMID, pr.Aspect}] = pr
-			}
-			seconds["method_"+m.Name] += time.Since(t0).Seconds()
-		}
-		fmt.Fprintf(log, "cv: pipeline fold %d/%d: %d abstracts run (%s)\n", k+1, folds.K, len(abstracts), strings.Join(names, ", "))
-	}
+// stage records the wall time of a stage begun at t0.
+func (pr *pipelineRun) stage(name string, t0 time.Time) { pr.seconds[name] = time.Since(t0).Seconds() }
 
-	t0 = time.Now()
+// systems names the systems the pipeline scores, in report order, with their table labels.
+func (pr *pipelineRun) systems() {
+	pr.names = []string{"copy", "tts"}
+	pr.labels = map[string]string{"copy": "tracker + copy", "tts": "TTS"}
+	if pr.full {
+		pr.names = append(pr.names, "tts-f")
+		pr.labels["tts-f"] = "TTS (+) f"
+	}
+	for _, m := range pr.extra {
+		pr.names = append(pr.names, m.Name)
+		pr.labels[m.Name] = m.Label
+	}
+	for _, n := range pr.names {
+		pr.preds[n] = map[[2]string]dataset.Prediction{}
+	}
+}
+
+// fold runs every system on fold k's held-out abstracts with that fold's tracker scores and
+// summarizers, and the registered methods on their own fold outputs.
+func (pr *pipelineRun) fold(k int, abstracts []infer.Abstract, grounder *ground.Grounder) error {
+	ctx, cfg, opts, threshold := pr.ctx, pr.cfg, pr.opts, pr.threshold
+	fr, err := readFoldResult(filepath.Join(pr.trackerDir, fmt.Sprintf("fold-%d.json", k)))
+	if err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	tr, err := newFoldScores(fr, abstracts)
+	if err != nil {
+		return fmt.Errorf("cv: fold %d: %w", k, err)
+	}
+	run := func(name string, p *infer.Pipeline) error {
+		t0 := time.Now()
+		res, err := infer.RunPipeline(ctx, p, abstracts, runtime.NumCPU(), nil)
+		if err != nil {
+			return fmt.Errorf("cv: fold %d, %s: %w", k, name, err)
+		}
+		for _, ps := range res {
+			for _, p := range ps {
+				pr.preds[name][[2]string{p.PMID, p.Aspect}] = p
+			}
+		}
+		pr.seconds["infer_"+name] += time.Since(t0).Seconds()
+		return nil
+	}
+	if err := run("copy", &infer.Pipeline{Tracker: tr, Summarizer: copySummarizer{}, Threshold: threshold}); err != nil {
+		return err
+	}
+	for _, v := range []struct {
+		name, dir string
+		full      bool
+	}{{"tts", SummarizerDir, false}, {"tts-f", SummarizerFullDir, true}} {
+		if v.full && !pr.full {
+			continue
+		}
+		s, err := summarizer.Load(filepath.Join(opts.Out, v.dir, fmt.Sprintf("fold-%d", k)))
+		if err != nil {
+			return fmt.Errorf("cv: %w", err)
+		}
+		dec := decodingOf(cfg.Summarizer).apply(s) // as the summarizer cross-validation decodes
+		if err := run(v.name, &infer.Pipeline{Tracker: tr, Summarizer: s, Decode: dec, Threshold: threshold, FullContext: v.full,
+			Ground: grounder}); err != nil {
+			return err
+		}
+	}
+	part, _ := carve(pr.folds, k, opts.DevShare, cfg.Seed)
+	for _, m := range pr.extra {
+		t0 := time.Now()
+		ps, err := methodFold(ctx, cfg, m, MethodFold{Data: opts.Data, K: pr.folds.K, Fold: k,
+			Dir: filepath.Join(opts.Out, m.Name, fmt.Sprintf("fold-%d", k)), Assign: assigner(part), Abstracts: abstracts,
+			Threshold: threshold, AllowChangedConfig: opts.AllowChangedConfig, Log: pr.log})
+		if err != nil {
+			return fmt.Errorf("cv: fold %d, %s: %w", k, m.Name, err)
+		}
+		for _, p := range ps {
+			pr.preds[m.Name][[2]string{p.PMID, p.Aspect}] = p
+		}
+		pr.seconds["method_"+m.Name] += time.Since(t0).Seconds()
+	}
+	fmt.Fprintf(pr.log, "cv: pipeline fold %d/%d: %d abstracts run (%s)\n", k+1, pr.folds.K, len(abstracts), strings.Join(pr.names, ", "))
+	return nil
+}
+
+// score writes references.jsonl and each system's predictions (in keys order) and scores them
+// with eval into rep: every system, and each against "tracker + copy" (and TTS (+) f against TTS).
+func (pr *pipelineRun) score(rep *PipelineReport, keys [][2]string, insts map[[2]string]dataset.Instance) error {
+	ctx, cfg, opts := pr.ctx, pr.cfg, pr.opts
 	refs := make([]dataset.Instance, len(keys))
 	for i, key := range keys {
 		refs[i] = insts[key]
 	}
 	refPath := filepath.Join(opts.Out, ReferencesFile)
 	if err := atomicio.WriteJSONL(refPath, refs); err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
+		return fmt.Errorf("cv: %w", err)
 	}
-	rep := &PipelineReport{Model: opts.Model, Data: opts.Data, K: folds.K, FoldSeed: folds.Seed, Seed: cfg.Seed, DevShare: opts.DevShare,
-		Threshold: threshold, Tracker: trRep.Summary, References: ReferencesFile, Seconds: seconds}
 	systems := map[string]*SystemScores{}
-	for _, n := range names {
+	for _, n := range pr.names {
 		out := make([]dataset.Prediction, len(keys))
 		for i, key := range keys {
-			p, ok := preds[n][key]
+			p, ok := pr.preds[n][key]
 			if !ok {
-				return nil, fmt.Errorf("cv: %s: no prediction for %s/%s", n, key[0], key[1])
+				return fmt.Errorf("cv: %s: no prediction for %s/%s", n, key[0], key[1])
 			}
 			out[i] = p
 		}
 		path := filepath.Join(opts.Out, n+".jsonl")
 		if err := atomicio.WriteJSONL(path, out); err != nil {
-			return nil, fmt.Errorf("cv: %w", err)
+			return fmt.Errorf("cv: %w", err)
 		}
-		s, err := scoreSystem(ctx, n, labels[n], path, refPath, folds, cfg.Eval)
+		s, err := scoreSystem(ctx, n, pr.labels[n], path, refPath, pr.folds, cfg.Eval)
 		if err != nil {
-			return nil, fmt.Errorf("cv: %w", err)
+			return fmt.Errorf("cv: %w", err)
 		}
 		systems[n] = s
 		rep.Systems = append(rep.Systems, s)
 	}
 	pairs := [][2]string{}
-	for _, n := range names[1:] {
+	for _, n := range pr.names[1:] {
 		pairs = append(pairs, [2]string{n, "copy"})
 	}
-	if full {
+	if pr.full {
 		pairs = append(pairs, [2]string{"tts-f", "tts"})
 	}
 	for _, p := range pairs {
 		c, err := compareSystems(ctx, systems[p[0]], systems[p[1]], refPath, cfg.Eval)
 		if err != nil {
-			return nil, fmt.Errorf("cv: %w", err)
+			return fmt.Errorf("cv: %w", err)
 		}
 		rep.Comparisons = append(rep.Comparisons, c)
 	}
-	stage("eval", t0)
-	rep.WallSeconds = time.Since(start).Seconds()
-	if err := writeReport(opts.Out, rep); err != nil {
-		return nil, err
-	}
-	if err := writeTable(log, fmt.Sprintf("cv: pipeline (%s), %d folds, %d instances, judge %s", opts.Model, folds.K, len(keys), cfg.Eval.Judge),
-		rep.Systems, rep.Comparisons); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "cv: pipeline: %.0fs (%s)\n", rep.WallSeconds, formatSeconds(seconds))
-	return rep, nil
+	return nil
 }
 
 // heldOut returns fold k's abstracts (keys order: PMID, then aspect order) with their aspects.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -170,62 +171,17 @@ func recordDecoding(s *config.Summarizer) {
 // references.jsonl (positives only), cv.json (SummarizerReport), config.yaml, cv-settings.json.
 func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*SummarizerReport, error) {
 	start := time.Now()
-	log := opts.Log
-	if log == nil {
-		log = os.Stderr
-	}
-	if opts.Model == "" {
-		opts.Model = ModelSummarizer
-	}
-	if opts.Model != ModelSummarizer {
-		return nil, fmt.Errorf("cv: unknown summarizer model %q (want %s)", opts.Model, ModelSummarizer)
-	}
-	folds, err := checkOptions(&opts)
+	folds, err := startRun(&opts, "summarizer", ModelSummarizer)
 	if err != nil {
 		return nil, err
 	}
-	base, err := summarizer.ReadData(opts.Data)
+	sr := &summarizerRun{ctx: ctx, cfg: cfg, opts: opts, log: opts.Log, folds: folds}
+	if err := sr.readRows(); err != nil {
+		return nil, err
+	}
+	lock, err := lockOut(opts.Out)
 	if err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
-	}
-	var all []dataset.SummarizerRow
-	all = append(append(all, base.Train...), base.Dev...)
-	for row, err := range dataset.ReadShards[dataset.SummarizerRow](opts.Data, dataset.TaskSummarizer, dataset.SplitTest) {
-		if err != nil {
-			return nil, fmt.Errorf("cv: %w", err)
-		}
-		all = append(all, row)
-	}
-	for _, r := range all {
-		if folds.Fold(r.PMID) < 0 {
-			return nil, fmt.Errorf("cv: %s: PMID %s of the summarizer shards is in no fold of %s", opts.Data, r.PMID, dataset.SplitsFile)
-		}
-	}
-	aspectOrder := map[string]int{}
-	for i, a := range dataset.Aspects(base.Manifest.AspectSet) {
-		aspectOrder[a.Code] = i
-	}
-	sortRows(all, aspectOrder)
-	// summarizer.train_negatives: each fold trains on its train part's negatives too ("Unknown."),
-	// and is still selected and scored on the positives, so that the two settings compare.
-	var negatives []dataset.SummarizerRow
-	if cfg.Summarizer.TrainNegatives {
-		for _, split := range []string{dataset.SplitTrain, dataset.SplitDev, dataset.SplitTest} {
-			neg, err := dataset.SummarizerNegatives(opts.Data, split)
-			if err != nil {
-				return nil, fmt.Errorf("cv: %w", err)
-			}
-			negatives = append(negatives, neg...)
-		}
-		sortRows(negatives, aspectOrder)
-	}
-
-	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("cv: %w", err)
-	}
-	lock, err := atomicio.Acquire(opts.Out)
-	if err != nil {
-		return nil, fmt.Errorf("cv: %s: %w", opts.Out, err)
+		return nil, err
 	}
 	defer lock.Release()
 	rec, err := modelRecord(withoutDecoding(cfg), "summarizer", withoutDecoding(onlySection(cfg, "summarizer")))
@@ -236,103 +192,229 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 		return nil, err
 	}
 
-	want := decodingOf(cfg.Summarizer)
-	want.Grounding = cfg.Infer.Grounding
-	grounder := infer.NewGrounder(cfg)
+	sr.want = decodingOf(cfg.Summarizer)
+	sr.want.Grounding = cfg.Infer.Grounding
+	sr.grounder = infer.NewGrounder(cfg)
 	results := make([]SummarizerFold, folds.K)
 	var devPreds, devCopies, devRefs []string
 	for k := range folds.K {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cv: %w", err)
 		}
-		part, counts := carve(folds, k, opts.DevShare, cfg.Seed)
-		data := &summarizer.Data{Manifest: base.Manifest, Tokenizer: base.Tokenizer, TokenizerPath: base.TokenizerPath}
-		var test []dataset.SummarizerRow
-		for _, row := range all {
-			switch part[row.PMID] {
-			case PartTrain:
-				data.Train = append(data.Train, row)
-			case PartDev:
-				data.Dev = append(data.Dev, row)
-			case PartTest:
-				test = append(test, row)
-			}
+		r, dev, err := sr.fold(k)
+		if err != nil {
+			return nil, err
 		}
-		for _, row := range negatives {
-			if part[row.PMID] == PartTrain {
-				data.Train = append(data.Train, row)
-			}
-		}
-		dir := filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k))
-		path := dir + ".json"
-		devRef := filepath.Join(opts.Out, fmt.Sprintf("fold-%d-dev.jsonl", k))
-		var r SummarizerFold
-		var s *summarizer.Summarizer
-		if err := readJSONFile(path, &r); err == nil && r.Fold == k && r.Dev != nil {
-			fmt.Fprintf(log, "cv: summarizer fold %d/%d already trained (%s)\n", k+1, folds.K, path)
-		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("cv: %w", err)
-		} else {
-			r = SummarizerFold{Fold: k, TrainAbstracts: counts[0], DevAbstracts: counts[1], TestAbstracts: counts[2],
-				TrainRows: len(data.Train), DevRows: len(data.Dev), TestRows: len(test)}
-			fmt.Fprintf(log, "cv: summarizer fold %d/%d: %d train, %d dev, %d test abstracts (%d/%d/%d summaries)\n", k+1, folds.K,
-				counts[0], counts[1], counts[2], r.TrainRows, r.DevRows, r.TestRows)
-			t0 := time.Now()
-			var rep *summarizer.Report
-			s, rep, err = summarizer.Train(ctx, cfg, opts.Data, dir,
-				summarizer.TrainOptions{Log: log, Data: data, AllowChangedConfig: opts.AllowChangedConfig})
-			if err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-			r.TrainSeconds = time.Since(t0).Seconds()
-			r.Steps, r.BestStep, r.Stop, r.ExamplesPerSec, r.Dev = rep.Steps, rep.BestStep, rep.Stop, rep.ExamplesPerSec, rep.Dev
-			fmt.Fprintf(log, "cv: summarizer fold %d/%d: best dev ROUGE-L %.4f at step %d of %d (%s), %.1f examples/s, %.0fs training\n",
-				k+1, folds.K, rep.Dev["rougeL"], r.BestStep, r.Steps, r.Stop, r.ExamplesPerSec, r.TrainSeconds)
-		}
-		if s != nil || r.Decoding != want || len(r.Predictions) != len(test) || len(r.DevPredictions) != len(data.Dev) {
-			if s == nil {
-				if s, err = summarizer.Load(dir); err != nil {
-					return nil, fmt.Errorf("cv: %w", err)
-				}
-				fmt.Fprintf(log, "cv: summarizer fold %d/%d: decoding with %+v\n", k+1, folds.K, want)
-			}
-			t0 := time.Now()
-			dopts := want.apply(s)
-			if r.Predictions, err = summarizeGold(ctx, s, dopts, grounder, test); err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-			if r.DevPredictions, err = summarizeGold(ctx, s, dopts, grounder, data.Dev); err != nil {
-				return nil, fmt.Errorf("cv: fold %d: %w", k, err)
-			}
-			r.Decoding, r.DecodeSeconds = want, time.Since(t0).Seconds()
-			if err := atomicio.WriteJSON(path, &r); err != nil {
-				return nil, fmt.Errorf("cv: %w", err)
-			}
-			fmt.Fprintf(log, "cv: summarizer fold %d/%d: %d held-out and %d dev summaries decoded in %.0fs\n", k+1, folds.K,
-				len(test), len(data.Dev), r.DecodeSeconds)
-		}
-		copies := make([]dataset.Prediction, len(data.Dev))
-		for i, row := range data.Dev {
-			copies[i] = copyOf(row)
-		}
-		devPred := filepath.Join(opts.Out, fmt.Sprintf("fold-%d-dev-summarizer.jsonl", k))
-		devCopy := filepath.Join(opts.Out, fmt.Sprintf("fold-%d-dev-copy.jsonl", k))
-		for _, f := range []struct {
-			path string
-			recs []dataset.Prediction
-		}{{devPred, r.DevPredictions}, {devCopy, copies}} {
-			if err := atomicio.WriteJSONL(f.path, f.recs); err != nil {
-				return nil, fmt.Errorf("cv: %w", err)
-			}
-		}
-		if err := atomicio.WriteJSONL(devRef, references(data.Dev)); err != nil {
-			return nil, fmt.Errorf("cv: %w", err)
-		}
-		devPreds, devCopies, devRefs = append(devPreds, devPred), append(devCopies, devCopy), append(devRefs, devRef)
+		devPreds, devCopies, devRefs = append(devPreds, dev[0]), append(devCopies, dev[1]), append(devRefs, dev[2])
 		results[k] = r
 	}
+	if err := sr.writeOutOfFold(results); err != nil {
+		return nil, err
+	}
+	rep, err := sr.score(devPreds, devCopies, devRefs)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		r.Predictions, r.DevPredictions = nil, nil
+		rep.Folds = append(rep.Folds, r)
+	}
+	rep.WallSeconds = time.Since(start).Seconds()
+	if err := writeReport(opts.Out, rep); err != nil {
+		return nil, err
+	}
+	if err := writeTable(sr.log, fmt.Sprintf("cv: summarizer on gold citations, dev parts of the %d folds (for tuning), decoding %+v", folds.K, sr.want),
+		rep.DevSystems, nil); err != nil {
+		return nil, err
+	}
+	if err := writeTable(sr.log, fmt.Sprintf("cv: summarizer on gold citations, %d folds, %d positive instances", folds.K, len(sr.all)),
+		rep.Systems, rep.Comparisons); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
 
-	// Out-of-fold predictions in the order of all (PMID, then aspect order).
+// summarizerRun is the state RunSummarizer's stages share.
+type summarizerRun struct {
+	ctx   context.Context
+	cfg   *config.Config
+	opts  Options
+	log   io.Writer
+	folds *dataset.Folds
+	// base is the prepared directory's summarizer data; all its rows of every split (positives),
+	// in PMID then aspect order; negatives the rows "Unknown." trained on with
+	// summarizer.train_negatives.
+	base      *summarizer.Data
+	all       []dataset.SummarizerRow
+	negatives []dataset.SummarizerRow
+	// want is the decoding every fold's summaries are decoded with.
+	want     Decoding
+	grounder *ground.Grounder
+}
+
+// readRows reads the summarizer rows of every split, refusing a PMID the folds do not place.
+func (sr *summarizerRun) readRows() error {
+	data := sr.opts.Data
+	base, err := summarizer.ReadData(data)
+	if err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	var all []dataset.SummarizerRow
+	all = append(append(all, base.Train...), base.Dev...)
+	for row, err := range dataset.ReadShards[dataset.SummarizerRow](data, dataset.TaskSummarizer, dataset.SplitTest) {
+		if err != nil {
+			return fmt.Errorf("cv: %w", err)
+		}
+		all = append(all, row)
+	}
+	for _, r := range all {
+		if sr.folds.Fold(r.PMID) < 0 {
+			return fmt.Errorf("cv: %s: PMID %s of the summarizer shards is in no fold of %s", data, r.PMID, dataset.SplitsFile)
+		}
+	}
+	aspectOrder := map[string]int{}
+	for i, a := range dataset.Aspects(base.Manifest.AspectSet) {
+		aspectOrder[a.Code] = i
+	}
+	sortRows(all, aspectOrder)
+	// summarizer.train_negatives: each fold trains on its train part's negatives too ("Unknown."),
+	// and is still selected and scored on the positives, so that the two settings compare.
+	var negatives []dataset.SummarizerRow
+	if sr.cfg.Summarizer.TrainNegatives {
+		for _, split := range []string{dataset.SplitTrain, dataset.SplitDev, dataset.SplitTest} {
+			neg, err := dataset.SummarizerNegatives(data, split)
+			if err != nil {
+				return fmt.Errorf("cv: %w", err)
+			}
+			negatives = append(negatives, neg...)
+		}
+		sortRows(negatives, aspectOrder)
+	}
+	sr.base, sr.all, sr.negatives = base, all, negatives
+	return nil
+}
+
+// fold trains fold k's summarizer (or finds it trained), decodes its held-out and dev summaries
+// when they are missing or were decoded otherwise, and writes the dev part's files: it returns the
+// fold's result and the paths of its dev summaries, dev copies and dev references.
+func (sr *summarizerRun) fold(k int) (SummarizerFold, [3]string, error) {
+	opts := sr.opts
+	part, counts := carve(sr.folds, k, opts.DevShare, sr.cfg.Seed)
+	data := &summarizer.Data{Manifest: sr.base.Manifest, Tokenizer: sr.base.Tokenizer, TokenizerPath: sr.base.TokenizerPath}
+	var test []dataset.SummarizerRow
+	for _, row := range sr.all {
+		switch part[row.PMID] {
+		case PartTrain:
+			data.Train = append(data.Train, row)
+		case PartDev:
+			data.Dev = append(data.Dev, row)
+		case PartTest:
+			test = append(test, row)
+		}
+	}
+	for _, row := range sr.negatives {
+		if part[row.PMID] == PartTrain {
+			data.Train = append(data.Train, row)
+		}
+	}
+	dir := filepath.Join(opts.Out, fmt.Sprintf("fold-%d", k))
+	r, s, err := sr.train(k, dir, counts, data, test)
+	if err != nil {
+		return r, [3]string{}, err
+	}
+	if s != nil || r.Decoding != sr.want || len(r.Predictions) != len(test) || len(r.DevPredictions) != len(data.Dev) {
+		if err := sr.decode(k, dir, s, &r, data.Dev, test); err != nil {
+			return r, [3]string{}, err
+		}
+	}
+	dev, err := sr.writeDev(k, r, data.Dev)
+	return r, dev, err
+}
+
+// train trains fold k's summarizer into dir on data, unless dir.json holds a finished fold, which
+// it returns with a nil summarizer.
+func (sr *summarizerRun) train(k int, dir string, counts [3]int, data *summarizer.Data, test []dataset.SummarizerRow) (SummarizerFold, *summarizer.Summarizer, error) {
+	K := sr.folds.K
+	path := dir + ".json"
+	var r SummarizerFold
+	if err := readJSONFile(path, &r); err == nil && r.Fold == k && r.Dev != nil {
+		fmt.Fprintf(sr.log, "cv: summarizer fold %d/%d already trained (%s)\n", k+1, K, path)
+		return r, nil, nil
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return r, nil, fmt.Errorf("cv: %w", err)
+	}
+	r = SummarizerFold{Fold: k, TrainAbstracts: counts[0], DevAbstracts: counts[1], TestAbstracts: counts[2],
+		TrainRows: len(data.Train), DevRows: len(data.Dev), TestRows: len(test)}
+	fmt.Fprintf(sr.log, "cv: summarizer fold %d/%d: %d train, %d dev, %d test abstracts (%d/%d/%d summaries)\n", k+1, K,
+		counts[0], counts[1], counts[2], r.TrainRows, r.DevRows, r.TestRows)
+	t0 := time.Now()
+	s, rep, err := summarizer.Train(sr.ctx, sr.cfg, sr.opts.Data, dir,
+		summarizer.TrainOptions{Log: sr.log, Data: data, AllowChangedConfig: sr.opts.AllowChangedConfig})
+	if err != nil {
+		return r, nil, fmt.Errorf("cv: fold %d: %w", k, err)
+	}
+	r.TrainSeconds = time.Since(t0).Seconds()
+	r.Steps, r.BestStep, r.Stop, r.ExamplesPerSec, r.Dev = rep.Steps, rep.BestStep, rep.Stop, rep.ExamplesPerSec, rep.Dev
+	fmt.Fprintf(sr.log, "cv: summarizer fold %d/%d: best dev ROUGE-L %.4f at step %d of %d (%s), %.1f examples/s, %.0fs training\n",
+		k+1, K, rep.Dev["rougeL"], r.BestStep, r.Steps, r.Stop, r.ExamplesPerSec, r.TrainSeconds)
+	return r, s, nil
+}
+
+// decode summarizes fold k's held-out and dev rows from their gold citations with sr.want
+// (loading the checkpoint in dir when s is nil) and saves r in dir.json.
+func (sr *summarizerRun) decode(k int, dir string, s *summarizer.Summarizer, r *SummarizerFold, dev, test []dataset.SummarizerRow) error {
+	var err error
+	if s == nil {
+		if s, err = summarizer.Load(dir); err != nil {
+			return fmt.Errorf("cv: %w", err)
+		}
+		fmt.Fprintf(sr.log, "cv: summarizer fold %d/%d: decoding with %+v\n", k+1, sr.folds.K, sr.want)
+	}
+	t0 := time.Now()
+	dopts := sr.want.apply(s)
+	if r.Predictions, err = summarizeGold(sr.ctx, s, dopts, sr.grounder, test); err != nil {
+		return fmt.Errorf("cv: fold %d: %w", k, err)
+	}
+	if r.DevPredictions, err = summarizeGold(sr.ctx, s, dopts, sr.grounder, dev); err != nil {
+		return fmt.Errorf("cv: fold %d: %w", k, err)
+	}
+	r.Decoding, r.DecodeSeconds = sr.want, time.Since(t0).Seconds()
+	if err := atomicio.WriteJSON(dir+".json", r); err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	fmt.Fprintf(sr.log, "cv: summarizer fold %d/%d: %d held-out and %d dev summaries decoded in %.0fs\n", k+1, sr.folds.K,
+		len(test), len(dev), r.DecodeSeconds)
+	return nil
+}
+
+// writeDev writes fold k's dev summaries, the dev copies and the dev references (the files dev
+// decoding is tuned on) and returns their paths.
+func (sr *summarizerRun) writeDev(k int, r SummarizerFold, dev []dataset.SummarizerRow) ([3]string, error) {
+	out := sr.opts.Out
+	devRef := filepath.Join(out, fmt.Sprintf("fold-%d-dev.jsonl", k))
+	copies := make([]dataset.Prediction, len(dev))
+	for i, row := range dev {
+		copies[i] = copyOf(row)
+	}
+	devPred := filepath.Join(out, fmt.Sprintf("fold-%d-dev-summarizer.jsonl", k))
+	devCopy := filepath.Join(out, fmt.Sprintf("fold-%d-dev-copy.jsonl", k))
+	for _, f := range []struct {
+		path string
+		recs []dataset.Prediction
+	}{{devPred, r.DevPredictions}, {devCopy, copies}} {
+		if err := atomicio.WriteJSONL(f.path, f.recs); err != nil {
+			return [3]string{}, fmt.Errorf("cv: %w", err)
+		}
+	}
+	if err := atomicio.WriteJSONL(devRef, references(dev)); err != nil {
+		return [3]string{}, fmt.Errorf("cv: %w", err)
+	}
+	return [3]string{devPred, devCopy, devRef}, nil
+}
+
+// writeOutOfFold writes the out-of-fold summaries, the copies and the references in the order of
+// sr.all (PMID, then aspect order).
+func (sr *summarizerRun) writeOutOfFold(results []SummarizerFold) error {
 	byKey := map[[2]string]dataset.Prediction{}
 	for _, r := range results {
 		for _, p := range r.Predictions {
@@ -340,19 +422,19 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 		}
 	}
 	var preds, copies []dataset.Prediction
-	for _, row := range all {
+	for _, row := range sr.all {
 		p, ok := byKey[[2]string{row.PMID, row.Aspect}]
 		if !ok {
-			return nil, fmt.Errorf("cv: no out-of-fold summary of %s/%s (fold %d); delete its fold-k.json to redo it", row.PMID, row.Aspect, folds.Fold(row.PMID))
+			return fmt.Errorf("cv: no out-of-fold summary of %s/%s (fold %d); delete its fold-k.json to redo it", row.PMID, row.Aspect, sr.folds.Fold(row.PMID))
 		}
 		preds = append(preds, p)
 		copies = append(copies, copyOf(row))
 	}
-	refPath := filepath.Join(opts.Out, ReferencesFile)
 	files := []struct {
 		path string
 		recs any
-	}{{filepath.Join(opts.Out, PredictionsFile), preds}, {filepath.Join(opts.Out, CopyFile), copies}, {refPath, references(all)}}
+	}{{filepath.Join(sr.opts.Out, PredictionsFile), preds}, {filepath.Join(sr.opts.Out, CopyFile), copies},
+		{filepath.Join(sr.opts.Out, ReferencesFile), references(sr.all)}}
 	for _, f := range files {
 		var err error
 		switch recs := f.recs.(type) {
@@ -362,14 +444,22 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 			err = atomicio.WriteJSONL(f.path, recs)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cv: %w", err)
+			return fmt.Errorf("cv: %w", err)
 		}
 	}
-	sum, err := scoreSystem(ctx, "summarizer", "summarizer (gold citations)", filepath.Join(opts.Out, PredictionsFile), refPath, folds, cfg.Eval)
+	return nil
+}
+
+// score scores the out-of-fold summaries and the copies (and their comparison), and the dev
+// parts' files, into the report (its folds and wall time left to the caller).
+func (sr *summarizerRun) score(devPreds, devCopies, devRefs []string) (*SummarizerReport, error) {
+	ctx, cfg, opts := sr.ctx, sr.cfg, sr.opts
+	refPath := filepath.Join(opts.Out, ReferencesFile)
+	sum, err := scoreSystem(ctx, "summarizer", "summarizer (gold citations)", filepath.Join(opts.Out, PredictionsFile), refPath, sr.folds, cfg.Eval)
 	if err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
 	}
-	cp, err := scoreSystem(ctx, "copy", "copy all cited sentences", filepath.Join(opts.Out, CopyFile), refPath, folds, cfg.Eval)
+	cp, err := scoreSystem(ctx, "copy", "copy all cited sentences", filepath.Join(opts.Out, CopyFile), refPath, sr.folds, cfg.Eval)
 	if err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
 	}
@@ -385,26 +475,49 @@ func RunSummarizer(ctx context.Context, cfg *config.Config, opts Options) (*Summ
 	if err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
 	}
-	rep := &SummarizerReport{Model: opts.Model, Data: opts.Data, K: folds.K, FoldSeed: folds.Seed, Seed: cfg.Seed, DevShare: opts.DevShare,
-		Decoding: want, Systems: []*SystemScores{sum, cp}, DevSystems: []*SystemScores{devSum, devCp}, Comparisons: []*Comparison{comp},
-		References: ReferencesFile}
-	for _, r := range results {
-		r.Predictions, r.DevPredictions = nil, nil
-		rep.Folds = append(rep.Folds, r)
+	return &SummarizerReport{Model: opts.Model, Data: opts.Data, K: sr.folds.K, FoldSeed: sr.folds.Seed, Seed: cfg.Seed, DevShare: opts.DevShare,
+		Decoding: sr.want, Systems: []*SystemScores{sum, cp}, DevSystems: []*SystemScores{devSum, devCp}, Comparisons: []*Comparison{comp},
+		References: ReferencesFile}, nil
+}
+
+// startRun is the prologue every cross-validation (Run, RunSummarizer, RunPipeline) begins with:
+// opts.Log defaults to stderr and opts.Model to models[0], a model not among models is refused
+// (what names the cross-validation in that message: "" for the tracker's), and the options are
+// checked and the folds read (checkOptions). It returns the folds.
+func startRun(opts *Options, what string, models ...string) (*dataset.Folds, error) {
+	if opts.Log == nil {
+		opts.Log = os.Stderr
 	}
-	rep.WallSeconds = time.Since(start).Seconds()
-	if err := writeReport(opts.Out, rep); err != nil {
-		return nil, err
+	if opts.Model == "" {
+		opts.Model = models[0]
 	}
-	if err := writeTable(log, fmt.Sprintf("cv: summarizer on gold citations, dev parts of the %d folds (for tuning), decoding %+v", folds.K, want),
-		rep.DevSystems, nil); err != nil {
-		return nil, err
+	if !slices.Contains(models, opts.Model) {
+		want := "one of " + strings.Join(models, ", ")
+		switch len(models) {
+		case 1:
+			want = models[0]
+		case 2:
+			want = models[0] + " or " + models[1]
+		}
+		if what != "" {
+			what += " "
+		}
+		return nil, fmt.Errorf("cv: unknown %smodel %q (want %s)", what, opts.Model, want)
 	}
-	if err := writeTable(log, fmt.Sprintf("cv: summarizer on gold citations, %d folds, %d positive instances", folds.K, len(all)),
-		rep.Systems, rep.Comparisons); err != nil {
-		return nil, err
+	return checkOptions(opts)
+}
+
+// lockOut creates a cross-validation's output directory and takes its lock, so that two runs
+// never write one directory at once; the caller releases it.
+func lockOut(out string) (*atomicio.Lock, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("cv: %w", err)
 	}
-	return rep, nil
+	lock, err := atomicio.Acquire(out)
+	if err != nil {
+		return nil, fmt.Errorf("cv: %s: %w", out, err)
+	}
+	return lock, nil
 }
 
 // checkOptions applies the defaults shared by the cross-validations and reads the folds.

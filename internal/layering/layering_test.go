@@ -23,7 +23,7 @@ var layers = []struct {
 	name     string
 	packages []string
 }{
-	{"plumbing", []string{"internal/atomicio", "internal/progress", "internal/golden", "internal/plot",
+	{"plumbing", []string{"internal/atomicio", "internal/progress", "internal/golden",
 		"internal/tensorio", "internal/layering", "internal/knowncrash", "internal/testlog", "textmetrics", "subword", "llm", "hf/family", "hf/quant", "layers",
 		"eval/stats", "eval/report", "model/decode"}},
 	{"config", []string{"config"}},

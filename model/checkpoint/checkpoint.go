@@ -8,7 +8,7 @@
 //	DIR/hparams.json | summarizer.json   the model's metadata (MetaFile of its kind)
 //	DIR/tokenizer.json                   copy of the prepared directory's tokenizer
 //	DIR/config.yaml                      the resolved config of the run
-//	DIR/metrics.jsonl, DIR/curves.png    the training loop's log and plot
+//	DIR/metrics.jsonl, DIR/curves.png    the training loop's log and plot (curves.svg: the plot as SVG)
 //	DIR/best/model.safetensors           the best-on-dev variables (best/metrics.json: their dev metrics)
 //	DIR/state/                           the resume point
 //	DIR/report.json                      the end-of-training report (when the model writes one)
@@ -51,12 +51,13 @@ const (
 	ConfigFile    = dataset.ConfigFile
 	// ReportFile is the end-of-training report (tracker.Report, summarizer.Report).
 	ReportFile = "report.json"
-	// MetricsFile, PlotFile, BestDir, BestVariables and StateDir belong to the training loop
-	// (model/training): its log, its plot, the best-on-dev variables and the resume point.
+	// MetricsFile, PlotFile, PlotSVGFile, BestDir, BestVariables and StateDir belong to the training
+	// loop (model/training): its log, its plot (PNG and SVG), the best-on-dev variables and the resume point.
 	MetricsFile = "metrics.jsonl"
 	// MetricsCSVFile is metrics.jsonl as CSV, written at the end of training.
 	MetricsCSVFile = "metrics.csv"
 	PlotFile       = "curves.png"
+	PlotSVGFile    = "curves.svg"
 	BestDir        = "best"
 	BestVariables  = "model.safetensors"
 	StateDir       = "state"

@@ -214,34 +214,22 @@ type candidate struct {
 	logProb float64
 }
 
+// beamItem is the beam search of one input: its alive hypotheses, the finished ones, and whether
+// it is over.
+type beamItem[S any] struct {
+	alive    []beamHyp[S]
+	finished []Hypothesis
+	done     bool
+}
+
 func beam[S any](m Model[S], inits []S, o Options) []Hypothesis {
-	k := o.BeamSize
-	type item struct {
-		alive    []beamHyp[S]
-		finished []Hypothesis
-		done     bool
-	}
-	items := make([]item, len(inits))
+	items := make([]beamItem[S], len(inits))
 	for i, s := range inits {
 		items[i].alive = []beamHyp[S]{{state: s}}
 	}
 	var pool [][]float32
 	for step := 0; step < o.MaxLen; step++ {
-		var states []S
-		var tokens []int32
-		for i := range items {
-			if items[i].done {
-				continue
-			}
-			for _, b := range items[i].alive {
-				states = append(states, b.state)
-				tok := o.BOS
-				if len(b.tokens) > 0 {
-					tok = b.tokens[len(b.tokens)-1]
-				}
-				tokens = append(tokens, tok)
-			}
-		}
+		states, tokens := stepInputs(items, o.BOS)
 		if len(states) == 0 {
 			break
 		}
@@ -258,78 +246,9 @@ func beam[S any](m Model[S], inits []S, o Options) []Hypothesis {
 			if it.done {
 				continue
 			}
-			var cands []candidate
-			for bi, b := range it.alive {
-				ban := banned(b.tokens, o.NoRepeatNgram, o.source(i))
-				if len(b.tokens) < o.minLen(i) {
-					if ban == nil {
-						ban = map[int32]bool{}
-					}
-					ban[o.EOS] = true
-				}
-				c := topK(probs[row+bi], 2*k, ban, bi, b.logProb)
-				if len(c) == 0 {
-					// Nothing the model allows may follow (every possible token is banned): the
-					// hypothesis ends here, as if [EOS] came next.
-					it.finished = append(it.finished, Hypothesis{Tokens: slices.Clone(b.tokens), LogProb: b.logProb,
-						Score: b.logProb / lengthNorm(len(b.tokens)+1, o.LengthPenalty)})
-				}
-				cands = append(cands, c...)
-			}
-			row += len(it.alive)
-			slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.logProb, a.logProb) })
-			var next []beamHyp[S]
-			used := make([]bool, len(it.alive))
-			for rank, c := range cands {
-				if len(next) == k {
-					break
-				}
-				parent := it.alive[c.parent]
-				if c.token == o.EOS {
-					// Only an [EOS] among the k best continuations ends a hypothesis (as in
-					// Hugging Face's BeamSearchScorer), so that a poor early stop cannot win.
-					if rank < k {
-						n := len(parent.tokens) + 1
-						it.finished = append(it.finished, Hypothesis{Tokens: slices.Clone(parent.tokens),
-							LogProb: c.logProb, Score: c.logProb / lengthNorm(n, o.LengthPenalty)})
-					}
-					continue
-				}
-				if tokens := append(slices.Clone(parent.tokens), c.token); o.done(i, tokens) {
-					if rank < k { // as an [EOS] would end it
-						it.finished = append(it.finished, Hypothesis{Tokens: tokens, LogProb: c.logProb,
-							Score: c.logProb / lengthNorm(len(tokens)+1, o.LengthPenalty)})
-					}
-					continue
-				}
-				// The first child inherits its parent's state; later children clone it, which is
-				// safe because no child has been stepped yet.
-				st := parent.state
-				if used[c.parent] {
-					st = m.Clone(parent.state)
-				}
-				used[c.parent] = true
-				next = append(next, beamHyp[S]{tokens: append(slices.Clone(parent.tokens), c.token), logProb: c.logProb, state: st})
-			}
-			slices.SortStableFunc(it.finished, func(a, b Hypothesis) int { return cmp.Compare(b.Score, a.Score) })
-			if len(it.finished) > k {
-				it.finished = it.finished[:k]
-			}
-			it.alive = next
-			if last || len(next) == 0 {
-				for _, b := range next {
-					it.finished = append(it.finished, Hypothesis{Tokens: b.tokens, LogProb: b.logProb,
-						Score: b.logProb / lengthNorm(len(b.tokens), o.LengthPenalty)})
-				}
-				it.done = true
-				continue
-			}
-			if len(it.finished) >= k {
-				best := next[0].logProb / lengthNorm(len(next[0].tokens), o.LengthPenalty)
-				if it.finished[len(it.finished)-1].Score >= best {
-					it.done = true
-				}
-			}
+			n := len(it.alive)
+			it.advance(m, o, i, probs[row:row+n], last)
+			row += n
 		}
 	}
 	out := make([]Hypothesis, len(items))
@@ -340,6 +259,118 @@ func beam[S any](m Model[S], inits []S, o Options) []Hypothesis {
 		}
 	}
 	return out
+}
+
+// stepInputs returns the states and last tokens (bos for an empty hypothesis) of every alive
+// hypothesis of the items not done, in order: one batched Step serves them all.
+func stepInputs[S any](items []beamItem[S], bos int32) (states []S, tokens []int32) {
+	for i := range items {
+		if items[i].done {
+			continue
+		}
+		for _, b := range items[i].alive {
+			states = append(states, b.state)
+			tok := bos
+			if len(b.tokens) > 0 {
+				tok = b.tokens[len(b.tokens)-1]
+			}
+			tokens = append(tokens, tok)
+		}
+	}
+	return states, tokens
+}
+
+// advance moves item i one step on: probs are its alive hypotheses' next-token probabilities, in
+// order; last is the step at o.MaxLen, which ends every hypothesis.
+func (it *beamItem[S]) advance(m Model[S], o Options, i int, probs [][]float32, last bool) {
+	k := o.BeamSize
+	next := it.extend(m, o, i, it.candidates(o, i, probs))
+	slices.SortStableFunc(it.finished, func(a, b Hypothesis) int { return cmp.Compare(b.Score, a.Score) })
+	if len(it.finished) > k {
+		it.finished = it.finished[:k]
+	}
+	it.alive = next
+	if last || len(next) == 0 {
+		for _, b := range next {
+			it.finished = append(it.finished, Hypothesis{Tokens: b.tokens, LogProb: b.logProb,
+				Score: b.logProb / lengthNorm(len(b.tokens), o.LengthPenalty)})
+		}
+		it.done = true
+		return
+	}
+	if len(it.finished) >= k {
+		best := next[0].logProb / lengthNorm(len(next[0].tokens), o.LengthPenalty)
+		if it.finished[len(it.finished)-1].Score >= best {
+			it.done = true
+		}
+	}
+}
+
+// candidates returns the 2k best continuations of each alive hypothesis (the banned n-grams, and
+// [EOS] before the minimum length, left out), best first; a hypothesis nothing may continue is
+// finished.
+func (it *beamItem[S]) candidates(o Options, i int, probs [][]float32) []candidate {
+	k := o.BeamSize
+	var cands []candidate
+	for bi, b := range it.alive {
+		ban := banned(b.tokens, o.NoRepeatNgram, o.source(i))
+		if len(b.tokens) < o.minLen(i) {
+			if ban == nil {
+				ban = map[int32]bool{}
+			}
+			ban[o.EOS] = true
+		}
+		c := topK(probs[bi], 2*k, ban, bi, b.logProb)
+		if len(c) == 0 {
+			// Nothing the model allows may follow (every possible token is banned): the
+			// hypothesis ends here, as if [EOS] came next.
+			it.finished = append(it.finished, Hypothesis{Tokens: slices.Clone(b.tokens), LogProb: b.logProb,
+				Score: b.logProb / lengthNorm(len(b.tokens)+1, o.LengthPenalty)})
+		}
+		cands = append(cands, c...)
+	}
+	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.logProb, a.logProb) })
+	return cands
+}
+
+// extend takes the best candidates into the next beam (k hypotheses at most): an [EOS], or a
+// continuation that completes the output, finishes its hypothesis instead when among the k best.
+func (it *beamItem[S]) extend(m Model[S], o Options, i int, cands []candidate) []beamHyp[S] {
+	k := o.BeamSize
+	var next []beamHyp[S]
+	used := make([]bool, len(it.alive))
+	for rank, c := range cands {
+		if len(next) == k {
+			break
+		}
+		parent := it.alive[c.parent]
+		if c.token == o.EOS {
+			// Only an [EOS] among the k best continuations ends a hypothesis (as in
+			// Hugging Face's BeamSearchScorer), so that a poor early stop cannot win.
+			if rank < k {
+				n := len(parent.tokens) + 1
+				it.finished = append(it.finished, Hypothesis{Tokens: slices.Clone(parent.tokens),
+					LogProb: c.logProb, Score: c.logProb / lengthNorm(n, o.LengthPenalty)})
+			}
+			continue
+		}
+		if tokens := append(slices.Clone(parent.tokens), c.token); o.done(i, tokens) {
+			if rank < k { // as an [EOS] would end it
+				it.finished = append(it.finished, Hypothesis{Tokens: tokens, LogProb: c.logProb,
+					Score: c.logProb / lengthNorm(len(tokens)+1, o.LengthPenalty)})
+			}
+			continue
+		}
+		// The first child inherits its parent's state; later children clone it, which is
+		// safe because no child has been stepped yet.
+		st := parent.state
+		if used[c.parent] {
+			st = m.Clone(parent.state)
+		}
+		used[c.parent] = true
+		next = append(next, beamHyp[S]{tokens: append(slices.Clone(parent.tokens), c.token), logProb: c.logProb, state: st})
+	}
+	return next
 }
 
 // topK returns the n most probable non-banned continuations of one hypothesis as candidates.

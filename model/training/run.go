@@ -361,7 +361,7 @@ func (r *trainRun) save(stop string) (*Result, error) {
 	if err := o.saveState(*st); err != nil {
 		return nil, err
 	}
-	if err := WritePlot(filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, PlotFile), o.Select, st.BestStep); err != nil {
+	if err := WritePlot(filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, PlotFile), filepath.Join(o.OutDir, PlotSVGFile), o.Select, st.BestStep); err != nil {
 		fmt.Fprintf(r.log, "training: plot: %v\n", err)
 	}
 	if err := WriteCSV(filepath.Join(o.OutDir, MetricsFile), filepath.Join(o.OutDir, MetricsCSVFile)); err != nil {

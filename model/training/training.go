@@ -14,12 +14,12 @@
 //     from the last one saved (after a kill, from the last evaluation) with the same result as an
 //     uninterrupted run. The state directory is replaced atomically; a directory with progress but
 //     no usable state is refused (ErrResume), never restarted from step 0 (see resume.go);
-//   - a progress bar with loss and examples/s, metrics appended to OUT/metrics.jsonl and a PNG plot of
-//     the train/dev curves (OUT/curves.png) at the end.
+//   - a progress bar with loss and examples/s, metrics appended to OUT/metrics.jsonl and a plot of
+//     the train/dev curves (OUT/curves.png, OUT/curves.svg) at the end.
 //
 // Files in Options.OutDir: best/model.safetensors (model variables of the best dev evaluation),
 // best/metrics.json, state/variables.safetensors + state/state.json (resume point), metrics.jsonl,
-// curves.png. The caller writes whatever else its checkpoint needs (hyperparameters, tokenizer,
+// curves.png, curves.svg. The caller writes whatever else its checkpoint needs (hyperparameters, tokenizer,
 // resolved config) into OutDir before or after Run.
 //
 // # Example
@@ -113,7 +113,7 @@ type Options struct {
 	Loop config.TrainLoop
 	// Seed seeds the initialisation of new variables and the dropout RNG.
 	Seed int64
-	// OutDir receives best/, state/, metrics.jsonl and curves.png.
+	// OutDir receives best/, state/, metrics.jsonl, curves.png and curves.svg.
 	OutDir string
 	// Log receives the progress bar and messages; os.Stderr when nil.
 	Log io.Writer
@@ -165,6 +165,7 @@ const (
 	MetricsFile    = checkpoint.MetricsFile
 	MetricsCSVFile = checkpoint.MetricsCSVFile
 	PlotFile       = checkpoint.PlotFile
+	PlotSVGFile    = checkpoint.PlotSVGFile
 )
 
 // OptimizerScope holds AdamW's moments, step counter and gradient accumulators.

@@ -129,7 +129,7 @@ func TestRunLearns(t *testing.T) {
 	if res.Best["accuracy"] < 0.9 {
 		t.Errorf("best dev accuracy %.3f, want >= 0.9", res.Best["accuracy"])
 	}
-	for _, f := range []string{MetricsFile, PlotFile, filepath.Join(BestDir, BestVariables), filepath.Join(StateDir, "state.json")} {
+	for _, f := range []string{MetricsFile, PlotFile, PlotSVGFile, filepath.Join(BestDir, BestVariables), filepath.Join(StateDir, "state.json")} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}

@@ -76,23 +76,9 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	if err != nil {
 		return err
 	}
-	cfg.Prepare.SampleSize = samples
-	data := filepath.Join(out, "prepared")
-	var inputs []string
-	if docWords > 0 {
-		data += fmt.Sprintf("-%dw", docWords)
-		long := filepath.Join(out, fmt.Sprintf("long-%dw.jsonl", docWords))
-		if err := atomicio.WriteWith(long, 0o644, func(w io.Writer) error {
-			return writeLongSample(w, cfg.Seed, samples, docWords)
-		}); err != nil {
-			return err
-		}
-		inputs = []string{long}
-	}
-	if _, err := os.Stat(filepath.Join(data, "manifest.json")); err != nil {
-		if _, err := prepare.Run(ctx, cfg, prepare.Options{Inputs: inputs, Out: data, Overwrite: true}); err != nil {
-			return err
-		}
+	data, err := prepareSample(ctx, cfg, out, samples, docWords)
+	if err != nil {
+		return err
 	}
 	ck := filepath.Join(out, task)
 	if err := os.RemoveAll(ck); err != nil {
@@ -179,6 +165,42 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 		return err
 	}
 	res["batches"] = batchFile
+	if err := measuredFigures(res, ck, batchFile, batch); err != nil {
+		return err
+	}
+	planFigures(res, snap, in, seq, peakTFLOPS)
+	res["ok"] = true
+	return emit(os.Stdout, res)
+}
+
+// prepareSample prepares the synthetic sample of samples abstracts under out (reused when a run
+// left it there); with docWords > 0, abstracts of about docWords words (writeLongSample) in a
+// directory of their own. It returns the prepared directory.
+func prepareSample(ctx context.Context, cfg *config.Config, out string, samples, docWords int) (string, error) {
+	cfg.Prepare.SampleSize = samples
+	data := filepath.Join(out, "prepared")
+	var inputs []string
+	if docWords > 0 {
+		data += fmt.Sprintf("-%dw", docWords)
+		long := filepath.Join(out, fmt.Sprintf("long-%dw.jsonl", docWords))
+		if err := atomicio.WriteWith(long, 0o644, func(w io.Writer) error {
+			return writeLongSample(w, cfg.Seed, samples, docWords)
+		}); err != nil {
+			return "", err
+		}
+		inputs = []string{long}
+	}
+	if _, err := os.Stat(filepath.Join(data, "manifest.json")); err != nil {
+		if _, err := prepare.Run(ctx, cfg, prepare.Options{Inputs: inputs, Out: data, Overwrite: true}); err != nil {
+			return "", err
+		}
+	}
+	return data, nil
+}
+
+// measuredFigures adds to res what the run in ck measured: speeds (overall, steady, the first
+// step's), losses, trainable parameters, dev figures, and the first batch's loss.
+func measuredFigures(res map[string]any, ck, batchFile string, batch int) error {
 	var rep pretrained.Report
 	if err := atomicio.ReadJSON(filepath.Join(ck, checkpoint.ReportFile), &rep, false); err != nil {
 		return err
@@ -198,25 +220,31 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	if first, ok := firstLoss(batchFile); ok {
 		res["first_loss"] = first
 	}
-	// The plan of the same shapes (precision, checkpointing, quantization and attention of the
-	// run), to compare its total with the measured peak.
-	if s, err := snapshot.OpenConfig(snap); err == nil {
-		if in.Config, err = decoder.ConfigOf(s); err == nil {
-			in.WeightDType, _ = s.String("torch_dtype", "")
-			if p, err := plan.Compute(in); err == nil {
-				v := p.Configured()
-				res["plan_total_bytes"], res["plan_activation_bytes"] = v.Total, v.Activations
-				res["plan_static_bytes"] = v.Total - v.Activations - v.ConvertedWeights
-			}
-			// MFU: docs/gpu.md's FLOP count of a LoRA step per real token, at the steady speed.
-			if tps, ok := res["steady_tokens_per_sec"].(float64); ok && peakTFLOPS > 0 {
-				f := trainFLOPsPerToken(in.Config, seq, in.AnswerTokens, in.Checkpointing)
-				res["flops_per_token"], res["mfu"] = f, tps*f/(peakTFLOPS*1e12)
-			}
-		}
+	return nil
+}
+
+// planFigures adds to res the memory plan of the same shapes (the run's precision, checkpointing,
+// quantization and attention), to compare its total with the measured peak, and the MFU at the steady
+// speed given the device's peak TFLOP/s. A snapshot whose config cannot be read adds nothing.
+func planFigures(res map[string]any, snap string, in plan.Inputs, seq int, peakTFLOPS float64) {
+	s, err := snapshot.OpenConfig(snap)
+	if err != nil {
+		return
 	}
-	res["ok"] = true
-	return emit(os.Stdout, res)
+	if in.Config, err = decoder.ConfigOf(s); err != nil {
+		return
+	}
+	in.WeightDType, _ = s.String("torch_dtype", "")
+	if p, err := plan.Compute(in); err == nil {
+		v := p.Configured()
+		res["plan_total_bytes"], res["plan_activation_bytes"] = v.Total, v.Activations
+		res["plan_static_bytes"] = v.Total - v.Activations - v.ConvertedWeights
+	}
+	// MFU: docs/gpu.md's FLOP count of a LoRA step per real token, at the steady speed.
+	if tps, ok := res["steady_tokens_per_sec"].(float64); ok && peakTFLOPS > 0 {
+		f := trainFLOPsPerToken(in.Config, seq, in.AnswerTokens, in.Checkpointing)
+		res["flops_per_token"], res["mfu"] = f, tps*f/(peakTFLOPS*1e12)
+	}
 }
 
 // envSettings are the precision and checkpointing of the run as the environment sets them
