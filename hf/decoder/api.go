@@ -205,7 +205,7 @@ func LoadQuantized(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.
 }
 
 // NF4Weights returns the names of the base weights of s that LoadQuantized with QuantNF4 holds
-// as NF4 codes, which a checkpoint trained so was trained on dequantized (hf/export merges into
+// as NF4 codes, which a checkpoint trained so was trained on dequantized (tracksum-export merges into
 // them).
 func NF4Weights(s *snapshot.Snapshot) (map[string]bool, error) {
 	cfg, err := configOf(s)
