@@ -61,8 +61,8 @@ import (
 // here are matched as PEFT matches target_modules: a Linear whose Hugging Face module key equals a
 // target or ends with "." + target ("query", "dense", "attention.output.dense", "output.dense";
 // note that PEFT's "output.dense" also selects attention.output.dense). The Llama-family names of
-// the config's default (q_proj ...) select BERT's layers of the same role through
-// config.LoRATargetsBERTAlias (gate_proj selects nothing). nil means DefaultTargets.
+// the config's default (q_proj ...) select BERT's layers of the same role through hf/family's
+// TargetAliases (gate_proj selects nothing). nil means DefaultTargets.
 type LoRA = decoder.LoRA
 
 // DefaultTargets are all of BERT's linear layers (the paper's "all projections" for an encoder).
@@ -70,32 +70,24 @@ type LoRA = decoder.LoRA
 // intermediate.dense, output.dense and pooler.dense.
 var DefaultTargets = []string{"query", "key", "value", "dense"}
 
-// bertTargets are the target names this package accepts besides the Llama aliases: the BERT
-// family's (hf/family; RoBERTa's are the same layers).
-var bertTargets = bertFamilyTargets()
-
-func bertFamilyTargets() []string {
-	f, _ := family.Lookup("bert")
-	return f.LoRATargets
-}
-
-// resolveTargets returns the BERT target names of l (aliases mapped, gate_proj dropped), or an
-// error naming an unknown one.
-func resolveTargets(l LoRA) ([]string, error) {
+// resolveTargets returns the module names l selects on the encoder family f (hf/family's
+// TargetAliases mapped, names that select nothing there dropped), or an error naming an unknown one.
+func resolveTargets(f family.Family, l LoRA) ([]string, error) {
 	if l.TargetModules == nil {
 		return DefaultTargets, nil
 	}
 	var out []string
 	for _, t := range l.TargetModules {
-		switch alias, ok := config.LoRATargetsBERTAlias[t]; {
-		case ok:
+		alias, aliased := f.TargetAliases[t]
+		switch {
+		case aliased && alias == "": // e.g. gate_proj: BERT's feed-forward block has no gate
+		case aliased:
 			out = append(out, alias)
-		case t == "gate_proj": // BERT's feed-forward block has no gate
-		case slices.Contains(bertTargets, t):
+		case slices.Contains(f.LoRATargets, t):
 			out = append(out, t)
 		default:
-			return nil, fmt.Errorf("lora target module %q is not a BERT linear layer (BERT: %s; or the Llama names %s)",
-				t, strings.Join(bertTargets, ", "), strings.Join(config.LoRATargetsLlama, ", "))
+			return nil, fmt.Errorf("lora target module %q is not a %s linear layer (%s: %s; or the Llama names %s)",
+				t, f.Name, f.Name, strings.Join(f.LoRATargets, ", "), strings.Join(config.LoRATargetsLlama, ", "))
 		}
 	}
 	return out, nil

@@ -143,7 +143,8 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 		// The nli judge, the one user of this family, does not fine-tune.
 		return nil, fmt.Errorf("snapshot %s: LoRA adapters on a %s encoder are not supported (only inference)", s.Dir, cfg.ModelType)
 	}
-	targets, err := resolveTargets(lora)
+	fam, _ := family.Lookup(cfg.ModelType) // ConfigOf refused a model_type that is not an encoder family
+	targets, err := resolveTargets(fam, lora)
 	if err != nil {
 		return nil, err
 	}
