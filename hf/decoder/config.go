@@ -44,8 +44,7 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	if !ok || fam.Kind != family.CausalLM {
 		return fail("model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(family.Names(family.CausalLM), ", "))
 	}
-	c.NormPlusOne, c.ScaleEmbeddings, c.QKNorm, c.SandwichNorms = fam.NormPlusOne, fam.ScaleEmbeddings, fam.QKNorm, fam.SandwichNorms
-	c.FusedQKV, c.FusedGateUp = fam.FusedQKV, fam.FusedGateUp
+	c.NormPlusOne, c.ScaleEmbeddings = fam.NormPlusOne, fam.ScaleEmbeddings
 	c.LoRATargets = fam.LoRATargets
 	var err error
 	required := []struct {
@@ -147,18 +146,17 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	if c.TieWordEmbeddings, err = s.Bool("tie_word_embeddings", fam.TiedEmbeddings); err != nil {
 		return Config{}, err
 	}
-	switch fam.Bias {
-	case family.BiasQKV:
-		c.AttentionBias = true // Qwen2Attention: q/k/v with bias, o without
-	case family.BiasFromConfig:
-		if c.AttentionBias, err = s.Bool("attention_bias", false); err != nil {
+	// The layout's features and biases are the family's; only some families read the bias keys.
+	var attentionBias, mlpBias bool
+	if fam.Bias == family.BiasFromConfig {
+		if attentionBias, err = s.Bool("attention_bias", false); err != nil {
 			return Config{}, err
 		}
-		c.OProjBias = c.AttentionBias
-		if c.MLPBias, err = s.Bool("mlp_bias", false); err != nil {
+		if mlpBias, err = s.Bool("mlp_bias", false); err != nil {
 			return Config{}, err
 		}
 	}
+	c.SetFamily(fam, attentionBias, mlpBias)
 	switch fam.SlidingWindow {
 	case family.SlidingWindowOptIn:
 		useSW, err := s.Bool("use_sliding_window", false)

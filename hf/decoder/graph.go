@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/layers/attention"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/decoder/layout"
 	"github.com/tracksum/tracksum/layers"
 )
 
@@ -78,11 +79,11 @@ func (m *Model) weightAs(g *Graph, name string, dt dtypes.DType, anchor *Node) *
 func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int, anchor *Node) *Node {
 	g := x.Graph()
 	dt := x.DType()
-	y := layers.ProductTransposed(x, m.weightAs(g, p.key+".weight", dt, anchor))
-	if p.bias {
-		y = Add(y, ExpandAxes(m.weightAs(g, p.key+".bias", dt, anchor), 0))
+	y := layers.ProductTransposed(x, m.weightAs(g, p.Key+".weight", dt, anchor))
+	if p.Bias {
+		y = Add(y, ExpandAxes(m.weightAs(g, p.Key+".bias", dt, anchor), 0))
 	}
-	if a, ok := m.a[p.key]; ok {
+	if a, ok := m.a[p.Key]; ok {
 		xd := layers.As(x, dtypes.Float32)
 		if m.lora.Dropout > 0 {
 			// Dropout sees the examples on axis 0, as the sharded training step requires.
@@ -93,9 +94,9 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 		if layers.DecoderFastPath(g, dt) {
 			// The scale folded into B [out, r]: no pass over the [n, out] output (nor over its
 			// gradient) for it.
-			return Add(y, layers.ProductTransposed(low, MulScalar(m.b[p.key].ValueGraph(g), m.lora.Scale())))
+			return Add(y, layers.ProductTransposed(low, MulScalar(m.b[p.Key].ValueGraph(g), m.lora.Scale())))
 		}
-		delta := layers.ProductTransposed(low, m.b[p.key].ValueGraph(g)) // [n, out]
+		delta := layers.ProductTransposed(low, m.b[p.Key].ValueGraph(g)) // [n, out]
 		y = layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(delta, m.lora.Scale())), dt)
 	}
 	return y
@@ -315,7 +316,7 @@ func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions *Node, mask attnM
 			anchor = h
 		}
 		proj := func(module string) projection { return c.projection(l, module) }
-		pre := layerKey(l)
+		pre := layout.LayerKey(l)
 		cos, sin, tables := cos, sin, tables
 		if c.slides(l) {
 			cos, sin, tables = localCos, localSin, localTables
