@@ -50,38 +50,12 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	if err != nil {
 		return nil, err
 	}
-	if lora.Rank < 0 {
-		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
-	}
-	switch quantization {
-	case QuantNone, "":
-	case QuantNF4:
-		if lora.Rank == 0 {
-			return nil, fmt.Errorf("quantization nf4 needs a frozen base (lora rank > 0): NF4 codes cannot be trained")
-		}
-	default:
-		return nil, fmt.Errorf("quantization %q: want none or nf4", quantization)
-	}
-	for _, t := range lora.TargetModules {
-		if !slices.Contains(cfg.LoRATargets, t) {
-			return nil, fmt.Errorf("lora target module %q is not a %s layer: set tracker.lora.target_modules or summarizer.lora.target_modules to some of %v", t, cfg.ModelType, cfg.LoRATargets)
-		}
+	if err := checkLoRA(cfg, lora, quantization); err != nil {
+		return nil, err
 	}
 	want := cfg.Tensors()
-	// Shapes and dtypes come from the headers: a wrong file fails before any weight is read.
-	for _, name := range sortedKeys(want) {
-		shape, ok := s.Shape(name)
-		if !ok {
-			return nil, fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, name, cfg.ModelType, cfg.Layers)
-		}
-		if err := snapshot.CheckShape(name, shape, want[name]...); err != nil {
-			return nil, fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(name), err)
-		}
-		switch shape.DType {
-		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16, dtypes.Float64:
-		default:
-			return nil, fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(name), name, shape.DType)
-		}
+	if err := checkHeaders(s, cfg, want); err != nil {
+		return nil, err
 	}
 	pack := map[string]bool{}
 	if quantization == QuantNF4 {
@@ -93,30 +67,8 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	}
 	m := &Model{cfg: cfg, lora: lora, st: store, base: map[string]*gomlxmodel.Variable{},
 		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, packed: map[string]packedWeight{}}
-	// The projections to pack are read a layer at a time: a dense base quantized on load never
-	// holds more than one layer's projections unpacked.
-	for i := range cfg.Layers {
-		if len(pack) == 0 {
-			break
-		}
-		inLayer := func(name string) bool { return pack[name] && strings.HasPrefix(name, layout.LayerKey(i)+".") }
-		dense, err := s.Tensors(ctx, func(name string) bool { return inLayer(name) && !s.IsQuantized(name) })
-		if err != nil {
-			return nil, err
-		}
-		codes, err := s.PackedNF4(ctx, inLayer)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range cfg.Projections(i) {
-			name := p.Key + ".weight"
-			if !pack[name] {
-				continue
-			}
-			if m.packed[name], err = m.setPacked(s, name, dense[name], codes[name]); err != nil {
-				return nil, err
-			}
-		}
+	if err := m.loadPacked(ctx, s, pack); err != nil {
+		return nil, err
 	}
 	frozen := lora.Rank > 0
 	for _, name := range sortedKeys(want) {
@@ -138,21 +90,102 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 		m.base[name] = v
 	}
 	if lora.Rank > 0 {
-		rng := rand.New(rand.NewPCG(uint64(seed), 0x10ba))
-		for i := range cfg.Layers {
-			for _, p := range cfg.Projections(i) {
-				if !cfg.targeted(lora, p.Module) {
-					continue
-				}
-				va, vb, err := NewLoRA(store, LoRAScope, p.Key, lora.Rank, p.In, p.Out, rng)
-				if err != nil {
-					return nil, err
-				}
-				m.a[p.Key], m.b[p.Key] = va, vb
-			}
+		if err := m.newAdapters(seed); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// checkLoRA refuses adapter and quantization settings that cannot apply to cfg.
+func checkLoRA(cfg Config, lora LoRA, quantization string) error {
+	if lora.Rank < 0 {
+		return fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
+	}
+	switch quantization {
+	case QuantNone, "":
+	case QuantNF4:
+		if lora.Rank == 0 {
+			return fmt.Errorf("quantization nf4 needs a frozen base (lora rank > 0): NF4 codes cannot be trained")
+		}
+	default:
+		return fmt.Errorf("quantization %q: want none or nf4", quantization)
+	}
+	for _, t := range lora.TargetModules {
+		if !slices.Contains(cfg.LoRATargets, t) {
+			return fmt.Errorf("lora target module %q is not a %s layer: set tracker.lora.target_modules or summarizer.lora.target_modules to some of %v", t, cfg.ModelType, cfg.LoRATargets)
+		}
+	}
+	return nil
+}
+
+// checkHeaders checks that s holds every tensor of want with its shape and a float dtype. Shapes
+// and dtypes come from the headers: a wrong file fails before any weight is read.
+func checkHeaders(s *snapshot.Snapshot, cfg Config, want map[string][]int) error {
+	for _, name := range sortedKeys(want) {
+		shape, ok := s.Shape(name)
+		if !ok {
+			return fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, name, cfg.ModelType, cfg.Layers)
+		}
+		if err := snapshot.CheckShape(name, shape, want[name]...); err != nil {
+			return fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(name), err)
+		}
+		switch shape.DType {
+		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16, dtypes.Float64:
+		default:
+			return fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(name), name, shape.DType)
+		}
+	}
+	return nil
+}
+
+// loadPacked reads the weights to hold as NF4 (pack) into m.packed. The projections to pack are
+// read a layer at a time: a dense base quantized on load never holds more than one layer's
+// projections unpacked.
+func (m *Model) loadPacked(ctx context.Context, s *snapshot.Snapshot, pack map[string]bool) error {
+	for i := range m.cfg.Layers {
+		if len(pack) == 0 {
+			break
+		}
+		inLayer := func(name string) bool { return pack[name] && strings.HasPrefix(name, layout.LayerKey(i)+".") }
+		dense, err := s.Tensors(ctx, func(name string) bool { return inLayer(name) && !s.IsQuantized(name) })
+		if err != nil {
+			return err
+		}
+		codes, err := s.PackedNF4(ctx, inLayer)
+		if err != nil {
+			return err
+		}
+		for _, p := range m.cfg.Projections(i) {
+			name := p.Key + ".weight"
+			if !pack[name] {
+				continue
+			}
+			if m.packed[name], err = m.setPacked(s, name, dense[name], codes[name]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// newAdapters creates the adapters of every targeted projection (NewLoRA), drawn from the seed's
+// stream layer by layer.
+func (m *Model) newAdapters(seed int64) error {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x10ba))
+	for i := range m.cfg.Layers {
+		for _, p := range m.cfg.Projections(i) {
+			if !m.cfg.targeted(m.lora, p.Module) {
+				continue
+			}
+			va, vb, err := NewLoRA(m.st, LoRAScope, p.Key, m.lora.Rank, p.In, p.Out, rng)
+			if err != nil {
+				return err
+			}
+			m.a[p.Key], m.b[p.Key] = va, vb
+		}
+	}
+	return nil
 }
 
 // NewLoRA creates the trainable float32 adapter of the linear layer module (its Hugging Face key
