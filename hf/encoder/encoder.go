@@ -322,25 +322,9 @@ func disentangledConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any
 		// make_log_bucket_position divides by log((max_relative_positions - 1) / (position_buckets / 2)).
 		return fail("position_buckets = %d with max_relative_positions = %d: want 4 <= buckets and buckets / 2 < max_relative_positions - 1", c.PositionBuckets, c.MaxRelativePositions)
 	}
-	// pos_att_type: a list, or the "p2c|c2p" string of older configs (DebertaV2Config lower-cases
-	// and splits it); null is none.
-	var types []string
-	switch v := s.Config["pos_att_type"].(type) {
-	case nil:
-	case string:
-		for _, t := range strings.Split(strings.ToLower(v), "|") {
-			types = append(types, strings.TrimSpace(t))
-		}
-	case []any:
-		for _, t := range v {
-			str, ok := t.(string)
-			if !ok {
-				return fail("pos_att_type = %v, want a list of strings", v)
-			}
-			types = append(types, str)
-		}
-	default:
-		return fail("pos_att_type = %v, want a list such as [\"p2c\", \"c2p\"] or a string \"p2c|c2p\"", v)
+	types, err := posAttTypes(s.Config["pos_att_type"], fail)
+	if err != nil {
+		return Config{}, err
 	}
 	c.C2P, c.P2C = slices.Contains(types, "c2p"), slices.Contains(types, "p2c")
 	if c.ShareAttKey, err = s.Bool("share_att_key", false); err != nil {
@@ -355,26 +339,8 @@ func disentangledConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any
 			c.NormRelEmbed = true
 		}
 	}
-	if c.ConvKernel, err = s.Int("conv_kernel_size", 0); err != nil {
+	if c, err = convConfig(s, c, fail); err != nil {
 		return Config{}, err
-	}
-	if c.ConvKernel > 0 {
-		// ConvLayer pads (k - 1) / 2 on each side: only an odd kernel keeps the length, and
-		// transformers' masked_fill fails on any other.
-		if c.ConvKernel%2 == 0 || c.ConvKernel > 63 {
-			return fail("conv_kernel_size = %d: want an odd size (at most 63)", c.ConvKernel)
-		}
-		if groups, err := s.Int("conv_groups", 1); err != nil {
-			return Config{}, err
-		} else if groups != 1 {
-			return fail("conv_groups = %d: only 1 is supported", groups)
-		}
-		if c.ConvAct, err = s.String("conv_act", "tanh"); err != nil {
-			return Config{}, err
-		}
-		if !slices.Contains(activations, c.ConvAct) && c.ConvAct != "tanh" {
-			return fail("conv_act %q is not supported (supported: %v, tanh)", c.ConvAct, activations)
-		}
 	}
 	if hd, err := s.Int("attention_head_size", c.HeadDim()); err != nil {
 		return Config{}, err
@@ -391,6 +357,60 @@ func disentangledConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any
 	}
 	if !slices.Contains(activations, c.PoolerAct) && c.PoolerAct != "tanh" {
 		return fail("pooler_hidden_act %q is not supported (supported: %v, tanh)", c.PoolerAct, activations)
+	}
+	return c, nil
+}
+
+// posAttTypes reads pos_att_type: a list, or the "p2c|c2p" string of older configs
+// (DebertaV2Config lower-cases and splits it); null is none.
+func posAttTypes(raw any, fail func(string, ...any) (Config, error)) ([]string, error) {
+	var types []string
+	switch v := raw.(type) {
+	case nil:
+	case string:
+		for _, t := range strings.Split(strings.ToLower(v), "|") {
+			types = append(types, strings.TrimSpace(t))
+		}
+	case []any:
+		for _, t := range v {
+			str, ok := t.(string)
+			if !ok {
+				_, err := fail("pos_att_type = %v, want a list of strings", v)
+				return nil, err
+			}
+			types = append(types, str)
+		}
+	default:
+		_, err := fail("pos_att_type = %v, want a list such as [\"p2c\", \"c2p\"] or a string \"p2c|c2p\"", v)
+		return nil, err
+	}
+	return types, nil
+}
+
+// convConfig reads v2-xlarge's ConvLayer keys (conv_kernel_size 0 or less: none).
+func convConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any) (Config, error)) (Config, error) {
+	var err error
+	if c.ConvKernel, err = s.Int("conv_kernel_size", 0); err != nil {
+		return Config{}, err
+	}
+	if c.ConvKernel <= 0 {
+		return c, nil
+	}
+	// ConvLayer pads (k - 1) / 2 on each side: only an odd kernel keeps the length, and
+	// transformers' masked_fill fails on any other.
+	if c.ConvKernel%2 == 0 || c.ConvKernel > 63 {
+		return fail("conv_kernel_size = %d: want an odd size (at most 63)", c.ConvKernel)
+	}
+	if groups, err := s.Int("conv_groups", 1); err != nil {
+		return Config{}, err
+	} else if groups != 1 {
+		return fail("conv_groups = %d: only 1 is supported", groups)
+	}
+	if c.ConvAct, err = s.String("conv_act", "tanh"); err != nil {
+		return Config{}, err
+	}
+	if !slices.Contains(activations, c.ConvAct) && c.ConvAct != "tanh" {
+		return fail("conv_act %q is not supported (supported: %v, tanh)", c.ConvAct, activations)
 	}
 	return c, nil
 }
