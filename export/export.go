@@ -228,17 +228,19 @@ func nf4RoundTrip(snap *snapshot.Snapshot, base map[string]shapes.Shape) (map[st
 }
 
 // fileNames returns the written tensors' shapes by file name and the tensor each file name holds.
-// The written names are the base's, except for a BERT classifier whose base was saved without the
-// "bert." prefix (a BertModel): BertForSequenceClassification would then load the encoder
-// weights into its base model and leave the classifier at random.
+// The written names are the base's, except for a fine-tuned encoder's classifier (BERT's) whose
+// base was saved without the family's key prefix ("bert.", a BertModel):
+// BertForSequenceClassification would then load the encoder weights into its base model and leave
+// the classifier at random.
 func fileNames(snap *snapshot.Snapshot, prov *Provenance, base, outShapes map[string]shapes.Shape) (fileShapes map[string]shapes.Shape, baseName map[string]string) {
 	fileName := map[string]string{}
 	baseName = map[string]string{}
-	prefix := snap.ModelType == "bert" && prov.TaskType == peft.TaskSeqCls && !hasKeyPrefix(base, "bert.")
+	fam, _ := family.Lookup(snap.ModelType)
+	prefix := fam.FineTuned && fam.KeyPrefix != "" && prov.TaskType == peft.TaskSeqCls && !hasKeyPrefix(base, fam.KeyPrefix)
 	for name := range outShapes {
 		fileName[name] = name
 		if _, inBase := base[name]; inBase && prefix {
-			fileName[name] = "bert." + name
+			fileName[name] = fam.KeyPrefix + name
 		}
 		baseName[fileName[name]] = name
 	}
