@@ -28,7 +28,7 @@ type LoRA struct {
 	// TargetModules names the linear layers that get adapters, by the module names of the Hugging
 	// Face model (PEFT's target_modules): [all-linear] (LoRAAllLinear, the default: every linear
 	// layer of the family, Resolve), or a list of a family's names (hf/family). The Llama names
-	// also select BERT's corresponding layers (LoRATargetsBERTAlias).
+	// also select a fine-tuned encoder's corresponding layers (hf/family's TargetAliases).
 	TargetModules []string `mapstructure:"target_modules" yaml:"target_modules" json:"target_modules"`
 	// InitSeed draws the adapters' initial A matrices (and a classification head's weights) from
 	// its own stream, as the released scripts' get_peft_model(random_state=32) does; 0 = the
@@ -82,14 +82,6 @@ func familyTargets(modelType string) []string {
 		panic("config: family " + modelType + " is not registered")
 	}
 	return f.LoRATargets
-}
-
-// LoRATargetsBERTAlias maps the Llama-family target names onto BERT's layers of the same role, so
-// one target list (the default) serves both families; gate_proj has no BERT counterpart (BERT's
-// feed-forward block is ungated) and selects nothing there.
-var LoRATargetsBERTAlias = map[string]string{
-	"q_proj": "query", "k_proj": "key", "v_proj": "value", "o_proj": "attention.output.dense",
-	"up_proj": "intermediate.dense", "down_proj": "output.dense",
 }
 
 // LoRAAllLinear is PEFT's target_modules shorthand (INCLUDE_LINEAR_LAYERS_SHORTHAND) for every
@@ -193,22 +185,24 @@ const (
 // TrackerHeads lists the accepted values of tracker.head.
 var TrackerHeads = []string{HeadAuto, HeadEncoderCLS, HeadLMCLS, HeadGenerative}
 
-// EncoderModelTypes lists the config.json model_type values that are encoders (no causal LM head).
-var EncoderModelTypes = []string{"bert"}
-
 // ResolveHead returns the tracker head to build on a snapshot of the given model_type: auto
 // resolved, and a head that does not fit the model (encoder_cls on a causal LM, lm_cls or
-// generative on an encoder) refused with an error naming the key.
+// generative on an encoder) refused with an error naming the key. The encoders are hf/family's;
+// one that hf/encoder does not fine-tune (an nli judge's RoBERTa or DeBERTa-v2) is refused.
 func (c Tracker) ResolveHead(modelType string) (string, error) {
-	encoder := slices.Contains(EncoderModelTypes, modelType)
+	encoder := family.IsEncoder(modelType)
+	trained := strings.Join(family.FineTunedEncoders(), ", ")
 	switch {
+	case encoder && !slices.Contains(family.FineTunedEncoders(), modelType):
+		return "", fmt.Errorf("tracker.pretrained: model_type %q is an encoder the tracker does not fine-tune (encoder_cls trains on model_type %s)",
+			modelType, trained)
 	case c.Head == HeadAuto && encoder:
 		return HeadEncoderCLS, nil
 	case c.Head == HeadAuto:
 		return HeadLMCLS, nil
 	case c.Head == HeadEncoderCLS && !encoder:
 		return "", fmt.Errorf("tracker.head: encoder_cls needs an encoder (model_type %s), got a causal LM (model_type %q); use lm_cls or generative",
-			strings.Join(EncoderModelTypes, ", "), modelType)
+			trained, modelType)
 	case c.Head != HeadEncoderCLS && encoder:
 		return "", fmt.Errorf("tracker.head: %s needs a causal LM, got an encoder (model_type %q); use encoder_cls", c.Head, modelType)
 	}

@@ -94,6 +94,9 @@ func TestResolveHead(t *testing.T) {
 		{HeadEncoderCLS, "bert", HeadEncoderCLS, ""},
 		{HeadEncoderCLS, "llama", "", "tracker.head: encoder_cls needs an encoder"},
 		{HeadGenerative, "bert", "", "tracker.head: generative needs a causal LM"},
+		// Encoders hf/family registers but hf/encoder does not fine-tune (the nli judge's).
+		{HeadAuto, "roberta", "", `model_type "roberta" is an encoder the tracker does not fine-tune`},
+		{HeadEncoderCLS, "deberta-v2", "", `model_type "deberta-v2" is an encoder the tracker does not fine-tune`},
 	} {
 		c := DefaultTracker()
 		c.Head = tc.head

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/hf/export"
+	"github.com/tracksum/tracksum/export"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/model/checkpoint"

@@ -5,7 +5,7 @@
 package main
 
 import (
-	"github.com/tracksum/tracksum/hf/export"
+	"github.com/tracksum/tracksum/export"
 	"github.com/tracksum/tracksum/internal/cli"
 )
 

@@ -2,14 +2,11 @@ package prepare
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"iter"
-	"os"
 
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/progress"
 )
 
@@ -160,7 +157,7 @@ func (s *source) scan(ctx context.Context, by string, bar *progress.Bar) (*scanR
 	seenPMID := map[string]struct{}{}
 	for _, path := range s.inputs {
 		info := dataset.InputFile{Path: path}
-		sum, size, err := fileSHA256(path)
+		sum, size, err := atomicio.SHA256(path)
 		if err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
@@ -251,18 +248,4 @@ func skipLines(seq iter.Seq2[dataset.Line, error], n int) iter.Seq2[dataset.Line
 			}
 		}
 	}
-}
-
-func fileSHA256(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/progress"
 	"github.com/tracksum/tracksum/subword"
 )
@@ -65,7 +66,7 @@ func learnTokenizer(ctx context.Context, src *source, splits *dataset.SplitAssig
 	if err != nil {
 		return dataset.TokenizerInfo{}, nil, fmt.Errorf("prepare: tokenizer: %w", err)
 	}
-	sum, _, err := fileSHA256(path)
+	sum, _, err := atomicio.SHA256(path)
 	if err != nil {
 		return dataset.TokenizerInfo{}, nil, fmt.Errorf("prepare: tokenizer: %w", err)
 	}

@@ -653,7 +653,7 @@ func checkpointSums(dir string) (map[string]string, error) {
 	_, err := os.Stat(filepath.Join(dir, checkpoint.LexicalFile))
 	lexical := err == nil
 	for _, name := range foldCheckpointFiles {
-		sum, err := fileSHA256(filepath.Join(dir, name))
+		sum, _, err := atomicio.SHA256(filepath.Join(dir, name))
 		optional := name == checkpoint.ContextFile || name == checkpoint.LexicalFile ||
 			(lexical && name == filepath.Join(checkpoint.BestDir, checkpoint.BestVariables))
 		if errors.Is(err, os.ErrNotExist) && optional {
@@ -665,19 +665,6 @@ func checkpointSums(dir string) (map[string]string, error) {
 		out[filepath.ToSlash(name)] = sum
 	}
 	return out, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // verifyFold checks a finished fold's record r (at path) before a rerun takes it as done: its
@@ -701,7 +688,7 @@ func verifyFold(r *FoldResult, path, dir string, rows training.Rows, withDir boo
 		return "", nil
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Checkpoint)) {
-		sum, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(name)))
+		sum, _, err := atomicio.SHA256(filepath.Join(dir, filepath.FromSlash(name)))
 		if err != nil {
 			return "", fmt.Errorf("cv: %s: %w (damaged fold checkpoint; delete %s and %s to train the fold again)", path, err, dir, path)
 		}

@@ -26,6 +26,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/decoder/layout"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
@@ -34,20 +35,9 @@ import (
 type Config struct {
 	// ModelType is config.json's model_type: a causal LM family of hf/family.
 	ModelType string
-	// Vocab is vocab_size.
-	Vocab int
-	// Hidden is hidden_size.
-	Hidden int
-	// Layers is num_hidden_layers.
-	Layers int
-	// Heads is num_attention_heads.
-	Heads int
-	// KVHeads is num_key_value_heads (grouped-query attention; = Heads when absent).
-	KVHeads int
-	// HeadDim is head_dim when set (gemma, some mistral), else Hidden/Heads.
-	HeadDim int
-	// Intermediate is intermediate_size (the MLP's gate/up width).
-	Intermediate int
+	// Layout holds the sizes, biases and layout features that decide the tensors (Tensors,
+	// Projections): the list hf/randsnap writes too.
+	layout.Layout
 	// RMSNormEps is rms_norm_eps.
 	RMSNormEps float64
 	// RopeTheta is rope_theta (10000 when absent).
@@ -55,15 +45,6 @@ type Config struct {
 	// RopeScaling is rope_scaling with rope_type "llama3" (Llama 3.1+) or "linear", nil when
 	// absent. Other rope types are a load error.
 	RopeScaling *RopeScaling
-	// TieWordEmbeddings: the LM head is embed_tokens (no lm_head.weight).
-	TieWordEmbeddings bool
-	// AttentionBias: q_proj, k_proj and v_proj (and o_proj for llama's attention_bias) have biases.
-	// qwen2 always has q/k/v biases and no o_proj bias.
-	AttentionBias bool
-	// OProjBias: o_proj has a bias (llama with attention_bias true).
-	OProjBias bool
-	// MLPBias: gate/up/down projections have biases (llama's mlp_bias).
-	MLPBias bool
 	// SlidingWindow is mistral's sliding_window (0: full attention). qwen2's and qwen3's sliding
 	// window is used only with use_sliding_window true, which is rejected at load.
 	SlidingWindow int
@@ -79,13 +60,9 @@ type Config struct {
 	// AttnSoftcap and FinalSoftcap, when > 0, cap attention scores and logits as cap * tanh(x / cap)
 	// (Gemma 2's attn_logit_softcapping and final_logit_softcapping).
 	AttnSoftcap, FinalSoftcap float64
-	// NormPlusOne, ScaleEmbeddings, QKNorm and SandwichNorms are the family's graph features
-	// (hf/family): RMSNorm by (1 + w), embeddings times sqrt(Hidden), per-head RMSNorm of queries
-	// and keys, norms around the attention and MLP outputs.
-	NormPlusOne, ScaleEmbeddings, QKNorm, SandwichNorms bool
-	// FusedQKV and FusedGateUp: qkv_proj and gate_up_proj instead of q/k/v_proj and
-	// gate/up_proj (Phi-3).
-	FusedQKV, FusedGateUp bool
+	// NormPlusOne and ScaleEmbeddings are the family's graph features beyond the layout's
+	// (hf/family): RMSNorm by (1 + w), embeddings times sqrt(Hidden).
+	NormPlusOne, ScaleEmbeddings bool
 	// LoRATargets are the family's adapter module names (nil LoRA.TargetModules: all of them).
 	LoRATargets []string
 	// HiddenAct is hidden_act (or gemma's hidden_activation): "silu", "gelu_pytorch_tanh", "gelu".
@@ -205,7 +182,7 @@ func LoadQuantized(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.
 }
 
 // NF4Weights returns the names of the base weights of s that LoadQuantized with QuantNF4 holds
-// as NF4 codes, which a checkpoint trained so was trained on dequantized (hf/export merges into
+// as NF4 codes, which a checkpoint trained so was trained on dequantized (tracksum-export merges into
 // them).
 func NF4Weights(s *snapshot.Snapshot) (map[string]bool, error) {
 	cfg, err := configOf(s)

@@ -36,17 +36,31 @@ const (
 // them is not a real checkpoint's.
 func configOf(s *snapshot.Snapshot) (Config, error) {
 	path := filepath.Join(s.Dir, snapshot.ConfigFile)
-	fail := func(format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
-	}
 	c := Config{ModelType: s.ModelType}
 	fam, ok := family.Lookup(c.ModelType)
 	if !ok || fam.Kind != family.CausalLM {
-		return fail("model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(family.Names(family.CausalLM), ", "))
+		return Config{}, configError(path, "model_type %q is not a causal LM of this package (supported: %s)", c.ModelType, strings.Join(family.Names(family.CausalLM), ", "))
 	}
-	c.NormPlusOne, c.ScaleEmbeddings, c.QKNorm, c.SandwichNorms = fam.NormPlusOne, fam.ScaleEmbeddings, fam.QKNorm, fam.SandwichNorms
-	c.FusedQKV, c.FusedGateUp = fam.FusedQKV, fam.FusedGateUp
+	c.NormPlusOne, c.ScaleEmbeddings = fam.NormPlusOne, fam.ScaleEmbeddings
 	c.LoRATargets = fam.LoRATargets
+	for _, read := range []func(*snapshot.Snapshot, family.Family, string) error{
+		c.readSizes, c.readNormAndRope, c.readLayout, c.readWindow, c.readTokens,
+	} {
+		if err := read(s, fam, path); err != nil {
+			return Config{}, err
+		}
+	}
+	return c, nil
+}
+
+// configError is an error of config.json at path.
+func configError(path, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
+}
+
+// readSizes reads the sizes (no defaults but the family's head_dim), within the Max* limits and
+// consistent with each other and with the weights' layer count.
+func (c *Config) readSizes(s *snapshot.Snapshot, fam family.Family, path string) error {
 	var err error
 	required := []struct {
 		key string
@@ -58,172 +72,216 @@ func configOf(s *snapshot.Snapshot) (Config, error) {
 	}
 	for _, r := range required {
 		if *r.dst, err = s.Int(r.key, -1); err != nil {
-			return Config{}, err
+			return err
 		}
 		if *r.dst <= 0 {
-			return fail("%s is missing or not positive", r.key)
+			return configError(path, "%s is missing or not positive", r.key)
 		}
 		if *r.dst > r.max {
-			return fail("%s = %d is beyond any real model (limit %d)", r.key, *r.dst, r.max)
+			return configError(path, "%s = %d is beyond any real model (limit %d)", r.key, *r.dst, r.max)
 		}
 	}
 	if err := s.CheckLayerCount("num_hidden_layers", c.Layers, "model.layers."); err != nil {
-		return Config{}, err
+		return err
 	}
 	if c.KVHeads, err = s.Int("num_key_value_heads", c.Heads); err != nil {
-		return Config{}, err
+		return err
 	}
 	if c.KVHeads <= 0 || c.Heads%c.KVHeads != 0 {
-		return fail("num_key_value_heads = %d does not divide num_attention_heads = %d", c.KVHeads, c.Heads)
+		return configError(path, "num_key_value_heads = %d does not divide num_attention_heads = %d", c.KVHeads, c.Heads)
 	}
 	defHeadDim := c.Hidden / c.Heads
 	if fam.HeadDim > 0 {
 		defHeadDim = fam.HeadDim
 	}
 	if c.HeadDim, err = s.Int("head_dim", defHeadDim); err != nil {
-		return Config{}, err
+		return err
 	}
 	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
-		return fail("head_dim = %d, want a positive even number (RoPE rotates pairs)", c.HeadDim)
+		return configError(path, "head_dim = %d, want a positive even number (RoPE rotates pairs)", c.HeadDim)
 	}
 	if fam.HeadDim == 0 && s.Config["head_dim"] == nil && c.Hidden%c.Heads != 0 {
-		return fail("hidden_size = %d is not a multiple of num_attention_heads = %d", c.Hidden, c.Heads)
+		return configError(path, "hidden_size = %d is not a multiple of num_attention_heads = %d", c.Hidden, c.Heads)
 	}
+	return nil
+}
+
+// readNormAndRope reads the norm epsilon, RoPE's bases (the sliding layers' own, Gemma 3's) and
+// scaling, and the attention's scaling and caps (readScaling); partial rotation is refused.
+func (c *Config) readNormAndRope(s *snapshot.Snapshot, fam family.Family, path string) error {
+	var err error
 	if c.RMSNormEps, err = s.Float("rms_norm_eps", 1e-6); err != nil {
-		return Config{}, err
+		return err
 	}
 	if c.RopeTheta, err = s.Float("rope_theta", cmp.Or(fam.RopeTheta, 10000)); err != nil {
-		return Config{}, err
+		return err
 	}
 	if fam.LocalRopeTheta > 0 {
 		if c.LocalRopeTheta, err = s.Float("rope_local_base_freq", fam.LocalRopeTheta); err != nil {
-			return Config{}, err
+			return err
 		}
 		if c.LocalRopeTheta <= 0 {
-			return fail("rope_local_base_freq = %g, want a positive number", c.LocalRopeTheta)
+			return configError(path, "rope_local_base_freq = %g, want a positive number", c.LocalRopeTheta)
 		}
 	}
-	if fam.QueryPreAttnScalar > 0 {
-		if c.QueryPreAttnScalar, err = s.Float("query_pre_attn_scalar", fam.QueryPreAttnScalar); err != nil {
-			return Config{}, err
-		}
-		if c.QueryPreAttnScalar <= 0 {
-			return fail("query_pre_attn_scalar = %g, want a positive number", c.QueryPreAttnScalar)
-		}
-	}
-	if fam.Softcapping {
-		for _, sc := range []struct {
-			key string
-			dst *float64
-			def float64
-		}{{"attn_logit_softcapping", &c.AttnSoftcap, fam.AttnSoftcap}, {"final_logit_softcapping", &c.FinalSoftcap, fam.FinalSoftcap}} {
-			if v, present := s.Config[sc.key]; present && v == nil {
-				continue // null: no cap
-			}
-			if *sc.dst, err = s.Float(sc.key, sc.def); err != nil {
-				return Config{}, err
-			}
-			if *sc.dst < 0 {
-				return fail("%s = %g, want a positive number or null", sc.key, *sc.dst)
-			}
-		}
+	if err := c.readScaling(s, fam, path); err != nil {
+		return err
 	}
 	// Zero or negative values make every activation NaN, reported later as a diverging loss.
 	if c.RMSNormEps <= 0 {
-		return fail("rms_norm_eps = %g, want a positive number", c.RMSNormEps)
+		return configError(path, "rms_norm_eps = %g, want a positive number", c.RMSNormEps)
 	}
 	if c.RopeTheta <= 0 {
-		return fail("rope_theta = %g, want a positive number", c.RopeTheta)
+		return configError(path, "rope_theta = %g, want a positive number", c.RopeTheta)
 	}
 	if c.RopeScaling, err = ropeScaling(s, path); err != nil {
-		return Config{}, err
+		return err
 	}
 	// Phi-4-mini and others rotate only part of each head: not implemented, so refused.
 	if prf, err := s.Float("partial_rotary_factor", 1); err != nil {
-		return Config{}, err
+		return err
 	} else if prf != 1 {
-		return fail("partial_rotary_factor = %g is not supported (only 1: RoPE on the whole head)", prf)
+		return configError(path, "partial_rotary_factor = %g is not supported (only 1: RoPE on the whole head)", prf)
 	}
+	return nil
+}
+
+// readScaling reads the scaling of attention scores and the soft caps of scores and logits
+// (Gemma 2 and 3), for the families that have them.
+func (c *Config) readScaling(s *snapshot.Snapshot, fam family.Family, path string) error {
+	var err error
+	if fam.QueryPreAttnScalar > 0 {
+		if c.QueryPreAttnScalar, err = s.Float("query_pre_attn_scalar", fam.QueryPreAttnScalar); err != nil {
+			return err
+		}
+		if c.QueryPreAttnScalar <= 0 {
+			return configError(path, "query_pre_attn_scalar = %g, want a positive number", c.QueryPreAttnScalar)
+		}
+	}
+	if !fam.Softcapping {
+		return nil
+	}
+	for _, sc := range []struct {
+		key string
+		dst *float64
+		def float64
+	}{{"attn_logit_softcapping", &c.AttnSoftcap, fam.AttnSoftcap}, {"final_logit_softcapping", &c.FinalSoftcap, fam.FinalSoftcap}} {
+		if v, present := s.Config[sc.key]; present && v == nil {
+			continue // null: no cap
+		}
+		if *sc.dst, err = s.Float(sc.key, sc.def); err != nil {
+			return err
+		}
+		if *sc.dst < 0 {
+			return configError(path, "%s = %g, want a positive number or null", sc.key, *sc.dst)
+		}
+	}
+	return nil
+}
+
+// readLayout reads what the tensors depend on beyond the sizes: tied embeddings and the biases.
+func (c *Config) readLayout(s *snapshot.Snapshot, fam family.Family, _ string) error {
+	var err error
 	if c.TieWordEmbeddings, err = s.Bool("tie_word_embeddings", fam.TiedEmbeddings); err != nil {
-		return Config{}, err
+		return err
 	}
-	switch fam.Bias {
-	case family.BiasQKV:
-		c.AttentionBias = true // Qwen2Attention: q/k/v with bias, o without
-	case family.BiasFromConfig:
-		if c.AttentionBias, err = s.Bool("attention_bias", false); err != nil {
-			return Config{}, err
+	// The layout's features and biases are the family's; only some families read the bias keys.
+	var attentionBias, mlpBias bool
+	if fam.Bias == family.BiasFromConfig {
+		if attentionBias, err = s.Bool("attention_bias", false); err != nil {
+			return err
 		}
-		c.OProjBias = c.AttentionBias
-		if c.MLPBias, err = s.Bool("mlp_bias", false); err != nil {
-			return Config{}, err
+		if mlpBias, err = s.Bool("mlp_bias", false); err != nil {
+			return err
 		}
 	}
+	c.SetFamily(fam, attentionBias, mlpBias)
+	return nil
+}
+
+// readWindow reads the sliding-window attention as the family turns it on; qwen's per-layer
+// window (use_sliding_window) is refused.
+func (c *Config) readWindow(s *snapshot.Snapshot, fam family.Family, path string) error {
+	var err error
 	switch fam.SlidingWindow {
 	case family.SlidingWindowOptIn:
 		useSW, err := s.Bool("use_sliding_window", false)
 		if err != nil {
-			return Config{}, err
+			return err
 		}
 		if useSW {
-			return fail("use_sliding_window = true (%s's per-layer sliding window) is not supported", c.ModelType)
+			return configError(path, "use_sliding_window = true (%s's per-layer sliding window) is not supported", c.ModelType)
 		}
 	case family.SlidingWindowAll, family.SlidingWindowLayers:
 		// An explicit null turns the window off.
 		if _, present := s.Config["sliding_window"]; !present {
 			c.SlidingWindow = fam.DefaultSlidingWindow
 		} else if c.SlidingWindow, err = s.Int("sliding_window", 0); err != nil {
-			return Config{}, err
+			return err
 		}
 		if c.SlidingWindow < 0 {
-			return fail("sliding_window = %d, want a positive number or null", c.SlidingWindow)
+			return configError(path, "sliding_window = %d, want a positive number or null", c.SlidingWindow)
 		}
 		if fam.SlidingWindow == family.SlidingWindowLayers {
 			if c.SlidingLayers, err = slidingLayers(s, fam, c.Layers); err != nil {
-				return fail("%v", err)
+				return configError(path, "%v", err)
 			}
 		}
 	}
+	return nil
+}
+
+// readTokens reads the MLP's activation, the position limit and the special token ids.
+func (c *Config) readTokens(s *snapshot.Snapshot, fam family.Family, path string) error {
 	// Gemma's MLP reads hidden_activation, defaulting to the tanh GELU whatever hidden_act says.
 	act, err := s.String(fam.ActivationKey, fam.Activation)
 	if err != nil {
-		return Config{}, err
+		return err
 	}
 	if _, ok := activations[act]; !ok {
-		return fail("activation %q is not supported (supported: silu, gelu, gelu_new, gelu_pytorch_tanh)", act)
+		return configError(path, "activation %q is not supported (supported: silu, gelu, gelu_new, gelu_pytorch_tanh)", act)
 	}
 	c.HiddenAct = act
 	if c.MaxPositions, err = s.Int("max_position_embeddings", 2048); err != nil {
-		return Config{}, err
+		return err
 	}
 	if c.MaxPositions <= 0 || c.MaxPositions > 1<<24 {
-		return fail("max_position_embeddings = %d, want 1 to %d", c.MaxPositions, 1<<24)
+		return configError(path, "max_position_embeddings = %d, want 1 to %d", c.MaxPositions, 1<<24)
 	}
 	if c.BOS, err = s.Int("bos_token_id", -1); err != nil {
-		return Config{}, err
+		return err
 	}
 	if c.Pad, err = s.Int("pad_token_id", -1); err != nil {
-		return Config{}, err
+		return err
 	}
-	switch v := s.Config["eos_token_id"].(type) {
+	c.EOSList, err = eosList(s.Config["eos_token_id"])
+	if err != nil {
+		return configError(path, "%v", err)
+	}
+	return nil
+}
+
+// eosList reads eos_token_id: a number or a list of numbers (none when absent).
+func eosList(raw any) ([]int, error) {
+	switch v := raw.(type) {
 	case nil:
+		return nil, nil
 	case float64:
-		if v != math.Trunc(v) {
-			return fail("eos_token_id = %v, want an integer or a list of integers", v)
+		if v == math.Trunc(v) {
+			return []int{int(v)}, nil
 		}
-		c.EOSList = []int{int(v)}
 	case []any:
+		var out []int
 		for _, e := range v {
 			f, ok := e.(float64)
 			if !ok || f != math.Trunc(f) {
-				return fail("eos_token_id = %v, want an integer or a list of integers", v)
+				return nil, fmt.Errorf("eos_token_id = %v, want an integer or a list of integers", v)
 			}
-			c.EOSList = append(c.EOSList, int(f))
+			out = append(out, int(f))
 		}
-	default:
-		return fail("eos_token_id = %v, want an integer or a list of integers", v)
+		return out, nil
 	}
-	return c, nil
+	return nil, fmt.Errorf("eos_token_id = %v, want an integer or a list of integers", raw)
 }
 
 // slidingLayers says which of n layers slide: config.json's layer_types ("sliding_attention" or

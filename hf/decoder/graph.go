@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	"github.com/gomlx/gomlx/ml/layers/attention"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/decoder/layout"
 	"github.com/tracksum/tracksum/layers"
 )
 
@@ -78,11 +79,11 @@ func (m *Model) weightAs(g *Graph, name string, dt dtypes.DType, anchor *Node) *
 func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int, anchor *Node) *Node {
 	g := x.Graph()
 	dt := x.DType()
-	y := layers.ProductTransposed(x, m.weightAs(g, p.key+".weight", dt, anchor))
-	if p.bias {
-		y = Add(y, ExpandAxes(m.weightAs(g, p.key+".bias", dt, anchor), 0))
+	y := layers.ProductTransposed(x, m.weightAs(g, p.Key+".weight", dt, anchor))
+	if p.Bias {
+		y = Add(y, ExpandAxes(m.weightAs(g, p.Key+".bias", dt, anchor), 0))
 	}
-	if a, ok := m.a[p.key]; ok {
+	if a, ok := m.a[p.Key]; ok {
 		xd := layers.As(x, dtypes.Float32)
 		if m.lora.Dropout > 0 {
 			// Dropout sees the examples on axis 0, as the sharded training step requires.
@@ -93,9 +94,9 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 		if layers.DecoderFastPath(g, dt) {
 			// The scale folded into B [out, r]: no pass over the [n, out] output (nor over its
 			// gradient) for it.
-			return Add(y, layers.ProductTransposed(low, MulScalar(m.b[p.key].ValueGraph(g), m.lora.Scale())))
+			return Add(y, layers.ProductTransposed(low, MulScalar(m.b[p.Key].ValueGraph(g), m.lora.Scale())))
 		}
-		delta := layers.ProductTransposed(low, m.b[p.key].ValueGraph(g)) // [n, out]
+		delta := layers.ProductTransposed(low, m.b[p.Key].ValueGraph(g)) // [n, out]
 		y = layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(delta, m.lora.Scale())), dt)
 	}
 	return y
@@ -267,141 +268,177 @@ type layerKV struct{ k, v *Node }
 // layer is a checkpointed block: only its input is kept for the backward pass, which recomputes
 // the rest.
 func (m *Model) run(scope *gomlxmodel.Scope, tokens, positions *Node, mask attnMask, kv func(l int, k, v *Node) layerKV, checkpoint bool) *Node {
-	c := m.cfg
-	dt := m.dtype()
-	b, t := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
 	h := m.embed(tokens) // [B*T, H]
-	// fast: the blocks of layers differentiated by hand for the Go backend (float32 only; XLA
-	// backends and bf16 keep the plain graph below).
-	fast := layers.DecoderFastPath(tokens.Graph(), dt)
-	var cos, sin, localCos, localSin *Node
-	var tables, localTables ropeTables
-	if fast {
-		tables = m.ropeTablesOf(positions, false)
-		localTables = tables
-		if c.LocalRopeTheta > 0 {
-			localTables = m.ropeTablesOf(positions, true)
-		}
-	} else {
-		cos, sin = m.rope(positions, false)
-		localCos, localSin = cos, sin
-		if c.LocalRopeTheta > 0 {
-			localCos, localSin = m.rope(positions, true)
-		}
-	}
-	// The masks are built once, when a layer first reads them (none when every layer is fused).
-	var fullBias, slidingBias *Node
-	biasOf := func(sliding bool) *Node {
-		if sliding && c.SlidingWindow > 0 {
-			if slidingBias == nil {
-				slidingBias = mask.bias(c.SlidingWindow)
-			}
-			return slidingBias
-		}
-		if fullBias == nil {
-			fullBias = mask.bias(0)
-		}
-		return fullBias
-	}
-	scale := 1 / math.Sqrt(float64(c.HeadDim))
-	if c.QueryPreAttnScalar > 0 {
-		scale = 1 / math.Sqrt(c.QueryPreAttnScalar)
-	}
-	rep := c.Heads / c.KVHeads
-	for l := range c.Layers {
+	r := m.newLayerRun(scope, tokens, positions, mask, kv)
+	for l := range m.cfg.Layers {
 		var anchor *Node
 		if checkpoint {
 			h = h.Checkpoint()
 			anchor = h
 		}
-		proj := func(module string) projection { return c.projection(l, module) }
-		pre := layerKey(l)
-		cos, sin, tables := cos, sin, tables
-		if c.slides(l) {
-			cos, sin, tables = localCos, localSin, localTables
-		}
-		a := m.rmsNorm(h, pre+".input_layernorm.weight", dt, anchor)
-		var q, k, v *Node
-		if c.FusedQKV {
-			// Phi3Attention: the fused output's rows are [q | k | v].
-			qkv := m.linear(scope, proj("qkv_proj"), a, b, anchor)
-			qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-			q = SliceAxis(qkv, 1, AxisRange(0, qd))
-			k = SliceAxis(qkv, 1, AxisRange(qd, qd+kvd))
-			v = SliceAxis(qkv, 1, AxisRange(qd+kvd, qd+2*kvd))
-		} else {
-			q, k, v = m.linear(scope, proj("q_proj"), a, b, anchor), m.linear(scope, proj("k_proj"), a, b, anchor), m.linear(scope, proj("v_proj"), a, b, anchor)
-		}
-		if c.QKNorm {
-			q = m.headNorm(q, pre+".self_attn.q_norm.weight", c.Heads, anchor)
-			k = m.headNorm(k, pre+".self_attn.k_norm.weight", c.KVHeads, anchor)
-		}
-		var att *Node // [B, heads, T, D]
-		if fast {
-			// RoPE on the projections' layout, the attention of each key/value head's group in
-			// one block (layers.GroupedAttention: no repeated keys or values).
-			q = splitHeads(layers.RoPE(q, tables.cosQ, tables.sinQ, c.Heads), b, t, c.Heads, c.HeadDim)
-			k = splitHeads(layers.RoPE(k, tables.cosK, tables.sinK, c.KVHeads), b, t, c.KVHeads, c.HeadDim)
-			v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
-			all := kv(l, k, v)
-			att = layers.GroupedAttention(q, all.k, all.v, biasOf(c.slides(l)), scale, c.AttnSoftcap)
-		} else {
-			q = applyRope(splitHeads(q, b, t, c.Heads, c.HeadDim), cos, sin)
-			k = applyRope(splitHeads(k, b, t, c.KVHeads, c.HeadDim), cos, sin)
-			v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
-			all := kv(l, k, v)
-			if m.fused(mask, l, t) {
-				att = fusedAttention(q, all.k, all.v, mask.lengths, scale)
-			} else {
-				scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, rep)), scale)
-				if c.AttnSoftcap > 0 {
-					scores = softcap(scores, c.AttnSoftcap)
-				}
-				// The softmax and its mask in float32 (transformers' eager attention: softmax in
-				// float32, cast back to the values' dtype).
-				probs := layers.As(layers.SoftmaxLast(Add(layers.As(scores, dtypes.Float32), biasOf(c.slides(l)))), dt)
-				att = layers.AttentionValues(probs, repeatKV(all.v, rep))
-			}
-		}
-		att = Reshape(TransposeAllDims(att, 0, 2, 1, 3), b*t, c.Heads*c.HeadDim)
-		o := m.linear(scope, proj("o_proj"), att, b, anchor)
-		mlpNorm := ".post_attention_layernorm.weight"
-		if c.SandwichNorms {
-			o = m.rmsNorm(o, pre+".post_attention_layernorm.weight", dt, anchor)
-			mlpNorm = ".pre_feedforward_layernorm.weight"
-		}
-		h = Add(h, o)
-		mm := m.rmsNorm(h, pre+mlpNorm, dt, anchor)
-		var gate, up *Node
-		if c.FusedGateUp {
-			// Phi3MLP: gate, up = gate_up_proj(m).chunk(2).
-			gu := m.linear(scope, proj("gate_up_proj"), mm, b, anchor)
-			gate, up = SliceAxis(gu, 1, AxisRange(0, c.Intermediate)), SliceAxis(gu, 1, AxisRange(c.Intermediate, 2*c.Intermediate))
-		} else {
-			gate, up = m.linear(scope, proj("gate_proj"), mm, b, anchor), m.linear(scope, proj("up_proj"), mm, b, anchor)
-		}
-		var gated *Node
-		if fast {
-			gated = layers.GatedActivation(gate, up, activations[c.HiddenAct])
-		} else {
-			gated = Mul(m.act(gate), up)
-		}
-		down := m.linear(scope, proj("down_proj"), gated, b, anchor)
-		if c.SandwichNorms {
-			down = m.rmsNorm(down, pre+".post_feedforward_layernorm.weight", dt, anchor)
-		}
-		h = Add(h, down)
+		h = m.layer(r, l, h, anchor)
 	}
 	if checkpoint {
 		h = h.StopCheckpoint()
 	}
 	h = m.rmsNorm(h, "model.norm.weight", dtypes.Float32, nil)
-	if dt != dtypes.Float32 {
+	if r.dt != dtypes.Float32 {
 		// transformers' final norm returns the model's dtype: the float32 hidden states hold
 		// those values (exactly: a widening conversion).
-		h = layers.As(layers.As(h, dt), dtypes.Float32)
+		h = layers.As(layers.As(h, r.dt), dtypes.Float32)
 	}
-	return Reshape(h, b, t, c.Hidden)
+	return Reshape(h, r.b, r.t, m.cfg.Hidden)
+}
+
+// layerRun is what the layers of one run share: its arguments, the batch's sizes, the RoPE
+// tables of the full and the sliding layers, the masks and the attention's scale.
+type layerRun struct {
+	scope *gomlxmodel.Scope
+	mask  attnMask
+	kv    func(l int, k, v *Node) layerKV
+	dt    dtypes.DType
+	b, t  int
+	// fast: the blocks of layers differentiated by hand for the Go backend (float32 only; XLA
+	// backends and bf16 keep the plain graph), which read tables instead of cos and sin.
+	fast                         bool
+	cos, sin, localCos, localSin *Node
+	tables, localTables          ropeTables
+	// The masks are built once, when a layer first reads them (none when every layer is fused).
+	fullBias, slidingBias *Node
+	window                int
+	scale                 float64
+	rep                   int // query heads per key/value head
+}
+
+func (m *Model) newLayerRun(scope *gomlxmodel.Scope, tokens, positions *Node, mask attnMask, kv func(l int, k, v *Node) layerKV) *layerRun {
+	c := m.cfg
+	r := &layerRun{scope: scope, mask: mask, kv: kv, dt: m.dtype(), window: c.SlidingWindow, rep: c.Heads / c.KVHeads}
+	r.b, r.t = tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
+	r.fast = layers.DecoderFastPath(tokens.Graph(), r.dt)
+	if r.fast {
+		r.tables = m.ropeTablesOf(positions, false)
+		r.localTables = r.tables
+		if c.LocalRopeTheta > 0 {
+			r.localTables = m.ropeTablesOf(positions, true)
+		}
+	} else {
+		r.cos, r.sin = m.rope(positions, false)
+		r.localCos, r.localSin = r.cos, r.sin
+		if c.LocalRopeTheta > 0 {
+			r.localCos, r.localSin = m.rope(positions, true)
+		}
+	}
+	r.scale = 1 / math.Sqrt(float64(c.HeadDim))
+	if c.QueryPreAttnScalar > 0 {
+		r.scale = 1 / math.Sqrt(c.QueryPreAttnScalar)
+	}
+	return r
+}
+
+// biasOf returns the additive mask of a sliding or a full layer.
+func (r *layerRun) biasOf(sliding bool) *Node {
+	if sliding && r.window > 0 {
+		if r.slidingBias == nil {
+			r.slidingBias = r.mask.bias(r.window)
+		}
+		return r.slidingBias
+	}
+	if r.fullBias == nil {
+		r.fullBias = r.mask.bias(0)
+	}
+	return r.fullBias
+}
+
+// layer is decoder layer l over the hidden states h [B*T, H]: attention and MLP, each added to
+// the residual stream (with Gemma 2's and 3's sandwich norms around them).
+func (m *Model) layer(r *layerRun, l int, h, anchor *Node) *Node {
+	c := m.cfg
+	pre := layout.LayerKey(l)
+	a := m.rmsNorm(h, pre+".input_layernorm.weight", r.dt, anchor)
+	att := m.attention(r, l, a, anchor)
+	o := m.linear(r.scope, c.projection(l, "o_proj"), att, r.b, anchor)
+	mlpNorm := ".post_attention_layernorm.weight"
+	if c.SandwichNorms {
+		o = m.rmsNorm(o, pre+".post_attention_layernorm.weight", r.dt, anchor)
+		mlpNorm = ".pre_feedforward_layernorm.weight"
+	}
+	h = Add(h, o)
+	mm := m.rmsNorm(h, pre+mlpNorm, r.dt, anchor)
+	var gate, up *Node
+	if c.FusedGateUp {
+		// Phi3MLP: gate, up = gate_up_proj(m).chunk(2).
+		gu := m.linear(r.scope, c.projection(l, "gate_up_proj"), mm, r.b, anchor)
+		gate, up = SliceAxis(gu, 1, AxisRange(0, c.Intermediate)), SliceAxis(gu, 1, AxisRange(c.Intermediate, 2*c.Intermediate))
+	} else {
+		gate, up = m.linear(r.scope, c.projection(l, "gate_proj"), mm, r.b, anchor), m.linear(r.scope, c.projection(l, "up_proj"), mm, r.b, anchor)
+	}
+	var gated *Node
+	if r.fast {
+		gated = layers.GatedActivation(gate, up, activations[c.HiddenAct])
+	} else {
+		gated = Mul(m.act(gate), up)
+	}
+	down := m.linear(r.scope, c.projection(l, "down_proj"), gated, r.b, anchor)
+	if c.SandwichNorms {
+		down = m.rmsNorm(down, pre+".post_feedforward_layernorm.weight", r.dt, anchor)
+	}
+	return Add(h, down)
+}
+
+// attention is layer l's self-attention over its normed input a [B*T, H], before o_proj: the
+// heads' outputs [B*T, heads*D].
+func (m *Model) attention(r *layerRun, l int, a, anchor *Node) *Node {
+	c := m.cfg
+	b, t := r.b, r.t
+	proj := func(module string) projection { return c.projection(l, module) }
+	pre := layout.LayerKey(l)
+	cos, sin, tables := r.cos, r.sin, r.tables
+	if c.slides(l) {
+		cos, sin, tables = r.localCos, r.localSin, r.localTables
+	}
+	var q, k, v *Node
+	if c.FusedQKV {
+		// Phi3Attention: the fused output's rows are [q | k | v].
+		qkv := m.linear(r.scope, proj("qkv_proj"), a, b, anchor)
+		qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+		q = SliceAxis(qkv, 1, AxisRange(0, qd))
+		k = SliceAxis(qkv, 1, AxisRange(qd, qd+kvd))
+		v = SliceAxis(qkv, 1, AxisRange(qd+kvd, qd+2*kvd))
+	} else {
+		q, k, v = m.linear(r.scope, proj("q_proj"), a, b, anchor), m.linear(r.scope, proj("k_proj"), a, b, anchor), m.linear(r.scope, proj("v_proj"), a, b, anchor)
+	}
+	if c.QKNorm {
+		q = m.headNorm(q, pre+".self_attn.q_norm.weight", c.Heads, anchor)
+		k = m.headNorm(k, pre+".self_attn.k_norm.weight", c.KVHeads, anchor)
+	}
+	var att *Node // [B, heads, T, D]
+	if r.fast {
+		// RoPE on the projections' layout, the attention of each key/value head's group in
+		// one block (layers.GroupedAttention: no repeated keys or values).
+		q = splitHeads(layers.RoPE(q, tables.cosQ, tables.sinQ, c.Heads), b, t, c.Heads, c.HeadDim)
+		k = splitHeads(layers.RoPE(k, tables.cosK, tables.sinK, c.KVHeads), b, t, c.KVHeads, c.HeadDim)
+		v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
+		all := r.kv(l, k, v)
+		att = layers.GroupedAttention(q, all.k, all.v, r.biasOf(c.slides(l)), r.scale, c.AttnSoftcap)
+	} else {
+		q = applyRope(splitHeads(q, b, t, c.Heads, c.HeadDim), cos, sin)
+		k = applyRope(splitHeads(k, b, t, c.KVHeads, c.HeadDim), cos, sin)
+		v = splitHeads(v, b, t, c.KVHeads, c.HeadDim)
+		all := r.kv(l, k, v)
+		if m.fused(r.mask, l, t) {
+			att = fusedAttention(q, all.k, all.v, r.mask.lengths, r.scale)
+		} else {
+			scores := MulScalar(layers.AttentionScores(q, repeatKV(all.k, r.rep)), r.scale)
+			if c.AttnSoftcap > 0 {
+				scores = softcap(scores, c.AttnSoftcap)
+			}
+			// The softmax and its mask in float32 (transformers' eager attention: softmax in
+			// float32, cast back to the values' dtype).
+			probs := layers.As(layers.SoftmaxLast(Add(layers.As(scores, dtypes.Float32), r.biasOf(c.slides(l)))), r.dt)
+			att = layers.AttentionValues(probs, repeatKV(all.v, r.rep))
+		}
+	}
+	return Reshape(TransposeAllDims(att, 0, 2, 1, 3), b*t, c.Heads*c.HeadDim)
 }
 
 // fused reports whether layer l of a run over t tokens takes cuDNN's fused attention

@@ -12,86 +12,23 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/decoder/layout"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/quant"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
 
-// projection is one linear module of a layer: its Hugging Face key prefix (without ".weight"),
-// module name (the LoRA target name), shape [out, in] and whether it has a bias.
-type projection struct {
-	key     string
-	module  string
-	out, in int
-	bias    bool
-}
-
-// layerKey returns the key prefix of layer i.
-func layerKey(i int) string { return fmt.Sprintf("model.layers.%d", i) }
-
-// projections lists the linear modules of layer i, in a fixed order: q, k, v (or the fused qkv),
-// o, gate, up (or the fused gate_up), down.
-func (c Config) projections(i int) []projection {
-	p := layerKey(i)
-	q, kv := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	var out []projection
-	if c.FusedQKV {
-		out = append(out, projection{p + ".self_attn.qkv_proj", "qkv_proj", q + 2*kv, c.Hidden, c.AttentionBias})
-	} else {
-		out = append(out,
-			projection{p + ".self_attn.q_proj", "q_proj", q, c.Hidden, c.AttentionBias},
-			projection{p + ".self_attn.k_proj", "k_proj", kv, c.Hidden, c.AttentionBias},
-			projection{p + ".self_attn.v_proj", "v_proj", kv, c.Hidden, c.AttentionBias})
-	}
-	out = append(out, projection{p + ".self_attn.o_proj", "o_proj", c.Hidden, q, c.OProjBias})
-	if c.FusedGateUp {
-		out = append(out, projection{p + ".mlp.gate_up_proj", "gate_up_proj", 2 * c.Intermediate, c.Hidden, c.MLPBias})
-	} else {
-		out = append(out,
-			projection{p + ".mlp.gate_proj", "gate_proj", c.Intermediate, c.Hidden, c.MLPBias},
-			projection{p + ".mlp.up_proj", "up_proj", c.Intermediate, c.Hidden, c.MLPBias})
-	}
-	return append(out, projection{p + ".mlp.down_proj", "down_proj", c.Hidden, c.Intermediate, c.MLPBias})
-}
+// projection is one linear module of a layer (hf/decoder/layout).
+type projection = layout.Projection
 
 // projection returns layer i's module named module ("q_proj", "qkv_proj", ...).
 func (c Config) projection(i int, module string) projection {
-	for _, p := range c.projections(i) {
-		if p.module == module {
+	for _, p := range c.Projections(i) {
+		if p.Module == module {
 			return p
 		}
 	}
 	panic(fmt.Sprintf("decoder: %s has no %s", c.ModelType, module))
-}
-
-// expectedTensors returns every weight the config requires, with its dimensions.
-func (c Config) expectedTensors() map[string][]int {
-	want := map[string][]int{
-		"model.embed_tokens.weight": {c.Vocab, c.Hidden},
-		"model.norm.weight":         {c.Hidden},
-	}
-	if !c.TieWordEmbeddings {
-		want["lm_head.weight"] = []int{c.Vocab, c.Hidden}
-	}
-	for i := range c.Layers {
-		want[layerKey(i)+".input_layernorm.weight"] = []int{c.Hidden}
-		want[layerKey(i)+".post_attention_layernorm.weight"] = []int{c.Hidden}
-		if c.SandwichNorms {
-			want[layerKey(i)+".pre_feedforward_layernorm.weight"] = []int{c.Hidden}
-			want[layerKey(i)+".post_feedforward_layernorm.weight"] = []int{c.Hidden}
-		}
-		if c.QKNorm {
-			want[layerKey(i)+".self_attn.q_norm.weight"] = []int{c.HeadDim}
-			want[layerKey(i)+".self_attn.k_norm.weight"] = []int{c.HeadDim}
-		}
-		for _, p := range c.projections(i) {
-			want[p.key+".weight"] = []int{p.out, p.in}
-			if p.bias {
-				want[p.key+".bias"] = []int{p.out}
-			}
-		}
-	}
-	return want
 }
 
 // packed returns the weights QuantNF4 holds as codes: the layers' projections whose size is a
@@ -99,9 +36,9 @@ func (c Config) expectedTensors() map[string][]int {
 func (c Config) packed() map[string]bool {
 	out := map[string]bool{}
 	for i := range c.Layers {
-		for _, p := range c.projections(i) {
-			if (p.out*p.in)%quant.BlockSize == 0 {
-				out[p.key+".weight"] = true
+		for _, p := range c.Projections(i) {
+			if (p.Out*p.In)%quant.BlockSize == 0 {
+				out[p.Key+".weight"] = true
 			}
 		}
 	}
@@ -113,38 +50,12 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	if err != nil {
 		return nil, err
 	}
-	if lora.Rank < 0 {
-		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
+	if err := checkLoRA(cfg, lora, quantization); err != nil {
+		return nil, err
 	}
-	switch quantization {
-	case QuantNone, "":
-	case QuantNF4:
-		if lora.Rank == 0 {
-			return nil, fmt.Errorf("quantization nf4 needs a frozen base (lora rank > 0): NF4 codes cannot be trained")
-		}
-	default:
-		return nil, fmt.Errorf("quantization %q: want none or nf4", quantization)
-	}
-	for _, t := range lora.TargetModules {
-		if !slices.Contains(cfg.LoRATargets, t) {
-			return nil, fmt.Errorf("lora target module %q is not a %s layer: set tracker.lora.target_modules or summarizer.lora.target_modules to some of %v", t, cfg.ModelType, cfg.LoRATargets)
-		}
-	}
-	want := cfg.expectedTensors()
-	// Shapes and dtypes come from the headers: a wrong file fails before any weight is read.
-	for _, name := range sortedKeys(want) {
-		shape, ok := s.Shape(name)
-		if !ok {
-			return nil, fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, name, cfg.ModelType, cfg.Layers)
-		}
-		if err := snapshot.CheckShape(name, shape, want[name]...); err != nil {
-			return nil, fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(name), err)
-		}
-		switch shape.DType {
-		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16, dtypes.Float64:
-		default:
-			return nil, fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(name), name, shape.DType)
-		}
+	want := cfg.Tensors()
+	if err := checkHeaders(s, cfg, want); err != nil {
+		return nil, err
 	}
 	pack := map[string]bool{}
 	if quantization == QuantNF4 {
@@ -156,30 +67,8 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	}
 	m := &Model{cfg: cfg, lora: lora, st: store, base: map[string]*gomlxmodel.Variable{},
 		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, packed: map[string]packedWeight{}}
-	// The projections to pack are read a layer at a time: a dense base quantized on load never
-	// holds more than one layer's projections unpacked.
-	for i := range cfg.Layers {
-		if len(pack) == 0 {
-			break
-		}
-		inLayer := func(name string) bool { return pack[name] && strings.HasPrefix(name, layerKey(i)+".") }
-		dense, err := s.Tensors(ctx, func(name string) bool { return inLayer(name) && !s.IsQuantized(name) })
-		if err != nil {
-			return nil, err
-		}
-		codes, err := s.PackedNF4(ctx, inLayer)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range cfg.projections(i) {
-			name := p.key + ".weight"
-			if !pack[name] {
-				continue
-			}
-			if m.packed[name], err = m.setPacked(s, name, dense[name], codes[name]); err != nil {
-				return nil, err
-			}
-		}
+	if err := m.loadPacked(ctx, s, pack); err != nil {
+		return nil, err
 	}
 	frozen := lora.Rank > 0
 	for _, name := range sortedKeys(want) {
@@ -201,21 +90,102 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 		m.base[name] = v
 	}
 	if lora.Rank > 0 {
-		rng := rand.New(rand.NewPCG(uint64(seed), 0x10ba))
-		for i := range cfg.Layers {
-			for _, p := range cfg.projections(i) {
-				if !cfg.targeted(lora, p.module) {
-					continue
-				}
-				va, vb, err := NewLoRA(store, LoRAScope, p.key, lora.Rank, p.in, p.out, rng)
-				if err != nil {
-					return nil, err
-				}
-				m.a[p.key], m.b[p.key] = va, vb
-			}
+		if err := m.newAdapters(seed); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// checkLoRA refuses adapter and quantization settings that cannot apply to cfg.
+func checkLoRA(cfg Config, lora LoRA, quantization string) error {
+	if lora.Rank < 0 {
+		return fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
+	}
+	switch quantization {
+	case QuantNone, "":
+	case QuantNF4:
+		if lora.Rank == 0 {
+			return fmt.Errorf("quantization nf4 needs a frozen base (lora rank > 0): NF4 codes cannot be trained")
+		}
+	default:
+		return fmt.Errorf("quantization %q: want none or nf4", quantization)
+	}
+	for _, t := range lora.TargetModules {
+		if !slices.Contains(cfg.LoRATargets, t) {
+			return fmt.Errorf("lora target module %q is not a %s layer: set tracker.lora.target_modules or summarizer.lora.target_modules to some of %v", t, cfg.ModelType, cfg.LoRATargets)
+		}
+	}
+	return nil
+}
+
+// checkHeaders checks that s holds every tensor of want with its shape and a float dtype. Shapes
+// and dtypes come from the headers: a wrong file fails before any weight is read.
+func checkHeaders(s *snapshot.Snapshot, cfg Config, want map[string][]int) error {
+	for _, name := range sortedKeys(want) {
+		shape, ok := s.Shape(name)
+		if !ok {
+			return fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, name, cfg.ModelType, cfg.Layers)
+		}
+		if err := snapshot.CheckShape(name, shape, want[name]...); err != nil {
+			return fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(name), err)
+		}
+		switch shape.DType {
+		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16, dtypes.Float64:
+		default:
+			return fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(name), name, shape.DType)
+		}
+	}
+	return nil
+}
+
+// loadPacked reads the weights to hold as NF4 (pack) into m.packed. The projections to pack are
+// read a layer at a time: a dense base quantized on load never holds more than one layer's
+// projections unpacked.
+func (m *Model) loadPacked(ctx context.Context, s *snapshot.Snapshot, pack map[string]bool) error {
+	for i := range m.cfg.Layers {
+		if len(pack) == 0 {
+			break
+		}
+		inLayer := func(name string) bool { return pack[name] && strings.HasPrefix(name, layout.LayerKey(i)+".") }
+		dense, err := s.Tensors(ctx, func(name string) bool { return inLayer(name) && !s.IsQuantized(name) })
+		if err != nil {
+			return err
+		}
+		codes, err := s.PackedNF4(ctx, inLayer)
+		if err != nil {
+			return err
+		}
+		for _, p := range m.cfg.Projections(i) {
+			name := p.Key + ".weight"
+			if !pack[name] {
+				continue
+			}
+			if m.packed[name], err = m.setPacked(s, name, dense[name], codes[name]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// newAdapters creates the adapters of every targeted projection (NewLoRA), drawn from the seed's
+// stream layer by layer.
+func (m *Model) newAdapters(seed int64) error {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x10ba))
+	for i := range m.cfg.Layers {
+		for _, p := range m.cfg.Projections(i) {
+			if !m.cfg.targeted(m.lora, p.Module) {
+				continue
+			}
+			va, vb, err := NewLoRA(m.st, LoRAScope, p.Key, m.lora.Rank, p.In, p.Out, rng)
+			if err != nil {
+				return err
+			}
+			m.a[p.Key], m.b[p.Key] = va, vb
+		}
+	}
+	return nil
 }
 
 // NewLoRA creates the trainable float32 adapter of the linear layer module (its Hugging Face key

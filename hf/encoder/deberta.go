@@ -223,13 +223,37 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	if c.PositionBiasedInput && seq > c.MaxPositions {
 		exceptions.Panicf("encoder.Hidden: %d tokens, more than max_position_embeddings %d", seq, c.MaxPositions)
 	}
-	dt := m.dtype()
 	if mask == nil {
 		mask = Ones(g, shapes.Make(dtypes.Float32, batch, seq))
 	}
 	keep := ConvertDType(mask, dtypes.Float32) // [B, T]
+	x := m.embedDisentangled(scope, tokens, tokenTypes, keep)
+	embedded := x
+	r := m.newDebertaRun(g, batch, seq, keep)
+	for i := range c.Layers {
+		var anchor *Node
+		if m.compute.GradientCheckpointing {
+			x = x.Checkpoint()
+			anchor = x
+		}
+		x = m.disentangledLayer(r, scope.In("layer_%d", i), i, x, anchor)
+		if i == 0 && c.ConvKernel > 0 {
+			x = m.convLayer(scope, embedded, x, keep)
+		}
+	}
+	if m.compute.GradientCheckpointing {
+		x = x.StopCheckpoint()
+	}
+	return layers.As(x, dtypes.Float32)
+}
 
-	// DebertaV2Embeddings.
+// embedDisentangled is DebertaV2Embeddings: the embeddings of tokens [B, T] the config asks for,
+// projected to Hidden when embedding_size differs, normed, zero at padded tokens (keep [B, T]).
+func (m *Model) embedDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, keep *Node) *Node {
+	g := tokens.Graph()
+	batch, seq := tokens.Shape().Dimensions[0], tokens.Shape().Dimensions[1]
+	c := m.cfg
+	dt := m.dtype()
 	x := Gather(m.weightAs(g, "embeddings.word_embeddings.weight", dt, nil), ExpandAxes(ConvertDType(tokens, dtypes.Int32), -1))
 	if c.PositionBiasedInput {
 		pos := Slice(m.weightAs(g, "embeddings.position_embeddings.weight", dt, nil), AxisRange(0, seq))
@@ -246,23 +270,38 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	}
 	x = m.layerNorm(g, "embeddings.LayerNorm", x, nil)
 	x = Mul(x, layers.As(BroadcastToDims(ExpandAxes(keep, -1), batch, seq, c.Hidden), x.DType()))
-	x = layers.Dropout(scope, x, c.HiddenDropout)
-	embedded := x
+	return layers.Dropout(scope, x, c.HiddenDropout)
+}
 
+// debertaRun is what the layers of one DeBERTa run share: the batch's sizes, the masks, the
+// attention's scale and the relative embeddings with the rows relativeScores' blocks pick.
+type debertaRun struct {
+	g          *Graph
+	batch, seq int
+	dt         dtypes.DType
 	// XSoftmax over the mask [B, 1, T, T] = mask_q · mask_k: padded keys get no weight (a large
 	// negative bias before the softmax) and padded queries' rows are zeroed after it, which is
 	// done to their attention output [B, T, Hidden] (the same zeros, a smaller tensor).
 	// In float32 the key bias rides in the content product as one more contracted row: queries
 	// get a column of ones, the transposed keys a row of biases, so no pass over the [B, Heads,
 	// T, T] scores adds it (nor broadcasts it first). bf16 adds it to the float32 scores.
-	keyBiasRow := BroadcastToDims(Reshape(MulScalar(OneMinus(keep), -math.MaxFloat32), batch, 1, 1, seq), batch, c.Heads, 1, seq)
-	biasInProduct := dt == dtypes.Float32
-	var keyBias *Node
-	if !biasInProduct {
-		keyBias = BroadcastToDims(keyBiasRow, batch, c.Heads, seq, seq)
-	}
-	queryKeep := BroadcastToDims(ExpandAxes(keep, -1), batch, seq, c.Hidden)
+	keyBiasRow, keyBias, queryKeep *Node
+	biasInProduct                  bool
+	scale                          float64
+	relEmb                         *Node
+	c2pRows, p2cRows               []int32
+	tb                             int // relativeScores' block of query rows
+}
 
+func (m *Model) newDebertaRun(g *Graph, batch, seq int, keep *Node) *debertaRun {
+	c := m.cfg
+	r := &debertaRun{g: g, batch: batch, seq: seq, dt: m.dtype()}
+	r.keyBiasRow = BroadcastToDims(Reshape(MulScalar(OneMinus(keep), -math.MaxFloat32), batch, 1, 1, seq), batch, c.Heads, 1, seq)
+	r.biasInProduct = r.dt == dtypes.Float32
+	if !r.biasInProduct {
+		r.keyBias = BroadcastToDims(r.keyBiasRow, batch, c.Heads, seq, seq)
+	}
+	r.queryKeep = BroadcastToDims(ExpandAxes(keep, -1), batch, seq, c.Hidden)
 	scaleFactor := 1
 	if c.C2P {
 		scaleFactor++
@@ -270,89 +309,88 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	if c.P2C {
 		scaleFactor++
 	}
-	scale := 1 / math.Sqrt(float64(c.HeadDim()*scaleFactor))
-
-	var relEmb *Node
-	var c2pRows, p2cRows []int32
-	tb := relativeBlock(seq, c.HeadDim())
+	r.scale = 1 / math.Sqrt(float64(c.HeadDim()*scaleFactor))
+	r.tb = relativeBlock(seq, c.HeadDim())
 	if c.RelativeAttention {
-		relEmb = m.weightAs(g, "encoder.rel_embeddings.weight", dtypes.Float32, nil)
+		relEmb := m.weightAs(g, "encoder.rel_embeddings.weight", dtypes.Float32, nil)
 		if c.NormRelEmbed {
 			relEmb = m.layerNorm(g, "encoder.LayerNorm", relEmb, nil)
 		}
-		relEmb = layers.As(relEmb, dt)
-		c2pRows, p2cRows = c.relativeRows(seq, tb)
+		r.relEmb = layers.As(relEmb, r.dt)
+		r.c2pRows, r.p2cRows = c.relativeRows(seq, r.tb)
 	}
-	// posHeadsT projects the relative embeddings [2·span, Hidden] through module key, scales them
-	// by the attention's scale, and picks the rows of relativeScores' blocks (relativeRows), split
-	// into heads and transposed, broadcast over the batch: [B, Heads·n, HeadDim, W]. Picking
-	// rows by distance (a few thousand rows of Hidden values) is what lets the scores be moved into
-	// place by relativeScores' copies instead of a gather per score.
-	posHeadsT := func(layer *gomlxmodel.Scope, key string, re *Node, rows []int32, anchor *Node) *Node {
-		n, w := seq/tb, tb+seq-1
-		p := MulScalar(Squeeze(m.linearIn(layer, key, ExpandAxes(re, 0), anchor), 0), scale) // [2·span, Hidden]
-		p = Reshape(Gather(p, Reshape(Const(g, rows), len(rows), 1)), 1, n, w, c.Heads, c.HeadDim())
-		p = TransposeAllDims(p, 0, 3, 1, 4, 2) // [1, Heads, n, HeadDim, W]
-		// Repeated over the batch by block copies (the Go backend broadcasts one value at a time).
-		return Reshape(Concatenate(slices.Repeat([]*Node{p}, batch), 0), batch, c.Heads*n, c.HeadDim(), w)
-	}
+	return r
+}
 
-	for i := range c.Layers {
-		var anchor *Node
-		if m.compute.GradientCheckpointing {
-			x = x.Checkpoint()
-			anchor = x
+// posHeadsT projects the relative embeddings [2·span, Hidden] through module key, scales them by
+// the attention's scale, and picks the rows of relativeScores' blocks (relativeRows), split into
+// heads and transposed, broadcast over the batch: [B, Heads·n, HeadDim, W]. Picking rows by
+// distance (a few thousand rows of Hidden values) is what lets the scores be moved into place by
+// relativeScores' copies instead of a gather per score.
+func (m *Model) posHeadsT(r *debertaRun, layer *gomlxmodel.Scope, key string, re *Node, rows []int32, anchor *Node) *Node {
+	c := m.cfg
+	n, w := r.seq/r.tb, r.tb+r.seq-1
+	p := MulScalar(Squeeze(m.linearIn(layer, key, ExpandAxes(re, 0), anchor), 0), r.scale) // [2·span, Hidden]
+	p = Reshape(Gather(p, Reshape(Const(r.g, rows), len(rows), 1)), 1, n, w, c.Heads, c.HeadDim())
+	p = TransposeAllDims(p, 0, 3, 1, 4, 2) // [1, Heads, n, HeadDim, W]
+	// Repeated over the batch by block copies (the Go backend broadcasts one value at a time).
+	return Reshape(Concatenate(slices.Repeat([]*Node{p}, r.batch), 0), r.batch, c.Heads*n, c.HeadDim(), w)
+}
+
+// disentangledLayer is DeBERTa-v2's layer i (its scope layer) over x [B, T, Hidden]: disentangled
+// self-attention, then the feed-forward block, each with its residual LayerNorm.
+func (m *Model) disentangledLayer(r *debertaRun, layer *gomlxmodel.Scope, i int, x, anchor *Node) *Node {
+	c := m.cfg
+	p := layerKey(i)
+	q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query_proj", x, anchor), c.Heads)
+	k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key_proj", x, anchor), c.Heads)
+	v := layers.SplitHeads(m.linearIn(layer, p+".attention.self.value_proj", x, anchor), c.Heads)
+	scores := m.disentangledScores(r, layer, p, q, k, anchor)
+	probs := layers.As(layers.Dropout(layer, layers.SoftmaxLast(scores), c.AttentionDropout), r.dt)
+	ctx := Mul(layers.MergeHeads(layers.AttentionValues(probs, v)), layers.As(r.queryKeep, r.dt))
+	h := layers.Dropout(layer, m.linearIn(layer, p+".attention.output.dense", ctx, anchor), c.HiddenDropout)
+	a := m.layerNorm(r.g, p+".attention.output.LayerNorm", Add(h, x), anchor)
+	inter := m.activation(m.linearIn(layer, p+".intermediate.dense", a, anchor))
+	h = layers.Dropout(layer, m.linearIn(layer, p+".output.dense", inter, anchor), c.HiddenDropout)
+	return m.layerNorm(r.g, p+".output.LayerNorm", Add(h, a), anchor)
+}
+
+// disentangledScores are the attention scores [B, Heads, T, T] in float32 of the layer whose keys
+// start with p: content to content, plus content to position and position to content as the config
+// asks, with the padded keys' bias.
+func (m *Model) disentangledScores(r *debertaRun, layer *gomlxmodel.Scope, p string, q, k, anchor *Node) *Node {
+	c := m.cfg
+	// The keys transposed first: the fast layout of the Go backend's small products
+	// (layers.AttentionScoresKT). The scale goes on the queries of the content scores and on
+	// the relative rows of c2p and p2c (posHeadsT), not on the [B, Heads, T, T] sum.
+	qs := MulScalar(q, r.scale)
+	kT := TransposeAllDims(k, 0, 1, 3, 2)
+	if r.biasInProduct {
+		qs = Concatenate([]*Node{qs, Ones(r.g, shapes.Make(r.dt, r.batch, c.Heads, r.seq, 1))}, 3)
+		kT = Concatenate([]*Node{kT, r.keyBiasRow}, 2)
+	}
+	scores := layers.As(layers.AttentionScoresKT(qs, kT), dtypes.Float32)
+	if c.RelativeAttention && (c.C2P || c.P2C) {
+		re := layers.Dropout(layer.In("pos_dropout"), r.relEmb, c.HiddenDropout)
+		posKey, posQuery := p+".attention.self.pos_key_proj", p+".attention.self.pos_query_proj"
+		if c.ShareAttKey {
+			posKey, posQuery = p+".attention.self.key_proj", p+".attention.self.query_proj"
 		}
-		layer := scope.In("layer_%d", i)
-		p := layerKey(i)
-		q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query_proj", x, anchor), c.Heads)
-		k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key_proj", x, anchor), c.Heads)
-		v := layers.SplitHeads(m.linearIn(layer, p+".attention.self.value_proj", x, anchor), c.Heads)
-		// The keys transposed first: the fast layout of the Go backend's small products
-		// (layers.AttentionScoresKT). The scale goes on the queries of the content scores and on
-		// the relative rows of c2p and p2c (posHeadsT), not on the [B, Heads, T, T] sum.
-		qs := MulScalar(q, scale)
-		kT := TransposeAllDims(k, 0, 1, 3, 2)
-		if biasInProduct {
-			qs = Concatenate([]*Node{qs, Ones(g, shapes.Make(dt, batch, c.Heads, seq, 1))}, 3)
-			kT = Concatenate([]*Node{kT, keyBiasRow}, 2)
+		if c.C2P {
+			// content -> position: query i · pos_key at distance i - j.
+			c2p := relativeScores(q, m.posHeadsT(r, layer, posKey, re, r.c2pRows, anchor), r.tb) // [B, Heads, T(q), T(k)]
+			scores = Add(scores, layers.As(c2p, dtypes.Float32))
 		}
-		scores := layers.As(layers.AttentionScoresKT(qs, kT), dtypes.Float32)
-		if c.RelativeAttention && (c.C2P || c.P2C) {
-			re := layers.Dropout(layer.In("pos_dropout"), relEmb, c.HiddenDropout)
-			posKey, posQuery := p+".attention.self.pos_key_proj", p+".attention.self.pos_query_proj"
-			if c.ShareAttKey {
-				posKey, posQuery = p+".attention.self.key_proj", p+".attention.self.query_proj"
-			}
-			if c.C2P {
-				// content -> position: query i · pos_key at distance i - j.
-				c2p := relativeScores(q, posHeadsT(layer, posKey, re, c2pRows, anchor), tb) // [B, Heads, T(q), T(k)]
-				scores = Add(scores, layers.As(c2p, dtypes.Float32))
-			}
-			if c.P2C {
-				// position -> content: key j · pos_query at distance j - i, transposed.
-				p2c := relativeScores(k, posHeadsT(layer, posQuery, re, p2cRows, anchor), tb) // [B, Heads, T(k), T(q)]
-				scores = Add(scores, Transpose(layers.As(p2c, dtypes.Float32), 2, 3))
-			}
-		}
-		if !biasInProduct {
-			scores = Add(scores, keyBias)
-		}
-		probs := layers.As(layers.Dropout(layer, layers.SoftmaxLast(scores), c.AttentionDropout), dt)
-		ctx := Mul(layers.MergeHeads(layers.AttentionValues(probs, v)), layers.As(queryKeep, dt))
-		h := layers.Dropout(layer, m.linearIn(layer, p+".attention.output.dense", ctx, anchor), c.HiddenDropout)
-		a := m.layerNorm(g, p+".attention.output.LayerNorm", Add(h, x), anchor)
-		inter := m.activation(m.linearIn(layer, p+".intermediate.dense", a, anchor))
-		h = layers.Dropout(layer, m.linearIn(layer, p+".output.dense", inter, anchor), c.HiddenDropout)
-		x = m.layerNorm(g, p+".output.LayerNorm", Add(h, a), anchor)
-		if i == 0 && c.ConvKernel > 0 {
-			x = m.convLayer(scope, embedded, x, keep)
+		if c.P2C {
+			// position -> content: key j · pos_query at distance j - i, transposed.
+			p2c := relativeScores(k, m.posHeadsT(r, layer, posQuery, re, r.p2cRows, anchor), r.tb) // [B, Heads, T(k), T(q)]
+			scores = Add(scores, Transpose(layers.As(p2c, dtypes.Float32), 2, 3))
 		}
 	}
-	if m.compute.GradientCheckpointing {
-		x = x.StopCheckpoint()
+	if !r.biasInProduct {
+		scores = Add(scores, r.keyBias)
 	}
-	return layers.As(x, dtypes.Float32)
+	return scores
 }
 
 // convLayer is DeBERTa-v2's ConvLayer (conv_groups 1): conv = Conv1d(embedded) with (k - 1) / 2

@@ -61,8 +61,8 @@ import (
 // here are matched as PEFT matches target_modules: a Linear whose Hugging Face module key equals a
 // target or ends with "." + target ("query", "dense", "attention.output.dense", "output.dense";
 // note that PEFT's "output.dense" also selects attention.output.dense). The Llama-family names of
-// the config's default (q_proj ...) select BERT's layers of the same role through
-// config.LoRATargetsBERTAlias (gate_proj selects nothing). nil means DefaultTargets.
+// the config's default (q_proj ...) select BERT's layers of the same role through hf/family's
+// TargetAliases (gate_proj selects nothing). nil means DefaultTargets.
 type LoRA = decoder.LoRA
 
 // DefaultTargets are all of BERT's linear layers (the paper's "all projections" for an encoder).
@@ -70,32 +70,24 @@ type LoRA = decoder.LoRA
 // intermediate.dense, output.dense and pooler.dense.
 var DefaultTargets = []string{"query", "key", "value", "dense"}
 
-// bertTargets are the target names this package accepts besides the Llama aliases: the BERT
-// family's (hf/family; RoBERTa's are the same layers).
-var bertTargets = bertFamilyTargets()
-
-func bertFamilyTargets() []string {
-	f, _ := family.Lookup("bert")
-	return f.LoRATargets
-}
-
-// resolveTargets returns the BERT target names of l (aliases mapped, gate_proj dropped), or an
-// error naming an unknown one.
-func resolveTargets(l LoRA) ([]string, error) {
+// resolveTargets returns the module names l selects on the encoder family f (hf/family's
+// TargetAliases mapped, names that select nothing there dropped), or an error naming an unknown one.
+func resolveTargets(f family.Family, l LoRA) ([]string, error) {
 	if l.TargetModules == nil {
 		return DefaultTargets, nil
 	}
 	var out []string
 	for _, t := range l.TargetModules {
-		switch alias, ok := config.LoRATargetsBERTAlias[t]; {
-		case ok:
+		alias, aliased := f.TargetAliases[t]
+		switch {
+		case aliased && alias == "": // e.g. gate_proj: BERT's feed-forward block has no gate
+		case aliased:
 			out = append(out, alias)
-		case t == "gate_proj": // BERT's feed-forward block has no gate
-		case slices.Contains(bertTargets, t):
+		case slices.Contains(f.LoRATargets, t):
 			out = append(out, t)
 		default:
-			return nil, fmt.Errorf("lora target module %q is not a BERT linear layer (BERT: %s; or the Llama names %s)",
-				t, strings.Join(bertTargets, ", "), strings.Join(config.LoRATargetsLlama, ", "))
+			return nil, fmt.Errorf("lora target module %q is not a %s linear layer (%s: %s; or the Llama names %s)",
+				t, f.Name, f.Name, strings.Join(f.LoRATargets, ", "), strings.Join(config.LoRATargetsLlama, ", "))
 		}
 	}
 	return out, nil
@@ -330,25 +322,9 @@ func disentangledConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any
 		// make_log_bucket_position divides by log((max_relative_positions - 1) / (position_buckets / 2)).
 		return fail("position_buckets = %d with max_relative_positions = %d: want 4 <= buckets and buckets / 2 < max_relative_positions - 1", c.PositionBuckets, c.MaxRelativePositions)
 	}
-	// pos_att_type: a list, or the "p2c|c2p" string of older configs (DebertaV2Config lower-cases
-	// and splits it); null is none.
-	var types []string
-	switch v := s.Config["pos_att_type"].(type) {
-	case nil:
-	case string:
-		for _, t := range strings.Split(strings.ToLower(v), "|") {
-			types = append(types, strings.TrimSpace(t))
-		}
-	case []any:
-		for _, t := range v {
-			str, ok := t.(string)
-			if !ok {
-				return fail("pos_att_type = %v, want a list of strings", v)
-			}
-			types = append(types, str)
-		}
-	default:
-		return fail("pos_att_type = %v, want a list such as [\"p2c\", \"c2p\"] or a string \"p2c|c2p\"", v)
+	types, err := posAttTypes(s.Config["pos_att_type"], fail)
+	if err != nil {
+		return Config{}, err
 	}
 	c.C2P, c.P2C = slices.Contains(types, "c2p"), slices.Contains(types, "p2c")
 	if c.ShareAttKey, err = s.Bool("share_att_key", false); err != nil {
@@ -363,26 +339,8 @@ func disentangledConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any
 			c.NormRelEmbed = true
 		}
 	}
-	if c.ConvKernel, err = s.Int("conv_kernel_size", 0); err != nil {
+	if c, err = convConfig(s, c, fail); err != nil {
 		return Config{}, err
-	}
-	if c.ConvKernel > 0 {
-		// ConvLayer pads (k - 1) / 2 on each side: only an odd kernel keeps the length, and
-		// transformers' masked_fill fails on any other.
-		if c.ConvKernel%2 == 0 || c.ConvKernel > 63 {
-			return fail("conv_kernel_size = %d: want an odd size (at most 63)", c.ConvKernel)
-		}
-		if groups, err := s.Int("conv_groups", 1); err != nil {
-			return Config{}, err
-		} else if groups != 1 {
-			return fail("conv_groups = %d: only 1 is supported", groups)
-		}
-		if c.ConvAct, err = s.String("conv_act", "tanh"); err != nil {
-			return Config{}, err
-		}
-		if !slices.Contains(activations, c.ConvAct) && c.ConvAct != "tanh" {
-			return fail("conv_act %q is not supported (supported: %v, tanh)", c.ConvAct, activations)
-		}
 	}
 	if hd, err := s.Int("attention_head_size", c.HeadDim()); err != nil {
 		return Config{}, err
@@ -399,6 +357,60 @@ func disentangledConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any
 	}
 	if !slices.Contains(activations, c.PoolerAct) && c.PoolerAct != "tanh" {
 		return fail("pooler_hidden_act %q is not supported (supported: %v, tanh)", c.PoolerAct, activations)
+	}
+	return c, nil
+}
+
+// posAttTypes reads pos_att_type: a list, or the "p2c|c2p" string of older configs
+// (DebertaV2Config lower-cases and splits it); null is none.
+func posAttTypes(raw any, fail func(string, ...any) (Config, error)) ([]string, error) {
+	var types []string
+	switch v := raw.(type) {
+	case nil:
+	case string:
+		for _, t := range strings.Split(strings.ToLower(v), "|") {
+			types = append(types, strings.TrimSpace(t))
+		}
+	case []any:
+		for _, t := range v {
+			str, ok := t.(string)
+			if !ok {
+				_, err := fail("pos_att_type = %v, want a list of strings", v)
+				return nil, err
+			}
+			types = append(types, str)
+		}
+	default:
+		_, err := fail("pos_att_type = %v, want a list such as [\"p2c\", \"c2p\"] or a string \"p2c|c2p\"", v)
+		return nil, err
+	}
+	return types, nil
+}
+
+// convConfig reads v2-xlarge's ConvLayer keys (conv_kernel_size 0 or less: none).
+func convConfig(s *snapshot.Snapshot, c Config, fail func(string, ...any) (Config, error)) (Config, error) {
+	var err error
+	if c.ConvKernel, err = s.Int("conv_kernel_size", 0); err != nil {
+		return Config{}, err
+	}
+	if c.ConvKernel <= 0 {
+		return c, nil
+	}
+	// ConvLayer pads (k - 1) / 2 on each side: only an odd kernel keeps the length, and
+	// transformers' masked_fill fails on any other.
+	if c.ConvKernel%2 == 0 || c.ConvKernel > 63 {
+		return fail("conv_kernel_size = %d: want an odd size (at most 63)", c.ConvKernel)
+	}
+	if groups, err := s.Int("conv_groups", 1); err != nil {
+		return Config{}, err
+	} else if groups != 1 {
+		return fail("conv_groups = %d: only 1 is supported", groups)
+	}
+	if c.ConvAct, err = s.String("conv_act", "tanh"); err != nil {
+		return Config{}, err
+	}
+	if !slices.Contains(activations, c.ConvAct) && c.ConvAct != "tanh" {
+		return fail("conv_act %q is not supported (supported: %v, tanh)", c.ConvAct, activations)
 	}
 	return c, nil
 }

@@ -143,81 +143,40 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 		// The nli judge, the one user of this family, does not fine-tune.
 		return nil, fmt.Errorf("snapshot %s: LoRA adapters on a %s encoder are not supported (only inference)", s.Dir, cfg.ModelType)
 	}
-	targets, err := resolveTargets(lora)
+	fam, _ := family.Lookup(cfg.ModelType) // ConfigOf refused a model_type that is not an encoder family
+	targets, err := resolveTargets(fam, lora)
 	if err != nil {
 		return nil, err
 	}
 	m := &Model{cfg: cfg, lora: lora, store: store, dir: s.Dir, keys: map[string]string{}, base: map[string]*gomlxmodel.Variable{},
 		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, head: map[string]*gomlxmodel.Variable{}}
-	m.prefix = "-"
-	for _, p := range keyPrefixes(cfg.ModelType) {
-		if _, ok := s.Shape(p + "embeddings.word_embeddings.weight"); ok {
-			m.prefix = p
-			break
-		}
-	}
-	if m.prefix == "-" {
-		fam, _ := family.Lookup(cfg.ModelType)
-		return nil, fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor %sembeddings.word_embeddings.weight): not a %s checkpoint", s.Dir, snapshot.ErrMissingTensor, fam.KeyPrefix, fam.Name)
+	if err := m.findPrefix(s); err != nil {
+		return nil, err
 	}
 	_, hasW := s.Shape(m.fileKey("pooler.dense.weight"))
 	_, hasB := s.Shape(m.fileKey("pooler.dense.bias"))
 	m.pooler = hasW && hasB
 	want := cfg.expectedTensors(m.pooler)
 	rels := sortedKeys(want)
-	// Shapes and dtypes come from the headers: a wrong file fails before any weight is read.
-	for _, rel := range rels {
-		key, shape, ok := m.resolve(s, rel)
-		if !ok {
-			return nil, fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, m.fileKey(rel), cfg.ModelType, cfg.Layers)
-		}
-		if err := snapshot.CheckShape(key, shape, want[rel]...); err != nil {
-			return nil, fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(key), err)
-		}
-		switch shape.DType {
-		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16, dtypes.Float64:
-		default:
-			return nil, fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(key), key, shape.DType)
-		}
-		m.keys[rel] = key
+	if err := m.checkHeaders(s, want, rels); err != nil {
+		return nil, err
 	}
 	fileKeys := map[string]bool{}
 	for _, k := range m.keys {
 		fileKeys[k] = true
 	}
-	// A BertForSequenceClassification snapshot (e.g. tracksum-export's) carries its classifier:
-	// AddClassifier starts from it, as from_pretrained does.
-	cw, okW := s.Shape("classifier.weight")
-	cb, okB := s.Shape("classifier.bias")
-	withHead := okW && okB && cw.DType.IsFloat() && cb.DType.IsFloat() && cw.Rank() == 2 && cw.Dimensions[1] == cfg.Hidden && cb.Rank() == 1 && cb.Dimensions[0] == cw.Dimensions[0]
-	headKeys := []string{"classifier.weight", "classifier.bias"}
-	if !withHead {
-		// A RobertaForSequenceClassification snapshot carries RobertaClassificationHead.
-		dw, ok1 := s.Shape("classifier.dense.weight")
-		db, ok2 := s.Shape("classifier.dense.bias")
-		ow, ok3 := s.Shape("classifier.out_proj.weight")
-		ob, ok4 := s.Shape("classifier.out_proj.bias")
-		if ok1 && ok2 && ok3 && ok4 {
-			if snapshot.CheckShape("classifier.dense.weight", dw, cfg.Hidden, cfg.Hidden) != nil ||
-				snapshot.CheckShape("classifier.dense.bias", db, cfg.Hidden) != nil ||
-				ow.Rank() != 2 || ow.Dimensions[1] != cfg.Hidden || ob.Rank() != 1 || ob.Dimensions[0] != ow.Dimensions[0] ||
-				!dw.DType.IsFloat() || !db.DType.IsFloat() || !ow.DType.IsFloat() || !ob.DType.IsFloat() {
-				return nil, fmt.Errorf("snapshot %s: classifier.dense/out_proj shapes %v %v %v %v do not fit hidden_size %d",
-					s.Dir, dw.Dimensions, db.Dimensions, ow.Dimensions, ob.Dimensions, cfg.Hidden)
-			}
-			withHead, headKeys = true, robertaHead
-		}
+	headKeys, err := savedHead(s, cfg)
+	if err != nil {
+		return nil, err
 	}
-	if withHead {
-		for _, k := range headKeys {
-			fileKeys[k] = true
-		}
+	for _, k := range headKeys {
+		fileKeys[k] = true
 	}
 	ts, err := s.Tensors(ctx, func(name string) bool { return fileKeys[name] })
 	if err != nil {
 		return nil, err
 	}
-	if withHead {
+	if headKeys != nil {
 		m.saved = map[string]*tensors.Tensor{}
 		for _, k := range headKeys {
 			m.saved[k] = snapshot.ToFloat32(ts[k])
@@ -241,23 +200,98 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 		m.base[key] = v
 	}
 	if lora.Rank > 0 {
-		rng := rand.New(rand.NewPCG(uint64(seed), 0xbe27))
-		for _, l := range m.allLinears() {
-			if !slices.ContainsFunc(targets, func(t string) bool { return targetMatches(t, m.prefix+l.key) }) {
-				continue
-			}
-			mod := m.prefix + l.key
-			va, vb, err := decoder.NewLoRA(store, LoRAScope, mod, lora.Rank, l.in, l.out, rng)
-			if err != nil {
-				return nil, err
-			}
-			m.a[mod], m.b[mod] = va, vb
-		}
-		if len(m.a) == 0 {
-			return nil, fmt.Errorf("lora target modules %v select no linear layer of %s", lora.TargetModules, s.Dir)
+		if err := m.newAdapters(s, targets, seed); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// findPrefix sets m.prefix to the encoder's key prefix in s: the family's (a
+// *ForSequenceClassification checkpoint) or none (a bare encoder).
+func (m *Model) findPrefix(s *snapshot.Snapshot) error {
+	m.prefix = "-"
+	for _, p := range keyPrefixes(m.cfg.ModelType) {
+		if _, ok := s.Shape(p + "embeddings.word_embeddings.weight"); ok {
+			m.prefix = p
+			break
+		}
+	}
+	if m.prefix == "-" {
+		fam, _ := family.Lookup(m.cfg.ModelType)
+		return fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor %sembeddings.word_embeddings.weight): not a %s checkpoint", s.Dir, snapshot.ErrMissingTensor, fam.KeyPrefix, fam.Name)
+	}
+	return nil
+}
+
+// checkHeaders finds the file key of every tensor of want (rels: its sorted keys) into m.keys,
+// checking its shape and float dtype. Shapes and dtypes come from the headers: a wrong file fails
+// before any weight is read.
+func (m *Model) checkHeaders(s *snapshot.Snapshot, want map[string][]int, rels []string) error {
+	for _, rel := range rels {
+		key, shape, ok := m.resolve(s, rel)
+		if !ok {
+			return fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, m.fileKey(rel), m.cfg.ModelType, m.cfg.Layers)
+		}
+		if err := snapshot.CheckShape(key, shape, want[rel]...); err != nil {
+			return fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(key), err)
+		}
+		switch shape.DType {
+		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16, dtypes.Float64:
+		default:
+			return fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(key), key, shape.DType)
+		}
+		m.keys[rel] = key
+	}
+	return nil
+}
+
+// savedHead returns the keys of the classifier a snapshot carries (nil: none), which AddClassifier
+// starts from, as from_pretrained does: a BertForSequenceClassification's (e.g.
+// tracksum-export's), or a RobertaForSequenceClassification's RobertaClassificationHead, whose
+// shapes must then fit the encoder.
+func savedHead(s *snapshot.Snapshot, cfg Config) ([]string, error) {
+	cw, okW := s.Shape("classifier.weight")
+	cb, okB := s.Shape("classifier.bias")
+	if okW && okB && cw.DType.IsFloat() && cb.DType.IsFloat() && cw.Rank() == 2 && cw.Dimensions[1] == cfg.Hidden && cb.Rank() == 1 && cb.Dimensions[0] == cw.Dimensions[0] {
+		return []string{"classifier.weight", "classifier.bias"}, nil
+	}
+	dw, ok1 := s.Shape("classifier.dense.weight")
+	db, ok2 := s.Shape("classifier.dense.bias")
+	ow, ok3 := s.Shape("classifier.out_proj.weight")
+	ob, ok4 := s.Shape("classifier.out_proj.bias")
+	if !(ok1 && ok2 && ok3 && ok4) {
+		return nil, nil
+	}
+	if snapshot.CheckShape("classifier.dense.weight", dw, cfg.Hidden, cfg.Hidden) != nil ||
+		snapshot.CheckShape("classifier.dense.bias", db, cfg.Hidden) != nil ||
+		ow.Rank() != 2 || ow.Dimensions[1] != cfg.Hidden || ob.Rank() != 1 || ob.Dimensions[0] != ow.Dimensions[0] ||
+		!dw.DType.IsFloat() || !db.DType.IsFloat() || !ow.DType.IsFloat() || !ob.DType.IsFloat() {
+		return nil, fmt.Errorf("snapshot %s: classifier.dense/out_proj shapes %v %v %v %v do not fit hidden_size %d",
+			s.Dir, dw.Dimensions, db.Dimensions, ow.Dimensions, ob.Dimensions, cfg.Hidden)
+	}
+	return robertaHead, nil
+}
+
+// newAdapters creates the adapters of the linear layers the targets select (decoder.NewLoRA),
+// drawn from the seed's stream; targets selecting none is an error.
+func (m *Model) newAdapters(s *snapshot.Snapshot, targets []string, seed int64) error {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0xbe27))
+	for _, l := range m.allLinears() {
+		if !slices.ContainsFunc(targets, func(t string) bool { return targetMatches(t, m.prefix+l.key) }) {
+			continue
+		}
+		mod := m.prefix + l.key
+		va, vb, err := decoder.NewLoRA(m.store, LoRAScope, mod, m.lora.Rank, l.in, l.out, rng)
+		if err != nil {
+			return err
+		}
+		m.a[mod], m.b[mod] = va, vb
+	}
+	if len(m.a) == 0 {
+		return fmt.Errorf("lora target modules %v select no linear layer of %s", m.lora.TargetModules, s.Dir)
+	}
+	return nil
 }
 
 // resolve finds the file key of rel: prefix + rel, or for a LayerNorm the TensorFlow-era names

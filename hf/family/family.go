@@ -12,6 +12,7 @@ package family
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -132,6 +133,14 @@ type Family struct {
 	// 3072); LayerNormEps is layer_norm_eps' (0: 1e-12).
 	HiddenSize, NumLayers, NumHeads, IntermediateSize int
 	LayerNormEps                                      float64
+	// FineTuned: hf/encoder fine-tunes the family (adapters or every weight, and a classification
+	// head): the tracker's encoder_cls trains on it. Other encoders are loaded for inference only
+	// (the nli judge).
+	FineTuned bool
+	// TargetAliases maps the Llama-family target names of the config's default list (q_proj, ...)
+	// to the family's layers of the same role, so that one target list serves decoders and this
+	// encoder; a name mapped to "" selects nothing here (BERT's feed-forward block has no gate).
+	TargetAliases map[string]string
 	// Disentangled: the encoder is DeBERTa-v2's (modeling_deberta_v2.py): query_proj / key_proj /
 	// value_proj, disentangled attention over relative positions as config.json's relative_attention,
 	// max_relative_positions, position_buckets, pos_att_type, share_att_key and norm_rel_ebd say,
@@ -167,6 +176,12 @@ func Register(f Family) {
 	}
 	f.LoRATargets = slices.Clone(f.LoRATargets)
 	f.AllLinear = slices.Clone(f.AllLinear)
+	f.TargetAliases = maps.Clone(f.TargetAliases)
+	for _, t := range f.TargetAliases {
+		if t != "" && !slices.Contains(f.LoRATargets, t) {
+			panic(fmt.Sprintf("family: %s: target alias %q is not among its LoRA targets", f.ModelType, t))
+		}
+	}
 	for _, t := range f.AllLinear {
 		if !slices.Contains(f.LoRATargets, t) {
 			panic(fmt.Sprintf("family: %s: all-linear target %q is not among its LoRA targets", f.ModelType, t))
@@ -181,8 +196,42 @@ func Lookup(modelType string) (Family, bool) {
 	if ok {
 		f.LoRATargets = slices.Clone(f.LoRATargets)
 		f.AllLinear = slices.Clone(f.AllLinear)
+		f.TargetAliases = maps.Clone(f.TargetAliases)
 	}
 	return f, ok
+}
+
+// IsEncoder reports whether modelType is a registered encoder family (no causal LM head).
+func IsEncoder(modelType string) bool {
+	f, ok := registry[modelType]
+	return ok && f.Kind == Encoder
+}
+
+// FineTunedEncoders lists the encoder families hf/encoder fine-tunes (FineTuned), sorted.
+func FineTunedEncoders() []string {
+	var out []string
+	for _, name := range Names(Encoder) {
+		if registry[name].FineTuned {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// SelectedTargets returns the family's module names that the configured targets select: each
+// alias (TargetAliases) replaced by its layer, names that select nothing here dropped, repeats
+// removed, in order. What a fine-tuned encoder's adapter_config.json records.
+func (f Family) SelectedTargets(targets []string) []string {
+	var out []string
+	for _, t := range targets {
+		if alias, ok := f.TargetAliases[t]; ok {
+			t = alias
+		}
+		if t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // AllLinearTargets returns the targets of PEFT's "all-linear" on the family: every linear layer

@@ -101,3 +101,35 @@ func TestAllLinearTargets(t *testing.T) {
 		})
 	}
 }
+
+// The encoder list and BERT's target aliases live here, not in config: which encoders the tracker
+// fine-tunes, and what the config's Llama names select on them.
+func TestEncodersAndTargetAliases(t *testing.T) {
+	if got := FineTunedEncoders(); !slices.Equal(got, []string{"bert"}) {
+		t.Errorf("fine-tuned encoders %v, want [bert]", got)
+	}
+	for _, tc := range []struct {
+		modelType string
+		encoder   bool
+	}{{"bert", true}, {"roberta", true}, {"deberta-v2", true}, {"llama", false}, {"gpt2", false}} {
+		if got := IsEncoder(tc.modelType); got != tc.encoder {
+			t.Errorf("IsEncoder(%q) = %v, want %v", tc.modelType, got, tc.encoder)
+		}
+	}
+	for _, tc := range []struct {
+		modelType string
+		targets   []string
+		want      []string
+	}{
+		{"bert", []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"},
+			[]string{"query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"}},
+		{"bert", []string{"q_proj", "query", "dense"}, []string{"query", "dense"}},
+		{"roberta", []string{"v_proj"}, []string{"value"}},
+		{"llama", []string{"q_proj", "v_proj", "q_proj"}, []string{"q_proj", "v_proj"}},
+	} {
+		f, _ := Lookup(tc.modelType)
+		if got := f.SelectedTargets(tc.targets); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: SelectedTargets(%v) = %v, want %v", tc.modelType, tc.targets, got, tc.want)
+		}
+	}
+}

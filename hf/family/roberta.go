@@ -2,8 +2,8 @@ package family
 
 // RoBERTa encoders (RobertaConfig, modeling_roberta.py), built by hf/encoder: the evaluator's nli
 // judge (RobertaForSequenceClassification snapshots, e.g. RoBERTa-large-MNLI). The encoder layers
-// are BERT's, and so are the LoRA targets. The tracker does not train on RoBERTa
-// (config.EncoderModelTypes is bert only), so no RoBERTa checkpoint reaches tracksum-export.
+// are BERT's, and so are the LoRA targets. The tracker does not train on RoBERTa (not FineTuned),
+// so no RoBERTa checkpoint reaches tracksum-export.
 func init() {
 	Register(Family{
 		ModelType: "roberta", Kind: Encoder,
@@ -13,6 +13,7 @@ func init() {
 		LoRATargets: []string{"dense", "query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"},
 		// PEFT's all-linear on a *ForSequenceClassification model: every Linear but the
 		// classifier (the pooler's dense included), condensed to these suffixes.
-		AllLinear: []string{"query", "key", "value", "dense"},
+		AllLinear:     []string{"query", "key", "value", "dense"},
+		TargetAliases: bertTargetAliases,
 	})
 }

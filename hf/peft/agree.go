@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
@@ -43,9 +44,6 @@ func CheckAgreement(ck string, l config.LoRA, metaName string) error {
 		return fmt.Errorf("%w: %s has %s %v but %s records %v (one of them was edited); restore it or retrain",
 			ErrDisagree, path, field, a, meta, m)
 	}
-	same := func(a, b []string) bool {
-		return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
-	}
 	switch {
 	case l.Rank == 0:
 		return fmt.Errorf("%w: %s exists but %s records full fine-tuning (lora rank 0)", ErrDisagree, path, meta)
@@ -55,26 +53,25 @@ func CheckAgreement(ck string, l config.LoRA, metaName string) error {
 		return diff("lora_alpha", c.LoRAAlpha, l.Alpha)
 	case c.UseRSLoRA != l.RSLoRA:
 		return diff("use_rslora", c.UseRSLoRA, l.RSLoRA)
-	case !same(c.TargetModules, l.TargetModules) && !(slices.Contains(c.ModulesToSave, "classifier") && same(c.TargetModules, bertTargets(l.TargetModules))):
+	case !sameSet(c.TargetModules, l.TargetModules) && !(slices.Contains(c.ModulesToSave, "classifier") && encoderTargets(c.TargetModules, l.TargetModules)):
 		return diff("target_modules", c.TargetModules, l.TargetModules)
 	}
 	return nil
 }
 
-// bertTargets maps Llama-family target names to the BERT layers they select, as a BERT
-// classifier's adapter_config.json records them (model/pretrained's encoder; gate_proj has no
-// BERT layer).
-func bertTargets(targets []string) []string {
-	var out []string
-	for _, t := range targets {
-		if alias, ok := config.LoRATargetsBERTAlias[t]; ok {
-			t = alias
-		} else if t == "gate_proj" {
-			continue
-		}
-		if !slices.Contains(out, t) {
-			out = append(out, t)
+// encoderTargets reports whether an adapter_config.json's targets are the configured ones as a
+// fine-tuned encoder's adapter records them (model/pretrained's encoder: the Llama-family names
+// written as the layers they select, hf/family's TargetAliases).
+func encoderTargets(recorded, configured []string) bool {
+	for _, name := range family.FineTunedEncoders() {
+		f, _ := family.Lookup(name)
+		if sameSet(recorded, f.SelectedTargets(configured)) {
+			return true
 		}
 	}
-	return out
+	return false
+}
+
+func sameSet(a, b []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }

@@ -27,10 +27,10 @@ func TestCheckAgreement(t *testing.T) {
 		{desc: "r edited", edit: func(c *Config) { c.R = 8 }, want: "has r 8 but"},
 		{desc: "use_rslora edited", edit: func(c *Config) { c.UseRSLoRA = false }, want: "has use_rslora false but"},
 		{desc: "a BERT classifier's targets, written as the BERT layers", edit: func(c *Config) {
-			c.ModulesToSave, c.TargetModules = []string{"classifier"}, []string{config.LoRATargetsBERTAlias["q_proj"], config.LoRATargetsBERTAlias["v_proj"]}
+			c.ModulesToSave, c.TargetModules = []string{"classifier"}, []string{"query", "value"}
 		}},
 		{desc: "a decoder's targets as BERT layers", edit: func(c *Config) {
-			c.TargetModules = []string{config.LoRATargetsBERTAlias["q_proj"], config.LoRATargetsBERTAlias["v_proj"]}
+			c.TargetModules = []string{"query", "value"}
 		}, want: "has target_modules"},
 		{desc: "a target added", edit: func(c *Config) { c.TargetModules = append(c.TargetModules, "k_proj") }, want: "has target_modules"},
 		{desc: "metadata says full fine-tuning", meta: func(l *config.LoRA) { l.Rank = 0 }, want: "records full fine-tuning"},

@@ -15,7 +15,7 @@ import (
 )
 
 // Merger folds an adapter into base weights one tensor at a time, so that a model larger than
-// memory can be merged while it is streamed from its files to the output (hf/export). Each adapted
+// memory can be merged while it is streamed from its files to the output (tracksum-export). Each adapted
 // weight becomes W + scale * B @ A, computed in float32 and stored in W's dtype (one rounding);
 // each tensor of a module to save replaces the base's tensor of that name, or is added when the
 // base has none (a classification head on a causal LM's weights).

@@ -28,6 +28,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/decoder/layout"
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
@@ -69,55 +70,24 @@ type Decoder struct {
 	Quantize string
 }
 
-// Tensor names and shapes of the decoder, in Hugging Face's keys.
+// specs returns the decoder's tensor names (Hugging Face's keys) and shapes: hf/decoder's own list
+// (hf/decoder/layout) for these sizes and the family's features, with the biases config.json
+// (Extra included) turns on, so that a family hf/decoder loads needs nothing here.
 func (d Decoder) specs() map[string]shapes.Shape {
 	dt := d.DType
 	if dt == dtypes.InvalidDType {
 		dt = dtypes.Float32
 	}
 	fam, _ := family.Lookup(d.ModelType)
-	hd := d.headDim()
-	kv := d.kvHeads()
-	s := func(dims ...int) shapes.Shape { return shapes.Make(dt, dims...) }
-	out := map[string]shapes.Shape{
-		"model.embed_tokens.weight": s(d.Vocab, d.Hidden),
-		"model.norm.weight":         s(d.Hidden),
-	}
-	if !d.Tied {
-		out["lm_head.weight"] = s(d.Vocab, d.Hidden)
-	}
-	for i := range d.Layers {
-		p := fmt.Sprintf("model.layers.%d.", i)
-		out[p+"input_layernorm.weight"] = s(d.Hidden)
-		out[p+"post_attention_layernorm.weight"] = s(d.Hidden)
-		if fam.FusedQKV {
-			out[p+"self_attn.qkv_proj.weight"] = s((d.Heads+2*kv)*hd, d.Hidden)
-		} else {
-			out[p+"self_attn.q_proj.weight"] = s(d.Heads*hd, d.Hidden)
-			out[p+"self_attn.k_proj.weight"] = s(kv*hd, d.Hidden)
-			out[p+"self_attn.v_proj.weight"] = s(kv*hd, d.Hidden)
-		}
-		out[p+"self_attn.o_proj.weight"] = s(d.Hidden, d.Heads*hd)
-		if fam.Bias == family.BiasQKV {
-			out[p+"self_attn.q_proj.bias"] = s(d.Heads * hd)
-			out[p+"self_attn.k_proj.bias"] = s(kv * hd)
-			out[p+"self_attn.v_proj.bias"] = s(kv * hd)
-		}
-		if fam.SandwichNorms {
-			out[p+"pre_feedforward_layernorm.weight"] = s(d.Hidden)
-			out[p+"post_feedforward_layernorm.weight"] = s(d.Hidden)
-		}
-		if fam.QKNorm {
-			out[p+"self_attn.q_norm.weight"] = s(hd)
-			out[p+"self_attn.k_norm.weight"] = s(hd)
-		}
-		if fam.FusedGateUp {
-			out[p+"mlp.gate_up_proj.weight"] = s(2*d.Intermediate, d.Hidden)
-		} else {
-			out[p+"mlp.gate_proj.weight"] = s(d.Intermediate, d.Hidden)
-			out[p+"mlp.up_proj.weight"] = s(d.Intermediate, d.Hidden)
-		}
-		out[p+"mlp.down_proj.weight"] = s(d.Hidden, d.Intermediate)
+	l := layout.Layout{Vocab: d.Vocab, Hidden: d.Hidden, Layers: d.Layers, Heads: d.Heads, KVHeads: d.kvHeads(),
+		HeadDim: d.headDim(), Intermediate: d.Intermediate, TieWordEmbeddings: d.Tied}
+	cfg := d.config()
+	attentionBias, _ := cfg["attention_bias"].(bool)
+	mlpBias, _ := cfg["mlp_bias"].(bool)
+	l.SetFamily(fam, attentionBias, mlpBias)
+	out := map[string]shapes.Shape{}
+	for name, dims := range l.Tensors() {
+		out[name] = shapes.Make(dt, dims...)
 	}
 	return out
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
@@ -101,6 +104,45 @@ func TestWriteDecoderErrors(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			if err := WriteDecoder(t.TempDir(), tc.d); err == nil {
 				t.Error("no error")
+			}
+		})
+	}
+}
+
+// The biases config.json turns on (through Extra) are written: the tensors are hf/decoder's list
+// for the config as written, so a llama with attention_bias and mlp_bias loads.
+func TestDecoderBiasesFollowConfig(t *testing.T) {
+	for _, tc := range []struct {
+		desc  string
+		extra map[string]any
+		want  []string // bias tensors of layer 0
+	}{
+		{"none", nil, nil},
+		{"attention_bias", map[string]any{"attention_bias": true}, []string{"k_proj", "o_proj", "q_proj", "v_proj"}},
+		{"mlp_bias", map[string]any{"mlp_bias": true}, []string{"down_proj", "gate_proj", "up_proj"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			d := Decoder{ModelType: "llama", Vocab: 300, Hidden: 32, Layers: 1, Heads: 4, KVHeads: 2, Intermediate: 64, Seed: 1, Extra: tc.extra}
+			if err := WriteDecoder(dir, d); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := snapshot.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, name := range snap.Names() {
+				if strings.HasSuffix(name, ".bias") {
+					got = append(got, path.Ext(strings.TrimSuffix(name, ".bias"))[1:]) // the module name
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("bias tensors of %v: %v, want %v", tc.extra, got, tc.want)
+			}
+			if _, err := decoder.Load(context.Background(), snap, gomlxmodel.NewStore(), decoder.LoRA{}, 1); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

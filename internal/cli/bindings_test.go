@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tracksum/tracksum/dataset/prepare"
 	"github.com/tracksum/tracksum/eval"
-	"github.com/tracksum/tracksum/hf/export"
+	"github.com/tracksum/tracksum/export"
 	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/model/train"

@@ -2,8 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -442,16 +440,8 @@ func digest(path string, size int64) (string, error) {
 	if size >= bigFile {
 		return snapshot.FileSHA256(path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	sum, _, err := atomicio.SHA256(path)
+	return sum, err
 }
 
 // Unseal removes dir's manifest: called when a run starts writing into dir, so that a directory

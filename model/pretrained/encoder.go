@@ -3,7 +3,6 @@ package pretrained
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/gomlx/compute"
@@ -13,6 +12,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/encoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
@@ -162,17 +162,8 @@ func (m *encoderCLS) Trained(path string) bool {
 func (m *encoderCLS) WriteInterop(outDir string) error {
 	// PEFT matches target_modules against BERT's module names: the Llama names the config accepts
 	// for both families are written as the BERT layers they select.
+	f, _ := family.Lookup(m.snap.ModelType)
 	l := m.lora
-	l.TargetModules = nil
-	for _, t := range m.lora.TargetModules {
-		if alias, ok := config.LoRATargetsBERTAlias[t]; ok {
-			t = alias
-		} else if t == "gate_proj" {
-			continue
-		}
-		if !slices.Contains(l.TargetModules, t) {
-			l.TargetModules = append(l.TargetModules, t)
-		}
-	}
+	l.TargetModules = f.SelectedTargets(m.lora.TargetModules)
 	return writeInterop(outDir, m.snap.Dir, peft.TaskSeqCls, l, []string{"classifier"}, m.enc.HeadVariables(), m.enc.BaseVariables(), m.enc.LoRAVariables())
 }

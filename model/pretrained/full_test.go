@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/hf/export"
+	"github.com/tracksum/tracksum/export"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/infer"

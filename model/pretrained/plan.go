@@ -3,10 +3,10 @@ package pretrained
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/plan"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model/training"
@@ -80,7 +80,7 @@ func planSnapshot(dir string) (*snapshot.Snapshot, decoder.Config, error) {
 	if err != nil {
 		return nil, decoder.Config{}, err
 	}
-	if slices.Contains(config.EncoderModelTypes, snap.ModelType) {
+	if family.IsEncoder(snap.ModelType) {
 		return nil, decoder.Config{}, fmt.Errorf("snapshot %s: --plan models causal LMs; model_type %q is an encoder", snap.Dir, snap.ModelType)
 	}
 	dc, err := decoder.ConfigOf(snap)

@@ -7,13 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/gomlx/compute"
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
@@ -94,7 +94,7 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if err != nil {
 		return nil, fmt.Errorf("%s.pretrained: %w", task, err)
 	}
-	if loop.Packing && slices.Contains(config.EncoderModelTypes, snap.ModelType) {
+	if loop.Packing && family.IsEncoder(snap.ModelType) {
 		return nil, fmt.Errorf("%s.train.packing: %s is an encoder (model_type %s), which has no packed path: set it false", task, snap.Dir, snap.ModelType)
 	}
 	lock, err := training.LockOutDir(req.Out, checkpoint.PretrainedFile, "pretrained "+task)
@@ -110,7 +110,7 @@ func begin(cfg *config.Config, req training.Request, task, dir string, loop conf
 	if task == dataset.TaskSummarizer {
 		tplValue = cfg.Summarizer.ChatTemplate
 	}
-	if slices.Contains(config.EncoderModelTypes, snap.ModelType) {
+	if family.IsEncoder(snap.ModelType) {
 		if task != dataset.TaskTracker {
 			return fail(fmt.Errorf("%s.pretrained: %s is an encoder (model_type %s); the %s needs a causal LM", task, snap.Dir, snap.ModelType, task))
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/decoder/layout"
 	"github.com/tracksum/tracksum/hf/family"
 )
 
@@ -207,7 +208,7 @@ func checkBatches(t *testing.T, r map[string]any) {
 // TestTrainFLOPsPerToken: Llama-3.1-8B's projections are the plan's 6,979,321,856 weights (2 FLOPs
 // each forward, 2 more for the input's gradient), attention and the head as docs/gpu.md counts them.
 func TestTrainFLOPsPerToken(t *testing.T) {
-	c := decoder.Config{Vocab: 128256, Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336}
+	c := decoder.Config{Layout: layout.Layout{Vocab: 128256, Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336}}
 	const proj = 6979321856.0
 	attn := 4.0 * 2048 * 4096 * 32
 	head := 2.0 * 128256 * 4096 * 256 / 2048

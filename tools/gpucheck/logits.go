@@ -11,8 +11,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/export"
 	"github.com/tracksum/tracksum/hf/decoder"
-	"github.com/tracksum/tracksum/hf/export"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/internal/tensorio"
@@ -109,7 +109,7 @@ func exportCommand() cli.Command {
 	fs.String("out", "", "merged Hugging Face snapshot to write (replaced)")
 	return cli.Command{
 		Name: "gpucheck export", Synopsis: "--checkpoint CK --out DIR", Flags: fs,
-		Description: "tracksum-export's merge (hf/export): base + scale * B @ A as a Hugging Face snapshot.",
+		Description: "tracksum-export's merge (export): base + scale * B @ A as a Hugging Face snapshot.",
 		Run: func(ctx context.Context, args []string) error {
 			ck, _ := fs.GetString("checkpoint")
 			out, _ := fs.GetString("out")

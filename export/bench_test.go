@@ -19,7 +19,7 @@ import (
 // BenchmarkExport135M times tracksum-export of a SmolLM2-135M-shaped random bf16 snapshot (30
 // layers, hidden 576, vocab 49152) with rank-16 adapters on all 210 projections:
 //
-//	GOEXPERIMENT=simd go test ./hf/export -run '^$' -bench Export135M -benchtime 1x
+//	GOEXPERIMENT=simd go test ./export -run '^$' -bench Export135M -benchtime 1x
 func BenchmarkExport135M(b *testing.B) {
 	root := b.TempDir()
 	baseDir, ck := filepath.Join(root, "base"), filepath.Join(root, "ck")

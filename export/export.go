@@ -128,27 +128,15 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	if err := cli.CheckOutputs(inputs, map[string]string{"--out": o.Out}); err != nil {
 		return nil, err
 	}
-	base := map[string]shapes.Shape{}
-	for _, name := range snap.Names() {
-		s, ok := snap.Shape(name)
-		if !ok {
-			return nil, fmt.Errorf("base %s: tensor %s: unreadable header entry", snap.Dir, name)
-		}
-		base[name] = s
+	base, err := baseShapes(snap)
+	if err != nil {
+		return nil, err
 	}
 	prov := &Provenance{Checkpoint: absPath(ck), Base: snap.Dir, BaseSHA256: ref.WeightsSHA256, Quantization: quantization}
-	// A QLoRA checkpoint's adapters were trained on the NF4 weights dequantized: the merge is into
-	// those, as PEFT's merge of a 4-bit base. A 4-bit snapshot's are dequantized when read; a
-	// plain base's are quantized here as the training loaded them.
-	var roundTrip map[string]bool
+	w := &tensorWriter{ctx: ctx, snap: snap, base: base, convert: convert}
 	if quantization == nf4 {
-		if roundTrip, err = decoder.NF4Weights(snap); err != nil {
+		if w.roundTrip, err = nf4RoundTrip(snap, base); err != nil {
 			return nil, err
-		}
-		for name := range roundTrip {
-			if _, inBase := base[name]; !inBase || snap.IsQuantized(name) {
-				delete(roundTrip, name)
-			}
 		}
 	}
 	var closers []func() error
@@ -157,12 +145,11 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 			c()
 		}
 	}()
-	merger, err := openMerger(ck, base, prov, &closers)
-	if err != nil {
+	if w.merger, err = openMerger(ck, base, prov, &closers); err != nil {
 		return nil, err
 	}
-	prov.Merged = merger.Changed()
-	outShapes := merger.Shapes(base)
+	prov.Merged = w.merger.Changed()
+	outShapes := w.merger.Shapes(base)
 	for name, sh := range outShapes {
 		if _, ok := base[name]; !ok {
 			prov.Added = append(prov.Added, name)
@@ -192,87 +179,146 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	if err := atomicio.WriteJSON(dir.Path(snapshot.ConfigFile), cfg); err != nil {
 		return nil, err
 	}
-	// The written names: the base's, except for a BERT classifier whose base was saved without the
-	// "bert." prefix (a BertModel): BertForSequenceClassification would then load the encoder
-	// weights into its base model and leave the classifier at random.
-	fileName, baseName := map[string]string{}, map[string]string{}
-	prefix := snap.ModelType == "bert" && prov.TaskType == peft.TaskSeqCls && !hasKeyPrefix(base, "bert.")
-	for name := range outShapes {
-		fileName[name] = name
-		if _, inBase := base[name]; inBase && prefix {
-			fileName[name] = "bert." + name
-		}
-		baseName[fileName[name]] = name
-	}
-	fileShapes := map[string]shapes.Shape{}
-	for name, s := range outShapes {
-		fileShapes[fileName[name]] = s
-	}
+	w.fileShapes, w.baseName = fileNames(snap, prov, base, outShapes)
 	logf("export: %s: %d tensors, %d merged, %d added (base %s)", o.Out, len(outShapes), len(prov.Merged), len(prov.Added), snap.Dir)
-	written := 0
-	var fitErr error // named alone: the writer's wrapping would name the temporary directory
-	get := func(file string) (*tensors.Tensor, error) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		name := baseName[file]
-		var w *tensors.Tensor
-		if _, inBase := base[name]; inBase {
-			ts, err := snap.Tensors(ctx, func(n string) bool { return n == name })
-			if err != nil {
-				return nil, err
-			}
-			w = ts[name]
-			if roundTrip[name] {
-				if w, err = dequantizedNF4(w); err != nil {
-					return nil, fmt.Errorf("base %s: %s: %w", snap.Dir, name, err)
-				}
-			}
-			if convert && isFloat(w.DType()) {
-				// Merged in float32 from the exact float32 value of the base weight (every bf16 and
-				// f16 value is one), then rounded once to the target, if at all.
-				w = snapshot.ToFloat32(w)
-			}
-		}
-		written++
-		t, err := merger.Apply(name, w)
-		if err != nil || !isFloat(t.DType()) {
-			return t, err
-		}
-		var v []float32
-		if want := fileShapes[file].DType; t.DType() != want {
-			// --dtype's, or the base's for a weight dequantized in float32 (roundTrip).
-			v = tensors.MustCopyFlatData[float32](snapshot.ToFloat32(t))
-			if t, err = snapshot.FromFloat32(v, want, t.Shape().Dimensions...); err != nil {
-				return nil, err
-			}
-		}
-		fitErr = checkFinite(file, t, v)
-		return t, fitErr
-	}
-	if err := tensorio.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), fileShapes, map[string]string{"format": "pt"}, get); err != nil {
-		if fitErr != nil {
-			err = fitErr
+	if err := tensorio.WriteTensorsFunc(dir.Path(snapshot.WeightsFile), w.fileShapes, map[string]string{"format": "pt"}, w.get); err != nil {
+		if w.fitErr != nil {
+			err = w.fitErr
 		}
 		return nil, fmt.Errorf("export %s: %w", o.Out, err)
 	}
-	entries, err := os.ReadDir(dir.Tmp)
+	if err := writeProvenance(dir, prov); err != nil {
+		return nil, err
+	}
+	if err := dir.Commit(); err != nil {
+		return nil, err
+	}
+	logf("export: wrote %s (%d tensors)", o.Out, w.written)
+	return prov, nil
+}
+
+// baseShapes returns the shape of every tensor of the base snapshot.
+func baseShapes(snap *snapshot.Snapshot) (map[string]shapes.Shape, error) {
+	base := map[string]shapes.Shape{}
+	for _, name := range snap.Names() {
+		s, ok := snap.Shape(name)
+		if !ok {
+			return nil, fmt.Errorf("base %s: tensor %s: unreadable header entry", snap.Dir, name)
+		}
+		base[name] = s
+	}
+	return base, nil
+}
+
+// nf4RoundTrip returns the base weights to merge into dequantized NF4. A QLoRA checkpoint's
+// adapters were trained on the NF4 weights dequantized: the merge is into those, as PEFT's merge
+// of a 4-bit base. A 4-bit snapshot's are dequantized when read; a plain base's are quantized here
+// as the training loaded them.
+func nf4RoundTrip(snap *snapshot.Snapshot, base map[string]shapes.Shape) (map[string]bool, error) {
+	roundTrip, err := decoder.NF4Weights(snap)
 	if err != nil {
 		return nil, err
+	}
+	for name := range roundTrip {
+		if _, inBase := base[name]; !inBase || snap.IsQuantized(name) {
+			delete(roundTrip, name)
+		}
+	}
+	return roundTrip, nil
+}
+
+// fileNames returns the written tensors' shapes by file name and the tensor each file name holds.
+// The written names are the base's, except for a fine-tuned encoder's classifier (BERT's) whose
+// base was saved without the family's key prefix ("bert.", a BertModel):
+// BertForSequenceClassification would then load the encoder weights into its base model and leave
+// the classifier at random.
+func fileNames(snap *snapshot.Snapshot, prov *Provenance, base, outShapes map[string]shapes.Shape) (fileShapes map[string]shapes.Shape, baseName map[string]string) {
+	fileName := map[string]string{}
+	baseName = map[string]string{}
+	fam, _ := family.Lookup(snap.ModelType)
+	prefix := fam.FineTuned && fam.KeyPrefix != "" && prov.TaskType == peft.TaskSeqCls && !hasKeyPrefix(base, fam.KeyPrefix)
+	for name := range outShapes {
+		fileName[name] = name
+		if _, inBase := base[name]; inBase && prefix {
+			fileName[name] = fam.KeyPrefix + name
+		}
+		baseName[fileName[name]] = name
+	}
+	fileShapes = map[string]shapes.Shape{}
+	for name, s := range outShapes {
+		fileShapes[fileName[name]] = s
+	}
+	return fileShapes, baseName
+}
+
+// tensorWriter gives the export's tensors one at a time, as the safetensors writer asks for them:
+// the base's (dequantized NF4 where roundTrip says), merged, converted to the written dtype and
+// checked to be finite.
+type tensorWriter struct {
+	ctx        context.Context
+	snap       *snapshot.Snapshot
+	base       map[string]shapes.Shape
+	roundTrip  map[string]bool
+	convert    bool // Options.DType set: every float tensor converted
+	merger     *peft.Merger
+	fileShapes map[string]shapes.Shape
+	baseName   map[string]string
+	written    int
+	fitErr     error // named alone: the writer's wrapping would name the temporary directory
+}
+
+func (w *tensorWriter) get(file string) (*tensors.Tensor, error) {
+	if err := w.ctx.Err(); err != nil {
+		return nil, err
+	}
+	name := w.baseName[file]
+	var bt *tensors.Tensor
+	if _, inBase := w.base[name]; inBase {
+		ts, err := w.snap.Tensors(w.ctx, func(n string) bool { return n == name })
+		if err != nil {
+			return nil, err
+		}
+		bt = ts[name]
+		if w.roundTrip[name] {
+			if bt, err = dequantizedNF4(bt); err != nil {
+				return nil, fmt.Errorf("base %s: %s: %w", w.snap.Dir, name, err)
+			}
+		}
+		if w.convert && isFloat(bt.DType()) {
+			// Merged in float32 from the exact float32 value of the base weight (every bf16 and
+			// f16 value is one), then rounded once to the target, if at all.
+			bt = snapshot.ToFloat32(bt)
+		}
+	}
+	w.written++
+	t, err := w.merger.Apply(name, bt)
+	if err != nil || !isFloat(t.DType()) {
+		return t, err
+	}
+	var v []float32
+	if want := w.fileShapes[file].DType; t.DType() != want {
+		// --dtype's, or the base's for a weight dequantized in float32 (roundTrip).
+		v = tensors.MustCopyFlatData[float32](snapshot.ToFloat32(t))
+		if t, err = snapshot.FromFloat32(v, want, t.Shape().Dimensions...); err != nil {
+			return nil, err
+		}
+	}
+	w.fitErr = checkFinite(file, t, v)
+	return t, w.fitErr
+}
+
+// writeProvenance writes tracksum_export.json into the export's directory, listing its files.
+func writeProvenance(dir *atomicio.Dir, prov *Provenance) error {
+	entries, err := os.ReadDir(dir.Tmp)
+	if err != nil {
+		return err
 	}
 	prov.Files = []string{ProvenanceFile}
 	for _, e := range entries {
 		prov.Files = append(prov.Files, e.Name())
 	}
 	slices.Sort(prov.Files)
-	if err := atomicio.WriteJSON(dir.Path(ProvenanceFile), prov); err != nil {
-		return nil, err
-	}
-	if err := dir.Commit(); err != nil {
-		return nil, err
-	}
-	logf("export: wrote %s (%d tensors)", o.Out, written)
-	return prov, nil
+	return atomicio.WriteJSON(dir.Path(ProvenanceFile), prov)
 }
 
 // checkFinite refuses a tensor rounded to a half dtype that came out holding Inf or NaN: a value
