@@ -19,8 +19,8 @@
 // with its tokenizer (hf/tokenizer). Training runs model/training's loop (AdamW, schedule,
 // accumulation, best-on-dev, resume); the checkpoint holds only what was trained (adapters and
 // head, or every weight with lora.rank 0), base.json naming the base and its weights' SHA-256, and
-// the adapters again in PEFT's layout (hf/peft). The package registers itself as a variant of
-// tracksum-train's tasks (training.RegisterVariant): --task tracker|summarizer|sum_then_track|end_to_end
+// the adapters again in PEFT's layout (hf/peft). The package registers itself as a backbone of
+// tracksum-train's tasks (training.RegisterBackbone): --task tracker|summarizer|sum_then_track|end_to_end
 // --pretrained DIR.
 //
 // # Example

@@ -16,13 +16,13 @@ const loraRankUsage = "TASK.lora.rank with --pretrained: LoRA rank (default 16);
 const pretrainedUsage = "local Hugging Face snapshot to fine-tune (TASK.pretrained; docs/pretrained.md): tracker: a causal LM or a BERT encoder; " +
 	"summarizer, sum_then_track, end_to_end: a causal LM (summarizer.pretrained); empty: train from scratch"
 
-// init makes --pretrained DIR (tracker.pretrained / summarizer.pretrained) a variant of
+// init makes --pretrained DIR (tracker.pretrained / summarizer.pretrained) a backbone of
 // tracksum-train's tasks tracker, summarizer, sum_then_track and end_to_end: with it set, the same
 // --task fine-tunes the snapshot; without it, the from-scratch models train unchanged. For the
 // Table 6 variants --pretrained sets summarizer.pretrained, the snapshot of both SUM-THEN-TRACK
 // models unless tracker.pretrained names another for its pair tracker.
 func init() {
-	training.RegisterVariant(training.Variant{
+	training.RegisterBackbone(training.Backbone{
 		Task: "tracker",
 		Flags: []training.TaskFlag{
 			{Name: "pretrained", Key: "tracker.pretrained", Usage: pretrainedUsage},
@@ -34,7 +34,7 @@ func init() {
 		Train:       TrainTracker,
 		Plan:        PlanTracker,
 	})
-	training.RegisterVariant(training.Variant{
+	training.RegisterBackbone(training.Backbone{
 		Task: "summarizer",
 		Flags: []training.TaskFlag{
 			{Name: "pretrained", Key: "summarizer.pretrained", Usage: pretrainedUsage},
@@ -45,7 +45,7 @@ func init() {
 		Train:       TrainSummarizer,
 		Plan:        PlanSummarizer,
 	})
-	training.RegisterVariant(training.Variant{
+	training.RegisterBackbone(training.Backbone{
 		Task: variant.SumThenTrack,
 		Flags: []training.TaskFlag{
 			{Name: "pretrained", Key: "summarizer.pretrained", Usage: pretrainedUsage},
@@ -54,13 +54,13 @@ func init() {
 		},
 		Description: "with --pretrained DIR: a fine-tuned causal LM summarizer of the whole abstract and pair tracker (Table 18)",
 		// tracker.pretrained alone selects it too, so that TrainSumThenTrack refuses it rather than
-		// the from-scratch variant ignoring it.
+		// the from-scratch model ignoring it.
 		Applies: func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" || cfg.Tracker.Pretrained != "" },
 		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
 			return TrainSumThenTrack(ctx, cfg, r.Data, r.Out, VariantOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
 		},
 	})
-	training.RegisterVariant(training.Variant{
+	training.RegisterBackbone(training.Backbone{
 		Task: variant.EndToEnd,
 		Flags: []training.TaskFlag{
 			{Name: "pretrained", Key: "summarizer.pretrained", Usage: pretrainedUsage},

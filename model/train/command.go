@@ -41,7 +41,7 @@ var loopFlags = map[string]string{
 	"learning-rate": "learning_rate",
 	"eval-every":    "eval_every",
 	"plan-memory":   "device_memory",
-	// Pretrained models only (refused in Run when no variant applies).
+	// Pretrained models only (refused in Run when no backbone applies).
 	"precision":              "precision",
 	"gradient-checkpointing": "gradient_checkpointing",
 	"quantize":               "quantization",
@@ -231,8 +231,8 @@ func (c *command) run(ctx context.Context, args []string) error {
 		warnUnread(os.Stderr, cfg, src, task.Name)
 	}
 	if tc.Plan {
-		v, variant := training.ActiveVariant(task.Name, cfg)
-		if !variant || v.Plan == nil {
+		v, pretrained := training.ActiveBackbone(task.Name, cfg)
+		if !pretrained || v.Plan == nil {
 			return cli.Usagef("--plan plans a --pretrained causal LM of --task tracker or summarizer; give --pretrained DIR")
 		}
 		return v.Plan(ctx, cfg, training.Request{Log: os.Stdout})
@@ -278,13 +278,13 @@ func (c *command) checkSettings(task training.Task, cfg *config.Config) error {
 			return err
 		}
 	}
-	if _, variant := training.ActiveVariant(task.Name, cfg); !variant {
+	if _, pretrained := training.ActiveBackbone(task.Name, cfg); !pretrained {
 		return c.checkScratchFlags(task, cfg)
 	}
 	return nil
 }
 
-// checkScratchFlags refuses, for a from-scratch model, a variant's own flag (e.g. --head,
+// checkScratchFlags refuses, for a from-scratch model, a backbone's own flag (e.g. --head,
 // --lora-rank of --pretrained), which would be ignored silently.
 func (c *command) checkScratchFlags(task training.Task, cfg *config.Config) error {
 	fs := c.fs
@@ -300,7 +300,7 @@ func (c *command) checkScratchFlags(task training.Task, cfg *config.Config) erro
 	if q, _ := cfg.Value(task.Section + ".train.quantization"); fs.Changed("quantize") && q == config.QuantizationNF4 {
 		return cli.Usagef("--quantize nf4 applies to --task %s with --pretrained only (the from-scratch model has no frozen base)", task.Name)
 	}
-	only := training.VariantOnly(task.Name)
+	only := training.BackboneOnly(task.Name)
 	for _, name := range slices.Sorted(maps.Keys(only)) {
 		if v, _ := cfg.Value(keyOf(task, name)); fs.Changed(name) && v != "" {
 			when, _, _ := strings.Cut(only[name], ":")
@@ -316,8 +316,8 @@ func (c *command) train(ctx context.Context, task training.Task, cfg *config.Con
 	tc, cvs := cfg.Train, c.cvs
 	cv := tc.Folds != 0 || tc.Final || tc.FoldsFrom != "" || tc.CVModel != "" || tc.DevShare != nil
 	// Cross-validation trains the from-scratch models: refuse it rather than ignore a
-	// variant's settings (e.g. --pretrained).
-	if _, variant := training.ActiveVariant(task.Name, cfg); variant && cv {
+	// backbone's settings (e.g. --pretrained).
+	if _, pretrained := training.ActiveBackbone(task.Name, cfg); pretrained && cv {
 		return cli.Usagef("--folds and --final cross-validate the from-scratch %s only, not a --pretrained one", task.Name)
 	}
 	if len(cvs) == 0 {

@@ -42,7 +42,7 @@ func init() {
 	training.RegisterCrossValidation(training.CrossValidation{Task: "toy-pipe", Models: []string{"p", "q"}, DefaultModel: "p",
 		DefaultDevShare: 0.3, Run: record("toy-pipe cv")})
 	// A variant, as model/pretrained's --pretrained: the same --task, chosen by a config key.
-	training.RegisterVariant(training.Variant{Task: "toy-track", Flags: []training.TaskFlag{{Name: "pretrained", Key: "tracker.pretrained", Usage: "toy"},
+	training.RegisterBackbone(training.Backbone{Task: "toy-track", Flags: []training.TaskFlag{{Name: "pretrained", Key: "tracker.pretrained", Usage: "toy"},
 		{Name: "lora-rank", Key: "tracker.lora.rank", Usage: "toy"}}, Description: "with --pretrained DIR: toy",
 		Applies: func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" }, Train: record("toy-track pretrained"),
 		Plan: record("toy-track plan")})

@@ -75,70 +75,70 @@ type CrossValidation struct {
 	FinalUsage string
 }
 
-// A Variant trains a registered task another way when the config asks for it: tracksum-train
+// A Backbone trains a registered task on another model when the config asks for it: tracksum-train
 // --task tracker --pretrained DIR fine-tunes a pretrained model (package model/pretrained) where
 // the same command without it trains model/tracker's model from scratch. The task keeps its name,
-// section and loop flags; the variant's Flags are added to the task's, and its Train runs instead
+// section and loop flags; the backbone's Flags are added to the task's, and its Train runs instead
 // of the task's whenever Applies(cfg).
-type Variant struct {
+type Backbone struct {
 	// Task is the name of the registered task.
 	Task string
 	// Flags are added to the task's flags (e.g. --pretrained bound to tracker.pretrained).
 	Flags []TaskFlag
 	// Description is appended to the task's in --help (e.g. "with --pretrained DIR: ...").
 	Description string
-	// Applies reports whether the resolved config selects the variant.
+	// Applies reports whether the resolved config selects the backbone.
 	Applies func(cfg *config.Config) bool
-	// Train trains the variant, as Task.Train.
+	// Train trains the task on the backbone, as Task.Train.
 	Train func(ctx context.Context, cfg *config.Config, req Request) error
-	// Plan, when set, writes the variant's memory plan to req.Log without training and without
+	// Plan, when set, writes the backbone's memory plan to req.Log without training and without
 	// reading weights (tracksum-train --plan); req.Data and req.Out are unused.
 	Plan func(ctx context.Context, cfg *config.Config, req Request) error
 }
 
 var registry struct {
 	sync.Mutex
-	tasks    map[string]Task
-	cvs      map[string]CrossValidation
-	variants map[string][]Variant
+	tasks     map[string]Task
+	cvs       map[string]CrossValidation
+	backbones map[string][]Backbone
 }
 
-// RegisterVariant adds a variant of a task (registered before or after it). It panics when a
+// RegisterBackbone adds a backbone of a task (registered before or after it). It panics when a
 // field is missing.
-func RegisterVariant(v Variant) {
+func RegisterBackbone(v Backbone) {
 	registry.Lock()
 	defer registry.Unlock()
 	if v.Task == "" || v.Applies == nil || v.Train == nil {
-		panic(fmt.Sprintf("training.RegisterVariant: variant of %q needs a task, Applies and Train", v.Task))
+		panic(fmt.Sprintf("training.RegisterBackbone: backbone of %q needs a task, Applies and Train", v.Task))
 	}
-	if registry.variants == nil {
-		registry.variants = map[string][]Variant{}
+	if registry.backbones == nil {
+		registry.backbones = map[string][]Backbone{}
 	}
-	registry.variants[v.Task] = append(registry.variants[v.Task], v)
+	registry.backbones[v.Task] = append(registry.backbones[v.Task], v)
 }
 
-// ActiveVariant returns the variant of task that cfg selects, if any.
-func ActiveVariant(task string, cfg *config.Config) (Variant, bool) {
+// ActiveBackbone returns the backbone of task that cfg selects, if any.
+func ActiveBackbone(task string, cfg *config.Config) (Backbone, bool) {
 	registry.Lock()
-	vs := slices.Clone(registry.variants[task])
+	vs := slices.Clone(registry.backbones[task])
 	registry.Unlock()
 	for _, v := range vs {
 		if v.Applies(cfg) {
 			return v, true
 		}
 	}
-	return Variant{}, false
+	return Backbone{}, false
 }
 
-// VariantOnly returns, for each flag that only the variants of task add (not the task itself),
-// the description of the first variant adding it: a flag such as --head means nothing unless its
-// variant applies (tracksum-train refuses it then).
-func VariantOnly(task string) map[string]string {
+// BackboneOnly returns, for each flag that only the backbones of task add (not the task itself),
+// the description of the first backbone adding it: a flag such as --head means nothing unless its
+// backbone applies (tracksum-train refuses it then).
+func BackboneOnly(task string) map[string]string {
 	registry.Lock()
 	defer registry.Unlock()
 	own := registry.tasks[task].Flags
 	out := map[string]string{}
-	for _, v := range registry.variants[task] {
+	for _, v := range registry.backbones[task] {
 		for _, f := range v.Flags {
 			_, seen := out[f.Name]
 			if !seen && !slices.ContainsFunc(own, func(g TaskFlag) bool { return g.Name == f.Name }) {
@@ -149,10 +149,10 @@ func VariantOnly(task string) map[string]string {
 	return out
 }
 
-// withVariants returns t with its variants' flags, and a Train that runs the variant cfg selects
+// withBackbones returns t with its backbones' flags, and a Train that runs the backbone cfg selects
 // (else t's own). The registry's lock is held.
-func withVariants(t Task) Task {
-	vs := registry.variants[t.Name]
+func withBackbones(t Task) Task {
+	vs := registry.backbones[t.Name]
 	if len(vs) == 0 {
 		return t
 	}
@@ -169,7 +169,7 @@ func withVariants(t Task) Task {
 	}
 	own := t.Train
 	t.Train = func(ctx context.Context, cfg *config.Config, req Request) error {
-		if v, ok := ActiveVariant(t.Name, cfg); ok {
+		if v, ok := ActiveBackbone(t.Name, cfg); ok {
 			return v.Train(ctx, cfg, req)
 		}
 		return own(ctx, cfg, req)
@@ -217,7 +217,7 @@ func Tasks() []Task {
 	defer registry.Unlock()
 	out := make([]Task, 0, len(registry.tasks))
 	for _, t := range registry.tasks {
-		out = append(out, withVariants(t))
+		out = append(out, withBackbones(t))
 	}
 	slices.SortFunc(out, func(a, b Task) int { return strings.Compare(a.Name, b.Name) })
 	return out
@@ -231,7 +231,7 @@ func LookupTask(name string) (Task, bool) {
 	if !ok {
 		return t, false
 	}
-	return withVariants(t), true
+	return withBackbones(t), true
 }
 
 // CrossValidations returns the registered cross-validations sorted by task name.
