@@ -49,7 +49,6 @@ import (
 	"strings"
 
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
@@ -63,7 +62,7 @@ import (
 // note that PEFT's "output.dense" also selects attention.output.dense). The Llama-family names of
 // the config's default (q_proj ...) select BERT's layers of the same role through hf/family's
 // TargetAliases (gate_proj selects nothing). nil means DefaultTargets.
-type LoRA = decoder.LoRA
+type LoRA = config.LoRA
 
 // DefaultTargets are all of BERT's linear layers (the paper's "all projections" for an encoder).
 // As in PEFT, "dense" matches every Linear named dense: attention.output.dense,

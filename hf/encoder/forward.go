@@ -172,13 +172,13 @@ func (m *Model) linearIn(scope *gomlxmodel.Scope, key string, x, anchor *Node) *
 	dt := x.DType()
 	y := dense(x, m.weightAs(g, key+".weight", dt, anchor), m.weightAs(g, key+".bias", dt, anchor))
 	mod := m.prefix + key
-	a, b := m.a[mod], m.b[mod]
-	if a == nil {
+	ad, ok := m.adapters[mod]
+	if !ok {
 		return y
 	}
 	xin := layers.Dropout(scope.In("%s", key+".lora"), layers.As(x, dtypes.Float32), m.lora.Dropout)
-	down := dense(xin, a.NodeValue(g), nil)
-	return layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(dense(down, b.NodeValue(g), nil), m.lora.Scale())), dt)
+	down := dense(xin, ad.A.NodeValue(g), nil)
+	return layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(dense(down, ad.B.NodeValue(g), nil), m.lora.Scale())), dt)
 }
 
 // dense is x [..., in] @ wᵀ (w [out, in], Hugging Face's layout) + b ([out] or nil): [..., out].
