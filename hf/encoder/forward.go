@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/tracksum/tracksum/hf/encoder/layout"
 	"github.com/tracksum/tracksum/layers"
 )
 
@@ -72,7 +73,7 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 			anchor = x
 		}
 		layer := scope.In("layer_%d", i)
-		p := layerKey(i)
+		p := layout.LayerKey(i)
 		// BertSelfAttention.
 		q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query", x, anchor), c.Heads)
 		k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key", x, anchor), c.Heads)

@@ -12,6 +12,7 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/encoder/layout"
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/weights"
@@ -46,64 +47,6 @@ func keyPrefixes(modelType string) []string {
 
 // robertaHead are the keys of RobertaClassificationHead, in the order Classify applies them.
 var robertaHead = []string{"classifier.dense.weight", "classifier.dense.bias", "classifier.out_proj.weight", "classifier.out_proj.bias"}
-
-// linear is one Linear module: its key relative to the prefix (without ".weight") and its shape
-// [out, in].
-type linear struct {
-	key     string
-	out, in int
-}
-
-func layerKey(i int) string { return fmt.Sprintf("encoder.layer.%d", i) }
-
-// linears lists the Linear modules of layer i in a fixed order.
-func (c Config) linears(i int) []linear {
-	p := layerKey(i)
-	if c.Disentangled {
-		return c.disentangledLinears(i)
-	}
-	return []linear{
-		{p + ".attention.self.query", c.Hidden, c.Hidden},
-		{p + ".attention.self.key", c.Hidden, c.Hidden},
-		{p + ".attention.self.value", c.Hidden, c.Hidden},
-		{p + ".attention.output.dense", c.Hidden, c.Hidden},
-		{p + ".intermediate.dense", c.Intermediate, c.Hidden},
-		{p + ".output.dense", c.Hidden, c.Intermediate},
-	}
-}
-
-var poolerLinear = func(c Config) linear { return linear{"pooler.dense", c.Hidden, c.Hidden} }
-
-// expectedTensors returns every weight the model reads (keys relative to the prefix) with its
-// dimensions; the pooler's only when withPooler.
-func (c Config) expectedTensors(withPooler bool) map[string][]int {
-	if c.Disentangled {
-		return c.disentangledTensors(withPooler)
-	}
-	want := map[string][]int{
-		"embeddings.word_embeddings.weight":       {c.Vocab, c.Hidden},
-		"embeddings.position_embeddings.weight":   {c.MaxPositions, c.Hidden},
-		"embeddings.token_type_embeddings.weight": {c.TypeVocab, c.Hidden},
-		"embeddings.LayerNorm.weight":             {c.Hidden},
-		"embeddings.LayerNorm.bias":               {c.Hidden},
-	}
-	lins := []linear{}
-	for i := range c.Layers {
-		lins = append(lins, c.linears(i)...)
-		for _, n := range []string{".attention.output.LayerNorm", ".output.LayerNorm"} {
-			want[layerKey(i)+n+".weight"] = []int{c.Hidden}
-			want[layerKey(i)+n+".bias"] = []int{c.Hidden}
-		}
-	}
-	if withPooler {
-		lins = append(lins, poolerLinear(c))
-	}
-	for _, l := range lins {
-		want[l.key+".weight"] = []int{l.out, l.in}
-		want[l.key+".bias"] = []int{l.out}
-	}
-	return want
-}
 
 // Model is a loaded BERT encoder: its config, adapter settings and the store variables of its
 // weights, adapters and (after AddClassifier) classification head.
@@ -155,7 +98,7 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	_, hasW := s.Shape(m.fileKey("pooler.dense.weight"))
 	_, hasB := s.Shape(m.fileKey("pooler.dense.bias"))
 	m.pooler = hasW && hasB
-	want := cfg.expectedTensors(m.pooler)
+	want := cfg.Tensors(m.pooler)
 	if m.keys, err = weights.CheckHeaders(s, want, func(rel string) (string, shapes.Shape, bool) { return m.resolve(s, rel) }, cfg.ModelType, cfg.Layers); err != nil {
 		return nil, err
 	}
@@ -244,9 +187,9 @@ func savedHead(s *snapshot.Snapshot, cfg Config) ([]string, error) {
 func (m *Model) newAdapters(s *snapshot.Snapshot, targets []string, seed int64) error {
 	var sel []weights.Linear
 	for _, l := range m.allLinears() {
-		mod := m.prefix + l.key
+		mod := m.prefix + l.Key
 		if slices.ContainsFunc(targets, func(t string) bool { return targetMatches(t, mod) }) {
-			sel = append(sel, weights.Linear{Key: mod, Out: l.out, In: l.in})
+			sel = append(sel, weights.Linear{Key: mod, Out: l.Out, In: l.In})
 		}
 	}
 	if len(sel) == 0 {
@@ -278,20 +221,20 @@ func (m *Model) resolve(s *snapshot.Snapshot, rel string) (key string, shape sha
 // fileKey is the key in the file of relative key rel: prefix + rel, except DeBERTa's ContextPooler,
 // which DebertaV2ForSequenceClassification keeps beside its "deberta." model ("pooler.dense").
 func (m *Model) fileKey(rel string) string {
-	if m.cfg.Disentangled && strings.HasPrefix(rel, "pooler.") {
+	if m.cfg.TopLevel(rel) {
 		return rel
 	}
 	return m.prefix + rel
 }
 
 // allLinears lists every Linear module the model has, the pooler's included when present.
-func (m *Model) allLinears() []linear {
-	var out []linear
+func (m *Model) allLinears() []layout.Linear {
+	var out []layout.Linear
 	for i := range m.cfg.Layers {
-		out = append(out, m.cfg.linears(i)...)
+		out = append(out, m.cfg.Linears(i)...)
 	}
 	if m.pooler {
-		out = append(out, poolerLinear(m.cfg))
+		out = append(out, m.cfg.Pooler())
 	}
 	return out
 }

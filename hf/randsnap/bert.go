@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/encoder/layout"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/tensorio"
@@ -90,27 +91,41 @@ func (e Encoder) padID() int {
 	return 0
 }
 
-// specs returns the tensor names and shapes of the encoder, in Hugging Face's keys.
+// layout returns the encoder's layout: hf/encoder's own list (hf/encoder/layout) for these sizes
+// and the features config.json declares (DeBERTa-v3's: relative attention over position buckets
+// with shared keys and its LayerNorm, no absolute positions nor token types).
+func (e Encoder) layout() layout.Layout {
+	l := layout.Layout{Vocab: e.Vocab, Hidden: e.Hidden, Layers: e.Layers, Intermediate: e.Intermediate,
+		MaxPositions: e.maxPositions(), TypeVocab: e.typeVocab()}
+	if e.deberta() {
+		l.Disentangled, l.EmbeddingSize, l.RelativeAttention = true, e.Hidden, true
+		l.MaxRelativePositions, l.PositionBuckets = e.maxPositions(), e.debertaBuckets()
+		l.C2P, l.P2C, l.ShareAttKey, l.NormRelEmbed = true, true, true, true
+	}
+	return l
+}
+
+// specs returns the tensor names and shapes of the encoder, in Hugging Face's keys: the layout's
+// tensors under Prefix (a DeBERTa's pooler beside it, as DebertaV2ForSequenceClassification keeps
+// it), with the pooler when Pooler (a DeBERTa classifier always has its ContextPooler), and the
+// classification head with Labels.
 func (e Encoder) specs() map[string]shapes.Shape {
 	dt := e.DType
 	if dt == dtypes.InvalidDType {
 		dt = dtypes.Float32
 	}
-	s := func(dims ...int) shapes.Shape { return shapes.Make(dt, dims...) }
-	if e.deberta() {
-		return e.debertaSpecs(s)
+	l := e.layout()
+	out := map[string]shapes.Shape{}
+	for rel, dims := range l.Tensors(e.Pooler || (e.deberta() && len(e.Labels) > 0)) {
+		key := e.Prefix + rel
+		if l.TopLevel(rel) {
+			key = rel
+		}
+		out[key] = shapes.Make(dt, dims...)
 	}
-	p := e.Prefix
-	out := map[string]shapes.Shape{
-		p + "embeddings.word_embeddings.weight":       s(e.Vocab, e.Hidden),
-		p + "embeddings.position_embeddings.weight":   s(e.maxPositions(), e.Hidden),
-		p + "embeddings.token_type_embeddings.weight": s(e.typeVocab(), e.Hidden),
-		p + "embeddings.LayerNorm.weight":             s(e.Hidden),
-		p + "embeddings.LayerNorm.bias":               s(e.Hidden),
-	}
-	lin := e.layerSpecs(out, s, "")
-	if e.Pooler {
-		lin(p+"pooler.dense", e.Hidden, e.Hidden)
+	lin := func(key string, o, i int) {
+		out[key+".weight"] = shapes.Make(dt, o, i)
+		out[key+".bias"] = shapes.Make(dt, o)
 	}
 	if n := len(e.Labels); n > 0 {
 		if e.roberta() {
@@ -347,27 +362,4 @@ func writeWordPiece(dir, src string, vocab, maxLen int) error {
 		"clean_up_tokenization_spaces": true,
 	}
 	return atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerConfigFile), cfg)
-}
-
-// layerSpecs adds the shapes of every encoder layer to out (BERT's names; DeBERTa's projections
-// end in projSuffix, "_proj") and returns the function that adds a linear layer's weight and bias.
-func (e Encoder) layerSpecs(out map[string]shapes.Shape, s func(dims ...int) shapes.Shape, projSuffix string) func(key string, o, i int) {
-	lin := func(key string, o, i int) {
-		out[key+".weight"] = s(o, i)
-		out[key+".bias"] = s(o)
-	}
-	for l := range e.Layers {
-		k := fmt.Sprintf("%sencoder.layer.%d.", e.Prefix, l)
-		for _, n := range []string{"query", "key", "value"} {
-			lin(k+"attention.self."+n+projSuffix, e.Hidden, e.Hidden)
-		}
-		lin(k+"attention.output.dense", e.Hidden, e.Hidden)
-		lin(k+"intermediate.dense", e.Intermediate, e.Hidden)
-		lin(k+"output.dense", e.Hidden, e.Intermediate)
-		for _, n := range []string{"attention.output.LayerNorm", "output.LayerNorm"} {
-			out[k+n+".weight"] = s(e.Hidden)
-			out[k+n+".bias"] = s(e.Hidden)
-		}
-	}
-	return lin
 }

@@ -4,34 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/gomlx/compute/shapes"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 )
-
-// debertaSpecs are the tensors of a DeBERTa-v3-shaped DebertaV2Model under e.Prefix (no absolute
-// positions nor token types: position_biased_input false, type_vocab_size 0), plus
-// DebertaV2ForSequenceClassification's pooler.dense and classifier (top-level keys) with Labels,
-// or the pooler alone with Pooler.
-func (e Encoder) debertaSpecs(s func(dims ...int) shapes.Shape) map[string]shapes.Shape {
-	p := e.Prefix
-	out := map[string]shapes.Shape{
-		p + "embeddings.word_embeddings.weight": s(e.Vocab, e.Hidden),
-		p + "embeddings.LayerNorm.weight":       s(e.Hidden),
-		p + "embeddings.LayerNorm.bias":         s(e.Hidden),
-		p + "encoder.rel_embeddings.weight":     s(2*e.debertaBuckets(), e.Hidden),
-		p + "encoder.LayerNorm.weight":          s(e.Hidden),
-		p + "encoder.LayerNorm.bias":            s(e.Hidden),
-	}
-	lin := e.layerSpecs(out, s, "_proj")
-	if e.Pooler || len(e.Labels) > 0 {
-		lin("pooler.dense", e.Hidden, e.Hidden)
-	}
-	if n := len(e.Labels); n > 0 {
-		lin("classifier", n, e.Hidden)
-	}
-	return out
-}
 
 // writeUnigram copies the tokenizer files from src, or writes a DeBERTa-v3-style SentencePiece
 // Unigram tokenizer whose ids fit in vocab: [PAD], [CLS], [SEP], [UNK], "▁", then single
