@@ -7,7 +7,6 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
-	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
 	"github.com/tracksum/tracksum/hf/encoder/layout"
@@ -159,21 +158,13 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	x := m.embedDisentangled(scope, tokens, tokenTypes, keep)
 	embedded := x
 	r := m.newDebertaRun(g, batch, seq, keep)
-	for i := range c.Layers {
-		var anchor *Node
-		if m.compute.GradientCheckpointing {
-			x = x.Checkpoint()
-			anchor = x
-		}
+	return m.eachLayer(x, func(i int, x, anchor *Node) *Node {
 		x = m.disentangledLayer(r, scope.In("layer_%d", i), i, x, anchor)
 		if i == 0 && c.ConvKernel > 0 {
 			x = m.convLayer(scope, embedded, x, keep)
 		}
-	}
-	if m.compute.GradientCheckpointing {
-		x = x.StopCheckpoint()
-	}
-	return layers.As(x, dtypes.Float32)
+		return x
+	})
 }
 
 // embedDisentangled is DebertaV2Embeddings: the embeddings of tokens [B, T] the config asks for,
@@ -360,21 +351,3 @@ func (m *Model) convLayer(scope *gomlxmodel.Scope, embedded, residual, keep *Nod
 // poolerActivation is ContextPooler's ACT2FN[pooler_hidden_act] (DeBERTa), BertPooler's tanh
 // otherwise.
 func (m *Model) poolerActivation(x *Node) *Node { return m.activationOf(m.cfg.PoolerAct, x) }
-
-// activationOf is ACT2FN[name] for the activations ConfigOf accepts; "" is tanh.
-func (m *Model) activationOf(name string, x *Node) *Node {
-	switch name {
-	case "", "tanh":
-		return Tanh(x)
-	case "gelu":
-		return activation.Gelu(x)
-	case "gelu_new", "gelu_pytorch_tanh":
-		return activation.GeluApproximate(x)
-	case "relu":
-		return activation.Relu(x)
-	case "silu", "swish":
-		return activation.Swish(x)
-	}
-	exceptions.Panicf("encoder: activation %q", name)
-	return nil
-}
