@@ -275,13 +275,7 @@ func writeRobertaBPE(dir, src string, vocab, maxLen int) error {
 		return writeTokenizer(dir, src, vocab)
 	}
 	specials := []string{"<s>", "<pad>", "</s>", "<unk>"}
-	v := map[string]int{}
-	var added []map[string]any
-	for i, s := range specials {
-		v[s] = i
-		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
-			"rstrip": false, "normalized": false, "special": true})
-	}
+	v, added := specialTokens(specials)
 	for b := 0; b < 256 && len(v) < vocab; b++ {
 		v[byteLevelSymbol(byte(b))] = len(v)
 	}
@@ -313,13 +307,7 @@ func writeWordPiece(dir, src string, vocab, maxLen int) error {
 		return writeTokenizer(dir, src, vocab)
 	}
 	specials := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
-	v := map[string]int{}
-	var added []map[string]any
-	for i, s := range specials {
-		v[s] = i
-		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
-			"rstrip": false, "normalized": false, "special": true})
-	}
+	v, added := specialTokens(specials)
 	const chars = "abcdefghijklmnopqrstuvwxyz0123456789.,;:()-/%=+<>"
 	for _, c := range chars {
 		if len(v) < vocab {
@@ -331,25 +319,13 @@ func writeWordPiece(dir, src string, vocab, maxLen int) error {
 			v["##"+string(c)] = len(v)
 		}
 	}
-	special := func(tok string, typ int) map[string]any {
-		return map[string]any{"SpecialToken": map[string]any{"id": tok, "type_id": typ}}
-	}
-	seq := func(id string, typ int) map[string]any {
-		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}}
-	}
 	tok := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
 		"normalizer": map[string]any{"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
 			"strip_accents": nil, "lowercase": true},
-		"pre_tokenizer": map[string]any{"type": "BertPreTokenizer"},
-		"post_processor": map[string]any{"type": "TemplateProcessing",
-			"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
-			"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
-			"special_tokens": map[string]any{
-				"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{2}, "tokens": []string{"[CLS]"}},
-				"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{3}, "tokens": []string{"[SEP]"}},
-			}},
-		"decoder": map[string]any{"type": "WordPiece", "prefix": "##", "cleanup": true},
+		"pre_tokenizer":  map[string]any{"type": "BertPreTokenizer"},
+		"post_processor": clsSepTemplate(2, 3),
+		"decoder":        map[string]any{"type": "WordPiece", "prefix": "##", "cleanup": true},
 		"model": map[string]any{"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
 			"max_input_chars_per_word": 100, "vocab": v},
 	}

@@ -22,12 +22,10 @@ func writeUnigram(dir, src string, vocab, maxLen int) error {
 	}
 	specials := []string{"[PAD]", "[CLS]", "[SEP]", "[UNK]"}
 	var pieces []any
-	var added []map[string]any
-	for i, s := range specials {
+	for _, s := range specials {
 		pieces = append(pieces, []any{s, 0.0})
-		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
-			"rstrip": false, "normalized": false, "special": true})
 	}
+	_, added := specialTokens(specials)
 	pieces = append(pieces, []any{"▁", -2.0})
 	const chars = "abcdefghijklmnopqrstuvwxyz0123456789.,;:()-/%=+<>ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	for i, c := range chars {
@@ -38,12 +36,6 @@ func writeUnigram(dir, src string, vocab, maxLen int) error {
 			pieces = append(pieces, []any{string(c), -4.0 - 0.01*float64(i)})
 		}
 	}
-	special := func(tok string, typ int) map[string]any {
-		return map[string]any{"SpecialToken": map[string]any{"id": tok, "type_id": typ}}
-	}
-	seq := func(id string, typ int) map[string]any {
-		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}}
-	}
 	meta := map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}
 	tok := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
@@ -51,16 +43,10 @@ func writeUnigram(dir, src string, vocab, maxLen int) error {
 			map[string]any{"type": "Strip", "strip_left": true, "strip_right": true},
 			map[string]any{"type": "Replace", "pattern": map[string]any{"Regex": " {2,}"}, "content": " "},
 		}},
-		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{meta}},
-		"post_processor": map[string]any{"type": "TemplateProcessing",
-			"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
-			"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
-			"special_tokens": map[string]any{
-				"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{1}, "tokens": []string{"[CLS]"}},
-				"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{2}, "tokens": []string{"[SEP]"}},
-			}},
-		"decoder": meta,
-		"model":   map[string]any{"type": "Unigram", "unk_id": 3, "vocab": pieces, "byte_fallback": false},
+		"pre_tokenizer":  map[string]any{"type": "Sequence", "pretokenizers": []any{meta}},
+		"post_processor": clsSepTemplate(1, 2),
+		"decoder":        meta,
+		"model":          map[string]any{"type": "Unigram", "unk_id": 3, "vocab": pieces, "byte_fallback": false},
 	}
 	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerFile), tok); err != nil {
 		return err
