@@ -46,7 +46,13 @@ func keyPrefixes(modelType string) []string {
 }
 
 // robertaHead are the keys of RobertaClassificationHead, in the order Classify applies them.
-var robertaHead = []string{"classifier.dense.weight", "classifier.dense.bias", "classifier.out_proj.weight", "classifier.out_proj.bias"}
+var robertaHead = func() []string {
+	var keys []string
+	for _, l := range (layout.Layout{}).Head(0, true) {
+		keys = append(keys, l.Key+".weight", l.Key+".bias")
+	}
+	return keys
+}()
 
 // Model is a loaded BERT encoder: its config, adapter settings and the store variables of its
 // weights, adapters and (after AddClassifier) classification head.

@@ -123,27 +123,19 @@ func (e Encoder) specs() map[string]shapes.Shape {
 		}
 		out[key] = shapes.Make(dt, dims...)
 	}
-	lin := func(key string, o, i int) {
-		out[key+".weight"] = shapes.Make(dt, o, i)
-		out[key+".bias"] = shapes.Make(dt, o)
-	}
 	if n := len(e.Labels); n > 0 {
-		if e.roberta() {
-			lin("classifier.dense", e.Hidden, e.Hidden)
-			lin("classifier.out_proj", n, e.Hidden)
-		} else {
-			lin("classifier", n, e.Hidden)
+		for _, lin := range l.Head(n, e.roberta()) {
+			out[lin.Key+".weight"] = shapes.Make(dt, lin.Out, lin.In)
+			out[lin.Key+".bias"] = shapes.Make(dt, lin.Out)
 		}
 	}
 	return out
 }
 
-// headBiasKey is the key of the classifier's output bias.
+// headBiasKey is the key of the classifier's output bias: its head's last Linear's.
 func (e Encoder) headBiasKey() string {
-	if e.roberta() {
-		return "classifier.out_proj.bias"
-	}
-	return "classifier.bias"
+	head := e.layout().Head(len(e.Labels), e.roberta())
+	return head[len(head)-1].Key + ".bias"
 }
 
 // config returns config.json's content, with BertConfig's keys.

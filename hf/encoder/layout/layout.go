@@ -111,6 +111,17 @@ func (l Layout) Linears(i int) []Linear {
 // Pooler is the pooler's Linear: BertPooler's, or DeBERTa's ContextPooler's.
 func (l Layout) Pooler() Linear { return Linear{"pooler.dense", l.Hidden, l.Hidden} }
 
+// Head returns the classification head of a *ForSequenceClassification checkpoint with labels
+// outputs, top-level keys in the order it applies them: RobertaClassificationHead's
+// classifier.dense [Hidden, Hidden] and classifier.out_proj [labels, Hidden] when dense, else one
+// classifier [labels, Hidden] over the pooled vector (BERT's, DeBERTa's).
+func (l Layout) Head(labels int, dense bool) []Linear {
+	if dense {
+		return []Linear{{"classifier.dense", l.Hidden, l.Hidden}, {"classifier.out_proj", labels, l.Hidden}}
+	}
+	return []Linear{{"classifier", labels, l.Hidden}}
+}
+
 // TopLevel reports whether the tensor of relative key rel stands outside the encoder's prefix:
 // DeBERTa's ContextPooler, which DebertaV2ForSequenceClassification keeps beside its "deberta."
 // model ("pooler.dense").
