@@ -267,10 +267,7 @@ func writeRobertaBPE(dir, src string, vocab, maxLen int) error {
 		return writeTokenizer(dir, src, vocab)
 	}
 	specials := []string{"<s>", "<pad>", "</s>", "<unk>"}
-	v, added := specialTokens(specials)
-	for b := 0; b < 256 && len(v) < vocab; b++ {
-		v[byteLevelSymbol(byte(b))] = len(v)
-	}
+	v, added := byteLevelVocab(specials, vocab)
 	tok := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added, "normalizer": nil,
 		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},

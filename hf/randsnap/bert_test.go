@@ -80,17 +80,7 @@ func TestWriteEncoderDeberta(t *testing.T) {
 	dir := t.TempDir()
 	e := Encoder{ModelType: "deberta-v2", Prefix: "deberta.", Vocab: 120, Hidden: 16, Layers: 2, Heads: 2, Intermediate: 32,
 		MaxPositions: 64, Labels: []string{"contradiction", "entailment", "neutral"}, Seed: 5}
-	if err := WriteEncoder(dir, e); err != nil {
-		t.Fatal(err)
-	}
-	s, err := snapshot.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := encoder.Load(context.Background(), s, gomlxmodel.NewStore(), encoder.LoRA{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, m := writeAndLoad(t, dir, e)
 	c := m.Config()
 	if !c.Disentangled || c.PositionBiasedInput || c.TypeVocab != 0 || c.PositionBuckets != 32 || !c.ShareAttKey || m.SavedLabels() != 3 || !m.HasPooler() {
 		t.Fatalf("config %+v, labels %d, pooler %v", c, m.SavedLabels(), m.HasPooler())
@@ -125,17 +115,7 @@ func TestEveryEncoderFamilyLoads(t *testing.T) {
 				dir := t.TempDir()
 				e := Encoder{ModelType: modelType, Prefix: tc.prefix, Vocab: 60, Hidden: 8, Layers: 2, Heads: 2, Intermediate: 16,
 					MaxPositions: 32, Labels: tc.labels, Pooler: modelType == "bert", Seed: 3}
-				if err := WriteEncoder(dir, e); err != nil {
-					t.Fatal(err)
-				}
-				s, err := snapshot.Open(dir)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m, err := encoder.Load(context.Background(), s, gomlxmodel.NewStore(), encoder.LoRA{}, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
+				s, m := writeAndLoad(t, dir, e)
 				base := m.BaseVariables()
 				for _, name := range s.Names() {
 					if _, ok := base[name]; !ok && !strings.HasPrefix(name, "classifier.") {
@@ -148,4 +128,21 @@ func TestEveryEncoderFamilyLoads(t *testing.T) {
 			})
 		}
 	}
+}
+
+// writeAndLoad writes e to dir and loads it with hf/encoder.
+func writeAndLoad(t *testing.T, dir string, e Encoder) (*snapshot.Snapshot, *encoder.Model) {
+	t.Helper()
+	if err := WriteEncoder(dir, e); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := encoder.Load(context.Background(), s, gomlxmodel.NewStore(), encoder.LoRA{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, m
 }

@@ -330,6 +330,16 @@ func specialTokens(specials []string) (map[string]int, []map[string]any) {
 	return v, added
 }
 
+// byteLevelVocab is specialTokens' vocabulary followed by the byte-level symbols of bytes 0..255
+// while ids remain under vocab: a BPE with no merges, every text one token per byte.
+func byteLevelVocab(specials []string, vocab int) (map[string]int, []map[string]any) {
+	v, added := specialTokens(specials)
+	for b := 0; b < 256 && len(v) < vocab; b++ {
+		v[byteLevelSymbol(byte(b))] = len(v)
+	}
+	return v, added
+}
+
 // clsSepTemplate is the TemplateProcessing post-processor of BERT's inputs, [CLS] $A [SEP] and
 // [CLS] $A [SEP] $B [SEP] (segment B of type 1), with [CLS] and [SEP] at ids cls and sep.
 func clsSepTemplate(cls, sep int) map[string]any {
@@ -365,10 +375,7 @@ func writeTokenizer(dir, src string, vocab int) error {
 		return nil
 	}
 	specials := []string{"<unk>", "<s>", "</s>"}
-	v, added := specialTokens(specials)
-	for b := 0; b < 256 && len(v) < vocab; b++ {
-		v[byteLevelSymbol(byte(b))] = len(v)
-	}
+	v, added := byteLevelVocab(specials, vocab)
 	tok := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added, "normalizer": nil,
 		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
