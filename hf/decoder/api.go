@@ -28,6 +28,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/decoder/layout"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/hf/weights"
 )
 
 // Config is the architecture of a checkpoint, read from its config.json with Hugging Face's defaults
@@ -142,12 +143,12 @@ type Compute struct {
 // Model is a loaded decoder: its config, its adapters' settings and the store variables of its
 // weights.
 type Model struct {
-	cfg     Config
-	compute Compute
-	lora    LoRA
-	st      *gomlxmodel.Store
-	base    map[string]*gomlxmodel.Variable // HF key -> variable
-	a, b    map[string]*gomlxmodel.Variable // HF module key ("model.layers.0.self_attn.q_proj") -> lora_A / lora_B
+	cfg      Config
+	compute  Compute
+	lora     LoRA
+	st       *gomlxmodel.Store
+	base     map[string]*gomlxmodel.Variable // HF key -> variable
+	adapters weights.Adapters                // by HF module key ("model.layers.0.self_attn.q_proj")
 	// packed holds the projection weights kept in NF4 (LoadQuantized with QuantNF4), by HF key;
 	// they are not in base.
 	packed map[string]packedWeight
@@ -278,7 +279,7 @@ func (m *Model) Step(scope *gomlxmodel.Scope, cache *KVCache, tokens, positions,
 // LoRAVariables returns the adapter variables by their PEFT key
 // ("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight" -> A [Rank, in];
 // "...lora_B.weight" -> B [out, Rank]); empty with Rank 0.
-func (m *Model) LoRAVariables() map[string]*gomlxmodel.Variable { return m.loraVariables() }
+func (m *Model) LoRAVariables() map[string]*gomlxmodel.Variable { return m.adapters.Variables() }
 
 // BaseVariables returns the checkpoint's weights by their Hugging Face key.
 func (m *Model) BaseVariables() map[string]*gomlxmodel.Variable { return m.base }

@@ -83,20 +83,20 @@ func (m *Model) linear(scope *gomlxmodel.Scope, p projection, x *Node, batch int
 	if p.Bias {
 		y = Add(y, ExpandAxes(m.weightAs(g, p.Key+".bias", dt, anchor), 0))
 	}
-	if a, ok := m.a[p.Key]; ok {
+	if ad, ok := m.adapters[p.Key]; ok {
 		xd := layers.As(x, dtypes.Float32)
 		if m.lora.Dropout > 0 {
 			// Dropout sees the examples on axis 0, as the sharded training step requires.
 			n, in := x.Shape().Dimensions[0], x.Shape().Dimensions[1]
 			xd = Reshape(layers.Dropout(scope, Reshape(x, batch, n/batch, in), m.lora.Dropout), n, in)
 		}
-		low := layers.ProductTransposed(xd, a.ValueGraph(g)) // [n, r]
+		low := layers.ProductTransposed(xd, ad.A.ValueGraph(g)) // [n, r]
 		if layers.DecoderFastPath(g, dt) {
 			// The scale folded into B [out, r]: no pass over the [n, out] output (nor over its
 			// gradient) for it.
-			return Add(y, layers.ProductTransposed(low, MulScalar(m.b[p.Key].ValueGraph(g), m.lora.Scale())))
+			return Add(y, layers.ProductTransposed(low, MulScalar(ad.B.ValueGraph(g), m.lora.Scale())))
 		}
-		delta := layers.ProductTransposed(low, m.b[p.Key].ValueGraph(g)) // [n, out]
+		delta := layers.ProductTransposed(low, ad.B.ValueGraph(g)) // [n, out]
 		y = layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(delta, m.lora.Scale())), dt)
 	}
 	return y

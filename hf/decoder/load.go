@@ -3,19 +3,14 @@ package decoder
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
-	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/decoder/layout"
-	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/quant"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/hf/weights"
 )
 
 // projection is one linear module of a layer (hf/decoder/layout).
@@ -54,43 +49,32 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 		return nil, err
 	}
 	want := cfg.Tensors()
-	if err := checkHeaders(s, cfg, want); err != nil {
+	if _, err := weights.CheckHeaders(s, want, nil, cfg.ModelType, cfg.Layers); err != nil {
 		return nil, err
 	}
 	pack := map[string]bool{}
 	if quantization == QuantNF4 {
 		pack = cfg.packed()
 	}
+	var dense []string
+	for _, name := range sortedKeys(want) {
+		if !pack[name] {
+			dense = append(dense, name)
+		}
+	}
 	ts, err := s.Tensors(ctx, func(name string) bool { _, ok := want[name]; return ok && !pack[name] })
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, lora: lora, st: store, base: map[string]*gomlxmodel.Variable{},
-		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, packed: map[string]packedWeight{}}
+	m := &Model{cfg: cfg, lora: lora, st: store, packed: map[string]packedWeight{}}
 	if err := m.loadPacked(ctx, s, pack); err != nil {
 		return nil, err
 	}
-	frozen := lora.Rank > 0
-	for _, name := range sortedKeys(want) {
-		if pack[name] {
-			continue
-		}
-		t := ts[name]
-		// Float64 is never worth keeping; half types stay as stored when frozen (half the memory;
-		// the graph converts them to float32), and become float32 when trained, since the
-		// optimizer keeps float32 moments and updates.
-		if t.DType() == dtypes.Float64 || (!frozen && t.DType() != dtypes.Float32) {
-			t = snapshot.ToFloat32(t)
-		}
-		v, err := SetVariable(store, BaseScope+"/"+name, t, true)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %s: %s: %v", s.Dir, name, err)
-		}
-		v.SetTrainable(!frozen)
-		m.base[name] = v
+	if m.base, err = weights.SetBase(store, BaseScope, s, dense, ts, lora.Rank > 0); err != nil {
+		return nil, err
 	}
 	if lora.Rank > 0 {
-		if err := m.newAdapters(seed); err != nil {
+		if m.adapters, err = weights.NewAdapters(store, LoRAScope, lora.Rank, seed, 0x10ba, m.targetedLinears()); err != nil {
 			return nil, err
 		}
 	}
@@ -99,8 +83,8 @@ func load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 
 // checkLoRA refuses adapter and quantization settings that cannot apply to cfg.
 func checkLoRA(cfg Config, lora LoRA, quantization string) error {
-	if lora.Rank < 0 {
-		return fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
+	if err := weights.CheckRank(lora.Rank); err != nil {
+		return err
 	}
 	switch quantization {
 	case QuantNone, "":
@@ -114,26 +98,6 @@ func checkLoRA(cfg Config, lora LoRA, quantization string) error {
 	for _, t := range lora.TargetModules {
 		if !slices.Contains(cfg.LoRATargets, t) {
 			return fmt.Errorf("lora target module %q is not a %s layer: set tracker.lora.target_modules or summarizer.lora.target_modules to some of %v", t, cfg.ModelType, cfg.LoRATargets)
-		}
-	}
-	return nil
-}
-
-// checkHeaders checks that s holds every tensor of want with its shape and a float dtype. Shapes
-// and dtypes come from the headers: a wrong file fails before any weight is read.
-func checkHeaders(s *snapshot.Snapshot, cfg Config, want map[string][]int) error {
-	for _, name := range sortedKeys(want) {
-		shape, ok := s.Shape(name)
-		if !ok {
-			return fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, name, cfg.ModelType, cfg.Layers)
-		}
-		if err := snapshot.CheckShape(name, shape, want[name]...); err != nil {
-			return fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(name), err)
-		}
-		switch shape.DType {
-		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16, dtypes.Float64:
-		default:
-			return fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(name), name, shape.DType)
 		}
 	}
 	return nil
@@ -169,77 +133,16 @@ func (m *Model) loadPacked(ctx context.Context, s *snapshot.Snapshot, pack map[s
 	return nil
 }
 
-// newAdapters creates the adapters of every targeted projection (NewLoRA), drawn from the seed's
-// stream layer by layer.
-func (m *Model) newAdapters(seed int64) error {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x10ba))
+// targetedLinears lists the projections that carry an adapter, layer by layer: the order their
+// adapters are drawn from the seed's stream.
+func (m *Model) targetedLinears() []weights.Linear {
+	var out []weights.Linear
 	for i := range m.cfg.Layers {
 		for _, p := range m.cfg.Projections(i) {
-			if !m.cfg.targeted(m.lora, p.Module) {
-				continue
-			}
-			va, vb, err := NewLoRA(m.st, LoRAScope, p.Key, m.lora.Rank, p.In, p.Out, rng)
-			if err != nil {
-				return err
-			}
-			m.a[p.Key], m.b[p.Key] = va, vb
-		}
-	}
-	return nil
-}
-
-// NewLoRA creates the trainable float32 adapter of the linear layer module (its Hugging Face key
-// without ".weight") of shape [out, in]: scope/module.lora_A.weight [rank, in] drawn as PEFT's
-// kaiming_uniform_(a=sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in)), from rng, and
-// scope/module.lora_B.weight [out, rank] zero, so that the adapted layer starts as the base. In a
-// store restored from a checkpoint the existing values are kept. hf/encoder adapts its layers
-// with it too.
-func NewLoRA(store *gomlxmodel.Store, scope, module string, rank, in, out int, rng *rand.Rand) (a, b *gomlxmodel.Variable, err error) {
-	bound := 1 / math.Sqrt(float64(in))
-	aVals := make([]float32, rank*in)
-	for j := range aVals {
-		aVals[j] = float32((2*rng.Float64() - 1) * bound)
-	}
-	if a, err = SetVariable(store, scope+"/"+module+peft.SuffixA, tensors.FromFlatDataAndDimensions(aVals, rank, in), false); err != nil {
-		return nil, nil, err
-	}
-	if b, err = SetVariable(store, scope+"/"+module+peft.SuffixB, tensors.FromShape(shapes.Make(dtypes.Float32, out, rank)), false); err != nil {
-		return nil, nil, err
-	}
-	a.SetTrainable(true)
-	b.SetTrainable(true)
-	return a, b, nil
-}
-
-// SetVariable creates the variable at path with value t. An existing variable (a store restored
-// from a checkpoint before Load) must have the same shape; it takes t when overwrite is set (base
-// weights) and keeps its value otherwise (trained adapters and heads).
-func SetVariable(store *gomlxmodel.Store, path string, t *tensors.Tensor, overwrite bool) (*gomlxmodel.Variable, error) {
-	if v := store.GetVariable(path); v != nil {
-		if !v.Shape().Equal(t.Shape()) {
-			return nil, fmt.Errorf("variable %s exists with shape %s, want %s", path, v.Shape(), t.Shape())
-		}
-		if overwrite {
-			if err := v.SetValue(t); err != nil {
-				return nil, fmt.Errorf("variable %s: %w", path, err)
+			if m.cfg.targeted(m.lora, p.Module) {
+				out = append(out, weights.Linear{Key: p.Key, Out: p.Out, In: p.In})
 			}
 		}
-		return v, nil
-	}
-	v, err := store.CreateVariable(path, t)
-	if err != nil {
-		return nil, fmt.Errorf("variable %s: %w", path, err)
-	}
-	return v, nil
-}
-
-func (m *Model) loraVariables() map[string]*gomlxmodel.Variable {
-	out := map[string]*gomlxmodel.Variable{}
-	for k, v := range m.a {
-		out[peft.Prefix+k+peft.SuffixA] = v
-	}
-	for k, v := range m.b {
-		out[peft.Prefix+k+peft.SuffixB] = v
 	}
 	return out
 }

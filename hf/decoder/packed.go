@@ -10,6 +10,7 @@ import (
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/quant"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/hf/weights"
 )
 
 // Suffixes of a packed weight's variables under BaseScope.
@@ -56,10 +57,10 @@ func (m *Model) setPacked(s *snapshot.Snapshot, name string, dense *tensors.Tens
 		}
 	}
 	pw := packedWeight{dims: q.Dims, blocksize: q.BlockSize}
-	if pw.codes, err = SetVariable(m.st, BaseScope+"/"+name+suffixCodes, tensors.FromFlatDataAndDimensions(q.Packed, len(q.Packed)), true); err != nil {
+	if pw.codes, err = weights.SetVariable(m.st, BaseScope+"/"+name+suffixCodes, tensors.FromFlatDataAndDimensions(q.Packed, len(q.Packed)), true); err != nil {
 		return fail("%v", err)
 	}
-	if pw.absmax, err = SetVariable(m.st, BaseScope+"/"+name+suffixAbsmax, tensors.FromFlatDataAndDimensions(absmax, len(absmax)), true); err != nil {
+	if pw.absmax, err = weights.SetVariable(m.st, BaseScope+"/"+name+suffixAbsmax, tensors.FromFlatDataAndDimensions(absmax, len(absmax)), true); err != nil {
 		return fail("%v", err)
 	}
 	pw.codes.SetTrainable(false)

@@ -7,9 +7,9 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
-	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/tracksum/tracksum/hf/encoder/layout"
 	"github.com/tracksum/tracksum/layers"
 )
 
@@ -17,78 +17,6 @@ import (
 // modeling_deberta_v2.py: DebertaV2Embeddings, DebertaV2Encoder with DisentangledSelfAttention,
 // and ContextPooler (Pooled). The output layers (attention output, intermediate, output) are
 // BERT's post-LN blocks under the same names.
-
-// disentangledLinears lists the Linear modules of DeBERTa's layer i in a fixed order.
-func (c Config) disentangledLinears(i int) []linear {
-	p := layerKey(i)
-	out := []linear{
-		{p + ".attention.self.query_proj", c.Hidden, c.Hidden},
-		{p + ".attention.self.key_proj", c.Hidden, c.Hidden},
-		{p + ".attention.self.value_proj", c.Hidden, c.Hidden},
-	}
-	if c.RelativeAttention && !c.ShareAttKey {
-		if c.C2P {
-			out = append(out, linear{p + ".attention.self.pos_key_proj", c.Hidden, c.Hidden})
-		}
-		if c.P2C {
-			out = append(out, linear{p + ".attention.self.pos_query_proj", c.Hidden, c.Hidden})
-		}
-	}
-	return append(out,
-		linear{p + ".attention.output.dense", c.Hidden, c.Hidden},
-		linear{p + ".intermediate.dense", c.Intermediate, c.Hidden},
-		linear{p + ".output.dense", c.Hidden, c.Intermediate},
-	)
-}
-
-// disentangledTensors is expectedTensors for DeBERTa: the embeddings the config asks for, the
-// relative embeddings (and their LayerNorm) under relative attention, the layers and, when
-// withPooler, ContextPooler's dense.
-func (c Config) disentangledTensors(withPooler bool) map[string][]int {
-	want := map[string][]int{
-		"embeddings.word_embeddings.weight": {c.Vocab, c.EmbeddingSize},
-		"embeddings.LayerNorm.weight":       {c.Hidden},
-		"embeddings.LayerNorm.bias":         {c.Hidden},
-	}
-	if c.PositionBiasedInput {
-		want["embeddings.position_embeddings.weight"] = []int{c.MaxPositions, c.EmbeddingSize}
-	}
-	if c.TypeVocab > 0 {
-		want["embeddings.token_type_embeddings.weight"] = []int{c.TypeVocab, c.EmbeddingSize}
-	}
-	if c.EmbeddingSize != c.Hidden {
-		want["embeddings.embed_proj.weight"] = []int{c.Hidden, c.EmbeddingSize}
-	}
-	if c.ConvKernel > 0 {
-		want["encoder.conv.conv.weight"] = []int{c.Hidden, c.Hidden, c.ConvKernel}
-		want["encoder.conv.conv.bias"] = []int{c.Hidden}
-		want["encoder.conv.LayerNorm.weight"] = []int{c.Hidden}
-		want["encoder.conv.LayerNorm.bias"] = []int{c.Hidden}
-	}
-	if c.RelativeAttention {
-		want["encoder.rel_embeddings.weight"] = []int{2 * c.AttentionSpan(), c.Hidden}
-		if c.NormRelEmbed {
-			want["encoder.LayerNorm.weight"] = []int{c.Hidden}
-			want["encoder.LayerNorm.bias"] = []int{c.Hidden}
-		}
-	}
-	lins := []linear{}
-	for i := range c.Layers {
-		lins = append(lins, c.linears(i)...)
-		for _, n := range []string{".attention.output.LayerNorm", ".output.LayerNorm"} {
-			want[layerKey(i)+n+".weight"] = []int{c.Hidden}
-			want[layerKey(i)+n+".bias"] = []int{c.Hidden}
-		}
-	}
-	if withPooler {
-		lins = append(lins, poolerLinear(c))
-	}
-	for _, l := range lins {
-		want[l.key+".weight"] = []int{l.out, l.in}
-		want[l.key+".bias"] = []int{l.out}
-	}
-	return want
-}
 
 // LogBucketPosition is make_log_bucket_position of one relative position rel = q - k: rel itself
 // within ±bucketSize/2, else a logarithmic bucket up to about ±bucketSize/2·2 at maxPosition. The
@@ -230,21 +158,13 @@ func (m *Model) hiddenDisentangled(scope *gomlxmodel.Scope, tokens, tokenTypes, 
 	x := m.embedDisentangled(scope, tokens, tokenTypes, keep)
 	embedded := x
 	r := m.newDebertaRun(g, batch, seq, keep)
-	for i := range c.Layers {
-		var anchor *Node
-		if m.compute.GradientCheckpointing {
-			x = x.Checkpoint()
-			anchor = x
-		}
+	return m.eachLayer(x, func(i int, x, anchor *Node) *Node {
 		x = m.disentangledLayer(r, scope.In("layer_%d", i), i, x, anchor)
 		if i == 0 && c.ConvKernel > 0 {
 			x = m.convLayer(scope, embedded, x, keep)
 		}
-	}
-	if m.compute.GradientCheckpointing {
-		x = x.StopCheckpoint()
-	}
-	return layers.As(x, dtypes.Float32)
+		return x
+	})
 }
 
 // embedDisentangled is DebertaV2Embeddings: the embeddings of tokens [B, T] the config asks for,
@@ -341,7 +261,7 @@ func (m *Model) posHeadsT(r *debertaRun, layer *gomlxmodel.Scope, key string, re
 // self-attention, then the feed-forward block, each with its residual LayerNorm.
 func (m *Model) disentangledLayer(r *debertaRun, layer *gomlxmodel.Scope, i int, x, anchor *Node) *Node {
 	c := m.cfg
-	p := layerKey(i)
+	p := layout.LayerKey(i)
 	q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query_proj", x, anchor), c.Heads)
 	k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key_proj", x, anchor), c.Heads)
 	v := layers.SplitHeads(m.linearIn(layer, p+".attention.self.value_proj", x, anchor), c.Heads)
@@ -431,21 +351,3 @@ func (m *Model) convLayer(scope *gomlxmodel.Scope, embedded, residual, keep *Nod
 // poolerActivation is ContextPooler's ACT2FN[pooler_hidden_act] (DeBERTa), BertPooler's tanh
 // otherwise.
 func (m *Model) poolerActivation(x *Node) *Node { return m.activationOf(m.cfg.PoolerAct, x) }
-
-// activationOf is ACT2FN[name] for the activations ConfigOf accepts; "" is tanh.
-func (m *Model) activationOf(name string, x *Node) *Node {
-	switch name {
-	case "", "tanh":
-		return Tanh(x)
-	case "gelu":
-		return activation.Gelu(x)
-	case "gelu_new", "gelu_pytorch_tanh":
-		return activation.GeluApproximate(x)
-	case "relu":
-		return activation.Relu(x)
-	case "silu", "swish":
-		return activation.Swish(x)
-	}
-	exceptions.Panicf("encoder: activation %q", name)
-	return nil
-}

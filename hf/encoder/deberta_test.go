@@ -14,6 +14,7 @@ import (
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
+	"github.com/tracksum/tracksum/hf/encoder/layout"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
 	"github.com/tracksum/tracksum/model"
@@ -60,10 +61,10 @@ func TestDebertaParity(t *testing.T) {
 		dir  string
 		want Config // the fields of the DeBERTa branch that the checkpoint sets
 	}{
-		{"testdata/deberta_v2", Config{Disentangled: true, EmbeddingSize: 32, RelativeAttention: true, MaxRelativePositions: 16,
-			PositionBuckets: 8, C2P: true, P2C: true, ShareAttKey: true, NormRelEmbed: true, PoolerAct: "gelu"}},
-		{"testdata/deberta_v2_legacy", Config{Disentangled: true, EmbeddingSize: 24, PositionBiasedInput: true, RelativeAttention: true,
-			MaxRelativePositions: 12, C2P: true, P2C: true, PoolerAct: "gelu", TypeVocab: 2, ConvKernel: 3, ConvAct: "tanh"}},
+		{"testdata/deberta_v2", Config{Layout: layout.Layout{Disentangled: true, EmbeddingSize: 32, RelativeAttention: true, MaxRelativePositions: 16,
+			PositionBuckets: 8, C2P: true, P2C: true, ShareAttKey: true, NormRelEmbed: true}, PoolerAct: "gelu"}},
+		{"testdata/deberta_v2_legacy", Config{Layout: layout.Layout{Disentangled: true, EmbeddingSize: 24, PositionBiasedInput: true, RelativeAttention: true,
+			MaxRelativePositions: 12, C2P: true, P2C: true, TypeVocab: 2, ConvKernel: 3}, PoolerAct: "gelu", ConvAct: "tanh"}},
 	} {
 		t.Run(filepath.Base(tc.dir), func(t *testing.T) {
 			g := readDebertaGolden(t, tc.dir)
@@ -77,10 +78,10 @@ func TestDebertaParity(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := m.Config()
-			got := Config{Disentangled: c.Disentangled, EmbeddingSize: c.EmbeddingSize, PositionBiasedInput: c.PositionBiasedInput,
+			got := Config{Layout: layout.Layout{Disentangled: c.Disentangled, EmbeddingSize: c.EmbeddingSize, PositionBiasedInput: c.PositionBiasedInput,
 				RelativeAttention: c.RelativeAttention, MaxRelativePositions: c.MaxRelativePositions, PositionBuckets: c.PositionBuckets,
-				C2P: c.C2P, P2C: c.P2C, ShareAttKey: c.ShareAttKey, NormRelEmbed: c.NormRelEmbed, PoolerAct: c.PoolerAct, TypeVocab: c.TypeVocab,
-				ConvKernel: c.ConvKernel, ConvAct: c.ConvAct}
+				C2P: c.C2P, P2C: c.P2C, ShareAttKey: c.ShareAttKey, NormRelEmbed: c.NormRelEmbed, TypeVocab: c.TypeVocab,
+				ConvKernel: c.ConvKernel}, PoolerAct: c.PoolerAct, ConvAct: c.ConvAct}
 			if got != tc.want || m.KeyPrefix() != "deberta." || !m.HasPooler() || m.SavedLabels() != 3 || c.LayerNormEps != 1e-7 {
 				t.Fatalf("config %+v, prefix %q, pooler %v, labels %d, eps %g; want %+v, deberta., pooler, 3, 1e-7",
 					got, m.KeyPrefix(), m.HasPooler(), m.SavedLabels(), c.LayerNormEps, tc.want)
@@ -299,8 +300,8 @@ func TestRelativeScores(t *testing.T) {
 		cfg  Config
 		seqs []int
 	}{
-		{"buckets", Config{PositionBuckets: 8, MaxRelativePositions: 16}, []int{1, 2, 3, 5, 8, 17, 37, 40, 64, 96}},
-		{"plain", Config{MaxRelativePositions: 6}, []int{1, 4, 6, 7, 15}},
+		{"buckets", Config{Layout: layout.Layout{PositionBuckets: 8, MaxRelativePositions: 16}}, []int{1, 2, 3, 5, 8, 17, 37, 40, 64, 96}},
+		{"plain", Config{Layout: layout.Layout{MaxRelativePositions: 6}}, []int{1, 4, 6, 7, 15}},
 	} {
 		span := tc.cfg.AttentionSpan()
 		// pos[r, h, e]: the projected relative embeddings, one row per clamped relative position.

@@ -49,7 +49,7 @@ import (
 	"strings"
 
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/encoder/layout"
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 )
@@ -63,7 +63,7 @@ import (
 // note that PEFT's "output.dense" also selects attention.output.dense). The Llama-family names of
 // the config's default (q_proj ...) select BERT's layers of the same role through hf/family's
 // TargetAliases (gate_proj selects nothing). nil means DefaultTargets.
-type LoRA = decoder.LoRA
+type LoRA = config.LoRA
 
 // DefaultTargets are all of BERT's linear layers (the paper's "all projections" for an encoder).
 // As in PEFT, "dense" matches every Linear named dense: attention.output.dense,
@@ -101,20 +101,12 @@ func targetMatches(target, moduleKey string) bool {
 // Config is the architecture of a BERT checkpoint, read from config.json with BertConfig's
 // defaults for keys that are absent.
 type Config struct {
-	// Vocab is vocab_size.
-	Vocab int
-	// Hidden is hidden_size.
-	Hidden int
-	// Layers is num_hidden_layers.
-	Layers int
+	// Layout holds the sizes and DeBERTa-v2 features that decide the tensors (Tensors, Linears):
+	// Vocab, Hidden, Layers, Intermediate, MaxPositions, TypeVocab, Disentangled, ... The list
+	// hf/randsnap writes too.
+	layout.Layout
 	// Heads is num_attention_heads.
 	Heads int
-	// Intermediate is intermediate_size.
-	Intermediate int
-	// MaxPositions is max_position_embeddings: the longest input.
-	MaxPositions int
-	// TypeVocab is type_vocab_size (2: segments A and B).
-	TypeVocab int
 	// LayerNormEps is layer_norm_eps (1e-12).
 	LayerNormEps float64
 	// HiddenAct is hidden_act: "gelu" (erf), "gelu_new" or "gelu_pytorch_tanh" (tanh
@@ -135,37 +127,10 @@ type Config struct {
 	// token among the non-padding tokens, and pad_token_id for padding tokens. The longest input
 	// is MaxPositions - PositionOffset tokens.
 	PositionOffset int
-
-	// DeBERTa-v2 (family.Family.Disentangled; the fields below are zero for BERT and RoBERTa).
-
-	// Disentangled selects DeBERTa-v2's encoder (deberta.go).
-	Disentangled bool
-	// EmbeddingSize is embedding_size (default Hidden): the width of the embedding tables, mapped to
-	// Hidden by embeddings.embed_proj when it differs.
-	EmbeddingSize int
-	// PositionBiasedInput is position_biased_input (default true): absolute position embeddings are
-	// added to the word embeddings. Without them (DeBERTa-v3) the model has no length limit of its
-	// own (MaxTokens is 0).
-	PositionBiasedInput bool
-	// RelativeAttention is relative_attention (default false).
-	RelativeAttention bool
-	// MaxRelativePositions is max_relative_positions, max_position_embeddings when below 1.
-	MaxRelativePositions int
-	// PositionBuckets is position_buckets, 0 when not positive (no log buckets).
-	PositionBuckets int
-	// C2P and P2C: pos_att_type names "c2p" (content to position) and "p2c" (position to content).
-	C2P, P2C bool
-	// ShareAttKey is share_att_key: the relative embeddings go through query_proj and key_proj
-	// instead of pos_query_proj and pos_key_proj.
-	ShareAttKey bool
-	// NormRelEmbed: norm_rel_ebd names "layer_norm" (encoder.LayerNorm on the relative embeddings).
-	NormRelEmbed bool
-	// PoolerAct is pooler_hidden_act (ContextPooler's activation, default "gelu").
+	// PoolerAct is pooler_hidden_act (DeBERTa's ContextPooler's activation, default "gelu").
 	PoolerAct string
-	// ConvKernel is conv_kernel_size (0: none): DeBERTa-v2-xlarge's ConvLayer, a Conv1d over the
-	// embeddings added to the first layer's output; ConvAct is conv_act (default "tanh").
-	ConvKernel int
-	ConvAct    string
+	// ConvAct is conv_act (default "tanh"), the activation of DeBERTa's ConvLayer (ConvKernel).
+	ConvAct string
 }
 
 // MaxTokens is the longest input the model's position embeddings allow: MaxPositions -
@@ -175,16 +140,6 @@ func (c Config) MaxTokens() int {
 		return 0
 	}
 	return c.MaxPositions - c.PositionOffset
-}
-
-// AttentionSpan is the number of relative positions on each side of DeBERTa's relative
-// embeddings (rel_embeddings has 2 * AttentionSpan rows): position_buckets, or
-// max_relative_positions without buckets.
-func (c Config) AttentionSpan() int {
-	if c.PositionBuckets > 0 {
-		return c.PositionBuckets
-	}
-	return c.MaxRelativePositions
 }
 
 // HeadDim is the width of one attention head.
@@ -203,7 +158,7 @@ func ConfigOf(s *snapshot.Snapshot) (Config, error) {
 	if !ok || fam.Kind != family.Encoder {
 		return fail("model_type %q is not an encoder of this package (supported: %s)", s.ModelType, strings.Join(family.Names(family.Encoder), ", "))
 	}
-	c := Config{ModelType: s.ModelType, Disentangled: fam.Disentangled}
+	c := Config{ModelType: s.ModelType, Layout: layout.Layout{Disentangled: fam.Disentangled}}
 	var err error
 	ints := []struct {
 		key string

@@ -282,14 +282,14 @@ func TestTargets(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for mod := range m.a {
+			for mod := range m.adapters {
 				if strings.HasPrefix(mod, "bert.encoder.layer.0.") {
 					got = append(got, mod)
 				}
 			}
 			slices.Sort(got)
-			if len(m.a) != tc.count || !slices.Equal(got, tc.layer0) {
-				t.Fatalf("%d adapted modules, layer 0: %v; want %d, %v", len(m.a), got, tc.count, tc.layer0)
+			if len(m.adapters) != tc.count || !slices.Equal(got, tc.layer0) {
+				t.Fatalf("%d adapted modules, layer 0: %v; want %d, %v", len(m.adapters), got, tc.count, tc.layer0)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/gomlx/gomlx/support/exceptions"
+	"github.com/tracksum/tracksum/hf/encoder/layout"
 	"github.com/tracksum/tracksum/layers"
 )
 
@@ -63,16 +64,9 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 		bias = MulScalar(OneMinus(keep), -math.MaxFloat32)
 		bias = BroadcastToDims(Reshape(bias, batch, 1, 1, seq), batch, c.Heads, seq, seq)
 	}
-	for i := range c.Layers {
-		// Under gradient checkpointing each layer is a checkpointed block (see decoder): only its
-		// input is kept for the backward pass.
-		var anchor *Node
-		if m.compute.GradientCheckpointing {
-			x = x.Checkpoint()
-			anchor = x
-		}
+	return m.eachLayer(x, func(i int, x, anchor *Node) *Node {
 		layer := scope.In("layer_%d", i)
-		p := layerKey(i)
+		p := layout.LayerKey(i)
 		// BertSelfAttention.
 		q := layers.SplitHeads(m.linearIn(layer, p+".attention.self.query", x, anchor), c.Heads)
 		k := layers.SplitHeads(m.linearIn(layer, p+".attention.self.key", x, anchor), c.Heads)
@@ -91,7 +85,22 @@ func (m *Model) Hidden(scope *gomlxmodel.Scope, tokens, tokenTypes, mask *Node) 
 		// BertIntermediate and BertOutput.
 		inter := m.activation(m.linearIn(layer, p+".intermediate.dense", a, anchor))
 		h = layers.Dropout(layer, m.linearIn(layer, p+".output.dense", inter, anchor), c.HiddenDropout)
-		x = m.layerNorm(g, p+".output.LayerNorm", Add(h, a), anchor)
+		return m.layerNorm(g, p+".output.LayerNorm", Add(h, a), anchor)
+	})
+}
+
+// eachLayer runs layer over x for every encoder layer i and returns the last one's output in
+// float32. Under gradient checkpointing each layer is a checkpointed block (see decoder): only its
+// input is kept for the backward pass, and anchor, that input, is what the layer's weights are
+// converted under (see weightAs); without checkpointing anchor is nil.
+func (m *Model) eachLayer(x *Node, layer func(i int, x, anchor *Node) *Node) *Node {
+	for i := range m.cfg.Layers {
+		var anchor *Node
+		if m.compute.GradientCheckpointing {
+			x = x.Checkpoint()
+			anchor = x
+		}
+		x = layer(i, x, anchor)
 	}
 	if m.compute.GradientCheckpointing {
 		x = x.StopCheckpoint()
@@ -172,13 +181,13 @@ func (m *Model) linearIn(scope *gomlxmodel.Scope, key string, x, anchor *Node) *
 	dt := x.DType()
 	y := dense(x, m.weightAs(g, key+".weight", dt, anchor), m.weightAs(g, key+".bias", dt, anchor))
 	mod := m.prefix + key
-	a, b := m.a[mod], m.b[mod]
-	if a == nil {
+	ad, ok := m.adapters[mod]
+	if !ok {
 		return y
 	}
 	xin := layers.Dropout(scope.In("%s", key+".lora"), layers.As(x, dtypes.Float32), m.lora.Dropout)
-	down := dense(xin, a.NodeValue(g), nil)
-	return layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(dense(down, b.NodeValue(g), nil), m.lora.Scale())), dt)
+	down := dense(xin, ad.A.NodeValue(g), nil)
+	return layers.As(Add(layers.As(y, dtypes.Float32), MulScalar(dense(down, ad.B.NodeValue(g), nil), m.lora.Scale())), dt)
 }
 
 // dense is x [..., in] @ wᵀ (w [out, in], Hugging Face's layout) + b ([out] or nil): [..., out].
@@ -201,8 +210,13 @@ func (m *Model) layerNorm(g *Graph, key string, x, anchor *Node) *Node {
 }
 
 // activation is transformers' ACT2FN[hidden_act].
-func (m *Model) activation(x *Node) *Node {
-	switch m.cfg.HiddenAct {
+func (m *Model) activation(x *Node) *Node { return m.activationOf(m.cfg.HiddenAct, x) }
+
+// activationOf is ACT2FN[name] for the activations ConfigOf accepts; "" is tanh.
+func (m *Model) activationOf(name string, x *Node) *Node {
+	switch name {
+	case "", "tanh":
+		return Tanh(x)
 	case "gelu":
 		return activation.Gelu(x) // erf form, as nn.functional.gelu
 	case "gelu_new", "gelu_pytorch_tanh":
@@ -212,6 +226,6 @@ func (m *Model) activation(x *Node) *Node {
 	case "silu", "swish":
 		return activation.Swish(x)
 	}
-	exceptions.Panicf("encoder: hidden_act %q", m.cfg.HiddenAct)
+	exceptions.Panicf("encoder: activation %q", name)
 	return nil
 }

@@ -3,6 +3,7 @@ package encoder
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -11,10 +12,10 @@ import (
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
-	"github.com/tracksum/tracksum/hf/decoder"
+	"github.com/tracksum/tracksum/hf/encoder/layout"
 	"github.com/tracksum/tracksum/hf/family"
-	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/hf/weights"
 )
 
 // Store scopes of the model's variables: under model.ModelScope ("/model"), where the training
@@ -45,81 +46,29 @@ func keyPrefixes(modelType string) []string {
 }
 
 // robertaHead are the keys of RobertaClassificationHead, in the order Classify applies them.
-var robertaHead = []string{"classifier.dense.weight", "classifier.dense.bias", "classifier.out_proj.weight", "classifier.out_proj.bias"}
-
-// linear is one Linear module: its key relative to the prefix (without ".weight") and its shape
-// [out, in].
-type linear struct {
-	key     string
-	out, in int
-}
-
-func layerKey(i int) string { return fmt.Sprintf("encoder.layer.%d", i) }
-
-// linears lists the Linear modules of layer i in a fixed order.
-func (c Config) linears(i int) []linear {
-	p := layerKey(i)
-	if c.Disentangled {
-		return c.disentangledLinears(i)
+var robertaHead = func() []string {
+	var keys []string
+	for _, l := range (layout.Layout{}).Head(0, true) {
+		keys = append(keys, l.Key+".weight", l.Key+".bias")
 	}
-	return []linear{
-		{p + ".attention.self.query", c.Hidden, c.Hidden},
-		{p + ".attention.self.key", c.Hidden, c.Hidden},
-		{p + ".attention.self.value", c.Hidden, c.Hidden},
-		{p + ".attention.output.dense", c.Hidden, c.Hidden},
-		{p + ".intermediate.dense", c.Intermediate, c.Hidden},
-		{p + ".output.dense", c.Hidden, c.Intermediate},
-	}
-}
-
-var poolerLinear = func(c Config) linear { return linear{"pooler.dense", c.Hidden, c.Hidden} }
-
-// expectedTensors returns every weight the model reads (keys relative to the prefix) with its
-// dimensions; the pooler's only when withPooler.
-func (c Config) expectedTensors(withPooler bool) map[string][]int {
-	if c.Disentangled {
-		return c.disentangledTensors(withPooler)
-	}
-	want := map[string][]int{
-		"embeddings.word_embeddings.weight":       {c.Vocab, c.Hidden},
-		"embeddings.position_embeddings.weight":   {c.MaxPositions, c.Hidden},
-		"embeddings.token_type_embeddings.weight": {c.TypeVocab, c.Hidden},
-		"embeddings.LayerNorm.weight":             {c.Hidden},
-		"embeddings.LayerNorm.bias":               {c.Hidden},
-	}
-	lins := []linear{}
-	for i := range c.Layers {
-		lins = append(lins, c.linears(i)...)
-		for _, n := range []string{".attention.output.LayerNorm", ".output.LayerNorm"} {
-			want[layerKey(i)+n+".weight"] = []int{c.Hidden}
-			want[layerKey(i)+n+".bias"] = []int{c.Hidden}
-		}
-	}
-	if withPooler {
-		lins = append(lins, poolerLinear(c))
-	}
-	for _, l := range lins {
-		want[l.key+".weight"] = []int{l.out, l.in}
-		want[l.key+".bias"] = []int{l.out}
-	}
-	return want
-}
+	return keys
+}()
 
 // Model is a loaded BERT encoder: its config, adapter settings and the store variables of its
 // weights, adapters and (after AddClassifier) classification head.
 type Model struct {
-	cfg     Config
-	compute Compute
-	lora    LoRA
-	store   *gomlxmodel.Store
-	prefix  string
-	pooler  bool
-	keys    map[string]string               // key relative to the prefix -> key in the file
-	base    map[string]*gomlxmodel.Variable // key in the file -> variable
-	a, b    map[string]*gomlxmodel.Variable // module key in the file ("bert.pooler.dense") -> lora_A / lora_B
-	head    map[string]*gomlxmodel.Variable // "classifier.weight", "classifier.bias"
-	saved   map[string]*tensors.Tensor      // the snapshot's own classifier (a merged export), or nil
-	dir     string
+	cfg      Config
+	compute  Compute
+	lora     LoRA
+	store    *gomlxmodel.Store
+	prefix   string
+	pooler   bool
+	keys     map[string]string               // key relative to the prefix -> key in the file
+	base     map[string]*gomlxmodel.Variable // key in the file -> variable
+	adapters weights.Adapters                // by module key in the file ("bert.pooler.dense")
+	head     map[string]*gomlxmodel.Variable // "classifier.weight", "classifier.bias"
+	saved    map[string]*tensors.Tensor      // the snapshot's own classifier (a merged export), or nil
+	dir      string
 }
 
 // Load creates the model's variables in store from the snapshot's weights: base weights under
@@ -136,8 +85,8 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	if err != nil {
 		return nil, err
 	}
-	if lora.Rank < 0 {
-		return nil, fmt.Errorf("lora rank %d: want 0 (full fine-tuning) or more", lora.Rank)
+	if err := weights.CheckRank(lora.Rank); err != nil {
+		return nil, err
 	}
 	if cfg.Disentangled && lora.Rank > 0 {
 		// The nli judge, the one user of this family, does not fine-tune.
@@ -148,17 +97,15 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, lora: lora, store: store, dir: s.Dir, keys: map[string]string{}, base: map[string]*gomlxmodel.Variable{},
-		a: map[string]*gomlxmodel.Variable{}, b: map[string]*gomlxmodel.Variable{}, head: map[string]*gomlxmodel.Variable{}}
+	m := &Model{cfg: cfg, lora: lora, store: store, dir: s.Dir, head: map[string]*gomlxmodel.Variable{}}
 	if err := m.findPrefix(s); err != nil {
 		return nil, err
 	}
 	_, hasW := s.Shape(m.fileKey("pooler.dense.weight"))
 	_, hasB := s.Shape(m.fileKey("pooler.dense.bias"))
 	m.pooler = hasW && hasB
-	want := cfg.expectedTensors(m.pooler)
-	rels := sortedKeys(want)
-	if err := m.checkHeaders(s, want, rels); err != nil {
+	want := cfg.Tensors(m.pooler)
+	if m.keys, err = weights.CheckHeaders(s, want, func(rel string) (string, shapes.Shape, bool) { return m.resolve(s, rel) }, cfg.ModelType, cfg.Layers); err != nil {
 		return nil, err
 	}
 	fileKeys := map[string]bool{}
@@ -182,22 +129,12 @@ func Load(ctx context.Context, s *snapshot.Snapshot, store *gomlxmodel.Store, lo
 			m.saved[k] = snapshot.ToFloat32(ts[k])
 		}
 	}
-	frozen := lora.Rank > 0
-	for _, rel := range rels {
-		key := m.keys[rel]
-		t := ts[key]
-		// Float64 is never worth keeping; half types stay as stored when frozen (half the memory;
-		// the graph converts them to float32), and become float32 when trained, since the
-		// optimizer keeps float32 moments and updates.
-		if t.DType() == dtypes.Float64 || (!frozen && t.DType() != dtypes.Float32) {
-			t = snapshot.ToFloat32(t)
-		}
-		v, err := decoder.SetVariable(store, BaseScope+"/"+key, t, true)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %s: %s: %v", s.Dir, key, err)
-		}
-		v.SetTrainable(!frozen)
-		m.base[key] = v
+	var keys []string
+	for _, rel := range slices.Sorted(maps.Keys(want)) {
+		keys = append(keys, m.keys[rel])
+	}
+	if m.base, err = weights.SetBase(store, BaseScope, s, keys, ts, lora.Rank > 0); err != nil {
+		return nil, err
 	}
 	if lora.Rank > 0 {
 		if err := m.newAdapters(s, targets, seed); err != nil {
@@ -220,28 +157,6 @@ func (m *Model) findPrefix(s *snapshot.Snapshot) error {
 	if m.prefix == "-" {
 		fam, _ := family.Lookup(m.cfg.ModelType)
 		return fmt.Errorf("snapshot %s: %w embeddings.word_embeddings.weight (nor %sembeddings.word_embeddings.weight): not a %s checkpoint", s.Dir, snapshot.ErrMissingTensor, fam.KeyPrefix, fam.Name)
-	}
-	return nil
-}
-
-// checkHeaders finds the file key of every tensor of want (rels: its sorted keys) into m.keys,
-// checking its shape and float dtype. Shapes and dtypes come from the headers: a wrong file fails
-// before any weight is read.
-func (m *Model) checkHeaders(s *snapshot.Snapshot, want map[string][]int, rels []string) error {
-	for _, rel := range rels {
-		key, shape, ok := m.resolve(s, rel)
-		if !ok {
-			return fmt.Errorf("snapshot %s: %w %s (model_type %s, %d layers)", s.Dir, snapshot.ErrMissingTensor, m.fileKey(rel), m.cfg.ModelType, m.cfg.Layers)
-		}
-		if err := snapshot.CheckShape(key, shape, want[rel]...); err != nil {
-			return fmt.Errorf("snapshot %s: %s: %w", s.Dir, s.FileOf(key), err)
-		}
-		switch shape.DType {
-		case dtypes.Float32, dtypes.BFloat16, dtypes.Float16, dtypes.Float64:
-		default:
-			return fmt.Errorf("snapshot %s: %s: tensor %s has dtype %s, want a float type", s.Dir, s.FileOf(key), key, shape.DType)
-		}
-		m.keys[rel] = key
 	}
 	return nil
 }
@@ -273,25 +188,22 @@ func savedHead(s *snapshot.Snapshot, cfg Config) ([]string, error) {
 	return robertaHead, nil
 }
 
-// newAdapters creates the adapters of the linear layers the targets select (decoder.NewLoRA),
-// drawn from the seed's stream; targets selecting none is an error.
+// newAdapters creates the adapters of the linear layers the targets select, in the model's
+// order; targets selecting none is an error.
 func (m *Model) newAdapters(s *snapshot.Snapshot, targets []string, seed int64) error {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0xbe27))
+	var sel []weights.Linear
 	for _, l := range m.allLinears() {
-		if !slices.ContainsFunc(targets, func(t string) bool { return targetMatches(t, m.prefix+l.key) }) {
-			continue
+		mod := m.prefix + l.Key
+		if slices.ContainsFunc(targets, func(t string) bool { return targetMatches(t, mod) }) {
+			sel = append(sel, weights.Linear{Key: mod, Out: l.Out, In: l.In})
 		}
-		mod := m.prefix + l.key
-		va, vb, err := decoder.NewLoRA(m.store, LoRAScope, mod, m.lora.Rank, l.in, l.out, rng)
-		if err != nil {
-			return err
-		}
-		m.a[mod], m.b[mod] = va, vb
 	}
-	if len(m.a) == 0 {
+	if len(sel) == 0 {
 		return fmt.Errorf("lora target modules %v select no linear layer of %s", m.lora.TargetModules, s.Dir)
 	}
-	return nil
+	var err error
+	m.adapters, err = weights.NewAdapters(m.store, LoRAScope, m.lora.Rank, seed, 0xbe27, sel)
+	return err
 }
 
 // resolve finds the file key of rel: prefix + rel, or for a LayerNorm the TensorFlow-era names
@@ -315,20 +227,20 @@ func (m *Model) resolve(s *snapshot.Snapshot, rel string) (key string, shape sha
 // fileKey is the key in the file of relative key rel: prefix + rel, except DeBERTa's ContextPooler,
 // which DebertaV2ForSequenceClassification keeps beside its "deberta." model ("pooler.dense").
 func (m *Model) fileKey(rel string) string {
-	if m.cfg.Disentangled && strings.HasPrefix(rel, "pooler.") {
+	if m.cfg.TopLevel(rel) {
 		return rel
 	}
 	return m.prefix + rel
 }
 
 // allLinears lists every Linear module the model has, the pooler's included when present.
-func (m *Model) allLinears() []linear {
-	var out []linear
+func (m *Model) allLinears() []layout.Linear {
+	var out []layout.Linear
 	for i := range m.cfg.Layers {
-		out = append(out, m.cfg.linears(i)...)
+		out = append(out, m.cfg.Linears(i)...)
 	}
 	if m.pooler {
-		out = append(out, poolerLinear(m.cfg))
+		out = append(out, m.cfg.Pooler())
 	}
 	return out
 }
@@ -379,16 +291,7 @@ func (m *Model) BaseVariables() map[string]*gomlxmodel.Variable { return m.base 
 // LoRAVariables returns the adapter variables by their PEFT key
 // ("base_model.model.bert.encoder.layer.0.attention.self.query.lora_A.weight" -> A [Rank, in];
 // "...lora_B.weight" -> B [out, Rank]); empty with Rank 0.
-func (m *Model) LoRAVariables() map[string]*gomlxmodel.Variable {
-	out := map[string]*gomlxmodel.Variable{}
-	for k, v := range m.a {
-		out[peft.Prefix+k+peft.SuffixA] = v
-	}
-	for k, v := range m.b {
-		out[peft.Prefix+k+peft.SuffixB] = v
-	}
-	return out
-}
+func (m *Model) LoRAVariables() map[string]*gomlxmodel.Variable { return m.adapters.Variables() }
 
 // HeadVariables returns the classification head's variables by their Hugging Face key
 // ("classifier.weight", "classifier.bias"); empty before AddClassifier.
@@ -409,7 +312,7 @@ func (m *Model) AddClassifier(labels int, seed int64) error {
 			return fmt.Errorf("snapshot %s: classifier.out_proj.weight has %d labels, want %d", m.dir, n, labels)
 		}
 		for _, k := range robertaHead {
-			v, err := decoder.SetVariable(m.store, HeadScope+"/"+k, m.saved[k], false)
+			v, err := weights.SetVariable(m.store, HeadScope+"/"+k, m.saved[k], false)
 			if err != nil {
 				return fmt.Errorf("classifier: %v", err)
 			}
@@ -431,11 +334,11 @@ func (m *Model) AddClassifier(labels int, seed int64) error {
 		}
 		w0, b0 = tensors.FromFlatDataAndDimensions(w, labels, m.cfg.Hidden), tensors.FromShape(shapes.Make(dtypes.Float32, labels))
 	}
-	vw, err := decoder.SetVariable(m.store, HeadScope+"/classifier.weight", w0, false)
+	vw, err := weights.SetVariable(m.store, HeadScope+"/classifier.weight", w0, false)
 	if err != nil {
 		return fmt.Errorf("classifier: %v", err)
 	}
-	vb, err := decoder.SetVariable(m.store, HeadScope+"/classifier.bias", b0, false)
+	vb, err := weights.SetVariable(m.store, HeadScope+"/classifier.bias", b0, false)
 	if err != nil {
 		return fmt.Errorf("classifier: %v", err)
 	}
@@ -443,13 +346,4 @@ func (m *Model) AddClassifier(labels int, seed int64) error {
 	vb.SetTrainable(true)
 	m.head["classifier.weight"], m.head["classifier.bias"] = vw, vb
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -197,7 +198,7 @@ func TestParityFullFineTuning(t *testing.T) {
 	}
 	setHead(t, m, g)
 	var paths []string
-	names := sortedKeys(g.Grads)
+	names := slices.Sorted(maps.Keys(g.Grads))
 	for _, name := range names {
 		if name == "classifier.weight" || name == "classifier.bias" {
 			paths = append(paths, HeadScope+"/"+name)
@@ -216,7 +217,7 @@ func TestParityFullFineTuning(t *testing.T) {
 		compare(t, "gradient of "+name, o.grads[paths[i]], g.Grads[name])
 	}
 	hidden := m.Config().Hidden
-	for _, row := range sortedKeys(g.WordEmbeddingGradRows) {
+	for _, row := range slices.Sorted(maps.Keys(g.WordEmbeddingGradRows)) {
 		r, _ := strconv.Atoi(row)
 		compare(t, "gradient of word embedding row "+row, o.grads[word][r*hidden:(r+1)*hidden], g.WordEmbeddingGradRows[row])
 	}
@@ -258,7 +259,7 @@ func TestParityLoRA(t *testing.T) {
 		t.Fatal(err)
 	}
 	var modules []string
-	for k := range m.a {
+	for k := range m.adapters {
 		modules = append(modules, k)
 	}
 	slices.Sort(modules)
@@ -272,7 +273,7 @@ func TestParityLoRA(t *testing.T) {
 	}
 	ad := loadAdapter(t, m)
 	setHead(t, m, g)
-	names := sortedKeys(g.LoRA.Grads)
+	names := slices.Sorted(maps.Keys(g.LoRA.Grads))
 	var paths []string
 	for _, name := range names {
 		if name == "classifier.weight" {

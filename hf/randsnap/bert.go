@@ -8,6 +8,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/tracksum/tracksum/hf/encoder/layout"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/tensorio"
@@ -90,45 +91,51 @@ func (e Encoder) padID() int {
 	return 0
 }
 
-// specs returns the tensor names and shapes of the encoder, in Hugging Face's keys.
+// layout returns the encoder's layout: hf/encoder's own list (hf/encoder/layout) for these sizes
+// and the features config.json declares (DeBERTa-v3's: relative attention over position buckets
+// with shared keys and its LayerNorm, no absolute positions nor token types).
+func (e Encoder) layout() layout.Layout {
+	l := layout.Layout{Vocab: e.Vocab, Hidden: e.Hidden, Layers: e.Layers, Intermediate: e.Intermediate,
+		MaxPositions: e.maxPositions(), TypeVocab: e.typeVocab()}
+	if e.deberta() {
+		l.Disentangled, l.EmbeddingSize, l.RelativeAttention = true, e.Hidden, true
+		l.MaxRelativePositions, l.PositionBuckets = e.maxPositions(), e.debertaBuckets()
+		l.C2P, l.P2C, l.ShareAttKey, l.NormRelEmbed = true, true, true, true
+	}
+	return l
+}
+
+// specs returns the tensor names and shapes of the encoder, in Hugging Face's keys: the layout's
+// tensors under Prefix (a DeBERTa's pooler beside it, as DebertaV2ForSequenceClassification keeps
+// it), with the pooler when Pooler (a DeBERTa classifier always has its ContextPooler), and the
+// classification head with Labels.
 func (e Encoder) specs() map[string]shapes.Shape {
 	dt := e.DType
 	if dt == dtypes.InvalidDType {
 		dt = dtypes.Float32
 	}
-	s := func(dims ...int) shapes.Shape { return shapes.Make(dt, dims...) }
-	if e.deberta() {
-		return e.debertaSpecs(s)
-	}
-	p := e.Prefix
-	out := map[string]shapes.Shape{
-		p + "embeddings.word_embeddings.weight":       s(e.Vocab, e.Hidden),
-		p + "embeddings.position_embeddings.weight":   s(e.maxPositions(), e.Hidden),
-		p + "embeddings.token_type_embeddings.weight": s(e.typeVocab(), e.Hidden),
-		p + "embeddings.LayerNorm.weight":             s(e.Hidden),
-		p + "embeddings.LayerNorm.bias":               s(e.Hidden),
-	}
-	lin := e.layerSpecs(out, s, "")
-	if e.Pooler {
-		lin(p+"pooler.dense", e.Hidden, e.Hidden)
+	l := e.layout()
+	out := map[string]shapes.Shape{}
+	for rel, dims := range l.Tensors(e.Pooler || (e.deberta() && len(e.Labels) > 0)) {
+		key := e.Prefix + rel
+		if l.TopLevel(rel) {
+			key = rel
+		}
+		out[key] = shapes.Make(dt, dims...)
 	}
 	if n := len(e.Labels); n > 0 {
-		if e.roberta() {
-			lin("classifier.dense", e.Hidden, e.Hidden)
-			lin("classifier.out_proj", n, e.Hidden)
-		} else {
-			lin("classifier", n, e.Hidden)
+		for _, lin := range l.Head(n, e.roberta()) {
+			out[lin.Key+".weight"] = shapes.Make(dt, lin.Out, lin.In)
+			out[lin.Key+".bias"] = shapes.Make(dt, lin.Out)
 		}
 	}
 	return out
 }
 
-// headBiasKey is the key of the classifier's output bias.
+// headBiasKey is the key of the classifier's output bias: its head's last Linear's.
 func (e Encoder) headBiasKey() string {
-	if e.roberta() {
-		return "classifier.out_proj.bias"
-	}
-	return "classifier.bias"
+	head := e.layout().Head(len(e.Labels), e.roberta())
+	return head[len(head)-1].Key + ".bias"
 }
 
 // config returns config.json's content, with BertConfig's keys.
@@ -260,16 +267,7 @@ func writeRobertaBPE(dir, src string, vocab, maxLen int) error {
 		return writeTokenizer(dir, src, vocab)
 	}
 	specials := []string{"<s>", "<pad>", "</s>", "<unk>"}
-	v := map[string]int{}
-	var added []map[string]any
-	for i, s := range specials {
-		v[s] = i
-		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
-			"rstrip": false, "normalized": false, "special": true})
-	}
-	for b := 0; b < 256 && len(v) < vocab; b++ {
-		v[byteLevelSymbol(byte(b))] = len(v)
-	}
+	v, added := byteLevelVocab(specials, vocab)
 	tok := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added, "normalizer": nil,
 		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
@@ -298,13 +296,7 @@ func writeWordPiece(dir, src string, vocab, maxLen int) error {
 		return writeTokenizer(dir, src, vocab)
 	}
 	specials := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
-	v := map[string]int{}
-	var added []map[string]any
-	for i, s := range specials {
-		v[s] = i
-		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
-			"rstrip": false, "normalized": false, "special": true})
-	}
+	v, added := specialTokens(specials)
 	const chars = "abcdefghijklmnopqrstuvwxyz0123456789.,;:()-/%=+<>"
 	for _, c := range chars {
 		if len(v) < vocab {
@@ -316,25 +308,13 @@ func writeWordPiece(dir, src string, vocab, maxLen int) error {
 			v["##"+string(c)] = len(v)
 		}
 	}
-	special := func(tok string, typ int) map[string]any {
-		return map[string]any{"SpecialToken": map[string]any{"id": tok, "type_id": typ}}
-	}
-	seq := func(id string, typ int) map[string]any {
-		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}}
-	}
 	tok := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
 		"normalizer": map[string]any{"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
 			"strip_accents": nil, "lowercase": true},
-		"pre_tokenizer": map[string]any{"type": "BertPreTokenizer"},
-		"post_processor": map[string]any{"type": "TemplateProcessing",
-			"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
-			"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
-			"special_tokens": map[string]any{
-				"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{2}, "tokens": []string{"[CLS]"}},
-				"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{3}, "tokens": []string{"[SEP]"}},
-			}},
-		"decoder": map[string]any{"type": "WordPiece", "prefix": "##", "cleanup": true},
+		"pre_tokenizer":  map[string]any{"type": "BertPreTokenizer"},
+		"post_processor": clsSepTemplate(2, 3),
+		"decoder":        map[string]any{"type": "WordPiece", "prefix": "##", "cleanup": true},
 		"model": map[string]any{"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
 			"max_input_chars_per_word": 100, "vocab": v},
 	}
@@ -347,27 +327,4 @@ func writeWordPiece(dir, src string, vocab, maxLen int) error {
 		"clean_up_tokenization_spaces": true,
 	}
 	return atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerConfigFile), cfg)
-}
-
-// layerSpecs adds the shapes of every encoder layer to out (BERT's names; DeBERTa's projections
-// end in projSuffix, "_proj") and returns the function that adds a linear layer's weight and bias.
-func (e Encoder) layerSpecs(out map[string]shapes.Shape, s func(dims ...int) shapes.Shape, projSuffix string) func(key string, o, i int) {
-	lin := func(key string, o, i int) {
-		out[key+".weight"] = s(o, i)
-		out[key+".bias"] = s(o)
-	}
-	for l := range e.Layers {
-		k := fmt.Sprintf("%sencoder.layer.%d.", e.Prefix, l)
-		for _, n := range []string{"query", "key", "value"} {
-			lin(k+"attention.self."+n+projSuffix, e.Hidden, e.Hidden)
-		}
-		lin(k+"attention.output.dense", e.Hidden, e.Hidden)
-		lin(k+"intermediate.dense", e.Intermediate, e.Hidden)
-		lin(k+"output.dense", e.Hidden, e.Intermediate)
-		for _, n := range []string{"attention.output.LayerNorm", "output.LayerNorm"} {
-			out[k+n+".weight"] = s(e.Hidden)
-			out[k+n+".bias"] = s(e.Hidden)
-		}
-	}
-	return lin
 }

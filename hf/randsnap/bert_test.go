@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/hf/encoder"
+	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
 )
@@ -78,17 +80,7 @@ func TestWriteEncoderDeberta(t *testing.T) {
 	dir := t.TempDir()
 	e := Encoder{ModelType: "deberta-v2", Prefix: "deberta.", Vocab: 120, Hidden: 16, Layers: 2, Heads: 2, Intermediate: 32,
 		MaxPositions: 64, Labels: []string{"contradiction", "entailment", "neutral"}, Seed: 5}
-	if err := WriteEncoder(dir, e); err != nil {
-		t.Fatal(err)
-	}
-	s, err := snapshot.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := encoder.Load(context.Background(), s, gomlxmodel.NewStore(), encoder.LoRA{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, m := writeAndLoad(t, dir, e)
 	c := m.Config()
 	if !c.Disentangled || c.PositionBiasedInput || c.TypeVocab != 0 || c.PositionBuckets != 32 || !c.ShareAttKey || m.SavedLabels() != 3 || !m.HasPooler() {
 		t.Fatalf("config %+v, labels %d, pooler %v", c, m.SavedLabels(), m.HasPooler())
@@ -103,4 +95,54 @@ func TestWriteEncoderDeberta(t *testing.T) {
 	if ids := tok.Encode("ab", true); !slices.Equal(ids, []int{1, 5, 8, 2}) {
 		t.Fatalf("Encode(ab) = %v, want [CLS] ▁a b [SEP] = [1 5 8 2]", ids)
 	}
+}
+
+// TestEveryEncoderFamilyLoads: for every encoder family of hf/family, bare and as a sequence
+// classifier, randsnap writes exactly the tensors hf/encoder loads (its layout's list), plus the
+// classification head it starts from: nothing missing, nothing unread.
+func TestEveryEncoderFamilyLoads(t *testing.T) {
+	for _, modelType := range family.Names(family.Encoder) {
+		f, _ := family.Lookup(modelType)
+		for _, tc := range []struct {
+			desc   string
+			prefix string
+			labels []string
+		}{
+			{"bare", "", nil},
+			{"classifier", f.KeyPrefix, []string{"no", "yes"}},
+		} {
+			t.Run(modelType+"/"+tc.desc, func(t *testing.T) {
+				dir := t.TempDir()
+				e := Encoder{ModelType: modelType, Prefix: tc.prefix, Vocab: 60, Hidden: 8, Layers: 2, Heads: 2, Intermediate: 16,
+					MaxPositions: 32, Labels: tc.labels, Pooler: modelType == "bert", Seed: 3}
+				s, m := writeAndLoad(t, dir, e)
+				base := m.BaseVariables()
+				for _, name := range s.Names() {
+					if _, ok := base[name]; !ok && !strings.HasPrefix(name, "classifier.") {
+						t.Errorf("%s is written but not loaded", name)
+					}
+				}
+				if n := m.SavedLabels(); n != len(tc.labels) {
+					t.Errorf("saved head of %d labels, want %d", n, len(tc.labels))
+				}
+			})
+		}
+	}
+}
+
+// writeAndLoad writes e to dir and loads it with hf/encoder.
+func writeAndLoad(t *testing.T, dir string, e Encoder) (*snapshot.Snapshot, *encoder.Model) {
+	t.Helper()
+	if err := WriteEncoder(dir, e); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := encoder.Load(context.Background(), s, gomlxmodel.NewStore(), encoder.LoRA{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, m
 }

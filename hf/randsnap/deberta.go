@@ -4,34 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/gomlx/compute/shapes"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 )
-
-// debertaSpecs are the tensors of a DeBERTa-v3-shaped DebertaV2Model under e.Prefix (no absolute
-// positions nor token types: position_biased_input false, type_vocab_size 0), plus
-// DebertaV2ForSequenceClassification's pooler.dense and classifier (top-level keys) with Labels,
-// or the pooler alone with Pooler.
-func (e Encoder) debertaSpecs(s func(dims ...int) shapes.Shape) map[string]shapes.Shape {
-	p := e.Prefix
-	out := map[string]shapes.Shape{
-		p + "embeddings.word_embeddings.weight": s(e.Vocab, e.Hidden),
-		p + "embeddings.LayerNorm.weight":       s(e.Hidden),
-		p + "embeddings.LayerNorm.bias":         s(e.Hidden),
-		p + "encoder.rel_embeddings.weight":     s(2*e.debertaBuckets(), e.Hidden),
-		p + "encoder.LayerNorm.weight":          s(e.Hidden),
-		p + "encoder.LayerNorm.bias":            s(e.Hidden),
-	}
-	lin := e.layerSpecs(out, s, "_proj")
-	if e.Pooler || len(e.Labels) > 0 {
-		lin("pooler.dense", e.Hidden, e.Hidden)
-	}
-	if n := len(e.Labels); n > 0 {
-		lin("classifier", n, e.Hidden)
-	}
-	return out
-}
 
 // writeUnigram copies the tokenizer files from src, or writes a DeBERTa-v3-style SentencePiece
 // Unigram tokenizer whose ids fit in vocab: [PAD], [CLS], [SEP], [UNK], "▁", then single
@@ -47,12 +22,10 @@ func writeUnigram(dir, src string, vocab, maxLen int) error {
 	}
 	specials := []string{"[PAD]", "[CLS]", "[SEP]", "[UNK]"}
 	var pieces []any
-	var added []map[string]any
-	for i, s := range specials {
+	for _, s := range specials {
 		pieces = append(pieces, []any{s, 0.0})
-		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
-			"rstrip": false, "normalized": false, "special": true})
 	}
+	_, added := specialTokens(specials)
 	pieces = append(pieces, []any{"▁", -2.0})
 	const chars = "abcdefghijklmnopqrstuvwxyz0123456789.,;:()-/%=+<>ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	for i, c := range chars {
@@ -63,12 +36,6 @@ func writeUnigram(dir, src string, vocab, maxLen int) error {
 			pieces = append(pieces, []any{string(c), -4.0 - 0.01*float64(i)})
 		}
 	}
-	special := func(tok string, typ int) map[string]any {
-		return map[string]any{"SpecialToken": map[string]any{"id": tok, "type_id": typ}}
-	}
-	seq := func(id string, typ int) map[string]any {
-		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}}
-	}
 	meta := map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true}
 	tok := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
@@ -76,16 +43,10 @@ func writeUnigram(dir, src string, vocab, maxLen int) error {
 			map[string]any{"type": "Strip", "strip_left": true, "strip_right": true},
 			map[string]any{"type": "Replace", "pattern": map[string]any{"Regex": " {2,}"}, "content": " "},
 		}},
-		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{meta}},
-		"post_processor": map[string]any{"type": "TemplateProcessing",
-			"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
-			"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
-			"special_tokens": map[string]any{
-				"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{1}, "tokens": []string{"[CLS]"}},
-				"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{2}, "tokens": []string{"[SEP]"}},
-			}},
-		"decoder": meta,
-		"model":   map[string]any{"type": "Unigram", "unk_id": 3, "vocab": pieces, "byte_fallback": false},
+		"pre_tokenizer":  map[string]any{"type": "Sequence", "pretokenizers": []any{meta}},
+		"post_processor": clsSepTemplate(1, 2),
+		"decoder":        meta,
+		"model":          map[string]any{"type": "Unigram", "unk_id": 3, "vocab": pieces, "byte_fallback": false},
 	}
 	if err := atomicio.WriteJSON(filepath.Join(dir, snapshot.TokenizerFile), tok); err != nil {
 		return err

@@ -317,6 +317,47 @@ func randomTensor(s shapes.Shape, name string, seed uint64, std float64, normPlu
 	return snapshot.FromFloat32(vals, s.DType, s.Dimensions...)
 }
 
+// specialTokens gives specials the ids 0, 1, ... in a new vocabulary and returns it with their
+// added_tokens entries, as the test tokenizers start.
+func specialTokens(specials []string) (map[string]int, []map[string]any) {
+	v := map[string]int{}
+	var added []map[string]any
+	for i, s := range specials {
+		v[s] = i
+		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
+			"rstrip": false, "normalized": false, "special": true})
+	}
+	return v, added
+}
+
+// byteLevelVocab is specialTokens' vocabulary followed by the byte-level symbols of bytes 0..255
+// while ids remain under vocab: a BPE with no merges, every text one token per byte.
+func byteLevelVocab(specials []string, vocab int) (map[string]int, []map[string]any) {
+	v, added := specialTokens(specials)
+	for b := 0; b < 256 && len(v) < vocab; b++ {
+		v[byteLevelSymbol(byte(b))] = len(v)
+	}
+	return v, added
+}
+
+// clsSepTemplate is the TemplateProcessing post-processor of BERT's inputs, [CLS] $A [SEP] and
+// [CLS] $A [SEP] $B [SEP] (segment B of type 1), with [CLS] and [SEP] at ids cls and sep.
+func clsSepTemplate(cls, sep int) map[string]any {
+	special := func(tok string, typ int) map[string]any {
+		return map[string]any{"SpecialToken": map[string]any{"id": tok, "type_id": typ}}
+	}
+	seq := func(id string, typ int) map[string]any {
+		return map[string]any{"Sequence": map[string]any{"id": id, "type_id": typ}}
+	}
+	return map[string]any{"type": "TemplateProcessing",
+		"single": []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)},
+		"pair":   []any{special("[CLS]", 0), seq("A", 0), special("[SEP]", 0), seq("B", 1), special("[SEP]", 1)},
+		"special_tokens": map[string]any{
+			"[CLS]": map[string]any{"id": "[CLS]", "ids": []int{cls}, "tokens": []string{"[CLS]"}},
+			"[SEP]": map[string]any{"id": "[SEP]", "ids": []int{sep}, "tokens": []string{"[SEP]"}},
+		}}
+}
+
 // writeTokenizer copies the tokenizer files from src, or writes a byte-level BPE tokenizer with
 // no merges whose ids fit in vocab: <unk>, <s>, </s>, then the byte-level symbols of bytes 0..255
 // while ids remain (a test tokenizer, not a useful one).
@@ -334,16 +375,7 @@ func writeTokenizer(dir, src string, vocab int) error {
 		return nil
 	}
 	specials := []string{"<unk>", "<s>", "</s>"}
-	v := map[string]int{}
-	var added []map[string]any
-	for i, s := range specials {
-		v[s] = i
-		added = append(added, map[string]any{"id": i, "content": s, "single_word": false, "lstrip": false,
-			"rstrip": false, "normalized": false, "special": true})
-	}
-	for b := 0; b < 256 && len(v) < vocab; b++ {
-		v[byteLevelSymbol(byte(b))] = len(v)
-	}
+	v, added := byteLevelVocab(specials, vocab)
 	tok := map[string]any{
 		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added, "normalizer": nil,
 		"pre_tokenizer": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},

@@ -28,7 +28,7 @@ var layers = []struct {
 		"eval/stats", "eval/report", "model/decode"}},
 	{"config", []string{"config"}},
 	{"data and sources", []string{"dataset", "internal/cli", "hf/snapshot", "hf/tokenizer", "hf/chattemplate"}},
-	{"backbones", []string{"model=", "hf/peft", "hf/decoder", "hf/encoder", "hf/plan", "hf/randsnap"}},
+	{"backbones", []string{"model=", "hf/peft", "hf/weights", "hf/decoder", "hf/encoder", "hf/plan", "hf/randsnap"}},
 	{"tasks, judges and data preparation", []string{"model", "dataset/prepare", "eval/judge", "eval/facet",
 		"eval/qaeval", "infer/ground", "infer/llmmethods"}},
 	{"applications", []string{"infer", "eval", "serve", "export"}},

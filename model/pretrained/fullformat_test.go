@@ -12,6 +12,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/hf/decoder"
 	"github.com/tracksum/tracksum/hf/peft"
+	"github.com/tracksum/tracksum/hf/weights"
 )
 
 // safetensorsMetadata returns the __metadata__ of a safetensors file's header.
@@ -49,7 +50,7 @@ func TestFullWeightsFormatPT(t *testing.T) {
 		if len(v) == 4 {
 			dims = []int{2, 2}
 		}
-		vr, err := decoder.SetVariable(store, decoder.BaseScope+"/"+name, tensors.FromFlatDataAndDimensions(v, dims...), true)
+		vr, err := weights.SetVariable(store, decoder.BaseScope+"/"+name, tensors.FromFlatDataAndDimensions(v, dims...), true)
 		if err != nil {
 			t.Fatal(err)
 		}
