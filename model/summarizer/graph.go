@@ -94,7 +94,7 @@ func TargetProbGraph(scope *model.Scope, h Hyperparams, b Batch) *Node {
 	batch, srcLen := b.Src.Shape().Dimensions[0], b.Src.Shape().Dimensions[1]
 	tgtLen := b.TgtIn.Shape().Dimensions[1]
 
-	src := &sourceStates{ids: b.Src, bias: sourceBiasGraph(h, b.Src)}
+	src := &sourceStates{bias: sourceBiasGraph(h, b.Src)}
 	src.states = EncoderGraph(scope, h, b.Src, b.Seg, src.bias)
 	xEmb := targetEmbedGraph(scope, h, b.TgtIn, b.Aspect, nil)
 	s, _ := decoderGraph(scope, h, xEmb, src, nil)
@@ -154,13 +154,13 @@ func encoderGraph(scope *model.Scope, h Hyperparams, vars layers.Vars, src, seg,
 	return vars.LayerNorm(scope.At("encoder").At("ln"), x)
 }
 
-// sourceStates is what the decoder reads from a batch of N encoded sources of length S: their ids
-// [N, S], attention bias [N, S] and encoder states [N, S, d], and the keys and values its
+// sourceStates is what the decoder reads from a batch of N encoded sources of length S: their
+// attention bias [N, S] and encoder states [N, S, d], and the keys and values its
 // attentions take from the states. Training computes those from the states where a layer first
 // reads them (the variables are then created in the layers' order); decoding computes them once
 // per source, in the encode graph (sourceKeysGraph), and passes them to every step.
 type sourceStates struct {
-	ids, bias, states *Node
+	bias, states *Node
 	// cross holds the cross-attention keys and values of each decoder layer, copyKeys the copy
 	// attention's keys and copyValues its values (the states as [N, 1, S, d]): nil where computed
 	// from the states.
@@ -266,7 +266,7 @@ func targetEmbedGraph(scope *model.Scope, h Hyperparams, tgtIn, aspect, position
 func decoderGraph(scope *model.Scope, h Hyperparams, x *Node, src *sourceStates, cache *stepCache) (*Node, []*Node) {
 	g := x.Graph()
 	tgtLen := x.Shape().Dimensions[1]
-	batch, srcLen := src.ids.Shape().Dimensions[0], src.ids.Shape().Dimensions[1]
+	batch, srcLen := src.bias.Shape().Dimensions[0], src.bias.Shape().Dimensions[1]
 	x = layers.Dropout(scope, x, h.Dropout)
 
 	var selfBias *Node
@@ -363,10 +363,21 @@ func logitsGraph(scope *model.Scope, h Hyperparams, s *Node, cache *stepCache) *
 // a copy in progress ("copy the next token"), a prior that lets a small model learn to copy whole
 // spans from few examples.
 func followGraph(h Hyperparams, src, tgtIn *Node) *Node {
+	return followOfGraph(h, previousTokensGraph(h, src), tgtIn)
+}
+
+// previousTokensGraph returns the token before each source position, [PAD] at the first: [B, S].
+func previousTokensGraph(h Hyperparams, src *Node) *Node {
 	g := src.Graph()
 	batch, srcLen := src.Shape().Dimensions[0], src.Shape().Dimensions[1]
+	return Concatenate([]*Node{BroadcastToDims(Scalar(g, dtypes.Int32, h.PadID), batch, 1), Slice(src, AxisRange(), AxisRange(0, srcLen-1))}, 1)
+}
+
+// followOfGraph is followGraph given the previous tokens prev [B, S] (previousTokensGraph).
+func followOfGraph(h Hyperparams, prev, tgtIn *Node) *Node {
+	g := prev.Graph()
+	batch, srcLen := prev.Shape().Dimensions[0], prev.Shape().Dimensions[1]
 	tgtLen := tgtIn.Shape().Dimensions[1]
-	prev := Concatenate([]*Node{BroadcastToDims(Scalar(g, dtypes.Int32, h.PadID), batch, 1), Slice(src, AxisRange(), AxisRange(0, srcLen-1))}, 1)
 	same := Equal(
 		BroadcastToDims(Reshape(tgtIn, batch, tgtLen, 1), batch, tgtLen, srcLen),
 		BroadcastToDims(Reshape(prev, batch, 1, srcLen), batch, tgtLen, srcLen))
@@ -379,7 +390,7 @@ func followGraph(h Hyperparams, src, tgtIn *Node) *Node {
 // extra [B,T,S] when not nil) and the attended context vectors [B,T,d].
 func copyAttentionGraph(scope *model.Scope, h Hyperparams, s *Node, src *sourceStates, follow, extra *Node) (attn, ctxVec *Node) {
 	batch, tgtLen := s.Shape().Dimensions[0], s.Shape().Dimensions[1]
-	srcLen := src.ids.Shape().Dimensions[1]
+	srcLen := src.bias.Shape().Dimensions[1]
 	d := h.DModel
 	cs := scope.At("copy")
 	// One attention "head" over the whole width: [B, 1, T, S].

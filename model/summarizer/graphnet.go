@@ -20,20 +20,22 @@ import (
 // Graph decoding: the network of graph.go run through two GoMLX Execs, so that inference runs on
 // whatever backend the process has (an XLA GPU included). Both are built from graph.go's own
 // functions; a step is the training graph over one position per hypothesis with a KV cache
-// (stepCache), and returns the copy-augmented distribution itself. The host keeps the decoding
-// state: the cache, the copy bonuses it adds to the scores, and the constraints it applies to the
-// distribution (Net.Step).
+// (stepCache), and returns the copy-augmented distribution itself, each token's probability once,
+// which the host places at the token ids. The host keeps the decoding state: the cache, the copy
+// bonuses it adds to the scores, and the constraints it applies to the distribution (Net.Step).
 //
 //	encode: src, seg [N, S] -> for every decoder layer the cross-attention keys [N, H, dh, S] and
 //	        values [N, H, S, dh] (split in heads, keys transposed), the copy keys [N, 1, d, S]
-//	        and the encoder states [N, 1, S, d]: everything the decoder reads from the sources,
-//	        computed once and kept as one batch.
+//	        and the encoder states [N, 1, S, d], the attention bias [N, S], each position's
+//	        previous token [N, S] (followOfGraph) and generation index [N, S] (mixtureGraph):
+//	        everything the decoder reads from the sources, computed once and kept as one batch
+//	        (sourceBatch).
 //	step:   B = n·R hypotheses, R rows per source of n sources (row r reads source r / R): one
-//	        token per row [B] and its target position [B], each source's aspect [n] and ids
-//	        [n, S], the self-attention bias [B, C] over the cached tokens, the copy bonuses
-//	        [B, S]; the cache (keys [B, H, dh, C] and values [B, H, C, dh] per decoder layer);
-//	        the n sources' tensors -> the copy-augmented distribution over the vocabulary [B, V],
-//	        then the fed token's keys and values [B, H, dh] per decoder layer.
+//	        token per row [B] and its target position [B], each source's aspect [n], the
+//	        self-attention bias [B, C] over the cached tokens, the copy bonuses [B, S]; the cache
+//	        (keys [B, H, dh, C] and values [B, H, C, dh] per decoder layer); the n sources'
+//	        tensors -> the copy-augmented distribution over each source's extended vocabulary
+//	        [B, G + S], then the fed token's keys and values [B, H, dh] per decoder layer.
 //
 // Inside the step the hypotheses are laid out as the training graph's batch: [n, R, d], the R
 // rows of a source as R positions of its target, so that the cross and copy attentions and the
@@ -79,10 +81,10 @@ type graphNet struct {
 	pow2 bool
 }
 
-// sourceBatch is the encoder's output for the sources of one EncodeAll call, kept batched: per
-// decoder layer the cross-attention keys [N, H, dh, S] and values [N, H, S, dh], then the copy
-// keys [N, 1, d, S] and the encoder states as its values [N, 1, S, d] (N ≥ the number of
-// sources: padded rows repeat the last one).
+// sourceBatch is what the decoding steps read from the sources of one EncodeAll call, kept
+// batched: the encode graph's outputs (see the top of the file), then each position's first
+// position of its token [N, S] (mixtureGraph) (N ≥ the number of sources: padded rows repeat the
+// last one).
 type sourceBatch struct {
 	tensors []*tensors.Tensor
 	bucket  int
@@ -91,10 +93,12 @@ type sourceBatch struct {
 	subsets map[string][]*tensors.Tensor
 }
 
-// graphSource is the part of a Source that graph decoding reads: its batch and row there.
+// graphSource is the part of a Source that graph decoding reads: its batch and row there, and
+// the positions that hold a token's first occurrence (placeTokens).
 type graphSource struct {
-	batch *sourceBatch
-	row   int
+	batch  *sourceBatch
+	row    int
+	firsts []int
 }
 
 // newGraphNet builds the Execs of graph decoding on backend from the model's variables.
@@ -149,28 +153,52 @@ func newGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 	return g, nil
 }
 
-// perSource is the number of tensors a source batch holds: cross keys and values per decoder
-// layer, the copy keys and the encoder states.
-func (h Hyperparams) perSource() int { return 2*h.DecoderLayers + 2 }
-
-// encodeSourcesGraph encodes src, seg [N, S] (PadID-padded) and returns the sourceBatch tensors.
+// encodeSourcesGraph encodes src, seg [N, S] (PadID-padded) and returns the sourceBatch tensors
+// it computes.
 func encodeSourcesGraph(scope *gomlxmodel.Scope, h Hyperparams, src, seg *Node) []*Node {
-	states := encoderGraph(scope, h, decodeVars, src, seg, sourceBiasGraph(h, src))
+	g := src.Graph()
+	bias := sourceBiasGraph(h, src)
+	states := encoderGraph(scope, h, decodeVars, src, seg, bias)
 	var out []*Node
 	for l := range h.DecoderLayers {
 		kv := crossKVGraph(scope.At("decoder").At("layer_%d", l).At("cross"), h, states, true)
 		out = append(out, kv.keys.k, kv.values)
 	}
 	n, srcLen := src.Shape().Dimensions[0], src.Shape().Dimensions[1]
-	return append(out, copyKeysGraph(scope, h, states, true).k, Reshape(states, n, 1, srcLen, h.DModel))
+	out = append(out, copyKeysGraph(scope, h, states, true).k, Reshape(states, n, 1, srcLen, h.DModel), bias)
+	// A padded position never follows the fed token: its previous token is taken as [PAD] (in a
+	// training batch the first padded position follows the source's last token; its copy
+	// attention is 0 either way, but not its gate term).
+	pad := Scalar(g, dtypes.Int32, h.PadID)
+	out = append(out, Where(NotEqual(src, pad), previousTokensGraph(h, src), pad))
+	// The generation index of each source token, nGen when it has none.
+	nGen := len(h.genIDs())
+	genIndex := make([]int32, h.VocabSize)
+	for i := range genIndex {
+		genIndex[i] = int32(nGen)
+	}
+	for k, id := range h.genIDs() {
+		genIndex[id] = int32(k)
+	}
+	return append(out, Reshape(Gather(Const(g, genIndex), Reshape(src, n*srcLen, 1)), n, srcLen))
 }
+
+// Tensors of a sourceBatch after the cross-attention keys and values.
+const (
+	srcCopyKeys = iota
+	srcCopyValues
+	srcBias
+	srcPrevious
+	srcGenIndex
+	srcFirstAt
+	srcTensors
+)
 
 // Inputs of decodeStepGraph before the cache and the sources' tensors.
 const (
 	stepToken = iota
 	stepPos
 	stepAspect
-	stepSrcIDs
 	stepSelfBias
 	stepCopyBonus
 	stepFixed
@@ -218,16 +246,15 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	g := in[0].Graph()
 	b := in[stepToken].Shape().Dimensions[0]
 	capacity := in[stepSelfBias].Shape().Dimensions[1]
-	ids := in[stepSrcIDs]
-	nSrc, srcLen := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
-	rows := b / nSrc // hypotheses per source
 	nl := h.DecoderLayers
-	source := in[stepFixed+2*nl:]
+	cross, source := in[stepFixed+2*nl:stepFixed+4*nl], in[stepFixed+4*nl:]
+	nSrc, srcLen := source[srcBias].Shape().Dimensions[0], source[srcBias].Shape().Dimensions[1]
+	rows := b / nSrc // hypotheses per source
 
-	src := &sourceStates{ids: ids, bias: sourceBiasGraph(h, ids),
-		copyKeys: &attnKeys{k: source[2*nl], transposed: true}, copyValues: source[2*nl+1]}
+	src := &sourceStates{bias: source[srcBias],
+		copyKeys: &attnKeys{k: source[srcCopyKeys], transposed: true}, copyValues: source[srcCopyValues]}
 	for l := range nl {
-		src.cross = append(src.cross, attnKV{keys: attnKeys{k: source[2*l], transposed: true}, values: source[2*l+1]})
+		src.cross = append(src.cross, attnKV{keys: attnKeys{k: cross[2*l], transposed: true}, values: cross[2*l+1]})
 	}
 	cache := &stepCache{h: h, rows: b, capacity: capacity,
 		selfBias:  Reshape(in[stepSelfBias], b, 1, 1, capacity),
@@ -243,40 +270,40 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	tokens := Reshape(in[stepToken], nSrc, rows)
 	xEmb := targetEmbedGraph(scope, h, tokens, in[stepAspect], Reshape(in[stepPos], nSrc, rows))
 	s, newKV := decoderGraph(scope, h, xEmb, src, cache)
-	// A padded position never follows the fed token (the training batch's padding aside, the
-	// sources' last token would otherwise mark the first padded position).
-	valid := ConvertDType(NotEqual(ids, Scalar(g, dtypes.Int32, h.PadID)), dtypes.Float32)
-	follow := Mul(followGraph(h, ids, tokens), BroadcastToDims(Reshape(valid, nSrc, 1, srcLen), nSrc, rows, srcLen))
-	pGen, attn, gate := outputGraph(scope, h, s, xEmb, src, follow, cache)
-	return append([]*Node{mixtureGraph(h, pGen, attn, gate, ids)}, newKV...)
+	pGen, attn, gate := outputGraph(scope, h, s, xEmb, src, followOfGraph(h, source[srcPrevious], tokens), cache)
+	return append([]*Node{mixtureGraph(pGen, attn, gate, source[srcGenIndex], source[srcFirstAt])}, newKV...)
 }
 
-// mixtureGraph is the copy-augmented distribution over the vocabulary [N·T, V] of the output
-// layer's pGen [N·T, G], copy attention attn [N, T, S] over sources of ids [N, S] and gate
-// [N, T]: gate·pGen at the generation ids plus (1 - gate)·attn summed at the source ids (the
-// vocabulary part first, then the source positions in order). The scatters are the Go backend's
-// generic loop: the vocabulary part goes in as one column of N·T values per generation id.
-func mixtureGraph(h Hyperparams, pGen, attn, gate, ids *Node) *Node {
+// mixtureGraph is the copy-augmented distribution of the output layer's pGen [N·T, G], copy
+// attention attn [N, T, S] over N sources and gate [N, T], over each source's extended vocabulary,
+// the generation ids then the source positions: [N·T, G + S]. A token outside the source has its
+// probability at its generation id, gate·pGen; a token of the source at its first position
+// (firstAt [N, S]: the first position of each position's token), gate·pGen of its generation id
+// (genIndex [N, S], G for none: 0) plus (1 - gate) times the copy attention of all its positions.
+// The host places them at the token ids (placeTokens), the source's last: over the whole
+// vocabulary the placement would be a scatter of N·T·G values, which on the Go backend costs
+// more than the rest of the mixture.
+func mixtureGraph(pGen, attn, gate, genIndex, firstAt *Node) *Node {
 	g := pGen.Graph()
 	n, t, srcLen := attn.Shape().Dimensions[0], attn.Shape().Dimensions[1], attn.Shape().Dimensions[2]
-	m, v := n*t, h.VocabSize
-	genIDs := h.genIDs()
-	nGen := len(genIDs)
+	m := n * t
+	nGen := pGen.Shape().Dimensions[1]
 	gate = Reshape(gate, m, 1)
 	gen := Mul(pGen, expandCols(gate, nGen))
-	var out *Node
-	if len(h.GenIDs) == 0 {
-		out = gen // the whole vocabulary, in order
-	} else {
-		at := Const(g, genIDs)
-		out = BackendScatterSum(expandCols(Zeros(g, shapes.Make(dtypes.Float32, m, 1)), v), Reshape(at, nGen, 1), gen, 1, []int{0}, []int{1}, []int{1}, true, true)
+
+	// The source positions: gate·pGen of the token's generation id ...
+	perRow := func(x *Node) *Node { // [n, S] -> [m, S]
+		return Reshape(BroadcastToDims(Reshape(x, n, 1, srcLen), n, t, srcLen), m, srcLen)
 	}
-	// The source positions: flat indices row·V + id into [m·V].
+	at := perRow(genIndex)
+	ext := Concatenate([]*Node{gen, Zeros(g, shapes.Make(dtypes.Float32, m, 1))}, 1) // G: no generation id
+	rows := Iota(g, shapes.Make(dtypes.Int32, m, srcLen, 1), 0)
+	src := Gather(ext, Concatenate([]*Node{rows, Reshape(at, m, srcLen, 1)}, 2)) // [m, S]
+	// ... plus (1 - gate)·attn summed at the token's first position.
 	cp := Mul(Reshape(attn, m, srcLen), expandCols(OneMinus(gate), srcLen))
-	base := Mul(Iota(g, shapes.Make(dtypes.Int32, m, 1), 0), Scalar(g, dtypes.Int32, v))
-	at := Add(BroadcastToDims(base, m, srcLen), Reshape(BroadcastToDims(Reshape(ids, n, 1, srcLen), n, t, srcLen), m, srcLen))
-	out = ScatterSum(Reshape(out, m*v), Reshape(at, m*srcLen, 1), Reshape(cp, m*srcLen), false, false)
-	return Reshape(out, m, v)
+	first := Add(Mul(Iota(g, shapes.Make(dtypes.Int32, m, srcLen), 0), Scalar(g, dtypes.Int32, srcLen)), perRow(firstAt))
+	copied := ScatterSum(Zeros(g, shapes.Make(dtypes.Float32, m*srcLen)), Reshape(first, m*srcLen, 1), Reshape(cp, m*srcLen), false, false)
+	return Concatenate([]*Node{gen, Add(src, Reshape(copied, m, srcLen))}, 1)
 }
 
 // expandCols repeats x [m, 1] on n columns, [m, n], as the product x @ ones[1, n] (exact: one
@@ -319,10 +346,30 @@ func (g *graphNet) encodeAll(ids, seg [][]int32) ([]*graphSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("summarizer encode: %w", err)
 	}
-	batch := &sourceBatch{tensors: out, bucket: sb, subsets: map[string][]*tensors.Tensor{}}
+	// Each position's first position of its token (a padded one: itself, its copy attention is 0).
+	firstAt := make([]int32, n*sb)
 	res := make([]*graphSource, len(ids))
-	for i := range res {
-		res[i] = &graphSource{batch: batch, row: i}
+	for r := range n {
+		i := min(r, len(ids)-1)
+		first := map[int32]int32{}
+		var firsts []int
+		for j := range sb {
+			firstAt[r*sb+j] = int32(j)
+			if j < len(ids[i]) {
+				if _, ok := first[ids[i][j]]; !ok {
+					first[ids[i][j]] = int32(j)
+					firsts = append(firsts, j)
+				}
+				firstAt[r*sb+j] = first[ids[i][j]]
+			}
+		}
+		if r < len(ids) {
+			res[r] = &graphSource{row: r, firsts: firsts}
+		}
+	}
+	batch := &sourceBatch{tensors: append(out, tensors.FromFlatDataAndDimensions(firstAt, n, sb)), bucket: sb, subsets: map[string][]*tensors.Tensor{}}
+	for _, gs := range res {
+		gs.batch = batch
 	}
 	return res, nil
 }
@@ -347,15 +394,22 @@ func (g *graphNet) sourcesFor(batch *sourceBatch, rows []int) []*tensors.Tensor 
 	out := make([]*tensors.Tensor, len(batch.tensors))
 	for i, t := range batch.tensors {
 		dims := slices.Clone(t.Shape().Dimensions)
-		per := t.Shape().Size() / dims[0]
+		per := t.Shape().Memory() / uintptr(dims[0]) // bytes per row
 		dims[0] = len(rows)
-		flat := make([]float32, len(rows)*per)
-		tensors.MustConstFlatData(t, func(all []float32) {
-			for k, r := range rows {
-				copy(flat[k*per:(k+1)*per], all[r*per:(r+1)*per])
+		out[i] = tensors.FromShape(shapes.Make(t.DType(), dims...))
+		err := t.ConstBytes(func(all []byte) {
+			err := out[i].MutableBytes(func(dst []byte) {
+				for k, r := range rows {
+					copy(dst[uintptr(k)*per:uintptr(k+1)*per], all[uintptr(r)*per:uintptr(r+1)*per])
+				}
+			})
+			if err != nil {
+				panic(err)
 			}
 		})
-		out[i] = tensors.FromFlatDataAndDimensions(flat, dims...)
+		if err != nil {
+			panic(err)
+		}
 	}
 	batch.subsets[key] = out
 	return out
@@ -507,15 +561,6 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 				flat.([]int32)[k] = max(states[bySource[r][0]].Src.Aspect, 0)
 			}
 		}, nSrc),
-		input(dtypes.Int32, func(flat any) {
-			for k, r := range srcRows {
-				row := flat.([]int32)[k*sb : (k+1)*sb]
-				n := copy(row, states[bySource[r][0]].Src.IDs)
-				for j := n; j < sb; j++ {
-					row[j] = h.PadID
-				}
-			}
-		}, nSrc, sb),
 		input(dtypes.Float32, func(flat any) {
 			for r, i := range rowState {
 				row := flat.([]float32)[r*capacity : (r+1)*capacity]
@@ -532,16 +577,21 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 			}
 		}, b, sb),
 	}
-	// The cache, each row's copied in (a row's own capacity may be smaller).
+	// The cache, each row's copied in; a row of a smaller cache (or none) is cleared first (the
+	// backend's buffers are reused: masked slots must still hold finite values).
 	per := heads * hd * capacity
 	for l := range nl {
 		for _, keys := range []bool{true, false} {
 			fill := func(flat any) {
 				dst := flat.([]float32)
-				clear(dst)
 				for r, i := range rowState {
-					if c := states[i].cache; c != nil {
-						c.copyLayer(dst[r*per:(r+1)*per], l, keys, capacity, states[i].pos)
+					row := dst[r*per : (r+1)*per]
+					c := states[i].cache
+					if c == nil || c.capacity != capacity {
+						clear(row)
+					}
+					if c != nil {
+						c.copyLayer(row, l, keys, capacity, states[i].pos)
 					}
 				}
 			}
@@ -579,11 +629,12 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 	for l, t := range res[1:] {
 		newKV[l] = t.Value().([][][]float32)
 	}
+	genIDs := h.genIDs()
 	tensors.MustConstFlatData(res[0], func(flat []float32) {
-		v := len(flat) / b
+		w := len(flat) / b
 		for r, i := range rowState {
 			if kept[r] {
-				copy(probs[i], flat[r*v:(r+1)*v])
+				placeTokens(probs[i], flat[r*w:(r+1)*w], genIDs, states[i].Src)
 			}
 		}
 	})
@@ -598,6 +649,20 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 		}
 	}
 	return nil
+}
+
+// placeTokens writes into out (the vocabulary) the distribution ext over src's extended
+// vocabulary (mixtureGraph): the generation ids' probabilities, then, over them, the source
+// tokens' from their first positions; the other ids get 0.
+func placeTokens(out, ext []float32, genIDs []int32, src *Source) {
+	clear(out)
+	for k, id := range genIDs {
+		out[id] = ext[k]
+	}
+	srcPart := ext[len(genIDs):]
+	for _, j := range src.graph.firsts {
+		out[src.IDs[j]] = srcPart[j]
+	}
 }
 
 // ownCache makes st's cache its own (not shared with a clone) with room for slot st.pos.
