@@ -91,10 +91,12 @@ func goldenJSON(t *testing.T, path string, got, want any) bool {
 // goldenTol is the largest difference allowed from the golden numbers, relative to max(1, |x|).
 const goldenTol = 1e-5
 
-// TestNetworkGolden checks the decoding network's outputs (logits, copy scores, gate terms and
-// the copy-augmented distributions, with the decoding bonuses, past the cache bucket and past
-// the trained positions) against testdata/network.golden.json, written from the Go network of
-// the release before graph decoding, commit cda23b0 (go test -run NetworkGolden -update rewrites it).
+// TestNetworkGolden checks the decoding network's copy-augmented distributions (with the decoding
+// bonuses, past the cache bucket and past the trained positions) against
+// testdata/network.golden.json, written from the Go network of the release before graph decoding,
+// commit cda23b0 (go test -run NetworkGolden -update rewrites it). The file also holds that
+// network's logits, copy scores and gate terms, which the step graph no longer returns (it
+// computes the mixture itself).
 func TestNetworkGolden(t *testing.T) {
 	path := filepath.Join("testdata", "network.golden.json")
 	got := map[string][][]stepRecord{}

@@ -12,9 +12,9 @@ import (
 )
 
 // The network, written here as GoMLX graphs for training (differentiable) and, from the same
-// layers, cut for decoding in graphnet.go (encoder once, decoder step with a KV cache, any
-// backend). Both read the same variables, named below; TestDecodingMatchesTraining checks that they
-// compute the same probabilities. The layers come from
+// functions, run for decoding in graphnet.go (encoder once, decoder step with a KV cache:
+// decoderGraph and outputGraph given a stepCache, any backend). Both read the same variables,
+// named below; TestDecodingMatchesTraining checks that they compute the same probabilities. The layers come from
 // layers (gradients laid out for the Go backend), with the summarizer's variable names
 // (layerVars: "q_w", "q_b", layer norms "gain" and "bias").
 //

@@ -27,7 +27,8 @@ import (
 //	encode: src, seg [N, S] -> for every decoder layer the cross-attention keys [N, H, dh, S] and
 //	        values [N, H, S, dh] (split in heads, keys transposed), the copy keys [N, 1, d, S]
 //	        and the encoder states [N, 1, S, d], the attention bias [N, S], each position's
-//	        previous token [N, S] (followOfGraph) and generation index [N, S] (mixtureGraph):
+//	        previous token [N, S] (followOfGraph), generation index [N, S] and whether it has one
+//	        [N, S] (mixtureGraph):
 //	        everything the decoder reads from the sources, computed once and kept as one batch
 //	        (sourceBatch).
 //	step:   B = n·R hypotheses, R rows per source of n sources (row r reads source r / R): one
@@ -35,7 +36,8 @@ import (
 //	        self-attention bias [B, C] over the cached tokens, the copy bonuses [B, S]; the cache
 //	        (keys [B, H, dh, C] and values [B, H, C, dh] per decoder layer); the n sources'
 //	        tensors -> the copy-augmented distribution over each source's extended vocabulary
-//	        [B, G + S], then the fed token's keys and values [B, H, dh] per decoder layer.
+//	        (the generation ids [B, G], the source positions [B, S]), then the fed token's keys
+//	        and values [B, H, dh] per decoder layer.
 //
 // Inside the step the hypotheses are laid out as the training graph's batch: [n, R, d], the R
 // rows of a source as R positions of its target, so that the cross and copy attentions and the
@@ -171,16 +173,13 @@ func encodeSourcesGraph(scope *gomlxmodel.Scope, h Hyperparams, src, seg *Node) 
 	// attention is 0 either way, but not its gate term).
 	pad := Scalar(g, dtypes.Int32, h.PadID)
 	out = append(out, Where(NotEqual(src, pad), previousTokensGraph(h, src), pad))
-	// The generation index of each source token, nGen when it has none.
-	nGen := len(h.genIDs())
-	genIndex := make([]int32, h.VocabSize)
-	for i := range genIndex {
-		genIndex[i] = int32(nGen)
-	}
+	// The generation index of each source token (0 when it has none) and whether it has one.
+	genIndex, inGen := make([]int32, h.VocabSize), make([]float32, h.VocabSize)
 	for k, id := range h.genIDs() {
-		genIndex[id] = int32(k)
+		genIndex[id], inGen[id] = int32(k), 1
 	}
-	return append(out, Reshape(Gather(Const(g, genIndex), Reshape(src, n*srcLen, 1)), n, srcLen))
+	at := Reshape(src, n*srcLen, 1)
+	return append(out, Reshape(Gather(Const(g, genIndex), at), n, srcLen), Reshape(Gather(Const(g, inGen), at), n, srcLen))
 }
 
 // Tensors of a sourceBatch after the cross-attention keys and values.
@@ -190,6 +189,7 @@ const (
 	srcBias
 	srcPrevious
 	srcGenIndex
+	srcInGen
 	srcFirstAt
 	srcTensors
 )
@@ -271,39 +271,39 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	xEmb := targetEmbedGraph(scope, h, tokens, in[stepAspect], Reshape(in[stepPos], nSrc, rows))
 	s, newKV := decoderGraph(scope, h, xEmb, src, cache)
 	pGen, attn, gate := outputGraph(scope, h, s, xEmb, src, followOfGraph(h, source[srcPrevious], tokens), cache)
-	return append([]*Node{mixtureGraph(pGen, attn, gate, source[srcGenIndex], source[srcFirstAt])}, newKV...)
+	gen, srcPart := mixtureGraph(pGen, attn, gate, source[srcGenIndex], source[srcInGen], source[srcFirstAt])
+	return append([]*Node{gen, srcPart}, newKV...)
 }
 
 // mixtureGraph is the copy-augmented distribution of the output layer's pGen [N·T, G], copy
-// attention attn [N, T, S] over N sources and gate [N, T], over each source's extended vocabulary,
-// the generation ids then the source positions: [N·T, G + S]. A token outside the source has its
-// probability at its generation id, gate·pGen; a token of the source at its first position
+// attention attn [N, T, S] over N sources and gate [N, T], over each source's extended vocabulary:
+// the generation ids [N·T, G], then the source positions [N·T, S]. A token outside the source has
+// its probability at its generation id, gate·pGen; a token of the source at its first position
 // (firstAt [N, S]: the first position of each position's token), gate·pGen of its generation id
-// (genIndex [N, S], G for none: 0) plus (1 - gate) times the copy attention of all its positions.
-// The host places them at the token ids (placeTokens), the source's last: over the whole
-// vocabulary the placement would be a scatter of N·T·G values, which on the Go backend costs
-// more than the rest of the mixture.
-func mixtureGraph(pGen, attn, gate, genIndex, firstAt *Node) *Node {
+// (genIndex [N, S]; inGen [N, S] 0 when it has none) plus (1 - gate) times the copy attention of
+// all its positions. The host places them at the token ids (placeTokens), the source's last: over
+// the whole vocabulary the placement would be a scatter of N·T·G values, which on the Go backend
+// costs more than the rest of the mixture.
+func mixtureGraph(pGen, attn, gate, genIndex, inGen, firstAt *Node) (gen, src *Node) {
 	g := pGen.Graph()
 	n, t, srcLen := attn.Shape().Dimensions[0], attn.Shape().Dimensions[1], attn.Shape().Dimensions[2]
 	m := n * t
 	nGen := pGen.Shape().Dimensions[1]
 	gate = Reshape(gate, m, 1)
-	gen := Mul(pGen, expandCols(gate, nGen))
+	gen = Mul(pGen, expandCols(gate, nGen))
 
-	// The source positions: gate·pGen of the token's generation id ...
 	perRow := func(x *Node) *Node { // [n, S] -> [m, S]
 		return Reshape(BroadcastToDims(Reshape(x, n, 1, srcLen), n, t, srcLen), m, srcLen)
 	}
-	at := perRow(genIndex)
-	ext := Concatenate([]*Node{gen, Zeros(g, shapes.Make(dtypes.Float32, m, 1))}, 1) // G: no generation id
+	// The source positions: gate·pGen of the token's generation id ...
 	rows := Iota(g, shapes.Make(dtypes.Int32, m, srcLen, 1), 0)
-	src := Gather(ext, Concatenate([]*Node{rows, Reshape(at, m, srcLen, 1)}, 2)) // [m, S]
+	src = Gather(gen, Concatenate([]*Node{rows, Reshape(perRow(genIndex), m, srcLen, 1)}, 2)) // [m, S]
+	src = Mul(src, perRow(inGen))
 	// ... plus (1 - gate)·attn summed at the token's first position.
 	cp := Mul(Reshape(attn, m, srcLen), expandCols(OneMinus(gate), srcLen))
 	first := Add(Mul(Iota(g, shapes.Make(dtypes.Int32, m, srcLen), 0), Scalar(g, dtypes.Int32, srcLen)), perRow(firstAt))
 	copied := ScatterSum(Zeros(g, shapes.Make(dtypes.Float32, m*srcLen)), Reshape(first, m*srcLen, 1), Reshape(cp, m*srcLen), false, false)
-	return Concatenate([]*Node{gen, Add(src, Reshape(copied, m, srcLen))}, 1)
+	return gen, Add(src, Reshape(copied, m, srcLen))
 }
 
 // expandCols repeats x [m, 1] on n columns, [m, n], as the product x @ ones[1, n] (exact: one
@@ -626,17 +626,19 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 		}
 	}()
 	newKV := make([][][][]float32, 2*nl) // [layer·2][row][head][dh]
-	for l, t := range res[1:] {
+	for l, t := range res[2:] {
 		newKV[l] = t.Value().([][][]float32)
 	}
 	genIDs := h.genIDs()
-	tensors.MustConstFlatData(res[0], func(flat []float32) {
-		w := len(flat) / b
-		for r, i := range rowState {
-			if kept[r] {
-				placeTokens(probs[i], flat[r*w:(r+1)*w], genIDs, states[i].Src)
+	tensors.MustConstFlatData(res[0], func(gen []float32) {
+		tensors.MustConstFlatData(res[1], func(src []float32) {
+			g, s := len(gen)/b, len(src)/b
+			for r, i := range rowState {
+				if kept[r] {
+					placeTokens(probs[i], gen[r*g:(r+1)*g], src[r*s:(r+1)*s], genIDs, states[i].Src)
+				}
 			}
-		}
+		})
 	})
 	for r, i := range rowState {
 		if !kept[r] {
@@ -651,15 +653,14 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 	return nil
 }
 
-// placeTokens writes into out (the vocabulary) the distribution ext over src's extended
-// vocabulary (mixtureGraph): the generation ids' probabilities, then, over them, the source
-// tokens' from their first positions; the other ids get 0.
-func placeTokens(out, ext []float32, genIDs []int32, src *Source) {
+// placeTokens writes into out (the vocabulary) the distribution over src's extended vocabulary
+// (mixtureGraph): the generation ids' probabilities gen, then, over them, the source tokens' from
+// their first positions in srcPart; the other ids get 0.
+func placeTokens(out, gen, srcPart []float32, genIDs []int32, src *Source) {
 	clear(out)
 	for k, id := range genIDs {
-		out[id] = ext[k]
+		out[id] = gen[k]
 	}
-	srcPart := ext[len(genIDs):]
 	for _, j := range src.graph.firsts {
 		out[src.IDs[j]] = srcPart[j]
 	}
