@@ -169,15 +169,7 @@ type TrainOptions struct {
 // the best-on-dev variables, and the report also written to outDir/report.json. When ctx is
 // cancelled it saves a resume point and returns an error wrapping ctx.Err().
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
-	m, rep, err := train(ctx, cfg, dataDir, outDir, opts)
-	if err != nil || opts.Part {
-		return m, rep, err
-	}
-	// Written last: the manifest marks the checkpoint finished (checkpoint.Seal).
-	if _, err := checkpoint.Seal(outDir); err != nil {
-		return nil, nil, err
-	}
-	return m, rep, nil
+	return training.TrainThenSeal(outDir, opts.Part, func() (*Model, *Report, error) { return train(ctx, cfg, dataDir, outDir, opts) })
 }
 
 // train is Train without the manifest.
