@@ -12,35 +12,44 @@ import (
 	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified, as in GoMLX itself.
 	"github.com/gomlx/gomlx/core/tensors"
-	"github.com/gomlx/gomlx/ml/layers/activation"
 	gomlxmodel "github.com/gomlx/gomlx/ml/model"
 	"github.com/tracksum/tracksum/layers"
 	"github.com/tracksum/tracksum/model"
 )
 
 // Graph decoding: the network of graph.go run through two GoMLX Execs, so that inference runs on
-// whatever backend the process has (an XLA GPU included), with the decoding bonuses and
-// constraints of Net.mix kept on the host.
+// whatever backend the process has (an XLA GPU included). Both are built from graph.go's own
+// functions; a step is the training graph over one position per hypothesis with a KV cache
+// (stepCache), and returns the copy-augmented distribution itself, each token's probability once,
+// which the host places at the token ids. The host keeps the decoding state: the cache, the copy
+// bonuses it adds to the scores, and the constraints it applies to the distribution (Net.Step).
 //
-//	encode: src, seg [N, S] -> the gate term of each encoder state (states . gate_c) [N, S],
-//	        then, for every decoder layer, the cross-attention keys [N, H, dh, S] and values
-//	        [N, H, S, dh] (split in heads, keys transposed), and the copy keys [N, d, S]:
-//	        everything the decoder reads from the sources, computed once and kept as one batch.
+//	encode: src, seg [N, S] -> for every decoder layer the cross-attention keys [N, H, dh, S] and
+//	        values [N, H, S, dh] (split in heads, keys transposed), the copy keys [N, 1, d, S]
+//	        and the encoder states [N, 1, S, d], the attention bias [N, S], each position's
+//	        previous token [N, S] (followOfGraph), generation index [N, S] and whether it has one
+//	        [N, S] (mixtureGraph):
+//	        everything the decoder reads from the sources, computed once and kept as one batch
+//	        (sourceBatch).
 //	step:   B = n·R hypotheses, R rows per source of n sources (row r reads source r / R): one
-//	        token per row [B], its target position and aspect, the self-attention bias [B, C]
-//	        over the cached tokens, the source bias [n, S]; the cache (keys [B, H, dh, C] and
-//	        values [B, H, C, dh] per decoder layer); the n sources' tensors -> logits over the
-//	        generation vocabulary [B, G], copy scores [B, S], the gate's state and input terms
-//	        [B], then the fed token's keys and values [B, H, dh] per decoder layer.
+//	        token per row [B] and its target position [B], each source's aspect [n], the
+//	        self-attention bias [B, C] over the cached tokens, the copy bonuses [B, S]; the cache
+//	        (keys [B, H, dh, C] and values [B, H, C, dh] per decoder layer); the n sources'
+//	        tensors -> the copy-augmented distribution over each source's extended vocabulary
+//	        (the generation ids [B, G], the source positions [B, S]), then the fed token's keys
+//	        and values [B, H, dh] per decoder layer.
+//
+// Inside the step the hypotheses are laid out as the training graph's batch: [n, R, d], the R
+// rows of a source as R positions of its target, so that the cross and copy attentions and the
+// output layer are training's own (a source's keys read once for its R queries); only the
+// self-attention differs, each row attending to its own cache (stepCache.attend).
 //
 // The cache lives on the host, one buffer per hypothesis: the step reads it as an input and
 // returns only the new token's keys and values, which the host writes in place (a beam's clones
 // share a buffer until one writes: copy on write). Nothing of the size of the cache is
 // concatenated, selected or split inside the graph, which on the pure-Go backend cost more than
-// the step's arithmetic. The rows of one source attend to its keys together (R queries of one
-// [H, dh, S] block), so a beam reads its source once. Shapes are bucketed (model.BucketLen):
-// sources to srcBucket, the cache to cacheBucket, and n and R to powers of two on a backend that
-// compiles per shape.
+// the step's arithmetic. Shapes are bucketed (model.BucketLen): sources to srcBucket, the cache
+// to cacheBucket, and n and R to powers of two on a backend that compiles per shape.
 
 // cacheBucket rounds the self-attention cache capacity (decoded tokens).
 const cacheBucket = 16
@@ -74,9 +83,10 @@ type graphNet struct {
 	pow2 bool
 }
 
-// sourceBatch is the encoder's output for the sources of one EncodeAll call, kept batched: per
-// decoder layer the cross-attention keys [N, H, dh, S] and values [N, H, S, dh], then the copy
-// keys [N, d, S] (N ≥ the number of sources: padded rows repeat the last one).
+// sourceBatch is what the decoding steps read from the sources of one EncodeAll call, kept
+// batched: the encode graph's outputs (see the top of the file), then each position's first
+// position of its token [N, S] (mixtureGraph) (N ≥ the number of sources: padded rows repeat the
+// last one).
 type sourceBatch struct {
 	tensors []*tensors.Tensor
 	bucket  int
@@ -86,15 +96,15 @@ type sourceBatch struct {
 }
 
 // graphSource is the part of a Source that graph decoding reads: its batch and row there, and
-// the gate term of each encoder state.
+// the positions that hold a token's first occurrence (placeTokens).
 type graphSource struct {
-	batch   *sourceBatch
-	row     int
-	srcGate []float32
+	batch  *sourceBatch
+	row    int
+	firsts []int
 }
 
 // newGraphNet builds the Execs of graph decoding on backend from the model's variables.
-func newGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensors.Tensor, outEmb []float32) (*graphNet, error) {
+func newGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensors.Tensor) (*graphNet, error) {
 	store := gomlxmodel.NewStore()
 	for name, t := range vars {
 		// A copy: the variables may live on another backend (training's; see
@@ -111,13 +121,16 @@ func newGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 	// gathered once here, not at every step, and stored transposed [d, G]: the step's product
 	// then runs on the Go backend's plain kernel.
 	d := h.DModel
-	nGen := len(outEmb) / d
+	genIDs := h.genIDs()
+	nGen := len(genIDs)
 	outEmbT := make([]float32, d*nGen)
-	for k := range nGen {
-		for i := range d {
-			outEmbT[i*nGen+k] = outEmb[k*d+i]
+	tensors.MustConstFlatData(vars["embed/tokens"], func(tokens []float32) {
+		for k, id := range genIDs {
+			for i := range d {
+				outEmbT[i*nGen+k] = tokens[int(id)*d+i]
+			}
 		}
-	}
+	})
 	if _, err := store.CreateVariable(outEmbScope+"/"+outEmbName, tensors.FromFlatDataAndDimensions(outEmbT, d, nGen)); err != nil {
 		return nil, fmt.Errorf("summarizer graph: %w", err)
 	}
@@ -142,27 +155,44 @@ func newGraphNet(backend compute.Backend, h Hyperparams, vars map[string]*tensor
 	return g, nil
 }
 
-// perSource is the number of tensors a source batch holds: cross keys and values per decoder
-// layer, and the copy keys.
-func (h Hyperparams) perSource() int { return 2*h.DecoderLayers + 1 }
-
-// encodeSourcesGraph encodes src, seg [N, S] (PadID-padded) and returns the gate terms [N, S] of
-// the encoder states, then the sourceBatch tensors.
+// encodeSourcesGraph encodes src, seg [N, S] (PadID-padded) and returns the sourceBatch tensors
+// it computes.
 func encodeSourcesGraph(scope *gomlxmodel.Scope, h Hyperparams, src, seg *Node) []*Node {
 	g := src.Graph()
-	n, srcLen := src.Shape().Dimensions[0], src.Shape().Dimensions[1]
-	d := h.DModel
-	srcBias := Where(NotEqual(src, Scalar(g, dtypes.Int32, h.PadID)), ZerosLike(ConvertDType(src, dtypes.Float32)), Scalar(g, dtypes.Float32, maskBias))
-	enc := encoderGraph(scope, h, decodeVars, src, seg, srcBias)
-	gc := scope.At("copy").VariableWithShape("gate_c", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
-	out := []*Node{Reshape(layers.Product(Reshape(enc, n*srcLen, d), Reshape(gc, d, 1)), n, srcLen)}
+	bias := sourceBiasGraph(h, src)
+	states := encoderGraph(scope, h, decodeVars, src, seg, bias)
+	var out []*Node
 	for l := range h.DecoderLayers {
-		cs := scope.At("decoder").At("layer_%d", l).At("cross")
-		kT := TransposeAllDims(layers.SplitHeads(layerVars.Dense(cs, "k", enc, d, activation.TypeNone), h.Heads), 0, 1, 3, 2)
-		out = append(out, kT, layers.SplitHeads(layerVars.Dense(cs, "v", enc, d, activation.TypeNone), h.Heads))
+		kv := crossKVGraph(scope.At("decoder").At("layer_%d", l).At("cross"), h, states, true)
+		out = append(out, kv.keys.k, kv.values)
 	}
-	return append(out, Transpose(layerVars.Dense(scope.At("copy"), "k", enc, d, activation.TypeNone), 1, 2))
+	n, srcLen := src.Shape().Dimensions[0], src.Shape().Dimensions[1]
+	out = append(out, copyKeysGraph(scope, h, states, true).k, Reshape(states, n, 1, srcLen, h.DModel), bias)
+	// A padded position never follows the fed token: its previous token is taken as [PAD] (in a
+	// training batch the first padded position follows the source's last token; its copy
+	// attention is 0 either way, but not its gate term).
+	pad := Scalar(g, dtypes.Int32, h.PadID)
+	out = append(out, Where(NotEqual(src, pad), previousTokensGraph(h, src), pad))
+	// The generation index of each source token (0 when it has none) and whether it has one.
+	genIndex, inGen := make([]int32, h.VocabSize), make([]float32, h.VocabSize)
+	for k, id := range h.genIDs() {
+		genIndex[id], inGen[id] = int32(k), 1
+	}
+	at := Reshape(src, n*srcLen, 1)
+	return append(out, Reshape(Gather(Const(g, genIndex), at), n, srcLen), Reshape(Gather(Const(g, inGen), at), n, srcLen))
 }
+
+// Tensors of a sourceBatch after the cross-attention keys and values.
+const (
+	srcCopyKeys = iota
+	srcCopyValues
+	srcBias
+	srcPrevious
+	srcGenIndex
+	srcInGen
+	srcFirstAt
+	srcTensors
+)
 
 // Inputs of decodeStepGraph before the cache and the sources' tensors.
 const (
@@ -170,9 +200,45 @@ const (
 	stepPos
 	stepAspect
 	stepSelfBias
-	stepSrcBias
+	stepCopyBonus
 	stepFixed
 )
+
+// stepCache is what a decoding step adds to the training graph's decoder (decoderGraph,
+// outputGraph): the rows' self-attention caches, the copy bonuses of the host's decoding state
+// and the output embeddings gathered once.
+type stepCache struct {
+	h Hyperparams
+	// rows is the number of hypotheses B, capacity the cache's C.
+	rows, capacity int
+	// selfBias [B, 1, 1, C] masks each row's cache past its length.
+	selfBias *Node
+	// keys [B, H, dh, C] and values [B, H, C, dh] of each decoder layer.
+	keys, values []*Node
+	// copyBonus [n, R, S] is added to the copy attention's scores.
+	copyBonus *Node
+	// outEmbT [d, G] are the generation vocabulary's output embeddings.
+	outEmbT *Node
+}
+
+// attend is the self-attention of decoder layer l for the projections q, k, v [n, R, d] of the
+// fed tokens, one per row: each row attends to its cached tokens and to its own token, one
+// softmax over both. It returns the attention [n, R, d] before the output projection and the fed
+// tokens' keys and values [B, H, dh].
+func (c *stepCache) attend(l int, q, k, v *Node) (att, kNew, vNew *Node) {
+	b, heads, hd := c.rows, c.h.Heads, c.h.headDim()
+	scale := 1 / math.Sqrt(float64(hd))
+	q4 := Reshape(q, b, heads, 1, hd)
+	kNew, vNew = Reshape(k, b, heads, hd), Reshape(v, b, heads, hd)
+	// Scores over the cached tokens [B, H, 1, C] (masked past the row's length) and over the fed
+	// token itself [B, H, 1, 1].
+	past := Add(MulScalar(DotGeneral(q4, []int{3}, []int{0, 1}, c.keys[l], []int{2}, []int{0, 1}), scale), c.selfBias)
+	self := MulScalar(Reshape(ReduceSum(Mul(Reshape(q4, b, heads, hd), kNew), 2), b, heads, 1, 1), scale)
+	p := layers.SoftmaxLast(Concatenate([]*Node{past, self}, 3))
+	att = DotGeneral(Slice(p, AxisRange(), AxisRange(), AxisRange(), AxisRange(0, c.capacity)), []int{3}, []int{0, 1}, c.values[l], []int{2}, []int{0, 1})
+	att = Add(Reshape(att, b, heads, hd), Mul(Reshape(Slice(p, AxisRange(), AxisRange(), AxisRange(), AxisRange(c.capacity, c.capacity+1)), b, heads, 1), vNew))
+	return Reshape(att, q.Shape().Dimensions...), kNew, vNew
+}
 
 // decodeStepGraph is the step described at the top of the file: in lists the inputs above, then
 // the cache (keys and values of each decoder layer), then the sources' tensors.
@@ -180,74 +246,71 @@ func decodeStepGraph(scope *gomlxmodel.Scope, h Hyperparams, in []*Node) []*Node
 	g := in[0].Graph()
 	b := in[stepToken].Shape().Dimensions[0]
 	capacity := in[stepSelfBias].Shape().Dimensions[1]
-	nSrc, srcLen := in[stepSrcBias].Shape().Dimensions[0], in[stepSrcBias].Shape().Dimensions[1]
+	nl := h.DecoderLayers
+	cross, source := in[stepFixed+2*nl:stepFixed+4*nl], in[stepFixed+4*nl:]
+	nSrc, srcLen := source[srcBias].Shape().Dimensions[0], source[srcBias].Shape().Dimensions[1]
 	rows := b / nSrc // hypotheses per source
-	d, nl, heads := h.DModel, h.DecoderLayers, h.Heads
-	hd := d / heads
-	cache := in[stepFixed : stepFixed+2*nl]
-	source := in[stepFixed+2*nl:]
 
-	es := scope.At("embed")
-	tokens := es.VariableWithShape("tokens", shapes.Make(dtypes.Float32, h.VocabSize, d)).ValueGraph(g)
-	pos := es.VariableWithShape("tgt_pos", shapes.Make(dtypes.Float32, h.maxPositions(), d)).ValueGraph(g)
-	x := Add(Gather(tokens, Reshape(in[stepToken], b, 1)), Gather(pos, Reshape(in[stepPos], b, 1))) // [B, d]
-	if h.NumAspects > 0 {
-		table := es.VariableWithShape("aspect", shapes.Make(dtypes.Float32, h.NumAspects+1, d)).ValueGraph(g)
-		x = Add(x, Gather(table, Reshape(in[stepAspect], b, 1)))
-	}
-	xEmb := x
-
-	proj := func(s *gomlxmodel.Scope, name string, y *Node) *Node {
-		return layerVars.Dense(s, name, y, d, activation.TypeNone)
-	}
-	scale := 1 / math.Sqrt(float64(hd))
-	selfBias := Reshape(in[stepSelfBias], b, 1, 1, capacity)
-	srcBias := Reshape(in[stepSrcBias], nSrc, 1, 1, srcLen)
-	newKV := make([]*Node, 0, 2*nl)
+	src := &sourceStates{bias: source[srcBias],
+		copyKeys: &attnKeys{k: source[srcCopyKeys], transposed: true}, copyValues: source[srcCopyValues]}
 	for l := range nl {
-		ls := scope.At("decoder").At("layer_%d", l)
-		y := layerVars.LayerNorm(ls.At("ln1"), x)
-		ss := ls.At("self")
-		q := Reshape(proj(ss, "q", y), b, heads, 1, hd)
-		k, v := Reshape(proj(ss, "k", y), b, heads, hd), Reshape(proj(ss, "v", y), b, heads, hd)
-		newKV = append(newKV, k, v)
-		// Scores over the cached tokens [B, H, 1, C] (masked past the row's length) and over the
-		// fed token itself [B, H, 1, 1], one softmax over both.
-		past := Add(MulScalar(DotGeneral(q, []int{3}, []int{0, 1}, cache[2*l], []int{2}, []int{0, 1}), scale), selfBias)
-		self := MulScalar(Reshape(ReduceSum(Mul(Reshape(q, b, heads, hd), k), 2), b, heads, 1, 1), scale)
-		p := layers.SoftmaxLast(Concatenate([]*Node{past, self}, 3))
-		att := DotGeneral(Slice(p, AxisRange(), AxisRange(), AxisRange(), AxisRange(0, capacity)), []int{3}, []int{0, 1}, cache[2*l+1], []int{2}, []int{0, 1})
-		att = Add(Reshape(att, b, heads, hd), Mul(Reshape(Slice(p, AxisRange(), AxisRange(), AxisRange(), AxisRange(capacity, capacity+1)), b, heads, 1), v))
-		x = Add(x, proj(ss, "o", Reshape(att, b, d)))
-
-		// Cross-attention: the R rows of a source are R queries of its keys.
-		y = layerVars.LayerNorm(ls.At("ln2"), x)
-		cs := ls.At("cross")
-		qc := TransposeAllDims(Reshape(proj(cs, "q", y), nSrc, rows, heads, hd), 0, 2, 1, 3) // [n, H, R, dh]
-		scores := Add(MulScalar(DotGeneral(qc, []int{3}, []int{0, 1}, source[2*l], []int{2}, []int{0, 1}), scale), srcBias)
-		att = layers.AttentionValues(layers.SoftmaxLast(scores), source[2*l+1]) // [n, H, R, dh]
-		x = Add(x, proj(cs, "o", Reshape(TransposeAllDims(att, 0, 2, 1, 3), b, d)))
-
-		y = layerVars.LayerNorm(ls.At("ln3"), x)
-		x = Add(x, ffnGraph(ls.At("ffn"), h, y))
+		src.cross = append(src.cross, attnKV{keys: attnKeys{k: cross[2*l], transposed: true}, values: cross[2*l+1]})
 	}
-	s := layerVars.LayerNorm(scope.At("decoder").At("ln"), x) // [B, d]
+	cache := &stepCache{h: h, rows: b, capacity: capacity,
+		selfBias:  Reshape(in[stepSelfBias], b, 1, 1, capacity),
+		keys:      make([]*Node, nl),
+		values:    make([]*Node, nl),
+		copyBonus: Reshape(in[stepCopyBonus], nSrc, rows, srcLen),
+		outEmbT:   scope.Store().Scope(outEmbScope).VariableWithShape(outEmbName, shapes.Make(dtypes.Float32, h.DModel, len(h.genIDs()))).ValueGraph(g),
+	}
+	for l := range nl {
+		cache.keys[l], cache.values[l] = in[stepFixed+2*l], in[stepFixed+2*l+1]
+	}
 
-	nGen := len(h.genIDs())
-	outEmbT := scope.Store().Scope(outEmbScope).VariableWithShape(outEmbName, shapes.Make(dtypes.Float32, d, nGen)).ValueGraph(g)
-	outBias := es.VariableWithShape("out_bias", shapes.Make(dtypes.Float32, nGen)).ValueGraph(g)
-	logits := Add(layers.Product(s, outEmbT), layers.BroadcastRows(outBias, b))
+	tokens := Reshape(in[stepToken], nSrc, rows)
+	xEmb := targetEmbedGraph(scope, h, tokens, in[stepAspect], Reshape(in[stepPos], nSrc, rows))
+	s, newKV := decoderGraph(scope, h, xEmb, src, cache)
+	pGen, attn, gate := outputGraph(scope, h, s, xEmb, src, followOfGraph(h, source[srcPrevious], tokens), cache)
+	gen, srcPart := mixtureGraph(pGen, attn, gate, source[srcGenIndex], source[srcInGen], source[srcFirstAt])
+	return append([]*Node{gen, srcPart}, newKV...)
+}
 
-	cs := scope.At("copy")
-	qc := Reshape(proj(cs, "q", s), nSrc, rows, d)
-	scores := DotGeneral(qc, []int{2}, []int{0}, source[2*nl], []int{1}, []int{0}) // copy keys [n, d, S] -> [n, R, S]
-	scores = Reshape(MulScalar(scores, 1/math.Sqrt(float64(d))), b, srcLen)
+// mixtureGraph is the copy-augmented distribution of the output layer's pGen [N·T, G], copy
+// attention attn [N, T, S] over N sources and gate [N, T], over each source's extended vocabulary:
+// the generation ids [N·T, G], then the source positions [N·T, S]. A token outside the source has
+// its probability at its generation id, gate·pGen; a token of the source at its first position
+// (firstAt [N, S]: the first position of each position's token), gate·pGen of its generation id
+// (genIndex [N, S]; inGen [N, S] 0 when it has none) plus (1 - gate) times the copy attention of
+// all its positions. The host places them at the token ids (placeTokens), the source's last: over
+// the whole vocabulary the placement would be a scatter of N·T·G values, which on the Go backend
+// costs more than the rest of the mixture.
+func mixtureGraph(pGen, attn, gate, genIndex, inGen, firstAt *Node) (gen, src *Node) {
+	g := pGen.Graph()
+	n, t, srcLen := attn.Shape().Dimensions[0], attn.Shape().Dimensions[1], attn.Shape().Dimensions[2]
+	m := n * t
+	nGen := pGen.Shape().Dimensions[1]
+	gate = Reshape(gate, m, 1)
+	gen = Mul(pGen, expandCols(gate, nGen))
 
-	gs := cs.VariableWithShape("gate_s", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
-	gx := cs.VariableWithShape("gate_x", shapes.Make(dtypes.Float32, d)).ValueGraph(g)
-	gateS := Reshape(layers.Product(s, Reshape(gs, d, 1)), b)
-	gateX := Reshape(layers.Product(xEmb, Reshape(gx, d, 1)), b)
-	return append([]*Node{logits, scores, gateS, gateX}, newKV...)
+	perRow := func(x *Node) *Node { // [n, S] -> [m, S]
+		return Reshape(BroadcastToDims(Reshape(x, n, 1, srcLen), n, t, srcLen), m, srcLen)
+	}
+	// The source positions: gate·pGen of the token's generation id ...
+	rows := Iota(g, shapes.Make(dtypes.Int32, m, srcLen, 1), 0)
+	src = Gather(gen, Concatenate([]*Node{rows, Reshape(perRow(genIndex), m, srcLen, 1)}, 2)) // [m, S]
+	src = Mul(src, perRow(inGen))
+	// ... plus (1 - gate)·attn summed at the token's first position.
+	cp := Mul(Reshape(attn, m, srcLen), expandCols(OneMinus(gate), srcLen))
+	first := Add(Mul(Iota(g, shapes.Make(dtypes.Int32, m, srcLen), 0), Scalar(g, dtypes.Int32, srcLen)), perRow(firstAt))
+	copied := ScatterSum(Zeros(g, shapes.Make(dtypes.Float32, m*srcLen)), Reshape(first, m*srcLen, 1), Reshape(cp, m*srcLen), false, false)
+	return gen, Add(src, Reshape(copied, m, srcLen))
+}
+
+// expandCols repeats x [m, 1] on n columns, [m, n], as the product x @ ones[1, n] (exact: one
+// product by 1 per element): on the Go backend a matrix kernel, where a broadcast (or an
+// elementwise op broadcasting) takes a generic index iterator, several times slower.
+func expandCols(x *Node, n int) *Node {
+	return DotGeneral(x, []int{1}, nil, Ones(x.Graph(), shapes.Make(x.DType(), 1, n)), []int{0}, nil)
 }
 
 // bucketLen is model.BucketLen for this net's backend (pow2).
@@ -283,13 +346,31 @@ func (g *graphNet) encodeAll(ids, seg [][]int32) ([]*graphSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("summarizer encode: %w", err)
 	}
-	batch := &sourceBatch{tensors: out[1:], bucket: sb, subsets: map[string][]*tensors.Tensor{}}
+	// Each position's first position of its token (a padded one: itself, its copy attention is 0).
+	firstAt := make([]int32, n*sb)
 	res := make([]*graphSource, len(ids))
-	tensors.MustConstFlatData(out[0], func(flat []float32) {
-		for i := range res {
-			res[i] = &graphSource{batch: batch, row: i, srcGate: slices.Clone(flat[i*sb : i*sb+len(ids[i])])}
+	for r := range n {
+		i := min(r, len(ids)-1)
+		first := map[int32]int32{}
+		var firsts []int
+		for j := range sb {
+			firstAt[r*sb+j] = int32(j)
+			if j < len(ids[i]) {
+				if _, ok := first[ids[i][j]]; !ok {
+					first[ids[i][j]] = int32(j)
+					firsts = append(firsts, j)
+				}
+				firstAt[r*sb+j] = first[ids[i][j]]
+			}
 		}
-	})
+		if r < len(ids) {
+			res[r] = &graphSource{row: r, firsts: firsts}
+		}
+	}
+	batch := &sourceBatch{tensors: append(out, tensors.FromFlatDataAndDimensions(firstAt, n, sb)), bucket: sb, subsets: map[string][]*tensors.Tensor{}}
+	for _, gs := range res {
+		gs.batch = batch
+	}
 	return res, nil
 }
 
@@ -313,15 +394,22 @@ func (g *graphNet) sourcesFor(batch *sourceBatch, rows []int) []*tensors.Tensor 
 	out := make([]*tensors.Tensor, len(batch.tensors))
 	for i, t := range batch.tensors {
 		dims := slices.Clone(t.Shape().Dimensions)
-		per := t.Shape().Size() / dims[0]
+		per := t.Shape().Memory() / uintptr(dims[0]) // bytes per row
 		dims[0] = len(rows)
-		flat := make([]float32, len(rows)*per)
-		tensors.MustConstFlatData(t, func(all []float32) {
-			for k, r := range rows {
-				copy(flat[k*per:(k+1)*per], all[r*per:(r+1)*per])
+		out[i] = tensors.FromShape(shapes.Make(t.DType(), dims...))
+		err := t.ConstBytes(func(all []byte) {
+			err := out[i].MutableBytes(func(dst []byte) {
+				for k, r := range rows {
+					copy(dst[uintptr(k)*per:uintptr(k+1)*per], all[uintptr(r)*per:uintptr(r+1)*per])
+				}
+			})
+			if err != nil {
+				panic(err)
 			}
 		})
-		out[i] = tensors.FromFlatDataAndDimensions(flat, dims...)
+		if err != nil {
+			panic(err)
+		}
 	}
 	batch.subsets[key] = out
 	return out
@@ -383,10 +471,11 @@ func newKVCache(layers, capacity, heads, hd int) *kvCache {
 	return c
 }
 
-// stepGraph feeds tokens[i] to states[i] through the step graph and returns each state's network
-// outputs; states are grouped by source batch, one call per group (in a decoding run, all of
-// them are one).
-func (g *graphNet) stepGraph(states []*DecState, tokens []int32) ([]stepOut, error) {
+// stepGraph feeds tokens[i] to states[i] through the step graph, with the copy bonuses bonus[i]
+// (nil: none; else one per source token), and writes the copy-augmented distribution of each
+// state's next token into probs[i]; states are grouped by source batch, one call per group (in a
+// decoding run, all of them are one).
+func (g *graphNet) stepGraph(states []*DecState, tokens []int32, bonus, probs [][]float32) error {
 	groups := map[*sourceBatch][]int{}
 	var order []*sourceBatch
 	for i, st := range states {
@@ -396,18 +485,17 @@ func (g *graphNet) stepGraph(states []*DecState, tokens []int32) ([]stepOut, err
 		}
 		groups[b] = append(groups[b], i)
 	}
-	out := make([]stepOut, len(states))
 	for _, b := range order {
-		if err := g.stepGroup(b, states, tokens, groups[b], out); err != nil {
-			return nil, err
+		if err := g.stepGroup(b, states, tokens, bonus, groups[b], probs); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // stepGroup runs the step graph for the states at idx, all of source batch batch, and writes
-// their outputs into out.
-func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []int32, idx []int, out []stepOut) error {
+// their distributions into probs.
+func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []int32, bonus [][]float32, idx []int, probs [][]float32) error {
 	h := g.h
 	heads, hd, nl := h.Heads, h.headDim(), h.DecoderLayers
 	// Rows grouped by source: the n sources in order of first appearance, R rows each (rows past
@@ -468,7 +556,11 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 	errs := []error{
 		input(dtypes.Int32, ints(func(_ *DecState, i int) int32 { return tokens[i] }), b),
 		input(dtypes.Int32, ints(func(st *DecState, _ int) int32 { return int32(min(st.pos, h.lastTrainedTgtPos())) }), b),
-		input(dtypes.Int32, ints(func(st *DecState, _ int) int32 { return max(st.Src.Aspect, 0) }), b),
+		input(dtypes.Int32, func(flat any) {
+			for k, r := range srcRows {
+				flat.([]int32)[k] = max(states[bySource[r][0]].Src.Aspect, 0)
+			}
+		}, nSrc),
 		input(dtypes.Float32, func(flat any) {
 			for r, i := range rowState {
 				row := flat.([]float32)[r*capacity : (r+1)*capacity]
@@ -479,25 +571,27 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 			}
 		}, b, capacity),
 		input(dtypes.Float32, func(flat any) {
-			for k, r := range srcRows {
-				row := flat.([]float32)[k*sb : (k+1)*sb]
-				clear(row)
-				for j := len(states[bySource[r][0]].Src.IDs); j < sb; j++ {
-					row[j] = maskBias
-				}
+			for r, i := range rowState {
+				row := flat.([]float32)[r*sb : (r+1)*sb]
+				clear(row[copy(row, bonus[i]):])
 			}
-		}, nSrc, sb),
+		}, b, sb),
 	}
-	// The cache, each row's copied in (a row's own capacity may be smaller).
+	// The cache, each row's copied in; a row of a smaller cache (or none) is cleared first (the
+	// backend's buffers are reused: masked slots must still hold finite values).
 	per := heads * hd * capacity
 	for l := range nl {
 		for _, keys := range []bool{true, false} {
 			fill := func(flat any) {
 				dst := flat.([]float32)
-				clear(dst)
 				for r, i := range rowState {
-					if c := states[i].cache; c != nil {
-						c.copyLayer(dst[r*per:(r+1)*per], l, keys, capacity, states[i].pos)
+					row := dst[r*per : (r+1)*per]
+					c := states[i].cache
+					if c == nil || c.capacity != capacity {
+						clear(row)
+					}
+					if c != nil {
+						c.copyLayer(row, l, keys, capacity, states[i].pos)
 					}
 				}
 			}
@@ -511,6 +605,7 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("summarizer step: %w", err)
 	}
+	own := len(args) // the inputs made here, released after the call
 	g.mu.Lock()
 	for _, t := range g.sourcesFor(batch, srcRows) {
 		args = append(args, t)
@@ -520,19 +615,36 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 	if err != nil {
 		return fmt.Errorf("summarizer step: %w", err)
 	}
-	// Copied out of the results (the mixture writes into the logits and the scores).
-	logits, scores := rowsOf(res[0], b), rowsOf(res[1], b)
-	gateS, gateX := res[2].Value().([]float32), res[3].Value().([]float32)
+	// The step's buffers go back to the backend's pool at once, not when the collector finds
+	// them: a step's are the size of the cache and of the vocabulary.
+	defer func() {
+		for _, t := range args[:own] {
+			_ = t.(*tensors.Tensor).FinalizeAll()
+		}
+		for _, t := range res {
+			_ = t.FinalizeAll()
+		}
+	}()
 	newKV := make([][][][]float32, 2*nl) // [layer·2][row][head][dh]
-	for l, t := range res[4:] {
+	for l, t := range res[2:] {
 		newKV[l] = t.Value().([][][]float32)
 	}
+	genIDs := h.genIDs()
+	tensors.MustConstFlatData(res[0], func(gen []float32) {
+		tensors.MustConstFlatData(res[1], func(src []float32) {
+			g, s := len(gen)/b, len(src)/b
+			for r, i := range rowState {
+				if kept[r] {
+					placeTokens(probs[i], gen[r*g:(r+1)*g], src[r*s:(r+1)*s], genIDs, states[i].Src)
+				}
+			}
+		})
+	})
 	for r, i := range rowState {
 		if !kept[r] {
 			continue
 		}
 		st := states[i]
-		out[i] = stepOut{logits: logits[r], copyScores: scores[r], gateS: gateS[r], gateX: gateX[r]}
 		st.ownCache(g, heads, hd, nl)
 		for l := range nl {
 			st.cache.write(l, st.pos, newKV[2*l][r], newKV[2*l+1][r])
@@ -541,16 +653,17 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 	return nil
 }
 
-// rowsOf copies a [b, n] result into b rows.
-func rowsOf(t *tensors.Tensor, b int) [][]float32 {
-	out := make([][]float32, b)
-	tensors.MustConstFlatData(t, func(flat []float32) {
-		n := len(flat) / b
-		for r := range b {
-			out[r] = slices.Clone(flat[r*n : (r+1)*n])
-		}
-	})
-	return out
+// placeTokens writes into out (the vocabulary) the distribution over src's extended vocabulary
+// (mixtureGraph): the generation ids' probabilities gen, then, over them, the source tokens' from
+// their first positions in srcPart; the other ids get 0.
+func placeTokens(out, gen, srcPart []float32, genIDs []int32, src *Source) {
+	clear(out)
+	for k, id := range genIDs {
+		out[id] = gen[k]
+	}
+	for _, j := range src.graph.firsts {
+		out[src.IDs[j]] = srcPart[j]
+	}
 }
 
 // ownCache makes st's cache its own (not shared with a clone) with room for slot st.pos.

@@ -3,7 +3,6 @@ package summarizer
 import (
 	"fmt"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -17,16 +16,13 @@ import (
 // backend (graphnet.go): the encoder runs once per batch of sources and its outputs
 // (cross-attention keys and values, copy keys) stay on the device; each decoding step then costs
 // one token's worth of work plus attention over the cached keys (a KV cache), so time per
-// generated token stays flat as the output grows. The copy mixture and the decoding bonuses and
-// constraints (mix) run on the host. A Net is safe for concurrent use; its decoding settings
-// (ChainBonus, StartBonus, LabelLen, Words, UTF8, Suppress) are set before decoding starts.
+// generated token stays flat as the output grows. The step graph returns the copy-augmented
+// distribution; the host keeps the decoding state, from which it gives the step the copy bonuses
+// (ChainBonus, StartBonus) and applies the constraints (Suppress, Words, UTF8) to the
+// distribution. A Net is safe for concurrent use; its decoding settings (ChainBonus, StartBonus,
+// LabelLen, Words, UTF8, Suppress) are set before decoding starts.
 type Net struct {
-	H      Hyperparams
-	genIDs []int32 // generation vocabulary
-	gateB  float32
-	gateF  float32
-	// followBonus is added to the copy score of a source position that follows the input token.
-	followBonus float32
+	H Hyperparams
 	// suppress lists ids that are never generated (special tokens other than [EOS]).
 	suppress []int32
 	graph    *graphNet
@@ -65,19 +61,9 @@ func NewNet(backend compute.Backend, h Hyperparams, vars map[string]*tensors.Ten
 	if err := checkVariables(h, vars); err != nil {
 		return nil, err
 	}
-	n := &Net{H: h, genIDs: h.genIDs()}
-	for name, dst := range map[string]*float32{"copy/gate_b": &n.gateB, "copy/gate_follow": &n.gateF, "copy/follow_bonus": &n.followBonus} {
-		tensors.MustConstFlatData(vars[name], func(flat []float32) { *dst = flat[0] })
-	}
-	d := h.DModel
-	outEmb := make([]float32, len(n.genIDs)*d)
-	tensors.MustConstFlatData(vars["embed/tokens"], func(tokens []float32) {
-		for i, id := range n.genIDs {
-			copy(outEmb[i*d:(i+1)*d], tokens[int(id)*d:int(id+1)*d])
-		}
-	})
+	n := &Net{H: h}
 	var err error
-	if n.graph, err = newGraphNet(backend, h, vars, outEmb); err != nil {
+	if n.graph, err = newGraphNet(backend, h, vars); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -242,7 +228,7 @@ func (st *DecState) Clone() *DecState {
 		match: slices.Clone(st.match), startFed: slices.Clone(st.startFed), word: slices.Clone(st.word), utf8: st.utf8}
 }
 
-// addChain updates the copy-span matches with the fed token and adds bonus to the copy scores a of
+// addChain updates the copy-span matches with the fed token and adds bonus to the copy bonuses a of
 // the positions that continue the longest match (two tokens or more); a match that ends a tracked
 // sentence continues after the sep token that follows it. It returns the longest match.
 func (st *DecState) addChain(a []float32, tok int32, bonus float32, sep int32) int32 {
@@ -304,7 +290,7 @@ func (n *Net) sentenceStarts(ids []int32) []int {
 	return out
 }
 
-// addStart adds bonus to the copy scores a of the tracked sentences' first tokens, except those
+// addStart adds bonus to the copy bonuses a of the tracked sentences' first tokens, except those
 // whose token has already been fed: each start is offered once, so that a copied (or generated)
 // start token that does not go on into its sentence is not copied again and again.
 func (st *DecState) addStart(a []float32, tok int32, bonus float32) {
@@ -328,97 +314,47 @@ func (st *DecState) Len() int { return st.pos }
 // Step feeds token to every state (one token each, batched) and writes into probs[i] (length
 // VocabSize) the copy-augmented distribution of the next token of state i.
 func (n *Net) Step(states []*DecState, tokens []int32, probs [][]float32) {
-	for i, o := range n.network(states, tokens) {
-		n.mix(states[i], tokens[i], o, probs[i])
+	bonus := make([][]float32, len(states))
+	for i, st := range states {
+		bonus[i] = n.copyBonus(st, tokens[i])
 	}
-}
-
-// network feeds tokens[i] to states[i] (advancing them) and returns the network's outputs for
-// each.
-func (n *Net) network(states []*DecState, tokens []int32) []stepOut {
-	outs, err := n.graph.stepGraph(states, tokens)
-	if err != nil {
+	if err := n.graph.stepGraph(states, tokens, bonus, probs); err != nil {
 		panic(backendError{err}) // Summarize recovers it: decode.Model has no error path
 	}
-	for _, st := range states {
+	for i, st := range states {
 		st.pos++
+		n.constrain(st, tokens[i], probs[i])
 	}
-	return outs
 }
 
-// ctxGate is the gate's term of the copy context for the copy attention a over src: the
-// a-weighted sum of the encoder states, times gate_c, taken as the sum over the states' terms
-// (sum_j a_j (states_j . gate_c)), so that the states stay on the device.
-func (n *Net) ctxGate(src *Source, a []float32) float32 {
-	var z float32
-	for j, aj := range a {
-		z += aj * src.graph.srcGate[j]
+// copyBonus returns the decoding bonuses of state st, fed tok, for the copy attention's scores of
+// its source positions (nil when ChainBonus and StartBonus are off), updating the state's
+// matches.
+func (n *Net) copyBonus(st *DecState, tok int32) []float32 {
+	if n.ChainBonus == 0 && n.StartBonus == 0 {
+		return nil
 	}
-	return z
+	a := make([]float32, len(st.Src.IDs))
+	longest := st.addChain(a, tok, n.ChainBonus, n.H.SepID)
+	if n.StartBonus != 0 {
+		bonus := n.StartBonus
+		if longest >= 2 {
+			bonus = 0 // copying a span: the chain decides where it goes on
+		}
+		st.addStart(a, tok, bonus)
+	}
+	return a
 }
 
-// stepOut is what the network computes for one hypothesis at one step, before the copy mixture:
-// the logits over the generation vocabulary, the copy attention scores over the source positions
-// (scaled, before any bonus), and the gate's terms of the decoder state and of the input
-// embedding.
-type stepOut struct {
-	logits, copyScores []float32
-	gateS, gateX       float32
-}
-
-// mix turns the network's outputs for state st, fed tok, into the copy-augmented distribution out:
-// the decoding bonuses and constraints live here, on the host. o.logits and o.copyScores are
-// overwritten.
-func (n *Net) mix(st *DecState, tok int32, o stepOut, out []float32) {
+// constrain applies the decoding constraints to the distribution out of state st, fed tok.
+func (n *Net) constrain(st *DecState, tok int32, out []float32) {
 	h := n.H
-	lg := o.logits
-	maxLogit := float32(math.Inf(-1))
-	for _, z := range lg {
-		maxLogit = max(maxLogit, z)
-	}
-	var sum float64
-	for k, z := range lg {
-		e := float32(math.Exp(float64(z - maxLogit)))
-		lg[k] = e
-		sum += float64(e)
-	}
-	// Copy attention: the learned bonus of the position that follows the fed token, then the
-	// decoding bonuses.
-	src := st.Src
-	a := o.copyScores[:len(src.IDs)]
-	following := float32(0)
-	for j := 1; j < len(a); j++ {
-		if src.IDs[j-1] == tok && tok != h.PadID {
-			a[j] += n.followBonus
-			following = 1
-		}
-	}
-	if n.ChainBonus != 0 || n.StartBonus != 0 {
-		longest := st.addChain(a, tok, n.ChainBonus, h.SepID)
-		if n.StartBonus != 0 {
-			bonus := n.StartBonus
-			if longest >= 2 {
-				bonus = 0 // copying a span: the chain decides where it goes on
-			}
-			st.addStart(a, tok, bonus)
-		}
-	}
-	softmax(a)
-	gate := sigmoid(o.gateS + n.ctxGate(src, a) + o.gateX + following*n.gateF + n.gateB)
-	g := gate / float32(sum)
-	clear(out)
-	for k, id := range n.genIDs {
-		out[id] = lg[k] * g
-	}
-	for j, aj := range a {
-		out[src.IDs[j]] += (1 - gate) * aj
-	}
 	for _, id := range n.suppress {
 		out[id] = 0
 	}
 	if n.Words != nil {
 		st.word = n.Words.next(st.word, tok, h.BosID)
-		n.Words.apply(out, st.word, src.IDs)
+		n.Words.apply(out, st.word, st.Src.IDs)
 	}
 	if n.UTF8 != nil {
 		st.utf8 = n.UTF8.Next(st.utf8, tok)
@@ -428,25 +364,6 @@ func (n *Net) mix(st *DecState, tok int32, o stepOut, out []float32) {
 
 // Suppress makes Step give probability 0 to ids (e.g. [PAD], [SEP]: tokens a summary never holds).
 func (n *Net) Suppress(ids []int32) { n.suppress = slices.Clone(ids) }
-
-// softmax normalises x in place.
-func softmax(x []float32) {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
-	}
-	var sum float32
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - m)))
-		x[i] = e
-		sum += e
-	}
-	for i := range x {
-		x[i] /= sum
-	}
-}
-
-func sigmoid(z float32) float32 { return float32(1 / (1 + math.Exp(-float64(z)))) }
 
 // Clone implements decode.Model.
 func (n *Net) Clone(st *DecState) *DecState { return st.Clone() }

@@ -30,7 +30,7 @@ func toyNet(t testing.TB, h Hyperparams) *Net {
 }
 
 // TestDecodingMatchesTraining checks that the training graph and the decoding network (the step
-// graph with its KV cache, the copy mixture on the host, the generation vocabulary) give the same
+// graph with its KV cache and the copy mixture, the generation vocabulary) give the same
 // probability to every target token.
 func TestDecodingMatchesTraining(t *testing.T) {
 	backend, _, err := tsmodel.Backend()

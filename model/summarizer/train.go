@@ -147,50 +147,41 @@ type Report struct {
 // best-on-dev variables) and the report also written to outDir/report.json. When ctx is cancelled
 // it saves a resume point and returns an error wrapping ctx.Err().
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Summarizer, *Report, error) {
-	m, rep, err := train(ctx, cfg, dataDir, outDir, opts)
-	if err != nil || opts.Part {
-		return m, rep, err
-	}
-	// Written last: the manifest marks the checkpoint finished (checkpoint.Seal).
-	if _, err := checkpoint.Seal(outDir); err != nil {
-		return nil, nil, err
-	}
-	return m, rep, nil
+	return training.TrainThenSeal(outDir, opts.Part, func() (*Summarizer, *Report, error) { return train(ctx, cfg, dataDir, outDir, opts) })
 }
 
-// train is Train without the manifest.
-func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Summarizer, *Report, error) {
-	log := opts.Log
-	if log == nil {
-		log = os.Stderr
+// trainData returns the rows train trains on: opts.Data, or the shards of dataDir (with the train
+// split's negatives under summarizer.train_negatives).
+func trainData(cfg *config.Config, dataDir string, opts TrainOptions) (*Data, error) {
+	if opts.Data != nil {
+		return opts.Data, nil
 	}
-	// Held for the whole run: no other run may train into, or replace, the same directory.
-	lock, err := training.LockOutDir(outDir, checkpoint.SummarizerFile, "summarizer")
+	data, err := ReadData(dataDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer lock.Release()
-	data := opts.Data
-	if data == nil {
-		if data, err = ReadData(dataDir); err != nil {
-			return nil, nil, err
+	if cfg.Summarizer.TrainNegatives {
+		neg, err := dataset.SummarizerNegatives(dataDir, dataset.SplitTrain)
+		if err != nil {
+			return nil, err
 		}
-		if cfg.Summarizer.TrainNegatives {
-			neg, err := dataset.SummarizerNegatives(dataDir, dataset.SplitTrain)
-			if err != nil {
-				return nil, nil, err
-			}
-			data.Train = append(data.Train, neg...)
-		}
+		data.Train = append(data.Train, neg...)
 	}
+	return data, nil
+}
+
+// trainExamples returns the hyperparameters of the network train builds for data (the
+// generation vocabulary and the aspect count read from it), the training and dev examples, and
+// the words of the training summaries (KnownWords).
+func trainExamples(cfg *config.Config, dataDir string, data *Data) (Hyperparams, []Example, []Example, [][]int32, error) {
 	man, tok := data.Manifest, data.Tokenizer
 	special, err := specialIDs(tok)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", data.TokenizerPath, err)
+		return Hyperparams{}, nil, nil, nil, fmt.Errorf("%s: %w", data.TokenizerPath, err)
 	}
 	h := NewHyperparams(cfg.Summarizer, tok.VocabSize(), special)
 	if err := h.validate(); err != nil {
-		return nil, nil, fmt.Errorf("summarizer: %w", err)
+		return Hyperparams{}, nil, nil, nil, fmt.Errorf("summarizer: %w", err)
 	}
 	aspectIDs := map[string][]int32{}
 	for _, a := range dataset.Aspects(man.AspectSet) {
@@ -205,11 +196,6 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		summaries[i] = r.SummaryIDs
 	}
 	h.GenIDs = GenVocabulary(summaries, cfg.Summarizer.GenVocabSize, h)
-	knownWords := KnownWords(tok, summaries)
-	var words *WordRule
-	if cfg.Summarizer.WordRule {
-		words = NewWordRule(tok, knownWords)
-	}
 	examples := func(rows []dataset.SummarizerRow) []Example {
 		out := make([]Example, len(rows))
 		for i, row := range rows {
@@ -232,7 +218,35 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		train = append(train, CopyExamples(h, abstracts, n, cfg.Seed)...)
 	}
 	if len(train) == 0 {
-		return nil, nil, fmt.Errorf("%s: no summarizer training rows", dataDir)
+		return Hyperparams{}, nil, nil, nil, fmt.Errorf("%s: no summarizer training rows", dataDir)
+	}
+	return h, train, dev, KnownWords(tok, summaries), nil
+}
+
+// train is Train without the manifest.
+func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Summarizer, *Report, error) {
+	log := opts.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	// Held for the whole run: no other run may train into, or replace, the same directory.
+	lock, err := training.LockOutDir(outDir, checkpoint.SummarizerFile, "summarizer")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer lock.Release()
+	data, err := trainData(cfg, dataDir, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	man, tok := data.Manifest, data.Tokenizer
+	h, train, dev, knownWords, err := trainExamples(cfg, dataDir, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	var words *WordRule
+	if cfg.Summarizer.WordRule {
+		words = NewWordRule(tok, knownWords)
 	}
 
 	meta := Meta{FormatVersion: formatVersion, Hyperparams: h, AspectSet: man.AspectSet,

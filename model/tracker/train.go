@@ -169,15 +169,113 @@ type TrainOptions struct {
 // the best-on-dev variables, and the report also written to outDir/report.json. When ctx is
 // cancelled it saves a resume point and returns an error wrapping ctx.Err().
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
-	m, rep, err := train(ctx, cfg, dataDir, outDir, opts)
-	if err != nil || opts.Part {
-		return m, rep, err
+	return training.TrainThenSeal(outDir, opts.Part, func() (*Model, *Report, error) { return train(ctx, cfg, dataDir, outDir, opts) })
+}
+
+// reportTraining finishes a tracker's training run res: it loads the best-on-dev variables into
+// store (those Load will read), calibrates them under tracker.calibrate, then evaluates m on dev
+// (and test under tracker.report_test), writes the report to outDir and logs it.
+func reportTraining(m *Model, store *gomlxmodel.Store, hp *Hyperparams, tc config.Tracker, data *Data, res *training.Result,
+	outDir, backendName string, trainSeconds float64, log io.Writer) (*Report, error) {
+	// Score with the best-on-dev variables, exactly as Load will see them.
+	if err := model.LoadVariablesInto(store, checkpoint.BestWeights(outDir), nil); err != nil {
+		return nil, err
 	}
-	// Written last: the manifest marks the checkpoint finished (checkpoint.Seal).
-	if _, err := checkpoint.Seal(outDir); err != nil {
-		return nil, nil, err
+	if tc.Calibrate {
+		shift, err := m.calibrate(data.Dev, tc.Threshold)
+		if err != nil {
+			return nil, err
+		}
+		if err := model.SaveVariables(checkpoint.BestWeights(outDir), store, isModelVariable); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "tracker: calibration: logit shift %+.2f (best dev F1 at threshold %.2f)\n", shift, tc.Threshold)
 	}
-	return m, rep, nil
+	rep := &Report{Backend: backendName, Architecture: hp.Architecture, Steps: res.Steps, BestStep: res.BestStep,
+		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec, TrainSeconds: trainSeconds,
+		Threshold: tc.Threshold}
+	var err error
+	if rep.Dev, err = m.Evaluate(data.Dev, tc.Threshold); err != nil {
+		return nil, err
+	}
+	if tc.ReportTest && len(data.Test.Examples) > 0 {
+		if rep.Test, err = m.Evaluate(data.Test, tc.Threshold); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), rep); err != nil {
+		return nil, err
+	}
+	// The loop's dev F1 (the progress lines, best/metrics.json) scores the weights alone; the saved
+	// model adds calibration and context rescoring, so its dev F1 may differ: name both.
+	if loopF1, ok := res.Best["f1"]; ok && math.Abs(loopF1-rep.Dev.Sentence["f1"]) > 5e-5 {
+		fmt.Fprintf(log, "tracker: the training loop's best dev F1 %.4f (step %d) scored the weights alone; the saved model, with calibration and context rescoring, scores:\n",
+			loopF1, res.BestStep)
+	}
+	logSplitReports(log, rep)
+	return rep, nil
+}
+
+// prepareLexical sets up, in store, what train needs before the training loop besides the
+// network: the context rescorer (read back on a finished run, else fitted on the inner
+// out-of-fold lexical logits of the train split) and, with lexical features, their IDF tables and
+// the warm start (a logistic regression, calibrated on the same inner folds). It returns the
+// rescorer (nil without context rescoring).
+func prepareLexical(store *gomlxmodel.Store, hp *Hyperparams, tc config.Tracker, seed int64, data *Data, train []Example,
+	outDir string, resume *training.ResumePoint, log io.Writer) (*ContextRescorer, error) {
+	warmStart := hp.Lexical && tc.LexicalWarmStart && resume == nil
+	// The calibration of the warm start and the context rescorer read the same inner folds of the
+	// train split: their out-of-fold lexical logits are computed once.
+	// A finished run only reports: its rescorer is read back rather than fitted again (the inner
+	// folds cost more than the report), unless the config now asks for one it lacks.
+	var rescorer *ContextRescorer
+	var err error
+	reuse := false
+	if resume != nil && resume.Done {
+		if tc.ContextRescoring {
+			if rescorer, err = readContextRescorer(outDir, len(hp.Aspects)); err != nil {
+				return nil, checkpointErr(err)
+			}
+		}
+		reuse = rescorer != nil
+	}
+	var oof []float64
+	if !reuse && ((warmStart && tc.LexicalCalibrationFolds > 0) || tc.ContextRescoring) {
+		t0 := time.Now()
+		if oof, err = lexicalOOF(hp, tc, data.Train, tc.LexicalCalibrationFolds, seed); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "tracker: lexical regression in %d inner folds of the train split (%.1fs)\n",
+			tc.LexicalCalibrationFolds, time.Since(t0).Seconds())
+	}
+	if !reuse {
+		if rescorer, err = writeContextRescorer(outDir, tc, oof, data.Train, len(hp.Aspects)); err != nil {
+			return nil, err
+		}
+	}
+	if rescorer != nil && !reuse {
+		fmt.Fprintf(log, "tracker: context rescorer fitted on the train split's inner out-of-fold logits (%s)\n", checkpoint.ContextFile)
+	}
+	if hp.Lexical {
+		idfTok, idfBi, err := SetIDF(store, hp, data.Train.Examples)
+		if err != nil {
+			return nil, err
+		}
+		if warmStart {
+			t0 := time.Now()
+			var shifts []float64
+			if tc.LexicalCalibrationFolds > 0 {
+				shifts = bestShifts(oof, data.Train.Examples, len(hp.Aspects), tc.Threshold)
+				fmt.Fprintf(log, "tracker: lexical calibration (%d inner folds of the train split): per-aspect logit shifts %s\n",
+					tc.LexicalCalibrationFolds, formatShifts(hp, shifts))
+			}
+			if err := fitLexical(store, hp, train, idfTok, idfBi, tc.LexicalL2, shifts); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(log, "tracker: lexical warm start (logistic regression on TF-IDF, %.1fs)\n", time.Since(t0).Seconds())
+		}
+	}
+	return rescorer, nil
 }
 
 // train is Train without the manifest.
@@ -236,56 +334,9 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		len(data.Train.Examples), pos, len(train), tc.Imbalance, len(data.Dev.Examples), len(data.Test.Examples))
 
 	store := gomlxmodel.NewStore()
-	warmStart := hp.Lexical && tc.LexicalWarmStart && resume == nil
-	// The calibration of the warm start and the context rescorer read the same inner folds of the
-	// train split: their out-of-fold lexical logits are computed once.
-	// A finished run only reports: its rescorer is read back rather than fitted again (the inner
-	// folds cost more than the report), unless the config now asks for one it lacks.
-	var rescorer *ContextRescorer
-	reuse := false
-	if resume != nil && resume.Done {
-		if tc.ContextRescoring {
-			if rescorer, err = readContextRescorer(outDir, len(hp.Aspects)); err != nil {
-				return nil, nil, checkpointErr(err)
-			}
-		}
-		reuse = rescorer != nil
-	}
-	var oof []float64
-	if !reuse && ((warmStart && tc.LexicalCalibrationFolds > 0) || tc.ContextRescoring) {
-		t0 := time.Now()
-		if oof, err = lexicalOOF(hp, tc, data.Train, tc.LexicalCalibrationFolds, cfg.Seed); err != nil {
-			return nil, nil, err
-		}
-		fmt.Fprintf(log, "tracker: lexical regression in %d inner folds of the train split (%.1fs)\n",
-			tc.LexicalCalibrationFolds, time.Since(t0).Seconds())
-	}
-	if !reuse {
-		if rescorer, err = writeContextRescorer(outDir, tc, oof, data.Train, len(hp.Aspects)); err != nil {
-			return nil, nil, err
-		}
-	}
-	if rescorer != nil && !reuse {
-		fmt.Fprintf(log, "tracker: context rescorer fitted on the train split's inner out-of-fold logits (%s)\n", checkpoint.ContextFile)
-	}
-	if hp.Lexical {
-		idfTok, idfBi, err := SetIDF(store, hp, data.Train.Examples)
-		if err != nil {
-			return nil, nil, err
-		}
-		if warmStart {
-			t0 := time.Now()
-			var shifts []float64
-			if tc.LexicalCalibrationFolds > 0 {
-				shifts = bestShifts(oof, data.Train.Examples, len(hp.Aspects), tc.Threshold)
-				fmt.Fprintf(log, "tracker: lexical calibration (%d inner folds of the train split): per-aspect logit shifts %s\n",
-					tc.LexicalCalibrationFolds, formatShifts(hp, shifts))
-			}
-			if err := fitLexical(store, hp, train, idfTok, idfBi, tc.LexicalL2, shifts); err != nil {
-				return nil, nil, err
-			}
-			fmt.Fprintf(log, "tracker: lexical warm start (logistic regression on TF-IDF, %.1fs)\n", time.Since(t0).Seconds())
-		}
+	rescorer, err := prepareLexical(store, hp, tc, cfg.Seed, data, train, outDir, resume, log)
+	if err != nil {
+		return nil, nil, err
 	}
 	m, err := newModel(backend, hp, data.Tokenizer, store)
 	if err != nil {
@@ -326,41 +377,10 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		return nil, nil, err
 	}
 	trainSeconds := time.Since(t0).Seconds()
-	// Score with the best-on-dev variables, exactly as Load will see them.
-	if err := model.LoadVariablesInto(store, checkpoint.BestWeights(outDir), nil); err != nil {
+	rep, err := reportTraining(m, store, hp, tc, data, res, outDir, backendName, trainSeconds, log)
+	if err != nil {
 		return nil, nil, err
 	}
-	if tc.Calibrate {
-		shift, err := m.calibrate(data.Dev, tc.Threshold)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := model.SaveVariables(checkpoint.BestWeights(outDir), store, isModelVariable); err != nil {
-			return nil, nil, err
-		}
-		fmt.Fprintf(log, "tracker: calibration: logit shift %+.2f (best dev F1 at threshold %.2f)\n", shift, tc.Threshold)
-	}
-	rep := &Report{Backend: backendName, Architecture: hp.Architecture, Steps: res.Steps, BestStep: res.BestStep,
-		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec, TrainSeconds: trainSeconds,
-		Threshold: tc.Threshold}
-	if rep.Dev, err = m.Evaluate(data.Dev, tc.Threshold); err != nil {
-		return nil, nil, err
-	}
-	if tc.ReportTest && len(data.Test.Examples) > 0 {
-		if rep.Test, err = m.Evaluate(data.Test, tc.Threshold); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), rep); err != nil {
-		return nil, nil, err
-	}
-	// The loop's dev F1 (the progress lines, best/metrics.json) scores the weights alone; the saved
-	// model adds calibration and context rescoring, so its dev F1 may differ: name both.
-	if loopF1, ok := res.Best["f1"]; ok && math.Abs(loopF1-rep.Dev.Sentence["f1"]) > 5e-5 {
-		fmt.Fprintf(log, "tracker: the training loop's best dev F1 %.4f (step %d) scored the weights alone; the saved model, with calibration and context rescoring, scores:\n",
-			loopF1, res.BestStep)
-	}
-	logSplitReports(log, rep)
 	return m, rep, nil
 }
 

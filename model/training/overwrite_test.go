@@ -116,3 +116,36 @@ func TestOverwrite(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainThenSeal: the checkpoint is sealed only after a whole run that succeeded; a failed run
+// or a part of a larger run leaves it unsealed, and a seal that fails (here: a directory holding
+// no checkpoint) is the call's error.
+func TestTrainThenSeal(t *testing.T) {
+	errTrain := errors.New("train failed")
+	tests := []struct {
+		desc    string
+		part    bool
+		err     error
+		wantErr string
+	}{
+		{desc: "failed run", err: errTrain, wantErr: errTrain.Error()},
+		{desc: "part of a larger run", part: true},
+		{desc: "whole run: sealed (refused here: no checkpoint)", wantErr: "checkpoint"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			m, rep, err := TrainThenSeal(dir, tc.part, func() (int, string, error) { return 1, "report", tc.err })
+			if tc.wantErr == "" {
+				if err != nil || m != 1 || rep != "report" {
+					t.Errorf("got %d, %q, %v; want the run's 1, \"report\", nil", m, rep, err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+			}
+			if _, err := os.Stat(filepath.Join(dir, checkpoint.ManifestFile)); err == nil {
+				t.Errorf("%s written", checkpoint.ManifestFile)
+			}
+		})
+	}
+}
