@@ -10,7 +10,9 @@ import (
 // batched. Decoding settings (beam size, length penalty, ...) live in the summarizer section and are
 // stored in its checkpoint; Decoding overrides them at inference.
 type Infer struct {
-	// Threshold keeps the sentences whose tracker probability is >= it (TracSum C.1 uses 0.5).
+	// Threshold keeps the sentences whose tracker probability is >= it. 0 (the default) leaves it
+	// unset: the tracker checkpoint's recorded tracker.threshold applies, else 0.5 (TracSum C.1);
+	// see infer.Threshold for the whole rule, which tracksum-serve follows too.
 	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
 	// Aspects lists the aspect codes to summarize for raw-text input (empty = every registered
 	// aspect). For benchmark input, the instances' own aspects are used unless this is set.
@@ -57,7 +59,7 @@ type Infer struct {
 
 // DefaultInfer returns the built-in infer settings.
 func DefaultInfer() Infer {
-	return Infer{Threshold: 0.5, Aspects: []string{}, FullContext: false, Grounding: "restore", Workers: 0, LLM: DefaultInferLLM(), Split: "test"}
+	return Infer{Threshold: 0, Aspects: []string{}, FullContext: false, Grounding: "restore", Workers: 0, LLM: DefaultInferLLM(), Split: "test"}
 }
 
 // Validate reports invalid infer settings, naming each key.

@@ -272,6 +272,9 @@ type Options struct {
 	// Refine, when > 0, refines every positive prediction with LongSumEval's QA feedback for at
 	// most Refine rounds (see Refine).
 	Refine int
+	// Threshold, when > 0, is the command line's decision threshold (tracksum-serve --threshold),
+	// which overrides infer.threshold and the tracker checkpoint's (see Threshold).
+	Threshold float64
 	// Log receives progress and the final throughput line; os.Stderr when nil.
 	Log io.Writer
 }
@@ -416,7 +419,8 @@ func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline
 	if o.Method == MethodTTS {
 		o.Method = ""
 	}
-	p := &Pipeline{Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
+	p := &Pipeline{FullContext: cfg.Infer.FullContext}
+	p.Threshold, _ = Threshold(o.Threshold, cfg, 0)
 	var err error
 	if variantMethod(o.Method) {
 		vr, err := loadVariant(ctx, cfg, o, log)
@@ -429,9 +433,13 @@ func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline
 	}
 	if o.Tracker != "" && o.Tracker != GoldTracker && o.Tracker != LLMComponent && o.Method == "" {
 		// A cross-validation directory (cv.json) is the ensemble of its fold checkpoints.
-		if p.Tracker, p.AspectSet, err = loadTracker(ctx, cfg, o.Tracker, log); err != nil {
+		var recorded float64
+		if p.Tracker, p.AspectSet, recorded, err = loadTracker(ctx, cfg, o.Tracker, log); err != nil {
 			return nil, err
 		}
+		var from string
+		p.Threshold, from = Threshold(o.Threshold, cfg, recorded)
+		fmt.Fprintf(log, "infer: tracker threshold %g (%s)\n", p.Threshold, from)
 	}
 	aspectSet := p.AspectSet
 	switch o.Summarizer {

@@ -78,7 +78,8 @@ type MethodFold struct {
 	Assign func(pmid string) string
 	// Abstracts are the held-out abstracts, each with its annotated aspects.
 	Abstracts []infer.Abstract
-	// Threshold is infer.threshold, the citation threshold of the pipeline.
+	// Threshold is the citation threshold of the pipeline (infer.Threshold: infer.threshold when
+	// set, else the folds' tracker.threshold).
 	Threshold          float64
 	AllowChangedConfig bool
 	Log                io.Writer
@@ -256,7 +257,8 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 		extra = pipelineMethods()
 	}
 
-	threshold := cfg.Infer.Threshold
+	// The fold trackers are trained with tracker.threshold, which their checkpoints record.
+	threshold, _ := infer.Threshold(0, cfg, cfg.Tracker.Threshold)
 	names := []string{"copy", "tts"}
 	labels := map[string]string{"copy": "tracker + copy", "tts": "TTS"}
 	if full {

@@ -47,7 +47,7 @@ type VariantOptions struct {
 }
 
 // DefaultPairThreshold is the probability from which SUM-THEN-TRACK cites a sentence unless the
-// caller sets another (infer sets infer.threshold): the paper's default (section C.5.1).
+// caller sets another (infer resolves one: infer.Threshold): the paper's default (section C.5.1).
 const DefaultPairThreshold = 0.5
 
 // SumThenTrack is a loaded SUM-THEN-TRACK checkpoint on a pretrained LM: SUM-THEN-TRACK's one

@@ -60,7 +60,7 @@ func init() {
 // Model is a loaded SUM-THEN-TRACK checkpoint: SUM-THEN-TRACK's one Predict (role.SumThenTrack)
 // on the from-scratch summarizer and the tracker of (sentence [SEP] summary) pairs
 // (tracker.PairExample, scored by its ScorePairs). Threshold defaults to the tracker's
-// tracker.threshold (infer sets infer.threshold). It is safe for concurrent use.
+// tracker.threshold (infer resolves it: infer.Threshold). It is safe for concurrent use.
 type Model = role.SumThenTrack[*summarizer.Summarizer, *tracker.Model]
 
 // Load reads a SUM-THEN-TRACK checkpoint directory written by Train.

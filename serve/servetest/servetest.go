@@ -76,6 +76,24 @@ func Checkpoints(t testing.TB) (summarizerDir, trackerDir, preparedDir string) {
 	return summ, trk, data
 }
 
+// TrackerAt trains a tiny tracker as Checkpoints does, but with tracker.threshold set to threshold,
+// into a directory removed when the test ends: a checkpoint whose recorded threshold is not the
+// default, on Checkpoints' prepared directory.
+func TrackerAt(t testing.TB, threshold float64) string {
+	t.Helper()
+	_, _, data := Checkpoints(t)
+	cfg, err := tinyConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tracker.Threshold = threshold
+	out := filepath.Join(t.TempDir(), "tracker")
+	if _, _, err := tracker.Train(context.Background(), cfg, data, out, tracker.TrainOptions{Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // tinyConfig is configs/tiny.yaml on 24 abstracts with a few training steps.
 func tinyConfig() (*config.Config, error) {
 	cfg, err := config.ReadFile(filepath.Join(RepoRoot(), "configs", "tiny.yaml"))
