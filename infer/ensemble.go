@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -137,7 +138,8 @@ func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 // loadTracker loads --tracker dir: an ensemble of fold checkpoints when dir is a tracker
 // cross-validation, else one tracker checkpoint, from scratch or fine-tuned from a pretrained
 // model, as its manifest says (checkpoint.OpenKind). It returns the tracker, its aspect set and
-// the decision threshold its checkpoint records (0: none; Threshold resolves the one used).
+// the decision threshold its checkpoint records (the manifest's; for a checkpoint sealed before
+// manifests recorded it, its metadata's; 0: none. Threshold resolves the one used).
 func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Writer) (Tracker, string, float64, error) {
 	m, err := checkpoint.OpenKind(ctx, dir, "--tracker", log, checkpoint.KindTracker, checkpoint.KindEnsemble)
 	if err != nil {
@@ -150,7 +152,7 @@ func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Wri
 			return nil, "", 0, err
 		}
 		fmt.Fprintf(log, "infer: tracker: ensemble of the %d fold checkpoints of %s (mean probability)\n", len(e.members), dir)
-		return e, e.Hyperparams().AspectSet, e.Threshold(), nil
+		return e, e.Hyperparams().AspectSet, cmp.Or(m.Settings.Threshold, e.Threshold()), nil
 	case m.Pretrained():
 		// A fine-tuned pretrained model (train --pretrained): its base is read from base.json.
 		pm, err := pretrained.LoadTracker(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
@@ -158,11 +160,11 @@ func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Wri
 			return nil, "", 0, err
 		}
 		fmt.Fprintf(log, "infer: tracker: %s fine-tuned from %s (head %s)\n", dir, pm.Meta.ModelType, pm.Meta.Head)
-		return pm, pm.Meta.AspectSet, 0, nil
+		return pm, pm.Meta.AspectSet, m.Settings.Threshold, nil
 	}
 	t, err := tracker.Load(dir)
 	if err != nil {
 		return nil, "", 0, err
 	}
-	return t, t.Hyperparams().AspectSet, t.Threshold(), nil
+	return t, t.Hyperparams().AspectSet, cmp.Or(m.Settings.Threshold, t.Threshold()), nil
 }

@@ -178,7 +178,7 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 		run.finish = func(log io.Writer) { fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats()) }
 		return run, nil
 	}
-	th, from := Threshold(o.Threshold, cfg, p.threshold)
+	th, from := Threshold(o.Threshold, cfg, cmp.Or(man.Settings.Threshold, p.threshold))
 	fmt.Fprintf(log, "infer: pair tracker threshold %g (%s)\n", th, from)
 	m := &role.SumThenTrack[role.Summarizer, role.PairTracker]{Summarizer: p.summarizer, Tracker: p.pairs, Decode: p.decode, Threshold: th}
 	run.predictor = predictFunc(m.Predict)

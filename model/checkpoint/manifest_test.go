@@ -62,6 +62,29 @@ func paths(m *Manifest) []string {
 	return out
 }
 
+// The identities the fixtures' models state when they seal.
+var (
+	trackerID    = Identity{Kind: KindTracker, Task: "tracker", Backbone: Backbone{Type: BackboneScratch, Architecture: "transformer"}, Settings: Settings{Threshold: 0.3}}
+	summarizerID = Identity{Kind: KindSummarizer, Task: "summarizer", Backbone: Backbone{Type: BackboneScratch}}
+	ensembleID   = Identity{Kind: KindEnsemble, Task: "tracker", Backbone: Backbone{Type: BackboneScratch}}
+)
+
+// sealCV seals the fold checkpoints of the tracker cross-validation in dir, then dir, as
+// experiment/cv does.
+func sealCV(t testing.TB, dir string) *Manifest {
+	t.Helper()
+	for _, fold := range []string{"fold-0", "fold-1"} {
+		if _, err := Seal(filepath.Join(dir, fold), trackerID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := Seal(dir, ensembleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestDescribeKinds(t *testing.T) {
 	stt := with("", map[string]string{"variant.json": `{"variant": "sum_then_track"}`},
 		with("summarizer/", scratchSummarizer, map[string]string{"variant.json": `{"variant": "sum_then_track", "part": "summarizer"}`}),
@@ -110,7 +133,7 @@ func TestDescribeKinds(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
 			files(t, dir, tc.layout)
-			m, err := Describe(filepath.Join(dir, tc.sub))
+			m, err := describe(filepath.Join(dir, tc.sub))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +183,7 @@ func TestDescribeRefuses(t *testing.T) {
 			if tc.desc == "pretrained without base.json" {
 				os.Remove(filepath.Join(dir, "base.json"))
 			}
-			_, err := Describe(dir)
+			_, err := describe(dir)
 			if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want ErrCheckpoint with %q", err, tc.want)
 			}
@@ -202,7 +225,7 @@ func TestSealOpenVerify(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
 			files(t, dir, scratchTracker)
-			if _, err := Seal(dir); err != nil {
+			if _, err := Seal(dir, trackerID); err != nil {
 				t.Fatal(err)
 			}
 			if err := tc.damage(dir); err != nil {
@@ -210,7 +233,7 @@ func TestSealOpenVerify(t *testing.T) {
 			}
 			m, err := Open(t.Context(), dir)
 			if tc.want == "" {
-				if err != nil || m.Kind != KindTracker || m.Migrated || m.Dir != dir {
+				if err != nil || m.Kind != KindTracker || m.Migrated || m.Dir != dir || m.Settings.Threshold != 0.3 {
 					t.Fatalf("Open: %+v, %v", m, err)
 				}
 				return
@@ -226,12 +249,14 @@ func TestSealOpenVerify(t *testing.T) {
 func TestOpenMembers(t *testing.T) {
 	dir := t.TempDir()
 	files(t, dir, with("", map[string]string{"cv.json": `{"model": "tracker", "k": 1}`}, with("fold-0/", scratchTracker)))
-	if _, err := Seal(dir); err != nil {
+	if _, err := Seal(dir, ensembleID); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "its member fold-0 is not sealed") {
+		t.Fatalf("Seal before the fold: %v, want its refusal", err)
+	}
+	if _, err := Seal(filepath.Join(dir, "fold-0"), trackerID); err != nil {
 		t.Fatal(err)
 	}
-	// Seal sealed the fold, which had no manifest.
-	if m, err := Open(t.Context(), filepath.Join(dir, "fold-0")); err != nil || m.Migrated {
-		t.Fatalf("fold after Seal: %+v, %v", m, err)
+	if _, err := Seal(dir, ensembleID); err != nil {
+		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "fold-0", "hparams.json"), []byte(`{"architecture": "transformeR"}`), 0o644)
 	_, err := Open(t.Context(), dir)
@@ -296,7 +321,7 @@ func TestWant(t *testing.T) {
 func TestUnseal(t *testing.T) {
 	dir := t.TempDir()
 	files(t, dir, scratchSummarizer)
-	if _, err := Seal(dir); err != nil {
+	if _, err := Seal(dir, summarizerID); err != nil {
 		t.Fatal(err)
 	}
 	if err := Unseal(dir); err != nil {
@@ -371,7 +396,7 @@ func replaceFold(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	files(t, fold, with("", scratchTracker, map[string]string{"best/model.safetensors": "other weights"}))
-	if _, err := Seal(fold); err != nil {
+	if _, err := Seal(fold, trackerID); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -423,7 +448,7 @@ func TestOpenRefusesTampered(t *testing.T) {
 		}, "fold-1 has no checkpoint.json, but its parent's manifest lists it as a member"},
 		{"fold changed with its manifest resealed", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "fold-1", "best", "model.safetensors"), []byte("weights of fold 2"), 0o644)
-			if _, err := Seal(filepath.Join(dir, "fold-1")); err != nil {
+			if _, err := Seal(filepath.Join(dir, "fold-1"), trackerID); err != nil {
 				t.Fatal(err)
 			}
 		}, filepath.Join("fold-1", "best", "model.safetensors") + " does not match the sha256 fold-1.json records"},
@@ -431,9 +456,7 @@ func TestOpenRefusesTampered(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
 			foldCV(t, dir)
-			if _, err := Seal(dir); err != nil {
-				t.Fatal(err)
-			}
+			sealCV(t, dir)
 			if _, err := Open(t.Context(), dir); err != nil {
 				t.Fatalf("intact: %v", err)
 			}
@@ -469,9 +492,7 @@ func TestUnsealedFoldReplaced(t *testing.T) {
 func TestOpenCancelled(t *testing.T) {
 	dir := t.TempDir()
 	foldCV(t, dir)
-	if _, err := Seal(dir); err != nil {
-		t.Fatal(err)
-	}
+	sealCV(t, dir)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := Open(ctx, dir); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCheckpoint) {
@@ -479,5 +500,43 @@ func TestOpenCancelled(t *testing.T) {
 	}
 	if _, _, err := Migrate(ctx, filepath.Join(dir, "fold-0")); !errors.Is(err, context.Canceled) {
 		t.Errorf("Migrate: %v, want context.Canceled", err)
+	}
+}
+
+// TestSealWritesTheStatedIdentity (issue 34 item 1): the manifest is what the model states, not
+// what its metadata files say: Seal reads none of them (an unreadable hparams.json seals), keeps
+// the stated settings, and refuses an identity that leaves out what a loader needs.
+func TestSealWritesTheStatedIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		id   Identity
+		want string // "" = sealed
+	}{
+		{"tracker", trackerID, ""},
+		{"lexical-context tracker has no best/", Identity{Kind: KindTracker, Task: "tracker", Backbone: Backbone{Type: BackboneScratch, Architecture: "lexical-context"}},
+			"has no lexical.json"},
+		{"summarizer stated on a tracker's files", summarizerID, "has no summarizer.json"},
+		{"no backbone", Identity{Kind: KindTracker, Task: "tracker"}, "kind, task and backbone must be stated"},
+		{"pretrained without its base", Identity{Kind: KindTracker, Task: "tracker", Backbone: Backbone{Type: BackboneEncoder}}, "states its base"},
+		{"unknown kind", Identity{Kind: "x", Task: "x", Backbone: Backbone{Type: BackboneScratch}}, `kind "x"`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			files(t, dir, with("", scratchTracker, map[string]string{"hparams.json": "not json"}))
+			m, err := Seal(dir, tc.id)
+			if tc.want != "" {
+				if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("err = %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Open(t.Context(), dir)
+			if err != nil || got.Identity() != m.Identity() || got.Settings.Threshold != 0.3 {
+				t.Errorf("Open: %+v, %v; want the sealed identity %+v", got, err, m.Identity())
+			}
+		})
 	}
 }

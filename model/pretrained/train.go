@@ -42,6 +42,8 @@ type Report struct {
 	TokensPerSec   float64            `json:"tokens_per_sec"`
 	TrainSeconds   float64            `json:"train_seconds"`
 	Dev            map[string]float64 `json:"dev"`
+	// id is what the checkpoint states when sealed (Meta.identity).
+	id checkpoint.Identity
 }
 
 // afterStep, when set (by tests), is called after each optimizer step of a training run.
@@ -160,6 +162,10 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
 		return nil, err
 	}
+	id, err := meta.identityIn(s.req.Out, s.cfg.Tracker.Threshold)
+	if err != nil {
+		return nil, err
+	}
 	trainable := 0
 	for v := range m.Store().IterVariables() {
 		if v.Trainable && m.Trained(v.Path()) {
@@ -203,7 +209,7 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 	rep := &Report{Task: meta.Task, Head: meta.Head, Backend: s.bname, Base: s.snap.Dir, ModelType: s.snap.ModelType,
 		TrainExamples: len(train), DevExamples: devN, Trainable: trainable, Steps: res.Steps, BestStep: res.BestStep,
 		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec,
-		TrainSeconds: time.Since(t0).Seconds(), Dev: res.Best}
+		TrainSeconds: time.Since(t0).Seconds(), Dev: res.Best, id: id}
 	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
 }
 
@@ -211,7 +217,7 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 // into the checkpoint req.Out (resuming a run found there), with the head tracker.head.
 func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request) error {
 	tc := cfg.Tracker
-	_, err := trainTracker(ctx, cfg, req, trackerRun{snapDir: tc.Pretrained, maxSeqLen: tc.MaxSeqLen,
+	rep, err := trainTracker(ctx, cfg, req, trackerRun{snapDir: tc.Pretrained, maxSeqLen: tc.MaxSeqLen,
 		rows: func() (train, dev []labelledPair, err error) {
 			rows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitTrain)
 			if err != nil {
@@ -227,7 +233,7 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 		return err
 	}
 	// Written last: the manifest marks the checkpoint finished.
-	_, err = checkpoint.Seal(req.Out)
+	_, err = checkpoint.Seal(req.Out, rep.id)
 	return err
 }
 
@@ -356,7 +362,7 @@ func maxNewTokens(configured int, train []Example) int {
 // instances (0: all), the ROUGE-L F of greedy summaries (the text after "Summary:", as the
 // released script scores it), which selects the best checkpoint.
 func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Request) error {
-	_, err := trainSummarizer(ctx, cfg, req, "", func() (train, dev []summaryInstance, err error) {
+	rep, err := trainSummarizer(ctx, cfg, req, "", func() (train, dev []summaryInstance, err error) {
 		read := func(split string) ([]summaryInstance, error) {
 			rows, err := readRows[dataset.SummarizerRow](req.Data, dataset.TaskSummarizer, split)
 			if err != nil {
@@ -387,7 +393,7 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		return err
 	}
 	// Written last: the manifest marks the checkpoint finished.
-	_, err = checkpoint.Seal(req.Out)
+	_, err = checkpoint.Seal(req.Out, rep.id)
 	return err
 }
 

@@ -183,6 +183,16 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 	}
 }
 
+// Identity is what a summarizer checkpoint states when it is sealed (checkpoint.Seal): a
+// from-scratch summarizer, its aspect set and the decoding it was trained with.
+func (s *Summarizer) Identity() checkpoint.Identity {
+	o := s.DecodeOptions()
+	return checkpoint.Identity{Kind: checkpoint.KindSummarizer, Task: checkpoint.KindSummarizer,
+		Backbone: checkpoint.Backbone{Type: checkpoint.BackboneScratch},
+		Settings: checkpoint.Settings{AspectSet: s.Meta.AspectSet, Decoding: &checkpoint.Decoding{
+			BeamSize: o.BeamSize, MaxLen: o.MaxLen, LengthPenalty: o.LengthPenalty, NoRepeatNgram: o.NoRepeatNgram}}}
+}
+
 // MaxLen is the decoding length limit: the larger of MaxDecodeLen and the training cap
 // max_summary_len (a model trained with a larger cap, e.g. END-TO-END's, keeps it).
 func (m Meta) MaxLen() int { return max(m.MaxDecodeLen, m.Hyperparams.MaxSummaryLen) }

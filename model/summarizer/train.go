@@ -152,7 +152,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		return m, rep, err
 	}
 	// Written last: the manifest marks the checkpoint finished (checkpoint.Seal).
-	if _, err := checkpoint.Seal(outDir); err != nil {
+	if _, err := checkpoint.Seal(outDir, m.Identity()); err != nil {
 		return nil, nil, err
 	}
 	return m, rep, nil
