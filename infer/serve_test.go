@@ -20,6 +20,8 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/tracker"
 
 	. "github.com/tracksum/tracksum/infer" //nolint:revive // the tests read as infer's own
 	"github.com/tracksum/tracksum/serve"
@@ -138,7 +140,7 @@ func TestRefineAgainstTrackSumServe(t *testing.T) {
 func TestInferAndServeCiteTheSameSentences(t *testing.T) {
 	_, _, data := servetest.Checkpoints(t)
 	const recorded = 0.3
-	trk := servetest.TrackerAt(t, recorded)
+	trk := servetest.TrackerWith(t, func(cfg *config.Config) { cfg.Tracker.Threshold = recorded })
 	cfg := config.Default()
 	cfg.Infer.Grounding = "off"
 	dir := t.TempDir()
@@ -226,6 +228,56 @@ func readLines(t *testing.T, path string) func(func(dataset.Prediction) bool) {
 		}
 		if err := sc.Err(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestKeptCheckpointsLoad (issue 36's gap in item 5): each evaluation checkpoint
+// train.keep_checkpoints keeps is a checkpoint of its own: it opens verified as a tracker with its
+// own manifest, and tracksum-infer --tracker OUT/checkpoints/step-N runs on it, scoring as that
+// checkpoint's model does.
+func TestKeptCheckpointsLoad(t *testing.T) {
+	trk := servetest.TrackerWith(t, func(cfg *config.Config) {
+		cfg.Tracker.Train.MaxSteps, cfg.Tracker.Train.EvalEvery, cfg.Tracker.Train.KeepCheckpoints = 3, 1, 2
+	})
+	_, _, data := servetest.Checkpoints(t)
+	kept, err := filepath.Glob(filepath.Join(trk, checkpoint.KeptDir, "step-*"))
+	if err != nil || len(kept) != 2 {
+		t.Fatalf("kept %v (%v), want 2 step directories", kept, err)
+	}
+	cfg := config.Default()
+	for _, dir := range kept {
+		m, err := checkpoint.Open(context.Background(), dir)
+		if err != nil || m.Kind != checkpoint.KindTracker || m.Migrated {
+			t.Fatalf("%s: %+v, %v; want a sealed tracker checkpoint", dir, m, err)
+		}
+		tmp := t.TempDir()
+		out, refs := filepath.Join(tmp, "pred.jsonl"), filepath.Join(tmp, "refs.jsonl")
+		if _, err := Run(context.Background(), &cfg, Options{Tracker: dir, Input: data, Split: dataset.SplitTest, Out: out, Refs: refs, Log: Discard{}}); err != nil {
+			t.Fatalf("infer --tracker %s: %v", dir, err)
+		}
+		insts, err := dataset.ReadInstances(refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := tracker.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for p := range readLines(t, out) {
+			in := insts[slices.IndexFunc(insts, func(in dataset.Instance) bool { return in.PMID == p.PMID && in.Aspect == p.Aspect })]
+			want, err := tr.ScoreBatch([]tracker.Request{{Doc: in.Document, Aspect: p.Aspect}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(p.Scores, want[0]) {
+				t.Fatalf("%s/%s: infer scores %v, the kept checkpoint's model %v", p.PMID, p.Aspect, p.Scores, want[0])
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("infer --tracker %s wrote no prediction", dir)
 		}
 	}
 }

@@ -550,6 +550,9 @@ func seal(ctx context.Context, dir string, id Identity) (*Manifest, error) {
 	if m.Files, m.Members, err = payload(dir, m); err != nil {
 		return nil, err
 	}
+	if err := sealKept(ctx, dir, m); err != nil {
+		return nil, err
+	}
 	for _, sub := range m.Members {
 		if _, err := os.Stat(filepath.Join(dir, sub, ManifestFile)); err != nil {
 			return nil, fmt.Errorf("%w: sealing %s: its member %s is not sealed (%w): seal it first", ErrCheckpoint, dir, sub, err)
@@ -577,6 +580,51 @@ func seal(ctx context.Context, dir string, id Identity) (*Manifest, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// KeptDir holds the evaluation checkpoints train.keep_checkpoints keeps beside best/ (the
+// training loop's CheckpointsDir): one step-NNNNNNN/ directory per evaluation, holding that
+// evaluation's variables and dev metrics in best/ as the checkpoint's own best/.
+const KeptDir = "checkpoints"
+
+// sealKept makes each kept evaluation checkpoint of the model checkpoint dir (KeptDir/step-N) a
+// checkpoint of its own, which infer and serve open as they open dir: the files of m a loader
+// reads besides best/ (metadata, tokenizer, config, context rescorer, base record) are copied in,
+// and it is sealed with m's identity. The interop layouts adapter/ and full/ hold best/'s weights,
+// not the step's, and are left out (a loader reads best/; tracksum-export wants dir itself).
+func sealKept(ctx context.Context, dir string, m *Manifest) error {
+	if m.Kind == KindCrossValidation || m.Kind == KindEnsemble || (m.Kind == KindSumThenTrack && m.Part == "") {
+		return nil
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, KeptDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "step-") {
+			continue
+		}
+		step := filepath.Join(dir, KeptDir, e.Name())
+		for _, f := range m.Files {
+			if strings.HasPrefix(f.Path, BestDir+"/") || strings.HasPrefix(f.Path, adapterDir+"/") || strings.HasPrefix(f.Path, fullDir+"/") {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+			}
+			if err := atomicio.WriteFile(filepath.Join(step, filepath.FromSlash(f.Path)), b, 0o644); err != nil {
+				return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+			}
+		}
+		if _, err := seal(ctx, step, m.Identity()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // String renders m as its JSON, for logs and tests.

@@ -76,17 +76,16 @@ func Checkpoints(t testing.TB) (summarizerDir, trackerDir, preparedDir string) {
 	return summ, trk, data
 }
 
-// TrackerAt trains a tiny tracker as Checkpoints does, but with tracker.threshold set to threshold,
-// into a directory removed when the test ends: a checkpoint whose recorded threshold is not the
-// default, on Checkpoints' prepared directory.
-func TrackerAt(t testing.TB, threshold float64) string {
+// TrackerWith trains a tiny tracker as Checkpoints does, with edit applied to its config, into a
+// directory removed when the test ends, on Checkpoints' prepared directory.
+func TrackerWith(t testing.TB, edit func(cfg *config.Config)) string {
 	t.Helper()
 	_, _, data := Checkpoints(t)
 	cfg, err := tinyConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Tracker.Threshold = threshold
+	edit(cfg)
 	out := filepath.Join(t.TempDir(), "tracker")
 	if _, _, err := tracker.Train(context.Background(), cfg, data, out, tracker.TrainOptions{Log: io.Discard}); err != nil {
 		t.Fatal(err)
