@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,8 +23,9 @@ import (
 // the two fields it needs itself rather than importing cv.)
 const CVReportFile = checkpoint.CrossValidationFile
 
-// ErrEnsemble marks a cross-validation directory that cannot be used as an ensemble tracker.
-var ErrEnsemble = errors.New("tracker ensemble")
+// ErrEnsemble marks a cross-validation directory that cannot be used as an ensemble tracker. It
+// wraps checkpoint.ErrCheckpoint, as every model's checkpoint error does.
+var ErrEnsemble = fmt.Errorf("tracker ensemble %w", checkpoint.ErrCheckpoint)
 
 // Ensemble is a tracker made of the K fold checkpoints of a cross-validation: the probability of a
 // sentence is the mean of the folds' probabilities (each fold applying its own context rescorer,

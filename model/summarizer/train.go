@@ -301,7 +301,7 @@ func writeCheckpointFiles(outDir string, meta Meta, tokPath string, cfg *config.
 	case errors.As(err, &pathErr):
 		return fmt.Errorf("summarizer: %w", err)
 	case err != nil:
-		return fmt.Errorf("%w: %w", ErrNotSummarizer, err)
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	default: // being resumed
 		if err := training.CheckConfig(outDir, checkpoint.ConfigFile, cfg, "summarizer", allowChanged, log); err != nil {
 			return err
