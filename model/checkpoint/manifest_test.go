@@ -540,3 +540,24 @@ func TestSealWritesTheStatedIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestMigratePretrainedSumThenTrack: the directory of a pretrained SUM-THEN-TRACK's two parts
+// states its summarizer's backbone and base (required of a pretrained backbone) and its tracker's
+// threshold when migrated.
+func TestMigratePretrainedSumThenTrack(t *testing.T) {
+	dir := t.TempDir()
+	part := func(task, name string) map[string]string {
+		return with(name+"/", pretrainedTracker, map[string]string{
+			"pretrained.json": `{"task": "` + task + `", "model_type": "llama", "variant": "sum_then_track"}`,
+			"variant.json":    `{"variant": "sum_then_track", "part": "` + name + `", "pretrained": true}`})
+	}
+	files(t, dir, with("", map[string]string{"variant.json": `{"variant": "sum_then_track", "pretrained": true}`},
+		part("summarizer", "summarizer"), part("tracker", "tracker")))
+	m, wrote, err := Migrate(t.Context(), dir)
+	if err != nil || !wrote || m.Base == nil || m.Base.ModelType != "bert" || m.Backbone.Type != BackboneCausalLM {
+		t.Fatalf("Migrate: %+v, %v, %v", m, wrote, err)
+	}
+	if _, err := Open(t.Context(), dir); err != nil {
+		t.Errorf("Open after migration: %v", err)
+	}
+}

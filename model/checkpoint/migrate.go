@@ -191,8 +191,11 @@ func (d *describer) variant() error {
 			if sub.Kind != KindSumThenTrack || sub.Part != part {
 				return fmt.Errorf("%w: %s: %s is %s checkpoint, not the %s part of sum_then_track", ErrCheckpoint, d.dir, part, article(sub.Name()), part)
 			}
+			// Its backbone, base and decoding are its summarizer's, its threshold its tracker's.
 			if part == VariantSummarizerDir {
-				d.m.Backbone, d.m.Settings.AspectSet = sub.Backbone, sub.Settings.AspectSet
+				d.m.Backbone, d.m.Base, d.m.Settings.AspectSet, d.m.Settings.Decoding = sub.Backbone, sub.Base, sub.Settings.AspectSet, sub.Settings.Decoding
+			} else {
+				d.m.Settings.Threshold = sub.Settings.Threshold
 			}
 		}
 		return nil
