@@ -276,8 +276,8 @@ func OpenKind(ctx context.Context, dir, flag string, log io.Writer, kinds ...str
 // checkpoints of a cross-validation are those its fold records name (checkFolds), and opens its
 // members the same way; it returns the manifest. A directory without checkpoint.json (an older
 // release's) is described from its files as Migrate would and returned with Migrated set,
-// unverified; one that is no checkpoint is refused. Errors wrap ErrCheckpoint and name the directory or the file. The walk stops when
-// ctx is cancelled.
+// unverified; one that is no checkpoint is refused. Errors wrap ErrCheckpoint and name the
+// directory or the file. The walk stops when ctx is cancelled.
 func Open(ctx context.Context, dir string) (*Manifest, error) {
 	return open(ctx, dir, 0)
 }
