@@ -67,8 +67,8 @@ func TestEmptyEnvIsNoSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Infer.Threshold != Default().Infer.Threshold || src["infer.threshold"].Layer != "default" {
-		t.Errorf("infer.threshold = %g from %v, want the default %g from the defaults", cfg.Infer.Threshold, src["infer.threshold"], Default().Infer.Threshold)
+	if cfg.Infer.Threshold != nil || src["infer.threshold"].Layer != "default" {
+		t.Errorf("infer.threshold = %v from %v, want the default (unset) from the defaults", cfg.Infer.Threshold, src["infer.threshold"])
 	}
 	if src["infer.workers"].Layer != "env" || cfg.Infer.Workers != 3 {
 		t.Errorf("infer.workers = %d from %v, want 3 from the environment", cfg.Infer.Workers, src["infer.workers"])
@@ -76,11 +76,13 @@ func TestEmptyEnvIsNoSource(t *testing.T) {
 }
 
 // TestPrintConfigThresholdUnset (issue 34): infer.threshold is unset by default, and
-// --print-config says which threshold applies then; a threshold that is set has no note.
+// --print-config says which threshold applies then; a threshold that is set (0 included: every
+// sentence kept) has no note.
 func TestPrintConfigThresholdUnset(t *testing.T) {
 	for _, tc := range []struct{ env, want, not string }{
-		{"", "infer.threshold=0  # default (unset: the tracker checkpoint's tracker.threshold, else 0.5)", ""},
+		{"", "infer.threshold=  # default (unset: the tracker checkpoint's tracker.threshold, else 0.5)", ""},
 		{"0.3", "infer.threshold=0.3  # env TRACKSUM_INFER_THRESHOLD\n", "unset"},
+		{"0", "infer.threshold=0  # env TRACKSUM_INFER_THRESHOLD\n", "unset"},
 	} {
 		t.Setenv("TRACKSUM_INFER_THRESHOLD", tc.env)
 		cfg, src, err := LoadWith(viper.New(), "", pflag.NewFlagSet("x", pflag.ContinueOnError), nil, nil)

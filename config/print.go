@@ -65,8 +65,8 @@ func WriteResolvedIn(w io.Writer, c *Config, src map[string]Source, opts PrintOp
 	return tw.Flush()
 }
 
-// unsetMeaning says what the zero value of a key means where zero is "not set": the value another
-// source gives then (--print-config shows where the threshold will come from).
+// unsetMeaning says what an unset key means (empty for an optional key, 0 for serve.threshold):
+// the value another source gives then (--print-config shows where the threshold will come from).
 var unsetMeaning = map[string]string{
 	"infer.threshold": "unset: the tracker checkpoint's tracker.threshold, else 0.5",
 	"serve.threshold": "unset: infer.threshold when set, else the tracker checkpoint's, else 0.5",
@@ -74,7 +74,7 @@ var unsetMeaning = map[string]string{
 
 // unsetNote is the note --print-config adds to key's value v when v means "not set".
 func unsetNote(key, v string) string {
-	if m, ok := unsetMeaning[key]; ok && v == "0" {
+	if m, ok := unsetMeaning[key]; ok && (v == "" || (key == "serve.threshold" && v == "0")) {
 		return " (" + m + ")"
 	}
 	return ""

@@ -138,10 +138,10 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 		t.Fatalf("report %+v, err %v; want both parts at 3 steps", rep, err)
 	}
 
-	// A threshold below every score (0 is unset: the default 0.5) cites every sentence of each
-	// summary that is not "Unknown.", with its scores.
+	// Threshold 0 cites every sentence of each summary that is not "Unknown.", with its scores.
 	docs := docLengths(t, data, "test")
-	cfg.Infer.Threshold = 1e-30
+	zero, above := 0.0, 1.01
+	cfg.Infer.Threshold = &zero
 	preds := runInfer(t, cfg, data, infer.Options{Method: infer.MethodSTT, Model: ck})
 	tracked := 0
 	for _, p := range preds {
@@ -158,7 +158,7 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 		}
 		tracked++
 		if len(p.Scores) != n || len(p.Indexes) != n {
-			t.Errorf("%s/%s: %d scores and %d indexes below every score, want all %d sentences", p.PMID, p.Aspect, len(p.Scores), len(p.Indexes), n)
+			t.Errorf("%s/%s: %d scores and %d indexes at threshold 0, want all %d sentences", p.PMID, p.Aspect, len(p.Scores), len(p.Indexes), n)
 		}
 		for _, s := range p.Scores {
 			if s < 0 || s > 1 {
@@ -171,7 +171,7 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 	}
 
 	// The same through the parts (--summarizer and --tracker), above every score: no citation.
-	cfg.Infer.Threshold = 1.01
+	cfg.Infer.Threshold = &above
 	for _, p := range runInfer(t, cfg, data, infer.Options{Method: infer.MethodSTT, Summarizer: sdir, Tracker: tdir}) {
 		checkIndexes(t, p, docs[p.PMID])
 		if len(p.Indexes) > 0 {
