@@ -608,6 +608,9 @@ func sealKept(ctx context.Context, dir string, m *Manifest) error {
 			continue
 		}
 		step := filepath.Join(dir, KeptDir, e.Name())
+		if err := keptLayout(step); err != nil {
+			return err
+		}
 		for _, f := range m.Files {
 			if strings.HasPrefix(f.Path, BestDir+"/") || strings.HasPrefix(f.Path, adapterDir+"/") || strings.HasPrefix(f.Path, fullDir+"/") {
 				continue
@@ -622,6 +625,25 @@ func sealKept(ctx context.Context, dir string, m *Manifest) error {
 		}
 		if _, err := seal(ctx, step, m.Identity()); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// keptLayout moves the files of a kept evaluation checkpoint of the release that kept only the
+// variables (step-N/model.safetensors, step-N/metrics.json) into step-N/best/, where a loader
+// reads them.
+func keptLayout(step string) error {
+	if _, err := os.Stat(filepath.Join(step, BestDir)); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(step, BestDir), 0o755); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	for _, name := range []string{BestVariables, BestMetricsFile} {
+		err := os.Rename(filepath.Join(step, name), filepath.Join(step, BestDir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 		}
 	}
 	return nil

@@ -561,3 +561,31 @@ func TestMigratePretrainedSumThenTrack(t *testing.T) {
 		t.Errorf("Open after migration: %v", err)
 	}
 }
+
+// TestSealKeptCheckpoints (issue 36 item 5): Seal makes each kept evaluation checkpoint under
+// checkpoints/ a checkpoint of its own (the run's metadata copied in, its own manifest), also one
+// kept in the earlier layout (the variables beside metrics.json, no best/); the interop layouts
+// are not copied.
+func TestSealKeptCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, with("", scratchTracker, map[string]string{"adapter/adapter_config.json": "{}",
+		"checkpoints/step-0000002/best/model.safetensors": "weights 2", "checkpoints/step-0000002/best/metrics.json": "{}",
+		"checkpoints/step-0000003/model.safetensors": "weights 3", "checkpoints/step-0000003/metrics.json": "{}"}))
+	if _, err := Seal(dir, trackerID); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"step-0000002", "step-0000003"} {
+		sd := filepath.Join(dir, KeptDir, step)
+		m, err := Open(t.Context(), sd)
+		if err != nil || m.Identity() != trackerID {
+			t.Fatalf("%s: %+v, %v", step, m, err)
+		}
+		want := []string{"best/model.safetensors", "config.yaml", "context.json", "hparams.json", "tokenizer.json"}
+		if got := paths(m); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s lists %v, want %v", step, got, want)
+		}
+		if _, err := os.Stat(filepath.Join(sd, "adapter")); err == nil {
+			t.Errorf("%s got best/'s interop adapter/", step)
+		}
+	}
+}
