@@ -199,6 +199,10 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 	// Scoring (the eval section) is redone on every run too, so the record leaves it out (an
 	// earlier build recorded it at its defaults: the legacy record).
 	recorded := withoutDecoding(cfg)
+	// The threshold the pipeline cites at (infer.Threshold: the fold trackers record
+	// tracker.threshold), recorded resolved, as earlier builds recorded infer.threshold.
+	th, _ := infer.Threshold(0, cfg, cfg.Tracker.Threshold)
+	recorded.Infer.Threshold = &th
 	y, err := sectionsYAML(recorded, append(slices.Clone(recordedSections), "tracker", "summarizer", "variants", "infer")...)
 	if err != nil {
 		return nil, fmt.Errorf("cv: %w", err)
@@ -257,8 +261,7 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 		extra = pipelineMethods()
 	}
 
-	// The fold trackers are trained with tracker.threshold, which their checkpoints record.
-	threshold, _ := infer.Threshold(0, cfg, cfg.Tracker.Threshold)
+	threshold := th
 	names := []string{"copy", "tts"}
 	labels := map[string]string{"copy": "tracker + copy", "tts": "TTS"}
 	if full {
