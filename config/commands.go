@@ -52,8 +52,8 @@ type Serve struct {
 	Tracker    string `mapstructure:"tracker" yaml:"tracker"`
 	Method     string `mapstructure:"method" yaml:"method"`
 	Model      string `mapstructure:"model" yaml:"model"`
-	// Threshold is the tracker's decision threshold (0: the tracker checkpoint's, else
-	// infer.threshold).
+	// Threshold is the tracker's decision threshold (0: infer.threshold when set, else the
+	// tracker checkpoint's, else 0.5; infer.Threshold).
 	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
 	// MaxTokens bounds a chat-mode answer whose request sets no max_tokens.
 	MaxTokens int `mapstructure:"max_tokens" yaml:"max_tokens"`

@@ -90,7 +90,7 @@ func TestThresholdNaN(t *testing.T) {
 			}
 			cfg, err := Load(viper.New(), file, fs, keys)
 			if tc.want == "" {
-				if err != nil || cfg.Infer.Threshold != 0.3 {
+				if err != nil || cfg.Infer.Threshold == nil || *cfg.Infer.Threshold != 0.3 {
 					t.Fatalf("threshold %v, err %v; want 0.3", cfg, err)
 				}
 				return

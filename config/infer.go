@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -10,8 +11,11 @@ import (
 // batched. Decoding settings (beam size, length penalty, ...) live in the summarizer section and are
 // stored in its checkpoint; Decoding overrides them at inference.
 type Infer struct {
-	// Threshold keeps the sentences whose tracker probability is >= it (TracSum C.1 uses 0.5).
-	Threshold float64 `mapstructure:"threshold" yaml:"threshold"`
+	// Threshold keeps the sentences whose tracker probability is >= it (0 keeps every one). Unset
+	// (nil, the default; written to YAML only when set): the tracker checkpoint's recorded
+	// tracker.threshold applies, else 0.5 (TracSum C.1); see infer.Threshold for the whole rule,
+	// which tracksum-serve follows too.
+	Threshold *float64 `mapstructure:"threshold" yaml:"threshold,omitempty"`
 	// Aspects lists the aspect codes to summarize for raw-text input (empty = every registered
 	// aspect). For benchmark input, the instances' own aspects are used unless this is set.
 	Aspects []string `mapstructure:"aspects" yaml:"aspects"`
@@ -58,14 +62,17 @@ type Infer struct {
 
 // DefaultInfer returns the built-in infer settings.
 func DefaultInfer() Infer {
-	return Infer{Threshold: 0.5, Aspects: []string{}, FullContext: false, Grounding: "off", Workers: 0, LLM: DefaultInferLLM(), Split: "test"}
+	return Infer{Aspects: []string{}, FullContext: false, Grounding: "off", Workers: 0, LLM: DefaultInferLLM(), Split: "test"}
 }
 
 // Validate reports invalid infer settings, naming each key.
 func (c Infer) Validate() error {
 	var errs []error
-	if c.Threshold < 0 || c.Threshold > 1 {
-		errs = append(errs, fmt.Errorf("infer.threshold: must be in [0, 1], got %g", c.Threshold))
+	// An optional key escapes Config.Validate's check of every float for NaN and infinities.
+	if t := c.Threshold; t != nil && (math.IsNaN(*t) || math.IsInf(*t, 0)) {
+		errs = append(errs, fmt.Errorf("infer.threshold: must be a finite number, got %g", *t))
+	} else if t != nil && (*t < 0 || *t > 1) {
+		errs = append(errs, fmt.Errorf("infer.threshold: must be in [0, 1], got %g", *t))
 	}
 	if c.Workers < 0 {
 		errs = append(errs, fmt.Errorf("infer.workers: must be >= 0"))

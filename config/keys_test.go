@@ -67,10 +67,36 @@ func TestEmptyEnvIsNoSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Infer.Threshold != Default().Infer.Threshold || src["infer.threshold"].Layer != "default" {
-		t.Errorf("infer.threshold = %g from %v, want the default %g from the defaults", cfg.Infer.Threshold, src["infer.threshold"], Default().Infer.Threshold)
+	if cfg.Infer.Threshold != nil || src["infer.threshold"].Layer != "default" {
+		t.Errorf("infer.threshold = %v from %v, want the default (unset) from the defaults", cfg.Infer.Threshold, src["infer.threshold"])
 	}
 	if src["infer.workers"].Layer != "env" || cfg.Infer.Workers != 3 {
 		t.Errorf("infer.workers = %d from %v, want 3 from the environment", cfg.Infer.Workers, src["infer.workers"])
+	}
+}
+
+// TestPrintConfigThresholdUnset (issue 34): infer.threshold is unset by default, and
+// --print-config says which threshold applies then; a threshold that is set (0 included: every
+// sentence kept) has no note.
+func TestPrintConfigThresholdUnset(t *testing.T) {
+	for _, tc := range []struct{ env, want, not string }{
+		{"", "infer.threshold=  # default (unset: the tracker checkpoint's tracker.threshold, else 0.5)", ""},
+		{"0.3", "infer.threshold=0.3  # env TRACKSUM_INFER_THRESHOLD\n", "unset"},
+		{"0", "infer.threshold=0  # env TRACKSUM_INFER_THRESHOLD\n", "unset"},
+	} {
+		t.Setenv("TRACKSUM_INFER_THRESHOLD", tc.env)
+		cfg, src, err := LoadWith(viper.New(), "", pflag.NewFlagSet("x", pflag.ContinueOnError), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := WriteResolvedIn(&b, cfg, src, PrintOptions{First: []string{"infer"}}); err != nil {
+			t.Fatal(err)
+		}
+		line := b.String()[strings.Index(b.String(), "infer.threshold="):]
+		line = line[:strings.IndexByte(line, '\n')+1]
+		if !strings.Contains(strings.Join(strings.Fields(line), " "), strings.Join(strings.Fields(tc.want), " ")) || (tc.not != "" && strings.Contains(line, tc.not)) {
+			t.Errorf("TRACKSUM_INFER_THRESHOLD=%q: %q, want %q", tc.env, line, tc.want)
+		}
 	}
 }

@@ -54,7 +54,8 @@ func WriteResolvedIn(w io.Writer, c *Config, src map[string]Source, opts PrintOp
 		}
 		fmt.Fprintf(tw, "# %s\n", head)
 		for _, key := range keys {
-			fmt.Fprintf(tw, "%s=%s\t# %s\n", key, formatValue(leaves[key]), src[key])
+			v := formatValue(leaves[key])
+			fmt.Fprintf(tw, "%s=%s\t# %s%s\n", key, v, src[key], unsetNote(key, v))
 		}
 		printed += len(keys)
 	}
@@ -62,6 +63,21 @@ func WriteResolvedIn(w io.Writer, c *Config, src map[string]Source, opts PrintOp
 		fmt.Fprintln(tw, "# every key has its default value")
 	}
 	return tw.Flush()
+}
+
+// unsetMeaning says what an unset key means (empty for an optional key, 0 for serve.threshold):
+// the value another source gives then (--print-config shows where the threshold will come from).
+var unsetMeaning = map[string]string{
+	"infer.threshold": "unset: the tracker checkpoint's tracker.threshold, else 0.5",
+	"serve.threshold": "unset: infer.threshold when set, else the tracker checkpoint's, else 0.5",
+}
+
+// unsetNote is the note --print-config adds to key's value v when v means "not set".
+func unsetNote(key, v string) string {
+	if m, ok := unsetMeaning[key]; ok && (v == "" || (key == "serve.threshold" && v == "0")) {
+		return " (" + m + ")"
+	}
+	return ""
 }
 
 // SectionOrder lists the sections in the order of Config's fields ("" for the top-level keys).

@@ -45,9 +45,11 @@ type TrainLoop struct {
 	// better: the released scripts' load_best_model_at_end on eval_loss, here on the dev split, not
 	// on the test split the scripts evaluate on).
 	SelectBy string `mapstructure:"select_by" yaml:"select_by"`
-	// KeepCheckpoints keeps the variables of the last N evaluations beside best/, each in
-	// checkpoints/step-NNNNNNN/ with best/'s files (model variables, dev metrics): the released
-	// scripts' save_total_limit (5). 0 keeps best/ only.
+	// KeepCheckpoints keeps the last N evaluations beside best/, each a checkpoint of its own in
+	// checkpoints/step-NNNNNNN/ (its variables and dev metrics in best/, the run's metadata,
+	// tokenizer and config, its own manifest, written at the end of training: tracksum-infer
+	// --tracker OUT/checkpoints/step-N opens it): the released scripts' save_total_limit (5). 0
+	// keeps best/ only.
 	KeepCheckpoints int `mapstructure:"keep_checkpoints" yaml:"keep_checkpoints"`
 	// Patience stops training after this many evaluations without a better dev score; 0 disables it.
 	Patience int `mapstructure:"patience" yaml:"patience"`

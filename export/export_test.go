@@ -734,7 +734,8 @@ func TestExportRefusesFromScratch(t *testing.T) {
 	os.MkdirAll(filepath.Join(ck, checkpoint.BestDir), 0o755)
 	os.WriteFile(filepath.Join(ck, checkpoint.SummarizerFile), []byte("{}"), 0o644)
 	os.WriteFile(checkpoint.BestWeights(ck), []byte("weights"), 0o644)
-	if _, err := checkpoint.Seal(ck); err != nil {
+	if _, err := checkpoint.Seal(ck, checkpoint.Identity{Kind: checkpoint.KindSummarizer, Task: checkpoint.KindSummarizer,
+		Backbone: checkpoint.Backbone{Type: checkpoint.BackboneScratch}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Export(context.Background(), Options{Checkpoint: ck, Out: filepath.Join(t.TempDir(), "out")})

@@ -63,7 +63,7 @@ func Command() cli.Command {
 	fs.String("split", "test", "split of a prepared directory to run on")
 	fs.String("out", "", "prediction JSONL file (required; an existing file is replaced once the new one is complete)")
 	fs.String("refs", "", "also write the input's reference instances here (eval format)")
-	fs.Float64("threshold", 0.5, "infer.threshold: keep sentences with probability >= this")
+	fs.Float64("threshold", 0, "infer.threshold: keep sentences with probability >= this (0: every one; default: the tracker checkpoint's tracker.threshold, else 0.5)")
 	fs.Bool("full-context", false, "infer.full_context: give the summarizer the whole abstract too (TTS (+) f)")
 	fs.String("grounding", "off", "infer.grounding: a tracked sentence that supports no claim of its summary is appended to it (restore), dropped from the citations (prune) or left (off); trained summarizers only")
 	fs.StringSlice("aspects", nil, "infer.aspects: aspect codes to summarize (default: the input's, or all for raw text)")

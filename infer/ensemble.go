@@ -2,8 +2,8 @@ package infer
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +23,9 @@ import (
 // the two fields it needs itself rather than importing cv.)
 const CVReportFile = checkpoint.CrossValidationFile
 
-// ErrEnsemble marks a cross-validation directory that cannot be used as an ensemble tracker.
-var ErrEnsemble = errors.New("tracker ensemble")
+// ErrEnsemble marks a cross-validation directory that cannot be used as an ensemble tracker. It
+// wraps checkpoint.ErrCheckpoint, as every model's checkpoint error does.
+var ErrEnsemble = fmt.Errorf("tracker ensemble %w", checkpoint.ErrCheckpoint)
 
 // Ensemble is a tracker made of the K fold checkpoints of a cross-validation: the probability of a
 // sentence is the mean of the folds' probabilities (each fold applying its own context rescorer,
@@ -136,32 +137,34 @@ func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 
 // loadTracker loads --tracker dir: an ensemble of fold checkpoints when dir is a tracker
 // cross-validation, else one tracker checkpoint, from scratch or fine-tuned from a pretrained
-// model, as its manifest says (checkpoint.OpenKind). It returns the tracker and its aspect set.
-func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Writer) (Tracker, string, error) {
+// model, as its manifest says (checkpoint.OpenKind). It returns the tracker, its aspect set and
+// the decision threshold its checkpoint records (the manifest's; for a checkpoint sealed before
+// manifests recorded it, its metadata's; 0: none. Threshold resolves the one used).
+func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Writer) (Tracker, string, float64, error) {
 	m, err := checkpoint.OpenKind(ctx, dir, "--tracker", log, checkpoint.KindTracker, checkpoint.KindEnsemble)
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	switch {
 	case m.Kind == checkpoint.KindEnsemble:
 		e, err := LoadEnsemble(dir)
 		if err != nil {
-			return nil, "", err
+			return nil, "", 0, err
 		}
 		fmt.Fprintf(log, "infer: tracker: ensemble of the %d fold checkpoints of %s (mean probability)\n", len(e.members), dir)
-		return e, e.Hyperparams().AspectSet, nil
+		return e, e.Hyperparams().AspectSet, cmp.Or(m.Settings.Threshold, e.Threshold()), nil
 	case m.Pretrained():
 		// A fine-tuned pretrained model (train --pretrained): its base is read from base.json.
 		pm, err := pretrained.LoadTracker(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 		if err != nil {
-			return nil, "", err
+			return nil, "", 0, err
 		}
 		fmt.Fprintf(log, "infer: tracker: %s fine-tuned from %s (head %s)\n", dir, pm.Meta.ModelType, pm.Meta.Head)
-		return pm, pm.Meta.AspectSet, nil
+		return pm, pm.Meta.AspectSet, m.Settings.Threshold, nil
 	}
 	t, err := tracker.Load(dir)
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
-	return t, t.Hyperparams().AspectSet, nil
+	return t, t.Hyperparams().AspectSet, cmp.Or(m.Settings.Threshold, t.Threshold()), nil
 }

@@ -272,6 +272,9 @@ type Options struct {
 	// Refine, when > 0, refines every positive prediction with LongSumEval's QA feedback for at
 	// most Refine rounds (see Refine).
 	Refine int
+	// Threshold, when > 0, is the command line's decision threshold (tracksum-serve --threshold),
+	// which overrides infer.threshold and the tracker checkpoint's (see Threshold).
+	Threshold float64
 	// Log receives progress and the final throughput line; os.Stderr when nil.
 	Log io.Writer
 }
@@ -294,24 +297,11 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	if log == nil {
 		log = os.Stderr
 	}
-	if err := CheckMethod(o); err != nil {
-		return nil, err
-	}
-	if err := CheckDecoding(cfg.Infer.Decoding); err != nil {
+	if err := checkRun(cfg, o); err != nil {
 		return nil, err
 	}
 	if o.Method == MethodTTS {
 		o.Method = ""
-	}
-	inputs := map[string]string{"--input": o.Input, "--tracker": o.Tracker, "--summarizer": o.Summarizer, "--model": o.Model}
-	if o.Tracker == GoldTracker || o.Tracker == LLMComponent {
-		inputs["--tracker"] = ""
-	}
-	if o.Summarizer == ExtractiveSummarizer || o.Summarizer == LLMComponent {
-		inputs["--summarizer"] = ""
-	}
-	if err := cli.CheckOutputs(inputs, map[string]string{"--out": o.Out, "--refs": o.Refs}); err != nil {
-		return nil, err
 	}
 	// Open the prediction file's temporary sibling now, so that an unwritable --out fails before
 	// the models are loaded rather than after the whole inference.
@@ -324,13 +314,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	aspectSet := p.AspectSet
-	// Without a checkpoint to name it (gold or LLM components, --method), prepare.aspect_set
-	// says which registry the input uses, so that --aspects OB works on PCoA data.
-	if aspectSet == "" && cfg.Prepare.AspectSet != "auto" {
-		aspectSet = cfg.Prepare.AspectSet
-	}
-	aspectSet = cmp.Or(aspectSet, dataset.AspectSetTracSum)
+	aspectSet := inputAspectSet(cfg, p)
 	abstracts, refs, err := ReadInput(o.Input, o.Split, aspectSet, cfg.Infer.Aspects)
 	if err != nil {
 		return nil, err
@@ -344,19 +328,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 			return nil, err
 		}
 	}
-	if p.Tracker == nil && p.Predictor == nil {
-		if refs == nil {
-			return nil, fmt.Errorf("--tracker gold needs annotated input, not raw text (%s)", o.Input)
-		}
-		p.Tracker = newGoldScores(refs)
-	}
-	if o.Refs != "" {
-		if refs == nil {
-			return nil, fmt.Errorf("--refs: input %s has no reference annotations (raw text)", o.Input)
-		}
-		if err := writeJSONL(o.Refs, refs); err != nil {
-			return nil, err
-		}
+	if err := useReferences(p, o, refs); err != nil {
+		return nil, err
 	}
 	workers := cfg.Infer.Workers
 	if workers <= 0 && lr != nil {
@@ -397,6 +370,54 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Stats, error) {
 	return st, nil
 }
 
+// checkRun checks o before anything is loaded or written: the models fit the method, the
+// decoding overrides are valid, and no output is one of the inputs.
+func checkRun(cfg *config.Config, o Options) error {
+	if err := CheckMethod(o); err != nil {
+		return err
+	}
+	if err := CheckDecoding(cfg.Infer.Decoding); err != nil {
+		return err
+	}
+	inputs := map[string]string{"--input": o.Input, "--tracker": o.Tracker, "--summarizer": o.Summarizer, "--model": o.Model}
+	if o.Tracker == GoldTracker || o.Tracker == LLMComponent {
+		inputs["--tracker"] = ""
+	}
+	if o.Summarizer == ExtractiveSummarizer || o.Summarizer == LLMComponent {
+		inputs["--summarizer"] = ""
+	}
+	return cli.CheckOutputs(inputs, map[string]string{"--out": o.Out, "--refs": o.Refs})
+}
+
+// inputAspectSet is the aspect set the input is read with: the loaded checkpoints', else (gold or
+// LLM components, --method) prepare.aspect_set when not auto, so that --aspects OB works on PCoA
+// data, else TracSum's.
+func inputAspectSet(cfg *config.Config, p *Pipeline) string {
+	set := p.AspectSet
+	if set == "" && cfg.Prepare.AspectSet != "auto" {
+		set = cfg.Prepare.AspectSet
+	}
+	return cmp.Or(set, dataset.AspectSetTracSum)
+}
+
+// useReferences puts the input's reference annotations refs (nil for raw text) to the uses o asks
+// for: the gold tracker (p has no tracker), and --refs.
+func useReferences(p *Pipeline, o Options, refs []dataset.Instance) error {
+	if p.Tracker == nil && p.Predictor == nil {
+		if refs == nil {
+			return fmt.Errorf("--tracker gold needs annotated input, not raw text (%s)", o.Input)
+		}
+		p.Tracker = newGoldScores(refs)
+	}
+	if o.Refs == "" {
+		return nil
+	}
+	if refs == nil {
+		return fmt.Errorf("--refs: input %s has no reference annotations (raw text)", o.Input)
+	}
+	return writeJSONL(o.Refs, refs)
+}
+
 // LoadPipeline loads the models o names into the Pipeline that Run runs, with cfg's infer
 // settings: --method stt|ete (their checkpoints), --tracker (a checkpoint, a cross-validation
 // directory: the fold ensemble, or a fine-tuned pretrained model), --summarizer (a from-scratch or
@@ -416,7 +437,8 @@ func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline
 	if o.Method == MethodTTS {
 		o.Method = ""
 	}
-	p := &Pipeline{Threshold: cfg.Infer.Threshold, FullContext: cfg.Infer.FullContext}
+	p := &Pipeline{FullContext: cfg.Infer.FullContext}
+	p.Threshold, _ = Threshold(o.Threshold, cfg, 0)
 	var err error
 	if variantMethod(o.Method) {
 		vr, err := loadVariant(ctx, cfg, o, log)
@@ -429,9 +451,13 @@ func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline
 	}
 	if o.Tracker != "" && o.Tracker != GoldTracker && o.Tracker != LLMComponent && o.Method == "" {
 		// A cross-validation directory (cv.json) is the ensemble of its fold checkpoints.
-		if p.Tracker, p.AspectSet, err = loadTracker(ctx, cfg, o.Tracker, log); err != nil {
+		var recorded float64
+		if p.Tracker, p.AspectSet, recorded, err = loadTracker(ctx, cfg, o.Tracker, log); err != nil {
 			return nil, err
 		}
+		var from string
+		p.Threshold, from = Threshold(o.Threshold, cfg, recorded)
+		fmt.Fprintf(log, "infer: tracker threshold %g (%s)\n", p.Threshold, from)
 	}
 	aspectSet := p.AspectSet
 	switch o.Summarizer {

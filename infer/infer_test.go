@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,9 +13,12 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
+	"github.com/tracksum/tracksum/model/variant"
 )
 
 // fakeTracker scores sentence j of every document with scores[aspect][j].
@@ -295,5 +299,22 @@ func TestGroundingKeepsRawSummary(t *testing.T) {
 				t.Errorf("summary %q: changed %v, want %v", got.Summary, got.Summary != raw, tc.wantSummaryChange)
 			}
 		})
+	}
+}
+
+// TestOneCheckpointErrorFamily (issue 34 item 5): every checkpoint error a loader returns is one
+// family: errors.Is(err, checkpoint.ErrCheckpoint) holds for each model's sentinel and for the
+// fold ensemble's.
+func TestOneCheckpointErrorFamily(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"tracker", tracker.ErrCheckpoint}, {"summarizer", summarizer.ErrCheckpoint}, {"pretrained", pretrained.ErrCheckpoint},
+		{"variant", variant.ErrCheckpoint}, {"ensemble", ErrEnsemble},
+	} {
+		if err := fmt.Errorf("%w: ck: detail", tc.err); !errors.Is(err, checkpoint.ErrCheckpoint) {
+			t.Errorf("%s: %v does not wrap checkpoint.ErrCheckpoint", tc.name, err)
+		}
 	}
 }

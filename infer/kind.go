@@ -15,61 +15,29 @@ import (
 	"github.com/tracksum/tracksum/model/pretrained"
 )
 
-// Kind is what a model directory holds, as infer (and tracksum-serve, through it) tells them
-// apart.
-type Kind int
-
-// The kinds of model directory.
-const (
-	// KindCheckpoint is anything else: a from-scratch checkpoint (its loader says what is
-	// missing when it is none).
-	KindCheckpoint Kind = iota
-	// KindCrossValidation is a cross-validation directory (cv.json): a fold ensemble of trackers.
-	KindCrossValidation
-	// KindPretrained is a fine-tuned pretrained checkpoint (pretrained.json, train --pretrained).
-	KindPretrained
-	// KindSnapshot is a Hugging Face snapshot (config.json): a base model, as downloaded.
-	KindSnapshot
-)
-
-// String names the kind as the docs do.
-func (k Kind) String() string {
-	switch k {
-	case KindCrossValidation:
-		return "cross-validation directory"
-	case KindPretrained:
-		return "fine-tuned pretrained checkpoint"
-	case KindSnapshot:
-		return "Hugging Face snapshot"
-	}
-	return "from-scratch checkpoint"
-}
-
-// KindOf returns the kind of the model directory dir: a checkpoint's from its manifest's
-// description (checkpoint.Describe, the one function that tells checkpoints apart; a sealed
-// checkpoint's files are verified when it is loaded), else a snapshot by its config.json.
-func KindOf(dir string) Kind {
-	if m, err := checkpoint.Describe(dir); err == nil {
-		switch {
-		case m.Kind == checkpoint.KindEnsemble || m.Kind == checkpoint.KindCrossValidation:
-			return KindCrossValidation
-		case m.Pretrained() && !(m.Kind == checkpoint.KindSumThenTrack && m.Part == ""):
-			// One fine-tuned model (a SUM-THEN-TRACK directory holds two).
-			return KindPretrained
-		}
-		return KindCheckpoint
+// chatSource tells whether dir may be served as a chat model (LoadChatModel), from its manifest's
+// kind (checkpoint.Read): a fine-tuned pretrained checkpoint of one model (a SUM-THEN-TRACK
+// directory holds two), returned; or a Hugging Face snapshot (config.json, no manifest), returned
+// as nil. Anything else is an error saying what dir is.
+func chatSource(dir string) (*checkpoint.Manifest, error) {
+	m, err := checkpoint.Read(dir)
+	switch {
+	case err == nil && m.Pretrained() && !(m.Kind == checkpoint.KindSumThenTrack && m.Part == ""):
+		return m, nil
+	case err == nil:
+		return nil, fmt.Errorf("%s is %s checkpoint, not a causal LM", dir, article(m.Name()))
 	}
 	if st, err := os.Stat(filepath.Join(dir, snapshot.ConfigFile)); err == nil && st.Mode().IsRegular() {
-		return KindSnapshot
+		return nil, nil
 	}
-	return KindCheckpoint
+	return nil, fmt.Errorf("%s %s", dir, whatIs(dir))
 }
 
 // CanChat reports whether dir may be served as a chat model (LoadChatModel): a fine-tuned
 // pretrained checkpoint or a snapshot.
 func CanChat(dir string) bool {
-	k := KindOf(dir)
-	return k == KindPretrained || k == KindSnapshot
+	_, err := chatSource(dir)
+	return err == nil
 }
 
 // LoadChatModel loads dir as a causal LM answering conversations as itself (tracksum-serve's chat
@@ -77,22 +45,21 @@ func CanChat(dir string) bool {
 // a Hugging Face snapshot, computing in infer.precision (the checkpoint's own when empty; f32 for
 // a snapshot).
 func LoadChatModel(ctx context.Context, cfg *config.Config, dir string) (*pretrained.ChatModel, error) {
-	switch k := KindOf(dir); k {
-	case KindPretrained:
-		if _, err := checkpoint.Open(ctx, dir); err != nil {
-			return nil, err
-		}
-		return pretrained.LoadChatCheckpoint(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
-	case KindSnapshot:
+	m, err := chatSource(dir)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: a chat model is a fine-tuned pretrained checkpoint (train --pretrained) or a Hugging Face snapshot", err)
+	case m == nil:
 		return pretrained.LoadChatSnapshot(ctx, dir, cfg.Infer.Precision)
-	default:
-		return nil, fmt.Errorf("%s %s: a chat model is a fine-tuned pretrained checkpoint (train --pretrained) or a Hugging Face snapshot", dir, whatIs(dir, k))
 	}
+	if _, err := checkpoint.Open(ctx, dir); err != nil {
+		return nil, err
+	}
+	return pretrained.LoadChatCheckpoint(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
 }
 
-// whatIs says what dir, of kind k but no chat model, is: KindCheckpoint is also KindOf's answer
-// for a directory that holds no model at all, or for no directory.
-func whatIs(dir string, k Kind) string {
+// whatIs says what dir, which holds neither a checkpoint nor a snapshot, is.
+func whatIs(dir string) string {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -101,14 +68,17 @@ func whatIs(dir string, k Kind) string {
 		return fmt.Sprintf("cannot be read (%v)", err)
 	case !st.IsDir():
 		return "is a file, not a model directory"
-	case k != KindCheckpoint:
-		return fmt.Sprintf("is a %s, not a causal LM", k)
-	}
-	if _, err := checkpoint.Describe(dir); err == nil {
-		return fmt.Sprintf("is a %s, not a causal LM", k)
 	}
 	if st, err := os.Stat(filepath.Join(dir, dataset.ManifestFile)); err == nil && st.Mode().IsRegular() {
 		return "is a prepared data directory (tracksum-prepare's output), not a model"
 	}
 	return fmt.Sprintf("holds no model (no %s of a tracksum checkpoint, no %s of a Hugging Face snapshot)", checkpoint.ManifestFile, snapshot.ConfigFile)
+}
+
+// article puts "a" or "an" before s.
+func article(s string) string {
+	if s != "" && (s[0] == 'a' || s[0] == 'e' || s[0] == 'i' || s[0] == 'o' || s[0] == 'u') {
+		return "an " + s
+	}
+	return "a " + s
 }

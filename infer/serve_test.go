@@ -4,12 +4,24 @@ package infer_test
 // models through infer, so infer's own tests cannot import it.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/tracker"
 
 	. "github.com/tracksum/tracksum/infer" //nolint:revive // the tests read as infer's own
 	"github.com/tracksum/tracksum/serve"
@@ -116,6 +128,156 @@ func TestRefineAgainstTrackSumServe(t *testing.T) {
 	for i := range first {
 		if first[i].Summary != second[i].Summary {
 			t.Errorf("rerun changed %s/%s: %q -> %q", first[i].PMID, first[i].Aspect, first[i].Summary, second[i].Summary)
+		}
+	}
+}
+
+// TestInferAndServeCiteTheSameSentences is the regression test of issue 34's defect: tracksum-serve
+// took the tracker checkpoint's own threshold, tracksum-infer infer.threshold (0.5), so one
+// checkpoint cited different sentences through the two commands. A tracker trained at
+// tracker.threshold 0.3 is run by both with the built-in config on the prepared test split (the
+// extractive summarizer, grounding off): every served answer cites the sentences infer cites.
+func TestInferAndServeCiteTheSameSentences(t *testing.T) {
+	_, _, data := servetest.Checkpoints(t)
+	const recorded = 0.3
+	trk := servetest.TrackerWith(t, func(cfg *config.Config) { cfg.Tracker.Threshold = recorded })
+	cfg := config.Default()
+	cfg.Infer.Grounding = "off"
+	dir := t.TempDir()
+	out, refs := filepath.Join(dir, "pred.jsonl"), filepath.Join(dir, "refs.jsonl")
+	models := Options{Tracker: trk, Summarizer: ExtractiveSummarizer}
+	o := models
+	o.Input, o.Split, o.Out, o.Refs, o.Log = data, dataset.SplitTest, out, refs, Discard{}
+	if _, err := Run(context.Background(), &cfg, o); err != nil {
+		t.Fatal(err)
+	}
+	insts, err := dataset.ReadInstances(refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[[2]string][]string{}
+	for _, in := range insts {
+		docs[[2]string{in.PMID, in.Aspect}] = in.Document
+	}
+	b, err := serve.LoadTrackSumWith(context.Background(), &cfg, serve.TrackSumOptions{Models: models, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	citations := regexp.MustCompile(`\nCitations: (?:\[([0-9, ]*)\]|Null\.)$`)
+	between, n := 0, 0
+	for p := range readLines(t, out) {
+		doc, ok := docs[[2]string{p.PMID, p.Aspect}]
+		if !ok {
+			t.Fatalf("prediction of %s/%s, which the references lack", p.PMID, p.Aspect)
+		}
+		for _, s := range p.Scores {
+			if s >= recorded && s < DefaultThreshold {
+				between++
+			}
+		}
+		var prompt strings.Builder
+		fmt.Fprintf(&prompt, "Aspect: %s\nDocument:\n", p.Aspect)
+		for j, s := range doc {
+			fmt.Fprintf(&prompt, "[%d] %s\n", j, s)
+		}
+		c, err := b.Complete(context.Background(), []serve.Message{{Role: "user", Content: prompt.String()}}, serve.Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := citations.FindStringSubmatch(c.Content)
+		if m == nil {
+			t.Fatalf("%s/%s: answer %q has no citations line", p.PMID, p.Aspect, c.Content)
+		}
+		var served []int
+		for _, f := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' }) {
+			i, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			served = append(served, i)
+		}
+		if !slices.Equal(served, p.Indexes) && len(served)+len(p.Indexes) > 0 {
+			t.Errorf("%s/%s: serve cites %v, infer %v (scores %v)", p.PMID, p.Aspect, served, p.Indexes, p.Scores)
+		}
+		n++
+	}
+	if n == 0 || between == 0 {
+		t.Fatalf("%d predictions, %d scores in [%g, %g): the test cannot tell the thresholds apart", n, between, recorded, DefaultThreshold)
+	}
+}
+
+// readLines yields the predictions of the JSONL file path.
+func readLines(t *testing.T, path string) func(func(dataset.Prediction) bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return func(yield func(dataset.Prediction) bool) {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			var p dataset.Prediction
+			if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if !yield(p) {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestKeptCheckpointsLoad (issue 36's gap in item 5): each evaluation checkpoint
+// train.keep_checkpoints keeps is a checkpoint of its own: it opens verified as a tracker with its
+// own manifest, and tracksum-infer --tracker OUT/checkpoints/step-N runs on it, scoring as that
+// checkpoint's model does.
+func TestKeptCheckpointsLoad(t *testing.T) {
+	trk := servetest.TrackerWith(t, func(cfg *config.Config) {
+		cfg.Tracker.Train.MaxSteps, cfg.Tracker.Train.EvalEvery, cfg.Tracker.Train.KeepCheckpoints = 3, 1, 2
+	})
+	_, _, data := servetest.Checkpoints(t)
+	kept, err := filepath.Glob(filepath.Join(trk, checkpoint.KeptDir, "step-*"))
+	if err != nil || len(kept) != 2 {
+		t.Fatalf("kept %v (%v), want 2 step directories", kept, err)
+	}
+	cfg := config.Default()
+	for _, dir := range kept {
+		m, err := checkpoint.Open(context.Background(), dir)
+		if err != nil || m.Kind != checkpoint.KindTracker || m.Migrated {
+			t.Fatalf("%s: %+v, %v; want a sealed tracker checkpoint", dir, m, err)
+		}
+		tmp := t.TempDir()
+		out, refs := filepath.Join(tmp, "pred.jsonl"), filepath.Join(tmp, "refs.jsonl")
+		if _, err := Run(context.Background(), &cfg, Options{Tracker: dir, Input: data, Split: dataset.SplitTest, Out: out, Refs: refs, Log: Discard{}}); err != nil {
+			t.Fatalf("infer --tracker %s: %v", dir, err)
+		}
+		insts, err := dataset.ReadInstances(refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := tracker.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for p := range readLines(t, out) {
+			in := insts[slices.IndexFunc(insts, func(in dataset.Instance) bool { return in.PMID == p.PMID && in.Aspect == p.Aspect })]
+			want, err := tr.ScoreBatch([]tracker.Request{{Doc: in.Document, Aspect: p.Aspect}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(p.Scores, want[0]) {
+				t.Fatalf("%s/%s: infer scores %v, the kept checkpoint's model %v", p.PMID, p.Aspect, p.Scores, want[0])
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("infer --tracker %s wrote no prediction", dir)
 		}
 	}
 }

@@ -145,10 +145,12 @@ type variantParts struct {
 	decode     decode.Options
 	aspectSet  string
 	tok        Tokenizer
+	// threshold is the pair tracker's recorded decision threshold (0: none; see Threshold).
+	threshold float64
 }
 
 // loadVariant loads the model of --method stt|ete with infer's settings: the decoding flags and,
-// for SUM-THEN-TRACK, infer.threshold on the pair tracker. The checkpoint's manifest
+// for SUM-THEN-TRACK, the pair tracker's threshold as Threshold resolves it. The checkpoint's manifest
 // (openVariant) says whether it holds the from-scratch models (model/stt, model/ete) or fine-tuned
 // pretrained LMs (model/pretrained); the variant is composed over the parts either loaded (package
 // role).
@@ -176,7 +178,9 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 		run.finish = func(log io.Writer) { fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats()) }
 		return run, nil
 	}
-	m := &role.SumThenTrack[role.Summarizer, role.PairTracker]{Summarizer: p.summarizer, Tracker: p.pairs, Decode: p.decode, Threshold: cfg.Infer.Threshold}
+	th, from := Threshold(o.Threshold, cfg, cmp.Or(man.Settings.Threshold, p.threshold))
+	fmt.Fprintf(log, "infer: pair tracker threshold %g (%s)\n", th, from)
+	m := &role.SumThenTrack[role.Summarizer, role.PairTracker]{Summarizer: p.summarizer, Tracker: p.pairs, Decode: p.decode, Threshold: th}
 	run.predictor = predictFunc(m.Predict)
 	return run, nil
 }
@@ -202,7 +206,7 @@ func loadFromScratchParts(o Options, d config.InferDecoding) (*variantParts, err
 		return nil, err
 	}
 	return &variantParts{summarizer: m.Summarizer, pairs: m.Tracker, decode: decodeOptions(m.Summarizer, d),
-		aspectSet: m.Summarizer.Meta.AspectSet, tok: subwordTokens{m.Summarizer.Tok}}, nil
+		aspectSet: m.Summarizer.Meta.AspectSet, tok: subwordTokens{m.Summarizer.Tok}, threshold: m.Threshold}, nil
 }
 
 // openVariant opens the checkpoint of --method stt|ete (checkpoint.OpenKind): --model's, or for

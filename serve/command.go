@@ -88,7 +88,7 @@ func Command() cli.Command {
 	fs.String("tracker", "", "tracker checkpoint directory, or a cross-validation directory (the mean of its fold-k checkpoints' probabilities): chooses the cited sentences (without it every numbered sentence is cited)")
 	fs.String("method", "", "tts (Track-then-Sum, the default), stt (SUM-THEN-TRACK: --model, or --summarizer and --tracker) or ete (END-TO-END: --model)")
 	fs.String("model", "", "checkpoint of --method stt|ete; without --method, the causal LM to serve in chat mode: a fine-tuned pretrained checkpoint or a Hugging Face snapshot directory")
-	fs.Float64("threshold", 0, "tracker decision threshold (default: the tracker checkpoint's tracker.threshold, else infer.threshold)")
+	fs.Float64("threshold", 0, "tracker decision threshold (default: infer.threshold when set, else the tracker checkpoint's tracker.threshold, else 0.5)")
 	fs.String("grounding", "off", "infer.grounding: a cited sentence that supports no claim of its summary is appended to it (restore), dropped from the citations (prune) or left (off); trained summarizers only")
 	fs.Bool("full-context", false, "infer.full_context: give the summarizer the whole abstract too (TTS (+) f)")
 	fs.String("precision", "", "infer.precision: compute precision of pretrained models: f32, bf16 or auto (bf16 on CUDA, else f32); default: the checkpoint's (f32 for a snapshot)")

@@ -85,9 +85,9 @@ type TrackSumOptions struct {
 	// DefaultAspect is the aspect of a message that names none (code or name; empty: the first
 	// of the checkpoints' aspect set).
 	DefaultAspect string
-	// Threshold, when > 0, is the tracker's decision threshold; otherwise the tracker
-	// checkpoint's own (tracker.threshold) for a from-scratch tracker or fold ensemble, else
-	// infer.threshold.
+	// Threshold, when > 0, is the tracker's decision threshold (--threshold); otherwise
+	// infer.threshold when set, else the tracker checkpoint's, else 0.5: infer.Threshold, the rule
+	// tracksum-infer follows too.
 	Threshold float64
 	// Log receives the loaders' progress lines when Models.Log is nil (os.Stderr when both are).
 	Log io.Writer
@@ -125,17 +125,13 @@ func LoadTrackSumWith(ctx context.Context, cfg *config.Config, o TrackSumOptions
 	if m.Log == nil {
 		m.Log = o.Log
 	}
+	m.Threshold = o.Threshold
 	p, err := infer.LoadPipeline(ctx, cfg, m)
 	if err != nil {
 		return nil, err
 	}
 	if p.Tracker == nil && p.Predictor == nil {
 		p.Tracker = everySentence{}
-	}
-	if o.Threshold > 0 {
-		p.Threshold = o.Threshold
-	} else if t, ok := p.Tracker.(interface{ Threshold() float64 }); ok {
-		p.Threshold = t.Threshold()
 	}
 	p.AspectSet = cmp.Or(p.AspectSet, dataset.AspectSetTracSum)
 	ts := &TrackSum{Pipeline: p, tok: counter{p.Tokenizer}}

@@ -571,12 +571,42 @@ func checkSettingsOf(out, data string, settings map[string]any, rec configRecord
 	return nil
 }
 
-// writeReport writes out's cv.json, then its manifest (checkpoint.Seal), last.
+// writeReport writes out's cv.json, then its manifest (checkpoint.Seal), last: a cross-validation
+// of rep's model, the fold ensemble infer runs for the tracker's (which keeps its fold
+// checkpoints). A fold checkpoint an older release trained, which this run reused, is sealed
+// first as tracksum-train --migrate would (checkpoint.Migrate); the others sealed themselves.
 func writeReport(out string, rep any) error {
 	if err := atomicio.WriteJSON(filepath.Join(out, ReportFile), rep); err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
-	if _, err := checkpoint.Seal(out); err != nil {
+	id := checkpoint.Identity{Kind: checkpoint.KindCrossValidation, Backbone: checkpoint.Backbone{Type: checkpoint.BackboneScratch}}
+	switch r := rep.(type) {
+	case *Report:
+		id.Task = r.Model
+		if r.Model == ModelTracker {
+			id.Kind, id.Settings.Threshold = checkpoint.KindEnsemble, r.Threshold
+		}
+	case *SummarizerReport:
+		id.Task = r.Model
+	case *PipelineReport:
+		id.Task = r.Model
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		return fmt.Errorf("cv: %w", err)
+	}
+	for _, e := range entries {
+		dir := filepath.Join(out, e.Name())
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "fold-") {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, checkpoint.ManifestFile)); errors.Is(err, os.ErrNotExist) {
+			if _, _, err := checkpoint.Migrate(context.Background(), dir); err != nil {
+				return fmt.Errorf("cv: %w", err)
+			}
+		}
+	}
+	if _, err := checkpoint.Seal(out, id); err != nil {
 		return fmt.Errorf("cv: %w", err)
 	}
 	return nil

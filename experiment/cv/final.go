@@ -219,7 +219,7 @@ func Final(ctx context.Context, cfg *config.Config, opts FinalOptions) (*tracker
 		return nil, nil, fmt.Errorf("cv: %w", err)
 	}
 	// tracker.Train sealed the checkpoint; seal it again so that checkpoint.json stays last.
-	if _, err := checkpoint.Seal(opts.Out); err != nil {
+	if _, err := checkpoint.Seal(opts.Out, m.Hyperparams().Identity()); err != nil {
 		return nil, nil, fmt.Errorf("cv: %w", err)
 	}
 	fmt.Fprintf(log, "cv: final: wrote %s: tracker trained on all %d abstracts, the CV's %d steps (%d run; %s)\n",

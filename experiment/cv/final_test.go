@@ -122,7 +122,7 @@ func testEnsemble(t *testing.T, cfg *config.Config, data, cvDir string) {
 			if math.Abs(float64(s-want[0][j])) > 1e-5 {
 				t.Fatalf("%s/%s sentence %d: infer %v, ensemble %v", p.PMID, p.Aspect, j, s, want[0][j])
 			}
-			if float64(s) >= cfg.Infer.Threshold {
+			if float64(s) >= e.Threshold() {
 				idx = append(idx, j)
 			}
 		}

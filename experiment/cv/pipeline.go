@@ -79,7 +79,8 @@ type MethodFold struct {
 	Assign func(pmid string) string
 	// Abstracts are the held-out abstracts, each with its annotated aspects.
 	Abstracts []infer.Abstract
-	// Threshold is infer.threshold, the citation threshold of the pipeline.
+	// Threshold is the citation threshold of the pipeline (infer.Threshold: infer.threshold when
+	// set, else the folds' tracker.threshold).
 	Threshold          float64
 	AllowChangedConfig bool
 	Log                io.Writer
@@ -175,7 +176,9 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 		pr.extra = pipelineMethods()
 	}
 
-	threshold := cfg.Infer.Threshold
+	// The threshold the pipeline cites at: infer.Threshold's rule (infer.threshold when set, else
+	// the fold trackers' recorded tracker.threshold), as checkPipelineSettings records it.
+	threshold, _ := infer.Threshold(0, cfg, cfg.Tracker.Threshold)
 	pr.threshold = threshold
 	pr.systems()
 	grounder := infer.NewGrounder(cfg)
@@ -243,6 +246,10 @@ func instanceKeys(data string, insts map[[2]string]dataset.Instance, folds *data
 // earlier build recorded it at its defaults: the legacy record).
 func checkPipelineSettings(cfg *config.Config, opts Options) error {
 	recorded := withoutDecoding(cfg)
+	// The threshold the pipeline cites at (infer.Threshold: the fold trackers record
+	// tracker.threshold), recorded resolved, as earlier builds recorded infer.threshold.
+	th, _ := infer.Threshold(0, cfg, cfg.Tracker.Threshold)
+	recorded.Infer.Threshold = &th
 	y, err := sectionsYAML(recorded, append(slices.Clone(recordedSections), "tracker", "summarizer", "variants", "infer")...)
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)

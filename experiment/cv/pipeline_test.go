@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -81,6 +82,11 @@ func TestPipelineSample(t *testing.T) {
 	rep, err := RunPipeline(ctx, cfg, Options{Data: data, Out: out, Folds: 2, Model: ModelTable6, Log: testlog.Writer(t)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The settings record holds the threshold the pipeline cites at, resolved, as earlier builds
+	// recorded infer.threshold (then 0.5 by default, now unset): their records stay valid.
+	if y, err := os.ReadFile(filepath.Join(out, "config.yaml")); err != nil || !regexp.MustCompile(`(?m)^infer:\n\s+threshold: 0.5\n`).Match(y) {
+		t.Errorf("settings record (err %v) lacks infer.threshold 0.5:\n%s", err, y)
 	}
 	names := []string{}
 	for _, s := range rep.Systems {

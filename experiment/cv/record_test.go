@@ -30,7 +30,7 @@ func TestModelRecordIgnoresOtherSections(t *testing.T) {
 		same    bool
 	}{
 		{"tracker: another summarizer", "tracker", func(c *config.Config) { c.Summarizer = config.Summarizer{} }, true},
-		{"tracker: another eval and infer", "tracker", func(c *config.Config) { c.Eval, c.Infer = config.Eval{}, config.Infer{Threshold: 0.3} }, true},
+		{"tracker: another eval and infer", "tracker", func(c *config.Config) { th := 0.3; c.Eval, c.Infer = config.Eval{}, config.Infer{Threshold: &th} }, true},
 		{"tracker: another variants section", "tracker", func(c *config.Config) { c.Variants.MaxSourceLen++ }, true},
 		{"tracker: its own threshold", "tracker", func(c *config.Config) { c.Tracker.Threshold = 0.4 }, false},
 		{"tracker: the seed", "tracker", func(c *config.Config) { c.Seed++ }, false},

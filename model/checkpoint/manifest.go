@@ -13,18 +13,18 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
-// A checkpoint's manifest, checkpoint.json, says what the directory holds (its kind, task and
-// backbone) and lists every file a loader reads, with its size and sha256. It is written last, by
-// Seal, once every other file is in place: a directory without it is a run that has not finished,
-// or a checkpoint of a release that did not write it (Migrate). Open reads it, checks the files
-// and returns it; infer, serve, export and the cross-validation harness choose what to load from
-// it instead of probing which metadata file exists.
+// A checkpoint's manifest, checkpoint.json, says what the directory holds (its kind, task,
+// backbone and base, and the settings inference needs: threshold, decoding, aspect set), as the
+// model stated them when it sealed the directory (Seal), and lists every file a loader reads, with
+// its size and sha256. It is written last, once every other file is in place: a directory without
+// it is a run that has not finished, or a checkpoint of a release that did not write it (Migrate,
+// the one place that knows those layouts). Open reads it, checks the files and returns it; infer,
+// serve, export and the cross-validation harness choose what to load from it instead of probing
+// which metadata file exists.
 
 // ManifestFile is the manifest's name.
 const ManifestFile = "checkpoint.json"
@@ -87,12 +87,56 @@ type Manifest struct {
 	Members []string `json:"members,omitempty"`
 	// Base identifies the base snapshot of a pretrained backbone (base.json's record).
 	Base *Base `json:"base,omitempty"`
+	// Settings are what inference needs besides the weights, as the model recorded them.
+	Settings Settings `json:"settings,omitzero"`
 
 	// Dir is the directory the manifest was opened from.
 	Dir string `json:"-"`
 	// Migrated is set by Open for a directory without checkpoint.json (an older release's): its
 	// kind was inferred from its files and nothing was verified. Callers print MigrateHint.
 	Migrated bool `json:"-"`
+}
+
+// Identity is what a model states about its checkpoint when it seals it (Seal): everything of the
+// manifest but the files, which Seal lists and hashes.
+type Identity struct {
+	// Kind is one of the Kind* constants; Task and Part as Manifest's.
+	Kind, Task, Part string
+	Backbone         Backbone
+	// Base is a pretrained backbone's snapshot (required for one).
+	Base     *Base
+	Settings Settings
+}
+
+// As returns id as the model of a Table 6 variant: kind (KindSumThenTrack, KindEndToEnd) and, for
+// a part of SUM-THEN-TRACK, part (VariantSummarizerDir, VariantTrackerDir; "" for the directory
+// of both).
+func (id Identity) As(kind, part string) Identity {
+	id.Kind, id.Task, id.Part = kind, kind, part
+	return id
+}
+
+// Settings are what inference needs from a checkpoint besides its weights. Checkpoints sealed by
+// an earlier build of this format have none (zero): their loaders' metadata holds them.
+type Settings struct {
+	// AspectSet is the aspect set the model was trained on.
+	AspectSet string `json:"aspect_set,omitempty"`
+	// Threshold is a tracker's decision threshold (tracker.threshold): infer and serve use it when
+	// neither the command line nor infer.threshold sets one (infer.Threshold).
+	Threshold float64 `json:"threshold,omitempty"`
+	// Decoding is a summarizer's decoding as trained (nil for a tracker).
+	Decoding *Decoding `json:"decoding,omitempty"`
+}
+
+// Decoding is a summarizer's decoding settings as its checkpoint records them; infer.decoding
+// overrides each.
+type Decoding struct {
+	BeamSize      int     `json:"beam_size"`
+	MaxLen        int     `json:"max_len"`
+	LengthPenalty float64 `json:"length_penalty"`
+	NoRepeatNgram int     `json:"no_repeat_ngram"`
+	// Temperature > 0 samples (a pretrained summarizer trained with summarizer.temperature).
+	Temperature float64 `json:"temperature,omitempty"`
 }
 
 // Backbone is what a model is built on.
@@ -226,14 +270,39 @@ func OpenKind(ctx context.Context, dir, flag string, log io.Writer, kinds ...str
 }
 
 // Open reads dir's manifest, checks that it lists every file and member the directory's kind
-// needs (Describe), that every file it lists has its recorded size and sha256, that the fold
+// needs (payload), that every file it lists has its recorded size and sha256, that the fold
 // checkpoints of a cross-validation are those its fold records name (checkFolds), and opens its
-// members the same way; it returns the manifest. A directory without checkpoint.json is described
-// from its files (Describe) and returned with Migrated set, unverified; one that is no checkpoint
-// is refused. Errors wrap ErrCheckpoint and name the directory or the file. The walk stops when
-// ctx is cancelled.
+// members the same way; it returns the manifest. A directory without checkpoint.json (an older
+// release's) is described from its files as Migrate would and returned with Migrated set,
+// unverified; one that is no checkpoint is refused. Errors wrap ErrCheckpoint and name the
+// directory or the file. The walk stops when ctx is cancelled.
 func Open(ctx context.Context, dir string) (*Manifest, error) {
 	return open(ctx, dir, 0)
+}
+
+// Read returns what dir holds as its manifest says, without verifying its files (Open does), for
+// a command that decides what to do with a directory before loading it (tracksum-serve's mode). A
+// directory without a manifest (an older release's) is described as Migrate would, with Migrated
+// set; one that is no checkpoint is refused with ErrCheckpoint.
+func Read(dir string) (*Manifest, error) {
+	path := filepath.Join(dir, ManifestFile)
+	var m Manifest
+	if err := atomicio.ReadJSON(path, &m, true); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+		}
+		d, err := describe(dir)
+		if err != nil {
+			return nil, err
+		}
+		d.Migrated = true
+		return d, nil
+	}
+	if m.FormatVersion != ManifestVersion {
+		return nil, fmt.Errorf("%w: %s: format version %d, this build reads %d", ErrCheckpoint, path, m.FormatVersion, ManifestVersion)
+	}
+	m.Dir = dir
+	return &m, nil
 }
 
 // maxDepth bounds how deep members nest: a pipeline cross-validation holds component
@@ -256,7 +325,7 @@ func open(ctx context.Context, dir string, depth int) (*Manifest, error) {
 		if depth > 0 {
 			return nil, fmt.Errorf("%w: %s has no %s, but its parent's manifest lists it as a member (removed or replaced since it was sealed)", ErrCheckpoint, dir, ManifestFile)
 		}
-		d, derr := Describe(dir)
+		d, derr := describe(dir)
 		if derr != nil {
 			return nil, derr
 		}
@@ -276,7 +345,7 @@ func open(ctx context.Context, dir string, depth int) (*Manifest, error) {
 	if err := checkMembers(&m, path, depth); err != nil {
 		return nil, err
 	}
-	if err := complete(&m, path); err != nil {
+	if err := complete(&m); err != nil {
 		return nil, err
 	}
 	for _, f := range m.Files {
@@ -327,28 +396,26 @@ func checkMembers(m *Manifest, path string, depth int) error {
 	return nil
 }
 
-// complete checks m against what its directory holds now (Describe, which hashes nothing): the
-// same kind, every file a loader of that kind reads listed, and the same members. A manifest that
-// leaves a file out would let that file change unnoticed.
-func complete(m *Manifest, path string) error {
-	d, err := Describe(m.Dir)
+// complete checks m against what its directory holds now (payload, which hashes nothing): every
+// file a loader of m's kind reads listed, and the same members. A manifest that leaves a file out
+// would let that file change unnoticed.
+func complete(m *Manifest) error {
+	files, members, err := payload(m.Dir, m)
 	if err != nil {
 		return err
 	}
-	if d.Kind != m.Kind || d.Task != m.Task || d.Part != m.Part {
-		return fmt.Errorf("%w: %s says %s, but the directory holds %s", ErrCheckpoint, path, article(m.Name()), article(d.Name()))
-	}
+	path := filepath.Join(m.Dir, ManifestFile)
 	listed := map[string]bool{}
 	for _, f := range m.Files {
 		listed[f.Path] = true
 	}
-	for _, f := range d.Files {
+	for _, f := range files {
 		if !listed[f.Path] {
 			return fmt.Errorf("%w: %s does not list %s, which a loader reads", ErrCheckpoint, path, f.Path)
 		}
 	}
-	if !slices.Equal(d.Members, m.Members) {
-		return fmt.Errorf("%w: %s lists members %v, but the directory holds %v", ErrCheckpoint, path, m.Members, d.Members)
+	if !slices.Equal(members, m.Members) {
+		return fmt.Errorf("%w: %s lists members %v, but the directory holds %v", ErrCheckpoint, path, m.Members, members)
 	}
 	return nil
 }
@@ -453,28 +520,36 @@ func Unseal(dir string) error {
 	return nil
 }
 
-// Seal writes dir's manifest, atomically: its kind from its files (Describe) and the size and
-// sha256 of every file listed. Every checkpoint-producing path calls it last. A member without a
-// manifest (a fold checkpoint an older release trained and a rerun reused) is sealed first; a
-// cross-validation whose fold checkpoints are not those its fold records name is refused
-// (checkFolds).
-func Seal(dir string) (*Manifest, error) { return seal(context.Background(), dir) }
+// Seal writes dir's manifest, atomically: the identity the model states (id) and the size and
+// sha256 of every file a loader of its kind reads (payload). Every checkpoint-producing path calls
+// it last, after sealing the directory's members (SUM-THEN-TRACK's parts, a cross-validation's
+// fold checkpoints): a member without a manifest is refused, as is a cross-validation whose fold
+// checkpoints are not those its fold records name (checkFolds).
+func Seal(dir string, id Identity) (*Manifest, error) { return seal(context.Background(), dir, id) }
 
-func seal(ctx context.Context, dir string) (*Manifest, error) {
-	m, err := Describe(dir)
-	if err != nil {
+func seal(ctx context.Context, dir string, id Identity) (*Manifest, error) {
+	m := &Manifest{FormatVersion: ManifestVersion, Kind: id.Kind, Task: id.Task, Part: id.Part, Backbone: id.Backbone,
+		Base: id.Base, Settings: id.Settings, Dir: dir}
+	switch {
+	case m.Kind == "" || m.Task == "" || m.Backbone.Type == "":
+		return nil, fmt.Errorf("%w: sealing %s: kind, task and backbone must be stated", ErrCheckpoint, dir)
+	case m.Pretrained() && m.Base == nil:
+		return nil, fmt.Errorf("%w: sealing %s: a pretrained backbone's checkpoint states its base", ErrCheckpoint, dir)
+	}
+	var err error
+	if m.Files, m.Members, err = payload(dir, m); err != nil {
 		return nil, err
 	}
-	if err := checkFolds(ctx, m); err != nil {
+	if err := sealKept(ctx, dir, m); err != nil {
 		return nil, err
 	}
 	for _, sub := range m.Members {
-		sd := filepath.Join(dir, filepath.FromSlash(sub))
-		if _, err := os.Stat(filepath.Join(sd, ManifestFile)); errors.Is(err, fs.ErrNotExist) {
-			if _, err := seal(ctx, sd); err != nil {
-				return nil, err
-			}
+		if _, err := os.Stat(filepath.Join(dir, sub, ManifestFile)); err != nil {
+			return nil, fmt.Errorf("%w: sealing %s: its member %s is not sealed (%w): seal it first", ErrCheckpoint, dir, sub, err)
 		}
+	}
+	if err := checkFolds(ctx, m); err != nil {
+		return nil, err
 	}
 	for i, f := range m.Files {
 		if err := ctx.Err(); err != nil {
@@ -497,346 +572,71 @@ func seal(ctx context.Context, dir string) (*Manifest, error) {
 	return m, nil
 }
 
-// Migrate writes the manifest of a checkpoint written by a release without them (its members'
-// first), and returns it; a directory that already has one is opened (verified) and left alone
-// (wrote false). A directory whose kind its files do not settle, or an unfinished run (Describe),
-// is refused. It stops when ctx is cancelled.
-func Migrate(ctx context.Context, dir string) (m *Manifest, wrote bool, err error) {
-	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
-		m, err := Open(ctx, dir)
-		return m, false, err
-	}
-	m, err = seal(ctx, dir)
-	return m, err == nil, err
-}
+// KeptDir holds the evaluation checkpoints train.keep_checkpoints keeps beside best/ (the
+// training loop's CheckpointsDir): one step-NNNNNNN/ directory per evaluation, holding that
+// evaluation's variables and dev metrics in best/ as the checkpoint's own best/.
+const KeptDir = "checkpoints"
 
-// The metadata Describe reads, leniently: the fields that tell the kind apart.
-type (
-	trackerMeta struct {
-		Architecture string `json:"architecture"`
-	}
-	pretrainedMeta struct {
-		Task      string `json:"task"`
-		Head      string `json:"head"`
-		ModelType string `json:"model_type"`
-		Variant   string `json:"variant"`
-		// Quantization is Meta.Quantization: "nf4" or empty.
-		Quantization string `json:"quantization"`
-	}
-	variantMeta struct {
-		Variant    string `json:"variant"`
-		Part       string `json:"part"`
-		Pretrained bool   `json:"pretrained"`
-	}
-	cvReport struct {
-		Model string `json:"model"`
-		K     int    `json:"k"`
-	}
-)
-
-// lexicalArchitecture is tracker.ArchLexicalContext, whose checkpoint holds LexicalFile instead of
-// best/'s variables.
-const lexicalArchitecture = config.TrackerLexicalContext
-
-// Describe tells what dir holds from the files the current and earlier releases write (without
-// reading checkpoint.json, hashing nothing): the one place that maps metadata files to a kind. A
-// directory with none of them, with two models' metadata, or an unfinished run is refused with
-// ErrCheckpoint. Files lists the paths only (Seal hashes them).
-func Describe(dir string) (*Manifest, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a directory", ErrCheckpoint, dir)
-	}
-	d := &describer{dir: dir, m: &Manifest{FormatVersion: ManifestVersion, Dir: dir}}
-	switch {
-	case d.has(CrossValidationFile):
-		err = d.crossValidation()
-	case d.has(VariantFile):
-		err = d.variant()
-	default:
-		err = d.model("")
-	}
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(d.m.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-	return d.m, nil
-}
-
-// describer builds the manifest of dir.
-type describer struct {
-	dir string
-	m   *Manifest
-}
-
-func (d *describer) path(name string) string { return filepath.Join(d.dir, filepath.FromSlash(name)) }
-
-func (d *describer) has(name string) bool {
-	st, err := os.Stat(d.path(name))
-	return err == nil && st.Mode().IsRegular()
-}
-
-// add lists the files names that exist.
-func (d *describer) add(names ...string) {
-	for _, n := range names {
-		if d.has(n) {
-			d.m.Files = append(d.m.Files, File{Path: n})
-		}
-	}
-}
-
-// need lists the files names, refusing the checkpoint when one is missing (why says what that
-// means).
-func (d *describer) need(why string, names ...string) error {
-	for _, n := range names {
-		if !d.has(n) {
-			return fmt.Errorf("%w: %s has no %s (%s)", ErrCheckpoint, d.dir, n, why)
-		}
-	}
-	d.add(names...)
-	return nil
-}
-
-// tree lists every regular file under the subdirectory sub (adapter/, full/).
-func (d *describer) tree(sub string) error {
-	root := d.path(sub)
-	if _, err := os.Stat(root); err != nil {
+// sealKept makes each kept evaluation checkpoint of the model checkpoint dir (KeptDir/step-N) a
+// checkpoint of its own, which infer and serve open as they open dir: the files of m a loader
+// reads besides best/ (metadata, tokenizer, config, context rescorer, base record) are copied in,
+// and it is sealed with m's identity. The interop layouts adapter/ and full/ hold best/'s weights,
+// not the step's, and are left out (a loader reads best/; tracksum-export wants dir itself).
+func sealKept(ctx context.Context, dir string, m *Manifest) error {
+	if m.Kind == KindCrossValidation || m.Kind == KindEnsemble || (m.Kind == KindSumThenTrack && m.Part == "") {
 		return nil
 	}
-	return filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || !e.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(d.dir, p)
-		if err == nil {
-			d.m.Files = append(d.m.Files, File{Path: filepath.ToSlash(rel)})
-		}
-		return err
-	})
-}
-
-func (d *describer) read(name string, v any) error {
-	if err := atomicio.ReadJSON(d.path(name), v, false); err != nil {
-		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
-	}
-	return nil
-}
-
-// bestWeights is best/model.safetensors, relative.
-var bestWeights = BestDir + "/" + BestVariables
-
-const unfinished = "training has not reached its first evaluation, or the directory is not a checkpoint"
-
-// model describes the checkpoint of one model in dir; v is its variant.json's variant ("" when it
-// has none).
-func (d *describer) model(v string) error {
-	var found []string
-	for _, n := range []string{HyperparamsFile, SummarizerFile, PretrainedFile} {
-		if d.has(n) {
-			found = append(found, n)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return fmt.Errorf("%w: %s is not a checkpoint: it has none of %s, %s, %s, %s, %s, %s", ErrCheckpoint, d.dir,
-			ManifestFile, HyperparamsFile, SummarizerFile, PretrainedFile, VariantFile, CrossValidationFile)
-	case 1:
-	default:
-		return fmt.Errorf("%w: %s is ambiguous: it holds both %s and %s (two models' metadata); which model it is cannot be told", ErrCheckpoint, d.dir, found[0], found[1])
-	}
-	if err := d.finished(); err != nil {
-		return err
-	}
-	m := d.m
-	m.Backbone.Type = BackboneScratch
-	switch found[0] {
-	case HyperparamsFile:
-		var hp trackerMeta
-		if err := d.read(HyperparamsFile, &hp); err != nil {
-			return err
-		}
-		m.Kind, m.Task, m.Backbone.Architecture = KindTracker, dataset.TaskTracker, hp.Architecture
-		if hp.Architecture == lexicalArchitecture {
-			if err := d.need("the lexical-context tracker's fit is written at the end of training", LexicalFile); err != nil {
-				return err
-			}
-		} else if err := d.need(unfinished, bestWeights); err != nil {
-			return err
-		}
-		d.add(ContextFile)
-	case SummarizerFile:
-		m.Kind, m.Task = KindSummarizer, dataset.TaskSummarizer
-		if err := d.need(unfinished, bestWeights); err != nil {
-			return err
-		}
-	case PretrainedFile:
-		var pm pretrainedMeta
-		if err := d.read(PretrainedFile, &pm); err != nil {
-			return err
-		}
-		if pm.Task != dataset.TaskTracker && pm.Task != dataset.TaskSummarizer {
-			return fmt.Errorf("%w: %s: task %q, want %s or %s", ErrCheckpoint, d.path(PretrainedFile), pm.Task, dataset.TaskTracker, dataset.TaskSummarizer)
-		}
-		if pm.Variant != v {
-			return fmt.Errorf("%w: %s: variant %q, but %s says %q (an unfinished run?)", ErrCheckpoint, d.path(PretrainedFile), pm.Variant, VariantFile, v)
-		}
-		m.Kind, m.Task = pm.Task, pm.Task
-		m.Backbone = Backbone{Type: BackboneCausalLM, Architecture: pm.ModelType, Head: pm.Head, Quantization: pm.Quantization}
-		if pm.Head == config.HeadEncoderCLS {
-			m.Backbone.Type = BackboneEncoder
-		}
-		if err := d.need(unfinished, bestWeights, baseFile); err != nil {
-			return err
-		}
-		var b Base
-		if err := d.read(baseFile, &b); err != nil {
-			return err
-		}
-		m.Base = &b
-		d.add(tokenizerConfigFile)
-		for _, sub := range []string{adapterDir, fullDir} {
-			if err := d.tree(sub); err != nil {
-				return fmt.Errorf("%w: %w", ErrCheckpoint, err)
-			}
-		}
-	}
-	d.add(TokenizerFile, ConfigFile, PretrainedFile, HyperparamsFile, SummarizerFile)
-	return nil
-}
-
-// runState is the part of the training loop's resume point (model/training's state/state.json)
-// that tells a finished run from one that died.
-type runState struct {
-	Done bool `json:"done"`
-}
-
-// finished refuses a directory whose training loop has not finished (a run killed by a full disk
-// or SIGKILL, or still running): its best variables are those of some step, not the run's result.
-// A directory without state/ (the lexical-context tracker's) has no loop.
-func (d *describer) finished() error {
-	if _, err := os.Lstat(d.path(StateDir)); errors.Is(err, fs.ErrNotExist) {
+	entries, err := os.ReadDir(filepath.Join(dir, KeptDir))
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	name := StateDir + "/" + StateFile
-	var st runState
-	if err := atomicio.ReadJSON(d.path(name), &st, false); err != nil {
-		return fmt.Errorf("%w: %s is not a finished run: its resume point is unreadable (%w)", ErrCheckpoint, d.dir, err)
-	}
-	if !st.Done {
-		return fmt.Errorf("%w: %s is an unfinished run (its %s says done: false): rerun its tracksum-train command to finish it", ErrCheckpoint, d.dir, name)
-	}
-	return nil
-}
-
-// Names of a pretrained checkpoint that hf/peft and hf/snapshot own (peft.BaseFile,
-// peft.AdapterDir, peft.FullDir, snapshot.TokenizerConfigFile); tests check they agree.
-const (
-	baseFile            = "base.json"
-	adapterDir          = "adapter"
-	fullDir             = "full"
-	tokenizerConfigFile = snapshot.TokenizerConfigFile
-)
-
-// variant describes a Table 6 variant's directory (variant.json).
-func (d *describer) variant() error {
-	var vm variantMeta
-	if err := d.read(VariantFile, &vm); err != nil {
-		return err
-	}
-	if vm.Variant != KindSumThenTrack && vm.Variant != KindEndToEnd {
-		return fmt.Errorf("%w: %s: variant %q, want %s or %s", ErrCheckpoint, d.path(VariantFile), vm.Variant, KindSumThenTrack, KindEndToEnd)
-	}
-	if vm.Variant == KindSumThenTrack && vm.Part == "" {
-		// The directory of the two parts: its backbone is its summarizer's.
-		d.m.Kind, d.m.Task = KindSumThenTrack, KindSumThenTrack
-		d.add(VariantFile)
-		for _, part := range []string{VariantSummarizerDir, VariantTrackerDir} {
-			sub, err := Describe(d.path(part))
-			if err != nil {
-				return fmt.Errorf("%w: %s: its %s part: %w", ErrCheckpoint, d.dir, part, err)
-			}
-			if sub.Kind != KindSumThenTrack || sub.Part != part {
-				return fmt.Errorf("%w: %s: %s is %s checkpoint, not the %s part of sum_then_track", ErrCheckpoint, d.dir, part, article(sub.Name()), part)
-			}
-			if part == VariantSummarizerDir {
-				d.m.Backbone = sub.Backbone
-			}
-			d.m.Members = append(d.m.Members, part)
-		}
-		return nil
-	}
-	inner := ""
-	if vm.Pretrained {
-		inner = vm.Variant
-	}
-	if err := d.model(inner); err != nil {
-		return err
-	}
-	if d.m.Pretrained() != vm.Pretrained {
-		return fmt.Errorf("%w: %s: %s says pretrained %v, but the model's metadata says otherwise", ErrCheckpoint, d.dir, VariantFile, vm.Pretrained)
-	}
-	task := d.m.Task
-	d.m.Kind, d.m.Task, d.m.Part = vm.Variant, vm.Variant, vm.Part
-	want := dataset.TaskSummarizer
-	if vm.Part == VariantTrackerDir {
-		want = dataset.TaskTracker
-	}
-	if task != want {
-		return fmt.Errorf("%w: %s: %s names %s, but the directory holds a %s", ErrCheckpoint, d.dir, VariantFile, d.m.Name(), task)
-	}
-	d.add(VariantFile)
-	return nil
-}
-
-// crossValidation describes a cross-validation directory (cv.json).
-func (d *describer) crossValidation() error {
-	var rep cvReport
-	if err := d.read(CrossValidationFile, &rep); err != nil {
-		return err
-	}
-	if rep.Model == "" {
-		return fmt.Errorf("%w: %s has no model", ErrCheckpoint, d.path(CrossValidationFile))
-	}
-	d.m.Kind, d.m.Task, d.m.Backbone.Type = KindCrossValidation, rep.Model, BackboneScratch
-	d.add(CrossValidationFile, CrossValidationSettingsFile, ConfigFile)
-	entries, err := os.ReadDir(d.dir)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	for _, e := range entries {
-		name := e.Name()
-		switch {
-		case e.Type().IsRegular() && strings.HasPrefix(name, "fold-") && strings.HasSuffix(name, ".json"):
-			// The folds' records: --final --folds-from reads their best steps.
-			d.add(name)
-		case e.IsDir() && !strings.HasPrefix(name, "."):
-			sub := filepath.Join(d.dir, name)
-			if !holdsRun(sub) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "step-") {
+			continue
+		}
+		step := filepath.Join(dir, KeptDir, e.Name())
+		if err := keptLayout(step); err != nil {
+			return err
+		}
+		for _, f := range m.Files {
+			if strings.HasPrefix(f.Path, BestDir+"/") || strings.HasPrefix(f.Path, adapterDir+"/") || strings.HasPrefix(f.Path, fullDir+"/") {
 				continue
 			}
-			if _, err := Describe(sub); err != nil {
-				return fmt.Errorf("%w: %s: %w", ErrCheckpoint, d.dir, err)
+			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 			}
-			d.m.Members = append(d.m.Members, name)
+			if err := atomicio.WriteFile(filepath.Join(step, filepath.FromSlash(f.Path)), b, 0o644); err != nil {
+				return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+			}
 		}
-	}
-	if rep.Model == KindTracker && slices.Contains(d.m.Members, "fold-0") {
-		d.m.Kind = KindEnsemble
+		if _, err := seal(ctx, step, m.Identity()); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// holdsRun reports whether dir holds a checkpoint or a cross-validation (sealed or not).
-func holdsRun(dir string) bool {
-	for _, n := range []string{ManifestFile, HyperparamsFile, SummarizerFile, PretrainedFile, VariantFile, CrossValidationFile} {
-		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && st.Mode().IsRegular() {
-			return true
+// keptLayout moves the files of a kept evaluation checkpoint of the release that kept only the
+// variables (step-N/model.safetensors, step-N/metrics.json) into step-N/best/, where a loader
+// reads them.
+func keptLayout(step string) error {
+	if _, err := os.Stat(filepath.Join(step, BestDir)); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(step, BestDir), 0o755); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	for _, name := range []string{BestVariables, BestMetricsFile} {
+		err := os.Rename(filepath.Join(step, name), filepath.Join(step, BestDir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 		}
 	}
-	return false
+	return nil
 }
 
 // String renders m as its JSON, for logs and tests.

@@ -62,6 +62,29 @@ func paths(m *Manifest) []string {
 	return out
 }
 
+// The identities the fixtures' models state when they seal.
+var (
+	trackerID    = Identity{Kind: KindTracker, Task: "tracker", Backbone: Backbone{Type: BackboneScratch, Architecture: "transformer"}, Settings: Settings{Threshold: 0.3}}
+	summarizerID = Identity{Kind: KindSummarizer, Task: "summarizer", Backbone: Backbone{Type: BackboneScratch}}
+	ensembleID   = Identity{Kind: KindEnsemble, Task: "tracker", Backbone: Backbone{Type: BackboneScratch}}
+)
+
+// sealCV seals the fold checkpoints of the tracker cross-validation in dir, then dir, as
+// experiment/cv does.
+func sealCV(t testing.TB, dir string) *Manifest {
+	t.Helper()
+	for _, fold := range []string{"fold-0", "fold-1"} {
+		if _, err := Seal(filepath.Join(dir, fold), trackerID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := Seal(dir, ensembleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestDescribeKinds(t *testing.T) {
 	stt := with("", map[string]string{"variant.json": `{"variant": "sum_then_track"}`},
 		with("summarizer/", scratchSummarizer, map[string]string{"variant.json": `{"variant": "sum_then_track", "part": "summarizer"}`}),
@@ -110,7 +133,7 @@ func TestDescribeKinds(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
 			files(t, dir, tc.layout)
-			m, err := Describe(filepath.Join(dir, tc.sub))
+			m, err := describe(filepath.Join(dir, tc.sub))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +183,7 @@ func TestDescribeRefuses(t *testing.T) {
 			if tc.desc == "pretrained without base.json" {
 				os.Remove(filepath.Join(dir, "base.json"))
 			}
-			_, err := Describe(dir)
+			_, err := describe(dir)
 			if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want ErrCheckpoint with %q", err, tc.want)
 			}
@@ -202,7 +225,7 @@ func TestSealOpenVerify(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
 			files(t, dir, scratchTracker)
-			if _, err := Seal(dir); err != nil {
+			if _, err := Seal(dir, trackerID); err != nil {
 				t.Fatal(err)
 			}
 			if err := tc.damage(dir); err != nil {
@@ -210,7 +233,7 @@ func TestSealOpenVerify(t *testing.T) {
 			}
 			m, err := Open(t.Context(), dir)
 			if tc.want == "" {
-				if err != nil || m.Kind != KindTracker || m.Migrated || m.Dir != dir {
+				if err != nil || m.Kind != KindTracker || m.Migrated || m.Dir != dir || m.Settings.Threshold != 0.3 {
 					t.Fatalf("Open: %+v, %v", m, err)
 				}
 				return
@@ -226,12 +249,14 @@ func TestSealOpenVerify(t *testing.T) {
 func TestOpenMembers(t *testing.T) {
 	dir := t.TempDir()
 	files(t, dir, with("", map[string]string{"cv.json": `{"model": "tracker", "k": 1}`}, with("fold-0/", scratchTracker)))
-	if _, err := Seal(dir); err != nil {
+	if _, err := Seal(dir, ensembleID); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "its member fold-0 is not sealed") {
+		t.Fatalf("Seal before the fold: %v, want its refusal", err)
+	}
+	if _, err := Seal(filepath.Join(dir, "fold-0"), trackerID); err != nil {
 		t.Fatal(err)
 	}
-	// Seal sealed the fold, which had no manifest.
-	if m, err := Open(t.Context(), filepath.Join(dir, "fold-0")); err != nil || m.Migrated {
-		t.Fatalf("fold after Seal: %+v, %v", m, err)
+	if _, err := Seal(dir, ensembleID); err != nil {
+		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "fold-0", "hparams.json"), []byte(`{"architecture": "transformeR"}`), 0o644)
 	_, err := Open(t.Context(), dir)
@@ -296,7 +321,7 @@ func TestWant(t *testing.T) {
 func TestUnseal(t *testing.T) {
 	dir := t.TempDir()
 	files(t, dir, scratchSummarizer)
-	if _, err := Seal(dir); err != nil {
+	if _, err := Seal(dir, summarizerID); err != nil {
 		t.Fatal(err)
 	}
 	if err := Unseal(dir); err != nil {
@@ -371,7 +396,7 @@ func replaceFold(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	files(t, fold, with("", scratchTracker, map[string]string{"best/model.safetensors": "other weights"}))
-	if _, err := Seal(fold); err != nil {
+	if _, err := Seal(fold, trackerID); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -423,7 +448,7 @@ func TestOpenRefusesTampered(t *testing.T) {
 		}, "fold-1 has no checkpoint.json, but its parent's manifest lists it as a member"},
 		{"fold changed with its manifest resealed", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "fold-1", "best", "model.safetensors"), []byte("weights of fold 2"), 0o644)
-			if _, err := Seal(filepath.Join(dir, "fold-1")); err != nil {
+			if _, err := Seal(filepath.Join(dir, "fold-1"), trackerID); err != nil {
 				t.Fatal(err)
 			}
 		}, filepath.Join("fold-1", "best", "model.safetensors") + " does not match the sha256 fold-1.json records"},
@@ -431,9 +456,7 @@ func TestOpenRefusesTampered(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
 			foldCV(t, dir)
-			if _, err := Seal(dir); err != nil {
-				t.Fatal(err)
-			}
+			sealCV(t, dir)
 			if _, err := Open(t.Context(), dir); err != nil {
 				t.Fatalf("intact: %v", err)
 			}
@@ -469,9 +492,7 @@ func TestUnsealedFoldReplaced(t *testing.T) {
 func TestOpenCancelled(t *testing.T) {
 	dir := t.TempDir()
 	foldCV(t, dir)
-	if _, err := Seal(dir); err != nil {
-		t.Fatal(err)
-	}
+	sealCV(t, dir)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := Open(ctx, dir); !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCheckpoint) {
@@ -479,5 +500,92 @@ func TestOpenCancelled(t *testing.T) {
 	}
 	if _, _, err := Migrate(ctx, filepath.Join(dir, "fold-0")); !errors.Is(err, context.Canceled) {
 		t.Errorf("Migrate: %v, want context.Canceled", err)
+	}
+}
+
+// TestSealWritesTheStatedIdentity (issue 34 item 1): the manifest is what the model states, not
+// what its metadata files say: Seal reads none of them (an unreadable hparams.json seals), keeps
+// the stated settings, and refuses an identity that leaves out what a loader needs.
+func TestSealWritesTheStatedIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		id   Identity
+		want string // "" = sealed
+	}{
+		{"tracker", trackerID, ""},
+		{"lexical-context tracker has no best/", Identity{Kind: KindTracker, Task: "tracker", Backbone: Backbone{Type: BackboneScratch, Architecture: "lexical-context"}},
+			"has no lexical.json"},
+		{"summarizer stated on a tracker's files", summarizerID, "has no summarizer.json"},
+		{"no backbone", Identity{Kind: KindTracker, Task: "tracker"}, "kind, task and backbone must be stated"},
+		{"pretrained without its base", Identity{Kind: KindTracker, Task: "tracker", Backbone: Backbone{Type: BackboneEncoder}}, "states its base"},
+		{"unknown kind", Identity{Kind: "x", Task: "x", Backbone: Backbone{Type: BackboneScratch}}, `kind "x"`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			dir := t.TempDir()
+			files(t, dir, with("", scratchTracker, map[string]string{"hparams.json": "not json"}))
+			m, err := Seal(dir, tc.id)
+			if tc.want != "" {
+				if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("err = %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Open(t.Context(), dir)
+			if err != nil || got.Identity() != m.Identity() || got.Settings.Threshold != 0.3 {
+				t.Errorf("Open: %+v, %v; want the sealed identity %+v", got, err, m.Identity())
+			}
+		})
+	}
+}
+
+// TestMigratePretrainedSumThenTrack: the directory of a pretrained SUM-THEN-TRACK's two parts
+// states its summarizer's backbone and base (required of a pretrained backbone) and its tracker's
+// threshold when migrated.
+func TestMigratePretrainedSumThenTrack(t *testing.T) {
+	dir := t.TempDir()
+	part := func(task, name string) map[string]string {
+		return with(name+"/", pretrainedTracker, map[string]string{
+			"pretrained.json": `{"task": "` + task + `", "model_type": "llama", "variant": "sum_then_track"}`,
+			"variant.json":    `{"variant": "sum_then_track", "part": "` + name + `", "pretrained": true}`})
+	}
+	files(t, dir, with("", map[string]string{"variant.json": `{"variant": "sum_then_track", "pretrained": true}`},
+		part("summarizer", "summarizer"), part("tracker", "tracker")))
+	m, wrote, err := Migrate(t.Context(), dir)
+	if err != nil || !wrote || m.Base == nil || m.Base.ModelType != "bert" || m.Backbone.Type != BackboneCausalLM {
+		t.Fatalf("Migrate: %+v, %v, %v", m, wrote, err)
+	}
+	if _, err := Open(t.Context(), dir); err != nil {
+		t.Errorf("Open after migration: %v", err)
+	}
+}
+
+// TestSealKeptCheckpoints (issue 36 item 5): Seal makes each kept evaluation checkpoint under
+// checkpoints/ a checkpoint of its own (the run's metadata copied in, its own manifest), also one
+// kept in the earlier layout (the variables beside metrics.json, no best/); the interop layouts
+// are not copied.
+func TestSealKeptCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	files(t, dir, with("", scratchTracker, map[string]string{"adapter/adapter_config.json": "{}",
+		"checkpoints/step-0000002/best/model.safetensors": "weights 2", "checkpoints/step-0000002/best/metrics.json": "{}",
+		"checkpoints/step-0000003/model.safetensors": "weights 3", "checkpoints/step-0000003/metrics.json": "{}"}))
+	if _, err := Seal(dir, trackerID); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"step-0000002", "step-0000003"} {
+		sd := filepath.Join(dir, KeptDir, step)
+		m, err := Open(t.Context(), sd)
+		if err != nil || m.Identity() != trackerID {
+			t.Fatalf("%s: %+v, %v", step, m, err)
+		}
+		want := []string{"best/model.safetensors", "config.yaml", "context.json", "hparams.json", "tokenizer.json"}
+		if got := paths(m); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s lists %v, want %v", step, got, want)
+		}
+		if _, err := os.Stat(filepath.Join(sd, "adapter")); err == nil {
+			t.Errorf("%s got best/'s interop adapter/", step)
+		}
 	}
 }

@@ -149,7 +149,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		return nil, nil, err
 	}
 	fmt.Fprintf(log, "end_to_end: %d train / %d dev instances (abstract with sentence indices -> summary %s indices)\n", len(data.Train), len(data.Dev), Marker)
-	_, rep, err := summarizer.Train(ctx, c, dataDir, outDir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
+	sm, rep, err := summarizer.Train(ctx, c, dataDir, outDir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
 		AllowChangedConfig: opts.AllowChangedConfig, Data: data, Part: true})
 	if err != nil {
 		return nil, nil, err
@@ -158,7 +158,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err := variant.Write(outDir, variant.Meta{Variant: variant.EndToEnd, AspectSet: data.Manifest.AspectSet}); err != nil {
 		return nil, nil, err
 	}
-	if _, err := checkpoint.Seal(outDir); err != nil {
+	if _, err := checkpoint.Seal(outDir, sm.Identity().As(checkpoint.KindEndToEnd, "")); err != nil {
 		return nil, nil, err
 	}
 	m, err := Load(outDir)

@@ -193,6 +193,37 @@ func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.S
 	return checkpoint.Write(outDir, checkpoint.Files{MetaFile: checkpoint.PretrainedFile, Meta: meta, Tokenizer: tok, Config: cfg})
 }
 
+// identity is what the checkpoint of m states when it is sealed (checkpoint.Seal): the pretrained
+// backbone (a causal LM or, with the encoder_cls head, an encoder; the base's model type, the head
+// and how the base was held), the base snapshot's identity, and the settings inference needs (the
+// aspect set, a tracker's threshold: the tracker.threshold it was trained with, a summarizer's
+// decoding).
+// identityIn is identity with the base that prepareDir recorded (or checked) in dir.
+func (m *Meta) identityIn(dir string, threshold float64) (checkpoint.Identity, error) {
+	base, err := peft.ReadBaseRef(dir)
+	if err != nil {
+		return checkpoint.Identity{}, err
+	}
+	return m.identity(base, threshold), nil
+}
+
+func (m *Meta) identity(base peft.BaseRef, threshold float64) checkpoint.Identity {
+	b := checkpoint.Backbone{Type: checkpoint.BackboneCausalLM, Architecture: m.ModelType, Head: m.Head, Quantization: m.Quantization}
+	if m.Head == config.HeadEncoderCLS {
+		b.Type = checkpoint.BackboneEncoder
+	}
+	ref := checkpoint.Base(base)
+	id := checkpoint.Identity{Kind: m.Task, Task: m.Task, Backbone: b, Base: &ref, Settings: checkpoint.Settings{AspectSet: m.AspectSet}}
+	if m.Task == dataset.TaskTracker {
+		id.Settings.Threshold = threshold
+	}
+	if g := m.Generation; g != nil {
+		id.Settings.Decoding = &checkpoint.Decoding{BeamSize: g.BeamSize, MaxLen: g.MaxNewTokens, LengthPenalty: g.LengthPenalty,
+			NoRepeatNgram: g.NoRepeatNgram, Temperature: g.Temperature}
+	}
+	return id
+}
+
 // quantName is train.quantization's value for Meta.Quantization q ("" is none).
 func quantName(q string) string {
 	if q == "" {

@@ -42,6 +42,8 @@ type Report struct {
 	TokensPerSec   float64            `json:"tokens_per_sec"`
 	TrainSeconds   float64            `json:"train_seconds"`
 	Dev            map[string]float64 `json:"dev"`
+	// id is what the checkpoint states when sealed (Meta.identity).
+	id checkpoint.Identity
 }
 
 // afterStep, when set (by tests), is called after each optimizer step of a training run.
@@ -160,6 +162,10 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
 		return nil, err
 	}
+	id, err := meta.identityIn(s.req.Out, s.cfg.Tracker.Threshold)
+	if err != nil {
+		return nil, err
+	}
 	trainable := 0
 	for v := range m.Store().IterVariables() {
 		if v.Trainable && m.Trained(v.Path()) {
@@ -203,7 +209,7 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 	rep := &Report{Task: meta.Task, Head: meta.Head, Backend: s.bname, Base: s.snap.Dir, ModelType: s.snap.ModelType,
 		TrainExamples: len(train), DevExamples: devN, Trainable: trainable, Steps: res.Steps, BestStep: res.BestStep,
 		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec,
-		TrainSeconds: time.Since(t0).Seconds(), Dev: res.Best}
+		TrainSeconds: time.Since(t0).Seconds(), Dev: res.Best, id: id}
 	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
 }
 
@@ -211,7 +217,7 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 // into the checkpoint req.Out (resuming a run found there), with the head tracker.head.
 func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request) error {
 	tc := cfg.Tracker
-	_, err := trainTracker(ctx, cfg, req, trackerRun{snapDir: tc.Pretrained, maxSeqLen: tc.MaxSeqLen,
+	rep, err := trainTracker(ctx, cfg, req, trackerRun{snapDir: tc.Pretrained, maxSeqLen: tc.MaxSeqLen,
 		rows: func() (train, dev []labelledPair, err error) {
 			rows, err := readRows[dataset.TrackerRow](req.Data, dataset.TaskTracker, dataset.SplitTrain)
 			if err != nil {
@@ -227,7 +233,7 @@ func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request)
 		return err
 	}
 	// Written last: the manifest marks the checkpoint finished.
-	_, err = checkpoint.Seal(req.Out)
+	_, err = checkpoint.Seal(req.Out, rep.id)
 	return err
 }
 
@@ -356,7 +362,7 @@ func maxNewTokens(configured int, train []Example) int {
 // instances (0: all), the ROUGE-L F of greedy summaries (the text after "Summary:", as the
 // released script scores it), which selects the best checkpoint.
 func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Request) error {
-	_, err := trainSummarizer(ctx, cfg, req, "", func() (train, dev []summaryInstance, err error) {
+	rep, err := trainSummarizer(ctx, cfg, req, "", func() (train, dev []summaryInstance, err error) {
 		read := func(split string) ([]summaryInstance, error) {
 			rows, err := readRows[dataset.SummarizerRow](req.Data, dataset.TaskSummarizer, split)
 			if err != nil {
@@ -387,7 +393,7 @@ func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		return err
 	}
 	// Written last: the manifest marks the checkpoint finished.
-	_, err = checkpoint.Seal(req.Out)
+	_, err = checkpoint.Seal(req.Out, rep.id)
 	return err
 }
 
@@ -406,55 +412,23 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		return nil, err
 	}
 	defer s.lock.Release()
-	// The decoding of a pretrained model is its own (summarizer.beam_size etc. take transformers'
-	// defaults or the snapshot's generation_config.json when nobody set them: config's pretrained
-	// defaults); max_new_tokens 0 is derived from the training answers below.
-	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxNewTokens, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
-	if sc.Temperature > 0 {
-		gen.Temperature, gen.TopP, gen.TopK, gen.Seed = sc.Temperature, sc.TopP, sc.TopK, cfg.Seed
-	}
-	fullContext := sc.FullContext && v == "" // the variants' prompts have no full-context part
-	if v == variant.EndToEnd {
-		gen.MaxNewTokens = cfg.Variants.MaxOutputLen
-	}
-	lora, err := sc.LoRA.Resolve(s.snap.ModelType)
+	meta, err := summarizerMeta(cfg, sc, s, v)
 	if err != nil {
-		return nil, fmt.Errorf("summarizer.lora: %w", err)
+		return nil, err
 	}
-	meta := &Meta{Task: dataset.TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
-		LoRA: lora, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v, Precision: metaPrecision(sc.Train.Precision, s.bname),
-		Quantization: metaQuantization(sc.Train.Quantization)}
-	if sc.PromptStyle == config.PromptStylePaper {
-		meta.PromptStyle = sc.PromptStyle
-	}
-	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: fullContext, variant: v, paper: meta.PromptStyle == config.PromptStylePaper}
+	gen := meta.Generation
+	p := &summaryPrompter{chat: s.chat, set: s.set, maxLen: sc.MaxSeqLen, fullContext: meta.FullContext, variant: v, paper: meta.PromptStyle == config.PromptStylePaper}
 	trainSet, devSet, err := read()
 	if err != nil {
 		return nil, err
 	}
-	examples := func(insts []summaryInstance) ([]Example, error) {
-		out := make([]Example, 0, len(insts))
-		for _, r := range insts {
-			// Each example renders the base's chat template (up to its 10 s limit): a signal is
-			// honoured between examples, not after all of them.
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("building the training examples: %w", err)
-			}
-			e, err := p.example(r.Aspect, r.Sentences, r.Document, r.Summary, r.Citations)
-			if err != nil {
-				return nil, fmt.Errorf("abstract %s, aspect %s: %w", r.PMID, r.Aspect, err)
-			}
-			out = append(out, e)
-		}
-		return out, nil
-	}
 	cut0 := s.chat.cutCount()
-	train, err := examples(trainSet)
+	train, err := p.examples(ctx, trainSet)
 	if err != nil {
 		return nil, err
 	}
 	s.logCut(dataset.TaskSummarizer, s.chat.cutCount()-cut0, len(trainSet), sc.MaxSeqLen)
-	dev, err := examples(devSet)
+	dev, err := p.examples(ctx, devSet)
 	if err != nil {
 		return nil, err
 	}
@@ -478,15 +452,82 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	if err != nil {
 		return nil, err
 	}
+	evaluate, err := summaryEvaluator(meta, m, s.chat, dev, devRows, sc.Train.BatchSize, v)
+	if err != nil {
+		return nil, err
+	}
+	build, loss := func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, 0) }, m.answerLoss
+	if sc.Train.Packing {
+		sh := planPacking(train, sc.Train, cfg.Seed, sc.MaxSeqLen)
+		build, loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, false) }, m.packedAnswerLoss
+	}
+	rep, err := s.fit(ctx, meta, m, sc.Train, train, build, evaluate, "rougeL", false, loss, len(dev))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.log, "pretrained %s: best dev ROUGE-L %.4f (loss %.4f, %d instances decoded) at step %d -> %s\n",
+		kindName(dataset.TaskSummarizer, v), rep.Dev["rougeL"], rep.Dev["loss"], len(devRows), rep.BestStep, req.Out)
+	return rep, nil
+}
+
+// summarizerMeta is the metadata of the summarizer of the method v that sc trains on the session's
+// snapshot, with its decoding (Meta.Generation): the decoding of a pretrained model is its own
+// (summarizer.beam_size etc. take transformers' defaults or the snapshot's generation_config.json
+// when nobody set them: config's pretrained defaults); max_new_tokens 0 is derived from the
+// training answers later (END-TO-END's is variants.max_output_len).
+func summarizerMeta(cfg *config.Config, sc config.Summarizer, s *session, v string) (*Meta, error) {
+	gen := GenOptions{BeamSize: sc.BeamSize, MaxNewTokens: sc.MaxNewTokens, LengthPenalty: sc.LengthPenalty, NoRepeatNgram: sc.NoRepeatNgram}
+	if sc.Temperature > 0 {
+		gen.Temperature, gen.TopP, gen.TopK, gen.Seed = sc.Temperature, sc.TopP, sc.TopK, cfg.Seed
+	}
+	fullContext := sc.FullContext && v == "" // the variants' prompts have no full-context part
+	if v == variant.EndToEnd {
+		gen.MaxNewTokens = cfg.Variants.MaxOutputLen
+	}
+	lora, err := sc.LoRA.Resolve(s.snap.ModelType)
+	if err != nil {
+		return nil, fmt.Errorf("summarizer.lora: %w", err)
+	}
+	meta := &Meta{Task: dataset.TaskSummarizer, ModelType: s.snap.ModelType, AspectSet: s.set, MaxSeqLen: sc.MaxSeqLen,
+		LoRA: lora, Seed: cfg.Seed, FullContext: fullContext, Generation: &gen, Variant: v, Precision: metaPrecision(sc.Train.Precision, s.bname),
+		Quantization: metaQuantization(sc.Train.Quantization)}
+	if sc.PromptStyle == config.PromptStylePaper {
+		meta.PromptStyle = sc.PromptStyle
+	}
+	return meta, nil
+}
+
+// examples renders the training examples of insts.
+func (p *summaryPrompter) examples(ctx context.Context, insts []summaryInstance) ([]Example, error) {
+	out := make([]Example, 0, len(insts))
+	for _, r := range insts {
+		// Each example renders the base's chat template (up to its 10 s limit): a signal is
+		// honoured between examples, not after all of them.
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("building the training examples: %w", err)
+		}
+		e, err := p.example(r.Aspect, r.Sentences, r.Document, r.Summary, r.Citations)
+		if err != nil {
+			return nil, fmt.Errorf("abstract %s, aspect %s: %w", r.PMID, r.Aspect, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// summaryEvaluator is the dev evaluation of the summarizer m of the method v: the dev loss of the
+// answer tokens over dev (batches of batch), and the ROUGE-L F of greedy summaries of devRows
+// (END-TO-END's also the F1 of its citations), which selects the best checkpoint.
+func summaryEvaluator(meta *Meta, m *causalLM, chat *Chat, dev []Example, devRows []summaryInstance, batch int, v string) (func(context.Context) (training.Metrics, error), error) {
 	devLoss, err := m.lossScorer()
 	if err != nil {
 		return nil, err
 	}
 	evalLoss := func() (float64, error) {
 		var sum, n float64
-		for i := 0; i < len(dev); i += sc.Train.BatchSize {
-			b := dev[i:min(i+sc.Train.BatchSize, len(dev))]
-			out, err := devLoss.call(answerBatch(b, s.chat.Pad, 0).Inputs...)
+		for i := 0; i < len(dev); i += batch {
+			b := dev[i:min(i+batch, len(dev))]
+			out, err := devLoss.call(answerBatch(b, chat.Pad, 0).Inputs...)
 			if err != nil {
 				return 0, err
 			}
@@ -501,18 +542,18 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		}
 		return sum / max(n, 1), nil
 	}
-	devSum, err := newSummarizer(meta, m, s.chat)
+	devSum, err := newSummarizer(meta, m, chat)
 	if err != nil {
 		return nil, err
 	}
 	devSum.Gen.Temperature = 0 // the dev ROUGE-L that selects the checkpoint is greedy, sampling or not
 	scorer := rouge.New(rouge.Options{Stem: true})
-	evaluate := func(context.Context) (training.Metrics, error) {
+	return func(context.Context) (training.Metrics, error) {
 		reqs := make([]summarizer.Request, len(devRows))
 		for i, r := range devRows {
 			reqs[i] = summarizer.Request{Aspect: r.Aspect, Cited: r.Sentences, Document: r.Document}
 		}
-		answers, err := devSum.Answer(reqs, decode.Options{BeamSize: 1, MaxLen: gen.MaxNewTokens})
+		answers, err := devSum.Answer(reqs, decode.Options{BeamSize: 1, MaxLen: meta.Generation.MaxNewTokens})
 		if err != nil {
 			return nil, err
 		}
@@ -536,19 +577,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 			metrics["citation_f1"] = cites.f1()
 		}
 		return metrics, nil
-	}
-	build, loss := func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, 0) }, m.answerLoss
-	if sc.Train.Packing {
-		sh := planPacking(train, sc.Train, cfg.Seed, sc.MaxSeqLen)
-		build, loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, false) }, m.packedAnswerLoss
-	}
-	rep, err := s.fit(ctx, meta, m, sc.Train, train, build, evaluate, "rougeL", false, loss, len(dev))
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(s.log, "pretrained %s: best dev ROUGE-L %.4f (loss %.4f, %d instances decoded) at step %d -> %s\n",
-		kindName(dataset.TaskSummarizer, v), rep.Dev["rougeL"], rep.Dev["loss"], len(devRows), rep.BestStep, req.Out)
-	return rep, nil
+	}, nil
 }
 
 // citationCounts accumulates the micro precision and recall of predicted citation indices.

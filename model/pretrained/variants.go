@@ -47,7 +47,7 @@ type VariantOptions struct {
 }
 
 // DefaultPairThreshold is the probability from which SUM-THEN-TRACK cites a sentence unless the
-// caller sets another (infer sets infer.threshold): the paper's default (section C.5.1).
+// caller sets another (infer resolves one: infer.Threshold): the paper's default (section C.5.1).
 const DefaultPairThreshold = 0.5
 
 // SumThenTrack is a loaded SUM-THEN-TRACK checkpoint on a pretrained LM: SUM-THEN-TRACK's one
@@ -131,7 +131,7 @@ func TrainSumThenTrack(ctx context.Context, cfg *config.Config, dataDir, outDir 
 	if err := variant.Write(sdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantSummarizerDir, AspectSet: set, Pretrained: true}); err != nil {
 		return err
 	}
-	if _, err := checkpoint.Seal(sdir); err != nil {
+	if _, err := checkpoint.Seal(sdir, srep.id.As(checkpoint.KindSumThenTrack, checkpoint.VariantSummarizerDir)); err != nil {
 		return err
 	}
 	base := cmp.Or(cfg.Tracker.Pretrained, cfg.Summarizer.Pretrained)
@@ -148,14 +148,17 @@ func TrainSumThenTrack(ctx context.Context, cfg *config.Config, dataDir, outDir 
 	if err := variant.Write(tdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantTrackerDir, AspectSet: set, Pretrained: true}); err != nil {
 		return err
 	}
-	if _, err := checkpoint.Seal(tdir); err != nil {
+	if _, err := checkpoint.Seal(tdir, trep.id.As(checkpoint.KindSumThenTrack, checkpoint.VariantTrackerDir)); err != nil {
 		return err
 	}
 	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), &SumThenTrackReport{Summarizer: srep, Tracker: trep}); err != nil {
 		return err
 	}
-	// Written last: the manifest marks the directory finished.
-	_, err = checkpoint.Seal(outDir)
+	// Written last: the manifest marks the directory finished. The directory of both parts states
+	// the summarizer's backbone and decoding, and the pair tracker's threshold.
+	id := srep.id.As(checkpoint.KindSumThenTrack, "")
+	id.Settings.Threshold = trep.id.Settings.Threshold
+	_, err = checkpoint.Seal(outDir, id)
 	return err
 }
 
@@ -213,15 +216,16 @@ func TrainEndToEnd(ctx context.Context, cfg *config.Config, dataDir, outDir stri
 		return err
 	}
 	fmt.Fprintf(log, "end_to_end: abstract with sentence indices -> \"Summary: ...\\n%s ...\" (pretrained %s) -> %s\n", CitationsPrefix, cfg.Summarizer.Pretrained, outDir)
-	if _, err := trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: outDir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
-		variant.EndToEnd, wholeAbstractInstances(dataDir, opts.Assign)); err != nil {
+	rep, err := trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: outDir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
+		variant.EndToEnd, wholeAbstractInstances(dataDir, opts.Assign))
+	if err != nil {
 		return err
 	}
 	// Written last: a checkpoint whose training has not finished is not loadable as END-TO-END.
 	if err := variant.Write(outDir, variant.Meta{Variant: variant.EndToEnd, AspectSet: man.AspectSet, Pretrained: true}); err != nil {
 		return err
 	}
-	_, err = checkpoint.Seal(outDir)
+	_, err = checkpoint.Seal(outDir, rep.id.As(checkpoint.KindEndToEnd, ""))
 	return err
 }
 

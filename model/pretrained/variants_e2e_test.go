@@ -140,7 +140,8 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 
 	// Threshold 0 cites every sentence of each summary that is not "Unknown.", with its scores.
 	docs := docLengths(t, data, "test")
-	cfg.Infer.Threshold = 0
+	zero, above := 0.0, 1.01
+	cfg.Infer.Threshold = &zero
 	preds := runInfer(t, cfg, data, infer.Options{Method: infer.MethodSTT, Model: ck})
 	tracked := 0
 	for _, p := range preds {
@@ -170,7 +171,7 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 	}
 
 	// The same through the parts (--summarizer and --tracker), above every score: no citation.
-	cfg.Infer.Threshold = 1.01
+	cfg.Infer.Threshold = &above
 	for _, p := range runInfer(t, cfg, data, infer.Options{Method: infer.MethodSTT, Summarizer: sdir, Tracker: tdir}) {
 		checkIndexes(t, p, docs[p.PMID])
 		if len(p.Indexes) > 0 {

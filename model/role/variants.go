@@ -20,7 +20,7 @@ type SumThenTrack[S Summarizer, T PairTracker] struct {
 	// Decode are the summarizer's decoding settings (the checkpoint's by default).
 	Decode decode.Options
 	// Threshold is the probability from which a sentence is cited (each loader sets its
-	// default; infer sets infer.threshold).
+	// default; infer resolves the one used: infer.Threshold).
 	Threshold float64
 }
 

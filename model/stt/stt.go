@@ -60,7 +60,7 @@ func init() {
 // Model is a loaded SUM-THEN-TRACK checkpoint: SUM-THEN-TRACK's one Predict (role.SumThenTrack)
 // on the from-scratch summarizer and the tracker of (sentence [SEP] summary) pairs
 // (tracker.PairExample, scored by its ScorePairs). Threshold defaults to the tracker's
-// tracker.threshold (infer sets infer.threshold). It is safe for concurrent use.
+// tracker.threshold (infer resolves it: infer.Threshold). It is safe for concurrent use.
 type Model = role.SumThenTrack[*summarizer.Summarizer, *tracker.Model]
 
 // Load reads a SUM-THEN-TRACK checkpoint directory written by Train.
@@ -179,7 +179,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	}
 	sdir, tdir := filepath.Join(outDir, checkpoint.VariantSummarizerDir), filepath.Join(outDir, checkpoint.VariantTrackerDir)
 	fmt.Fprintf(log, "sum_then_track: summarizer of the whole abstract: %d train / %d dev instances -> %s\n", len(sdata.Train), len(sdata.Dev), sdir)
-	_, srep, err := summarizer.Train(ctx, c, dataDir, sdir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
+	sm, srep, err := summarizer.Train(ctx, c, dataDir, sdir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
 		AllowChangedConfig: opts.AllowChangedConfig, Data: sdata, Part: true})
 	if err != nil {
 		return nil, nil, err
@@ -187,11 +187,12 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err := variant.Write(sdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantSummarizerDir, AspectSet: set}); err != nil {
 		return nil, nil, err
 	}
-	if _, err := checkpoint.Seal(sdir); err != nil {
+	sid := sm.Identity()
+	if _, err := checkpoint.Seal(sdir, sid.As(checkpoint.KindSumThenTrack, checkpoint.VariantSummarizerDir)); err != nil {
 		return nil, nil, err
 	}
 	fmt.Fprintf(log, "sum_then_track: tracker of (sentence, summary) pairs: %d train / %d dev pairs -> %s\n", len(tdata.Train.Examples), len(tdata.Dev.Examples), tdir)
-	_, trep, err := tracker.Train(ctx, c, dataDir, tdir, tracker.TrainOptions{Log: log, AfterStep: opts.AfterStep,
+	tm, trep, err := tracker.Train(ctx, c, dataDir, tdir, tracker.TrainOptions{Log: log, AfterStep: opts.AfterStep,
 		AllowChangedConfig: opts.AllowChangedConfig, Data: tdata, Part: true})
 	if err != nil {
 		return nil, nil, err
@@ -199,14 +200,18 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err := variant.Write(tdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantTrackerDir, AspectSet: set}); err != nil {
 		return nil, nil, err
 	}
-	if _, err := checkpoint.Seal(tdir); err != nil {
+	tid := tm.Hyperparams().Identity()
+	if _, err := checkpoint.Seal(tdir, tid.As(checkpoint.KindSumThenTrack, checkpoint.VariantTrackerDir)); err != nil {
 		return nil, nil, err
 	}
 	rep := &Report{Summarizer: srep, Tracker: trep}
 	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), rep); err != nil {
 		return nil, nil, err
 	}
-	if _, err := checkpoint.Seal(outDir); err != nil {
+	// The directory of both parts: the summarizer's backbone and decoding, the tracker's threshold.
+	id := sid.As(checkpoint.KindSumThenTrack, "")
+	id.Settings.Threshold = tid.Settings.Threshold
+	if _, err := checkpoint.Seal(outDir, id); err != nil {
 		return nil, nil, err
 	}
 	m, err := Load(outDir)

@@ -19,7 +19,9 @@ import (
 func TestTrainIntoTrackerCheckpointRefused(t *testing.T) {
 	cfg := config.Default()
 	out := t.TempDir()
-	files := map[string]string{"hparams.json": "{}\n", "config.yaml": "seed: 1\n", "metrics.jsonl": `{"split":"dev","step":4}` + "\n"}
+	files := map[string]string{"hparams.json": "{}\n", "config.yaml": "seed: 1\n", "metrics.jsonl": `{"split":"dev","step":4}` + "\n",
+		// A finished tracker checkpoint states what it is in its manifest.
+		checkpoint.ManifestFile: `{"format_version": 1, "kind": "tracker", "task": "tracker", "backbone": {"type": "scratch"}}`}
 	for name, content := range files {
 		os.WriteFile(filepath.Join(out, name), []byte(content), 0o644)
 	}

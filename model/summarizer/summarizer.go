@@ -41,9 +41,10 @@ import (
 // and reads; the checkpoint's other files are named by package checkpoint.
 const formatVersion = 1
 
-// ErrNotSummarizer marks a directory that is not a trained summarizer checkpoint.
-// It wraps checkpoint.ErrCheckpoint, the one sentinel of every kind of checkpoint.
-var ErrNotSummarizer = fmt.Errorf("not a summarizer %w", checkpoint.ErrCheckpoint)
+// ErrCheckpoint marks a directory that is not a trained summarizer checkpoint. It wraps
+// checkpoint.ErrCheckpoint, the one sentinel of every kind of checkpoint, as each model's
+// ErrCheckpoint does (tracker, pretrained, variant).
+var ErrCheckpoint = fmt.Errorf("not a summarizer %w", checkpoint.ErrCheckpoint)
 
 // Meta is summarizer.json: what inference needs besides the weights and the tokenizer.
 type Meta struct {
@@ -99,22 +100,22 @@ func Load(dir string) (*Summarizer, error) {
 	var m Meta
 	var pathErr *os.PathError
 	if err := atomicio.ReadJSON(metaPath, &m, false); errors.As(err, &pathErr) {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, dir, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, dir, err)
 	} else if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotSummarizer, err)
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	if m.FormatVersion != formatVersion {
-		return nil, fmt.Errorf("%w: %s: format version %d, this build reads %d", ErrNotSummarizer, metaPath, m.FormatVersion, formatVersion)
+		return nil, fmt.Errorf("%w: %s: format version %d, this build reads %d", ErrCheckpoint, metaPath, m.FormatVersion, formatVersion)
 	}
 	if err := m.Hyperparams.validate(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotSummarizer, metaPath, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, metaPath, err)
 	}
 	tok, err := subword.Load(filepath.Join(dir, checkpoint.TokenizerFile))
 	if err != nil {
 		return nil, err
 	}
 	if tok.VocabSize() != m.Hyperparams.VocabSize {
-		return nil, fmt.Errorf("%w: %s: tokenizer has %d ids, model %d", ErrNotSummarizer, dir, tok.VocabSize(), m.Hyperparams.VocabSize)
+		return nil, fmt.Errorf("%w: %s: tokenizer has %d ids, model %d", ErrCheckpoint, dir, tok.VocabSize(), m.Hyperparams.VocabSize)
 	}
 	weights := checkpoint.BestWeights(dir)
 	ts, err := tensorio.ReadTensors(weights)
@@ -181,6 +182,16 @@ func (s *Summarizer) DecodeOptions() decode.Options {
 		BOS:           s.Meta.Hyperparams.BosID,
 		EOS:           s.Meta.Hyperparams.EosID,
 	}
+}
+
+// Identity is what a summarizer checkpoint states when it is sealed (checkpoint.Seal): a
+// from-scratch summarizer, its aspect set and the decoding it was trained with.
+func (s *Summarizer) Identity() checkpoint.Identity {
+	o := s.DecodeOptions()
+	return checkpoint.Identity{Kind: checkpoint.KindSummarizer, Task: checkpoint.KindSummarizer,
+		Backbone: checkpoint.Backbone{Type: checkpoint.BackboneScratch},
+		Settings: checkpoint.Settings{AspectSet: s.Meta.AspectSet, Decoding: &checkpoint.Decoding{
+			BeamSize: o.BeamSize, MaxLen: o.MaxLen, LengthPenalty: o.LengthPenalty, NoRepeatNgram: o.NoRepeatNgram}}}
 }
 
 // MaxLen is the decoding length limit: the larger of MaxDecodeLen and the training cap

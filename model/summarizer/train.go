@@ -147,7 +147,8 @@ type Report struct {
 // best-on-dev variables) and the report also written to outDir/report.json. When ctx is cancelled
 // it saves a resume point and returns an error wrapping ctx.Err().
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Summarizer, *Report, error) {
-	return training.TrainThenSeal(outDir, opts.Part, func() (*Summarizer, *Report, error) { return train(ctx, cfg, dataDir, outDir, opts) })
+	return training.TrainThenSeal(outDir, opts.Part, func() (*Summarizer, *Report, error) { return train(ctx, cfg, dataDir, outDir, opts) },
+		(*Summarizer).Identity)
 }
 
 // trainData returns the rows train trains on: opts.Data, or the shards of dataDir (with the train
@@ -315,7 +316,7 @@ func writeCheckpointFiles(outDir string, meta Meta, tokPath string, cfg *config.
 	case errors.As(err, &pathErr):
 		return fmt.Errorf("summarizer: %w", err)
 	case err != nil:
-		return fmt.Errorf("%w: %w", ErrNotSummarizer, err)
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	default: // being resumed
 		if err := training.CheckConfig(outDir, checkpoint.ConfigFile, cfg, "summarizer", allowChanged, log); err != nil {
 			return err

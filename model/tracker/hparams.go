@@ -106,3 +106,12 @@ func readHyperparams(dir string) (*Hyperparams, error) {
 	}
 	return &hp, nil
 }
+
+// Identity is what a tracker checkpoint of hp states when it is sealed (checkpoint.Seal): a
+// from-scratch tracker of its architecture, with the threshold it was trained with and its
+// aspect set, which infer and serve read from the manifest.
+func (hp Hyperparams) Identity() checkpoint.Identity {
+	return checkpoint.Identity{Kind: checkpoint.KindTracker, Task: checkpoint.KindTracker,
+		Backbone: checkpoint.Backbone{Type: checkpoint.BackboneScratch, Architecture: hp.Architecture},
+		Settings: checkpoint.Settings{AspectSet: hp.AspectSet, Threshold: hp.Threshold}}
+}

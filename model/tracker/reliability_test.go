@@ -16,8 +16,12 @@ import (
 // anything is written there.
 func TestTrainIntoSummarizerCheckpointRefused(t *testing.T) {
 	out := t.TempDir()
-	meta := filepath.Join(out, "summarizer.json")
-	os.WriteFile(meta, []byte("{}\n"), 0o644)
+	// A finished summarizer checkpoint, as its manifest states it.
+	m := checkpoint.Manifest{FormatVersion: checkpoint.ManifestVersion, Kind: checkpoint.KindSummarizer, Task: checkpoint.KindSummarizer,
+		Backbone: checkpoint.Backbone{Type: checkpoint.BackboneScratch}}
+	if err := checkpoint.WriteJSON(filepath.Join(out, checkpoint.ManifestFile), &m); err != nil {
+		t.Fatal(err)
+	}
 	_, _, err := Train(context.Background(), tinyConfig(t), filepath.Join(out, "no-data"), out, TrainOptions{Log: testLog(t)})
 	if !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "holds a summarizer checkpoint") {
 		t.Fatalf("err = %v, want ErrCheckpoint naming the summarizer checkpoint", err)

@@ -169,7 +169,8 @@ type TrainOptions struct {
 // the best-on-dev variables, and the report also written to outDir/report.json. When ctx is
 // cancelled it saves a resume point and returns an error wrapping ctx.Err().
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
-	return training.TrainThenSeal(outDir, opts.Part, func() (*Model, *Report, error) { return train(ctx, cfg, dataDir, outDir, opts) })
+	return training.TrainThenSeal(outDir, opts.Part, func() (*Model, *Report, error) { return train(ctx, cfg, dataDir, outDir, opts) },
+		func(m *Model) checkpoint.Identity { return m.Hyperparams().Identity() })
 }
 
 // reportTraining finishes a tracker's training run res: it loads the best-on-dev variables into

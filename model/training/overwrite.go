@@ -66,14 +66,15 @@ func Overwrite(out string, log io.Writer, train func(dir string) error) error {
 }
 
 // TrainThenSeal runs train, a task's training into the checkpoint directory outDir, then seals
-// the checkpoint (checkpoint.Seal: the manifest, written last, marks it finished), unless train
-// failed or part is set (a part of a larger run, whose caller seals the whole).
-func TrainThenSeal[M, R any](outDir string, part bool, train func() (M, R, error)) (M, R, error) {
+// the checkpoint with the trained model's identity (checkpoint.Seal: the manifest, written last,
+// marks it finished), unless train failed or part is set (a part of a larger run, whose caller
+// seals the whole).
+func TrainThenSeal[M, R any](outDir string, part bool, train func() (M, R, error), identity func(M) checkpoint.Identity) (M, R, error) {
 	m, rep, err := train()
 	if err != nil || part {
 		return m, rep, err
 	}
-	if _, err := checkpoint.Seal(outDir); err != nil {
+	if _, err := checkpoint.Seal(outDir, identity(m)); err != nil {
 		var noM M
 		var noR R
 		return noM, noR, err

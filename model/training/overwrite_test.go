@@ -135,7 +135,8 @@ func TestTrainThenSeal(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
-			m, rep, err := TrainThenSeal(dir, tc.part, func() (int, string, error) { return 1, "report", tc.err })
+			identity := func(int) checkpoint.Identity { return checkpoint.Identity{Kind: checkpoint.KindTracker, Task: "tracker"} }
+			m, rep, err := TrainThenSeal(dir, tc.part, func() (int, string, error) { return 1, "report", tc.err }, identity)
 			if tc.wantErr == "" {
 				if err != nil || m != 1 || rep != "report" {
 					t.Errorf("got %d, %q, %v; want the run's 1, \"report\", nil", m, rep, err)

@@ -31,17 +31,6 @@ const (
 	stateVariables = "variables.safetensors"
 )
 
-// checkpointMarkers names the file that identifies each kind of directory a training --out may
-// already be. eval's report.json is spelled out: eval is a later stage, not imported by models.
-var checkpointMarkers = []struct{ file, kind string }{
-	{checkpoint.HyperparamsFile, "a tracker checkpoint"},
-	{checkpoint.SummarizerFile, "a summarizer checkpoint"},
-	{dataset.ManifestFile, "a prepared directory"},
-	// Before report.json: a pretrained checkpoint has one too.
-	{checkpoint.PretrainedFile, "a checkpoint of a pretrained model (tracksum-train --pretrained)"},
-	{"report.json", "an eval output"},
-}
-
 // ResumePoint is what a checkpoint directory's state/ says about the run saved there.
 type ResumePoint struct {
 	// Step is the number of optimizer steps done.
@@ -93,10 +82,13 @@ func LockOutDir(dir, marker, task string) (*atomicio.Lock, error) {
 	if len(entries) == 0 || exists(filepath.Join(dir, marker)) {
 		return lock, nil
 	}
-	for _, m := range checkpointMarkers {
-		if m.file != marker && exists(filepath.Join(dir, m.file)) {
-			return fail(fmt.Errorf("%w: %s holds %s, not a %s checkpoint; use another --out", ErrResume, dir, m.kind, task))
-		}
+	// What another output is: a finished checkpoint says it in its manifest.
+	var m checkpoint.Manifest
+	if err := atomicio.ReadJSON(filepath.Join(dir, checkpoint.ManifestFile), &m, false); err == nil && m.Kind != "" {
+		return fail(fmt.Errorf("%w: %s holds a %s checkpoint, not a %s checkpoint; use another --out", ErrResume, dir, m.Name(), task))
+	}
+	if exists(filepath.Join(dir, dataset.ManifestFile)) {
+		return fail(fmt.Errorf("%w: %s holds a prepared directory, not a %s checkpoint; use another --out", ErrResume, dir, task))
 	}
 	return fail(fmt.Errorf("%w: %s exists and is not a %s checkpoint (no %s); use another --out", ErrResume, dir, task, marker))
 }

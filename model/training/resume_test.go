@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // interrupted runs the toy task in a new directory and cancels it after step `at`.
@@ -227,6 +228,15 @@ func TestLockOutDir(t *testing.T) {
 		}
 		return dir
 	}
+	// sealed is a finished checkpoint of kind on backbone, as its manifest states it.
+	sealed := func(name, kind, backbone string, files ...string) string {
+		dir := mk(name, files...)
+		m := checkpoint.Manifest{FormatVersion: checkpoint.ManifestVersion, Kind: kind, Task: kind, Backbone: checkpoint.Backbone{Type: backbone}}
+		if err := checkpoint.WriteJSON(filepath.Join(dir, checkpoint.ManifestFile), &m); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
 	file := filepath.Join(parent, "file")
 	os.WriteFile(file, []byte("keep"), 0o644)
 	for _, tc := range []struct {
@@ -234,10 +244,10 @@ func TestLockOutDir(t *testing.T) {
 		wantIs                  error
 		want                    string
 	}{
-		{"tracker checkpoint as summarizer out", mk("tr", "hparams.json", "config.yaml"), "summarizer.json", "summarizer", ErrResume, "holds a tracker checkpoint"},
-		{"summarizer checkpoint as tracker out", mk("su", "summarizer.json"), "hparams.json", "tracker", ErrResume, "holds a summarizer checkpoint"},
+		{"tracker checkpoint as summarizer out", sealed("tr", "tracker", "scratch", "hparams.json", "config.yaml"), "summarizer.json", "summarizer", ErrResume, "holds a tracker checkpoint"},
+		{"summarizer checkpoint as tracker out", sealed("su", "summarizer", "scratch", "summarizer.json"), "hparams.json", "tracker", ErrResume, "holds a summarizer checkpoint"},
 		{"prepared directory", mk("pr", "manifest.json", "config.yaml"), "hparams.json", "tracker", ErrResume, "holds a prepared directory"},
-		{"pretrained checkpoint as tracker out", mk("pt", "pretrained.json", "report.json"), "hparams.json", "tracker", ErrResume, "holds a checkpoint of a pretrained model"},
+		{"pretrained checkpoint as tracker out", sealed("pt", "tracker", "causal_lm", "pretrained.json", "report.json"), "hparams.json", "tracker", ErrResume, "holds a pretrained tracker checkpoint"},
 		{"other files", mk("ot", "notes.txt"), "hparams.json", "tracker", ErrResume, "is not a tracker checkpoint"},
 		{"regular file", file, "hparams.json", "tracker", atomicio.ErrNotDir, "refusing to replace it"},
 	} {

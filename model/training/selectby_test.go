@@ -48,7 +48,7 @@ func TestSelectBy(t *testing.T) {
 }
 
 // TestKeepCheckpoints (issue 36 item 5): train.keep_checkpoints 2 keeps the variables of the last
-// two evaluations beside best/, each with best/'s files; 0 keeps none.
+// two evaluations beside best/, each in a best/ of its own; 0 keeps none.
 func TestKeepCheckpoints(t *testing.T) {
 	for _, tc := range []struct {
 		desc string
@@ -71,7 +71,7 @@ func TestKeepCheckpoints(t *testing.T) {
 			for _, e := range entries {
 				got = append(got, e.Name())
 				for _, f := range []string{BestVariables, "metrics.json"} {
-					if _, err := os.Stat(filepath.Join(dir, CheckpointsDir, e.Name(), f)); err != nil {
+					if _, err := os.Stat(filepath.Join(dir, CheckpointsDir, e.Name(), BestDir, f)); err != nil {
 						t.Error(err)
 					}
 				}

@@ -493,11 +493,13 @@ func (o *Options) saveVariables(dir string, m Metrics) error {
 }
 
 // CheckpointsDir holds the evaluation checkpoints train.keep_checkpoints keeps, one
-// step-NNNNNNN/ directory per evaluation (zero-padded: name order is step order).
-const CheckpointsDir = "checkpoints"
+// step-NNNNNNN/ directory per evaluation (zero-padded: name order is step order), whose best/
+// holds that evaluation's variables; checkpoint.Seal makes each a checkpoint of its own at the
+// end of training (checkpoint.KeptDir).
+const CheckpointsDir = checkpoint.KeptDir
 
-// keepCheckpoint saves the variables of the evaluation at step into CheckpointsDir and removes
-// the oldest beyond train.keep_checkpoints. The kept ones are read from the directory, so that a
+// keepCheckpoint saves the variables of the evaluation at step into CheckpointsDir/step-N/best/
+// and removes the oldest beyond train.keep_checkpoints. The kept ones are read from the directory, so that a
 // resumed run goes on counting those of the run before.
 func (o *Options) keepCheckpoint(step int, m Metrics) error {
 	n := o.Loop.KeepCheckpoints
@@ -505,7 +507,7 @@ func (o *Options) keepCheckpoint(step int, m Metrics) error {
 		return nil
 	}
 	root := filepath.Join(o.OutDir, CheckpointsDir)
-	if err := o.saveVariables(filepath.Join(root, fmt.Sprintf("step-%07d", step)), m); err != nil {
+	if err := o.saveVariables(filepath.Join(root, fmt.Sprintf("step-%07d", step), BestDir), m); err != nil {
 		return fmt.Errorf("training: checkpoint of step %d: %w", step, err)
 	}
 	entries, err := os.ReadDir(root)

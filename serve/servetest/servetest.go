@@ -76,6 +76,23 @@ func Checkpoints(t testing.TB) (summarizerDir, trackerDir, preparedDir string) {
 	return summ, trk, data
 }
 
+// TrackerWith trains a tiny tracker as Checkpoints does, with edit applied to its config, into a
+// directory removed when the test ends, on Checkpoints' prepared directory.
+func TrackerWith(t testing.TB, edit func(cfg *config.Config)) string {
+	t.Helper()
+	_, _, data := Checkpoints(t)
+	cfg, err := tinyConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(cfg)
+	out := filepath.Join(t.TempDir(), "tracker")
+	if _, _, err := tracker.Train(context.Background(), cfg, data, out, tracker.TrainOptions{Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // tinyConfig is configs/tiny.yaml on 24 abstracts with a few training steps.
 func tinyConfig() (*config.Config, error) {
 	cfg, err := config.ReadFile(filepath.Join(RepoRoot(), "configs", "tiny.yaml"))
