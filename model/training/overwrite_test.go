@@ -135,7 +135,9 @@ func TestTrainThenSeal(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
-			identity := func(int) checkpoint.Identity { return checkpoint.Identity{Kind: checkpoint.KindTracker, Task: "tracker"} }
+			identity := func(int) checkpoint.Identity {
+				return checkpoint.Identity{Kind: checkpoint.KindTracker, Task: "tracker"}
+			}
 			m, rep, err := TrainThenSeal(dir, tc.part, func() (int, string, error) { return 1, "report", tc.err }, identity)
 			if tc.wantErr == "" {
 				if err != nil || m != 1 || rep != "report" {
