@@ -597,107 +597,126 @@ func softmaxGrad(p, v *Node) *Node {
 // token's final state is used.
 func SelfAttention(x, keyBias, wqkv, bqkv, wo, bo *Node, heads int, firstOnly bool) *Node {
 	batch, seq, d := x.Shape().Dimensions[0], x.Shape().Dimensions[1], x.Shape().Dimensions[2]
-	dh := d / heads
-	scale := 1 / math.Sqrt(float64(dh))
-	nq := seq // query positions
+	a := &selfAttention{
+		keyBias: keyBias, batch: batch, seq: seq, d: d, heads: heads, dh: d / heads,
+		nq: seq, n: batch * seq, firstOnly: firstOnly,
+		// The Go backend's kernels for a product contracted on the last axis of both operands
+		// (q·kᵀ, dL/do·vᵀ) are 2-4x slower than with the right operand's contracted axis first
+		// when there are 17 to 40 keys (measured): there the keys and the values are also
+		// transposed to [B, H, dh, S] for those two products.
+		keysFirst: !firstOnly && seq >= 17 && seq < 48,
+	}
+	a.scale = 1 / math.Sqrt(float64(a.dh))
 	if firstOnly {
-		nq = 1
+		a.nq = 1
 	}
-	n := batch * seq
-	// The Go backend's kernels for a product contracted on the last axis of both operands
-	// (q·kᵀ, dL/do·vᵀ) are 2-4x slower than with the right operand's contracted axis first when
-	// there are 17 to 40 keys (measured): there the keys and the values are also transposed to
-	// [B, H, dh, S] for those two products.
-	keysFirst := !firstOnly && seq >= 17 && seq < 48
-	// Forward values the gradient reuses.
-	var x2, wqkvIn, woIn, q, k, val, p, merged *Node
-	forward := func(in []*Node, plain bool) *Node {
-		x, wqkv, bqkv, wo, bo := in[0], in[1], in[2], in[3], in[4]
-		x2, wqkvIn, woIn = Reshape(x, n, d), wqkv, wo
-		col := func(w *Node, part int) *Node {
-			if w.Rank() == 1 {
-				return Slice(w, AxisRange(part*d, (part+1)*d))
-			}
-			return Slice(w, AxisRange(), AxisRange(part*d, (part+1)*d))
+	return customBlock([]*Node{x, wqkv, bqkv, wo, bo}, shapes.Make(x.DType(), batch, a.nq, d), a.forward, a.grad)
+}
+
+// selfAttention is one SelfAttention block: its dimensions and choices, and the forward values
+// its gradient reuses (set by forward, read by grad: the two halves of customBlock).
+type selfAttention struct {
+	keyBias              *Node
+	batch, seq, d, heads int
+	dh                   int     // the head width
+	nq                   int     // query positions: seq, or 1 with firstOnly
+	n                    int     // batch · seq
+	scale                float64 // 1/√dh
+	firstOnly, keysFirst bool
+
+	x2, wqkvIn, woIn, q, k, val, p, merged *Node
+}
+
+// forward is the block's forward pass over in (x, wqkv, bqkv, wo, bo).
+func (a *selfAttention) forward(in []*Node, plain bool) *Node {
+	batch, seq, d, heads, dh := a.batch, a.seq, a.d, a.heads, a.dh
+	x, wqkv, bqkv, wo, bo := in[0], in[1], in[2], in[3], in[4]
+	a.x2, a.wqkvIn, a.woIn = Reshape(x, a.n, d), wqkv, wo
+	col := func(w *Node, part int) *Node {
+		if w.Rank() == 1 {
+			return Slice(w, AxisRange(part*d, (part+1)*d))
 		}
-		// The queries' part of the projection is scaled by 1/√dh (a few thousand weights) instead
-		// of the scores.
-		proj := func(in *Node, part int) *Node {
-			w, b := col(wqkv, part), col(bqkv, part)
-			if part == 0 {
-				w, b = MulScalar(w, scale), MulScalar(b, scale)
-			}
-			return Dense(in, w, b, activation.TypeNone)
-		}
-		split := func(y *Node) *Node { return splitHeadsFast(Reshape(y, batch, seq, d), heads, plain) } // [B, H, S, dh]
-		if firstOnly {
-			first := Reshape(Slice(Reshape(x, batch, seq, d), AxisRange(), AxisElem(0)), batch, d)
-			q = Reshape(proj(first, 0), batch, heads, 1, dh) // one position: a reshape
-		} else {
-			q = split(proj(x2, 0))
-		}
-		yk := proj(x2, 1)
-		k = split(yk)
-		val = split(proj(x2, 2))
-		var scores *Node
-		if keysFirst {
-			kT := TransposeAllDims(Reshape(yk, batch, seq, heads, dh), 0, 2, 3, 1) // [B, H, dh, S]
-			scores = DotGeneral(q, []int{3}, []int{0, 1}, kT, []int{2}, []int{0, 1})
-		} else {
-			scores = AttentionScores(q, k)
-		}
-		if keyBias != nil {
-			scores = Add(scores, expandBias(keyBias, scores.Shape().Dimensions))
-		}
-		p = SoftmaxLast(scores)
-		o := AttentionValues(p, val) // [B, H, nq, dh]
-		if firstOnly {
-			merged = Reshape(o, batch, d)
-		} else {
-			merged = mergeHeadsFast(o, plain)
-		}
-		return Reshape(Dense(merged, wo, bo, activation.TypeNone), batch, nq, d)
+		return Slice(w, AxisRange(), AxisRange(part*d, (part+1)*d))
 	}
-	grad := func(v *Node) []*Node {
-		rows := batch * nq
-		v2 := Reshape(v, rows, d)
-		dmerged, dwo := matmulGrads(merged, woIn, v2)
-		dbo := sumRows(v2)
-		var do *Node
-		if firstOnly {
-			do = Reshape(dmerged, batch, heads, 1, dh)
-		} else {
-			do = splitHeadsFast(Reshape(dmerged, batch, seq, d), heads, false)
+	// The queries' part of the projection is scaled by 1/√dh (a few thousand weights) instead
+	// of the scores.
+	proj := func(in *Node, part int) *Node {
+		w, b := col(wqkv, part), col(bqkv, part)
+		if part == 0 {
+			w, b = MulScalar(w, a.scale), MulScalar(b, a.scale)
 		}
-		var dp *Node // [B, H, nq, S]
-		if keysFirst {
-			dp = DotGeneral(do, []int{3}, []int{0, 1}, Transpose(val, 2, 3), []int{2}, []int{0, 1})
-		} else {
-			dp = DotGeneral(do, []int{3}, []int{0, 1}, val, []int{3}, []int{0, 1})
-		}
-		dval := tokenContraction(p, do) // [B, H, S, dh]
-		ds := softmaxGrad(p, dp)
-		dk := tokenContraction(ds, q)
-		// The gradient with respect to the scaled queries, times the scale: the gradient of the
-		// unscaled projection's output.
-		dq := MulScalar(DotGeneral(ds, []int{3}, []int{0, 1}, k, []int{2}, []int{0, 1}), scale) // [B, H, nq, dh]
-		dkm, dvm := mergeHeadsFast(dk, false), mergeHeadsFast(dval, false)                      // [n, d]
-		var dqm *Node
-		if firstOnly {
-			// The query gradient lives on the first position only: zeros elsewhere, so that one
-			// product gives the gradients of all three parts.
-			dq0 := Reshape(dq, batch, 1, d)
-			if seq == 1 {
-				dqm = Reshape(dq0, n, d)
-			} else {
-				dqm = Reshape(Concatenate([]*Node{dq0, Zeros(v.Graph(), shapes.Make(v.DType(), batch, seq-1, d))}, 1), n, d)
-			}
-		} else {
-			dqm = mergeHeadsFast(dq, false)
-		}
-		dqkv := Concatenate([]*Node{dqm, dkm, dvm}, 1) // [n, 3d]
-		dx, dwqkv := matmulGrads(x2, wqkvIn, dqkv)
-		return []*Node{Reshape(dx, batch, seq, d), dwqkv, sumRows(dqkv), dwo, dbo}
+		return Dense(in, w, b, activation.TypeNone)
 	}
-	return customBlock([]*Node{x, wqkv, bqkv, wo, bo}, shapes.Make(x.DType(), batch, nq, d), forward, grad)
+	split := func(y *Node) *Node { return splitHeadsFast(Reshape(y, batch, seq, d), heads, plain) } // [B, H, S, dh]
+	if a.firstOnly {
+		first := Reshape(Slice(Reshape(x, batch, seq, d), AxisRange(), AxisElem(0)), batch, d)
+		a.q = Reshape(proj(first, 0), batch, heads, 1, dh) // one position: a reshape
+	} else {
+		a.q = split(proj(a.x2, 0))
+	}
+	yk := proj(a.x2, 1)
+	a.k = split(yk)
+	a.val = split(proj(a.x2, 2))
+	var scores *Node
+	if a.keysFirst {
+		kT := TransposeAllDims(Reshape(yk, batch, seq, heads, dh), 0, 2, 3, 1) // [B, H, dh, S]
+		scores = DotGeneral(a.q, []int{3}, []int{0, 1}, kT, []int{2}, []int{0, 1})
+	} else {
+		scores = AttentionScores(a.q, a.k)
+	}
+	if a.keyBias != nil {
+		scores = Add(scores, expandBias(a.keyBias, scores.Shape().Dimensions))
+	}
+	a.p = SoftmaxLast(scores)
+	o := AttentionValues(a.p, a.val) // [B, H, nq, dh]
+	if a.firstOnly {
+		a.merged = Reshape(o, batch, d)
+	} else {
+		a.merged = mergeHeadsFast(o, plain)
+	}
+	return Reshape(Dense(a.merged, wo, bo, activation.TypeNone), batch, a.nq, d)
+}
+
+// grad is the block's gradient given v = dL/d(output): those of x, wqkv, bqkv, wo and bo.
+func (a *selfAttention) grad(v *Node) []*Node {
+	batch, seq, d, heads, dh, n := a.batch, a.seq, a.d, a.heads, a.dh, a.n
+	rows := batch * a.nq
+	v2 := Reshape(v, rows, d)
+	dmerged, dwo := matmulGrads(a.merged, a.woIn, v2)
+	dbo := sumRows(v2)
+	var do *Node
+	if a.firstOnly {
+		do = Reshape(dmerged, batch, heads, 1, dh)
+	} else {
+		do = splitHeadsFast(Reshape(dmerged, batch, seq, d), heads, false)
+	}
+	var dp *Node // [B, H, nq, S]
+	if a.keysFirst {
+		dp = DotGeneral(do, []int{3}, []int{0, 1}, Transpose(a.val, 2, 3), []int{2}, []int{0, 1})
+	} else {
+		dp = DotGeneral(do, []int{3}, []int{0, 1}, a.val, []int{3}, []int{0, 1})
+	}
+	dval := tokenContraction(a.p, do) // [B, H, S, dh]
+	ds := softmaxGrad(a.p, dp)
+	dk := tokenContraction(ds, a.q)
+	// The gradient with respect to the scaled queries, times the scale: the gradient of the
+	// unscaled projection's output.
+	dq := MulScalar(DotGeneral(ds, []int{3}, []int{0, 1}, a.k, []int{2}, []int{0, 1}), a.scale) // [B, H, nq, dh]
+	dkm, dvm := mergeHeadsFast(dk, false), mergeHeadsFast(dval, false)                          // [n, d]
+	var dqm *Node
+	if a.firstOnly {
+		// The query gradient lives on the first position only: zeros elsewhere, so that one
+		// product gives the gradients of all three parts.
+		dq0 := Reshape(dq, batch, 1, d)
+		if seq == 1 {
+			dqm = Reshape(dq0, n, d)
+		} else {
+			dqm = Reshape(Concatenate([]*Node{dq0, Zeros(v.Graph(), shapes.Make(v.DType(), batch, seq-1, d))}, 1), n, d)
+		}
+	} else {
+		dqm = mergeHeadsFast(dq, false)
+	}
+	dqkv := Concatenate([]*Node{dqm, dkm, dvm}, 1) // [n, 3d]
+	dx, dwqkv := matmulGrads(a.x2, a.wqkvIn, dqkv)
+	return []*Node{Reshape(dx, batch, seq, d), dwqkv, sumRows(dqkv), dwo, dbo}
 }

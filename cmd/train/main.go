@@ -23,7 +23,7 @@ import (
 	_ "github.com/tracksum/tracksum/model/stt"        // --task sum_then_track (TracSum Table 6)
 	_ "github.com/tracksum/tracksum/model/summarizer"
 	_ "github.com/tracksum/tracksum/model/tracker"
-	"github.com/tracksum/tracksum/model/train"
+	"github.com/tracksum/tracksum/train"
 )
 
 func main() { cli.Main(train.Command()) }

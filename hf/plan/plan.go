@@ -143,8 +143,9 @@ const (
 	NF4ScaleBlocks = 256
 )
 
-// Compute returns the plan of in, or a one-line error for a value outside the limits.
-func Compute(in Inputs) (*Plan, error) {
+// validate checks in against the limits, all at once: the error is one line naming every value
+// outside them. It returns the bytes per base weight of in.WeightDType.
+func validate(in Inputs) (int64, error) {
 	c := in.Config
 	checks := []struct {
 		name     string
@@ -185,8 +186,19 @@ func Compute(in Inputs) (*Plan, error) {
 		errs = append(errs, fmt.Errorf("quantization nf4 needs adapters (lora.rank > 0): a 4-bit base is frozen, full fine-tuning cannot update it"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("plan: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return 0, fmt.Errorf("plan: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
+	return wb, nil
+}
+
+// Compute returns the plan of in, or a one-line error for a value outside the limits.
+func Compute(in Inputs) (*Plan, error) {
+	wb, err := validate(in)
+	if err != nil {
+		return nil, err
+	}
+	c := in.Config
+	nf4 := in.Quantization == config.QuantizationNF4
 	p := &Plan{In: in}
 	layerW := layerParams(c)
 	p.BaseParams = int64(c.Vocab)*int64(c.Hidden) + int64(c.Layers)*layerW + int64(c.Hidden)

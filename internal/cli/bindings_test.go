@@ -14,9 +14,9 @@ import (
 	"github.com/tracksum/tracksum/export"
 	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/internal/cli"
-	"github.com/tracksum/tracksum/model/train"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/serve"
+	"github.com/tracksum/tracksum/train"
 
 	// The tasks and cross-validations cmd/train links in, so that their flags are walked too.
 	_ "github.com/tracksum/tracksum/experiment/cv"

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracksum/tracksum/model/train"
+	"github.com/tracksum/tracksum/train"
 )
 
 // TestPrintConfigPretrainedDefaults: tracksum-train --pretrained without a profile shows the

@@ -31,7 +31,7 @@ var layers = []struct {
 	{"backbones", []string{"model=", "hf/peft", "hf/weights", "hf/decoder", "hf/encoder", "hf/plan", "hf/randsnap"}},
 	{"tasks, judges and data preparation", []string{"model", "dataset/prepare", "eval/judge", "eval/facet",
 		"eval/qaeval", "infer/ground", "infer/llmmethods"}},
-	{"applications", []string{"infer", "eval", "serve", "export"}},
+	{"applications", []string{"infer", "eval", "serve", "export", "train"}},
 	{"experiments", []string{"experiment"}},
 	{"commands and tools", []string{"cmd", "tools", "scripts"}},
 }

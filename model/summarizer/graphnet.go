@@ -496,118 +496,17 @@ func (g *graphNet) stepGraph(states []*DecState, tokens []int32, bonus, probs []
 // stepGroup runs the step graph for the states at idx, all of source batch batch, and writes
 // their distributions into probs.
 func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []int32, bonus [][]float32, idx []int, probs [][]float32) error {
-	h := g.h
-	heads, hd, nl := h.Heads, h.headDim(), h.DecoderLayers
-	// Rows grouped by source: the n sources in order of first appearance, R rows each (rows past
-	// a source's hypotheses, and sources past n on a pow2 backend, repeat the last; dropped).
-	bySource := map[int][]int{}
-	var srcRows []int
-	longest := 1
-	for _, i := range idx {
-		r := states[i].Src.graph.row
-		if _, ok := bySource[r]; !ok {
-			srcRows = append(srcRows, r)
-		}
-		bySource[r] = append(bySource[r], i)
-		longest = max(longest, states[i].pos)
-	}
-	perSource := 0
-	for _, rs := range bySource {
-		perSource = max(perSource, len(rs))
-	}
-	perSource = g.rowBucket(perSource)
-	nSrc := g.rowBucket(len(srcRows))
-	for len(srcRows) < nSrc {
-		srcRows = append(srcRows, srcRows[len(srcRows)-1])
-	}
-	rowState := make([]int, 0, nSrc*perSource) // state index of each row
-	kept := make([]bool, 0, nSrc*perSource)    // whether the row's outputs are kept
-	seen := map[int]bool{}
-	for _, r := range srcRows {
-		rs := bySource[r]
-		for j := range perSource {
-			rowState = append(rowState, rs[min(j, len(rs)-1)])
-			kept = append(kept, j < len(rs) && !seen[r])
-		}
-		seen[r] = true
-	}
-	b := len(rowState)
-	capacity := g.bucketLen(longest, cacheBucket)
-	sb := batch.bucket
-
-	// The inputs are written straight into tensors of the backend: on one that shares host
-	// memory (the Go one) the graph then reads them without a copy.
-	var args []any
-	input := func(dtype dtypes.DType, fill func(flat any), dims ...int) error {
-		t, err := tensors.FromShapeForBackend(g.backend, 0, shapes.Make(dtype, dims...))
-		if err == nil {
-			err = t.MutableFlatData(fill)
-		}
-		args = append(args, t)
-		return err
-	}
-	ints := func(value func(st *DecState, i int) int32) func(flat any) {
-		return func(flat any) {
-			for r, i := range rowState {
-				flat.([]int32)[r] = value(states[i], i)
-			}
-		}
-	}
-	errs := []error{
-		input(dtypes.Int32, ints(func(_ *DecState, i int) int32 { return tokens[i] }), b),
-		input(dtypes.Int32, ints(func(st *DecState, _ int) int32 { return int32(min(st.pos, h.lastTrainedTgtPos())) }), b),
-		input(dtypes.Int32, func(flat any) {
-			for k, r := range srcRows {
-				flat.([]int32)[k] = max(states[bySource[r][0]].Src.Aspect, 0)
-			}
-		}, nSrc),
-		input(dtypes.Float32, func(flat any) {
-			for r, i := range rowState {
-				row := flat.([]float32)[r*capacity : (r+1)*capacity]
-				clear(row)
-				for j := states[i].pos; j < capacity; j++ {
-					row[j] = maskBias
-				}
-			}
-		}, b, capacity),
-		input(dtypes.Float32, func(flat any) {
-			for r, i := range rowState {
-				row := flat.([]float32)[r*sb : (r+1)*sb]
-				clear(row[copy(row, bonus[i]):])
-			}
-		}, b, sb),
-	}
-	// The cache, each row's copied in; a row of a smaller cache (or none) is cleared first (the
-	// backend's buffers are reused: masked slots must still hold finite values).
-	per := heads * hd * capacity
-	for l := range nl {
-		for _, keys := range []bool{true, false} {
-			fill := func(flat any) {
-				dst := flat.([]float32)
-				for r, i := range rowState {
-					row := dst[r*per : (r+1)*per]
-					c := states[i].cache
-					if c == nil || c.capacity != capacity {
-						clear(row)
-					}
-					if c != nil {
-						c.copyLayer(row, l, keys, capacity, states[i].pos)
-					}
-				}
-			}
-			dims := []int{b, heads, capacity, hd}
-			if keys {
-				dims = []int{b, heads, hd, capacity}
-			}
-			errs = append(errs, input(dtypes.Float32, fill, dims...))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	lay := g.layoutRows(states, idx)
+	in := &stepArgs{g: g}
+	in.tokens(lay, states, tokens, bonus, batch.bucket)
+	in.cache(lay, states)
+	if err := errors.Join(in.errs...); err != nil {
 		return fmt.Errorf("summarizer step: %w", err)
 	}
+	args := in.args
 	own := len(args) // the inputs made here, released after the call
 	g.mu.Lock()
-	for _, t := range g.sourcesFor(batch, srcRows) {
+	for _, t := range g.sourcesFor(batch, lay.srcRows) {
 		args = append(args, t)
 	}
 	g.mu.Unlock()
@@ -625,6 +524,149 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 			_ = t.FinalizeAll()
 		}
 	}()
+	g.keepStep(res, lay, states, probs)
+	return nil
+}
+
+// stepRows lays a step's hypotheses out in rows: the n sources in order of first appearance, R
+// rows each (rows past a source's hypotheses, and sources past n on a pow2 backend, repeat the
+// last; their outputs are dropped). The layout is the training graph's batch (see graphNet).
+type stepRows struct {
+	srcRows  []int         // each source's row in its batch, padded to the bucket
+	bySource map[int][]int // the state indices reading each source row
+	rowState []int         // state index of each row
+	kept     []bool        // whether the row's outputs are kept
+	capacity int           // the cache capacity, bucketed from the longest hypothesis
+}
+
+// layoutRows groups the states at idx by source into a step's rows (stepRows); kept apart from
+// stepGroup because the inputs, the sources' tensors and the outputs all follow this one layout.
+func (g *graphNet) layoutRows(states []*DecState, idx []int) stepRows {
+	lay := stepRows{bySource: map[int][]int{}}
+	longest := 1
+	for _, i := range idx {
+		r := states[i].Src.graph.row
+		if _, ok := lay.bySource[r]; !ok {
+			lay.srcRows = append(lay.srcRows, r)
+		}
+		lay.bySource[r] = append(lay.bySource[r], i)
+		longest = max(longest, states[i].pos)
+	}
+	perSource := 0
+	for _, rs := range lay.bySource {
+		perSource = max(perSource, len(rs))
+	}
+	perSource = g.rowBucket(perSource)
+	nSrc := g.rowBucket(len(lay.srcRows))
+	for len(lay.srcRows) < nSrc {
+		lay.srcRows = append(lay.srcRows, lay.srcRows[len(lay.srcRows)-1])
+	}
+	lay.rowState = make([]int, 0, nSrc*perSource)
+	lay.kept = make([]bool, 0, nSrc*perSource)
+	seen := map[int]bool{}
+	for _, r := range lay.srcRows {
+		rs := lay.bySource[r]
+		for j := range perSource {
+			lay.rowState = append(lay.rowState, rs[min(j, len(rs)-1)])
+			lay.kept = append(lay.kept, j < len(rs) && !seen[r])
+		}
+		seen[r] = true
+	}
+	lay.capacity = g.bucketLen(longest, cacheBucket)
+	return lay
+}
+
+// stepArgs collects a step's own inputs (all but the sources' tensors), in the step graph's
+// order. The inputs are written straight into tensors of the backend: on one that shares host
+// memory (the Go one) the graph then reads them without a copy. Every input is made even after
+// an error, so that the errors are reported together.
+type stepArgs struct {
+	g    *graphNet
+	args []any
+	errs []error
+}
+
+// add makes an input of the given dtype and shape, filled by fill (given the flat data).
+func (a *stepArgs) add(dtype dtypes.DType, fill func(flat any), dims ...int) {
+	t, err := tensors.FromShapeForBackend(a.g.backend, 0, shapes.Make(dtype, dims...))
+	if err == nil {
+		err = t.MutableFlatData(fill)
+	}
+	a.args = append(a.args, t)
+	a.errs = append(a.errs, err)
+}
+
+// tokens adds the per-row inputs: the fed token, its target position, each source's aspect, the
+// self-attention bias over the cached tokens and the copy bonuses (over sb source positions).
+func (a *stepArgs) tokens(lay stepRows, states []*DecState, tokens []int32, bonus [][]float32, sb int) {
+	h, b, capacity := a.g.h, len(lay.rowState), lay.capacity
+	ints := func(value func(st *DecState, i int) int32) func(flat any) {
+		return func(flat any) {
+			for r, i := range lay.rowState {
+				flat.([]int32)[r] = value(states[i], i)
+			}
+		}
+	}
+	a.add(dtypes.Int32, ints(func(_ *DecState, i int) int32 { return tokens[i] }), b)
+	a.add(dtypes.Int32, ints(func(st *DecState, _ int) int32 { return int32(min(st.pos, h.lastTrainedTgtPos())) }), b)
+	a.add(dtypes.Int32, func(flat any) {
+		for k, r := range lay.srcRows {
+			flat.([]int32)[k] = max(states[lay.bySource[r][0]].Src.Aspect, 0)
+		}
+	}, len(lay.srcRows))
+	a.add(dtypes.Float32, func(flat any) {
+		for r, i := range lay.rowState {
+			row := flat.([]float32)[r*capacity : (r+1)*capacity]
+			clear(row)
+			for j := states[i].pos; j < capacity; j++ {
+				row[j] = maskBias
+			}
+		}
+	}, b, capacity)
+	a.add(dtypes.Float32, func(flat any) {
+		for r, i := range lay.rowState {
+			row := flat.([]float32)[r*sb : (r+1)*sb]
+			clear(row[copy(row, bonus[i]):])
+		}
+	}, b, sb)
+}
+
+// cache adds the self-attention cache, keys then values per decoder layer, each row's copied in;
+// a row of a smaller cache (or none) is cleared first (the backend's buffers are reused: masked
+// slots must still hold finite values).
+func (a *stepArgs) cache(lay stepRows, states []*DecState) {
+	h := a.g.h
+	heads, hd, capacity, b := h.Heads, h.headDim(), lay.capacity, len(lay.rowState)
+	per := heads * hd * capacity
+	for l := range h.DecoderLayers {
+		for _, keys := range []bool{true, false} {
+			fill := func(flat any) {
+				dst := flat.([]float32)
+				for r, i := range lay.rowState {
+					row := dst[r*per : (r+1)*per]
+					c := states[i].cache
+					if c == nil || c.capacity != capacity {
+						clear(row)
+					}
+					if c != nil {
+						c.copyLayer(row, l, keys, capacity, states[i].pos)
+					}
+				}
+			}
+			dims := []int{b, heads, capacity, hd}
+			if keys {
+				dims = []int{b, heads, hd, capacity}
+			}
+			a.add(dtypes.Float32, fill, dims...)
+		}
+	}
+}
+
+// keepStep reads the step's results into the kept rows' states: the distribution into probs
+// (placed at the token ids) and the fed token's keys and values into the state's own cache.
+func (g *graphNet) keepStep(res []*tensors.Tensor, lay stepRows, states []*DecState, probs [][]float32) {
+	h := g.h
+	heads, hd, nl, b := h.Heads, h.headDim(), h.DecoderLayers, len(lay.rowState)
 	newKV := make([][][][]float32, 2*nl) // [layer·2][row][head][dh]
 	for l, t := range res[2:] {
 		newKV[l] = t.Value().([][][]float32)
@@ -633,15 +675,15 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 	tensors.MustConstFlatData(res[0], func(gen []float32) {
 		tensors.MustConstFlatData(res[1], func(src []float32) {
 			g, s := len(gen)/b, len(src)/b
-			for r, i := range rowState {
-				if kept[r] {
+			for r, i := range lay.rowState {
+				if lay.kept[r] {
 					placeTokens(probs[i], gen[r*g:(r+1)*g], src[r*s:(r+1)*s], genIDs, states[i].Src)
 				}
 			}
 		})
 	})
-	for r, i := range rowState {
-		if !kept[r] {
+	for r, i := range lay.rowState {
+		if !lay.kept[r] {
 			continue
 		}
 		st := states[i]
@@ -650,7 +692,6 @@ func (g *graphNet) stepGroup(batch *sourceBatch, states []*DecState, tokens []in
 			st.cache.write(l, st.pos, newKV[2*l][r], newKV[2*l+1][r])
 		}
 	}
-	return nil
 }
 
 // placeTokens writes into out (the vocabulary) the distribution over src's extended vocabulary

@@ -279,6 +279,33 @@ func prepareLexical(store *gomlxmodel.Store, hp *Hyperparams, tc config.Tracker,
 	return rescorer, nil
 }
 
+// prepareRun returns the run's data (opts.Data, or read from dataDir) and hyperparameters, with
+// outDir checked to hold nothing of another run (settings, or a fold's rows).
+func prepareRun(cfg *config.Config, dataDir, outDir string, opts TrainOptions, log io.Writer) (*Data, *Hyperparams, error) {
+	tc := cfg.Tracker
+	data := opts.Data
+	if data == nil {
+		var err error
+		if data, err = ReadData(dataDir, tc.MaxLen-1); err != nil {
+			return nil, nil, err
+		}
+	}
+	codes, names := make([]string, len(data.Aspects)), make([]string, len(data.Aspects))
+	for i, a := range data.Aspects {
+		codes[i], names[i] = a.Code, a.Name
+	}
+	hp := NewHyperparams(tc, data.Tokenizer.VocabSize(), data.Manifest.AspectSet, codes, names)
+	if err := prepareCheckpointDir(outDir, hp, dataDir, cfg, opts.AllowChangedConfig, log); err != nil {
+		return nil, nil, checkpointErr(err)
+	}
+	// A cross-validation fold (opts.Data) must prove its rows: a finished checkpoint of a plain
+	// train there would otherwise be taken for the fold (issue 22 defect 9).
+	if err := training.CheckRows(outDir, data.Rows(), opts.Data != nil); err != nil {
+		return nil, nil, checkpointErr(err)
+	}
+	return data, hp, nil
+}
+
 // train is Train without the manifest.
 func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
 	log := opts.Log
@@ -297,24 +324,9 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		return nil, nil, err
 	}
 	fmt.Fprintf(log, "tracker: backend %s\n", backendName)
-	data := opts.Data
-	if data == nil {
-		if data, err = ReadData(dataDir, tc.MaxLen-1); err != nil {
-			return nil, nil, err
-		}
-	}
-	codes, names := make([]string, len(data.Aspects)), make([]string, len(data.Aspects))
-	for i, a := range data.Aspects {
-		codes[i], names[i] = a.Code, a.Name
-	}
-	hp := NewHyperparams(tc, data.Tokenizer.VocabSize(), data.Manifest.AspectSet, codes, names)
-	if err := prepareCheckpointDir(outDir, hp, dataDir, cfg, opts.AllowChangedConfig, log); err != nil {
-		return nil, nil, checkpointErr(err)
-	}
-	// A cross-validation fold (opts.Data) must prove its rows: a finished checkpoint of a plain
-	// train there would otherwise be taken for the fold (issue 22 defect 9).
-	if err := training.CheckRows(outDir, data.Rows(), opts.Data != nil); err != nil {
-		return nil, nil, checkpointErr(err)
+	data, hp, err := prepareRun(cfg, dataDir, outDir, opts, log)
+	if err != nil {
+		return nil, nil, err
 	}
 	if hp.Architecture == ArchLexicalContext {
 		return trainLexical(hp, tc, cfg.Seed, data, outDir, log)

@@ -136,56 +136,119 @@ func localFlat(v *gomlxmodel.Variable) ([]float32, error) {
 // apply runs one optimizer step: the gradient of variable i is Σ_k coefs[k] · sets[k*nv+i], with
 // nv = len(vars).
 func (h *hostAdamW) apply(vars []*gomlxmodel.Variable, lr float64, coefs []float32, sets []*tensors.Tensor) error {
+	d, err := h.flats(vars, coefs, sets)
+	if err != nil {
+		return err
+	}
+	scale := h.clipScale(d)
+
+	// Pass 2: combine, clip and apply AdamW (the constants as adamW computes them).
+	loop := h.o.Loop
+	stepT, err := h.step.Value()
+	if err != nil {
+		return err
+	}
+	t := tensors.ToScalar[float32](stepT) + 1
+	b1, b2 := float32(loop.Beta1), float32(loop.Beta2)
+	lr32 := float32(lr)
+	corr1 := 1 - float32(math.Pow(float64(b1), float64(t)))
+	corr2 := 1 - float32(math.Pow(float64(b2), float64(t)))
+	sqrtCorr2 := float32(math.Sqrt(float64(corr2)))
+	stepSize := lr32 * sqrtCorr2 / corr1
+	shrink := 1 - lr32*float32(loop.WeightDecay)
+	eps := sqrtCorr2 * float32(loop.Epsilon)
+	oneMinusB1, oneMinusB2 := float32(1-loop.Beta1), float32(1-loop.Beta2)
+	h.run(func(part int) {
+		buf := make([]float32, 0, 4096)
+		for i, v := range vars {
+			wShrink := float32(1)
+			if loop.WeightDecay > 0 && v.Shape().Rank() >= 2 {
+				wShrink = shrink
+			}
+			lo, hi := h.part(len(d.w[i]), part)
+			for ; lo < hi; lo += cap(buf) {
+				end := min(hi, lo+cap(buf))
+				c := combine(buf, d.g, d.coefs, d.nv, i, lo, end, scale)
+				wi, mi, si := d.w[i][lo:end], d.m[i][lo:end], d.s[i][lo:end]
+				if !adamSIMD(c, wi, mi, si, b1, b2, oneMinusB1, oneMinusB2, wShrink, eps, stepSize) {
+					adamScalar(c, wi, mi, si, b1, b2, oneMinusB1, oneMinusB2, wShrink, eps, stepSize)
+				}
+			}
+		}
+	})
+	return h.step.SetValue(tensors.FromValue(t))
+}
+
+// adamData is one step's host view of the float32 data: the variables w, the moments m and s,
+// the shards' gradients g (shard k's of variable i at k*nv+i) and their coefficients.
+type adamData struct {
+	w, m, s, g [][]float32
+	coefs      []float32
+	nv         int
+}
+
+// flats reads the data of one step (adamData), checking that every variable has one gradient
+// per shard, of its size.
+func (h *hostAdamW) flats(vars []*gomlxmodel.Variable, coefs []float32, sets []*tensors.Tensor) (*adamData, error) {
 	nv := len(vars)
 	k := len(coefs)
 	if len(sets) != k*nv {
-		return fmt.Errorf("training: %d gradients for %d variables x %d shards", len(sets), nv, k)
+		return nil, fmt.Errorf("training: %d gradients for %d variables x %d shards", len(sets), nv, k)
 	}
-	w := make([][]float32, nv)
-	m := make([][]float32, nv)
-	s := make([][]float32, nv)
-	g := make([][]float32, len(sets))
+	d := &adamData{
+		w: make([][]float32, nv), m: make([][]float32, nv), s: make([][]float32, nv),
+		g: make([][]float32, len(sets)), coefs: coefs, nv: nv,
+	}
 	for i, v := range vars {
 		var err error
-		if w[i], err = h.sharedFlat(v); err != nil {
-			return fmt.Errorf("training: variable %s: %w", v.Path(), err)
+		if d.w[i], err = h.sharedFlat(v); err != nil {
+			return nil, fmt.Errorf("training: variable %s: %w", v.Path(), err)
 		}
-		if m[i], err = localFlat(h.m[i]); err != nil {
-			return fmt.Errorf("training: optimizer state of %s: %w", v.Path(), err)
+		if d.m[i], err = localFlat(h.m[i]); err != nil {
+			return nil, fmt.Errorf("training: optimizer state of %s: %w", v.Path(), err)
 		}
-		if s[i], err = localFlat(h.v[i]); err != nil {
-			return fmt.Errorf("training: optimizer state of %s: %w", v.Path(), err)
+		if d.s[i], err = localFlat(h.v[i]); err != nil {
+			return nil, fmt.Errorf("training: optimizer state of %s: %w", v.Path(), err)
 		}
 	}
 	for j, t := range sets {
-		if err := t.ConstFlatData(func(f any) { g[j] = f.([]float32) }); err != nil {
-			return fmt.Errorf("training: gradient: %w", err)
+		if err := t.ConstFlatData(func(f any) { d.g[j] = f.([]float32) }); err != nil {
+			return nil, fmt.Errorf("training: gradient: %w", err)
 		}
-		if len(g[j]) != len(w[j%nv]) {
-			return fmt.Errorf("training: gradient of %s has %d values, want %d", vars[j%nv].Path(), len(g[j]), len(w[j%nv]))
+		if len(d.g[j]) != len(d.w[j%nv]) {
+			return nil, fmt.Errorf("training: gradient of %s has %d values, want %d", vars[j%nv].Path(), len(d.g[j]), len(d.w[j%nv]))
 		}
 	}
+	return d, nil
+}
 
-	// Each worker takes the same slice of every variable, so the work is even whatever the sizes.
-	parts := func(n, part int) (int, int) { return n * part / h.workers, n * (part + 1) / h.workers }
-	run := func(fn func(part int)) {
-		var wg sync.WaitGroup
-		for p := 1; p < h.workers; p++ {
-			wg.Go(func() { fn(p) })
-		}
-		fn(0)
-		wg.Wait()
+// part is the slice [lo, hi) of n values that worker part takes: each worker takes the same
+// slice of every variable, so the work is even whatever the sizes.
+func (h *hostAdamW) part(n, part int) (int, int) {
+	return n * part / h.workers, n * (part + 1) / h.workers
+}
+
+// run calls fn for every worker's part, concurrently, and waits for them.
+func (h *hostAdamW) run(fn func(part int)) {
+	var wg sync.WaitGroup
+	for p := 1; p < h.workers; p++ {
+		wg.Go(func() { fn(p) })
 	}
+	fn(0)
+	wg.Wait()
+}
 
-	// Pass 1: the squared global norm of the combined gradient.
+// clipScale is pass 1 of a step: the factor clipping the combined gradient to the loop's
+// ClipNorm (1 without one), from its squared global norm summed per worker part, then in order.
+func (h *hostAdamW) clipScale(d *adamData) float32 {
 	sums := make([]float64, h.workers)
-	run(func(part int) {
+	h.run(func(part int) {
 		var sum float64
 		buf := make([]float32, 0, 4096)
-		for i := range nv {
-			lo, hi := parts(len(w[i]), part)
+		for i := range d.nv {
+			lo, hi := h.part(len(d.w[i]), part)
 			for ; lo < hi; lo += cap(buf) {
-				c := combine(buf, g, coefs, nv, i, lo, min(hi, lo+cap(buf)), 1)
+				c := combine(buf, d.g, d.coefs, d.nv, i, lo, min(hi, lo+cap(buf)), 1)
 				part32, ok := sumSquaresSIMD(c)
 				if !ok {
 					for _, x := range c {
@@ -203,45 +266,10 @@ func (h *hostAdamW) apply(vars []*gomlxmodel.Variable, lr float64, coefs []float
 	}
 	norm := float32(math.Sqrt(sum))
 	scale := float32(1)
-	loop := h.o.Loop
-	if loop.ClipNorm > 0 {
+	if loop := h.o.Loop; loop.ClipNorm > 0 {
 		scale = min(1, float32(loop.ClipNorm)/(norm+1e-6))
 	}
-
-	// Pass 2: combine, clip and apply AdamW (the constants as adamW computes them).
-	stepT, err := h.step.Value()
-	if err != nil {
-		return err
-	}
-	t := tensors.ToScalar[float32](stepT) + 1
-	b1, b2 := float32(loop.Beta1), float32(loop.Beta2)
-	lr32 := float32(lr)
-	corr1 := 1 - float32(math.Pow(float64(b1), float64(t)))
-	corr2 := 1 - float32(math.Pow(float64(b2), float64(t)))
-	sqrtCorr2 := float32(math.Sqrt(float64(corr2)))
-	stepSize := lr32 * sqrtCorr2 / corr1
-	shrink := 1 - lr32*float32(loop.WeightDecay)
-	eps := sqrtCorr2 * float32(loop.Epsilon)
-	oneMinusB1, oneMinusB2 := float32(1-loop.Beta1), float32(1-loop.Beta2)
-	run(func(part int) {
-		buf := make([]float32, 0, 4096)
-		for i, v := range vars {
-			wShrink := float32(1)
-			if loop.WeightDecay > 0 && v.Shape().Rank() >= 2 {
-				wShrink = shrink
-			}
-			lo, hi := parts(len(w[i]), part)
-			for ; lo < hi; lo += cap(buf) {
-				end := min(hi, lo+cap(buf))
-				c := combine(buf, g, coefs, nv, i, lo, end, scale)
-				wi, mi, si := w[i][lo:end], m[i][lo:end], s[i][lo:end]
-				if !adamSIMD(c, wi, mi, si, b1, b2, oneMinusB1, oneMinusB2, wShrink, eps, stepSize) {
-					adamScalar(c, wi, mi, si, b1, b2, oneMinusB1, oneMinusB2, wShrink, eps, stepSize)
-				}
-			}
-		}
-	})
-	return h.step.SetValue(tensors.FromValue(t))
+	return scale
 }
 
 // adamScalar is the AdamW step of one chunk: c the clipped combined gradient, w the variable, m

@@ -266,120 +266,168 @@ func (s *shardedStepper) applyGraph(root *gomlxmodel.Scope, inputs []*graph.Node
 // backend's generator fills byte by byte and every shard drew the full batch's masks, ~10% of a
 // tracker step.
 func (s *shardedStepper) step(group []Batch, lr float64) (float64, error) {
-	type result struct {
-		outs []*tensors.Tensor
-		err  error
-	}
-	var coefs []float32
-	var sets []any
-	var lossSum float64
-	var owned []*tensors.Tensor // outputs and masks to release after the update
+	acc := &stepAcc{}
 	defer func() {
-		for _, t := range owned {
+		for _, t := range acc.owned {
 			_ = t.FinalizeAll()
 		}
 	}()
+	var lossSum float64
 	for _, b := range group {
-		shards, err := s.o.Split(b, s.o.Shards)
+		loss, err := s.microStep(b, len(group), acc)
 		if err != nil {
 			return 0, err
-		}
-		if len(shards) == 0 {
-			return 0, fmt.Errorf("training: Split returned no shard")
-		}
-		var total float64
-		for i := range shards {
-			if shards[i].Weight <= 0 {
-				shards[i].Weight = float64(shards[i].Examples)
-			}
-			total += shards[i].Weight
-		}
-		s.dataInputs = len(shards[0].Inputs)
-		results := make([]result, len(shards))
-		args := make([][]any, len(shards))
-		keys := make([]string, len(shards))     // the shard graphs' input shapes, masks included
-		baseKeys := make([]string, len(shards)) // without masks: what the dropouts are recorded by
-		placeholder := make([]uint8, b.Examples)
-		offset := 0
-		for i, sh := range shards {
-			if len(sh.Inputs) != s.dataInputs {
-				return 0, fmt.Errorf("training: shard %d has %d inputs, shard 0 has %d", i, len(sh.Inputs), s.dataInputs)
-			}
-			args[i] = append([]any{int32(offset), placeholder}, sh.Inputs...)
-			offset += sh.Examples
-			baseKeys[i] = shapeKey(args[i])
-		}
-		if offset != b.Examples {
-			return 0, fmt.Errorf("training: Split returned shards of %d examples in all, the batch has %d", offset, b.Examples)
-		}
-		newState, hostMasks, err := s.hostMasks(shards, baseKeys, args)
-		if err != nil {
-			return 0, err
-		}
-		compiled := true
-		for i := range shards {
-			keys[i] = shapeKey(args[i])
-			compiled = compiled && s.seen[keys[i]]
-			for _, m := range args[i][2+s.dataInputs:] {
-				owned = append(owned, m.(*tensors.Tensor))
-			}
-		}
-		run := func(i int) {
-			results[i].outs, results[i].err = s.gradExec.Call(args[i]...)
-		}
-		if s.concurrent && compiled {
-			var wg sync.WaitGroup
-			for i := 1; i < len(shards); i++ {
-				wg.Go(func() { run(i) })
-			}
-			run(0)
-			wg.Wait()
-		} else {
-			// New shapes build graphs (and maybe variables) in the store: one at a time.
-			for i := range shards {
-				s.lastDraws = nil
-				run(i)
-				s.seen[keys[i]] = true
-				if !hostMasks && s.lastDraws != nil && results[i].err == nil {
-					s.draws[baseKeys[i]] = s.lastDraws
-				}
-			}
-		}
-		var loss float64
-		for i, r := range results {
-			if r.err != nil {
-				return 0, r.err
-			}
-			c := shards[i].Weight / total
-			loss += c * float64(tensors.ToScalar[float32](r.outs[0]))
-			coefs = append(coefs, float32(c/float64(len(group))))
-			for _, t := range r.outs[2:] {
-				sets = append(sets, t)
-			}
-			owned = append(owned, r.outs[0])
-			owned = append(owned, r.outs[2:]...)
-			if i > 0 || hostMasks {
-				owned = append(owned, r.outs[1])
-			}
-		}
-		// Every shard made the same draws: advance the store's RNG as the unsharded step would,
-		// before the next micro-batch.
-		state := results[0].outs[1]
-		if hostMasks {
-			state = tensors.FromFlatDataAndDimensions(newState[:], 3)
-		}
-		if err := s.o.Store.GetVariable(rngPath).SetValue(state); err != nil {
-			return 0, fmt.Errorf("training: RNG state: %w", err)
-		}
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return 0, fmt.Errorf("loss is %v (lower the learning rate?)", loss)
 		}
 		lossSum += loss
 	}
-	if err := s.apply(lr, coefs, sets); err != nil {
+	if err := s.apply(lr, acc.coefs, acc.sets); err != nil {
 		return 0, err
 	}
 	return lossSum / float64(len(group)), nil
+}
+
+// stepAcc gathers what a step's micro-batches leave for the update: each shard's gradient
+// coefficient and its gradients, and the tensors (outputs and masks) to release after it.
+type stepAcc struct {
+	coefs []float32
+	sets  []any
+	owned []*tensors.Tensor
+}
+
+// shardResult is one shard's gradient call: the loss, the RNG state after its draws, then the
+// gradients.
+type shardResult struct {
+	outs []*tensors.Tensor
+	err  error
+}
+
+// microStep runs the gradient graphs of one micro-batch's shards (one of groupLen), adds their
+// coefficients and gradients to acc, advances the store's RNG and returns the batch's loss.
+func (s *shardedStepper) microStep(b Batch, groupLen int, acc *stepAcc) (float64, error) {
+	shards, total, err := s.split(b)
+	if err != nil {
+		return 0, err
+	}
+	args, baseKeys, err := s.shardArgs(b, shards)
+	if err != nil {
+		return 0, err
+	}
+	newState, hostMasks, err := s.hostMasks(shards, baseKeys, args)
+	if err != nil {
+		return 0, err
+	}
+	results := s.runShards(args, baseKeys, hostMasks, acc)
+	var loss float64
+	for i, r := range results {
+		if r.err != nil {
+			return 0, r.err
+		}
+		c := shards[i].Weight / total
+		loss += c * float64(tensors.ToScalar[float32](r.outs[0]))
+		acc.coefs = append(acc.coefs, float32(c/float64(groupLen)))
+		for _, t := range r.outs[2:] {
+			acc.sets = append(acc.sets, t)
+		}
+		acc.owned = append(acc.owned, r.outs[0])
+		acc.owned = append(acc.owned, r.outs[2:]...)
+		if i > 0 || hostMasks {
+			acc.owned = append(acc.owned, r.outs[1])
+		}
+	}
+	// Every shard made the same draws: advance the store's RNG as the unsharded step would,
+	// before the next micro-batch.
+	state := results[0].outs[1]
+	if hostMasks {
+		state = tensors.FromFlatDataAndDimensions(newState[:], 3)
+	}
+	if err := s.o.Store.GetVariable(rngPath).SetValue(state); err != nil {
+		return 0, fmt.Errorf("training: RNG state: %w", err)
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return 0, fmt.Errorf("loss is %v (lower the learning rate?)", loss)
+	}
+	return loss, nil
+}
+
+// split splits b into its shards, giving a shard without a weight its number of examples, and
+// returns them with their total weight (the loss and the gradients are the weighted mean).
+func (s *shardedStepper) split(b Batch) ([]Batch, float64, error) {
+	shards, err := s.o.Split(b, s.o.Shards)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(shards) == 0 {
+		return nil, 0, fmt.Errorf("training: Split returned no shard")
+	}
+	var total float64
+	for i := range shards {
+		if shards[i].Weight <= 0 {
+			shards[i].Weight = float64(shards[i].Examples)
+		}
+		total += shards[i].Weight
+	}
+	return shards, total, nil
+}
+
+// shardArgs returns each shard's arguments to the gradient graph (its offset in b, a placeholder
+// of b's size, its inputs; the masks come after, from hostMasks) and their shape keys without
+// masks, which the dropouts' draws are recorded by; it checks that the shards cover b.
+func (s *shardedStepper) shardArgs(b Batch, shards []Batch) (args [][]any, baseKeys []string, err error) {
+	s.dataInputs = len(shards[0].Inputs)
+	args = make([][]any, len(shards))
+	baseKeys = make([]string, len(shards))
+	placeholder := make([]uint8, b.Examples)
+	offset := 0
+	for i, sh := range shards {
+		if len(sh.Inputs) != s.dataInputs {
+			return nil, nil, fmt.Errorf("training: shard %d has %d inputs, shard 0 has %d", i, len(sh.Inputs), s.dataInputs)
+		}
+		args[i] = append([]any{int32(offset), placeholder}, sh.Inputs...)
+		offset += sh.Examples
+		baseKeys[i] = shapeKey(args[i])
+	}
+	if offset != b.Examples {
+		return nil, nil, fmt.Errorf("training: Split returned shards of %d examples in all, the batch has %d", offset, b.Examples)
+	}
+	return args, baseKeys, nil
+}
+
+// runShards calls the gradient graph on each shard's args, concurrently once every shard's shapes
+// have been compiled; the first call of new shapes builds a graph, and records its dropouts' draws
+// unless hostMasks (the masks were made on the host). The masks go to acc.owned.
+func (s *shardedStepper) runShards(args [][]any, baseKeys []string, hostMasks bool, acc *stepAcc) []shardResult {
+	results := make([]shardResult, len(args))
+	keys := make([]string, len(args)) // the shard graphs' input shapes, masks included
+	compiled := true
+	for i := range args {
+		keys[i] = shapeKey(args[i])
+		compiled = compiled && s.seen[keys[i]]
+		for _, m := range args[i][2+s.dataInputs:] {
+			acc.owned = append(acc.owned, m.(*tensors.Tensor))
+		}
+	}
+	run := func(i int) {
+		results[i].outs, results[i].err = s.gradExec.Call(args[i]...)
+	}
+	if s.concurrent && compiled {
+		var wg sync.WaitGroup
+		for i := 1; i < len(args); i++ {
+			wg.Go(func() { run(i) })
+		}
+		run(0)
+		wg.Wait()
+		return results
+	}
+	// New shapes build graphs (and maybe variables) in the store: one at a time.
+	for i := range args {
+		s.lastDraws = nil
+		run(i)
+		s.seen[keys[i]] = true
+		if !hostMasks && s.lastDraws != nil && results[i].err == nil {
+			s.draws[baseKeys[i]] = s.lastDraws
+		}
+	}
+	return results
 }
 
 // hostMasks appends to each shard's args the keep masks of its dropouts, made on the host from the

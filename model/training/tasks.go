@@ -13,7 +13,7 @@ import (
 
 // A Task is a model that tracksum-train can train (--task Name). Each model package registers its
 // task in an init function and cmd/train links it in with a blank import, so that adding a model
-// needs no edit to the command (package model/train).
+// needs no edit to the command (package train).
 type Task struct {
 	// Name is the --task value, e.g. "tracker".
 	Name string

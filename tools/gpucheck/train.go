@@ -84,12 +84,6 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	if err := os.RemoveAll(ck); err != nil {
 		return err
 	}
-	loop := func(l *config.TrainLoop) {
-		l.MaxSteps, l.EvalEvery, l.BatchSize, l.GradAccumulation = steps, steps, batch, 1
-		l.WarmupSteps, l.LearningRate, l.Patience = 0, 1e-4, 0
-		// A train row per step: the steady speed is their median (steadySpeed).
-		l.LogEvery = 1
-	}
 	// The batches our steps train on, as the reference steps read them (peft_check.py train
 	// --batches): equal batches are the only like-for-like loss and speed comparison.
 	batchFile := filepath.Join(out, task+"-batches.jsonl")
@@ -115,37 +109,14 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	in.Precision, in.Checkpointing = envSettings(task, backend)
 	// train.quantization as the environment sets it (the script's nf4 runs): the plan's NF4 base.
 	in.Quantization = strings.ToLower(os.Getenv(config.EnvPrefix + "_" + strings.ToUpper(task) + "_TRAIN_QUANTIZATION"))
-	if task == "tracker" {
-		cfg.Tracker.Pretrained, cfg.Tracker.Head, cfg.Tracker.MaxSeqLen = snap, config.HeadGenerative, seq
-		// Positives repeated, not weighted: every example's weight is 1, so that the loss is
-		// transformers' mean over the answer tokens and the reference's first loss equals ours.
-		cfg.Tracker.Imbalance = "oversample"
-		loop(&cfg.Tracker.Train)
-		in.AnswerTokens, in.Quantization = min(8, seq), cfg.Tracker.Train.Quantization
-		err = pretrained.TrainTracker(ctx, cfg, req)
-	} else {
-		cfg.Summarizer.Pretrained, cfg.Summarizer.MaxSeqLen = snap, seq
-		cfg.Summarizer.DevDecodeLimit, cfg.Summarizer.BeamSize = 1, 1
-		loop(&cfg.Summarizer.Train)
-		in.AnswerTokens, in.Quantization = min(256, seq), cfg.Summarizer.Train.Quantization
-		err = pretrained.TrainSummarizer(ctx, cfg, req)
-	}
+	err = trainTask(ctx, cfg, req, &in, task, snap, steps, batch, seq)
 	res := map[string]any{"step": "train", "task": task, "snapshot": filepath.Base(snap), "steps": steps, "batch": batch, "max_seq_len": seq,
 		"wall_seconds": time.Since(start).Seconds()}
 	if docWords > 0 {
 		res["doc_words"], res["full_context"] = docWords, cfg.Summarizer.FullContext
 	}
 	res["backend"], res["precision"], res["gradient_checkpointing"] = backend, in.Precision, in.Checkpointing
-	// The attention the run's graph took (train.attention resolved on this backend; packed rows
-	// are decomposed), so that the plan beside the measured peak models the same graph.
-	lp := cfg.Summarizer.Train
-	if task == "tracker" {
-		lp = cfg.Tracker.Train
-	}
-	in.Attention = plan.Eager
-	if fused, _ := config.ResolveAttention(lp.Attention, in.Precision, backend); fused && !lp.Packing {
-		in.Attention = plan.Flash
-	}
+	in.Attention = runAttention(cfg, task, in.Precision, backend)
 	res["attention"] = in.Attention
 	// TRACKSUM_<TASK>_TRAIN_QUANTIZATION=nf4 (gpu-check.sh's "nf4" runs): a QLoRA base.
 	res["quantization"] = in.Quantization
@@ -171,6 +142,46 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	planFigures(res, snap, in, seq, peakTFLOPS)
 	res["ok"] = true
 	return emit(os.Stdout, res)
+}
+
+// trainTask trains task for the check: in cfg the snapshot, the sequence length and a loop of
+// steps steps of batch examples, and in in the answer length and the quantization the run's
+// plan models. Kept apart from train, which measures around it.
+func trainTask(ctx context.Context, cfg *config.Config, req training.Request, in *plan.Inputs, task, snap string, steps, batch, seq int) error {
+	loop := func(l *config.TrainLoop) {
+		l.MaxSteps, l.EvalEvery, l.BatchSize, l.GradAccumulation = steps, steps, batch, 1
+		l.WarmupSteps, l.LearningRate, l.Patience = 0, 1e-4, 0
+		// A train row per step: the steady speed is their median (steadySpeed).
+		l.LogEvery = 1
+	}
+	if task == "tracker" {
+		cfg.Tracker.Pretrained, cfg.Tracker.Head, cfg.Tracker.MaxSeqLen = snap, config.HeadGenerative, seq
+		// Positives repeated, not weighted: every example's weight is 1, so that the loss is
+		// transformers' mean over the answer tokens and the reference's first loss equals ours.
+		cfg.Tracker.Imbalance = "oversample"
+		loop(&cfg.Tracker.Train)
+		in.AnswerTokens, in.Quantization = min(8, seq), cfg.Tracker.Train.Quantization
+		return pretrained.TrainTracker(ctx, cfg, req)
+	}
+	cfg.Summarizer.Pretrained, cfg.Summarizer.MaxSeqLen = snap, seq
+	cfg.Summarizer.DevDecodeLimit, cfg.Summarizer.BeamSize = 1, 1
+	loop(&cfg.Summarizer.Train)
+	in.AnswerTokens, in.Quantization = min(256, seq), cfg.Summarizer.Train.Quantization
+	return pretrained.TrainSummarizer(ctx, cfg, req)
+}
+
+// runAttention is the attention the run's graph took (train.attention resolved on this backend
+// at this precision; packed rows are decomposed), so that the plan beside the measured peak
+// models the same graph.
+func runAttention(cfg *config.Config, task, precision, backend string) string {
+	lp := cfg.Summarizer.Train
+	if task == "tracker" {
+		lp = cfg.Tracker.Train
+	}
+	if fused, _ := config.ResolveAttention(lp.Attention, precision, backend); fused && !lp.Packing {
+		return plan.Flash
+	}
+	return plan.Eager
 }
 
 // prepareSample prepares the synthetic sample of samples abstracts under out (reused when a run
