@@ -21,16 +21,12 @@
 package ete
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -120,7 +116,6 @@ func Config(cfg *config.Config) (*config.Config, error) {
 // included: "Unknown. [CITE]") and writes the checkpoint outDir (variant.TrainEndToEnd); an
 // interrupted run resumes. It returns the loaded model and the summarizer's training report.
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *summarizer.Report, error) {
-	log := cmp.Or[io.Writer](opts.Log, os.Stderr)
 	c, err := Config(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -129,16 +124,8 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err != nil {
 		return nil, nil, err
 	}
-	rep, err := variant.TrainEndToEnd(ctx, variant.Run{Data: dataDir, Out: outDir, Log: log}, variant.Part[*summarizer.Report]{
-		Announce: fmt.Sprintf("%d train / %d dev instances (abstract with sentence indices -> summary %s indices)", len(data.Train), len(data.Dev), Marker),
-		Train: func(ctx context.Context, dir string) (checkpoint.Identity, *summarizer.Report, error) {
-			sm, rep, err := summarizer.Train(ctx, c, dataDir, dir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
-				AllowChangedConfig: opts.AllowChangedConfig, Data: data, Part: true})
-			if err != nil {
-				return checkpoint.Identity{}, nil, err
-			}
-			return sm.Identity(), rep, nil
-		}})
+	rep, err := variant.TrainEndToEnd(ctx, variant.Run{Data: dataDir, Out: outDir, Log: opts.Log}, variant.SummarizerPart(c, dataDir, data, opts,
+		fmt.Sprintf("%d train / %d dev instances (abstract with sentence indices -> summary %s indices)", len(data.Train), len(data.Dev), Marker)))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -26,10 +26,8 @@
 package stt
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -135,7 +133,6 @@ func Config(cfg *config.Config) (*config.Config, error) {
 // outDir/summarizer, then the pair tracker into outDir/tracker (variant.TrainSumThenTrack). An
 // interrupted run resumes.
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
-	log := cmp.Or[io.Writer](opts.Log, os.Stderr)
 	c, err := Config(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -148,21 +145,13 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err != nil {
 		return nil, nil, err
 	}
-	rep, err := variant.TrainSumThenTrack(ctx, variant.Run{Data: dataDir, Out: outDir, Log: log},
-		variant.Part[*summarizer.Report]{
-			Announce: fmt.Sprintf("summarizer of the whole abstract: %d train / %d dev instances", len(sdata.Train), len(sdata.Dev)),
-			Train: func(ctx context.Context, dir string) (checkpoint.Identity, *summarizer.Report, error) {
-				sm, rep, err := summarizer.Train(ctx, c, dataDir, dir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
-					AllowChangedConfig: opts.AllowChangedConfig, Data: sdata, Part: true})
-				if err != nil {
-					return checkpoint.Identity{}, nil, err
-				}
-				return sm.Identity(), rep, nil
-			}},
+	rep, err := variant.TrainSumThenTrack(ctx, variant.Run{Data: dataDir, Out: outDir, Log: opts.Log},
+		variant.SummarizerPart(c, dataDir, sdata, opts,
+			fmt.Sprintf("summarizer of the whole abstract: %d train / %d dev instances", len(sdata.Train), len(sdata.Dev))),
 		variant.Part[*tracker.Report]{
 			Announce: fmt.Sprintf("tracker of (sentence, summary) pairs: %d train / %d dev pairs", len(tdata.Train.Examples), len(tdata.Dev.Examples)),
 			Train: func(ctx context.Context, dir string) (checkpoint.Identity, *tracker.Report, error) {
-				tm, rep, err := tracker.Train(ctx, c, dataDir, dir, tracker.TrainOptions{Log: log, AfterStep: opts.AfterStep,
+				tm, rep, err := tracker.Train(ctx, c, dataDir, dir, tracker.TrainOptions{Log: opts.Log, AfterStep: opts.AfterStep,
 					AllowChangedConfig: opts.AllowChangedConfig, Data: tdata, Part: true})
 				if err != nil {
 					return checkpoint.Identity{}, nil, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -149,6 +150,19 @@ func (r Run) begin(v string) (Meta, error) {
 		return Meta{}, err
 	}
 	return Meta{Variant: v, AspectSet: man.AspectSet, Pretrained: r.Pretrained}, nil
+}
+
+// SummarizerPart is the from-scratch summarizer (model/summarizer), trained on data with the
+// settings cfg as a variant's model: SUM-THEN-TRACK's summarizer part, END-TO-END's one model.
+func SummarizerPart(cfg *config.Config, dataDir string, data *summarizer.Data, opts Options, announce string) Part[*summarizer.Report] {
+	return Part[*summarizer.Report]{Announce: announce, Train: func(ctx context.Context, dir string) (checkpoint.Identity, *summarizer.Report, error) {
+		sm, rep, err := summarizer.Train(ctx, cfg, dataDir, dir, summarizer.TrainOptions{Log: opts.Log, AfterStep: opts.AfterStep,
+			AllowChangedConfig: opts.AllowChangedConfig, Data: data, Part: true})
+		if err != nil {
+			return checkpoint.Identity{}, nil, err
+		}
+		return sm.Identity(), rep, nil
+	}}
 }
 
 // SummarizerData reads the end_to_end rows of dataDir (negatives included; by the prepared
