@@ -23,13 +23,10 @@ package ete
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
-	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -87,18 +84,7 @@ func Load(dir string) (*Model, error) {
 }
 
 // TrainOptions are the parts of a Train run that are not configuration.
-type TrainOptions struct {
-	// Log receives progress; os.Stderr when nil.
-	Log io.Writer
-	// AllowChangedConfig: see summarizer.TrainOptions.
-	AllowChangedConfig bool
-	// AfterStep is passed to the training loop (tests).
-	AfterStep func(step int)
-	// Assign, when set, trains on the abstracts it puts in dataset.SplitTrain (selecting on those
-	// in dataset.SplitDev) among all the prepared splits, instead of the prepared train and dev
-	// splits: a cross-validation fold.
-	Assign variant.Assign
-}
+type TrainOptions = variant.Options
 
 // Config returns the summarizer settings END-TO-END trains with: cfg.Summarizer with the
 // variants section's source and output lengths, no full-context part, no minimum length (the
@@ -127,38 +113,20 @@ func Config(cfg *config.Config) (*config.Config, error) {
 }
 
 // Train trains END-TO-END on the end_to_end shards of the prepared directory dataDir (negatives
-// included: "Unknown. [CITE]") and writes the checkpoint outDir; an interrupted run resumes. It
-// returns the loaded model and the summarizer's training report.
+// included: "Unknown. [CITE]") and writes the checkpoint outDir (variant.TrainEndToEnd); an
+// interrupted run resumes. It returns the loaded model and the summarizer's training report.
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *summarizer.Report, error) {
-	log := opts.Log
-	if log == nil {
-		log = os.Stderr
-	}
 	c, err := Config(cfg)
 	if err != nil {
 		return nil, nil, err
-	}
-	// A directory of another variant is refused before anything is written into it.
-	if fileExists(filepath.Join(outDir, checkpoint.VariantFile)) {
-		if _, err := variant.ReadKind(outDir, variant.EndToEnd, "", false); err != nil {
-			return nil, nil, fmt.Errorf("end_to_end: --out: %w", err)
-		}
 	}
 	data, err := ReadData(dataDir, opts.Assign)
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(log, "end_to_end: %d train / %d dev instances (abstract with sentence indices -> summary %s indices)\n", len(data.Train), len(data.Dev), Marker)
-	sm, rep, err := summarizer.Train(ctx, c, dataDir, outDir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
-		AllowChangedConfig: opts.AllowChangedConfig, Data: data, Part: true})
+	rep, err := variant.TrainEndToEnd(ctx, variant.Run{Data: dataDir, Out: outDir, Log: opts.Log}, variant.SummarizerPart(c, dataDir, data, opts,
+		fmt.Sprintf("%d train / %d dev instances (abstract with sentence indices -> summary %s indices)", len(data.Train), len(data.Dev), Marker)))
 	if err != nil {
-		return nil, nil, err
-	}
-	// Written last: a checkpoint whose training has not finished is not loadable as END-TO-END.
-	if err := variant.Write(outDir, variant.Meta{Variant: variant.EndToEnd, AspectSet: data.Manifest.AspectSet}); err != nil {
-		return nil, nil, err
-	}
-	if _, err := checkpoint.Seal(outDir, sm.Identity().As(checkpoint.KindEndToEnd, "")); err != nil {
 		return nil, nil, err
 	}
 	m, err := Load(outDir)
@@ -168,47 +136,24 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 // ReadData reads the end_to_end rows of dataDir (by the prepared splits, or by assign) as
 // summarizer rows: the indexed sentences as the source, Target as the summary.
 func ReadData(dataDir string, assign variant.Assign) (*summarizer.Data, error) {
-	man, err := dataset.ReadManifest(dataDir)
-	if err != nil {
-		return nil, err
-	}
-	tokPath := filepath.Join(dataDir, dataset.TokenizerFile)
-	tok, err := subword.Load(tokPath)
-	if err != nil {
-		return nil, err
-	}
-	sep, ok := tok.SpecialID("[SEP]")
-	if !ok {
-		return nil, fmt.Errorf("%s: tokenizer has no [SEP] token", tokPath)
-	}
-	train, dev, err := variant.Rows(dataDir, dataset.TaskEndToEnd, func(r *dataset.EndToEndRow) string { return r.PMID }, assign)
-	if err != nil {
-		return nil, err
-	}
-	convert := func(rows []dataset.EndToEndRow) []dataset.SummarizerRow {
-		out := make([]dataset.SummarizerRow, len(rows))
-		for i, r := range rows {
-			src := IndexedSentences(r.Document)
-			var ids []int32
-			all := make([]int32, len(src))
-			for k, s := range src {
-				if k > 0 {
-					ids = append(ids, sep)
-				}
-				// Encoded as Summarizer.Summarize encodes a request's sentences at inference.
-				ids = append(ids, tok.Encode(s)...)
-				all[k] = int32(k)
-			}
-			target := Target(r.Summary, r.Citations)
-			out[i] = dataset.SummarizerRow{PMID: r.PMID, Aspect: r.Aspect, CitedIndexes: all, CitedSentences: src,
-				Document: r.Document, Summary: target, CitedIDs: ids, DocumentIDs: r.DocumentIDs, SummaryIDs: tok.Encode(target)}
+	return variant.SummarizerData(dataDir, assign, func(tok *subword.Tokenizer, r *dataset.EndToEndRow) (dataset.SummarizerRow, error) {
+		sep, ok := tok.SpecialID("[SEP]")
+		if !ok {
+			return dataset.SummarizerRow{}, fmt.Errorf("%s: tokenizer has no [SEP] token", filepath.Join(dataDir, dataset.TokenizerFile))
 		}
-		return out
-	}
-	return &summarizer.Data{Manifest: man, Tokenizer: tok, TokenizerPath: tokPath, Train: convert(train), Dev: convert(dev)}, nil
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+		src := IndexedSentences(r.Document)
+		var ids []int32
+		all := make([]int32, len(src))
+		for k, s := range src {
+			if k > 0 {
+				ids = append(ids, sep)
+			}
+			// Encoded as Summarizer.Summarize encodes a request's sentences at inference.
+			ids = append(ids, tok.Encode(s)...)
+			all[k] = int32(k)
+		}
+		target := Target(r.Summary, r.Citations)
+		return dataset.SummarizerRow{PMID: r.PMID, Aspect: r.Aspect, CitedIndexes: all, CitedSentences: src,
+			Document: r.Document, Summary: target, CitedIDs: ids, DocumentIDs: r.DocumentIDs, SummaryIDs: tok.Encode(target)}, nil
+	})
 }

@@ -35,16 +35,7 @@ import (
 // part from being loaded as a Track-then-Sum model or as the other variant.
 
 // VariantOptions are the parts of a variant's training run that are not configuration.
-type VariantOptions struct {
-	// Log receives progress; os.Stderr when nil.
-	Log io.Writer
-	// AllowChangedConfig: resume although the settings differ from the checkpoint's config.yaml.
-	AllowChangedConfig bool
-	// Assign, when set, trains on the abstracts it puts in dataset.SplitTrain (selecting on those
-	// in dataset.SplitDev) among all the prepared splits instead of the prepared train and dev
-	// splits: a cross-validation fold.
-	Assign variant.Assign
-}
+type VariantOptions = variant.Options
 
 // DefaultPairThreshold is the probability from which SUM-THEN-TRACK cites a sentence unless the
 // caller sets another (infer resolves one: infer.Threshold): the paper's default (section C.5.1).
@@ -56,10 +47,7 @@ const DefaultPairThreshold = 0.5
 type SumThenTrack = role.SumThenTrack[*Summarizer, *Tracker]
 
 // SumThenTrackReport is report.json of a SUM-THEN-TRACK directory: its two parts' reports.
-type SumThenTrackReport struct {
-	Summarizer *Report `json:"summarizer"`
-	Tracker    *Report `json:"tracker"`
-}
+type SumThenTrackReport = variant.Report[*Report, *Report]
 
 // wholeAbstractInstances reads the end_to_end rows (negatives included, "Unknown.") as summarizer
 // instances whose sentences are the whole abstract: the inputs of the SUM-THEN-TRACK summarizer
@@ -81,18 +69,6 @@ func wholeAbstractInstances(dataDir string, assign variant.Assign) func() (train
 	}
 }
 
-// checkOut refuses an --out holding another kind of variant checkpoint (another variant, or the
-// from-scratch models'), before anything is written into it.
-func checkOut(outDir, v string) error {
-	if _, err := os.Stat(filepath.Join(outDir, checkpoint.VariantFile)); err != nil {
-		return nil
-	}
-	if _, err := variant.ReadKind(outDir, v, "", true); err != nil {
-		return fmt.Errorf("%s: --out: %w", v, err)
-	}
-	return nil
-}
-
 // TrainSumThenTrack fine-tunes SUM-THEN-TRACK on the prepared directory dataDir into outDir: the
 // summarizer of the whole abstract (summarizer.pretrained, summarizer.* settings, from the
 // end_to_end rows) into outDir/summarizer, then the pair tracker (tracker.pretrained, else the
@@ -105,61 +81,33 @@ func TrainSumThenTrack(ctx context.Context, cfg *config.Config, dataDir, outDir 
 	if cfg.Summarizer.Pretrained == "" {
 		return fmt.Errorf("sum_then_track on a pretrained LM needs summarizer.pretrained (--pretrained DIR): tracker.pretrained alone would pair a from-scratch summarizer with a pretrained tracker")
 	}
-	if err := checkOut(outDir, variant.SumThenTrack); err != nil {
-		return err
-	}
-	lock, err := training.LockOutDir(outDir, checkpoint.VariantFile, variant.SumThenTrack)
-	if err != nil {
-		return err
-	}
-	defer lock.Release()
-	man, err := dataset.ReadManifest(dataDir)
-	if err != nil {
-		return err
-	}
-	set := man.AspectSet
-	if err := variant.Write(outDir, variant.Meta{Variant: variant.SumThenTrack, AspectSet: set, Pretrained: true}); err != nil {
-		return err
-	}
-	sdir, tdir := filepath.Join(outDir, checkpoint.VariantSummarizerDir), filepath.Join(outDir, checkpoint.VariantTrackerDir)
-	fmt.Fprintf(log, "sum_then_track: summarizer of the whole abstract (pretrained %s) -> %s\n", cfg.Summarizer.Pretrained, sdir)
-	srep, err := trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: sdir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
-		variant.SumThenTrack, wholeAbstractInstances(dataDir, opts.Assign))
-	if err != nil {
-		return err
-	}
-	if err := variant.Write(sdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantSummarizerDir, AspectSet: set, Pretrained: true}); err != nil {
-		return err
-	}
-	if _, err := checkpoint.Seal(sdir, srep.id.As(checkpoint.KindSumThenTrack, checkpoint.VariantSummarizerDir)); err != nil {
-		return err
-	}
 	base := cmp.Or(cfg.Tracker.Pretrained, cfg.Summarizer.Pretrained)
-	fmt.Fprintf(log, "sum_then_track: tracker of (sentence, summary) pairs (pretrained %s) -> %s\n", base, tdir)
-	trep, err := trainTracker(ctx, cfg, training.Request{Data: dataDir, Out: tdir, Log: log, AllowChangedConfig: opts.AllowChangedConfig}, trackerRun{
-		variant: variant.SumThenTrack, snapDir: base, maxSeqLen: cfg.Tracker.MaxSeqLen + cfg.Summarizer.MaxSummaryLen,
-		rows: func() (train, dev []labelledPair, err error) {
-			tr, dv, err := variant.Rows(dataDir, dataset.TaskSumThenTrack, func(r *dataset.SumThenTrackRow) string { return r.PMID }, opts.Assign)
-			return summaryPairs(tr), summaryPairs(dv), err
-		}})
-	if err != nil {
-		return err
-	}
-	if err := variant.Write(tdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantTrackerDir, AspectSet: set, Pretrained: true}); err != nil {
-		return err
-	}
-	if _, err := checkpoint.Seal(tdir, trep.id.As(checkpoint.KindSumThenTrack, checkpoint.VariantTrackerDir)); err != nil {
-		return err
-	}
-	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), &SumThenTrackReport{Summarizer: srep, Tracker: trep}); err != nil {
-		return err
-	}
-	// Written last: the manifest marks the directory finished. The directory of both parts states
-	// the summarizer's backbone and decoding, and the pair tracker's threshold.
-	id := srep.id.As(checkpoint.KindSumThenTrack, "")
-	id.Settings.Threshold = trep.id.Settings.Threshold
-	_, err = checkpoint.Seal(outDir, id)
+	_, err := variant.TrainSumThenTrack(ctx, variant.Run{Pretrained: true, Data: dataDir, Out: outDir, Log: log},
+		variant.Part[*Report]{
+			Announce: fmt.Sprintf("summarizer of the whole abstract (pretrained %s)", cfg.Summarizer.Pretrained),
+			Train: func(ctx context.Context, dir string) (checkpoint.Identity, *Report, error) {
+				return reported(trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: dir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
+					variant.SumThenTrack, wholeAbstractInstances(dataDir, opts.Assign)))
+			}},
+		variant.Part[*Report]{
+			Announce: fmt.Sprintf("tracker of (sentence, summary) pairs (pretrained %s)", base),
+			Train: func(ctx context.Context, dir string) (checkpoint.Identity, *Report, error) {
+				return reported(trainTracker(ctx, cfg, training.Request{Data: dataDir, Out: dir, Log: log, AllowChangedConfig: opts.AllowChangedConfig}, trackerRun{
+					variant: variant.SumThenTrack, snapDir: base, maxSeqLen: cfg.Tracker.MaxSeqLen + cfg.Summarizer.MaxSummaryLen,
+					rows: func() (train, dev []labelledPair, err error) {
+						tr, dv, err := variant.Rows(dataDir, dataset.TaskSumThenTrack, func(r *dataset.SumThenTrackRow) string { return r.PMID }, opts.Assign)
+						return summaryPairs(tr), summaryPairs(dv), err
+					}}))
+			}})
 	return err
+}
+
+// reported is a part's training result as variant.Part's Train returns it: its identity and report.
+func reported(rep *Report, err error) (checkpoint.Identity, *Report, error) {
+	if err != nil {
+		return checkpoint.Identity{}, nil, err
+	}
+	return rep.id, rep, nil
 }
 
 // LoadSumThenTrack loads a SUM-THEN-TRACK directory written by TrainSumThenTrack.
@@ -208,24 +156,12 @@ func TrainEndToEnd(ctx context.Context, cfg *config.Config, dataDir, outDir stri
 	if cfg.Summarizer.Pretrained == "" {
 		return fmt.Errorf("end_to_end on a pretrained LM needs summarizer.pretrained (--pretrained DIR)")
 	}
-	if err := checkOut(outDir, variant.EndToEnd); err != nil {
-		return err
-	}
-	man, err := dataset.ReadManifest(dataDir)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(log, "end_to_end: abstract with sentence indices -> \"Summary: ...\\n%s ...\" (pretrained %s) -> %s\n", CitationsPrefix, cfg.Summarizer.Pretrained, outDir)
-	rep, err := trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: outDir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
-		variant.EndToEnd, wholeAbstractInstances(dataDir, opts.Assign))
-	if err != nil {
-		return err
-	}
-	// Written last: a checkpoint whose training has not finished is not loadable as END-TO-END.
-	if err := variant.Write(outDir, variant.Meta{Variant: variant.EndToEnd, AspectSet: man.AspectSet, Pretrained: true}); err != nil {
-		return err
-	}
-	_, err = checkpoint.Seal(outDir, rep.id.As(checkpoint.KindEndToEnd, ""))
+	_, err := variant.TrainEndToEnd(ctx, variant.Run{Pretrained: true, Data: dataDir, Out: outDir, Log: log}, variant.Part[*Report]{
+		Announce: fmt.Sprintf("abstract with sentence indices -> \"Summary: ...\\n%s ...\" (pretrained %s) -> %s", CitationsPrefix, cfg.Summarizer.Pretrained, outDir),
+		Train: func(ctx context.Context, dir string) (checkpoint.Identity, *Report, error) {
+			return reported(trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: dir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
+				variant.EndToEnd, wholeAbstractInstances(dataDir, opts.Assign)))
+		}})
 	return err
 }
 

@@ -28,7 +28,6 @@ package stt
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -96,24 +95,10 @@ func LoadParts(summarizerDir, trackerDir string) (*Model, error) {
 }
 
 // TrainOptions are the parts of a Train run that are not configuration.
-type TrainOptions struct {
-	// Log receives progress; os.Stderr when nil.
-	Log io.Writer
-	// AllowChangedConfig: see summarizer.TrainOptions and tracker.TrainOptions.
-	AllowChangedConfig bool
-	// AfterStep is passed to both training loops (tests).
-	AfterStep func(step int)
-	// Assign, when set, trains on the abstracts it puts in dataset.SplitTrain (selecting on those
-	// in dataset.SplitDev) among all the prepared splits, instead of the prepared train and dev
-	// splits: a cross-validation fold.
-	Assign variant.Assign
-}
+type TrainOptions = variant.Options
 
 // Report is OUT/report.json: the two models' training reports.
-type Report struct {
-	Summarizer *summarizer.Report `json:"summarizer"`
-	Tracker    *tracker.Report    `json:"tracker"`
-}
+type Report = variant.Report[*summarizer.Report, *tracker.Report]
 
 // Config returns the settings SUM-THEN-TRACK trains with: the summarizer's with the variants
 // section's source length, no full-context part and no minimum length (it is relative to the
@@ -145,25 +130,12 @@ func Config(cfg *config.Config) (*config.Config, error) {
 }
 
 // Train trains SUM-THEN-TRACK on the prepared directory dataDir into outDir: the summarizer into
-// outDir/summarizer, then the pair tracker into outDir/tracker. An interrupted run resumes.
+// outDir/summarizer, then the pair tracker into outDir/tracker (variant.TrainSumThenTrack). An
+// interrupted run resumes.
 func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) (*Model, *Report, error) {
-	log := opts.Log
-	if log == nil {
-		log = os.Stderr
-	}
 	c, err := Config(cfg)
 	if err != nil {
 		return nil, nil, err
-	}
-	lock, err := training.LockOutDir(outDir, checkpoint.VariantFile, variant.SumThenTrack)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer lock.Release()
-	if _, err := os.Stat(filepath.Join(outDir, checkpoint.VariantFile)); err == nil {
-		if _, err := variant.ReadKind(outDir, variant.SumThenTrack, "", false); err != nil {
-			return nil, nil, fmt.Errorf("sum_then_track: --out: %w", err)
-		}
 	}
 	sdata, err := ReadSummarizerData(dataDir, opts.Assign)
 	if err != nil {
@@ -173,45 +145,20 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err != nil {
 		return nil, nil, err
 	}
-	set := sdata.Manifest.AspectSet
-	if err := variant.Write(outDir, variant.Meta{Variant: variant.SumThenTrack, AspectSet: set}); err != nil {
-		return nil, nil, err
-	}
-	sdir, tdir := filepath.Join(outDir, checkpoint.VariantSummarizerDir), filepath.Join(outDir, checkpoint.VariantTrackerDir)
-	fmt.Fprintf(log, "sum_then_track: summarizer of the whole abstract: %d train / %d dev instances -> %s\n", len(sdata.Train), len(sdata.Dev), sdir)
-	sm, srep, err := summarizer.Train(ctx, c, dataDir, sdir, summarizer.TrainOptions{Log: log, AfterStep: opts.AfterStep,
-		AllowChangedConfig: opts.AllowChangedConfig, Data: sdata, Part: true})
+	rep, err := variant.TrainSumThenTrack(ctx, variant.Run{Data: dataDir, Out: outDir, Log: opts.Log},
+		variant.SummarizerPart(c, dataDir, sdata, opts,
+			fmt.Sprintf("summarizer of the whole abstract: %d train / %d dev instances", len(sdata.Train), len(sdata.Dev))),
+		variant.Part[*tracker.Report]{
+			Announce: fmt.Sprintf("tracker of (sentence, summary) pairs: %d train / %d dev pairs", len(tdata.Train.Examples), len(tdata.Dev.Examples)),
+			Train: func(ctx context.Context, dir string) (checkpoint.Identity, *tracker.Report, error) {
+				tm, rep, err := tracker.Train(ctx, c, dataDir, dir, tracker.TrainOptions{Log: opts.Log, AfterStep: opts.AfterStep,
+					AllowChangedConfig: opts.AllowChangedConfig, Data: tdata, Part: true})
+				if err != nil {
+					return checkpoint.Identity{}, nil, err
+				}
+				return tm.Hyperparams().Identity(), rep, nil
+			}})
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := variant.Write(sdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantSummarizerDir, AspectSet: set}); err != nil {
-		return nil, nil, err
-	}
-	sid := sm.Identity()
-	if _, err := checkpoint.Seal(sdir, sid.As(checkpoint.KindSumThenTrack, checkpoint.VariantSummarizerDir)); err != nil {
-		return nil, nil, err
-	}
-	fmt.Fprintf(log, "sum_then_track: tracker of (sentence, summary) pairs: %d train / %d dev pairs -> %s\n", len(tdata.Train.Examples), len(tdata.Dev.Examples), tdir)
-	tm, trep, err := tracker.Train(ctx, c, dataDir, tdir, tracker.TrainOptions{Log: log, AfterStep: opts.AfterStep,
-		AllowChangedConfig: opts.AllowChangedConfig, Data: tdata, Part: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := variant.Write(tdir, variant.Meta{Variant: variant.SumThenTrack, Part: checkpoint.VariantTrackerDir, AspectSet: set}); err != nil {
-		return nil, nil, err
-	}
-	tid := tm.Hyperparams().Identity()
-	if _, err := checkpoint.Seal(tdir, tid.As(checkpoint.KindSumThenTrack, checkpoint.VariantTrackerDir)); err != nil {
-		return nil, nil, err
-	}
-	rep := &Report{Summarizer: srep, Tracker: trep}
-	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), rep); err != nil {
-		return nil, nil, err
-	}
-	// The directory of both parts: the summarizer's backbone and decoding, the tracker's threshold.
-	id := sid.As(checkpoint.KindSumThenTrack, "")
-	id.Settings.Threshold = tid.Settings.Threshold
-	if _, err := checkpoint.Seal(outDir, id); err != nil {
 		return nil, nil, err
 	}
 	m, err := Load(outDir)
@@ -221,33 +168,15 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 // ReadSummarizerData reads the end_to_end rows of dataDir (by the prepared splits, or by assign)
 // as summarizer rows whose tracked sentences are the whole abstract.
 func ReadSummarizerData(dataDir string, assign variant.Assign) (*summarizer.Data, error) {
-	man, err := dataset.ReadManifest(dataDir)
-	if err != nil {
-		return nil, err
-	}
-	tokPath := filepath.Join(dataDir, dataset.TokenizerFile)
-	tok, err := subword.Load(tokPath)
-	if err != nil {
-		return nil, err
-	}
-	train, dev, err := variant.Rows(dataDir, dataset.TaskEndToEnd, func(r *dataset.EndToEndRow) string { return r.PMID }, assign)
-	if err != nil {
-		return nil, err
-	}
-	convert := func(rows []dataset.EndToEndRow) []dataset.SummarizerRow {
-		out := make([]dataset.SummarizerRow, len(rows))
-		for i, r := range rows {
-			all := make([]int32, len(r.Document))
-			for k := range all {
-				all[k] = int32(k)
-			}
-			// DocumentIDs are the sentences joined with [SEP], as Summarize joins a request's.
-			out[i] = dataset.SummarizerRow{PMID: r.PMID, Aspect: r.Aspect, CitedIndexes: all, CitedSentences: r.Document,
-				Document: r.Document, Summary: r.Summary, CitedIDs: r.DocumentIDs, DocumentIDs: r.DocumentIDs, SummaryIDs: r.SummaryIDs}
+	return variant.SummarizerData(dataDir, assign, func(_ *subword.Tokenizer, r *dataset.EndToEndRow) (dataset.SummarizerRow, error) {
+		all := make([]int32, len(r.Document))
+		for k := range all {
+			all[k] = int32(k)
 		}
-		return out
-	}
-	return &summarizer.Data{Manifest: man, Tokenizer: tok, TokenizerPath: tokPath, Train: convert(train), Dev: convert(dev)}, nil
+		// DocumentIDs are the sentences joined with [SEP], as Summarize joins a request's.
+		return dataset.SummarizerRow{PMID: r.PMID, Aspect: r.Aspect, CitedIndexes: all, CitedSentences: r.Document,
+			Document: r.Document, Summary: r.Summary, CitedIDs: r.DocumentIDs, DocumentIDs: r.DocumentIDs, SummaryIDs: r.SummaryIDs}, nil
+	})
 }
 
 // ReadTrackerData reads the sum_then_track rows of dataDir (by the prepared splits, or by assign)

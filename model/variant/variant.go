@@ -1,7 +1,9 @@
 // Package variant holds what TracSum's Table 6 variants of Track-then-Sum share (model/stt for
 // SUM-THEN-TRACK, model/ete for END-TO-END): the variant.json marker of their checkpoints
-// (checkpoint.VariantFile), so that a checkpoint of one kind is never run as another, and the
-// reading of prepared rows either by the prepared splits or by a PMID assignment (the
+// (checkpoint.VariantFile), so that a checkpoint of one kind is never run as another, their
+// training written once over each backbone's part trainers (TrainSumThenTrack, TrainEndToEnd:
+// the from-scratch models and model/pretrained's fine-tuned LMs call them), and the reading of
+// prepared rows either by the prepared splits or by a PMID assignment (the
 // cross-validation harness trains on some folds and holds one out).
 package variant
 
