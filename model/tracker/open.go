@@ -1,0 +1,19 @@
+package tracker
+
+import (
+	"context"
+
+	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/open"
+)
+
+// init registers the from-scratch tracker's opener (package open): a tracker checkpoint is a
+// *Model (role.Tracker).
+func init() {
+	open.Register(checkpoint.KindTracker, checkpoint.BackboneScratch, func(_ context.Context, m *checkpoint.Manifest, _ open.Options) (any, error) {
+		return Load(m.Dir)
+	})
+}
+
+// AspectSet returns the aspect set the model was trained on.
+func (m *Model) AspectSet() string { return m.hp.AspectSet }
