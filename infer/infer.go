@@ -536,7 +536,7 @@ func matchFullContext(cfg *config.Config, dir string, trained bool, p *Pipeline,
 // the aspect set to read the input with (aspectSet, the tracker's, or the summarizer's). The
 // decoding flags of one backbone are refused for another before it is loaded.
 func loadSummarizer(ctx context.Context, cfg *config.Config, dir string, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
-	m, err := checkpoint.OpenKind(ctx, dir, "--summarizer", log, checkpoint.KindSummarizer)
+	m, err := open.Verify(ctx, dir, "--summarizer", open.Options{Log: log}, checkpoint.KindSummarizer)
 	if err != nil {
 		return "", err
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // chatSource tells whether dir may be served as a chat model (LoadChatModel), from its manifest's
-// kind as read returns it (checkpoint.Read, or checkpoint.Open to verify it at once): a fine-tuned
+// kind as read returns it (checkpoint.Read, or open.Verify to verify it at once): a fine-tuned
 // pretrained checkpoint of one model (a SUM-THEN-TRACK directory holds two), returned; or a
 // Hugging Face snapshot (config.json, no manifest), returned as nil. Anything else is an error
 // saying what dir is.
@@ -50,7 +50,7 @@ func CanChat(dir string) bool {
 // a Hugging Face snapshot, computing in infer.precision (the checkpoint's own when empty; f32 for
 // a snapshot).
 func LoadChatModel(ctx context.Context, cfg *config.Config, dir string) (*pretrained.ChatModel, error) {
-	m, err := chatSource(dir, func(dir string) (*checkpoint.Manifest, error) { return checkpoint.Open(ctx, dir) })
+	m, err := chatSource(dir, func(dir string) (*checkpoint.Manifest, error) { return open.Verify(ctx, dir, "--model", open.Options{}) })
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: a chat model is a fine-tuned pretrained checkpoint (train --pretrained) or a Hugging Face snapshot", err)

@@ -299,16 +299,16 @@ func summarizerSettings(s any, d config.InferDecoding) (decode.Options, Tokenize
 	return searchFlags(o, d), nil
 }
 
-// openVariant verifies the checkpoints of --method stt|ete (checkpoint.OpenKind): --model's, or
+// openVariant verifies the checkpoints of --method stt|ete (open.Verify): --model's, or
 // for SUM-THEN-TRACK its parts --summarizer's and --tracker's, each of the right kind and part. It
 // returns their manifests: --model's, or the summarizer part's and the tracker part's.
 func openVariant(ctx context.Context, o Options, log io.Writer) ([]*checkpoint.Manifest, error) {
 	if o.Method == MethodETE {
-		m, err := checkpoint.OpenKind(ctx, o.Model, "--model", log, checkpoint.KindEndToEnd)
+		m, err := open.Verify(ctx, o.Model, "--model", open.Options{Log: log}, checkpoint.KindEndToEnd)
 		return []*checkpoint.Manifest{m}, err
 	}
 	if o.Model != "" {
-		m, err := checkpoint.OpenKind(ctx, o.Model, "--model", log, checkpoint.KindSumThenTrack)
+		m, err := open.Verify(ctx, o.Model, "--model", open.Options{Log: log}, checkpoint.KindSumThenTrack)
 		if err == nil && m.Part != "" {
 			err = m.Refuse("--model", "the sum_then_track directory holding it ("+filepath.Dir(filepath.Clean(o.Model))+")")
 		}
@@ -317,7 +317,7 @@ func openVariant(ctx context.Context, o Options, log io.Writer) ([]*checkpoint.M
 	var out []*checkpoint.Manifest
 	for _, c := range []struct{ flag, dir, part string }{
 		{"--summarizer", o.Summarizer, checkpoint.VariantSummarizerDir}, {"--tracker", o.Tracker, checkpoint.VariantTrackerDir}} {
-		m, err := checkpoint.OpenKind(ctx, c.dir, c.flag, log, checkpoint.KindSumThenTrack)
+		m, err := open.Verify(ctx, c.dir, c.flag, open.Options{Log: log}, checkpoint.KindSumThenTrack)
 		if err != nil {
 			return nil, err
 		}

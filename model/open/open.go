@@ -90,14 +90,23 @@ func Open(ctx context.Context, dir string, o Options) (*Checkpoint, error) {
 // checkpoint of none of kinds with the one-line error of checkpoint.Manifest.Want; with no kinds,
 // any.
 func OpenKind(ctx context.Context, dir, flag string, o Options, kinds ...string) (*Checkpoint, error) {
-	if len(kinds) == 0 {
-		kinds = allKinds
-	}
-	m, err := checkpoint.OpenKind(ctx, dir, flag, o.Log, kinds...)
+	m, err := Verify(ctx, dir, flag, o, kinds...)
 	if err != nil {
 		return nil, err
 	}
 	return Load(ctx, m, o)
+}
+
+// Verify is OpenKind without loading: dir's manifest, verified (checkpoint.Open) and of one of
+// kinds (any with none), a migrated checkpoint's warning to o.Log. It is for a command that
+// checks a checkpoint before loading it (Load loads the manifest it returns), or that reads its
+// files itself rather than running its model (tracksum-export merges a pretrained checkpoint's
+// adapters into its base; --folds-from reads a cross-validation's records).
+func Verify(ctx context.Context, dir, flag string, o Options, kinds ...string) (*checkpoint.Manifest, error) {
+	if len(kinds) == 0 {
+		kinds = allKinds
+	}
+	return checkpoint.OpenKind(ctx, dir, flag, o.Log, kinds...)
 }
 
 // allKinds lets OpenKind without kinds take any checkpoint.
