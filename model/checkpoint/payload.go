@@ -190,10 +190,16 @@ func (d *describer) has(name string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// add lists the files names that exist and are not listed yet.
+// listed reports whether the file name is listed already.
+func (d *describer) listed(name string) bool {
+	return slices.ContainsFunc(d.m.Files, func(f File) bool { return f.Path == name })
+}
+
+// add lists the files names that exist and are not listed yet (a listed file is not looked up
+// again: Open follows this walk at every load).
 func (d *describer) add(names ...string) {
 	for _, n := range names {
-		if d.has(n) && !slices.ContainsFunc(d.m.Files, func(f File) bool { return f.Path == n }) {
+		if !d.listed(n) && d.has(n) {
 			d.m.Files = append(d.m.Files, File{Path: n})
 		}
 	}
@@ -203,11 +209,14 @@ func (d *describer) add(names ...string) {
 // means).
 func (d *describer) need(why string, names ...string) error {
 	for _, n := range names {
+		if d.listed(n) {
+			continue
+		}
 		if !d.has(n) {
 			return fmt.Errorf("%w: %s has no %s (%s)", ErrCheckpoint, d.dir, n, why)
 		}
+		d.m.Files = append(d.m.Files, File{Path: n})
 	}
-	d.add(names...)
 	return nil
 }
 
