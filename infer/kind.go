@@ -50,7 +50,9 @@ func CanChat(dir string) bool {
 // a Hugging Face snapshot, computing in infer.precision (the checkpoint's own when empty; f32 for
 // a snapshot).
 func LoadChatModel(ctx context.Context, cfg *config.Config, dir string) (*pretrained.ChatModel, error) {
-	m, err := chatSource(dir, func(dir string) (*checkpoint.Manifest, error) { return open.Verify(ctx, dir, "--model", open.Options{}) })
+	m, err := chatSource(dir, func(dir string) (*checkpoint.Manifest, error) {
+		return open.Verify(ctx, dir, "--model", open.Options{})
+	})
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: a chat model is a fine-tuned pretrained checkpoint (train --pretrained) or a Hugging Face snapshot", err)

@@ -8,10 +8,11 @@ import (
 )
 
 // init registers the from-scratch summarizer's opener (package open): a summarizer checkpoint is
-// a *Summarizer (role.Summarizer).
+// a *Summarizer (role.Summarizer), loaded from the bytes Open verified (summarizer.json,
+// tokenizer.json: not read again).
 func init() {
 	open.Register(checkpoint.KindSummarizer, checkpoint.BackboneScratch, func(_ context.Context, m *checkpoint.Manifest, _ open.Options) (any, error) {
-		return Load(m.Dir)
+		return load(m.Dir, m)
 	})
 }
 

@@ -8,10 +8,11 @@ import (
 )
 
 // init registers the from-scratch tracker's opener (package open): a tracker checkpoint is a
-// *Model (role.Tracker).
+// *Model (role.Tracker), loaded from the bytes Open verified (hparams.json, tokenizer.json,
+// context.json: not read again).
 func init() {
 	open.Register(checkpoint.KindTracker, checkpoint.BackboneScratch, func(_ context.Context, m *checkpoint.Manifest, _ open.Options) (any, error) {
-		return Load(m.Dir)
+		return load(m.Dir, m)
 	})
 }
 
