@@ -423,6 +423,8 @@ func useReferences(p *Pipeline, o Options, refs []dataset.Instance) error {
 // settings: --method stt|ete (their checkpoints), --tracker (a checkpoint, a cross-validation
 // directory: the fold ensemble, or a fine-tuned pretrained model), --summarizer (a from-scratch or
 // fine-tuned pretrained checkpoint, with grounding; "extractive"), and o's decoding overrides.
+// Each checkpoint is opened through package open: verified once, loaded by the opener its
+// backbone registered, asked for the role its flag wants.
 // What it cannot load without the input is left nil for the caller: the tracker "gold", the LLM
 // components and methods (Run sets them up), and a missing --tracker. Progress lines go to o.Log
 // (os.Stderr when nil); o's input and output fields are not read. tracksum-serve loads its
