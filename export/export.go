@@ -42,6 +42,7 @@ import (
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/open"
 )
 
 // ProvenanceFile records what an export was made from.
@@ -348,20 +349,18 @@ func checkFinite(file string, t *tensors.Tensor, v []float32) error {
 }
 
 // checkKind refuses a checkpoint that is not a fine-tuned pretrained model (its manifest, verified,
-// says what it is: checkpoint.Open), naming the kind found. A directory without checkpoint.json
+// says what it is: open.Verify, the checkpoint's way in without loading its model), naming the kind found. A directory without checkpoint.json
 // that tracksum does not recognise (a PEFT adapter directory given base.json by hand) is left to
 // peft.OpenBase, whose errors name what is missing.
 func checkKind(ctx context.Context, ck string, log io.Writer) error {
 	_, err := os.Stat(filepath.Join(ck, checkpoint.ManifestFile))
 	sealed := err == nil
-	m, err := checkpoint.Open(ctx, ck)
+	m, err := open.Verify(ctx, ck, "--checkpoint", open.Options{Log: log})
 	switch {
 	case err != nil && !sealed:
 		return nil
 	case err != nil:
 		return err
-	case m.Migrated && log != nil:
-		fmt.Fprintf(log, "warning: %s\n", checkpoint.MigrateHint(ck))
 	}
 	if !m.Pretrained() && m.Kind != checkpoint.KindEnsemble && m.Kind != checkpoint.KindCrossValidation && m.Kind != checkpoint.KindSumThenTrack {
 		// A from-scratch model has no Hugging Face base whose snapshot export could write.

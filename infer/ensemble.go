@@ -2,7 +2,6 @@ package infer
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/tracker"
 )
@@ -135,36 +135,35 @@ func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 	return out, nil
 }
 
-// loadTracker loads --tracker dir: an ensemble of fold checkpoints when dir is a tracker
-// cross-validation, else one tracker checkpoint, from scratch or fine-tuned from a pretrained
-// model, as its manifest says (checkpoint.OpenKind). It returns the tracker, its aspect set and
-// the decision threshold its checkpoint records (the manifest's; for a checkpoint sealed before
-// manifests recorded it, its metadata's; 0: none. Threshold resolves the one used).
+// init registers the fold ensemble as the opener of a tracker cross-validation (package open).
+func init() {
+	open.Register(checkpoint.KindEnsemble, checkpoint.BackboneScratch, func(_ context.Context, m *checkpoint.Manifest, _ open.Options) (any, error) {
+		return LoadEnsemble(m.Dir)
+	})
+}
+
+// AspectSet returns the folds' aspect set.
+func (e *Ensemble) AspectSet() string { return e.Hyperparams().AspectSet }
+
+// loadTracker loads --tracker dir through its backbone's opener (open.OpenKind): one tracker
+// checkpoint (from scratch, fine-tuned from a pretrained model, or any registered backbone), or
+// the ensemble of the fold checkpoints of a tracker cross-validation. It returns the tracker, its
+// aspect set and the decision threshold its checkpoint records (the manifest's; for a checkpoint
+// sealed before manifests recorded it, its model's; 0: none. Threshold resolves the one used).
 func loadTracker(ctx context.Context, cfg *config.Config, dir string, log io.Writer) (Tracker, string, float64, error) {
-	m, err := checkpoint.OpenKind(ctx, dir, "--tracker", log, checkpoint.KindTracker, checkpoint.KindEnsemble)
+	c, err := open.OpenKind(ctx, dir, "--tracker", open.Options{Precision: cfg.Infer.Precision, Log: log}, checkpoint.KindTracker, checkpoint.KindEnsemble)
 	if err != nil {
 		return nil, "", 0, err
 	}
-	switch {
-	case m.Kind == checkpoint.KindEnsemble:
-		e, err := LoadEnsemble(dir)
-		if err != nil {
-			return nil, "", 0, err
-		}
-		fmt.Fprintf(log, "infer: tracker: ensemble of the %d fold checkpoints of %s (mean probability)\n", len(e.members), dir)
-		return e, e.Hyperparams().AspectSet, cmp.Or(m.Settings.Threshold, e.Threshold()), nil
-	case m.Pretrained():
-		// A fine-tuned pretrained model (train --pretrained): its base is read from base.json.
-		pm, err := pretrained.LoadTracker(ctx, dir, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
-		if err != nil {
-			return nil, "", 0, err
-		}
-		fmt.Fprintf(log, "infer: tracker: %s fine-tuned from %s (head %s)\n", dir, pm.Meta.ModelType, pm.Meta.Head)
-		return pm, pm.Meta.AspectSet, m.Settings.Threshold, nil
-	}
-	t, err := tracker.Load(dir)
+	t, err := open.As[Tracker](c, "--tracker", "a tracker")
 	if err != nil {
 		return nil, "", 0, err
 	}
-	return t, t.Hyperparams().AspectSet, cmp.Or(m.Settings.Threshold, t.Threshold()), nil
+	switch m := t.(type) {
+	case *Ensemble:
+		fmt.Fprintf(log, "infer: tracker: ensemble of the %d fold checkpoints of %s (mean probability)\n", len(m.members), dir)
+	case *pretrained.Tracker:
+		fmt.Fprintf(log, "infer: tracker: %s fine-tuned from %s (head %s)\n", dir, m.Meta.ModelType, m.Meta.Head)
+	}
+	return t, c.AspectSet(), c.Threshold(), nil
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/tracksum/tracksum/internal/progress"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -422,6 +423,8 @@ func useReferences(p *Pipeline, o Options, refs []dataset.Instance) error {
 // settings: --method stt|ete (their checkpoints), --tracker (a checkpoint, a cross-validation
 // directory: the fold ensemble, or a fine-tuned pretrained model), --summarizer (a from-scratch or
 // fine-tuned pretrained checkpoint, with grounding; "extractive"), and o's decoding overrides.
+// Each checkpoint is opened through package open: verified once, loaded by the opener its
+// backbone registered, asked for the role its flag wants.
 // What it cannot load without the input is left nil for the caller: the tracker "gold", the LLM
 // components and methods (Run sets them up), and a missing --tracker. Progress lines go to o.Log
 // (os.Stderr when nil); o's input and output fields are not read. tracksum-serve loads its
@@ -467,34 +470,9 @@ func LoadPipeline(ctx context.Context, cfg *config.Config, o Options) (*Pipeline
 	case LLMComponent:
 		// Set up with the tracker llm, once the input is read.
 	default:
-		m, err := checkpoint.OpenKind(ctx, o.Summarizer, "--summarizer", log, checkpoint.KindSummarizer)
-		if err != nil {
+		if aspectSet, err = loadSummarizer(ctx, cfg, o.Summarizer, p, aspectSet, log); err != nil {
 			return nil, err
 		}
-		if m.Pretrained() {
-			if aspectSet, err = loadPretrainedSummarizer(ctx, cfg, o, p, aspectSet, log); err != nil {
-				return nil, err
-			}
-			break
-		}
-		if t := cfg.Infer.Decoding.SampleTemperature; t != nil && *t > 0 {
-			return nil, fmt.Errorf("--sample-temperature applies to a pretrained summarizer (train --pretrained), not to %s", o.Summarizer)
-		}
-		s, err := summarizer.Load(o.Summarizer)
-		if err != nil {
-			return nil, err
-		}
-		if aspectSet != "" && s.Meta.AspectSet != "" && aspectSet != s.Meta.AspectSet {
-			return nil, fmt.Errorf("--summarizer %s has aspect set %s, the tracker %s", o.Summarizer, s.Meta.AspectSet, aspectSet)
-		}
-		if err := matchFullContext(cfg, o.Summarizer, s.Meta.Hyperparams.FullContext, p, log); err != nil {
-			return nil, err
-		}
-		p.Summarizer = s
-		p.Decode = decodeOptions(s, cfg.Infer.Decoding)
-		p.Ground = NewGrounder(cfg)
-		p.Tokenizer = subwordTokens{s.Tok}
-		aspectSet = cmp.Or(aspectSet, s.Meta.AspectSet)
 	}
 	p.AspectSet = aspectSet
 	return p, nil
@@ -555,25 +533,53 @@ func matchFullContext(cfg *config.Config, dir string, trained bool, p *Pipeline,
 	return nil
 }
 
-// loadPretrainedSummarizer sets p's summarizer to the fine-tuned pretrained model of o.Summarizer
-// (train --task summarizer --pretrained), with its decoding settings and o's overrides, and
-// returns the aspect set to read the input with.
-func loadPretrainedSummarizer(ctx context.Context, cfg *config.Config, o Options, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
-	if err := checkPretrainedFlags(cfg.Infer.Decoding, o.Summarizer); err != nil {
-		return "", err
-	}
-	s, err := pretrained.LoadSummarizer(ctx, o.Summarizer, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
+// loadSummarizer sets p's summarizer to the checkpoint dir (--summarizer), opened through its
+// backbone's opener (package open), with its decoding settings and cfg's overrides, and returns
+// the aspect set to read the input with (aspectSet, the tracker's, or the summarizer's). The
+// decoding flags of one backbone are refused for another before it is loaded.
+func loadSummarizer(ctx context.Context, cfg *config.Config, dir string, p *Pipeline, aspectSet string, log io.Writer) (string, error) {
+	m, err := open.Verify(ctx, dir, "--summarizer", open.Options{Log: log}, checkpoint.KindSummarizer)
 	if err != nil {
 		return "", err
 	}
-	if err := matchFullContext(cfg, o.Summarizer, s.Meta.FullContext, p, log); err != nil {
+	if m.Pretrained() {
+		if err := checkPretrainedFlags(cfg.Infer.Decoding, dir); err != nil {
+			return "", err
+		}
+	} else if t := cfg.Infer.Decoding.SampleTemperature; t != nil && *t > 0 {
+		return "", fmt.Errorf("--sample-temperature applies to a pretrained summarizer (train --pretrained), not to %s", dir)
+	}
+	c, err := open.Load(ctx, m, open.Options{Precision: cfg.Infer.Precision})
+	if err != nil {
+		return "", err
+	}
+	s, err := open.As[Summarizer](c, "--summarizer", "a summarizer")
+	if err != nil {
+		return "", err
+	}
+	if set := c.AspectSet(); aspectSet != "" && set != "" && aspectSet != set {
+		return "", fmt.Errorf("--summarizer %s has aspect set %s, the tracker %s", dir, set, aspectSet)
+	}
+	fullContext := false
+	switch s := s.(type) {
+	case *summarizer.Summarizer:
+		fullContext = s.Meta.Hyperparams.FullContext
+		p.Decode, p.Tokenizer = decodeOptions(s, cfg.Infer.Decoding), subwordTokens{s.Tok}
+	case *pretrained.Summarizer:
+		fullContext = s.Meta.FullContext
+		p.Decode, p.Tokenizer = pretrainedDecode(s, cfg.Infer.Decoding), hfTokens{s.Tokenizer()}
+	default:
+		// Another backbone: its own decoding settings with the search overrides.
+		if d, ok := s.(interface{ DecodeOptions() decode.Options }); ok {
+			p.Decode = searchFlags(d.DecodeOptions(), cfg.Infer.Decoding)
+		}
+	}
+	if err := matchFullContext(cfg, dir, fullContext, p, log); err != nil {
 		return "", err
 	}
 	p.Summarizer = s
-	p.Decode = pretrainedDecode(s, cfg.Infer.Decoding)
 	p.Ground = NewGrounder(cfg)
-	p.Tokenizer = hfTokens{s.Tokenizer()}
-	return cmp.Or(aspectSet, s.Meta.AspectSet), nil
+	return cmp.Or(aspectSet, c.AspectSet()), nil
 }
 
 // checkPretrainedFlags refuses the decoding overrides of the from-scratch summarizer for dir, a

@@ -15,6 +15,7 @@ import (
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/ete"
+	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/stt"
@@ -150,23 +151,34 @@ type variantParts struct {
 }
 
 // loadVariant loads the model of --method stt|ete with infer's settings: the decoding flags and,
-// for SUM-THEN-TRACK, the pair tracker's threshold as Threshold resolves it. The checkpoint's manifest
-// (openVariant) says whether it holds the from-scratch models (model/stt, model/ete) or fine-tuned
-// pretrained LMs (model/pretrained); the variant is composed over the parts either loaded (package
-// role).
+// for SUM-THEN-TRACK, the pair tracker's threshold as Threshold resolves it. The checkpoints are
+// verified (openVariant) and loaded by their backbones' openers (package open): the from-scratch
+// models (model/stt, model/ete), fine-tuned pretrained LMs (model/pretrained), or any registered
+// backbone; the variant is composed over the parts they implement (package role).
 func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writer) (*variantRun, error) {
 	if cfg.Infer.FullContext {
 		return nil, fmt.Errorf("--full-context is TTS (+) f, a Track-then-Sum summarizer's input: not with --method %s", o.Method)
 	}
-	man, err := openVariant(ctx, o, log)
+	mans, err := openVariant(ctx, o, log)
 	if err != nil {
 		return nil, err
 	}
+	if mans[0].Pretrained() {
+		if err := checkPretrainedFlags(cfg.Infer.Decoding, cmp.Or(o.Model, o.Summarizer)); err != nil {
+			return nil, err
+		}
+	}
+	cs := make([]*open.Checkpoint, len(mans))
+	for i, m := range mans {
+		if cs[i], err = open.Load(ctx, m, open.Options{Precision: cfg.Infer.Precision}); err != nil {
+			return nil, err
+		}
+	}
 	var p *variantParts
-	if man.Pretrained() {
-		p, err = loadPretrainedParts(ctx, cfg, o, log)
+	if o.Method == MethodETE {
+		p, err = answererOf(cs[0], cfg.Infer.Decoding, log)
 	} else {
-		p, err = loadFromScratchParts(o, cfg.Infer.Decoding)
+		p, err = sumThenTrackOf(cs, cfg.Infer.Decoding, log)
 	}
 	if err != nil {
 		return nil, err
@@ -178,96 +190,143 @@ func loadVariant(ctx context.Context, cfg *config.Config, o Options, log io.Writ
 		run.finish = func(log io.Writer) { fmt.Fprintf(log, "infer: end_to_end output parsing: %s\n", m.Stats()) }
 		return run, nil
 	}
-	th, from := Threshold(o.Threshold, cfg, cmp.Or(man.Settings.Threshold, p.threshold))
+	th, from := Threshold(o.Threshold, cfg, cmp.Or(mans[0].Settings.Threshold, p.threshold))
 	fmt.Fprintf(log, "infer: pair tracker threshold %g (%s)\n", th, from)
 	m := &role.SumThenTrack[role.Summarizer, role.PairTracker]{Summarizer: p.summarizer, Tracker: p.pairs, Decode: p.decode, Threshold: th}
 	run.predictor = predictFunc(m.Predict)
 	return run, nil
 }
 
-// loadFromScratchParts loads the from-scratch parts of --method stt|ete (model/stt, model/ete)
-// with the decoding overrides d.
-func loadFromScratchParts(o Options, d config.InferDecoding) (*variantParts, error) {
-	if o.Method == MethodETE {
-		m, err := ete.Load(o.Model)
-		if err != nil {
-			return nil, err
-		}
+// answererOf returns the answerer of the END-TO-END checkpoint c (--model) with the decoding
+// overrides d.
+func answererOf(c *open.Checkpoint, d config.InferDecoding, log io.Writer) (*variantParts, error) {
+	switch m := c.Model.(type) {
+	case *ete.Model:
 		return &variantParts{answerer: m.S, decode: decodeOptions(m.S.Summarizer, d), aspectSet: m.Meta.AspectSet, tok: subwordTokens{m.S.Tok}}, nil
+	case *pretrained.EndToEnd:
+		fmt.Fprintf(log, "infer: end_to_end: %s fine-tuned from %s\n", c.Dir, m.S.Meta.ModelType)
+		return &variantParts{answerer: m.S, decode: pretrainedDecode(m.S, d), aspectSet: m.Meta.AspectSet, tok: hfTokens{m.S.Tokenizer()}}, nil
 	}
-	var m *stt.Model
-	var err error
-	if o.Model != "" {
-		m, err = stt.Load(o.Model)
-	} else {
-		m, err = stt.LoadParts(o.Summarizer, o.Tracker)
-	}
+	a, err := open.As[role.Answerer](c, "--model", "an end_to_end model")
 	if err != nil {
 		return nil, err
 	}
-	return &variantParts{summarizer: m.Summarizer, pairs: m.Tracker, decode: decodeOptions(m.Summarizer, d),
-		aspectSet: m.Summarizer.Meta.AspectSet, tok: subwordTokens{m.Summarizer.Tok}, threshold: m.Threshold}, nil
+	p := &variantParts{answerer: a, aspectSet: c.AspectSet()}
+	p.decode, p.tok = summarizerSettings(a, d)
+	return p, nil
 }
 
-// openVariant opens the checkpoint of --method stt|ete (checkpoint.OpenKind): --model's, or for
-// SUM-THEN-TRACK from its parts --summarizer's and --tracker's, each of the right kind and part.
-// It returns the manifest of --model, or of the summarizer part.
-func openVariant(ctx context.Context, o Options, log io.Writer) (*checkpoint.Manifest, error) {
+// sumThenTrackOf returns the parts of SUM-THEN-TRACK from its checkpoints cs: the directory of
+// both (--model), or its summarizer part and its tracker part (--summarizer, --tracker), which
+// must have been trained on one aspect set with one tokenizer. The summarizer's decoding takes the
+// overrides d.
+func sumThenTrackOf(cs []*open.Checkpoint, d config.InferDecoding, log io.Writer) (*variantParts, error) {
+	var s role.Summarizer
+	var t role.PairTracker
+	var threshold float64
+	aspectSet := cs[0].AspectSet()
+	switch m := cs[0].Model.(type) {
+	case *stt.Model:
+		s, t, threshold = m.Summarizer, m.Tracker, m.Threshold
+	case *pretrained.SumThenTrack:
+		s, t = m.Summarizer, m.Tracker
+	default:
+		var err error
+		if s, err = open.As[role.Summarizer](cs[0], "--summarizer", "the summarizer part of a sum_then_track"); err != nil {
+			return nil, err
+		}
+		if len(cs) < 2 {
+			return nil, cs[0].Refuse("--model", "a sum_then_track directory")
+		}
+		if t, err = open.As[role.PairTracker](cs[1], "--tracker", "the tracker part of a sum_then_track"); err != nil {
+			return nil, err
+		}
+		if err := sameParts(cs[0], cs[1]); err != nil {
+			return nil, err
+		}
+		threshold = cs[1].Threshold()
+	}
+	if pt, ok := t.(*pretrained.Tracker); ok {
+		if ps, ok := s.(*pretrained.Summarizer); ok {
+			fmt.Fprintf(log, "infer: sum_then_track: summarizer and pair tracker (head %s) fine-tuned from %s\n", pt.Meta.Head, ps.Meta.ModelType)
+		}
+	}
+	p := &variantParts{summarizer: s, pairs: t, aspectSet: aspectSet, threshold: threshold}
+	p.decode, p.tok = summarizerSettings(s, d)
+	return p, nil
+}
+
+// sameParts checks that the two parts of SUM-THEN-TRACK given apart (--summarizer, --tracker)
+// were trained on one aspect set with one tokenizer (the sha256 of tokenizer.json their manifests
+// record, when both hold one).
+func sameParts(s, t *open.Checkpoint) error {
+	if a, b := s.AspectSet(), t.AspectSet(); a != "" && b != "" && a != b {
+		return fmt.Errorf("%w: %s (aspect set %s) and %s (aspect set %s) were trained on different aspect sets", checkpoint.ErrCheckpoint, s.Dir, a, t.Dir, b)
+	}
+	if a, b := fileSum(s.Manifest, checkpoint.TokenizerFile), fileSum(t.Manifest, checkpoint.TokenizerFile); a != "" && b != "" && a != b {
+		return fmt.Errorf("%w: %s and %s were trained with different tokenizers", checkpoint.ErrCheckpoint, s.Dir, t.Dir)
+	}
+	return nil
+}
+
+// fileSum returns the sha256 m records for its file path, "" when it lists none.
+func fileSum(m *checkpoint.Manifest, path string) string {
+	for _, f := range m.Files {
+		if f.Path == path {
+			return f.SHA256
+		}
+	}
+	return ""
+}
+
+// summarizerSettings returns the decoding options of the summarizer s (role.Summarizer or
+// role.Answerer: its checkpoint's, with the overrides d applied) and its tokenizer (nil when it
+// has none infer knows).
+func summarizerSettings(s any, d config.InferDecoding) (decode.Options, Tokenizer) {
+	switch s := s.(type) {
+	case *summarizer.Summarizer:
+		return decodeOptions(s, d), subwordTokens{s.Tok}
+	case ete.Answerer:
+		return decodeOptions(s.Summarizer, d), subwordTokens{s.Tok}
+	case *pretrained.Summarizer:
+		return pretrainedDecode(s, d), hfTokens{s.Tokenizer()}
+	}
+	// Another backbone: its own decoding settings with the search overrides.
+	var o decode.Options
+	if ds, ok := s.(interface{ DecodeOptions() decode.Options }); ok {
+		o = ds.DecodeOptions()
+	}
+	return searchFlags(o, d), nil
+}
+
+// openVariant verifies the checkpoints of --method stt|ete (open.Verify): --model's, or
+// for SUM-THEN-TRACK its parts --summarizer's and --tracker's, each of the right kind and part. It
+// returns their manifests: --model's, or the summarizer part's and the tracker part's.
+func openVariant(ctx context.Context, o Options, log io.Writer) ([]*checkpoint.Manifest, error) {
 	if o.Method == MethodETE {
-		return checkpoint.OpenKind(ctx, o.Model, "--model", log, checkpoint.KindEndToEnd)
+		m, err := open.Verify(ctx, o.Model, "--model", open.Options{Log: log}, checkpoint.KindEndToEnd)
+		return []*checkpoint.Manifest{m}, err
 	}
 	if o.Model != "" {
-		m, err := checkpoint.OpenKind(ctx, o.Model, "--model", log, checkpoint.KindSumThenTrack)
+		m, err := open.Verify(ctx, o.Model, "--model", open.Options{Log: log}, checkpoint.KindSumThenTrack)
 		if err == nil && m.Part != "" {
 			err = m.Refuse("--model", "the sum_then_track directory holding it ("+filepath.Dir(filepath.Clean(o.Model))+")")
 		}
-		return m, err
+		return []*checkpoint.Manifest{m}, err
 	}
-	var first *checkpoint.Manifest
+	var out []*checkpoint.Manifest
 	for _, c := range []struct{ flag, dir, part string }{
 		{"--summarizer", o.Summarizer, checkpoint.VariantSummarizerDir}, {"--tracker", o.Tracker, checkpoint.VariantTrackerDir}} {
-		m, err := checkpoint.OpenKind(ctx, c.dir, c.flag, log, checkpoint.KindSumThenTrack)
+		m, err := open.Verify(ctx, c.dir, c.flag, open.Options{Log: log}, checkpoint.KindSumThenTrack)
 		if err != nil {
 			return nil, err
 		}
 		if m.Part != c.part {
 			return nil, m.Refuse("--method stt "+c.flag, "the "+c.part+" part of a sum_then_track ("+filepath.Join("STT_DIR", c.part)+")")
 		}
-		if first == nil {
-			first = m
-		}
+		out = append(out, m)
 	}
-	return first, nil
-}
-
-// loadPretrainedParts loads the parts of --method stt|ete on fine-tuned pretrained LMs
-// (tracksum-train --task sum_then_track|end_to_end --pretrained), with the pretrained
-// summarizer's decoding flags.
-func loadPretrainedParts(ctx context.Context, cfg *config.Config, o Options, log io.Writer) (*variantParts, error) {
-	if err := checkPretrainedFlags(cfg.Infer.Decoding, cmp.Or(o.Model, o.Summarizer)); err != nil {
-		return nil, err
-	}
-	if o.Method == MethodETE {
-		m, err := pretrained.LoadEndToEnd(ctx, o.Model, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(log, "infer: end_to_end: %s fine-tuned from %s\n", o.Model, m.S.Meta.ModelType)
-		return &variantParts{answerer: m.S, decode: pretrainedDecode(m.S, cfg.Infer.Decoding), aspectSet: m.Meta.AspectSet, tok: hfTokens{m.S.Tokenizer()}}, nil
-	}
-	var m *pretrained.SumThenTrack
-	var err error
-	if o.Model != "" {
-		m, err = pretrained.LoadSumThenTrack(ctx, o.Model, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
-	} else {
-		m, err = pretrained.LoadSumThenTrackParts(ctx, o.Summarizer, o.Tracker, pretrained.LoadOptions{Precision: cfg.Infer.Precision})
-	}
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "infer: sum_then_track: summarizer and pair tracker (head %s) fine-tuned from %s\n", m.Tracker.Meta.Head, m.Summarizer.Meta.ModelType)
-	return &variantParts{summarizer: m.Summarizer, pairs: m.Tracker, decode: pretrainedDecode(m.Summarizer, cfg.Infer.Decoding),
-		aspectSet: m.Summarizer.Meta.AspectSet, tok: hfTokens{m.Summarizer.Tokenizer()}}, nil
+	return out, nil
 }
 
 // decodeOptions applies the decoding overrides d (infer.decoding) to a loaded summarizer (the

@@ -43,6 +43,12 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(path, data)
+}
+
+// Parse is Load of the tokenizer.json bytes data, read from path (which errors name): for a
+// caller that holds them already (a checkpoint's verified files).
+func Parse(path string, data []byte) (*Tokenizer, error) {
 	var cfg tokenizer.Config
 	if err := atomicio.DecodeJSON(path, data, &cfg, false); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidTokenizer, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/tracker"
 )
 
@@ -155,7 +156,7 @@ func Final(ctx context.Context, cfg *config.Config, opts FinalOptions) (*tracker
 		return nil, nil, errors.New("cv: final: no prepared directory, output directory or cross-validation directory")
 	}
 	// The cross-validation's manifest is verified first: its fold records choose the step count.
-	if _, err := checkpoint.OpenKind(ctx, opts.CV, "--folds-from", log, checkpoint.KindEnsemble, checkpoint.KindCrossValidation); err != nil {
+	if _, err := open.Verify(ctx, opts.CV, "--folds-from", open.Options{Log: log}, checkpoint.KindEnsemble, checkpoint.KindCrossValidation); err != nil {
 		return nil, nil, fmt.Errorf("cv: final: %w", err)
 	}
 	steps, foldSteps, err := ChosenSteps(opts.CV)

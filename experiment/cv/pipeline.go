@@ -384,7 +384,7 @@ func (pr *pipelineRun) fold(k int, abstracts []infer.Abstract, grounder *ground.
 		if v.full && !pr.full {
 			continue
 		}
-		s, err := summarizer.Load(filepath.Join(opts.Out, v.dir, fmt.Sprintf("fold-%d", k)))
+		s, err := openFoldSummarizer(pr.ctx, filepath.Join(opts.Out, v.dir, fmt.Sprintf("fold-%d", k)))
 		if err != nil {
 			return fmt.Errorf("cv: %w", err)
 		}

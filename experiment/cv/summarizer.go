@@ -18,7 +18,9 @@ import (
 	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/infer/ground"
 	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/summarizer"
 )
 
@@ -365,7 +367,7 @@ func (sr *summarizerRun) train(k int, dir string, counts [3]int, data *summarize
 func (sr *summarizerRun) decode(k int, dir string, s *summarizer.Summarizer, r *SummarizerFold, dev, test []dataset.SummarizerRow) error {
 	var err error
 	if s == nil {
-		if s, err = summarizer.Load(dir); err != nil {
+		if s, err = openFoldSummarizer(sr.ctx, dir); err != nil {
 			return fmt.Errorf("cv: %w", err)
 		}
 		fmt.Fprintf(sr.log, "cv: summarizer fold %d/%d: decoding with %+v\n", k+1, sr.folds.K, sr.want)
@@ -639,4 +641,15 @@ func cmpErr(prev, err error) error {
 		return prev
 	}
 	return err
+}
+
+// openFoldSummarizer opens the summarizer checkpoint of a fold (dir) as every command opens a
+// checkpoint (package open): its manifest verified, loaded by its backbone's opener. The
+// cross-validation decodes with the from-scratch summarizer's settings, so it must be one.
+func openFoldSummarizer(ctx context.Context, dir string) (*summarizer.Summarizer, error) {
+	c, err := open.OpenKind(ctx, dir, "the summarizer cross-validation", open.Options{}, checkpoint.KindSummarizer)
+	if err != nil {
+		return nil, err
+	}
+	return open.As[*summarizer.Summarizer](c, "the summarizer cross-validation", "a from-scratch summarizer")
 }

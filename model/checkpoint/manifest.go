@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,6 +96,39 @@ type Manifest struct {
 	// Migrated is set by Open for a directory without checkpoint.json (an older release's): its
 	// kind was inferred from its files and nothing was verified. Callers print MigrateHint.
 	Migrated bool `json:"-"`
+	// held are the bytes of the small files Open verified (heldLimit), by path, which ReadFile
+	// returns: a loader parses what was hashed instead of reading the file again.
+	held map[string][]byte
+}
+
+// heldLimit is the size up to which Open keeps a verified file's bytes for the loader
+// (ReadFile): the metadata, tokenizer and context files, not the weights.
+const heldLimit = 16 << 20
+
+// ReadFile returns the file name (relative, slash-separated) of the checkpoint: the bytes Open
+// verified when it holds them, else the file as it is now (a file Open did not hash, or too large
+// to keep). The caller must not modify the bytes. A missing file is the *fs.PathError of the read.
+func (m *Manifest) ReadFile(name string) ([]byte, error) {
+	if b, ok := m.held[name]; ok {
+		return b, nil
+	}
+	return DirFiles(m.Dir).ReadFile(name)
+}
+
+// Reader reads the files of a checkpoint by name (relative, slash-separated): a Manifest (the
+// bytes Open verified) or DirFiles (the directory as it is).
+type Reader interface {
+	ReadFile(name string) ([]byte, error)
+}
+
+// DirFiles reads the files of the checkpoint directory it names, unverified (a loader called with
+// a directory rather than an opened manifest).
+type DirFiles string
+
+// ReadFile implements Reader, bounded to atomicio.MaxTokenizerJSONBytes (the largest metadata
+// file a loader parses).
+func (d DirFiles) ReadFile(name string) ([]byte, error) {
+	return atomicio.ReadFileMax(filepath.Join(string(d), filepath.FromSlash(name)), atomicio.MaxTokenizerJSONBytes)
 }
 
 // Identity is what a model states about its checkpoint when it seals it (Seal): everything of the
@@ -352,6 +386,19 @@ func open(ctx context.Context, dir string, depth int) (*Manifest, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, dir, err)
 		}
+		// The directory asked for keeps its small files' bytes for its loader (ReadFile); a
+		// member's manifest is not returned, so its bytes would be read for nothing.
+		if depth == 0 && f.Size <= heldLimit && !strings.HasSuffix(f.Path, ".safetensors") {
+			b, err := verifyRead(dir, f)
+			if err != nil {
+				return nil, err
+			}
+			if m.held == nil {
+				m.held = map[string][]byte{}
+			}
+			m.held[f.Path] = b
+			continue
+		}
 		if err := verify(dir, f); err != nil {
 			return nil, err
 		}
@@ -500,6 +547,38 @@ func verify(dir string, f File) error {
 		return fmt.Errorf("%w: %s has sha256 %s, %s records %s (corrupt or changed since the checkpoint was written)", ErrCheckpoint, path, sum, ManifestFile, f.SHA256)
 	}
 	return nil
+}
+
+// verifyRead is verify of a small file (f.Size <= heldLimit), which it reads whole and returns:
+// opened once, its size checked on the open file before it is read.
+func verifyRead(dir string, f File) ([]byte, error) {
+	if !local(f.Path) {
+		return nil, fmt.Errorf("%w: %s: file %q is not inside the checkpoint", ErrCheckpoint, filepath.Join(dir, ManifestFile), f.Path)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(f.Path))
+	fh, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s is missing (%s lists it)", ErrCheckpoint, path, ManifestFile)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	if st.Size() != f.Size {
+		return nil, fmt.Errorf("%w: %s has %d bytes, %s records %d (changed or truncated since the checkpoint was written)", ErrCheckpoint, path, st.Size(), ManifestFile, f.Size)
+	}
+	b := make([]byte, f.Size)
+	if _, err := io.ReadFull(fh, b); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err)
+	}
+	if sum := fmt.Sprintf("%x", sha256.Sum256(b)); sum != f.SHA256 {
+		return nil, fmt.Errorf("%w: %s has sha256 %s, %s records %s (corrupt or changed since the checkpoint was written)", ErrCheckpoint, path, sum, ManifestFile, f.SHA256)
+	}
+	return b, nil
 }
 
 // digest returns the hex sha256 of the file at path (of size bytes).

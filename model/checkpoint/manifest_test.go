@@ -589,3 +589,35 @@ func TestSealKeptCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestReadFileIsWhatOpenVerified checks that a loader reading through the opened manifest
+// (Manifest.ReadFile) parses the bytes Open hashed, not the file again: a file changed after Open
+// is not seen, and a file Open did not list is read from the directory.
+func TestReadFileIsWhatOpenVerified(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(`{"a": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Seal(dir, Identity{Kind: KindTracker, Task: KindTracker, Backbone: Backbone{Type: "test"}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(`{"a": 2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "later.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, want string }{{"meta.json", `{"a": 1}`}, {"later.json", `{}`}} {
+		b, err := m.ReadFile(tc.name)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("ReadFile(%s) = %q, %v; want %q", tc.name, b, err, tc.want)
+		}
+	}
+	if _, err := m.ReadFile("absent.json"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadFile of a missing file: %v, want os.ErrNotExist", err)
+	}
+}

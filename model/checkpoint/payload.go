@@ -23,6 +23,8 @@ import (
 func payload(dir string, m *Manifest) (files []File, members []string, err error) {
 	d := &describer{dir: dir, m: &Manifest{Dir: dir}}
 	switch {
+	case !builtIn(m.Backbone.Type):
+		err = d.ownLayout()
 	case m.Kind == KindCrossValidation || m.Kind == KindEnsemble:
 		err = d.crossValidationPayload(m)
 	case m.Kind == KindSumThenTrack && m.Part == "":
@@ -43,6 +45,26 @@ func payload(dir string, m *Manifest) (files []File, members []string, err error
 	}
 	slices.SortFunc(d.m.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return d.m.Files, d.m.Members, nil
+}
+
+// builtIn reports whether backbone is one of this build's (Backbone* constants), whose layouts
+// payload knows.
+func builtIn(backbone string) bool {
+	return backbone == BackboneScratch || backbone == BackboneCausalLM || backbone == BackboneEncoder
+}
+
+// ownLayout lists every regular file of the directory but its manifest: the checkpoint of a
+// backbone registered from outside this package (model/open), whose layout only its opener knows,
+// so that Open verifies all of it. It has no members.
+func (d *describer) ownLayout() error {
+	if err := d.finished(); err != nil {
+		return err
+	}
+	if err := d.tree("."); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	d.m.Files = slices.DeleteFunc(d.m.Files, func(f File) bool { return f.Path == ManifestFile })
+	return nil
 }
 
 // modelTask is the task of the one model of m's kind: a tracker or a summarizer (SUM-THEN-TRACK's
@@ -168,10 +190,16 @@ func (d *describer) has(name string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// add lists the files names that exist and are not listed yet.
+// listed reports whether the file name is listed already.
+func (d *describer) listed(name string) bool {
+	return slices.ContainsFunc(d.m.Files, func(f File) bool { return f.Path == name })
+}
+
+// add lists the files names that exist and are not listed yet (a listed file is not looked up
+// again: Open follows this walk at every load).
 func (d *describer) add(names ...string) {
 	for _, n := range names {
-		if d.has(n) && !slices.ContainsFunc(d.m.Files, func(f File) bool { return f.Path == n }) {
+		if !d.listed(n) && d.has(n) {
 			d.m.Files = append(d.m.Files, File{Path: n})
 		}
 	}
@@ -181,11 +209,14 @@ func (d *describer) add(names ...string) {
 // means).
 func (d *describer) need(why string, names ...string) error {
 	for _, n := range names {
+		if d.listed(n) {
+			continue
+		}
 		if !d.has(n) {
 			return fmt.Errorf("%w: %s has no %s (%s)", ErrCheckpoint, d.dir, n, why)
 		}
+		d.m.Files = append(d.m.Files, File{Path: n})
 	}
-	d.add(names...)
 	return nil
 }
 

@@ -78,7 +78,7 @@ func LoadChatCheckpoint(ctx context.Context, dir string, opts ...LoadOptions) (*
 	if meta.Head == config.HeadEncoderCLS {
 		return nil, fmt.Errorf("%w: %s is an encoder (%s) tracker: it classifies, it cannot write an answer", ErrCheckpoint, dir, meta.ModelType)
 	}
-	l, err := open(ctx, dir, meta.Task, meta.Variant, precisionOf(opts))
+	l, err := openMeta(ctx, dir, meta, precisionOf(opts))
 	if err != nil {
 		return nil, err
 	}

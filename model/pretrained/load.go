@@ -85,6 +85,11 @@ func open(ctx context.Context, dir, task, v, precision string) (*loaded, error) 
 		return nil, fmt.Errorf("%w: %s is a pretrained %s, not a %s (%s)", ErrCheckpoint, dir, kindName(meta.Task, meta.Variant),
 			kindName(task, v), runHint(meta.Task, meta.Variant))
 	}
+	return openMeta(ctx, dir, meta, precision)
+}
+
+// openMeta is open of the checkpoint dir whose metadata meta the caller has read.
+func openMeta(ctx context.Context, dir string, meta *Meta, precision string) (*loaded, error) {
 	// The model is built from meta.LoRA; export merges with adapter/adapter_config.json: the
 	// two must agree, or infer and the exported model would differ silently.
 	if err := peft.CheckAgreement(dir, meta.LoRA, checkpoint.PretrainedFile); err != nil {

@@ -95,11 +95,19 @@ type Request struct {
 
 // Load reads a checkpoint directory written by Train; the network decodes through its GoMLX
 // graphs on tsmodel.DecodingBackend (the pure-Go backend, or an XLA device).
-func Load(dir string) (*Summarizer, error) {
+func Load(dir string) (*Summarizer, error) { return load(dir, checkpoint.DirFiles(dir)) }
+
+// load is Load of the checkpoint dir whose metadata and tokenizer r reads (an opened manifest:
+// the bytes it verified, not read again).
+func load(dir string, r checkpoint.Reader) (*Summarizer, error) {
 	metaPath := filepath.Join(dir, checkpoint.SummarizerFile)
 	var m Meta
 	var pathErr *os.PathError
-	if err := atomicio.ReadJSON(metaPath, &m, false); errors.As(err, &pathErr) {
+	b, err := r.ReadFile(checkpoint.SummarizerFile)
+	if err == nil {
+		err = atomicio.DecodeJSON(metaPath, b, &m, false)
+	}
+	if errors.As(err, &pathErr) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, dir, err)
 	} else if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
@@ -110,7 +118,12 @@ func Load(dir string) (*Summarizer, error) {
 	if err := m.Hyperparams.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, metaPath, err)
 	}
-	tok, err := subword.Load(filepath.Join(dir, checkpoint.TokenizerFile))
+	tokPath := filepath.Join(dir, checkpoint.TokenizerFile)
+	tokBytes, err := r.ReadFile(checkpoint.TokenizerFile)
+	if err != nil {
+		return nil, fmt.Errorf("read tokenizer: %w", err)
+	}
+	tok, err := subword.Parse(tokPath, tokBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -184,9 +184,18 @@ func (c *ContextRescorer) check(aspects int) error {
 // model of `aspects` aspects; it returns nil, nil when the checkpoint has none (trained without
 // tracker.context_rescoring, or before it existed).
 func readContextRescorer(dir string, aspects int) (*ContextRescorer, error) {
+	return readContextRescorerFrom(dir, checkpoint.DirFiles(dir), aspects)
+}
+
+// readContextRescorerFrom is readContextRescorer of the checkpoint dir whose files r reads.
+func readContextRescorerFrom(dir string, r checkpoint.Reader, aspects int) (*ContextRescorer, error) {
 	path := filepath.Join(dir, checkpoint.ContextFile)
 	var c ContextRescorer
-	if err := atomicio.ReadJSON(path, &c, true); err != nil {
+	b, err := r.ReadFile(checkpoint.ContextFile)
+	if err == nil {
+		err = atomicio.DecodeJSON(path, b, &c, true)
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}

@@ -90,9 +90,19 @@ func (hp *Hyperparams) AspectIndex(aspect string) (int, bool) {
 func (hp *Hyperparams) MaxTokens() int { return hp.MaxLen - 1 }
 
 func readHyperparams(dir string) (*Hyperparams, error) {
+	return readHyperparamsFrom(dir, checkpoint.DirFiles(dir))
+}
+
+// readHyperparamsFrom is readHyperparams of the checkpoint dir whose files r reads (an opened
+// manifest: the bytes it verified).
+func readHyperparamsFrom(dir string, r checkpoint.Reader) (*Hyperparams, error) {
 	path := filepath.Join(dir, checkpoint.HyperparamsFile)
 	var hp Hyperparams
-	if err := atomicio.ReadJSON(path, &hp, true); err != nil {
+	b, err := r.ReadFile(checkpoint.HyperparamsFile)
+	if err == nil {
+		err = atomicio.DecodeJSON(path, b, &hp, true)
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s has no %s (not a tracker checkpoint, or training never started)", ErrCheckpoint, dir, checkpoint.HyperparamsFile)
 		}

@@ -71,7 +71,7 @@ func writeLexical(dir string, b *LexicalBaseline) error {
 // readLexical reads the lexical tracker of the checkpoint dir for `aspects` aspects, refusing a
 // file Train could not have written (other format, sizes that disagree, non-finite numbers,
 // duplicate terms) with an error naming it.
-func readLexical(dir string, aspects int) (*LexicalBaseline, error) {
+func readLexical(dir string, r checkpoint.Reader, aspects int) (*LexicalBaseline, error) {
 	path := filepath.Join(dir, checkpoint.LexicalFile)
 	st, err := os.Stat(path)
 	if err != nil {
@@ -98,7 +98,7 @@ func readLexical(dir string, aspects int) (*LexicalBaseline, error) {
 			}
 		}
 	}
-	ctx, err := readContextRescorer(dir, aspects)
+	ctx, err := readContextRescorerFrom(dir, r, aspects)
 	if err != nil {
 		return nil, err
 	}

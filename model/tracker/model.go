@@ -55,11 +55,22 @@ func Load(dir string) (*Model, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: %s is not a directory", ErrCheckpoint, dir)
 	}
-	hp, err := readHyperparams(dir)
+	return load(dir, checkpoint.DirFiles(dir))
+}
+
+// load is Load of the checkpoint dir whose metadata, tokenizer and context files r reads (an
+// opened manifest: the bytes it verified, not read again).
+func load(dir string, r checkpoint.Reader) (*Model, error) {
+	hp, err := readHyperparamsFrom(dir, r)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := subword.Load(filepath.Join(dir, checkpoint.TokenizerFile))
+	tokPath := filepath.Join(dir, checkpoint.TokenizerFile)
+	tokBytes, err := r.ReadFile(checkpoint.TokenizerFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read tokenizer: %w", ErrCheckpoint, err)
+	}
+	tok, err := subword.Parse(tokPath, tokBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
@@ -67,7 +78,7 @@ func Load(dir string) (*Model, error) {
 		return nil, fmt.Errorf("%w: %s: tokenizer has %d ids, hparams.json says %d", ErrCheckpoint, dir, tok.VocabSize(), hp.VocabSize)
 	}
 	if hp.Architecture == ArchLexicalContext {
-		b, err := readLexical(dir, len(hp.Aspects))
+		b, err := readLexical(dir, r, len(hp.Aspects))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 		}
@@ -92,7 +103,7 @@ func Load(dir string) (*Model, error) {
 	if err := m.checkVariables(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, varsPath, err)
 	}
-	if m.context, err = readContextRescorer(dir, len(hp.Aspects)); err != nil {
+	if m.context, err = readContextRescorerFrom(dir, r, len(hp.Aspects)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	return m, nil
