@@ -28,7 +28,6 @@ package stt
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/tracksum/tracksum/config"
@@ -79,19 +78,7 @@ func LoadParts(summarizerDir, trackerDir string) (*Model, error) {
 	if _, err := variant.ReadKind(trackerDir, variant.SumThenTrack, checkpoint.VariantTrackerDir, false); err != nil {
 		return nil, err
 	}
-	s, err := summarizer.Load(summarizerDir)
-	if err != nil {
-		return nil, err
-	}
-	t, err := tracker.Load(trackerDir)
-	if err != nil {
-		return nil, err
-	}
-	sb, err1 := os.ReadFile(filepath.Join(summarizerDir, checkpoint.TokenizerFile))
-	if err1 != nil || !checkpoint.SameTokenizer(trackerDir, sb) {
-		return nil, fmt.Errorf("%w: %s and %s were trained with different tokenizers", variant.ErrCheckpoint, summarizerDir, trackerDir)
-	}
-	return &Model{Summarizer: s, Tracker: t, Decode: s.DecodeOptions(), Threshold: t.Threshold()}, nil
+	return loadParts(summarizerDir, trackerDir)
 }
 
 // TrainOptions are the parts of a Train run that are not configuration.
