@@ -127,19 +127,11 @@ func LoadSumThenTrackParts(ctx context.Context, summarizerDir, trackerDir string
 	if _, err := variant.ReadKind(trackerDir, variant.SumThenTrack, checkpoint.VariantTrackerDir, true); err != nil {
 		return nil, err
 	}
-	s, err := loadSummarizer(ctx, summarizerDir, variant.SumThenTrack, opts...)
-	if err != nil {
-		return nil, err
+	var lo LoadOptions
+	if len(opts) > 0 {
+		lo = opts[0]
 	}
-	t, err := loadTracker(ctx, trackerDir, variant.SumThenTrack, opts...)
-	if err != nil {
-		return nil, err
-	}
-	if s.Meta.AspectSet != t.Meta.AspectSet {
-		return nil, fmt.Errorf("%w: %s (aspect set %s) and %s (aspect set %s) were trained on different aspect sets",
-			ErrCheckpoint, summarizerDir, s.Meta.AspectSet, trackerDir, t.Meta.AspectSet)
-	}
-	return &SumThenTrack{Summarizer: s, Tracker: t, Decode: s.DecodeOptions(), Threshold: DefaultPairThreshold}, nil
+	return sumThenTrack(ctx, summarizerDir, trackerDir, lo)
 }
 
 // EndToEnd is a loaded END-TO-END checkpoint on a pretrained LM: END-TO-END's one Predict
