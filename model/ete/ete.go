@@ -27,7 +27,9 @@ import (
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/decode"
+	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/training"
@@ -70,17 +72,11 @@ func (Answerer) ParseAnswer(answer string, n int) role.Output { return Parse(ans
 // from-scratch answerer. It is safe for concurrent use.
 type Model = role.EndToEnd[Answerer]
 
-// Load reads an END-TO-END checkpoint written by Train.
+// Load reads an END-TO-END checkpoint written by Train, through its verified manifest (package
+// open).
 func Load(dir string) (*Model, error) {
-	meta, err := variant.ReadKind(dir, variant.EndToEnd, "", false)
-	if err != nil {
-		return nil, err
-	}
-	s, err := summarizer.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	return &Model{S: Answerer{s}, Decode: s.DecodeOptions(), Meta: meta}, nil
+	return open.OpenAs[*Model](context.Background(), dir, "ete.Load", open.Options{}, checkpoint.KindEndToEnd,
+		"a from-scratch END-TO-END checkpoint")
 }
 
 // TrainOptions are the parts of a Train run that are not configuration.

@@ -92,14 +92,14 @@ func TestTrainPredict(t *testing.T) {
 	if err := variant.Write(out, variant.Meta{Variant: variant.SumThenTrack}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(out); !errors.Is(err, variant.ErrCheckpoint) {
+	if _, err := Load(out); !errors.Is(err, checkpoint.ErrCheckpoint) {
 		t.Errorf("Load of a sum_then_track marker: %v, want ErrCheckpoint", err)
 	}
 	if _, _, err := Train(context.Background(), cfg, data, out, TrainOptions{Log: testLog()}); !errors.Is(err, variant.ErrCheckpoint) {
 		t.Errorf("Train into a sum_then_track checkpoint: %v, want ErrCheckpoint", err)
 	}
 	os.Remove(filepath.Join(out, checkpoint.VariantFile))
-	if _, err := Load(out); !errors.Is(err, variant.ErrCheckpoint) {
+	if _, err := Load(out); !errors.Is(err, checkpoint.ErrCheckpoint) {
 		t.Errorf("Load without variant.json: %v, want ErrCheckpoint", err)
 	}
 }

@@ -130,6 +130,18 @@ func Load(ctx context.Context, m *checkpoint.Manifest, o Options) (*Checkpoint, 
 	return &Checkpoint{Manifest: m, Model: model}, nil
 }
 
+// OpenAs is the one way in of the packages' own loaders (stt.Load, ete.Load, pretrained's
+// LoadSumThenTrack, ...): dir opened as OpenKind opens a flag's checkpoint of kind, its model
+// returned as T, or refused in one line naming caller and wants (the model it loads).
+func OpenAs[T any](ctx context.Context, dir, caller string, o Options, kind, wants string) (T, error) {
+	c, err := OpenKind(ctx, dir, caller, o, kind)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return As[T](c, caller, wants)
+}
+
 // As returns c's model as the role T, or the error, for flag, of a checkpoint whose model does
 // not implement it: wants names the role ("a tracker").
 func As[T any](c *Checkpoint, flag, wants string) (T, error) {

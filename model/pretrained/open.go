@@ -69,6 +69,12 @@ func sumThenTrack(ctx context.Context, summarizerDir, trackerDir string, lo Load
 	if err != nil {
 		return nil, err
 	}
+	return composeSumThenTrack(s, t, summarizerDir, trackerDir)
+}
+
+// composeSumThenTrack is SUM-THEN-TRACK of its loaded parts, refused when they were trained on
+// different aspect sets.
+func composeSumThenTrack(s *Summarizer, t *Tracker, summarizerDir, trackerDir string) (*SumThenTrack, error) {
 	if s.Meta.AspectSet != t.Meta.AspectSet {
 		return nil, fmt.Errorf("%w: %s (aspect set %s) and %s (aspect set %s) were trained on different aspect sets",
 			ErrCheckpoint, summarizerDir, s.Meta.AspectSet, trackerDir, t.Meta.AspectSet)

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	ckopen "github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
@@ -110,28 +110,35 @@ func reported(rep *Report, err error) (checkpoint.Identity, *Report, error) {
 	return rep.id, rep, nil
 }
 
-// LoadSumThenTrack loads a SUM-THEN-TRACK directory written by TrainSumThenTrack.
+// LoadSumThenTrack loads a SUM-THEN-TRACK directory written by TrainSumThenTrack, through its
+// verified manifest (package open).
 func LoadSumThenTrack(ctx context.Context, dir string, opts ...LoadOptions) (*SumThenTrack, error) {
-	if _, err := variant.ReadKind(dir, variant.SumThenTrack, "", true); err != nil {
-		return nil, err
-	}
-	return LoadSumThenTrackParts(ctx, filepath.Join(dir, checkpoint.VariantSummarizerDir), filepath.Join(dir, checkpoint.VariantTrackerDir), opts...)
+	return ckopen.OpenAs[*SumThenTrack](ctx, dir, "pretrained.LoadSumThenTrack", openOptions(opts), checkpoint.KindSumThenTrack,
+		"a SUM-THEN-TRACK checkpoint on a pretrained LM")
 }
 
 // LoadSumThenTrackParts loads SUM-THEN-TRACK from its two parts, which must be the summarizer and
 // the pair tracker of SUM-THEN-TRACK directories on pretrained LMs, trained on one aspect set.
 func LoadSumThenTrackParts(ctx context.Context, summarizerDir, trackerDir string, opts ...LoadOptions) (*SumThenTrack, error) {
-	if _, err := variant.ReadKind(summarizerDir, variant.SumThenTrack, checkpoint.VariantSummarizerDir, true); err != nil {
+	s, err := ckopen.OpenAs[*Summarizer](ctx, summarizerDir, "pretrained.LoadSumThenTrackParts", openOptions(opts), checkpoint.KindSumThenTrack,
+		"the summarizer part of a SUM-THEN-TRACK checkpoint on a pretrained LM")
+	if err != nil {
 		return nil, err
 	}
-	if _, err := variant.ReadKind(trackerDir, variant.SumThenTrack, checkpoint.VariantTrackerDir, true); err != nil {
+	t, err := ckopen.OpenAs[*Tracker](ctx, trackerDir, "pretrained.LoadSumThenTrackParts", openOptions(opts), checkpoint.KindSumThenTrack,
+		"the pair tracker part of a SUM-THEN-TRACK checkpoint on a pretrained LM")
+	if err != nil {
 		return nil, err
 	}
-	var lo LoadOptions
-	if len(opts) > 0 {
-		lo = opts[0]
+	return composeSumThenTrack(s, t, summarizerDir, trackerDir)
+}
+
+// openOptions are a loader's options as package open takes them.
+func openOptions(opts []LoadOptions) ckopen.Options {
+	if len(opts) == 0 {
+		return ckopen.Options{}
 	}
-	return sumThenTrack(ctx, summarizerDir, trackerDir, lo)
+	return ckopen.Options{Precision: opts[0].Precision}
 }
 
 // EndToEnd is a loaded END-TO-END checkpoint on a pretrained LM: END-TO-END's one Predict
@@ -157,15 +164,9 @@ func TrainEndToEnd(ctx context.Context, cfg *config.Config, dataDir, outDir stri
 	return err
 }
 
-// LoadEndToEnd loads an END-TO-END checkpoint written by TrainEndToEnd.
+// LoadEndToEnd loads an END-TO-END checkpoint written by TrainEndToEnd, through its verified
+// manifest (package open).
 func LoadEndToEnd(ctx context.Context, dir string, opts ...LoadOptions) (*EndToEnd, error) {
-	meta, err := variant.ReadKind(dir, variant.EndToEnd, "", true)
-	if err != nil {
-		return nil, err
-	}
-	s, err := loadSummarizer(ctx, dir, variant.EndToEnd, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &EndToEnd{S: s, Decode: s.DecodeOptions(), Meta: meta}, nil
+	return ckopen.OpenAs[*EndToEnd](ctx, dir, "pretrained.LoadEndToEnd", openOptions(opts), checkpoint.KindEndToEnd,
+		"an END-TO-END checkpoint on a pretrained LM")
 }

@@ -203,9 +203,9 @@ func TestSumThenTrackTrainInfer(t *testing.T) {
 	_, err = pretrained.LoadTracker(context.Background(), tdir)
 	wantErr(t, "LoadTracker(context.Background(), stt tracker)", err, "sum_then_track tracker, not a tracker")
 	_, err = pretrained.LoadEndToEnd(context.Background(), ck)
-	wantErr(t, "LoadEndToEnd(context.Background(), stt)", err, `is a "sum_then_track" checkpoint, not "end_to_end"`)
+	wantErr(t, "LoadEndToEnd(context.Background(), stt)", err, "is a pretrained sum_then_track checkpoint; pretrained.LoadEndToEnd wants an end_to_end")
 	_, err = stt.Load(ck)
-	wantErr(t, "stt.Load(pretrained stt)", err, "fine-tuned pretrained LM")
+	wantErr(t, "stt.Load(pretrained stt)", err, "is a pretrained sum_then_track checkpoint; stt.Load wants a from-scratch SUM-THEN-TRACK checkpoint")
 	_, err = infer.Run(context.Background(), cfg, infer.Options{Tracker: tdir, Input: data, Split: "test", Out: filepath.Join(t.TempDir(), "p.jsonl"), Log: testLog()})
 	wantErr(t, "infer --tracker STT/tracker", err, "tracksum-infer --method stt")
 	// An end_to_end run into the directory is refused before anything is written.
@@ -331,9 +331,9 @@ func TestEndToEndTrainInfer(t *testing.T) {
 	_, err = pretrained.LoadSummarizer(context.Background(), ck)
 	wantErr(t, "LoadSummarizer(context.Background(), ete)", err, "pretrained end_to_end, not a summarizer")
 	_, err = pretrained.LoadSumThenTrack(context.Background(), ck)
-	wantErr(t, "LoadSumThenTrack(context.Background(), ete)", err, `is a "end_to_end" checkpoint, not "sum_then_track"`)
+	wantErr(t, "LoadSumThenTrack(context.Background(), ete)", err, "is a pretrained end_to_end checkpoint; pretrained.LoadSumThenTrack wants a sum_then_track")
 	_, err = ete.Load(ck)
-	wantErr(t, "ete.Load(pretrained ete)", err, "fine-tuned pretrained LM")
+	wantErr(t, "ete.Load(pretrained ete)", err, "is a pretrained end_to_end checkpoint; ete.Load wants a from-scratch END-TO-END checkpoint")
 	_, err = infer.Run(context.Background(), cfg, infer.Options{Tracker: infer.GoldTracker, Summarizer: ck, Input: data, Split: "test",
 		Out: filepath.Join(t.TempDir(), "p.jsonl"), Log: testLog()})
 	wantErr(t, "infer --summarizer ETE", err, "tracksum-infer --method ete")

@@ -39,6 +39,12 @@ func loadParts(summarizerDir, trackerDir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return compose(s, t, summarizerDir, trackerDir)
+}
+
+// compose is SUM-THEN-TRACK of its loaded parts, refused when they were trained with different
+// tokenizers.
+func compose(s *summarizer.Summarizer, t *tracker.Model, summarizerDir, trackerDir string) (*Model, error) {
 	sb, err := os.ReadFile(filepath.Join(summarizerDir, checkpoint.TokenizerFile))
 	if err != nil || !checkpoint.SameTokenizer(trackerDir, sb) {
 		return nil, fmt.Errorf("%w: %s and %s were trained with different tokenizers", variant.ErrCheckpoint, summarizerDir, trackerDir)

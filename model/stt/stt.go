@@ -33,6 +33,7 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/role"
 	"github.com/tracksum/tracksum/model/summarizer"
 	"github.com/tracksum/tracksum/model/tracker"
@@ -61,24 +62,28 @@ func init() {
 // tracker.threshold (infer resolves it: infer.Threshold). It is safe for concurrent use.
 type Model = role.SumThenTrack[*summarizer.Summarizer, *tracker.Model]
 
-// Load reads a SUM-THEN-TRACK checkpoint directory written by Train.
+// Load reads a SUM-THEN-TRACK checkpoint directory written by Train, through its verified
+// manifest (package open).
 func Load(dir string) (*Model, error) {
-	if _, err := variant.ReadKind(dir, variant.SumThenTrack, "", false); err != nil {
-		return nil, err
-	}
-	return LoadParts(filepath.Join(dir, checkpoint.VariantSummarizerDir), filepath.Join(dir, checkpoint.VariantTrackerDir))
+	return open.OpenAs[*Model](context.Background(), dir, "stt.Load", open.Options{}, checkpoint.KindSumThenTrack,
+		"a from-scratch SUM-THEN-TRACK checkpoint")
 }
 
 // LoadParts loads SUM-THEN-TRACK from its two sub-checkpoints, which must be the summarizer and
-// the tracker parts of SUM-THEN-TRACK checkpoints made with the same tokenizer.
+// the tracker parts of from-scratch SUM-THEN-TRACK checkpoints made with the same tokenizer.
 func LoadParts(summarizerDir, trackerDir string) (*Model, error) {
-	if _, err := variant.ReadKind(summarizerDir, variant.SumThenTrack, checkpoint.VariantSummarizerDir, false); err != nil {
+	ctx := context.Background()
+	s, err := open.OpenAs[*summarizer.Summarizer](ctx, summarizerDir, "stt.LoadParts", open.Options{}, checkpoint.KindSumThenTrack,
+		"the summarizer part of a from-scratch SUM-THEN-TRACK checkpoint")
+	if err != nil {
 		return nil, err
 	}
-	if _, err := variant.ReadKind(trackerDir, variant.SumThenTrack, checkpoint.VariantTrackerDir, false); err != nil {
+	t, err := open.OpenAs[*tracker.Model](ctx, trackerDir, "stt.LoadParts", open.Options{}, checkpoint.KindSumThenTrack,
+		"the tracker part of a from-scratch SUM-THEN-TRACK checkpoint")
+	if err != nil {
 		return nil, err
 	}
-	return loadParts(summarizerDir, trackerDir)
+	return compose(s, t, summarizerDir, trackerDir)
 }
 
 // TrainOptions are the parts of a Train run that are not configuration.

@@ -95,7 +95,7 @@ func TestTrainPredict(t *testing.T) {
 	}
 	// Parts of another variant, or swapped parts, are refused.
 	sdir, tdir := filepath.Join(out, checkpoint.VariantSummarizerDir), filepath.Join(out, checkpoint.VariantTrackerDir)
-	if _, err := LoadParts(tdir, sdir); !errors.Is(err, variant.ErrCheckpoint) {
+	if _, err := LoadParts(tdir, sdir); !errors.Is(err, checkpoint.ErrCheckpoint) {
 		t.Errorf("swapped parts: %v, want ErrCheckpoint", err)
 	}
 	if _, err := LoadParts(sdir, tdir); err != nil {
@@ -104,7 +104,7 @@ func TestTrainPredict(t *testing.T) {
 	if err := variant.Write(out, variant.Meta{Variant: variant.EndToEnd}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(out); !errors.Is(err, variant.ErrCheckpoint) {
+	if _, err := Load(out); !errors.Is(err, checkpoint.ErrCheckpoint) {
 		t.Errorf("Load of an end_to_end marker: %v, want ErrCheckpoint", err)
 	}
 	if _, _, err := Train(context.Background(), cfg, data, out, TrainOptions{Log: testLog()}); !errors.Is(err, variant.ErrCheckpoint) {
