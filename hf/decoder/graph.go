@@ -443,13 +443,17 @@ func (m *Model) attention(r *layerRun, l int, a, anchor *Node) *Node {
 
 // fused reports whether layer l of a run over t tokens takes cuDNN's fused attention
 // (Compute.FlashAttention): when the rows are right padded and attend to themselves (mask.lengths),
-// in half precision, with a head dim that is a multiple of 8, no soft-cap and no sliding window
-// shorter than the rows. Packed rows, Gemma 2's soft-cap, float32 and the KV-cache steps take the
-// decomposed path.
+// in half precision, and the layer's shape allows it (FlashFits). Packed rows, float32 and the
+// KV-cache steps take the decomposed path.
 func (m *Model) fused(mask attnMask, l, t int) bool {
-	c := m.cfg
-	return m.compute.FlashAttention && mask.lengths != nil && m.dtype() == dtypes.BFloat16 && c.HeadDim%8 == 0 &&
-		c.AttnSoftcap == 0 && (!c.slides(l) || c.SlidingWindow == 0 || c.SlidingWindow >= t)
+	return m.compute.FlashAttention && mask.lengths != nil && m.dtype() == dtypes.BFloat16 && m.cfg.FlashFits(l, t)
+}
+
+// FlashFits reports whether cuDNN's fused attention can compute layer l over rows of t tokens: a
+// head dim that is a multiple of 8, no soft-cap (Gemma 2) and no sliding window shorter than the
+// rows. The graph (Model.fused) and the memory plan (hf/plan) ask it.
+func (c Config) FlashFits(l, t int) bool {
+	return c.HeadDim%8 == 0 && c.AttnSoftcap == 0 && (!c.slides(l) || c.SlidingWindow == 0 || c.SlidingWindow >= t)
 }
 
 // fusedAttention is causal attention over right-padded rows of lengths [B] (int32) by GoMLX's

@@ -378,12 +378,19 @@ func activations(in Inputs, prec string, ck, flash bool) int64 {
 	return kept + layer + mask + final + logits
 }
 
-// fusable reports whether in's bf16 settings take cuDNN's fused attention in every layer, as
-// hf/decoder's Model.fused decides it for right-padded rows (packed rows are the caller's to
-// exclude: they plan Eager).
+// fusable reports whether in's bf16 settings take cuDNN's fused attention in every layer
+// (decoder.Config.FlashFits, as the graph decides it for right-padded rows; packed rows are the
+// caller's to exclude: they plan Eager). A model whose layers differ is planned eager throughout.
 func fusable(in Inputs) bool {
-	c := in.Config
-	return in.Attention == Flash && c.HeadDim%8 == 0 && c.AttnSoftcap == 0 && (c.SlidingWindow == 0 || c.SlidingWindow >= in.SeqLen)
+	if in.Attention != Flash {
+		return false
+	}
+	for l := range in.Config.Layers {
+		if !in.Config.FlashFits(l, in.SeqLen) {
+			return false
+		}
+	}
+	return true
 }
 
 // Configured returns the variant of the configured precision and checkpointing.

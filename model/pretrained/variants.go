@@ -134,12 +134,7 @@ func LoadSumThenTrackParts(ctx context.Context, summarizerDir, trackerDir string
 }
 
 // openOptions are a loader's options as package open takes them.
-func openOptions(opts []LoadOptions) ckopen.Options {
-	if len(opts) == 0 {
-		return ckopen.Options{}
-	}
-	return ckopen.Options{Precision: opts[0].Precision}
-}
+func openOptions(opts []LoadOptions) ckopen.Options { return ckopen.Options{Precision: precisionOf(opts)} }
 
 // EndToEnd is a loaded END-TO-END checkpoint on a pretrained LM: END-TO-END's one Predict
 // (role.EndToEnd) on the fine-tuned summarizer answering the Table 19 prompt
