@@ -134,7 +134,9 @@ func LoadSumThenTrackParts(ctx context.Context, summarizerDir, trackerDir string
 }
 
 // openOptions are a loader's options as package open takes them.
-func openOptions(opts []LoadOptions) ckopen.Options { return ckopen.Options{Precision: precisionOf(opts)} }
+func openOptions(opts []LoadOptions) ckopen.Options {
+	return ckopen.Options{Precision: precisionOf(opts)}
+}
 
 // EndToEnd is a loaded END-TO-END checkpoint on a pretrained LM: END-TO-END's one Predict
 // (role.EndToEnd) on the fine-tuned summarizer answering the Table 19 prompt
