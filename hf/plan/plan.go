@@ -378,6 +378,17 @@ func activations(in Inputs, prec string, ck, flash bool) int64 {
 	return kept + layer + mask + final + logits
 }
 
+// AttentionOf is the attention a training loop's graph takes at precision on backend:
+// train.attention resolved (config.ResolveAttention), except that packed rows always take the
+// decomposed path (hf/decoder's Model.fused). An attention the backend cannot run plans Eager
+// (training refuses it).
+func AttentionOf(loop config.TrainLoop, precision, backend string) string {
+	if fused, _ := config.ResolveAttention(loop.Attention, precision, backend); fused && !loop.Packing {
+		return Flash
+	}
+	return Eager
+}
+
 // fusable reports whether in's bf16 settings take cuDNN's fused attention in every layer
 // (decoder.Config.FlashFits, as the graph decides it for right-padded rows; packed rows are the
 // caller's to exclude: they plan Eager). A model whose layers differ is planned eager throughout.

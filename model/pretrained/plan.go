@@ -102,12 +102,8 @@ func planInputs(section string, snap *snapshot.Snapshot, dc decoder.Config, l co
 		in.DeviceMemory = n
 	}
 	in.Precision, in.Checkpointing = planSettings(loop)
-	// The card's attention in bf16: auto and flash are cuDNN's fused attention on CUDA, except
-	// over packed rows, which take the decomposed graph (hf/decoder's Model.fused).
-	in.Attention = plan.Eager
-	if fused, _ := config.ResolveAttention(loop.Attention, config.PrecisionBF16, "cuda"); fused && !loop.Packing {
-		in.Attention = plan.Flash
-	}
+	// The card's attention in bf16: auto and flash are cuDNN's fused attention on CUDA.
+	in.Attention = plan.AttentionOf(loop, config.PrecisionBF16, "cuda")
 	// transformers writes the weights' dtype as torch_dtype (4.x) or dtype (5.x).
 	for _, key := range []string{"dtype", "torch_dtype"} {
 		if d, err := snap.String(key, ""); err == nil && d != "" {

@@ -178,10 +178,7 @@ func runAttention(cfg *config.Config, task, precision, backend string) string {
 	if task == "tracker" {
 		lp = cfg.Tracker.Train
 	}
-	if fused, _ := config.ResolveAttention(lp.Attention, precision, backend); fused && !lp.Packing {
-		return plan.Flash
-	}
-	return plan.Eager
+	return plan.AttentionOf(lp, precision, backend)
 }
 
 // prepareSample prepares the synthetic sample of samples abstracts under out (reused when a run
