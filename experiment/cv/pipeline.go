@@ -163,7 +163,10 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 		return nil, err
 	}
 	defer lock.Release()
-	if err := checkPipelineSettings(cfg, opts); err != nil {
+	// The threshold the pipeline cites at: infer.Threshold's rule (infer.threshold when set, else
+	// the fold trackers' recorded tracker.threshold), recorded resolved in the settings record.
+	threshold, _ := infer.Threshold(0, cfg, cfg.Tracker.Threshold)
+	if err := checkPipelineSettings(cfg, opts, threshold); err != nil {
 		return nil, err
 	}
 	pr := &pipelineRun{ctx: ctx, cfg: cfg, opts: opts, log: log, folds: folds, full: opts.Model == ModelTable6,
@@ -176,9 +179,6 @@ func RunPipeline(ctx context.Context, cfg *config.Config, opts Options) (*Pipeli
 		pr.extra = pipelineMethods()
 	}
 
-	// The threshold the pipeline cites at: infer.Threshold's rule (infer.threshold when set, else
-	// the fold trackers' recorded tracker.threshold), as checkPipelineSettings records it.
-	threshold, _ := infer.Threshold(0, cfg, cfg.Tracker.Threshold)
 	pr.threshold = threshold
 	pr.systems()
 	grounder := infer.NewGrounder(cfg)
@@ -244,12 +244,11 @@ func instanceKeys(data string, insts map[[2]string]dataset.Instance, folds *data
 // registered methods' cached predictions are keyed by them).
 // Scoring (the eval section) is redone on every run too, so the record leaves it out (an
 // earlier build recorded it at its defaults: the legacy record).
-func checkPipelineSettings(cfg *config.Config, opts Options) error {
+func checkPipelineSettings(cfg *config.Config, opts Options, threshold float64) error {
 	recorded := withoutDecoding(cfg)
-	// The threshold the pipeline cites at (infer.Threshold: the fold trackers record
-	// tracker.threshold), recorded resolved, as earlier builds recorded infer.threshold.
-	th, _ := infer.Threshold(0, cfg, cfg.Tracker.Threshold)
-	recorded.Infer.Threshold = &th
+	// The threshold the pipeline cites at, recorded resolved, as earlier builds recorded
+	// infer.threshold.
+	recorded.Infer.Threshold = &threshold
 	y, err := sectionsYAML(recorded, append(slices.Clone(recordedSections), "tracker", "summarizer", "variants", "infer")...)
 	if err != nil {
 		return fmt.Errorf("cv: %w", err)
