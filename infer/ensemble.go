@@ -3,6 +3,7 @@ package infer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +11,6 @@ import (
 	"reflect"
 
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/pretrained"
@@ -43,17 +43,39 @@ func IsCrossValidation(dir string) bool {
 }
 
 // LoadEnsemble loads every fold checkpoint dir/fold-k (k < K of dir/cv.json) of a tracker
-// cross-validation. It fails when cv.json is unreadable or not the tracker's, when a fold
-// checkpoint is missing or incomplete, and when the folds disagree on what makes their
-// probabilities comparable per sentence: the aspect set and its order, the tokenizer (file and
-// vocabulary size) and the sentence length kept (max_len).
+// cross-validation, as the directory holds them (unverified: tracksum-infer opens one through
+// its verified manifest, package open). It fails when cv.json is unreadable or not the tracker's,
+// when a fold checkpoint is missing or incomplete, and when the folds disagree on what makes
+// their probabilities comparable per sentence: the aspect set and its order, the tokenizer (file
+// and vocabulary size) and the sentence length kept (max_len).
 func LoadEnsemble(dir string) (*Ensemble, error) {
+	return loadEnsemble(dir, checkpoint.DirFiles(dir), func(name string) (*tracker.Model, checkpoint.Reader, error) {
+		fold := filepath.Join(dir, name)
+		m, err := tracker.Load(fold)
+		return m, checkpoint.DirFiles(fold), err
+	})
+}
+
+// loadFold loads the fold checkpoint name of a cross-validation and returns it with the reader
+// of its files.
+type loadFold func(name string) (*tracker.Model, checkpoint.Reader, error)
+
+// loadEnsemble is LoadEnsemble of the cross-validation dir whose files r reads, its folds loaded
+// by fold.
+func loadEnsemble(dir string, r checkpoint.Reader, fold loadFold) (*Ensemble, error) {
 	path := filepath.Join(dir, CVReportFile)
 	var rep struct {
 		Model string `json:"model"`
 		K     int    `json:"k"`
 	}
-	if err := atomicio.ReadJSON(path, &rep, false); err != nil {
+	b, err := r.ReadFile(CVReportFile)
+	if err == nil {
+		err = json.Unmarshal(b, &rep)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEnsemble, err) // names the file
 	}
 	switch {
@@ -66,30 +88,30 @@ func LoadEnsemble(dir string) (*Ensemble, error) {
 	var first tracker.Hyperparams
 	var firstTok []byte
 	for k := range rep.K {
-		fold := filepath.Join(dir, fmt.Sprintf("fold-%d", k))
-		m, err := tracker.Load(fold)
+		name := fmt.Sprintf("fold-%d", k)
+		m, fr, err := fold(name)
 		if err != nil {
 			return nil, fmt.Errorf("%w: fold %d of %s: %w", ErrEnsemble, k, dir, err)
 		}
-		tok, err := os.ReadFile(filepath.Join(fold, checkpoint.TokenizerFile))
+		tok, err := fr.ReadFile(checkpoint.TokenizerFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrEnsemble, err)
 		}
-		hp := m.Hyperparams()
+		hp, foldDir := m.Hyperparams(), filepath.Join(dir, name)
 		if k == 0 {
 			first, firstTok = hp, tok
 		} else {
 			switch {
 			case hp.AspectSet != first.AspectSet || !reflect.DeepEqual(hp.Aspects, first.Aspects) || !reflect.DeepEqual(hp.AspectNames, first.AspectNames):
-				return nil, fmt.Errorf("%w: %s: aspects %s %v, but fold 0 has %s %v", ErrEnsemble, fold, hp.AspectSet, hp.Aspects, first.AspectSet, first.Aspects)
+				return nil, fmt.Errorf("%w: %s: aspects %s %v, but fold 0 has %s %v", ErrEnsemble, foldDir, hp.AspectSet, hp.Aspects, first.AspectSet, first.Aspects)
 			case hp.VocabSize != first.VocabSize || !bytes.Equal(tok, firstTok):
-				return nil, fmt.Errorf("%w: %s: another tokenizer than fold 0's (%s differs)", ErrEnsemble, fold, checkpoint.TokenizerFile)
+				return nil, fmt.Errorf("%w: %s: another tokenizer than fold 0's (%s differs)", ErrEnsemble, foldDir, checkpoint.TokenizerFile)
 			case hp.MaxLen != first.MaxLen:
-				return nil, fmt.Errorf("%w: %s: max_len %d, but fold 0 has %d", ErrEnsemble, fold, hp.MaxLen, first.MaxLen)
+				return nil, fmt.Errorf("%w: %s: max_len %d, but fold 0 has %d", ErrEnsemble, foldDir, hp.MaxLen, first.MaxLen)
 			}
 		}
 		e.members = append(e.members, m)
-		e.dirs = append(e.dirs, fold)
+		e.dirs = append(e.dirs, foldDir)
 	}
 	return e, nil
 }
@@ -137,8 +159,16 @@ func (e *Ensemble) ScoreBatch(reqs []tracker.Request) ([][]float32, error) {
 
 // init registers the fold ensemble as the opener of a tracker cross-validation (package open).
 func init() {
-	open.Register(checkpoint.KindEnsemble, checkpoint.BackboneScratch, func(_ context.Context, m *checkpoint.Manifest, _ open.Options) (any, error) {
-		return LoadEnsemble(m.Dir)
+	open.Register(checkpoint.KindEnsemble, checkpoint.BackboneScratch, func(ctx context.Context, m *checkpoint.Manifest, o open.Options) (any, error) {
+		// cv.json and each fold's files are read from the manifests Open verified: not again.
+		return loadEnsemble(m.Dir, m, func(name string) (*tracker.Model, checkpoint.Reader, error) {
+			c, err := open.Member(ctx, m, name, o)
+			if err != nil {
+				return nil, nil, err
+			}
+			t, err := open.As[*tracker.Model](c, "--tracker", "a from-scratch tracker fold")
+			return t, c.Manifest, err
+		})
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/tracker"
 )
 
@@ -65,6 +66,7 @@ func testEnsemble(t *testing.T, cfg *config.Config, data, cvDir string) {
 	if len(e.Members()) != 3 {
 		t.Fatalf("%d members, want 3", len(e.Members()))
 	}
+	testEnsembleLoadsWhatOpenVerified(t, cvDir)
 	got, err := e.ScoreBatch(reqs)
 	if err != nil {
 		t.Fatal(err)
@@ -312,5 +314,44 @@ func editFile(t *testing.T, path string, edit func([]byte) []byte) func() {
 		if err := os.WriteFile(path, old, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// testEnsembleLoadsWhatOpenVerified checks that the ensemble's opener reads cv.json and each
+// fold's metadata and tokenizer from the bytes Open verified (the folds' member manifests): files
+// changed on disk after Open are not read again.
+func testEnsembleLoadsWhatOpenVerified(t *testing.T, cvDir string) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := checkpoint.Open(ctx, cvDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{ReportFile}
+	for k := range 3 {
+		fold := fmt.Sprintf("fold-%d", k)
+		files = append(files, filepath.Join(fold, checkpoint.HyperparamsFile), filepath.Join(fold, checkpoint.TokenizerFile))
+	}
+	for _, f := range files {
+		path := filepath.Join(cvDir, f)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}()
+	}
+	c, err := open.Load(ctx, m, open.Options{})
+	if err != nil {
+		t.Fatalf("loading the opened cross-validation read its files again: %v", err)
+	}
+	if e, ok := c.Model.(*infer.Ensemble); !ok || len(e.Members()) != 3 {
+		t.Fatalf("opened %T, want an ensemble of 3 folds", c.Model)
 	}
 }

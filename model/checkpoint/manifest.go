@@ -99,7 +99,14 @@ type Manifest struct {
 	// held are the bytes of the small files Open verified (heldLimit), by path, which ReadFile
 	// returns: a loader parses what was hashed instead of reading the file again.
 	held map[string][]byte
+	// members are the members' manifests Open opened, by Members name (Member): an opener loads
+	// a fold or a part from them, its files not read again.
+	members map[string]*Manifest
 }
+
+// Member returns the manifest of the member name (one of Members) as Open verified it, with the
+// bytes of its small files; nil for a manifest Open did not verify (Read's, a migrated one's).
+func (m *Manifest) Member(name string) *Manifest { return m.members[name] }
 
 // heldLimit is the size up to which Open keeps a verified file's bytes for the loader
 // (ReadFile): the metadata, tokenizer and context files, not the weights.
@@ -386,9 +393,9 @@ func open(ctx context.Context, dir string, depth int) (*Manifest, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, dir, err)
 		}
-		// The directory asked for keeps its small files' bytes for its loader (ReadFile); a
-		// member's manifest is not returned, so its bytes would be read for nothing.
-		if depth == 0 && f.Size <= heldLimit && !strings.HasSuffix(f.Path, ".safetensors") {
+		// Every manifest opened, the members' too (Member), keeps its small files' bytes for its
+		// loader (ReadFile): metadata and tokenizers, not the weights.
+		if f.Size <= heldLimit && !strings.HasSuffix(f.Path, ".safetensors") {
 			b, err := verifyRead(dir, f)
 			if err != nil {
 				return nil, err
@@ -406,9 +413,14 @@ func open(ctx context.Context, dir string, depth int) (*Manifest, error) {
 	// Members first: a changed file of a fold is best named against its own manifest;
 	// checkFolds then catches a fold replaced by another sealed checkpoint.
 	for _, sub := range m.Members {
-		if _, err := open(ctx, filepath.Join(dir, sub), depth+1); err != nil {
+		mm, err := open(ctx, filepath.Join(dir, sub), depth+1)
+		if err != nil {
 			return nil, err
 		}
+		if m.members == nil {
+			m.members = map[string]*Manifest{}
+		}
+		m.members[sub] = mm
 	}
 	if err := checkFolds(ctx, &m); err != nil {
 		return nil, err
@@ -487,8 +499,8 @@ func checkFolds(ctx context.Context, m *Manifest) error {
 			continue
 		}
 		var rec foldRecord
-		if err := atomicio.ReadJSON(filepath.Join(m.Dir, name), &rec, false); err != nil {
-			return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+		if err := readJSON(m, name, &rec); err != nil {
+			return err
 		}
 		for _, p := range slices.Sorted(maps.Keys(rec.Checkpoint)) {
 			if err := ctx.Err(); err != nil {
@@ -498,13 +510,9 @@ func checkFolds(ctx context.Context, m *Manifest) error {
 				return fmt.Errorf("%w: %s: file %q is not inside the fold checkpoint", ErrCheckpoint, filepath.Join(m.Dir, name), p)
 			}
 			fp := filepath.Join(m.Dir, sub, filepath.FromSlash(p))
-			st, err := os.Stat(fp)
+			sum, err := foldSum(m.Member(sub), fp, p)
 			if err != nil {
 				return fmt.Errorf("%w: %s, which %s records, is unreadable: %w", ErrCheckpoint, fp, name, err)
-			}
-			sum, err := digest(fp, st.Size())
-			if err != nil {
-				return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 			}
 			if sum != rec.Checkpoint[p] {
 				return fmt.Errorf("%w: %s does not match the sha256 %s records (the fold checkpoint was replaced or changed after its fold was scored)", ErrCheckpoint, fp, name)
@@ -512,6 +520,35 @@ func checkFolds(ctx context.Context, m *Manifest) error {
 		}
 	}
 	return nil
+}
+
+// readJSON decodes the file name of m (Manifest.ReadFile: the bytes Open verified when it holds
+// them), its errors naming the file.
+func readJSON(m *Manifest, name string, v any) error {
+	path := filepath.Join(m.Dir, filepath.FromSlash(name))
+	b, err := m.ReadFile(name)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err)
+	}
+	return nil
+}
+
+// foldSum is the sha256 of the file p of a fold checkpoint (path fp): the sum its manifest fold
+// records when Open verified it there (the file is not hashed twice), else the file's own.
+func foldSum(fold *Manifest, fp, p string) (string, error) {
+	if fold != nil {
+		if i := slices.IndexFunc(fold.Files, func(f File) bool { return f.Path == p }); i >= 0 {
+			return fold.Files[i].SHA256, nil
+		}
+	}
+	st, err := os.Stat(fp)
+	if err != nil {
+		return "", err
+	}
+	return digest(fp, st.Size())
 }
 
 // local reports whether a manifest's relative path stays inside its directory.

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -128,6 +129,21 @@ func Load(ctx context.Context, m *checkpoint.Manifest, o Options) (*Checkpoint, 
 		return nil, err
 	}
 	return &Checkpoint{Manifest: m, Model: model}, nil
+}
+
+// Member loads the member name (a fold, a part) of the checkpoint m opened by the caller, with
+// its registered opener, from the manifest Open verified with m's (Manifest.Member: its files
+// not read again); the member of a migrated checkpoint, whose members Open did not walk, is
+// opened from its directory.
+func Member(ctx context.Context, m *checkpoint.Manifest, name string, o Options) (*Checkpoint, error) {
+	sub := m.Member(name)
+	if sub == nil {
+		var err error
+		if sub, err = checkpoint.Open(ctx, filepath.Join(m.Dir, name)); err != nil {
+			return nil, err
+		}
+	}
+	return Load(ctx, sub, o)
 }
 
 // OpenAs is the one way in of the packages' own loaders (stt.Load, ete.Load, pretrained's

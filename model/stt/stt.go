@@ -73,17 +73,23 @@ func Load(dir string) (*Model, error) {
 // the tracker parts of from-scratch SUM-THEN-TRACK checkpoints made with the same tokenizer.
 func LoadParts(summarizerDir, trackerDir string) (*Model, error) {
 	ctx := context.Background()
-	s, err := open.OpenAs[*summarizer.Summarizer](ctx, summarizerDir, "stt.LoadParts", open.Options{}, checkpoint.KindSumThenTrack,
-		"the summarizer part of a from-scratch SUM-THEN-TRACK checkpoint")
+	sc, err := open.OpenKind(ctx, summarizerDir, "stt.LoadParts", open.Options{}, checkpoint.KindSumThenTrack)
 	if err != nil {
 		return nil, err
 	}
-	t, err := open.OpenAs[*tracker.Model](ctx, trackerDir, "stt.LoadParts", open.Options{}, checkpoint.KindSumThenTrack,
-		"the tracker part of a from-scratch SUM-THEN-TRACK checkpoint")
+	s, err := open.As[*summarizer.Summarizer](sc, "stt.LoadParts", "the summarizer part of a from-scratch SUM-THEN-TRACK checkpoint")
 	if err != nil {
 		return nil, err
 	}
-	return compose(s, t, summarizerDir, trackerDir)
+	tc, err := open.OpenKind(ctx, trackerDir, "stt.LoadParts", open.Options{}, checkpoint.KindSumThenTrack)
+	if err != nil {
+		return nil, err
+	}
+	t, err := open.As[*tracker.Model](tc, "stt.LoadParts", "the tracker part of a from-scratch SUM-THEN-TRACK checkpoint")
+	if err != nil {
+		return nil, err
+	}
+	return compose(opened[*summarizer.Summarizer]{s, sc.Manifest}, opened[*tracker.Model]{t, tc.Manifest})
 }
 
 // TrainOptions are the parts of a Train run that are not configuration.

@@ -15,6 +15,7 @@ import (
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/variant"
 )
@@ -101,6 +102,7 @@ func TestTrainPredict(t *testing.T) {
 	if _, err := LoadParts(sdir, tdir); err != nil {
 		t.Errorf("LoadParts: %v", err)
 	}
+	testLoadsWhatOpenVerified(t, out)
 	if err := variant.Write(out, variant.Meta{Variant: variant.EndToEnd}); err != nil {
 		t.Fatal(err)
 	}
@@ -207,5 +209,41 @@ func TestConfigBatchSize(t *testing.T) {
 	if c.Summarizer.Train.BatchSize != 8 || c.Tracker.Train.BatchSize != 32 || cfg.Summarizer.Train.BatchSize != 16 {
 		t.Errorf("summarizer batch %d, tracker %d (caller's summarizer now %d), want 8, 32 (16)",
 			c.Summarizer.Train.BatchSize, c.Tracker.Train.BatchSize, cfg.Summarizer.Train.BatchSize)
+	}
+}
+
+// testLoadsWhatOpenVerified checks that the opener loads both parts from the bytes Open verified
+// (the parent's member manifests): metadata and tokenizers changed on disk after Open are not
+// read again.
+func testLoadsWhatOpenVerified(t *testing.T, out string) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := checkpoint.Open(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{
+		filepath.Join(checkpoint.VariantSummarizerDir, checkpoint.SummarizerFile), filepath.Join(checkpoint.VariantSummarizerDir, checkpoint.TokenizerFile),
+		filepath.Join(checkpoint.VariantTrackerDir, checkpoint.HyperparamsFile), filepath.Join(checkpoint.VariantTrackerDir, checkpoint.TokenizerFile)} {
+		path := filepath.Join(out, f)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}()
+	}
+	c, err := open.Load(ctx, m, open.Options{})
+	if err != nil {
+		t.Fatalf("loading the opened checkpoint read its files again: %v", err)
+	}
+	if _, ok := c.Model.(*Model); !ok {
+		t.Fatalf("opened a %T, want *Model", c.Model)
 	}
 }
