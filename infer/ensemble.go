@@ -3,7 +3,6 @@ package infer
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"reflect"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/pretrained"
@@ -70,10 +70,7 @@ func loadEnsemble(dir string, r checkpoint.Reader, fold loadFold) (*Ensemble, er
 	}
 	b, err := r.ReadFile(CVReportFile)
 	if err == nil {
-		err = json.Unmarshal(b, &rep)
-		if err != nil {
-			err = fmt.Errorf("%s: %w", path, err)
-		}
+		err = atomicio.DecodeJSON(path, b, &rep, false)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEnsemble, err) // names the file

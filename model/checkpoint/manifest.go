@@ -530,10 +530,19 @@ func readJSON(m *Manifest, name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err)
+	if err := atomicio.DecodeJSON(path, b, v, false); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	return nil
+}
+
+// OpenMember returns the manifest of the member name of m: as Open verified it with m's
+// (Member), or, for a checkpoint whose members Open did not walk (a migrated one), opened now.
+func (m *Manifest) OpenMember(ctx context.Context, name string) (*Manifest, error) {
+	if sub := m.Member(name); sub != nil {
+		return sub, nil
+	}
+	return Open(ctx, filepath.Join(m.Dir, filepath.FromSlash(name)))
 }
 
 // foldSum is the sha256 of the file p of a fold checkpoint (path fp): the sum its manifest fold

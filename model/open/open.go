@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -136,12 +135,9 @@ func Load(ctx context.Context, m *checkpoint.Manifest, o Options) (*Checkpoint, 
 // not read again); the member of a migrated checkpoint, whose members Open did not walk, is
 // opened from its directory.
 func Member(ctx context.Context, m *checkpoint.Manifest, name string, o Options) (*Checkpoint, error) {
-	sub := m.Member(name)
-	if sub == nil {
-		var err error
-		if sub, err = checkpoint.Open(ctx, filepath.Join(m.Dir, name)); err != nil {
-			return nil, err
-		}
+	sub, err := m.OpenMember(ctx, name)
+	if err != nil {
+		return nil, err
 	}
 	return Load(ctx, sub, o)
 }

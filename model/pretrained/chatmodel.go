@@ -13,6 +13,7 @@ import (
 	"github.com/tracksum/tracksum/hf/family"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // ChatModel is a causal LM answering conversations as itself (tracksum-serve's chat mode): the
@@ -71,7 +72,13 @@ type ChatAnswer struct {
 // LoadChatCheckpoint loads a fine-tuned pretrained checkpoint (any task, head or variant of a
 // causal LM) as a chat model: its base, with its trained variables, and its chat.
 func LoadChatCheckpoint(ctx context.Context, dir string, opts ...LoadOptions) (*ChatModel, error) {
-	meta, err := ReadMeta(dir)
+	return loadChatCheckpoint(ctx, checkpoint.DirFiles(dir), dir, opts...)
+}
+
+// loadChatCheckpoint is LoadChatCheckpoint of dir, its metadata read through r (an opened
+// manifest's verified bytes, or checkpoint.DirFiles).
+func loadChatCheckpoint(ctx context.Context, r checkpoint.Reader, dir string, opts ...LoadOptions) (*ChatModel, error) {
+	meta, err := readMeta(r, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -112,13 +112,18 @@ func IsCheckpoint(dir string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// ReadMeta reads dir's pretrained.json.
-func ReadMeta(dir string) (*Meta, error) {
+// readMeta reads the pretrained.json of the checkpoint dir through r (an opened manifest: the
+// bytes Open verified; checkpoint.DirFiles: the file as it is).
+func readMeta(r checkpoint.Reader, dir string) (*Meta, error) {
 	var m Meta
-	if err := atomicio.ReadJSON(filepath.Join(dir, checkpoint.PretrainedFile), &m, true); err != nil {
+	path := filepath.Join(dir, checkpoint.PretrainedFile)
+	b, err := r.ReadFile(checkpoint.PretrainedFile)
+	if err == nil {
+		err = atomicio.DecodeJSON(path, b, &m, true)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	path := filepath.Join(dir, checkpoint.PretrainedFile)
 	if m.Task != dataset.TaskTracker && m.Task != dataset.TaskSummarizer {
 		return nil, fmt.Errorf("%w: %s: task %q, want %s or %s", ErrCheckpoint, path, m.Task, dataset.TaskTracker, dataset.TaskSummarizer)
 	}
@@ -140,7 +145,7 @@ func ReadMeta(dir string) (*Meta, error) {
 // config.yaml.
 func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.Snapshot, cfg *config.Config, template string, allowChanged bool, log interface{ Write([]byte) (int, error) }) error {
 	if _, err := os.Stat(filepath.Join(outDir, checkpoint.PretrainedFile)); err == nil {
-		old, err := ReadMeta(outDir)
+		old, err := readMeta(checkpoint.DirFiles(outDir), outDir)
 		if err != nil {
 			return err
 		}

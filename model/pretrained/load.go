@@ -76,8 +76,8 @@ func precisionOf(opts []LoadOptions) string {
 // Track-then-Sum, or a variant.* name), and opens its base (checked against base.json's digest)
 // and, for a causal LM, its chat (the checkpoint's copies of the tokenizer and template).
 // precision, when not empty, replaces the checkpoint's compute precision (LoadOptions).
-func open(ctx context.Context, dir, task, v, precision string) (*loaded, error) {
-	meta, err := ReadMeta(dir)
+func open(ctx context.Context, r checkpoint.Reader, dir, task, v, precision string) (*loaded, error) {
+	meta, err := readMeta(r, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -221,13 +221,13 @@ func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Sna
 // was trained in unless opts say otherwise. Loading stops with an error wrapping ctx.Err() once
 // ctx is cancelled (between the base's tensors: SIGINT/SIGTERM during a large base).
 func LoadTracker(ctx context.Context, dir string, opts ...LoadOptions) (*Tracker, error) {
-	return loadTracker(ctx, dir, "", opts...)
+	return loadTracker(ctx, checkpoint.DirFiles(dir), dir, "", opts...)
 }
 
-// loadTracker loads a tracker checkpoint of the method v ("" Track-then-Sum, or
-// variant.SumThenTrack's pair tracker).
-func loadTracker(ctx context.Context, dir, v string, opts ...LoadOptions) (*Tracker, error) {
-	l, err := open(ctx, dir, dataset.TaskTracker, v, precisionOf(opts))
+// loadTracker loads the tracker checkpoint dir of the method v ("" Track-then-Sum, or
+// variant.SumThenTrack's pair tracker), its metadata read through r (open).
+func loadTracker(ctx context.Context, r checkpoint.Reader, dir, v string, opts ...LoadOptions) (*Tracker, error) {
+	l, err := open(ctx, r, dir, dataset.TaskTracker, v, precisionOf(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -350,13 +350,13 @@ func (t *Tracker) scoreDocs(docs [][]string, against []string) ([][]float32, err
 // precision it was trained in unless opts say otherwise. Loading stops with an error wrapping
 // ctx.Err() once ctx is cancelled.
 func LoadSummarizer(ctx context.Context, dir string, opts ...LoadOptions) (*Summarizer, error) {
-	return loadSummarizer(ctx, dir, "", opts...)
+	return loadSummarizer(ctx, checkpoint.DirFiles(dir), dir, "", opts...)
 }
 
-// loadSummarizer loads a summarizer checkpoint of the method v ("" Track-then-Sum, or a
-// variant.* name).
-func loadSummarizer(ctx context.Context, dir, v string, opts ...LoadOptions) (*Summarizer, error) {
-	l, err := open(ctx, dir, dataset.TaskSummarizer, v, precisionOf(opts))
+// loadSummarizer loads the summarizer checkpoint dir of the method v ("" Track-then-Sum, or a
+// variant.* name), its metadata read through r (open).
+func loadSummarizer(ctx context.Context, r checkpoint.Reader, dir, v string, opts ...LoadOptions) (*Summarizer, error) {
+	l, err := open(ctx, r, dir, dataset.TaskSummarizer, v, precisionOf(opts))
 	if err != nil {
 		return nil, err
 	}

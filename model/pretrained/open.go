@@ -3,7 +3,6 @@ package pretrained
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/tracksum/tracksum/model/checkpoint"
 	ckopen "github.com/tracksum/tracksum/model/open"
@@ -19,9 +18,9 @@ func init() {
 	for _, b := range []string{checkpoint.BackboneCausalLM, checkpoint.BackboneEncoder} {
 		ckopen.Register(checkpoint.KindTracker, b, func(ctx context.Context, m *checkpoint.Manifest, o ckopen.Options) (any, error) {
 			if o.Chat {
-				return LoadChatCheckpoint(ctx, m.Dir, LoadOptions{Precision: o.Precision})
+				return loadChatCheckpoint(ctx, m, m.Dir, LoadOptions{Precision: o.Precision})
 			}
-			return loadTracker(ctx, m.Dir, "", LoadOptions{Precision: o.Precision})
+			return loadTracker(ctx, m, m.Dir, "", LoadOptions{Precision: o.Precision})
 		})
 	}
 	ckopen.Register(checkpoint.KindSummarizer, checkpoint.BackboneCausalLM, opener(""))
@@ -37,39 +36,47 @@ func opener(v string) ckopen.Opener {
 		case o.Chat && m.Kind == checkpoint.KindSumThenTrack && m.Part == "":
 			return nil, fmt.Errorf("%w: %s holds two models (sum_then_track): serve one of its parts as a chat model", ErrCheckpoint, m.Dir)
 		case o.Chat:
-			return LoadChatCheckpoint(ctx, m.Dir, lo)
+			return loadChatCheckpoint(ctx, m, m.Dir, lo)
 		case v == variant.EndToEnd:
-			s, err := loadSummarizer(ctx, m.Dir, v, lo)
+			s, err := loadSummarizer(ctx, m, m.Dir, v, lo)
 			if err != nil {
 				return nil, err
 			}
 			meta := variant.Meta{Variant: v, AspectSet: s.Meta.AspectSet, Pretrained: true}
 			return &EndToEnd{S: s, Decode: s.DecodeOptions(), Meta: meta}, nil
 		case v == "":
-			return loadSummarizer(ctx, m.Dir, v, lo)
+			return loadSummarizer(ctx, m, m.Dir, v, lo)
 		}
 		switch m.Part {
 		case checkpoint.VariantSummarizerDir:
-			return loadSummarizer(ctx, m.Dir, v, lo)
+			return loadSummarizer(ctx, m, m.Dir, v, lo)
 		case checkpoint.VariantTrackerDir:
-			return loadTracker(ctx, m.Dir, v, lo)
+			return loadTracker(ctx, m, m.Dir, v, lo)
 		}
-		return sumThenTrack(ctx, filepath.Join(m.Dir, checkpoint.VariantSummarizerDir), filepath.Join(m.Dir, checkpoint.VariantTrackerDir), lo)
+		return sumThenTrack(ctx, m, lo)
 	}
 }
 
-// sumThenTrack loads SUM-THEN-TRACK from its parts, whose kind and part their verified manifests
-// (members of the directory's) state: LoadSumThenTrackParts without reading variant.json again.
-func sumThenTrack(ctx context.Context, summarizerDir, trackerDir string, lo LoadOptions) (*SumThenTrack, error) {
-	s, err := loadSummarizer(ctx, summarizerDir, variant.SumThenTrack, lo)
+// sumThenTrack loads SUM-THEN-TRACK from the parts of m, loaded from their manifests as Open
+// verified them (members of m's): pretrained.json and variant.json are not read again.
+func sumThenTrack(ctx context.Context, m *checkpoint.Manifest, lo LoadOptions) (*SumThenTrack, error) {
+	sm, err := m.OpenMember(ctx, checkpoint.VariantSummarizerDir)
 	if err != nil {
 		return nil, err
 	}
-	t, err := loadTracker(ctx, trackerDir, variant.SumThenTrack, lo)
+	tm, err := m.OpenMember(ctx, checkpoint.VariantTrackerDir)
 	if err != nil {
 		return nil, err
 	}
-	return composeSumThenTrack(s, t, summarizerDir, trackerDir)
+	s, err := loadSummarizer(ctx, sm, sm.Dir, variant.SumThenTrack, lo)
+	if err != nil {
+		return nil, err
+	}
+	t, err := loadTracker(ctx, tm, tm.Dir, variant.SumThenTrack, lo)
+	if err != nil {
+		return nil, err
+	}
+	return composeSumThenTrack(s, t, sm.Dir, tm.Dir)
 }
 
 // composeSumThenTrack is SUM-THEN-TRACK of its loaded parts, refused when they were trained on

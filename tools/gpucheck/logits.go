@@ -17,7 +17,7 @@ import (
 	"github.com/tracksum/tracksum/internal/cli"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
-	"github.com/tracksum/tracksum/model/pretrained"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // The fixed batch whose logits PEFT and transformers must reproduce: 2 rows of 16 tokens drawn
@@ -51,12 +51,12 @@ func logitsCommand() cli.Command {
 			}
 			c := ad.Config
 			// A QLoRA checkpoint's adapters apply to the NF4 base, as its inference loads it.
-			meta, err := pretrained.ReadMeta(ck)
+			man, err := checkpoint.Read(ck)
 			if err != nil {
 				return err
 			}
 			quantization := decoder.QuantNone
-			if meta.Quantization == config.QuantizationNF4 {
+			if man.Backbone.Quantization == config.QuantizationNF4 {
 				quantization = decoder.QuantNF4
 			}
 			store := gomlxmodel.NewStore()
