@@ -79,6 +79,9 @@ func Fit(ctx context.Context, b Backbone, o FitOptions) (*training.Result, error
 		if err != nil {
 			return nil, err
 		}
+		if len(summaries) != decoded {
+			return nil, fmt.Errorf("summarizer: %d dev summaries for %d instances", len(summaries), decoded)
+		}
 		var r1, r2, rl float64
 		for i, ref := range o.Refs[:decoded] {
 			s := scorer.Score(ref, summaries[i])
