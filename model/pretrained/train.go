@@ -22,7 +22,6 @@ import (
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/model/variant"
-	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 // Report is report.json of a pretrained checkpoint.
@@ -210,6 +209,48 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 		TrainExamples: len(train), DevExamples: devN, Trainable: trainable, Steps: res.Steps, BestStep: res.BestStep,
 		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec,
 		TrainSeconds: time.Since(t0).Seconds(), Dev: res.Best, id: id}
+	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
+}
+
+// callAfterStep calls afterStep when a test set it.
+func callAfterStep(step int) {
+	if afterStep != nil {
+		afterStep(step)
+	}
+}
+
+// prepare writes the checkpoint's files before training (prepareDir) and returns its report as far
+// as it is known then (done adds the run's figures), logging the count of trainable parameters.
+// The summarizer trains between the two (summarizer.Fit); fit still holds the tracker's copy.
+func (s *session) prepare(ctx context.Context, meta *Meta, m trainable, trainN, devN int) (*Report, error) {
+	meta.ChatTemplate = s.template
+	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
+		return nil, err
+	}
+	id, err := meta.identityIn(s.req.Out, s.cfg.Tracker.Threshold)
+	if err != nil {
+		return nil, err
+	}
+	trainable := 0
+	for v := range m.Store().IterVariables() {
+		if v.Trainable && m.Trained(v.Path()) {
+			trainable += v.Shape().Size()
+		}
+	}
+	fmt.Fprintf(s.log, "pretrained %s: %d training examples, %d dev; %d trainable parameters (lora rank %d)\n",
+		kindName(meta.Task, meta.Variant), trainN, devN, trainable, meta.LoRA.Rank)
+	return &Report{Task: meta.Task, Head: meta.Head, Backend: s.bname, Base: s.snap.Dir, ModelType: s.snap.ModelType,
+		TrainExamples: trainN, DevExamples: devN, Trainable: trainable, id: id}, nil
+}
+
+// done writes the interop layouts of m, whose store holds the best variables, and report.json:
+// rep with the figures of the run res, which started at t0.
+func (s *session) done(rep *Report, m trainable, res *training.Result, t0 time.Time) (*Report, error) {
+	if err := m.WriteInterop(s.req.Out); err != nil {
+		return nil, err
+	}
+	rep.Steps, rep.BestStep, rep.Stop, rep.ExamplesPerSec, rep.TokensPerSec = res.Steps, res.BestStep, res.Stop, res.ExamplesPerSec, res.TokensPerSec
+	rep.TrainSeconds, rep.Dev = time.Since(t0).Seconds(), res.Best
 	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
 }
 
@@ -444,30 +485,30 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 	}
 	fmt.Fprintf(s.log, "pretrained summarizer: decoding %s, max_new_tokens %d (stored in the checkpoint; dev ROUGE-L decodes greedily)\n",
 		decoding, gen.MaxNewTokens)
-	devRows := devSet
-	if sc.DevDecodeLimit > 0 && len(devRows) > sc.DevDecodeLimit {
-		devRows = devRows[:sc.DevDecodeLimit]
-	}
 	m, err := loadCausalLM(ctx, s.backend, s.snap, meta.LoRA, cfg.Seed, false, computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: sc.Train.GradientCheckpointing, flash: s.flash, quantization: meta.Quantization})
 	if err != nil {
 		return nil, err
 	}
-	evaluate, err := summaryEvaluator(meta, m, s.chat, dev, devRows, sc.Train.BatchSize, v)
+	b, err := newLMSummarizer(meta, m, s, sc, train, dev, devSet)
 	if err != nil {
 		return nil, err
 	}
-	build, loss := func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, 0) }, m.answerLoss
-	if sc.Train.Packing {
-		sh := planPacking(train, sc.Train, cfg.Seed, sc.MaxSeqLen)
-		build, loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, false) }, m.packedAnswerLoss
-	}
-	rep, err := s.fit(ctx, meta, m, sc.Train, train, build, evaluate, "rougeL", false, loss, len(dev))
+	rep, err := s.prepare(ctx, meta, m, len(train), len(dev))
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(s.log, "pretrained %s: best dev ROUGE-L %.4f (loss %.4f, %d instances decoded) at step %d -> %s\n",
-		kindName(dataset.TaskSummarizer, v), rep.Dev["rougeL"], rep.Dev["loss"], len(devRows), rep.BestStep, req.Out)
-	return rep, nil
+	refs := make([]string, len(devSet))
+	for i, r := range devSet {
+		refs[i] = r.Summary
+	}
+	t0 := time.Now()
+	res, err := summarizer.Fit(ctx, b, summarizer.FitOptions{Name: "pretrained " + kindName(dataset.TaskSummarizer, v),
+		Loop: sc.Train, Seed: cfg.Seed, OutDir: req.Out, Log: s.log, AfterStep: callAfterStep, Trace: req.Trace,
+		Refs: refs, DevDecodeLimit: sc.DevDecodeLimit})
+	if err != nil {
+		return nil, err
+	}
+	return s.done(rep, m, res, t0)
 }
 
 // summarizerMeta is the metadata of the summarizer of the method v that sc trains on the session's
@@ -515,69 +556,102 @@ func (p *summaryPrompter) examples(ctx context.Context, insts []summaryInstance)
 	return out, nil
 }
 
-// summaryEvaluator is the dev evaluation of the summarizer m of the method v: the dev loss of the
-// answer tokens over dev (batches of batch), and the ROUGE-L F of greedy summaries of devRows
-// (END-TO-END's also the F1 of its citations), which selects the best checkpoint.
-func summaryEvaluator(meta *Meta, m *causalLM, chat *Chat, dev []Example, devRows []summaryInstance, batch int, v string) (func(context.Context) (training.Metrics, error), error) {
-	devLoss, err := m.lossScorer()
-	if err != nil {
+// lmSummarizer is the causal LM m fine-tuned as the summarizer of the method meta.Variant: a
+// summarizer.Backbone.
+type lmSummarizer struct {
+	m       *causalLM
+	backend compute.Backend
+	batch   int
+	seed    int64
+	train   []Example
+	build   func([]Example) training.Batch
+	loss    training.LossFn
+	// dev are the dev examples (DevLoss), devSet their instances (DevSummaries).
+	dev     []Example
+	devSet  []summaryInstance
+	pad     int32
+	devLoss *scorer
+	devSum  *Summarizer
+}
+
+// newLMSummarizer is the summarizer m of meta trained on train under the session s and sc's loop
+// (packed or padded batches), evaluated on dev, the examples of devSet.
+func newLMSummarizer(meta *Meta, m *causalLM, s *session, sc config.Summarizer, train, dev []Example, devSet []summaryInstance) (*lmSummarizer, error) {
+	b := &lmSummarizer{m: m, backend: s.backend, batch: sc.Train.BatchSize, seed: s.cfg.Seed, train: train, dev: dev, devSet: devSet, pad: s.chat.Pad,
+		build: func(e []Example) training.Batch { return answerBatch(e, s.chat.Pad, 0) }, loss: m.answerLoss}
+	if sc.Train.Packing {
+		sh := planPacking(train, sc.Train, s.cfg.Seed, sc.MaxSeqLen)
+		b.build, b.loss = func(e []Example) training.Batch { return packedBatch(e, s.chat.Pad, sh, false) }, m.packedAnswerLoss
+	}
+	var err error
+	if b.devLoss, err = m.lossScorer(); err != nil {
 		return nil, err
 	}
-	evalLoss := func() (float64, error) {
-		var sum, n float64
-		for i := 0; i < len(dev); i += batch {
-			b := dev[i:min(i+batch, len(dev))]
-			out, err := devLoss.call(answerBatch(b, chat.Pad, 0).Inputs...)
-			if err != nil {
-				return 0, err
-			}
-			// Weighted by answer tokens, as one batch of the whole dev split would be.
-			k := 0
-			for _, e := range b {
-				pos, _ := lossPositions(e)
-				k += len(pos)
-			}
-			sum += float64(out[0].Value().(float32)) * float64(k)
-			n += float64(k)
-		}
-		return sum / max(n, 1), nil
-	}
-	devSum, err := newSummarizer(meta, m, chat)
-	if err != nil {
+	if b.devSum, err = newSummarizer(meta, m, s.chat); err != nil {
 		return nil, err
 	}
-	devSum.Gen.Temperature = 0 // the dev ROUGE-L that selects the checkpoint is greedy, sampling or not
-	scorer := rouge.New(rouge.Options{Stem: true})
-	return func(context.Context) (training.Metrics, error) {
-		reqs := make([]summarizer.Request, len(devRows))
-		for i, r := range devRows {
-			reqs[i] = summarizer.Request{Aspect: r.Aspect, Cited: r.Sentences, Document: r.Document}
-		}
-		answers, err := devSum.Answer(reqs, decode.Options{BeamSize: 1, MaxLen: meta.Generation.MaxNewTokens})
+	b.devSum.Gen.Temperature = 0 // the dev ROUGE-L that selects the checkpoint is greedy, sampling or not
+	return b, nil
+}
+
+// Training implements summarizer.Backbone: the examples shuffled per epoch; only the trained
+// variables (the adapters) are saved.
+func (b *lmSummarizer) Training() training.Options {
+	return training.Options{Backend: b.backend, Store: b.m.Store(), Loss: b.loss, Saved: b.m.Trained,
+		Batches: func(epoch int) ([]training.Batch, error) {
+			return epochBatches(b.train, b.batch, b.seed, epoch, b.build), nil
+		}}
+}
+
+// DevLoss implements summarizer.Backbone: the loss of the answer tokens over dev.
+func (b *lmSummarizer) DevLoss(context.Context) (float64, error) {
+	var sum, n float64
+	for i := 0; i < len(b.dev); i += b.batch {
+		batch := b.dev[i:min(i+b.batch, len(b.dev))]
+		out, err := b.devLoss.call(answerBatch(batch, b.pad, 0).Inputs...)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		var rl float64
-		var cites citationCounts
-		for i, r := range devRows {
-			summary := ParseSummary(answers[i], nil)
-			if v == variant.EndToEnd {
-				o := ParseEndToEnd(answers[i], len(r.Sentences), nil)
-				summary = o.Summary
-				cites.add(o.Indexes, r.Citations)
-			}
-			rl += scorer.Score(r.Summary, summary).RL.F
+		// Weighted by answer tokens, as one batch of the whole dev split would be.
+		k := 0
+		for _, e := range batch {
+			pos, _ := lossPositions(e)
+			k += len(pos)
 		}
-		loss, err := evalLoss()
-		if err != nil {
-			return nil, err
+		sum += float64(out[0].Value().(float32)) * float64(k)
+		n += float64(k)
+	}
+	return sum / max(n, 1), nil
+}
+
+// DevSummaries implements summarizer.Backbone: the text after "Summary:" of the greedy answers
+// (as the released script scores it); END-TO-END's answers also give the micro F1 of their
+// citations (citation_f1).
+func (b *lmSummarizer) DevSummaries(_ context.Context, n int) ([]string, training.Metrics, error) {
+	rows := b.devSet[:n]
+	reqs := make([]summarizer.Request, len(rows))
+	for i, r := range rows {
+		reqs[i] = summarizer.Request{Aspect: r.Aspect, Cited: r.Sentences, Document: r.Document}
+	}
+	answers, err := b.devSum.Answer(reqs, decode.Options{BeamSize: 1, MaxLen: b.devSum.Meta.Generation.MaxNewTokens})
+	if err != nil {
+		return nil, nil, err
+	}
+	endToEnd := b.devSum.Meta.Variant == variant.EndToEnd
+	summaries := make([]string, len(rows))
+	var cites citationCounts
+	for i, r := range rows {
+		summaries[i] = ParseSummary(answers[i], nil)
+		if endToEnd {
+			o := ParseEndToEnd(answers[i], len(r.Sentences), nil)
+			summaries[i] = o.Summary
+			cites.add(o.Indexes, r.Citations)
 		}
-		metrics := training.Metrics{"loss": loss, "rougeL": rl / float64(max(len(devRows), 1))}
-		if v == variant.EndToEnd {
-			metrics["citation_f1"] = cites.f1()
-		}
-		return metrics, nil
-	}, nil
+	}
+	if endToEnd {
+		return summaries, training.Metrics{"citation_f1": cites.f1()}, nil
+	}
+	return summaries, nil, nil
 }
 
 // citationCounts accumulates the micro precision and recall of predicted citation indices.

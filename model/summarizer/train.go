@@ -26,7 +26,6 @@ import (
 	"github.com/tracksum/tracksum/model/decode"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/subword"
-	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
 
 // Example is one training pair in token ids.
@@ -291,8 +290,6 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err := checkpoint.WriteJSON(filepath.Join(outDir, checkpoint.ReportFile), rep); err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(log, "summarizer: %s after %d/%d steps; best dev at step %d: %s; %.1f examples/s\n",
-		res.Stop, res.Steps, res.TotalSteps, res.BestStep, formatMetrics(res.Best), res.ExamplesPerSec)
 	s, err := Load(outDir)
 	if err != nil {
 		return nil, nil, err
@@ -393,7 +390,7 @@ func MakeExample(h Hyperparams, aspect []int32, cited, document [][]int32, summa
 	return Example{Src: src, Seg: seg, Tgt: slices.Clone(summary[:min(len(summary), h.MaxSummaryLen-1)]), Ref: ref, CitedLen: n}
 }
 
-// TrainOptions configures TrainExamples.
+// ExamplesOptions configures TrainExamples.
 type ExamplesOptions struct {
 	Backend     compute.Backend
 	Hyperparams Hyperparams
@@ -425,96 +422,105 @@ type ExamplesOptions struct {
 	Shards int
 }
 
-// TrainExamples runs the shared training loop on examples. The best dev checkpoint (by ROUGE-L F of
-// greedy decoding) is written to OutDir/best/model.safetensors.
+// TrainExamples trains the from-scratch network on examples with the summarizer loop (Fit). The
+// best dev checkpoint (by ROUGE-L F of greedy decoding) is written to OutDir/best/model.safetensors.
 func TrainExamples(ctx context.Context, o ExamplesOptions) (*training.Result, error) {
-	h := o.Hyperparams
-	store := gomlxmodel.NewStore()
-	batchSize := o.Loop.BatchSize
-	devBatches := makeBatches(h, o.Dev, batchSize, nil)
+	refs := make([]string, len(o.Dev))
+	for i, ex := range o.Dev {
+		refs[i] = ex.Ref
+	}
+	return Fit(ctx, &network{o: o, store: gomlxmodel.NewStore(), devBatches: makeBatches(o.Hyperparams, o.Dev, o.Loop.BatchSize, nil)},
+		FitOptions{Name: "summarizer", Loop: o.Loop, Seed: o.Seed, OutDir: o.OutDir, Log: o.Log, AfterStep: o.AfterStep,
+			Refs: refs, DevDecodeLimit: o.DevDecodeLimit, ROUGE12: true})
+}
 
-	var lossExec *gomlxmodel.Exec
-	scorer := rouge.New(rouge.Options{Stem: true})
-	evaluate := func(ctx context.Context) (training.Metrics, error) {
-		if len(o.Dev) == 0 {
-			return training.Metrics{"loss": 0, "rougeL": 0}, nil // both selections (train.select_by) read a value
-		}
-		if lossExec == nil {
-			var err error
-			lossExec, err = gomlxmodel.NewExec(o.Backend, store, func(_ *gomlxmodel.Scope, inputs []*Node) []*Node {
-				nll, mask := TokenNLLGraph(store.Scope(tsmodel.ModelScope), h, BatchFromInputs(inputs))
-				return []*Node{ReduceAllSum(Mul(nll, mask)), ReduceAllSum(mask)}
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
-		var sum, count float64
-		for _, b := range devBatches {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			out, err := lossExec.Call(b.Inputs...)
-			if err != nil {
-				return nil, fmt.Errorf("dev loss: %w", err)
-			}
-			sum += float64(tensors.ToScalar[float32](out[0]))
-			count += float64(tensors.ToScalar[float32](out[1]))
-		}
-		net, err := netFromVariables(h, store)
-		if err != nil {
-			return nil, err
-		}
-		net.Suppress(o.Suppress)
-		net.ChainBonus = o.ChainBonus
-		net.StartBonus = o.StartBonus
-		if o.Detok != nil {
-			net.LabelLen = LabelLen(o.Detok)
-		}
-		net.Words = o.Words
-		dev := o.Dev
-		if o.DevDecodeLimit > 0 && len(dev) > o.DevDecodeLimit {
-			dev = dev[:o.DevDecodeLimit]
-		}
-		opts := decode.Options{BeamSize: 1, MaxLen: h.MaxSummaryLen, MinLen: 1, NoRepeatNgram: o.NoRepeatNgram, BOS: h.BosID, EOS: h.EosID}
-		if o.MinLenRatio > 0 {
-			opts.MinLens = make([]int, len(dev))
-			for i, ex := range dev {
-				opts.MinLens[i] = MinLenFor(ex.CitedLen, o.MinLenRatio, opts.MaxLen, opts.MinLen)
-			}
-		}
-		preds := DecodeExamples(net, dev, opts)
-		var r1, r2, rl float64
-		for i, ex := range dev {
-			s := scorer.Score(ex.Ref, o.Detok(preds[i]))
-			r1, r2, rl = r1+s.R1.F, r2+s.R2.F, rl+s.RL.F
-		}
-		n := float64(len(dev))
-		return training.Metrics{"loss": sum / max(count, 1), "rouge1": r1 / n, "rouge2": r2 / n, "rougeL": rl / n}, nil
-	}
-	shards := o.Shards
+// network is the from-scratch copy transformer of TrainExamples as a Backbone.
+type network struct {
+	o          ExamplesOptions
+	store      *gomlxmodel.Store
+	devBatches []training.Batch
+	lossExec   *gomlxmodel.Exec // the dev loss graph, compiled at the first evaluation
+}
+
+// Training implements Backbone: the examples in length-bucketed batches, sharded for data
+// parallelism.
+func (n *network) Training() training.Options {
+	h, shards := n.o.Hyperparams, n.o.Shards
 	if shards == 0 {
-		shards = training.DataParallelShards(o.Backend)
+		shards = training.DataParallelShards(n.o.Backend)
 	}
-	return training.Run(ctx, training.Options{
-		Backend: o.Backend,
-		Store:   store,
+	return training.Options{
+		Backend: n.o.Backend,
+		Store:   n.store,
 		Loss: func(scope *gomlxmodel.Scope, inputs []*Node) *Node {
 			return LossGraph(scope, h, BatchFromInputs(inputs))
 		},
 		Batches: func(epoch int) ([]training.Batch, error) {
-			return makeBatches(h, o.Train, batchSize, rand.New(rand.NewPCG(uint64(o.Seed), uint64(epoch)))), nil
+			return makeBatches(h, n.o.Train, n.o.Loop.BatchSize, rand.New(rand.NewPCG(uint64(n.o.Seed), uint64(epoch)))), nil
 		},
-		Evaluate:  evaluate,
-		Select:    "rougeL",
-		Loop:      o.Loop,
-		Seed:      o.Seed,
-		OutDir:    o.OutDir,
-		Log:       o.Log,
-		AfterStep: o.AfterStep,
-		Shards:    shards,
-		Split:     h.SplitBatch,
-	})
+		Shards: shards,
+		Split:  h.SplitBatch,
+	}
+}
+
+// DevLoss implements Backbone: the mean token NLL over the dev batches.
+func (n *network) DevLoss(ctx context.Context) (float64, error) {
+	h := n.o.Hyperparams
+	if n.lossExec == nil {
+		var err error
+		n.lossExec, err = gomlxmodel.NewExec(n.o.Backend, n.store, func(_ *gomlxmodel.Scope, inputs []*Node) []*Node {
+			nll, mask := TokenNLLGraph(n.store.Scope(tsmodel.ModelScope), h, BatchFromInputs(inputs))
+			return []*Node{ReduceAllSum(Mul(nll, mask)), ReduceAllSum(mask)}
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	var sum, count float64
+	for _, b := range n.devBatches {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		out, err := n.lossExec.Call(b.Inputs...)
+		if err != nil {
+			return 0, fmt.Errorf("dev loss: %w", err)
+		}
+		sum += float64(tensors.ToScalar[float32](out[0]))
+		count += float64(tensors.ToScalar[float32](out[1]))
+	}
+	return sum / max(count, 1), nil
+}
+
+// DevSummaries implements Backbone: greedy decoding with the decoding rules of inference
+// (no-repeat n-grams, minimum lengths, copy bonuses, word rule), so that the checkpoint is
+// selected under the decoding it will be used with.
+func (n *network) DevSummaries(_ context.Context, k int) ([]string, training.Metrics, error) {
+	o, h := n.o, n.o.Hyperparams
+	net, err := netFromVariables(h, n.store)
+	if err != nil {
+		return nil, nil, err
+	}
+	net.Suppress(o.Suppress)
+	net.ChainBonus = o.ChainBonus
+	net.StartBonus = o.StartBonus
+	if o.Detok != nil {
+		net.LabelLen = LabelLen(o.Detok)
+	}
+	net.Words = o.Words
+	dev := o.Dev[:k]
+	opts := decode.Options{BeamSize: 1, MaxLen: h.MaxSummaryLen, MinLen: 1, NoRepeatNgram: o.NoRepeatNgram, BOS: h.BosID, EOS: h.EosID}
+	if o.MinLenRatio > 0 {
+		opts.MinLens = make([]int, len(dev))
+		for i, ex := range dev {
+			opts.MinLens[i] = MinLenFor(ex.CitedLen, o.MinLenRatio, opts.MaxLen, opts.MinLen)
+		}
+	}
+	preds := DecodeExamples(net, dev, opts)
+	out := make([]string, len(preds))
+	for i, p := range preds {
+		out[i] = o.Detok(p)
+	}
+	return out, nil, nil
 }
 
 // DecodeExamples decodes the examples' sources with net, in chunks, and returns the generated ids.
@@ -645,17 +651,4 @@ func padBatch(h Hyperparams, genIndex map[int32]int32, exs []Example, idx []int)
 		inputs = append(inputs, aspects)
 	}
 	return training.Batch{Inputs: inputs, Examples: len(idx), Tokens: tokens}
-}
-
-func formatMetrics(m training.Metrics) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.4f", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -298,7 +298,7 @@ func (r *trainRun) evaluate() error {
 	if err := o.keepCheckpoint(st.Step, m); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.log, "\nstep %d epoch %d: dev %s   best %s=%.4f at step %d\n", st.Step, r.epochOf(), formatMetrics(m), o.Select, st.BestScore, st.BestStep)
+	fmt.Fprintf(r.log, "\nstep %d epoch %d: dev %s   best %s=%.4f at step %d\n", st.Step, r.epochOf(), m, o.Select, st.BestScore, st.BestStep)
 	return o.saveState(*st)
 }
 

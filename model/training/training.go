@@ -559,7 +559,8 @@ func (o *Options) saveFresh() error {
 	return o.saveState(state{Fresh: true})
 }
 
-func formatMetrics(m Metrics) string {
+// String writes the metrics sorted by name, "f1=0.8123 loss=0.3456", as the log shows them.
+func (m Metrics) String() string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
