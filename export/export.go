@@ -114,14 +114,15 @@ func Export(ctx context.Context, o Options) (*Provenance, error) {
 	if o.DType != "" && !convert {
 		return nil, fmt.Errorf("export: --dtype %q: want float32, bfloat16 or float16 (or nothing: the base's)", o.DType)
 	}
-	if err := checkKind(ctx, ck, o.Log); err != nil {
-		return nil, err
-	}
-	snap, ref, err := peft.OpenBase(ctx, ck, o.Base)
+	files, err := checkKind(ctx, ck, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	quantization, err := checkAdapterAgreement(ck)
+	snap, ref, err := peft.OpenBase(ctx, ck, files, o.Base)
+	if err != nil {
+		return nil, err
+	}
+	quantization, err := checkAdapterAgreement(ck, files)
 	if err != nil {
 		return nil, err
 	}
@@ -352,38 +353,38 @@ func checkFinite(file string, t *tensors.Tensor, v []float32) error {
 // says what it is: open.Verify, the checkpoint's way in without loading its model), naming the kind found. A directory without checkpoint.json
 // that tracksum does not recognise (a PEFT adapter directory given base.json by hand) is left to
 // peft.OpenBase, whose errors name what is missing.
-func checkKind(ctx context.Context, ck string, log io.Writer) error {
+func checkKind(ctx context.Context, ck string, log io.Writer) (checkpoint.Reader, error) {
 	_, err := os.Stat(filepath.Join(ck, checkpoint.ManifestFile))
 	sealed := err == nil
 	m, err := open.Verify(ctx, ck, "--checkpoint", open.Options{Log: log})
 	switch {
 	case err != nil && !sealed:
-		return nil
+		return checkpoint.DirFiles(ck), nil
 	case err != nil:
-		return err
+		return nil, err
 	}
 	if !m.Pretrained() && m.Kind != checkpoint.KindEnsemble && m.Kind != checkpoint.KindCrossValidation && m.Kind != checkpoint.KindSumThenTrack {
 		// A from-scratch model has no Hugging Face base whose snapshot export could write.
-		return fmt.Errorf("%w: %s is a from-scratch %s checkpoint; --checkpoint wants a checkpoint of tracksum-train --pretrained: tracksum-export writes a pretrained model merged into its Hugging Face base",
+		return nil, fmt.Errorf("%w: %s is a from-scratch %s checkpoint; --checkpoint wants a checkpoint of tracksum-train --pretrained: tracksum-export writes a pretrained model merged into its Hugging Face base",
 			checkpoint.ErrCheckpoint, ck, m.Name())
 	}
 	if !m.Pretrained() || m.Kind == checkpoint.KindEnsemble || m.Kind == checkpoint.KindCrossValidation || (m.Kind == checkpoint.KindSumThenTrack && m.Part == "") {
-		return m.Refuse("--checkpoint", "one fine-tuned pretrained model (tracksum-train --pretrained: a tracker, a summarizer, an end_to_end model or a sum_then_track part)")
+		return nil, m.Refuse("--checkpoint", "one fine-tuned pretrained model (tracksum-train --pretrained: a tracker, a summarizer, an end_to_end model or a sum_then_track part)")
 	}
-	return nil
+	return m, nil
 }
 
 // checkAdapterAgreement refuses a checkpoint whose adapter_config.json (what the merge uses)
 // disagrees with the LoRA settings of its pretrained.json (what infer uses): the export would
 // not be the model infer runs. A checkpoint without pretrained.json has no second record.
 // It returns pretrained.json's quantization ("nf4" or empty).
-func checkAdapterAgreement(ck string) (string, error) {
+func checkAdapterAgreement(ck string, files checkpoint.Reader) (string, error) {
 	var meta struct {
 		LoRA         config.LoRA `json:"lora"`
 		Quantization string      `json:"quantization"`
 	}
 	path := filepath.Join(ck, checkpoint.PretrainedFile)
-	err := atomicio.ReadJSON(path, &meta, false)
+	err := atomicio.ReadJSONFrom(files, ck, checkpoint.PretrainedFile, &meta, false)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -393,7 +394,7 @@ func checkAdapterAgreement(ck string) (string, error) {
 	if meta.Quantization != "" && meta.Quantization != nf4 {
 		return "", fmt.Errorf("%s: quantization %q, want %s or none (absent)", path, meta.Quantization, nf4)
 	}
-	return meta.Quantization, peft.CheckAgreement(ck, meta.LoRA, checkpoint.PretrainedFile)
+	return meta.Quantization, peft.CheckAgreement(ck, files, meta.LoRA, checkpoint.PretrainedFile)
 }
 
 // nf4 is pretrained.json's quantization of a QLoRA checkpoint.

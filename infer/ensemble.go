@@ -68,11 +68,7 @@ func loadEnsemble(dir string, r checkpoint.Reader, fold loadFold) (*Ensemble, er
 		Model string `json:"model"`
 		K     int    `json:"k"`
 	}
-	b, err := r.ReadFile(CVReportFile)
-	if err == nil {
-		err = atomicio.DecodeJSON(path, b, &rep, false)
-	}
-	if err != nil {
+	if err := atomicio.ReadJSONFrom(r, dir, CVReportFile, &rep, false); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEnsemble, err) // names the file
 	}
 	switch {

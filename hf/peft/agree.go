@@ -22,12 +22,12 @@ var ErrDisagree = errors.New("adapter settings disagree")
 // metadata and export merges with adapter/adapter_config.json, so the two must describe the
 // same adapter (r, lora_alpha, use_rslora, target_modules), or inference and the exported model
 // would silently differ (issue 22: lora_alpha edited to 1000 changed the export only). A
-// checkpoint without adapter/ (full fine-tuning) has nothing to check. The error is one line
-// naming both files.
-func CheckAgreement(ck string, l config.LoRA, metaName string) error {
+// checkpoint without adapter/ (full fine-tuning) has nothing to check. files reads ck's files (the
+// directory, or the bytes its verified manifest holds). The error is one line naming both files.
+func CheckAgreement(ck string, files atomicio.Files, l config.LoRA, metaName string) error {
 	path := filepath.Join(ck, AdapterDir, ConfigFile)
 	var c Config
-	err := atomicio.ReadJSON(path, &c, false)
+	err := atomicio.ReadJSONFrom(files, ck, AdapterDir+"/"+ConfigFile, &c, false)
 	if errors.Is(err, os.ErrNotExist) {
 		if l.Rank > 0 {
 			if _, derr := os.Stat(filepath.Join(ck, AdapterDir)); derr == nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tracksum/tracksum/config"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // TestCheckAgreement: adapter_config.json must describe the adapter the metadata records (issue
@@ -53,7 +54,7 @@ func TestCheckAgreement(t *testing.T) {
 			if tc.meta != nil {
 				tc.meta(&meta)
 			}
-			err = CheckAgreement(ck, meta, "pretrained.json")
+			err = CheckAgreement(ck, atomicio.DirFiles(ck), meta, "pretrained.json")
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("unexpected error: %v", err)
@@ -62,7 +63,8 @@ func TestCheckAgreement(t *testing.T) {
 			}
 		})
 	}
-	if err := CheckAgreement(t.TempDir(), config.LoRA{}, "pretrained.json"); err != nil {
+	dir := t.TempDir()
+	if err := CheckAgreement(dir, atomicio.DirFiles(dir), config.LoRA{}, "pretrained.json"); err != nil {
 		t.Errorf("full fine-tuning without adapter/: %v", err)
 	}
 }

@@ -93,11 +93,12 @@ func WriteBaseRef(ctx context.Context, ckDir string, s *snapshot.Snapshot) (Base
 	return ref, nil
 }
 
-// ReadBaseRef reads ckDir/base.json.
-func ReadBaseRef(ckDir string) (BaseRef, error) {
+// ReadBaseRef reads ckDir/base.json through files (the directory, or the bytes its verified
+// manifest holds).
+func ReadBaseRef(ckDir string, files atomicio.Files) (BaseRef, error) {
 	path := filepath.Join(ckDir, BaseFile)
 	var ref BaseRef
-	if err := atomicio.ReadJSON(path, &ref, true); err != nil {
+	if err := atomicio.ReadJSONFrom(files, ckDir, BaseFile, &ref, true); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return BaseRef{}, fmt.Errorf("checkpoint %s: %s is missing (not a checkpoint of a pretrained model?)", ckDir, BaseFile)
 		}
@@ -109,13 +110,13 @@ func ReadBaseRef(ckDir string) (BaseRef, error) {
 	return ref, nil
 }
 
-// OpenBase reads ckDir/base.json, opens the snapshot it names and checks that its weights and the
+// OpenBase reads ckDir/base.json (through files, as ReadBaseRef), opens the snapshot it names and checks that its weights and the
 // files that shape the model (config, tokenizer, template, generation config) are the ones the
 // checkpoint was trained on. dir, when not empty, is opened instead of the recorded directory (a
 // snapshot moved or copied elsewhere), with the same check. A changed or missing base is a
 // one-line error naming base.json, the directory, the changed file and both digests.
-func OpenBase(ctx context.Context, ckDir, dir string) (*snapshot.Snapshot, BaseRef, error) {
-	ref, err := ReadBaseRef(ckDir)
+func OpenBase(ctx context.Context, ckDir string, files atomicio.Files, dir string) (*snapshot.Snapshot, BaseRef, error) {
+	ref, err := ReadBaseRef(ckDir, files)
 	if err != nil {
 		return nil, BaseRef{}, err
 	}

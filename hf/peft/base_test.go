@@ -11,6 +11,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
+	"github.com/tracksum/tracksum/internal/atomicio"
 )
 
 // editJSON rewrites the JSON object file at path with key set to v.
@@ -85,7 +86,7 @@ func TestChangedBaseConfigRefused(t *testing.T) {
 				t.Fatalf("base.json records %v, want config, tokenizer, tokenizer_config and generation_config", ref.Files)
 			}
 			tc.edit(t, snap)
-			_, _, err = peft.OpenBase(context.Background(), ck, "")
+			_, _, err = peft.OpenBase(context.Background(), ck, atomicio.DirFiles(ck), "")
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("unchanged base refused: %v", err)
@@ -121,7 +122,7 @@ func TestBaseRefWithoutFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	editJSON(t, filepath.Join(snap, snapshot.ConfigFile), "rope_theta", 10)
-	if _, _, err := peft.OpenBase(context.Background(), ck, ""); err != nil {
+	if _, _, err := peft.OpenBase(context.Background(), ck, atomicio.DirFiles(ck), ""); err != nil {
 		t.Fatalf("old base.json refused: %v", err)
 	}
 }
@@ -158,7 +159,7 @@ func TestBaseQuantizedOtherwiseRefused(t *testing.T) {
 			if want := map[string]string{nf4: "bitsandbytes nf4", plain: ""}[tc.trained]; ref.Quantization != want {
 				t.Errorf("base.json records quantization %q, want %q", ref.Quantization, want)
 			}
-			_, _, err = peft.OpenBase(context.Background(), ck, tc.opened)
+			_, _, err = peft.OpenBase(context.Background(), ck, atomicio.DirFiles(ck), tc.opened)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("the base trained on refused: %v", err)

@@ -78,10 +78,14 @@ type tokenizerJSONHead struct {
 }
 
 // Load reads dir/tokenizer.json and dir/tokenizer_config.json of a local snapshot.
-func Load(dir string) (*Tokenizer, error) {
+func Load(dir string) (*Tokenizer, error) { return LoadFrom(atomicio.DirFiles(dir), dir) }
+
+// LoadFrom is Load of the files of dir as files reads them (the directory, or the bytes a
+// verified checkpoint manifest holds, so that they are not read again).
+func LoadFrom(files atomicio.Files, dir string) (*Tokenizer, error) {
 	tjPath := filepath.Join(dir, "tokenizer.json")
 	cfgPath := filepath.Join(dir, "tokenizer_config.json")
-	cfgData, err := atomicio.ReadFileMax(cfgPath, atomicio.MaxJSONBytes)
+	cfgData, err := files.ReadFile("tokenizer_config.json")
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -95,7 +99,7 @@ func Load(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %v", cfgPath, oneLine(err))
 	}
-	tjData, err := atomicio.ReadFileMax(tjPath, atomicio.MaxTokenizerJSONBytes)
+	tjData, err := files.ReadFile("tokenizer.json")
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}

@@ -124,19 +124,11 @@ func (m *Manifest) ReadFile(name string) ([]byte, error) {
 
 // Reader reads the files of a checkpoint by name (relative, slash-separated): a Manifest (the
 // bytes Open verified) or DirFiles (the directory as it is).
-type Reader interface {
-	ReadFile(name string) ([]byte, error)
-}
+type Reader = atomicio.Files
 
 // DirFiles reads the files of the checkpoint directory it names, unverified (a loader called with
 // a directory rather than an opened manifest).
-type DirFiles string
-
-// ReadFile implements Reader, bounded to atomicio.MaxTokenizerJSONBytes (the largest metadata
-// file a loader parses).
-func (d DirFiles) ReadFile(name string) ([]byte, error) {
-	return atomicio.ReadFileMax(filepath.Join(string(d), filepath.FromSlash(name)), atomicio.MaxTokenizerJSONBytes)
-}
+type DirFiles = atomicio.DirFiles
 
 // Identity is what a model states about its checkpoint when it seals it (Seal): everything of the
 // manifest but the files, which Seal lists and hashes.
@@ -525,12 +517,7 @@ func checkFolds(ctx context.Context, m *Manifest) error {
 // readJSON decodes the file name of m (Manifest.ReadFile: the bytes Open verified when it holds
 // them), its errors naming the file.
 func readJSON(m *Manifest, name string, v any) error {
-	path := filepath.Join(m.Dir, filepath.FromSlash(name))
-	b, err := m.ReadFile(name)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
-	}
-	if err := atomicio.DecodeJSON(path, b, v, false); err != nil {
+	if err := atomicio.ReadJSONFrom(m, m.Dir, name, v, false); err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	return nil

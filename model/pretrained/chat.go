@@ -52,14 +52,15 @@ var tokenizers struct {
 	byDigest map[string]*tokenizer.Tokenizer
 }
 
-// loadTokenizer is tokenizer.Load through the cache. A Tokenizer is immutable once loaded, so one
-// value serves every directory holding the same files (its Dir is the first one's).
-func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
+// loadTokenizer is tokenizer.LoadFrom through the cache, the files of dir read through files. A
+// Tokenizer is immutable once loaded, so one value serves every directory holding the same files
+// (its Dir is the first one's).
+func loadTokenizer(files atomicio.Files, dir string) (*tokenizer.Tokenizer, error) {
 	h := sha256.New()
 	for _, name := range []string{snapshot.TokenizerFile, snapshot.TokenizerConfigFile} {
-		b, err := atomicio.ReadFileMax(filepath.Join(dir, name), atomicio.MaxTokenizerJSONBytes)
+		b, err := files.ReadFile(name)
 		if err != nil {
-			return tokenizer.Load(dir) // its error names the file
+			return tokenizer.LoadFrom(files, dir) // its error names the file
 		}
 		fmt.Fprintf(h, "%d:", len(b))
 		h.Write(b)
@@ -70,7 +71,7 @@ func loadTokenizer(dir string) (*tokenizer.Tokenizer, error) {
 	if tok, ok := tokenizers.byDigest[key]; ok {
 		return tok, nil
 	}
-	tok, err := tokenizer.Load(dir)
+	tok, err := tokenizer.LoadFrom(files, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,13 @@ func chatTemplateSource(key, value string) (string, error) {
 // loadChat is LoadChat with template, when not empty, in place of the chat template of dir's
 // tokenizer_config.json (its special tokens kept).
 func loadChat(dir, template string, eos []int, vocab int) (*Chat, error) {
-	tok, err := loadTokenizer(dir)
+	return loadChatFrom(atomicio.DirFiles(dir), dir, template, eos, vocab)
+}
+
+// loadChatFrom is loadChat of the files of dir as files reads them (a checkpoint's verified
+// manifest: its tokenizer copies are not read again).
+func loadChatFrom(files atomicio.Files, dir, template string, eos []int, vocab int) (*Chat, error) {
+	tok, err := loadTokenizer(files, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -124,12 +131,7 @@ func loadChat(dir, template string, eos []int, vocab int) (*Chat, error) {
 			}
 		}
 	}
-	var tpl *chattemplate.Template
-	if template == "" {
-		tpl, err = chattemplate.Load(filepath.Join(dir, snapshot.TokenizerConfigFile))
-	} else {
-		tpl, err = loadOverride(filepath.Join(dir, snapshot.TokenizerConfigFile), template)
-	}
+	tpl, err := chatTemplate(files, dir, template)
 	if err != nil {
 		return nil, fmt.Errorf("%w (a pretrained model for tracksum needs a chat template: use an instruction-tuned checkpoint)", err)
 	}
@@ -298,14 +300,18 @@ func fit(maxLen int, what string, build func(cut int) (n int, err error)) (int, 
 	return 0, fmt.Errorf("%s does not fit in max_seq_len %d tokens even with its text cut: raise max_seq_len", what, maxLen)
 }
 
-// loadOverride parses template with the special tokens of the tokenizer_config.json at path.
-func loadOverride(path, template string) (*chattemplate.Template, error) {
-	data, err := atomicio.ReadFileMax(path, atomicio.MaxJSONBytes)
+// chatTemplate parses the chat template of dir's tokenizer_config.json (read through files), or
+// template, when not empty, in its place with that file's special tokens.
+func chatTemplate(files atomicio.Files, dir, template string) (*chattemplate.Template, error) {
+	path := filepath.Join(dir, snapshot.TokenizerConfigFile)
+	data, err := files.ReadFile(snapshot.TokenizerConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
-	if data, err = chattemplate.WithTemplate(path, data, template); err != nil {
-		return nil, err
+	if template != "" {
+		if data, err = chattemplate.WithTemplate(path, data, template); err != nil {
+			return nil, err
+		}
 	}
 	return chattemplate.Parse(path, data, "default")
 }

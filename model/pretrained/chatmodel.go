@@ -85,7 +85,7 @@ func loadChatCheckpoint(ctx context.Context, r checkpoint.Reader, dir string, op
 	if meta.Head == config.HeadEncoderCLS {
 		return nil, fmt.Errorf("%w: %s is an encoder (%s) tracker: it classifies, it cannot write an answer", ErrCheckpoint, dir, meta.ModelType)
 	}
-	l, err := openMeta(ctx, dir, meta, precisionOf(opts))
+	l, err := openMeta(ctx, r, dir, meta, precisionOf(opts))
 	if err != nil {
 		return nil, err
 	}

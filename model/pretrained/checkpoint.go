@@ -117,11 +117,7 @@ func IsCheckpoint(dir string) bool {
 func readMeta(r checkpoint.Reader, dir string) (*Meta, error) {
 	var m Meta
 	path := filepath.Join(dir, checkpoint.PretrainedFile)
-	b, err := r.ReadFile(checkpoint.PretrainedFile)
-	if err == nil {
-		err = atomicio.DecodeJSON(path, b, &m, true)
-	}
-	if err != nil {
+	if err := atomicio.ReadJSONFrom(r, dir, checkpoint.PretrainedFile, &m, true); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	if m.Task != dataset.TaskTracker && m.Task != dataset.TaskSummarizer {
@@ -166,7 +162,7 @@ func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.S
 			return fmt.Errorf("%w: %s was trained with other settings (%s differs); use another --out or delete it", ErrCheckpoint, outDir, checkpoint.PretrainedFile)
 		}
 		if _, err := os.Stat(filepath.Join(outDir, peft.BaseFile)); err == nil {
-			if _, _, err := peft.OpenBase(ctx, outDir, snap.Dir); err != nil {
+			if _, _, err := peft.OpenBase(ctx, outDir, checkpoint.DirFiles(outDir), snap.Dir); err != nil {
 				if ctx.Err() != nil {
 					return err // interrupted while hashing the base: not a fault of the checkpoint
 				}
@@ -205,7 +201,7 @@ func prepareDir(ctx context.Context, outDir string, meta *Meta, snap *snapshot.S
 // decoding).
 // identityIn is identity with the base that prepareDir recorded (or checked) in dir.
 func (m *Meta) identityIn(dir string, threshold float64) (checkpoint.Identity, error) {
-	base, err := peft.ReadBaseRef(dir)
+	base, err := peft.ReadBaseRef(dir, checkpoint.DirFiles(dir))
 	if err != nil {
 		return checkpoint.Identity{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -43,7 +44,7 @@ func loadEncoderCLS(ctx context.Context, backend compute.Backend, snap *snapshot
 	if cs.quantization != "" {
 		return nil, fmt.Errorf("train.quantization %s: the NF4 base is for causal LMs; %s is an encoder (set it to none)", cs.quantization, snap.ModelType)
 	}
-	tok, err := loadTokenizer(tokDir)
+	tok, err := loadTokenizer(checkpoint.DirFiles(tokDir), tokDir)
 	if err != nil {
 		return nil, err
 	}

@@ -85,17 +85,18 @@ func open(ctx context.Context, r checkpoint.Reader, dir, task, v, precision stri
 		return nil, fmt.Errorf("%w: %s is a pretrained %s, not a %s (%s)", ErrCheckpoint, dir, kindName(meta.Task, meta.Variant),
 			kindName(task, v), runHint(meta.Task, meta.Variant))
 	}
-	return openMeta(ctx, dir, meta, precision)
+	return openMeta(ctx, r, dir, meta, precision)
 }
 
-// openMeta is open of the checkpoint dir whose metadata meta the caller has read.
-func openMeta(ctx context.Context, dir string, meta *Meta, precision string) (*loaded, error) {
+// openMeta is open of the checkpoint dir whose metadata meta the caller has read (its other
+// files read through r).
+func openMeta(ctx context.Context, r checkpoint.Reader, dir string, meta *Meta, precision string) (*loaded, error) {
 	// The model is built from meta.LoRA; export merges with adapter/adapter_config.json: the
 	// two must agree, or infer and the exported model would differ silently.
-	if err := peft.CheckAgreement(dir, meta.LoRA, checkpoint.PretrainedFile); err != nil {
+	if err := peft.CheckAgreement(dir, r, meta.LoRA, checkpoint.PretrainedFile); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	snap, _, err := peft.OpenBase(ctx, dir, "")
+	snap, _, err := peft.OpenBase(ctx, dir, r, "")
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err // interrupted while hashing the base: not a fault of the checkpoint
@@ -117,7 +118,7 @@ func openMeta(ctx context.Context, dir string, meta *Meta, precision string) (*l
 	if err != nil {
 		return nil, err
 	}
-	if l.chat, err = LoadChat(dir, dc.EOSList, dc.Vocab); err != nil {
+	if l.chat, err = loadChatFrom(r, dir, "", dc.EOSList, dc.Vocab); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	return l, nil

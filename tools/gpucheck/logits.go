@@ -41,7 +41,7 @@ func logitsCommand() cli.Command {
 			if ck == "" || out == "" || len(args) > 0 {
 				return cli.Usagef("--checkpoint and --out are required")
 			}
-			snap, _, err := peft.OpenBase(ctx, ck, "")
+			snap, _, err := peft.OpenBase(ctx, ck, checkpoint.DirFiles(ck), "")
 			if err != nil {
 				return err
 			}
