@@ -144,25 +144,10 @@ type Report struct {
 	Test           *SplitReport `json:"test,omitempty"`
 }
 
-// TrainOptions are the parts of a training run that are not configuration.
-type TrainOptions struct {
-	// Log receives progress and messages; os.Stderr when nil.
-	Log io.Writer
-	// AfterStep, when set, is called after each optimizer step (tests interrupt runs with it).
-	AfterStep func(step int)
-	// AllowChangedConfig lets a rerun into a checkpoint with training progress continue although
-	// seed or tracker settings differ from those it was trained with (see training.CheckConfig);
-	// by default that is refused.
-	AllowChangedConfig bool
-	// Part marks a model trained as a part of another checkpoint (model/stt's two models,
-	// model/ete's summarizer): Train then leaves checkpoint.json to the caller, which writes it
-	// once its own files are in place, so that the directory is never sealed as another kind.
-	Part bool
-	// Data, when set, is trained and scored on instead of the shards of dataDir (the
-	// cross-validation harness passes each fold's partition of them); dataDir still supplies the
-	// tokenizer, which Data must have been read with.
-	Data *Data
-}
+// TrainOptions are the parts of a training run that are not configuration; Data, when set, is
+// trained and scored on instead of the shards of dataDir (the cross-validation harness passes each
+// fold's partition of them).
+type TrainOptions = training.TaskOptions[*Data]
 
 // Train trains a tracker on the prepared directory dataDir with cfg.Tracker and writes the
 // checkpoint to outDir (resuming a run interrupted there). It returns the in-memory model holding
