@@ -293,38 +293,90 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 			devLabels[i] = 1
 		}
 	}
-	evaluate := func(context.Context) (training.Metrics, error) {
-		probs, err := t.scoreRows(devRows)
-		if err != nil {
-			return nil, err
-		}
-		return tracker.BinaryMetrics(probs, devLabels, tc.Threshold), nil
-	}
-	var build func([]Example) training.Batch
-	var loss training.LossFn
+	net := &trackerNet{s: s, t: t, m: m, batchSize: tc.Train.BatchSize, train: train, dev: devRows}
 	lm, _ := m.(*causalLM)
 	enc, _ := m.(*encoderCLS)
 	switch {
 	case head == config.HeadEncoderCLS:
-		build, loss = func(b []Example) training.Batch { return encoderBatch(b, int32(enc.sp.SEP)) }, enc.loss
+		net.build, net.loss = func(b []Example) training.Batch { return encoderBatch(b, int32(enc.sp.SEP)) }, enc.loss
 	case tc.Train.Packing:
 		sh := planPacking(train, tc.Train, cfg.Seed, meta.MaxSeqLen)
-		build, loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, head == config.HeadLMCLS) }, lm.packedAnswerLoss
+		net.build, net.loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, head == config.HeadLMCLS) }, lm.packedAnswerLoss
 		if head == config.HeadLMCLS {
-			loss = lm.packedClsLoss
+			net.loss = lm.packedClsLoss
 		}
 	case head == config.HeadLMCLS:
-		build, loss = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, lm.clsLoss
+		net.build, net.loss = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, lm.clsLoss
 	default:
-		build, loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, meta.YesNo.TurnLen) }, lm.answerLoss
+		net.build, net.loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, meta.YesNo.TurnLen) }, lm.answerLoss
 	}
-	rep, err := s.fit(ctx, meta, m, tc.Train, train, build, evaluate, "f1", false, loss, len(devRows))
+	id, trainable, err := s.beginFit(ctx, meta, m, len(train), len(devRows))
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	res, err := tracker.Fit(ctx, net, tracker.FitOptions{Loop: tc.Train, Seed: cfg.Seed, OutDir: req.Out, Log: s.log,
+		AfterStep: func(step int) {
+			if afterStep != nil {
+				afterStep(step)
+			}
+		},
+		DevLabels: devLabels, Threshold: tc.Threshold})
+	if err != nil {
+		return nil, err
+	}
+	rep, err := s.endFit(meta, m, res, fitted{id: id, trainable: trainable, train: len(train), dev: len(devRows), start: t0})
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(s.log, "pretrained %s: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
 		kindName(dataset.TaskTracker, run.variant), rep.Dev["f1"], rep.Dev["precision"], rep.Dev["recall"], rep.BestStep, req.Out)
 	return rep, nil
+}
+
+// fitted is what endFit reports of a training run besides the loop's result: the identity the
+// checkpoint states, the trainable parameters, the training examples and dev instances, and when
+// the loop began.
+type fitted struct {
+	id                    checkpoint.Identity
+	trainable, train, dev int
+	start                 time.Time
+}
+
+// beginFit writes the checkpoint's settings before the training loop (prepareDir, refusing a
+// directory trained otherwise) and returns the identity the checkpoint will state and the number
+// of trainable parameters of m, which it logs with the examples' counts.
+func (s *session) beginFit(ctx context.Context, meta *Meta, m trainable, train, dev int) (checkpoint.Identity, int, error) {
+	meta.ChatTemplate = s.template
+	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
+		return checkpoint.Identity{}, 0, err
+	}
+	id, err := meta.identityIn(s.req.Out, s.cfg.Tracker.Threshold)
+	if err != nil {
+		return checkpoint.Identity{}, 0, err
+	}
+	trainable := 0
+	for v := range m.Store().IterVariables() {
+		if v.Trainable && m.Trained(v.Path()) {
+			trainable += v.Shape().Size()
+		}
+	}
+	fmt.Fprintf(s.log, "pretrained %s: %d training examples, %d dev; %d trainable parameters (lora rank %d)\n",
+		kindName(meta.Task, meta.Variant), train, dev, trainable, meta.LoRA.Rank)
+	return id, trainable, nil
+}
+
+// endFit writes the checkpoint's end files once the loop res has left the best variables in m:
+// the interop layouts (m.WriteInterop) and report.json, which it returns.
+func (s *session) endFit(meta *Meta, m trainable, res *training.Result, f fitted) (*Report, error) {
+	if err := m.WriteInterop(s.req.Out); err != nil {
+		return nil, err
+	}
+	rep := &Report{Task: meta.Task, Head: meta.Head, Backend: s.bname, Base: s.snap.Dir, ModelType: s.snap.ModelType,
+		TrainExamples: f.train, DevExamples: f.dev, Trainable: f.trainable, Steps: res.Steps, BestStep: res.BestStep,
+		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec,
+		TrainSeconds: time.Since(f.start).Seconds(), Dev: res.Best, id: f.id}
+	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
 }
 
 // summaryInstance is a training or dev instance of a causal-LM summarizer.
