@@ -213,6 +213,48 @@ func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.
 	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
 }
 
+// callAfterStep calls afterStep when a test set it.
+func callAfterStep(step int) {
+	if afterStep != nil {
+		afterStep(step)
+	}
+}
+
+// prepare writes the checkpoint's files before training (prepareDir) and returns its report as far
+// as it is known then (done adds the run's figures), logging the count of trainable parameters.
+// The tracker trains between the two (tracker.Fit); fit still holds the summarizer's copy.
+func (s *session) prepare(ctx context.Context, meta *Meta, m trainable, trainN, devN int) (*Report, error) {
+	meta.ChatTemplate = s.template
+	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
+		return nil, err
+	}
+	id, err := meta.identityIn(s.req.Out, s.cfg.Tracker.Threshold)
+	if err != nil {
+		return nil, err
+	}
+	trainable := 0
+	for v := range m.Store().IterVariables() {
+		if v.Trainable && m.Trained(v.Path()) {
+			trainable += v.Shape().Size()
+		}
+	}
+	fmt.Fprintf(s.log, "pretrained %s: %d training examples, %d dev; %d trainable parameters (lora rank %d)\n",
+		kindName(meta.Task, meta.Variant), trainN, devN, trainable, meta.LoRA.Rank)
+	return &Report{Task: meta.Task, Head: meta.Head, Backend: s.bname, Base: s.snap.Dir, ModelType: s.snap.ModelType,
+		TrainExamples: trainN, DevExamples: devN, Trainable: trainable, id: id}, nil
+}
+
+// done writes the interop layouts of m, whose store holds the best variables, and report.json:
+// rep with the figures of the run res, which started at t0.
+func (s *session) done(rep *Report, m trainable, res *training.Result, t0 time.Time) (*Report, error) {
+	if err := m.WriteInterop(s.req.Out); err != nil {
+		return nil, err
+	}
+	rep.Steps, rep.BestStep, rep.Stop, rep.ExamplesPerSec, rep.TokensPerSec = res.Steps, res.BestStep, res.Stop, res.ExamplesPerSec, res.TokensPerSec
+	rep.TrainSeconds, rep.Dev = time.Since(t0).Seconds(), res.Best
+	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
+}
+
 // TrainTracker fine-tunes cfg.Tracker.Pretrained as a tracker on the prepared directory req.Data
 // into the checkpoint req.Out (resuming a run found there), with the head tracker.head.
 func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request) error {
@@ -310,73 +352,22 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	default:
 		net.build, net.loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, meta.YesNo.TurnLen) }, lm.answerLoss
 	}
-	id, trainable, err := s.beginFit(ctx, meta, m, len(train), len(devRows))
+	rep, err := s.prepare(ctx, meta, m, len(train), len(devRows))
 	if err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
 	res, err := tracker.Fit(ctx, net, tracker.FitOptions{Loop: tc.Train, Seed: cfg.Seed, OutDir: req.Out, Log: s.log,
-		AfterStep: func(step int) {
-			if afterStep != nil {
-				afterStep(step)
-			}
-		},
-		DevLabels: devLabels, Threshold: tc.Threshold})
+		AfterStep: callAfterStep, DevLabels: devLabels, Threshold: tc.Threshold})
 	if err != nil {
 		return nil, err
 	}
-	rep, err := s.endFit(meta, m, res, fitted{id: id, trainable: trainable, train: len(train), dev: len(devRows), start: t0})
-	if err != nil {
+	if rep, err = s.done(rep, m, res, t0); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(s.log, "pretrained %s: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
 		kindName(dataset.TaskTracker, run.variant), rep.Dev["f1"], rep.Dev["precision"], rep.Dev["recall"], rep.BestStep, req.Out)
 	return rep, nil
-}
-
-// fitted is what endFit reports of a training run besides the loop's result: the identity the
-// checkpoint states, the trainable parameters, the training examples and dev instances, and when
-// the loop began.
-type fitted struct {
-	id                    checkpoint.Identity
-	trainable, train, dev int
-	start                 time.Time
-}
-
-// beginFit writes the checkpoint's settings before the training loop (prepareDir, refusing a
-// directory trained otherwise) and returns the identity the checkpoint will state and the number
-// of trainable parameters of m, which it logs with the examples' counts.
-func (s *session) beginFit(ctx context.Context, meta *Meta, m trainable, train, dev int) (checkpoint.Identity, int, error) {
-	meta.ChatTemplate = s.template
-	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
-		return checkpoint.Identity{}, 0, err
-	}
-	id, err := meta.identityIn(s.req.Out, s.cfg.Tracker.Threshold)
-	if err != nil {
-		return checkpoint.Identity{}, 0, err
-	}
-	trainable := 0
-	for v := range m.Store().IterVariables() {
-		if v.Trainable && m.Trained(v.Path()) {
-			trainable += v.Shape().Size()
-		}
-	}
-	fmt.Fprintf(s.log, "pretrained %s: %d training examples, %d dev; %d trainable parameters (lora rank %d)\n",
-		kindName(meta.Task, meta.Variant), train, dev, trainable, meta.LoRA.Rank)
-	return id, trainable, nil
-}
-
-// endFit writes the checkpoint's end files once the loop res has left the best variables in m:
-// the interop layouts (m.WriteInterop) and report.json, which it returns.
-func (s *session) endFit(meta *Meta, m trainable, res *training.Result, f fitted) (*Report, error) {
-	if err := m.WriteInterop(s.req.Out); err != nil {
-		return nil, err
-	}
-	rep := &Report{Task: meta.Task, Head: meta.Head, Backend: s.bname, Base: s.snap.Dir, ModelType: s.snap.ModelType,
-		TrainExamples: f.train, DevExamples: f.dev, Trainable: f.trainable, Steps: res.Steps, BestStep: res.BestStep,
-		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec,
-		TrainSeconds: time.Since(f.start).Seconds(), Dev: res.Best, id: f.id}
-	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
 }
 
 // summaryInstance is a training or dev instance of a causal-LM summarizer.
