@@ -226,7 +226,7 @@ type trackerNet struct {
 }
 
 // Training implements tracker.Backbone: only the trained variables are saved (the frozen base is
-// read from its snapshot), and each step's batches go to the request's trace.
+// read from its snapshot).
 func (n *trackerNet) Training() training.Options {
 	return training.Options{
 		Backend: n.s.backend,
@@ -236,7 +236,6 @@ func (n *trackerNet) Training() training.Options {
 			return epochBatches(n.train, n.batchSize, n.s.cfg.Seed, epoch, n.build), nil
 		},
 		Saved: n.m.Trained,
-		Trace: n.s.req.Trace,
 	}
 }
 

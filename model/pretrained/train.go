@@ -358,7 +358,7 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	}
 	t0 := time.Now()
 	res, err := tracker.Fit(ctx, net, tracker.FitOptions{Loop: tc.Train, Seed: cfg.Seed, OutDir: req.Out, Log: s.log,
-		AfterStep: callAfterStep, DevLabels: devLabels, Threshold: tc.Threshold})
+		AfterStep: callAfterStep, Trace: req.Trace, DevLabels: devLabels, Threshold: tc.Threshold})
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,8 @@ import (
 // Fit's and Weigh's; a Backbone supplies what is its own.
 type Backbone interface {
 	// Training is the network's part of the training loop over its training examples (weighted
-	// with Weigh): Backend, Store, Loss and Batches, plus Saved, EvalAtStart, Shards, Split and
-	// Trace where the network needs them. Fit sets the rest (the loop's settings, AfterStep,
+	// with Weigh): Backend, Store, Loss and Batches, plus Saved, EvalAtStart, Shards and Split
+	// where the network needs them. Fit sets the rest (the loop's settings, AfterStep, Trace,
 	// Evaluate and Select).
 	Training() training.Options
 	// DevScores returns P(relevant) of each dev pair under the current variables, in the order of
@@ -35,8 +35,9 @@ type FitOptions struct {
 	OutDir string
 	// Log receives progress; os.Stderr when nil.
 	Log io.Writer
-	// AfterStep is passed to the training loop (tests interrupt runs with it).
+	// AfterStep and Trace are passed to the training loop (tests, the GPU check).
 	AfterStep func(step int)
+	Trace     func(step int, group []training.Batch, loss float64)
 	// DevLabels are the labels of the dev pairs; Threshold (tracker.threshold) turns their
 	// DevScores into the decisions whose F1 selects.
 	DevLabels []float32
@@ -49,7 +50,7 @@ type FitOptions struct {
 // after the loop (the from-scratch calibration and report, the pretrained interop layouts).
 func Fit(ctx context.Context, b Backbone, o FitOptions) (*training.Result, error) {
 	opts := b.Training()
-	opts.Loop, opts.Seed, opts.OutDir, opts.Log, opts.AfterStep = o.Loop, o.Seed, o.OutDir, o.Log, o.AfterStep
+	opts.Loop, opts.Seed, opts.OutDir, opts.Log, opts.AfterStep, opts.Trace = o.Loop, o.Seed, o.OutDir, o.Log, o.AfterStep, o.Trace
 	opts.Evaluate = func(context.Context) (training.Metrics, error) {
 		probs, err := b.DevScores()
 		if err != nil {
