@@ -357,17 +357,13 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 		return nil, err
 	}
 	t0 := time.Now()
-	res, err := tracker.Fit(ctx, net, tracker.FitOptions{Loop: tc.Train, Seed: cfg.Seed, OutDir: req.Out, Log: s.log,
-		AfterStep: callAfterStep, Trace: req.Trace, DevLabels: devLabels, Threshold: tc.Threshold})
+	res, err := tracker.Fit(ctx, net, tracker.FitOptions{Name: "pretrained " + kindName(dataset.TaskTracker, run.variant),
+		Loop: tc.Train, Seed: cfg.Seed, OutDir: req.Out, Log: s.log, AfterStep: callAfterStep, Trace: req.Trace,
+		DevLabels: devLabels, Threshold: tc.Threshold})
 	if err != nil {
 		return nil, err
 	}
-	if rep, err = s.done(rep, m, res, t0); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(s.log, "pretrained %s: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
-		kindName(dataset.TaskTracker, run.variant), rep.Dev["f1"], rep.Dev["precision"], rep.Dev["recall"], rep.BestStep, req.Out)
-	return rep, nil
+	return s.done(rep, m, res, t0)
 }
 
 // summaryInstance is a training or dev instance of a causal-LM summarizer.

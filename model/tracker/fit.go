@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/model"
@@ -28,6 +29,8 @@ type Backbone interface {
 
 // FitOptions are what Fit needs besides the backbone.
 type FitOptions struct {
+	// Name prefixes Fit's closing log line ("tracker", "pretrained sum_then_track tracker").
+	Name string
 	// Loop is the loop's settings (tracker.train), Seed the run's seed.
 	Loop config.TrainLoop
 	Seed int64
@@ -46,11 +49,16 @@ type FitOptions struct {
 
 // Fit trains b with the shared training loop, each evaluation scoring the dev pairs
 // (BinaryMetrics at o.Threshold) and the best checkpoint selected on their F1, then loads the
-// best variables (OutDir/best) back into b's store. The caller writes what its backbone adds
-// after the loop (the from-scratch calibration and report, the pretrained interop layouts).
+// best variables (OutDir/best) back into b's store and logs their dev F1. The caller writes what
+// its backbone adds after the loop (the from-scratch calibration and report, the pretrained
+// interop layouts).
 func Fit(ctx context.Context, b Backbone, o FitOptions) (*training.Result, error) {
+	log := o.Log
+	if log == nil {
+		log = os.Stderr
+	}
 	opts := b.Training()
-	opts.Loop, opts.Seed, opts.OutDir, opts.Log, opts.AfterStep, opts.Trace = o.Loop, o.Seed, o.OutDir, o.Log, o.AfterStep, o.Trace
+	opts.Loop, opts.Seed, opts.OutDir, opts.Log, opts.AfterStep, opts.Trace = o.Loop, o.Seed, o.OutDir, log, o.AfterStep, o.Trace
 	opts.Evaluate = func(context.Context) (training.Metrics, error) {
 		probs, err := b.DevScores()
 		if err != nil {
@@ -67,6 +75,8 @@ func Fit(ctx context.Context, b Backbone, o FitOptions) (*training.Result, error
 	if err := model.LoadVariablesInto(opts.Store, checkpoint.BestWeights(o.OutDir), nil); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(log, "%s: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
+		o.Name, res.Best["f1"], res.Best["precision"], res.Best["recall"], res.BestStep, o.OutDir)
 	return res, nil
 }
 
