@@ -24,7 +24,7 @@ func init() {
 // sttFold trains SUM-THEN-TRACK on fold f (resuming what f.Dir holds) and predicts its held-out
 // abstracts with the pipeline's citation threshold.
 func sttFold(ctx context.Context, cfg *config.Config, f cv.MethodFold) ([]dataset.Prediction, error) {
-	m, _, err := stt.Train(ctx, cfg, f.Data, f.Dir, stt.TrainOptions{Log: f.Log, Assign: f.Assign, AllowChangedConfig: f.AllowChangedConfig})
+	m, _, err := stt.Train(ctx, cfg, f.Data, f.Dir, stt.TrainOptions{Log: f.Log, Data: f.Assign, AllowChangedConfig: f.AllowChangedConfig})
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func sttFold(ctx context.Context, cfg *config.Config, f cv.MethodFold) ([]datase
 // eteFold trains END-TO-END on fold f (resuming what f.Dir holds) and predicts its held-out
 // abstracts.
 func eteFold(ctx context.Context, cfg *config.Config, f cv.MethodFold) ([]dataset.Prediction, error) {
-	m, _, err := ete.Train(ctx, cfg, f.Data, f.Dir, ete.TrainOptions{Log: f.Log, Assign: f.Assign, AllowChangedConfig: f.AllowChangedConfig})
+	m, _, err := ete.Train(ctx, cfg, f.Data, f.Dir, ete.TrainOptions{Log: f.Log, Data: f.Assign, AllowChangedConfig: f.AllowChangedConfig})
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := ReadData(dataDir, opts.Assign)
+	data, err := ReadData(dataDir, opts.Data)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/hf/chattemplate"
+	"github.com/tracksum/tracksum/model/tracker"
+	"github.com/tracksum/tracksum/model/training"
 )
 
 // yesNo is where the generative tracker reads its answer: the answer turns of AnswerYes and
@@ -191,52 +193,54 @@ func summaryPairs(rows []dataset.SumThenTrackRow) []labelledPair {
 	return out
 }
 
-// trackerExamples builds the training examples of rows, positives repeated per tracker.imbalance
-// "oversample" (tracker.oversample copies in all, as the from-scratch tracker does; the paper's
-// "6 more times" is oversample 7) or weighted per "pos_weight".
+// trackerExamples builds the training examples of rows under tracker.imbalance (tracker.Weigh,
+// the rule of every tracker backbone), each rendered by labelled.
 func trackerExamples(ctx context.Context, labelled func(sentence, against string, label bool, weight float32) (Example, error),
 	rows []labelledPair, tc config.Tracker) ([]Example, error) {
-	var pos, neg int
-	for _, r := range rows {
-		if r.Label {
-			pos++
-		} else {
-			neg++
-		}
+	labels := make([]bool, len(rows))
+	for i, r := range rows {
+		labels[i] = r.Label
 	}
-	posWeight := float32(1)
-	if tc.Imbalance == "pos_weight" {
-		w := tc.PosWeight
-		if w == 0 && pos > 0 {
-			w = float64(neg) / float64(pos)
-		}
-		posWeight = float32(max(w, 1e-3))
-	}
-	var out []Example
-	for _, r := range rows {
-		// Each example renders the base's chat template (up to its 10 s limit): a signal is
-		// honoured between examples, not after all of them.
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("building the training examples: %w", err)
-		}
-		w := float32(1)
-		if r.Label {
-			w = posWeight
-		}
+	return tracker.Weigh(ctx, tc, labels, func(i int, w float32) (Example, error) {
+		r := rows[i]
 		e, err := labelled(r.Sentence, r.Against, r.Label, w)
 		if err != nil {
-			return nil, fmt.Errorf("abstract %s, aspect %s, sentence %d: %w", r.PMID, r.Aspect, r.SentenceIndex, err)
+			return Example{}, fmt.Errorf("abstract %s, aspect %s, sentence %d: %w", r.PMID, r.Aspect, r.SentenceIndex, err)
 		}
-		copies := 1
-		if r.Label && tc.Imbalance == "oversample" {
-			copies = tc.Oversample
-		}
-		for range copies {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+		return e, nil
+	})
 }
+
+// trackerNet is a pretrained tracker head as the tracker task's backbone (tracker.Fit): the
+// model m of the tracker t, its training examples train in batches of build (the head's
+// layout, packed or not) and the training graph loss, and the dev pairs.
+type trackerNet struct {
+	s         *session
+	t         *Tracker
+	m         trainable
+	batchSize int
+	train     []Example
+	build     func([]Example) training.Batch
+	loss      training.LossFn
+	dev       []labelledPair
+}
+
+// Training implements tracker.Backbone: only the trained variables are saved (the frozen base is
+// read from its snapshot).
+func (n *trackerNet) Training() training.Options {
+	return training.Options{
+		Backend: n.s.backend,
+		Store:   n.m.Store(),
+		Loss:    n.loss,
+		Batches: func(epoch int) ([]training.Batch, error) {
+			return epochBatches(n.train, n.batchSize, n.s.cfg.Seed, epoch, n.build), nil
+		},
+		Saved: n.m.Trained,
+	}
+}
+
+// DevScores implements tracker.Backbone.
+func (n *trackerNet) DevScores() ([]float32, error) { return n.t.scoreRows(n.dev) }
 
 // readRows reads the rows of one split of a prepared directory.
 func readRows[T any](dir, task, split string) ([]T, error) {

@@ -152,66 +152,6 @@ func (s *session) logCut(task string, cut int64, n, maxLen int) {
 		task, cut, n, 100*float64(cut)/float64(max(n, 1)), maxLen, tpl)
 }
 
-// fit runs the training loop over the prepared examples and writes the checkpoint's end files
-// (interop layouts, report). loss is the training graph; evaluate the dev evaluation.
-func (s *session) fit(ctx context.Context, meta *Meta, m trainable, loop config.TrainLoop, train []Example,
-	build func([]Example) training.Batch, evaluate func(context.Context) (training.Metrics, error), sel string, minimize bool,
-	loss training.LossFn, devN int) (*Report, error) {
-	meta.ChatTemplate = s.template
-	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
-		return nil, err
-	}
-	id, err := meta.identityIn(s.req.Out, s.cfg.Tracker.Threshold)
-	if err != nil {
-		return nil, err
-	}
-	trainable := 0
-	for v := range m.Store().IterVariables() {
-		if v.Trainable && m.Trained(v.Path()) {
-			trainable += v.Shape().Size()
-		}
-	}
-	fmt.Fprintf(s.log, "pretrained %s: %d training examples, %d dev; %d trainable parameters (lora rank %d)\n",
-		kindName(meta.Task, meta.Variant), len(train), devN, trainable, meta.LoRA.Rank)
-	t0 := time.Now()
-	res, err := training.Run(ctx, training.Options{
-		Backend: s.backend,
-		Store:   m.Store(),
-		Loop:    loop,
-		Seed:    s.cfg.Seed,
-		OutDir:  s.req.Out,
-		Log:     s.log,
-		Loss:    loss,
-		Batches: func(epoch int) ([]training.Batch, error) {
-			return epochBatches(train, loop.BatchSize, s.cfg.Seed, epoch, build), nil
-		},
-		Evaluate: evaluate,
-		Select:   sel,
-		Minimize: minimize,
-		Saved:    m.Trained,
-		Trace:    s.req.Trace,
-		AfterStep: func(step int) {
-			if afterStep != nil {
-				afterStep(step)
-			}
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := model.LoadVariablesInto(m.Store(), checkpoint.BestWeights(s.req.Out), nil); err != nil {
-		return nil, err
-	}
-	if err := m.WriteInterop(s.req.Out); err != nil {
-		return nil, err
-	}
-	rep := &Report{Task: meta.Task, Head: meta.Head, Backend: s.bname, Base: s.snap.Dir, ModelType: s.snap.ModelType,
-		TrainExamples: len(train), DevExamples: devN, Trainable: trainable, Steps: res.Steps, BestStep: res.BestStep,
-		Stop: res.Stop, ExamplesPerSec: res.ExamplesPerSec, TokensPerSec: res.TokensPerSec,
-		TrainSeconds: time.Since(t0).Seconds(), Dev: res.Best, id: id}
-	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
-}
-
 // callAfterStep calls afterStep when a test set it.
 func callAfterStep(step int) {
 	if afterStep != nil {
@@ -221,7 +161,7 @@ func callAfterStep(step int) {
 
 // prepare writes the checkpoint's files before training (prepareDir) and returns its report as far
 // as it is known then (done adds the run's figures), logging the count of trainable parameters.
-// The summarizer trains between the two (summarizer.Fit); fit still holds the tracker's copy.
+// The tasks train between the two (tracker.Fit, summarizer.Fit).
 func (s *session) prepare(ctx context.Context, meta *Meta, m trainable, trainN, devN int) (*Report, error) {
 	meta.ChatTemplate = s.template
 	if err := prepareDir(ctx, s.req.Out, meta, s.snap, s.cfg, s.templateSource, s.req.AllowChangedConfig, s.log); err != nil {
@@ -334,38 +274,35 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 			devLabels[i] = 1
 		}
 	}
-	evaluate := func(context.Context) (training.Metrics, error) {
-		probs, err := t.scoreRows(devRows)
-		if err != nil {
-			return nil, err
-		}
-		return tracker.BinaryMetrics(probs, devLabels, tc.Threshold), nil
-	}
-	var build func([]Example) training.Batch
-	var loss training.LossFn
+	net := &trackerNet{s: s, t: t, m: m, batchSize: tc.Train.BatchSize, train: train, dev: devRows}
 	lm, _ := m.(*causalLM)
 	enc, _ := m.(*encoderCLS)
 	switch {
 	case head == config.HeadEncoderCLS:
-		build, loss = func(b []Example) training.Batch { return encoderBatch(b, int32(enc.sp.SEP)) }, enc.loss
+		net.build, net.loss = func(b []Example) training.Batch { return encoderBatch(b, int32(enc.sp.SEP)) }, enc.loss
 	case tc.Train.Packing:
 		sh := planPacking(train, tc.Train, cfg.Seed, meta.MaxSeqLen)
-		build, loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, head == config.HeadLMCLS) }, lm.packedAnswerLoss
+		net.build, net.loss = func(b []Example) training.Batch { return packedBatch(b, s.chat.Pad, sh, head == config.HeadLMCLS) }, lm.packedAnswerLoss
 		if head == config.HeadLMCLS {
-			loss = lm.packedClsLoss
+			net.loss = lm.packedClsLoss
 		}
 	case head == config.HeadLMCLS:
-		build, loss = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, lm.clsLoss
+		net.build, net.loss = func(b []Example) training.Batch { return clsBatch(b, s.chat.Pad) }, lm.clsLoss
 	default:
-		build, loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, meta.YesNo.TurnLen) }, lm.answerLoss
+		net.build, net.loss = func(b []Example) training.Batch { return answerBatch(b, s.chat.Pad, meta.YesNo.TurnLen) }, lm.answerLoss
 	}
-	rep, err := s.fit(ctx, meta, m, tc.Train, train, build, evaluate, "f1", false, loss, len(devRows))
+	rep, err := s.prepare(ctx, meta, m, len(train), len(devRows))
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(s.log, "pretrained %s: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
-		kindName(dataset.TaskTracker, run.variant), rep.Dev["f1"], rep.Dev["precision"], rep.Dev["recall"], rep.BestStep, req.Out)
-	return rep, nil
+	t0 := time.Now()
+	res, err := tracker.Fit(ctx, net, tracker.FitOptions{Name: "pretrained " + kindName(dataset.TaskTracker, run.variant),
+		Loop: tc.Train, Seed: cfg.Seed, OutDir: req.Out, Log: s.log, AfterStep: callAfterStep, Trace: req.Trace,
+		DevLabels: devLabels, Threshold: tc.Threshold})
+	if err != nil {
+		return nil, err
+	}
+	return s.done(rep, m, res, t0)
 }
 
 // summaryInstance is a training or dev instance of a causal-LM summarizer.

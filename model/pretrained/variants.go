@@ -87,7 +87,7 @@ func TrainSumThenTrack(ctx context.Context, cfg *config.Config, dataDir, outDir 
 			Announce: fmt.Sprintf("summarizer of the whole abstract (pretrained %s)", cfg.Summarizer.Pretrained),
 			Train: func(ctx context.Context, dir string) (checkpoint.Identity, *Report, error) {
 				return reported(trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: dir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
-					variant.SumThenTrack, wholeAbstractInstances(dataDir, opts.Assign)))
+					variant.SumThenTrack, wholeAbstractInstances(dataDir, opts.Data)))
 			}},
 		variant.Part[*Report]{
 			Announce: fmt.Sprintf("tracker of (sentence, summary) pairs (pretrained %s)", base),
@@ -95,7 +95,7 @@ func TrainSumThenTrack(ctx context.Context, cfg *config.Config, dataDir, outDir 
 				return reported(trainTracker(ctx, cfg, training.Request{Data: dataDir, Out: dir, Log: log, AllowChangedConfig: opts.AllowChangedConfig}, trackerRun{
 					variant: variant.SumThenTrack, snapDir: base, maxSeqLen: cfg.Tracker.MaxSeqLen + cfg.Summarizer.MaxSummaryLen,
 					rows: func() (train, dev []labelledPair, err error) {
-						tr, dv, err := variant.Rows(dataDir, dataset.TaskSumThenTrack, func(r *dataset.SumThenTrackRow) string { return r.PMID }, opts.Assign)
+						tr, dv, err := variant.Rows(dataDir, dataset.TaskSumThenTrack, func(r *dataset.SumThenTrackRow) string { return r.PMID }, opts.Data)
 						return summaryPairs(tr), summaryPairs(dv), err
 					}}))
 			}})
@@ -156,7 +156,7 @@ func TrainEndToEnd(ctx context.Context, cfg *config.Config, dataDir, outDir stri
 		Announce: fmt.Sprintf("abstract with sentence indices -> \"Summary: ...\\n%s ...\" (pretrained %s) -> %s", CitationsPrefix, cfg.Summarizer.Pretrained, outDir),
 		Train: func(ctx context.Context, dir string) (checkpoint.Identity, *Report, error) {
 			return reported(trainSummarizer(ctx, cfg, training.Request{Data: dataDir, Out: dir, Log: log, AllowChangedConfig: opts.AllowChangedConfig},
-				variant.EndToEnd, wholeAbstractInstances(dataDir, opts.Assign)))
+				variant.EndToEnd, wholeAbstractInstances(dataDir, opts.Data)))
 		}})
 	return err
 }

@@ -135,11 +135,11 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err != nil {
 		return nil, nil, err
 	}
-	sdata, err := ReadSummarizerData(dataDir, opts.Assign)
+	sdata, err := ReadSummarizerData(dataDir, opts.Data)
 	if err != nil {
 		return nil, nil, err
 	}
-	tdata, err := ReadTrackerData(dataDir, c.Tracker.MaxLen-1, opts.Assign)
+	tdata, err := ReadTrackerData(dataDir, c.Tracker.MaxLen-1, opts.Data)
 	if err != nil {
 		return nil, nil, err
 	}

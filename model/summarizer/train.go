@@ -105,24 +105,9 @@ func ReadData(dir string) (*Data, error) {
 	return d, nil
 }
 
-// TrainOptions are the parts of a Train run that are not configuration (the same shape as
-// tracker.TrainOptions).
-type TrainOptions struct {
-	// Log receives progress and messages; os.Stderr when nil.
-	Log io.Writer
-	// AfterStep, when set, is called after each optimizer step (tests interrupt runs with it).
-	AfterStep func(step int)
-	// AllowChangedConfig lets a rerun into a checkpoint with training progress continue although
-	// seed or summarizer settings differ from those it was trained with (see
-	// training.CheckConfig); by default that is refused.
-	AllowChangedConfig bool
-	// Part marks a model trained as a part of another checkpoint (model/stt's two models,
-	// model/ete's summarizer): Train then leaves checkpoint.json to the caller, which writes it
-	// once its own files are in place, so that the directory is never sealed as another kind.
-	Part bool
-	// Data, when set, is trained on instead of the shards of dataDir (ReadData).
-	Data *Data
-}
+// TrainOptions are the parts of a Train run that are not configuration; Data, when set, is
+// trained on instead of the shards of dataDir (ReadData).
+type TrainOptions = training.TaskOptions[*Data]
 
 // Report is written to report.json in the checkpoint at the end of training and returned by Train.
 type Report struct {

@@ -144,25 +144,10 @@ type Report struct {
 	Test           *SplitReport `json:"test,omitempty"`
 }
 
-// TrainOptions are the parts of a training run that are not configuration.
-type TrainOptions struct {
-	// Log receives progress and messages; os.Stderr when nil.
-	Log io.Writer
-	// AfterStep, when set, is called after each optimizer step (tests interrupt runs with it).
-	AfterStep func(step int)
-	// AllowChangedConfig lets a rerun into a checkpoint with training progress continue although
-	// seed or tracker settings differ from those it was trained with (see training.CheckConfig);
-	// by default that is refused.
-	AllowChangedConfig bool
-	// Part marks a model trained as a part of another checkpoint (model/stt's two models,
-	// model/ete's summarizer): Train then leaves checkpoint.json to the caller, which writes it
-	// once its own files are in place, so that the directory is never sealed as another kind.
-	Part bool
-	// Data, when set, is trained and scored on instead of the shards of dataDir (the
-	// cross-validation harness passes each fold's partition of them); dataDir still supplies the
-	// tokenizer, which Data must have been read with.
-	Data *Data
-}
+// TrainOptions are the parts of a training run that are not configuration; Data, when set, is
+// trained and scored on instead of the shards of dataDir (the cross-validation harness passes each
+// fold's partition of them).
+type TrainOptions = training.TaskOptions[*Data]
 
 // Train trains a tracker on the prepared directory dataDir with cfg.Tracker and writes the
 // checkpoint to outDir (resuming a run interrupted there). It returns the in-memory model holding
@@ -173,15 +158,11 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		func(m *Model) checkpoint.Identity { return m.Hyperparams().Identity() })
 }
 
-// reportTraining finishes a tracker's training run res: it loads the best-on-dev variables into
-// store (those Load will read), calibrates them under tracker.calibrate, then evaluates m on dev
-// (and test under tracker.report_test), writes the report to outDir and logs it.
+// reportTraining finishes a tracker's training run res, whose best-on-dev variables (those Load
+// will read) m holds (Fit loaded them): it calibrates them under tracker.calibrate, then
+// evaluates m on dev (and test under tracker.report_test), writes the report to outDir and logs it.
 func reportTraining(m *Model, store *gomlxmodel.Store, hp *Hyperparams, tc config.Tracker, data *Data, res *training.Result,
 	outDir, backendName string, trainSeconds float64, log io.Writer) (*Report, error) {
-	// Score with the best-on-dev variables, exactly as Load will see them.
-	if err := model.LoadVariablesInto(store, checkpoint.BestWeights(outDir), nil); err != nil {
-		return nil, err
-	}
 	if tc.Calibrate {
 		shift, err := m.calibrate(data.Dev, tc.Threshold)
 		if err != nil {
@@ -355,37 +336,13 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	if err != nil {
 		return nil, nil, err
 	}
-	// Model selection on dev stays on the network's own scores (ScoreExamples below): the
-	// rescorer does not depend on the variables, and the report and Load apply it.
+	// Model selection on dev stays on the network's own scores (DevScores): the rescorer does not
+	// depend on the variables, and the report and Load apply it.
 	m.context = rescorer
-	devLabels := labelsOf(data.Dev.Examples)
 	t0 := time.Now()
-	res, err := training.Run(ctx, training.Options{
-		Backend: backend,
-		Store:   store,
-		Loop:    tc.Train,
-		Seed:    cfg.Seed,
-		OutDir:  outDir,
-		Log:     log,
-		Loss: func(scope *gomlxmodel.Scope, in []*graph.Node) *graph.Node {
-			return LossGraph(scope, hp, tc.LexicalL2, in)
-		},
-		Batches: func(epoch int) ([]training.Batch, error) {
-			return TrainingBatches(train, tc.Train.BatchSize, hp.MaxTokens(), cfg.Seed, epoch), nil
-		},
-		Evaluate: func(context.Context) (training.Metrics, error) {
-			probs, err := m.ScoreExamples(data.Dev.Examples)
-			if err != nil {
-				return nil, err
-			}
-			return BinaryMetrics(probs, devLabels, tc.Threshold), nil
-		},
-		Select:      "f1",
-		AfterStep:   opts.AfterStep,
-		EvalAtStart: hp.Lexical && tc.LexicalWarmStart,
-		Shards:      TrainShards(backend),
-		Split:       SplitBatch,
-	})
+	res, err := Fit(ctx, &network{m: m, tc: tc, seed: cfg.Seed, train: train, dev: data.Dev.Examples},
+		FitOptions{Name: "tracker", Loop: tc.Train, Seed: cfg.Seed, OutDir: outDir, Log: log, AfterStep: opts.AfterStep,
+			DevLabels: labelsOf(data.Dev.Examples), Threshold: tc.Threshold})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -544,35 +501,49 @@ func LossGraph(scope *gomlxmodel.Scope, hp *Hyperparams, l2 float64, in []*graph
 	return loss
 }
 
-// weighTraining applies tracker.imbalance: positives repeated (oversample) or weighted (pos_weight).
+// network is the from-scratch model m as the tracker's Backbone, over its weighted training
+// examples train.
+type network struct {
+	m          *Model
+	tc         config.Tracker
+	seed       int64
+	train, dev []Example
+}
+
+// Training implements Backbone: length-bucketed batches, sharded for data parallelism, and with
+// a lexical warm start an evaluation before the first step, so that it competes for the best.
+func (n *network) Training() training.Options {
+	hp, backend := n.m.hp, n.m.backend
+	return training.Options{
+		Backend: backend,
+		Store:   n.m.store,
+		Loss: func(scope *gomlxmodel.Scope, in []*graph.Node) *graph.Node {
+			return LossGraph(scope, hp, n.tc.LexicalL2, in)
+		},
+		Batches: func(epoch int) ([]training.Batch, error) {
+			return TrainingBatches(n.train, n.tc.Train.BatchSize, hp.MaxTokens(), n.seed, epoch), nil
+		},
+		EvalAtStart: hp.Lexical && n.tc.LexicalWarmStart,
+		Shards:      TrainShards(backend),
+		Split:       SplitBatch,
+	}
+}
+
+// DevScores implements Backbone: the network's own scores, without the context rescorer.
+func (n *network) DevScores() ([]float32, error) { return n.m.ScoreExamples(n.dev) }
+
+// weighTraining applies tracker.imbalance (Weigh) to exs.
 func weighTraining(exs []Example, tc config.Tracker) []Example {
-	var pos, neg int
-	for _, e := range exs {
-		if e.Label > 0 {
-			pos++
-		} else {
-			neg++
-		}
+	labels := make([]bool, len(exs))
+	for i, e := range exs {
+		labels[i] = e.Label > 0
 	}
-	out := make([]Example, 0, len(exs))
-	for _, e := range exs {
-		e.Weight = 1
-		if e.Label > 0 {
-			switch tc.Imbalance {
-			case "oversample":
-				for range tc.Oversample - 1 {
-					out = append(out, e)
-				}
-			case "pos_weight":
-				w := tc.PosWeight
-				if w == 0 && pos > 0 {
-					w = float64(neg) / float64(pos)
-				}
-				e.Weight = float32(max(w, 1e-3))
-			}
-		}
-		out = append(out, e)
-	}
+	// Neither the background context nor copying an example fails.
+	out, _ := Weigh(context.Background(), tc, labels, func(i int, w float32) (Example, error) {
+		e := exs[i]
+		e.Weight = w
+		return e, nil
+	})
 	return out
 }
 

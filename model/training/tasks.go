@@ -38,7 +38,7 @@ type TaskFlag struct {
 type Request struct {
 	// Data is the prepared directory, Out the checkpoint (or cross-validation) directory.
 	Data, Out string
-	// AllowChangedConfig: see tracker.TrainOptions.AllowChangedConfig.
+	// AllowChangedConfig: see TaskOptions.AllowChangedConfig.
 	AllowChangedConfig bool
 	// Log receives progress and messages.
 	Log io.Writer
@@ -52,6 +52,31 @@ type Request struct {
 	FoldsFrom string
 	// Trace: see Options.Trace (the pretrained tasks pass it on).
 	Trace func(step int, group []Batch, loss float64)
+}
+
+// TaskOptions are the parts of a task's training run that are not configuration, one shape for
+// every task (tracker.TrainOptions, summarizer.TrainOptions, variant.Options). D is what a
+// cross-validation fold gives the task instead of its prepared splits (Data).
+type TaskOptions[D any] struct {
+	// Log receives progress and messages; os.Stderr when nil.
+	Log io.Writer
+	// AfterStep, when set, is called after each optimizer step of a from-scratch training loop
+	// (tests interrupt runs with it); the pretrained fine-tuning does not call it.
+	AfterStep func(step int)
+	// AllowChangedConfig lets a rerun into a checkpoint with training progress continue although
+	// seed or the task's settings differ from those it was trained with (see CheckConfig); by
+	// default that is refused.
+	AllowChangedConfig bool
+	// Part marks a model trained as a part of another checkpoint (model/stt's two models,
+	// model/ete's summarizer): Train then leaves checkpoint.json to the caller, which writes it
+	// once its own files are in place, so that the directory is never sealed as another kind.
+	// The variants, never a part, ignore it.
+	Part bool
+	// Data, when set, is what the task trains and selects on instead of the prepared train and
+	// dev splits of its data directory, which still supplies the tokenizer: the tracker's and the
+	// summarizer's rows (read with that tokenizer), or the variants' assignment of abstracts to
+	// splits (variant.Assign).
+	Data D
 }
 
 // CrossValidation is K-fold cross-validation of a task on the folds of a prepared directory

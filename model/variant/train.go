@@ -17,20 +17,10 @@ import (
 )
 
 // Options are the parts of a variant's training run that are not configuration, on either
-// backbone (model/stt, model/ete, model/pretrained).
-type Options struct {
-	// Log receives progress; os.Stderr when nil.
-	Log io.Writer
-	// AllowChangedConfig: resume although the settings differ from the checkpoint's config.yaml.
-	AllowChangedConfig bool
-	// AfterStep is passed to the from-scratch training loops (tests); the pretrained fine-tuning
-	// has no per-step hook and does not call it.
-	AfterStep func(step int)
-	// Assign, when set, trains on the abstracts it puts in dataset.SplitTrain (selecting on those
-	// in dataset.SplitDev) among all the prepared splits, instead of the prepared train and dev
-	// splits: a cross-validation fold.
-	Assign Assign
-}
+// backbone (model/stt, model/ete, model/pretrained). Data, when set, trains on the abstracts it
+// puts in dataset.SplitTrain (selecting on those in dataset.SplitDev) among all the prepared
+// splits, instead of the prepared train and dev splits: a cross-validation fold.
+type Options = training.TaskOptions[Assign]
 
 // Run is one training of a variant's checkpoint directory: what its variant.json and manifests
 // state besides the parts' own identities.
