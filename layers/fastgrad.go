@@ -409,9 +409,13 @@ func normGrad(xhat, rstd, g *Node) *Node {
 // SoftmaxLast is Softmax over the last axis: the backend's fused op, with the gradient
 // p · (v - Σ_last v·p), the sum as a product with ones (GoMLX recomputes the decomposed softmax,
 // exp in float64 included, in the backward pass).
+//
+// On the pure-Go backend the scores pass through CleanVectorState first: a softmax's exp is scalar
+// code, mostly run right after the product that computed its scores.
 func SoftmaxLast(x *Node) *Node {
 	d := x.Shape().Dimensions[x.Rank()-1]
 	n := x.Shape().Size() / d
+	x = CleanVectorState(x)
 	y, fused := InternalFusedOpCaller(func() *Node { return BackendFusedSoftmax(x, x.Rank()-1) }, func() *Node { return Softmax(x, -1) }, false)
 	if !fused {
 		return y
