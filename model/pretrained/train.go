@@ -152,6 +152,13 @@ func (s *session) logCut(task string, cut int64, n, maxLen int) {
 		task, cut, n, 100*float64(cut)/float64(max(n, 1)), maxLen, tpl)
 }
 
+// taskRun is the run of the session's model of task for the method v ("" Track-then-Sum) with the
+// loop settings loop (training.TaskRun: tracker.Fit, summarizer.Fit).
+func (s *session) taskRun(task, v string, loop config.TrainLoop) training.TaskRun {
+	return training.TaskRun{Name: "pretrained " + kindName(task, v), Loop: loop, Seed: s.cfg.Seed, OutDir: s.req.Out, Log: s.log,
+		AfterStep: callAfterStep, Trace: s.req.Trace}
+}
+
 // callAfterStep calls afterStep when a test set it.
 func callAfterStep(step int) {
 	if afterStep != nil {
@@ -296,8 +303,7 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 		return nil, err
 	}
 	t0 := time.Now()
-	res, err := tracker.Fit(ctx, net, tracker.FitOptions{Name: "pretrained " + kindName(dataset.TaskTracker, run.variant),
-		Loop: tc.Train, Seed: cfg.Seed, OutDir: req.Out, Log: s.log, AfterStep: callAfterStep, Trace: req.Trace,
+	res, err := tracker.Fit(ctx, net, tracker.FitOptions{TaskRun: s.taskRun(dataset.TaskTracker, run.variant, tc.Train),
 		DevLabels: devLabels, Threshold: tc.Threshold})
 	if err != nil {
 		return nil, err
@@ -439,8 +445,7 @@ func trainSummarizer(ctx context.Context, cfg *config.Config, req training.Reque
 		refs[i] = r.Summary
 	}
 	t0 := time.Now()
-	res, err := summarizer.Fit(ctx, b, summarizer.FitOptions{Name: "pretrained " + kindName(dataset.TaskSummarizer, v),
-		Loop: sc.Train, Seed: cfg.Seed, OutDir: req.Out, Log: s.log, AfterStep: callAfterStep, Trace: req.Trace,
+	res, err := summarizer.Fit(ctx, b, summarizer.FitOptions{TaskRun: s.taskRun(dataset.TaskSummarizer, v, sc.Train),
 		Refs: refs, DevDecodeLimit: sc.DevDecodeLimit})
 	if err != nil {
 		return nil, err

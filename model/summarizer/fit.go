@@ -3,13 +3,8 @@ package summarizer
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 
-	"github.com/tracksum/tracksum/config"
-	tsmodel "github.com/tracksum/tracksum/model"
-	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/textmetrics/rouge"
 )
@@ -31,18 +26,10 @@ type Backbone interface {
 	DevSummaries(ctx context.Context, n int) ([]string, training.Metrics, error)
 }
 
-// FitOptions are what Fit needs besides the backbone.
+// FitOptions are what Fit needs besides the backbone: the run (training.TaskRun) and the dev
+// references.
 type FitOptions struct {
-	// Name prefixes Fit's closing log line ("summarizer", "pretrained end-to-end summarizer").
-	Name   string
-	Loop   config.TrainLoop
-	Seed   int64
-	OutDir string
-	// Log receives progress; os.Stderr when nil.
-	Log io.Writer
-	// AfterStep and Trace are passed to the training loop (tests, the GPU check).
-	AfterStep func(step int)
-	Trace     func(step int, group []training.Batch, loss float64)
+	training.TaskRun
 	// Refs are the reference summaries of the backbone's dev instances, in its order. With none,
 	// every evaluation scores 0 and the last step is kept as best.
 	Refs []string
@@ -58,10 +45,6 @@ type FitOptions struct {
 // which selects the best checkpoint (OutDir/best/model.safetensors). It leaves the best
 // variables in b's store.
 func Fit(ctx context.Context, b Backbone, o FitOptions) (*training.Result, error) {
-	log := o.Log
-	if log == nil {
-		log = os.Stderr
-	}
 	decoded := len(o.Refs)
 	if o.DevDecodeLimit > 0 {
 		decoded = min(decoded, o.DevDecodeLimit)
@@ -95,17 +78,11 @@ func Fit(ctx context.Context, b Backbone, o FitOptions) (*training.Result, error
 		maps.Copy(m, extra)
 		return m, nil
 	}
-	to := b.Training()
-	to.Loop, to.Seed, to.OutDir, to.Log, to.AfterStep, to.Trace = o.Loop, o.Seed, o.OutDir, log, o.AfterStep, o.Trace
-	to.Evaluate, to.Select = evaluate, "rougeL"
-	res, err := training.Run(ctx, to)
+	res, err := training.RunTask(ctx, b.Training(), o.TaskRun, evaluate, "rougeL")
 	if err != nil {
 		return nil, err
 	}
-	if err := tsmodel.LoadVariablesInto(to.Store, checkpoint.BestWeights(o.OutDir), nil); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "%s: best dev at step %d: %s (%d instances decoded); %s after %d/%d steps, %.1f examples/s -> %s\n",
+	fmt.Fprintf(o.Logger(), "%s: best dev at step %d: %s (%d instances decoded); %s after %d/%d steps, %.1f examples/s -> %s\n",
 		o.Name, res.BestStep, res.Best, decoded, res.Stop, res.Steps, res.TotalSteps, res.ExamplesPerSec, o.OutDir)
 	return res, nil
 }

@@ -93,7 +93,7 @@ func TestFitEvaluatesSelectsAndLoadsBest(t *testing.T) {
 			b := &toyBackbone{t: t, store: gomlxmodel.NewStore(), refs: tc.refs, perfectAt: tc.perfectAt}
 			loop := config.DefaultTrainLoop()
 			loop.Epochs, loop.BatchSize, loop.WarmupSteps, loop.LearningRate, loop.Patience, loop.EvalEvery = 3, 1, 0, 0.1, 0, 1
-			res, err := Fit(context.Background(), b, FitOptions{Name: "toy", Loop: loop, Seed: 1, OutDir: t.TempDir(), Log: testLog(t),
+			res, err := Fit(context.Background(), b, FitOptions{TaskRun: training.TaskRun{Name: "toy", Loop: loop, Seed: 1, OutDir: t.TempDir(), Log: testLog(t)},
 				Refs: tc.refs, DevDecodeLimit: tc.limit, ROUGE12: tc.rouge12})
 			if err != nil {
 				t.Fatal(err)
@@ -127,7 +127,7 @@ func TestFitRefusesMissingDevSummaries(t *testing.T) {
 	b := &toyBackbone{t: t, store: gomlxmodel.NewStore(), refs: []string{"a b", "c d"}, short: true}
 	loop := config.DefaultTrainLoop()
 	loop.Epochs, loop.BatchSize = 1, 1
-	_, err := Fit(context.Background(), b, FitOptions{Name: "toy", Loop: loop, Seed: 1, OutDir: t.TempDir(), Log: testLog(t), Refs: b.refs})
+	_, err := Fit(context.Background(), b, FitOptions{TaskRun: training.TaskRun{Name: "toy", Loop: loop, Seed: 1, OutDir: t.TempDir(), Log: testLog(t)}, Refs: b.refs})
 	if err == nil || !strings.Contains(err.Error(), "1 dev summaries for 2 instances") {
 		t.Errorf("Fit error %v, want the count of dev summaries refused", err)
 	}

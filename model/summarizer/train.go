@@ -415,7 +415,7 @@ func TrainExamples(ctx context.Context, o ExamplesOptions) (*training.Result, er
 		refs[i] = ex.Ref
 	}
 	return Fit(ctx, &network{o: o, store: gomlxmodel.NewStore(), devBatches: makeBatches(o.Hyperparams, o.Dev, o.Loop.BatchSize, nil)},
-		FitOptions{Name: "summarizer", Loop: o.Loop, Seed: o.Seed, OutDir: o.OutDir, Log: o.Log, AfterStep: o.AfterStep,
+		FitOptions{TaskRun: training.TaskRun{Name: "summarizer", Loop: o.Loop, Seed: o.Seed, OutDir: o.OutDir, Log: o.Log, AfterStep: o.AfterStep},
 			Refs: refs, DevDecodeLimit: o.DevDecodeLimit, ROUGE12: true})
 }
 

@@ -3,12 +3,8 @@ package tracker
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/tracksum/tracksum/config"
-	"github.com/tracksum/tracksum/model"
-	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -27,20 +23,10 @@ type Backbone interface {
 	DevScores() ([]float32, error)
 }
 
-// FitOptions are what Fit needs besides the backbone.
+// FitOptions are what Fit needs besides the backbone: the run (training.TaskRun) and the dev
+// pairs' labels.
 type FitOptions struct {
-	// Name prefixes Fit's closing log line ("tracker", "pretrained sum_then_track tracker").
-	Name string
-	// Loop is the loop's settings (tracker.train), Seed the run's seed.
-	Loop config.TrainLoop
-	Seed int64
-	// OutDir receives the loop's files (best/, state/, metrics.jsonl).
-	OutDir string
-	// Log receives progress; os.Stderr when nil.
-	Log io.Writer
-	// AfterStep and Trace are passed to the training loop (tests, the GPU check).
-	AfterStep func(step int)
-	Trace     func(step int, group []training.Batch, loss float64)
+	training.TaskRun
 	// DevLabels are the labels of the dev pairs; Threshold (tracker.threshold) turns their
 	// DevScores into the decisions whose F1 selects.
 	DevLabels []float32
@@ -53,29 +39,17 @@ type FitOptions struct {
 // its backbone adds after the loop (the from-scratch calibration and report, the pretrained
 // interop layouts).
 func Fit(ctx context.Context, b Backbone, o FitOptions) (*training.Result, error) {
-	log := o.Log
-	if log == nil {
-		log = os.Stderr
-	}
-	opts := b.Training()
-	opts.Loop, opts.Seed, opts.OutDir, opts.Log, opts.AfterStep, opts.Trace = o.Loop, o.Seed, o.OutDir, log, o.AfterStep, o.Trace
-	opts.Evaluate = func(context.Context) (training.Metrics, error) {
+	res, err := training.RunTask(ctx, b.Training(), o.TaskRun, func(context.Context) (training.Metrics, error) {
 		probs, err := b.DevScores()
 		if err != nil {
 			return nil, err
 		}
 		return BinaryMetrics(probs, o.DevLabels, o.Threshold), nil
-	}
-	opts.Select = "f1"
-	res, err := training.Run(ctx, opts)
+	}, "f1")
 	if err != nil {
 		return nil, err
 	}
-	// Report and save exactly what Load will see: the best-on-dev variables.
-	if err := model.LoadVariablesInto(opts.Store, checkpoint.BestWeights(o.OutDir), nil); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "%s: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
+	fmt.Fprintf(o.Logger(), "%s: best dev F1 %.4f (P %.4f R %.4f) at step %d -> %s\n",
 		o.Name, res.Best["f1"], res.Best["precision"], res.Best["recall"], res.BestStep, o.OutDir)
 	return res, nil
 }
