@@ -18,7 +18,6 @@ import (
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
 	"github.com/tracksum/tracksum/model/tracker"
-	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/serve"
 )
 
@@ -44,13 +43,13 @@ func TestNF4CheckpointEndToEnd(t *testing.T) {
 	pretrainedtest.Loop(&cfg.Tracker.Train)
 	cfg.Tracker.Train.MaxSteps, cfg.Tracker.Train.EvalEvery = 2, 2
 	cfg.Tracker.Train.Quantization = config.QuantizationNF4
-	if err := pretrained.TrainTracker(context.Background(), cfg, training.Request{Data: data, Out: trk, Log: pretrainedtest.Log()}); err != nil {
+	if err := pretrained.TrainTracker(context.Background(), cfg, data, trk, pretrained.TrainOptions{Log: pretrainedtest.Log()}); err != nil {
 		t.Fatal(err)
 	}
 	// The lm_cls head on the same 4-bit base.
 	cls := filepath.Join(root, "tracker-lm_cls")
 	cfg.Tracker.Head = config.HeadLMCLS
-	if err := pretrained.TrainTracker(context.Background(), cfg, training.Request{Data: data, Out: cls, Log: pretrainedtest.Log()}); err != nil {
+	if err := pretrained.TrainTracker(context.Background(), cfg, data, cls, pretrained.TrainOptions{Log: pretrainedtest.Log()}); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := pretrained.LoadTracker(context.Background(), cls)
@@ -63,7 +62,7 @@ func TestNF4CheckpointEndToEnd(t *testing.T) {
 	pretrainedtest.SummarizerConfig(cfg, llm)
 	cfg.Summarizer.Train.MaxSteps, cfg.Summarizer.Train.EvalEvery = 2, 2
 	cfg.Summarizer.Train.Quantization = config.QuantizationNF4
-	if err := pretrained.TrainSummarizer(context.Background(), cfg, training.Request{Data: data, Out: sum, Log: pretrainedtest.Log()}); err != nil {
+	if err := pretrained.TrainSummarizer(context.Background(), cfg, data, sum, pretrained.TrainOptions{Log: pretrainedtest.Log()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ck := range []string{trk, cls, sum} {

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/tracksum/tracksum/internal/testlog"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tracksum/tracksum/internal/testlog"
 
 	"github.com/tracksum/tracksum/config"
 	"github.com/tracksum/tracksum/dataset"
@@ -22,7 +23,6 @@ import (
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
 	"github.com/tracksum/tracksum/model/stt"
-	"github.com/tracksum/tracksum/model/training"
 	"github.com/tracksum/tracksum/serve"
 	"github.com/tracksum/tracksum/serve/servetest"
 )
@@ -79,7 +79,7 @@ func TestCheckpointKinds(t *testing.T) {
 	pc.Tracker.Pretrained, pc.Tracker.Head = bert, config.HeadAuto
 	pc.Tracker.LoRA.Rank, pc.Tracker.LoRA.Alpha, pc.Tracker.LoRA.TargetModules = 4, 8, []string{"q_proj", "v_proj"}
 	pc.Tracker.Train.BatchSize, pc.Tracker.Train.WarmupSteps, pc.Tracker.Train.GradAccumulation = 4, 0, 1
-	if err := pretrained.TrainTracker(ctx, &pc, training.Request{Data: data, Out: ptDir, Log: testlog.Writer(t)}); err != nil {
+	if err := pretrained.TrainTracker(ctx, &pc, data, ptDir, pretrained.TrainOptions{Log: testlog.Writer(t)}); err != nil {
 		t.Fatal(err)
 	}
 	// The causal-LM backbone's kinds, on pretrainedtest's random Llama.
@@ -90,7 +90,7 @@ func TestCheckpointKinds(t *testing.T) {
 		c.Tracker.LoRA.Rank, c.Tracker.LoRA.Alpha, c.Tracker.LoRA.TargetModules = 4, 8, []string{"q_proj", "v_proj"}
 		pretrainedtest.Loop(&c.Tracker.Train)
 		out := filepath.Join(dir, "pretrained-tracker-"+head)
-		if err := pretrained.TrainTracker(ctx, &c, training.Request{Data: ldata, Out: out, Log: testlog.Writer(t)}); err != nil {
+		if err := pretrained.TrainTracker(ctx, &c, ldata, out, pretrained.TrainOptions{Log: testlog.Writer(t)}); err != nil {
 			t.Fatalf("%s tracker: %v", head, err)
 		}
 		return out

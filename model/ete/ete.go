@@ -44,7 +44,7 @@ func init() {
 		Section:     "summarizer",
 		Description: "END-TO-END (TracSum Table 6): one encoder-decoder writes the summary and its citation indices from the whole abstract (summarizer.*, variants.*)",
 		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
-			_, _, err := Train(ctx, cfg, r.Data, r.Out, TrainOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
+			_, _, err := Train(ctx, cfg, r.Data, r.Out, training.OptionsOf[variant.Assign](r))
 			return err
 		},
 	})

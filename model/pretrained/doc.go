@@ -26,7 +26,7 @@
 // # Example
 //
 //	cfg.Tracker.Pretrained, cfg.Tracker.Head = "SNAPSHOT", config.HeadGenerative
-//	err := pretrained.TrainTracker(ctx, cfg, training.Request{Data: "prepared/demo", Out: "checkpoints/llm-tracker"})
+//	err := pretrained.TrainTracker(ctx, cfg, "prepared/demo", "checkpoints/llm-tracker", pretrained.TrainOptions{})
 //	t, err := pretrained.LoadTracker("checkpoints/llm-tracker")
 //	scores, err := t.ScoreBatch([]tracker.Request{{Doc: sentences, Aspect: "a"}})
 package pretrained

@@ -10,7 +10,6 @@ import (
 	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
-	"github.com/tracksum/tracksum/model/training"
 )
 
 // BenchmarkTrackerHead trains the tiny random snapshot's tracker (pretrainedtest: hidden 16, one
@@ -47,7 +46,7 @@ func BenchmarkTrackerHead(b *testing.B) {
 				l := &cfg.Tracker.Train
 				l.MaxSteps, l.BatchSize, l.EvalEvery, l.WarmupSteps, l.LearningRate, l.GradAccumulation = 4, 8, 4, 0, 1e-2, 1
 				ck := filepath.Join(b.TempDir(), "tracker")
-				if err := pretrained.TrainTracker(b.Context(), cfg, training.Request{Data: data, Out: ck, Log: pretrainedtest.Log()}); err != nil {
+				if err := pretrained.TrainTracker(b.Context(), cfg, data, ck, pretrained.TrainOptions{Log: pretrainedtest.Log()}); err != nil {
 					b.Fatal(err)
 				}
 				var rep pretrained.Report

@@ -31,8 +31,10 @@ func init() {
 		},
 		Description: "with --pretrained DIR: a fine-tuned Hugging Face model (lm_cls, generative or encoder_cls head)",
 		Applies:     func(cfg *config.Config) bool { return cfg.Tracker.Pretrained != "" },
-		Train:       TrainTracker,
-		Plan:        PlanTracker,
+		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
+			return TrainTracker(ctx, cfg, r.Data, r.Out, training.OptionsOf[struct{}](r))
+		},
+		Plan: PlanTracker,
 	})
 	training.RegisterBackbone(training.Backbone{
 		Task: "summarizer",
@@ -42,8 +44,10 @@ func init() {
 		},
 		Description: "with --pretrained DIR: a fine-tuned Hugging Face causal LM",
 		Applies:     func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
-		Train:       TrainSummarizer,
-		Plan:        PlanSummarizer,
+		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
+			return TrainSummarizer(ctx, cfg, r.Data, r.Out, training.OptionsOf[struct{}](r))
+		},
+		Plan: PlanSummarizer,
 	})
 	training.RegisterBackbone(training.Backbone{
 		Task: variant.SumThenTrack,
@@ -57,7 +61,7 @@ func init() {
 		// the from-scratch model ignoring it.
 		Applies: func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" || cfg.Tracker.Pretrained != "" },
 		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
-			return TrainSumThenTrack(ctx, cfg, r.Data, r.Out, VariantOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
+			return TrainSumThenTrack(ctx, cfg, r.Data, r.Out, training.OptionsOf[variant.Assign](r))
 		},
 	})
 	training.RegisterBackbone(training.Backbone{
@@ -69,7 +73,7 @@ func init() {
 		Description: "with --pretrained DIR: a fine-tuned causal LM writing summary and citation indices (Table 19)",
 		Applies:     func(cfg *config.Config) bool { return cfg.Summarizer.Pretrained != "" },
 		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
-			return TrainEndToEnd(ctx, cfg, r.Data, r.Out, VariantOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
+			return TrainEndToEnd(ctx, cfg, r.Data, r.Out, training.OptionsOf[variant.Assign](r))
 		},
 	})
 }

@@ -159,6 +159,19 @@ func (s *session) taskRun(task, v string, loop config.TrainLoop) training.TaskRu
 		AfterStep: callAfterStep, Trace: s.req.Trace}
 }
 
+// TrainOptions are the options of TrainTracker and TrainSummarizer, the shape of every task's
+// (training.TaskOptions). Its Data is empty: a pretrained model trains on the prepared shards
+// (the variants take an assignment of abstracts: VariantOptions); AfterStep and Part are not
+// used (the tests interrupt a run through SetAfterStep; a pretrained part is sealed by its
+// variant).
+type TrainOptions = training.TaskOptions[struct{}]
+
+// request is the training.Request of a run of TrainTracker or TrainSummarizer, what the session
+// reads.
+func request[D any](o training.TaskOptions[D], dataDir, outDir string) training.Request {
+	return training.Request{Data: dataDir, Out: outDir, Log: o.Log, AllowChangedConfig: o.AllowChangedConfig, Trace: o.Trace}
+}
+
 // callAfterStep calls afterStep when a test set it.
 func callAfterStep(step int) {
 	if afterStep != nil {
@@ -201,9 +214,10 @@ func (s *session) done(rep *Report, m trainable, res *training.Result, t0 time.T
 	return rep, checkpoint.WriteJSON(filepath.Join(s.req.Out, checkpoint.ReportFile), rep)
 }
 
-// TrainTracker fine-tunes cfg.Tracker.Pretrained as a tracker on the prepared directory req.Data
-// into the checkpoint req.Out (resuming a run found there), with the head tracker.head.
-func TrainTracker(ctx context.Context, cfg *config.Config, req training.Request) error {
+// TrainTracker fine-tunes cfg.Tracker.Pretrained as a tracker on the prepared directory dataDir
+// into the checkpoint outDir (resuming a run found there), with the head tracker.head.
+func TrainTracker(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) error {
+	req := request(opts, dataDir, outDir)
 	tc := cfg.Tracker
 	rep, err := trainTracker(ctx, cfg, req, trackerRun{snapDir: tc.Pretrained, maxSeqLen: tc.MaxSeqLen,
 		rows: func() (train, dev []labelledPair, err error) {
@@ -341,11 +355,12 @@ func maxNewTokens(configured int, train []Example) int {
 }
 
 // TrainSummarizer fine-tunes cfg.Summarizer.Pretrained as the summarizer on the prepared
-// directory req.Data into the checkpoint req.Out (resuming a run found there). Each evaluation
+// directory dataDir into the checkpoint outDir (resuming a run found there). Each evaluation
 // reports the dev loss of the answer tokens and, over the first summarizer.dev_decode_limit dev
 // instances (0: all), the ROUGE-L F of greedy summaries (the text after "Summary:", as the
 // released script scores it), which selects the best checkpoint.
-func TrainSummarizer(ctx context.Context, cfg *config.Config, req training.Request) error {
+func TrainSummarizer(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts TrainOptions) error {
+	req := request(opts, dataDir, outDir)
 	rep, err := trainSummarizer(ctx, cfg, req, "", func() (train, dev []summaryInstance, err error) {
 		read := func(split string) ([]summaryInstance, error) {
 			rows, err := readRows[dataset.SummarizerRow](req.Data, dataset.TaskSummarizer, split)

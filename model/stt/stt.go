@@ -50,7 +50,7 @@ func init() {
 		Description: "SUM-THEN-TRACK (TracSum Table 6): a summarizer of the whole abstract, then a tracker of (sentence, summary) pairs " +
 			"(summarizer.*, tracker.*, variants.*; --epochs etc. set summarizer.train, the tracker uses tracker.train)",
 		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
-			_, _, err := Train(ctx, cfg, r.Data, r.Out, TrainOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
+			_, _, err := Train(ctx, cfg, r.Data, r.Out, training.OptionsOf[variant.Assign](r))
 			return err
 		},
 	})
@@ -149,7 +149,7 @@ func Train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		variant.Part[*tracker.Report]{
 			Announce: fmt.Sprintf("tracker of (sentence, summary) pairs: %d train / %d dev pairs", len(tdata.Train.Examples), len(tdata.Dev.Examples)),
 			Train: func(ctx context.Context, dir string) (checkpoint.Identity, *tracker.Report, error) {
-				tm, rep, err := tracker.Train(ctx, c, dataDir, dir, tracker.TrainOptions{Log: opts.Log, AfterStep: opts.AfterStep,
+				tm, rep, err := tracker.Train(ctx, c, dataDir, dir, tracker.TrainOptions{Log: opts.Log, AfterStep: opts.AfterStep, Trace: opts.Trace,
 					AllowChangedConfig: opts.AllowChangedConfig, Data: tdata, Part: true})
 				if err != nil {
 					return checkpoint.Identity{}, nil, err

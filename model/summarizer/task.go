@@ -15,7 +15,7 @@ func init() {
 		Section:     "summarizer",
 		Description: "aspect summary of the tracked sentences (Sum): encoder-decoder with a copy mechanism",
 		Train: func(ctx context.Context, cfg *config.Config, r training.Request) error {
-			_, _, err := Train(ctx, cfg, r.Data, r.Out, TrainOptions{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig})
+			_, _, err := Train(ctx, cfg, r.Data, r.Out, training.OptionsOf[*Data](r))
 			return err
 		},
 	})

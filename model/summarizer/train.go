@@ -266,6 +266,7 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 		Detok:     func(ids []int32) string { return strings.TrimSpace(tok.Decode(ids)) },
 		Log:       log,
 		AfterStep: opts.AfterStep,
+		Trace:     opts.Trace,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -400,8 +401,9 @@ type ExamplesOptions struct {
 	Detok    func([]int32) string
 	// Log receives progress; os.Stderr when nil.
 	Log io.Writer
-	// AfterStep is passed to the training loop (tests).
+	// AfterStep and Trace are passed to the training loop (tests, the GPU check).
 	AfterStep func(step int)
+	Trace     func(step int, group []training.Batch, loss float64)
 	// Shards is the number of data-parallel shards of each batch (training.Options.Shards); 0 =
 	// training.DataParallelShards(Backend), 2 on the pure-Go backend.
 	Shards int
@@ -415,7 +417,7 @@ func TrainExamples(ctx context.Context, o ExamplesOptions) (*training.Result, er
 		refs[i] = ex.Ref
 	}
 	return Fit(ctx, &network{o: o, store: gomlxmodel.NewStore(), devBatches: makeBatches(o.Hyperparams, o.Dev, o.Loop.BatchSize, nil)},
-		FitOptions{TaskRun: training.TaskRun{Name: "summarizer", Loop: o.Loop, Seed: o.Seed, OutDir: o.OutDir, Log: o.Log, AfterStep: o.AfterStep},
+		FitOptions{TaskRun: training.TaskRun{Name: "summarizer", Loop: o.Loop, Seed: o.Seed, OutDir: o.OutDir, Log: o.Log, AfterStep: o.AfterStep, Trace: o.Trace},
 			Refs: refs, DevDecodeLimit: o.DevDecodeLimit, ROUGE12: true})
 }
 

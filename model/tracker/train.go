@@ -341,7 +341,7 @@ func train(ctx context.Context, cfg *config.Config, dataDir, outDir string, opts
 	m.context = rescorer
 	t0 := time.Now()
 	res, err := Fit(ctx, &network{m: m, tc: tc, seed: cfg.Seed, train: train, dev: data.Dev.Examples},
-		FitOptions{TaskRun: training.TaskRun{Name: "tracker", Loop: tc.Train, Seed: cfg.Seed, OutDir: outDir, Log: log, AfterStep: opts.AfterStep},
+		FitOptions{TaskRun: training.TaskRun{Name: "tracker", Loop: tc.Train, Seed: cfg.Seed, OutDir: outDir, Log: log, AfterStep: opts.AfterStep, Trace: opts.Trace},
 			DevLabels: labelsOf(data.Dev.Examples), Threshold: tc.Threshold})
 	if err != nil {
 		return nil, nil, err

@@ -72,11 +72,21 @@ type TaskOptions[D any] struct {
 	// once its own files are in place, so that the directory is never sealed as another kind.
 	// The variants, never a part, ignore it.
 	Part bool
+	// Trace, when set, is called after each optimizer step with its micro-batches and loss (the
+	// GPU check's per-step figures; see Options.Trace).
+	Trace func(step int, group []Batch, loss float64)
 	// Data, when set, is what the task trains and selects on instead of the prepared train and
 	// dev splits of its data directory, which still supplies the tokenizer: the tracker's and the
 	// summarizer's rows (read with that tokenizer), or the variants' assignment of abstracts to
 	// splits (variant.Assign).
 	Data D
+}
+
+// OptionsOf returns the options of a task's run that tracksum-train's request r carries (its
+// log, --allow-changed-config and trace), every task's Train taking the same shape:
+// Train(ctx, cfg, r.Data, r.Out, OptionsOf[D](r)).
+func OptionsOf[D any](r Request) TaskOptions[D] {
+	return TaskOptions[D]{Log: r.Log, AllowChangedConfig: r.AllowChangedConfig, Trace: r.Trace}
 }
 
 // CrossValidation is K-fold cross-validation of a task on the folds of a prepared directory

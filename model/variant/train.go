@@ -146,7 +146,7 @@ func (r Run) begin(v string) (Meta, error) {
 // settings cfg as a variant's model: SUM-THEN-TRACK's summarizer part, END-TO-END's one model.
 func SummarizerPart(cfg *config.Config, dataDir string, data *summarizer.Data, opts Options, announce string) Part[*summarizer.Report] {
 	return Part[*summarizer.Report]{Announce: announce, Train: func(ctx context.Context, dir string) (checkpoint.Identity, *summarizer.Report, error) {
-		sm, rep, err := summarizer.Train(ctx, cfg, dataDir, dir, summarizer.TrainOptions{Log: opts.Log, AfterStep: opts.AfterStep,
+		sm, rep, err := summarizer.Train(ctx, cfg, dataDir, dir, summarizer.TrainOptions{Log: opts.Log, AfterStep: opts.AfterStep, Trace: opts.Trace,
 			AllowChangedConfig: opts.AllowChangedConfig, Data: data, Part: true})
 		if err != nil {
 			return checkpoint.Identity{}, nil, err

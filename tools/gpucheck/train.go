@@ -93,7 +93,7 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	}
 	defer bw.Close()
 	var traceErr error
-	req := training.Request{Data: data, Out: ck, Log: os.Stderr, Trace: func(step int, group []training.Batch, loss float64) {
+	opts := pretrained.TrainOptions{Log: os.Stderr, Trace: func(step int, group []training.Batch, loss float64) {
 		for _, b := range group {
 			if traceErr == nil {
 				traceErr = writeBatch(bw, step, loss, b)
@@ -109,7 +109,7 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	in.Precision, in.Checkpointing = envSettings(task, backend)
 	// train.quantization as the environment sets it (the script's nf4 runs): the plan's NF4 base.
 	in.Quantization = strings.ToLower(os.Getenv(config.EnvPrefix + "_" + strings.ToUpper(task) + "_TRAIN_QUANTIZATION"))
-	err = trainTask(ctx, cfg, req, &in, task, snap, steps, batch, seq)
+	err = trainTask(ctx, cfg, data, ck, opts, &in, task, snap, steps, batch, seq)
 	res := map[string]any{"step": "train", "task": task, "snapshot": filepath.Base(snap), "steps": steps, "batch": batch, "max_seq_len": seq,
 		"wall_seconds": time.Since(start).Seconds()}
 	if docWords > 0 {
@@ -144,10 +144,10 @@ func train(ctx context.Context, task, snap, out string, steps, batch, seq, sampl
 	return emit(os.Stdout, res)
 }
 
-// trainTask trains task for the check: in cfg the snapshot, the sequence length and a loop of
+// trainTask trains task for the check on the prepared data into ck: in cfg the snapshot, the sequence length and a loop of
 // steps steps of batch examples, and in in the answer length and the quantization the run's
 // plan models. Kept apart from train, which measures around it.
-func trainTask(ctx context.Context, cfg *config.Config, req training.Request, in *plan.Inputs, task, snap string, steps, batch, seq int) error {
+func trainTask(ctx context.Context, cfg *config.Config, data, ck string, opts pretrained.TrainOptions, in *plan.Inputs, task, snap string, steps, batch, seq int) error {
 	loop := func(l *config.TrainLoop) {
 		l.MaxSteps, l.EvalEvery, l.BatchSize, l.GradAccumulation = steps, steps, batch, 1
 		l.WarmupSteps, l.LearningRate, l.Patience = 0, 1e-4, 0
@@ -161,13 +161,13 @@ func trainTask(ctx context.Context, cfg *config.Config, req training.Request, in
 		cfg.Tracker.Imbalance = "oversample"
 		loop(&cfg.Tracker.Train)
 		in.AnswerTokens, in.Quantization = min(8, seq), cfg.Tracker.Train.Quantization
-		return pretrained.TrainTracker(ctx, cfg, req)
+		return pretrained.TrainTracker(ctx, cfg, data, ck, opts)
 	}
 	cfg.Summarizer.Pretrained, cfg.Summarizer.MaxSeqLen = snap, seq
 	cfg.Summarizer.DevDecodeLimit, cfg.Summarizer.BeamSize = 1, 1
 	loop(&cfg.Summarizer.Train)
 	in.AnswerTokens, in.Quantization = min(256, seq), cfg.Summarizer.Train.Quantization
-	return pretrained.TrainSummarizer(ctx, cfg, req)
+	return pretrained.TrainSummarizer(ctx, cfg, data, ck, opts)
 }
 
 // runAttention is the attention the run's graph took (train.attention resolved on this backend

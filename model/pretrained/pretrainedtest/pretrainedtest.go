@@ -29,7 +29,6 @@ import (
 	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/model/pretrained"
-	"github.com/tracksum/tracksum/model/training"
 )
 
 var fixture struct {
@@ -168,7 +167,7 @@ func Summarizer(t testing.TB) string {
 	summ.once.Do(func() {
 		SummarizerConfig(cfg, llm)
 		summ.dir = filepath.Join(fixture.dir, "summarizer")
-		summ.err = pretrained.TrainSummarizer(context.Background(), cfg, training.Request{Data: data, Out: summ.dir, Log: Log()})
+		summ.err = pretrained.TrainSummarizer(context.Background(), cfg, data, summ.dir, pretrained.TrainOptions{Log: Log()})
 	})
 	if summ.err != nil {
 		t.Fatalf("fine-tuning the tiny summarizer: %v", summ.err)
