@@ -11,6 +11,7 @@ import (
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // TestLoadingHonoursCancel: issue 22 rough edge "SIGTERM is not honoured during snapshot
@@ -43,7 +44,7 @@ func TestLoadingHonoursCancel(t *testing.T) {
 			return err
 		}},
 		{"encoder", enc, func(s *snapshot.Snapshot) error {
-			_, err := loadEncoderCLS(ctx, backend, s, enc, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"query"}}, 1, "x", 16, computeSettings{})
+			_, err := loadEncoderCLS(ctx, backend, s, checkpoint.DirFiles(enc), enc, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"query"}}, 1, "x", 16, computeSettings{})
 			return err
 		}},
 	}

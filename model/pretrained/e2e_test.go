@@ -20,11 +20,13 @@ import (
 	"github.com/tracksum/tracksum/hf/encoder"
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/randsnap"
+	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/knowncrash"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	ckopen "github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
 	"github.com/tracksum/tracksum/model/summarizer"
@@ -324,6 +326,17 @@ func TestEncoderTrackerTrainInfer(t *testing.T) {
 						t.Fatalf("%s/%s: score %g outside [0, 1]", p.PMID, p.Aspect, s)
 					}
 				}
+			}
+			// The opener reads the tokenizer copy Open verified, not the file again.
+			m, err := checkpoint.Open(context.Background(), ck)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ck, snapshot.TokenizerFile), []byte("{"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ckopen.Load(context.Background(), m, ckopen.Options{}); err != nil {
+				t.Errorf("loading the opened encoder tracker read its tokenizer again: %v", err)
 			}
 		})
 	}

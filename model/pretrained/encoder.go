@@ -16,8 +16,8 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model"
-	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -38,13 +38,13 @@ type encoderCLS struct {
 }
 
 // loadEncoderCLS loads the snapshot's encoder with adapters per l and a one-logit classifier;
-// tokDir holds the tokenizer (the snapshot, or a checkpoint's copy).
-func loadEncoderCLS(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokDir string, l config.LoRA, seed int64, set string, maxLen int, cs computeSettings) (*encoderCLS, error) {
+// tokDir holds the tokenizer (the snapshot, or a checkpoint's copy), read through tokFiles.
+func loadEncoderCLS(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokFiles atomicio.Files, tokDir string, l config.LoRA, seed int64, set string, maxLen int, cs computeSettings) (*encoderCLS, error) {
 	seed = l.Seed(seed)
 	if cs.quantization != "" {
 		return nil, fmt.Errorf("train.quantization %s: the NF4 base is for causal LMs; %s is an encoder (set it to none)", cs.quantization, snap.ModelType)
 	}
-	tok, err := loadTokenizer(checkpoint.DirFiles(tokDir), tokDir)
+	tok, err := loadTokenizer(tokFiles, tokDir)
 	if err != nil {
 		return nil, err
 	}

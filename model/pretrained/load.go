@@ -13,6 +13,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
+	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
@@ -157,11 +158,11 @@ func restore(dir string, m trainable) error {
 	return nil
 }
 
-// newTracker builds the tracker of meta.Head on the snapshot (tokDir: where its tokenizer is,
-// chat: its chat for a causal LM), in meta.Precision, its training graphs checkpointed per layer
+// newTracker builds the tracker of meta.Head on the snapshot (tokDir: where its tokenizer is, read
+// through tokFiles; chat: its chat for a causal LM), in meta.Precision, its training graphs checkpointed per layer
 // with checkpointing. For the generative head, meta.YesNo is found when unset. The SUM-THEN-TRACK
 // pair tracker (meta.Variant) reads (sentence, summary) pairs.
-func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokDir string, chat *Chat, meta *Meta, checkpointing, flash bool) (*Tracker, trainable, error) {
+func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokFiles atomicio.Files, tokDir string, chat *Chat, meta *Meta, checkpointing, flash bool) (*Tracker, trainable, error) {
 	cs := computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: checkpointing, flash: flash, quantization: meta.Quantization}
 	t := &Tracker{Meta: *meta}
 	pair := meta.Variant == variant.SumThenTrack
@@ -171,7 +172,7 @@ func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Sna
 		return nil, nil, fmt.Errorf("sum_then_track: the pair tracker on a pretrained model needs a causal LM (tracker.head lm_cls or generative), not encoder_cls (model_type %s)", snap.ModelType)
 	}
 	if meta.Head == config.HeadEncoderCLS {
-		enc, err := loadEncoderCLS(ctx, backend, snap, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen, cs)
+		enc, err := loadEncoderCLS(ctx, backend, snap, tokFiles, tokDir, meta.LoRA, meta.Seed, meta.AspectSet, meta.MaxSeqLen, cs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -235,7 +236,7 @@ func loadTracker(ctx context.Context, r checkpoint.Reader, dir, v string, opts .
 	if l.meta.Head == config.HeadGenerative && l.meta.YesNo == nil {
 		return nil, fmt.Errorf("%w: %s: generative head without yes_no", ErrCheckpoint, dir)
 	}
-	t, m, err := newTracker(ctx, l.backend, l.snap, dir, l.chat, l.meta, false, false)
+	t, m, err := newTracker(ctx, l.backend, l.snap, r, dir, l.chat, l.meta, false, false)
 	if err != nil {
 		return nil, err
 	}

@@ -279,7 +279,7 @@ func trainTracker(ctx context.Context, cfg *config.Config, req training.Request,
 	if len(rows) == 0 || len(devRows) == 0 {
 		return nil, fmt.Errorf("%s: the %s needs train and dev rows (got %d and %d)", req.Data, kindName(dataset.TaskTracker, run.variant), len(rows), len(devRows))
 	}
-	t, m, err := newTracker(ctx, s.backend, s.snap, s.snap.Dir, s.chat, meta, tc.Train.GradientCheckpointing, s.flash)
+	t, m, err := newTracker(ctx, s.backend, s.snap, checkpoint.DirFiles(s.snap.Dir), s.snap.Dir, s.chat, meta, tc.Train.GradientCheckpointing, s.flash)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tracksum/tracksum/hf/randsnap"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // TestTokenizerIDsBeyondVocab: issue 22 defect 3. A snapshot whose tokenizer has more ids than
@@ -59,7 +60,7 @@ func TestTokenizerIDsBeyondVocab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = loadEncoderCLS(context.Background(), backend, snap, enc, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"query", "value"}}, 1, "x", 16, computeSettings{})
+	_, err = loadEncoderCLS(context.Background(), backend, snap, checkpoint.DirFiles(enc), enc, config.LoRA{Rank: 2, Alpha: 4, TargetModules: []string{"query", "value"}}, 1, "x", 16, computeSettings{})
 	if err == nil || !strings.Contains(err.Error(), "but "+enc+" has only 40 embedding rows") {
 		t.Fatalf("loadEncoderCLS: error %v", err)
 	}
