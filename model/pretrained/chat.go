@@ -16,6 +16,7 @@ import (
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
 	"github.com/tracksum/tracksum/internal/atomicio"
+	"github.com/tracksum/tracksum/model/checkpoint"
 )
 
 // Chat turns conversations into token ids the way the checkpoint was trained to read them: the
@@ -55,7 +56,7 @@ var tokenizers struct {
 // loadTokenizer is tokenizer.LoadFrom through the cache, the files of dir read through files. A
 // Tokenizer is immutable once loaded, so one value serves every directory holding the same files
 // (its Dir is the first one's).
-func loadTokenizer(files atomicio.Files, dir string) (*tokenizer.Tokenizer, error) {
+func loadTokenizer(files checkpoint.Reader, dir string) (*tokenizer.Tokenizer, error) {
 	h := sha256.New()
 	for _, name := range []string{snapshot.TokenizerFile, snapshot.TokenizerConfigFile} {
 		b, err := files.ReadFile(name)
@@ -111,12 +112,12 @@ func chatTemplateSource(key, value string) (string, error) {
 // loadChat is LoadChat with template, when not empty, in place of the chat template of dir's
 // tokenizer_config.json (its special tokens kept).
 func loadChat(dir, template string, eos []int, vocab int) (*Chat, error) {
-	return loadChatFrom(atomicio.DirFiles(dir), dir, template, eos, vocab)
+	return loadChatFrom(checkpoint.DirFiles(dir), dir, template, eos, vocab)
 }
 
 // loadChatFrom is loadChat of the files of dir as files reads them (a checkpoint's verified
 // manifest: its tokenizer copies are not read again).
-func loadChatFrom(files atomicio.Files, dir, template string, eos []int, vocab int) (*Chat, error) {
+func loadChatFrom(files checkpoint.Reader, dir, template string, eos []int, vocab int) (*Chat, error) {
 	tok, err := loadTokenizer(files, dir)
 	if err != nil {
 		return nil, err
@@ -302,7 +303,7 @@ func fit(maxLen int, what string, build func(cut int) (n int, err error)) (int, 
 
 // chatTemplate parses the chat template of dir's tokenizer_config.json (read through files), or
 // template, when not empty, in its place with that file's special tokens.
-func chatTemplate(files atomicio.Files, dir, template string) (*chattemplate.Template, error) {
+func chatTemplate(files checkpoint.Reader, dir, template string) (*chattemplate.Template, error) {
 	path := filepath.Join(dir, snapshot.TokenizerConfigFile)
 	data, err := files.ReadFile(snapshot.TokenizerConfigFile)
 	if err != nil {

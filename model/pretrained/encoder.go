@@ -16,8 +16,8 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
-	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model"
+	"github.com/tracksum/tracksum/model/checkpoint"
 	"github.com/tracksum/tracksum/model/training"
 )
 
@@ -39,7 +39,7 @@ type encoderCLS struct {
 
 // loadEncoderCLS loads the snapshot's encoder with adapters per l and a one-logit classifier;
 // tokDir holds the tokenizer (the snapshot, or a checkpoint's copy), read through tokFiles.
-func loadEncoderCLS(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokFiles atomicio.Files, tokDir string, l config.LoRA, seed int64, set string, maxLen int, cs computeSettings) (*encoderCLS, error) {
+func loadEncoderCLS(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokFiles checkpoint.Reader, tokDir string, l config.LoRA, seed int64, set string, maxLen int, cs computeSettings) (*encoderCLS, error) {
 	seed = l.Seed(seed)
 	if cs.quantization != "" {
 		return nil, fmt.Errorf("train.quantization %s: the NF4 base is for causal LMs; %s is an encoder (set it to none)", cs.quantization, snap.ModelType)

@@ -13,7 +13,6 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/hf/tokenizer"
-	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model"
 	"github.com/tracksum/tracksum/model/checkpoint"
@@ -162,7 +161,7 @@ func restore(dir string, m trainable) error {
 // through tokFiles; chat: its chat for a causal LM), in meta.Precision, its training graphs checkpointed per layer
 // with checkpointing. For the generative head, meta.YesNo is found when unset. The SUM-THEN-TRACK
 // pair tracker (meta.Variant) reads (sentence, summary) pairs.
-func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokFiles atomicio.Files, tokDir string, chat *Chat, meta *Meta, checkpointing, flash bool) (*Tracker, trainable, error) {
+func newTracker(ctx context.Context, backend compute.Backend, snap *snapshot.Snapshot, tokFiles checkpoint.Reader, tokDir string, chat *Chat, meta *Meta, checkpointing, flash bool) (*Tracker, trainable, error) {
 	cs := computeSettings{bf16: meta.Precision == config.PrecisionBF16, checkpointing: checkpointing, flash: flash, quantization: meta.Quantization}
 	t := &Tracker{Meta: *meta}
 	pair := meta.Variant == variant.SumThenTrack
