@@ -168,7 +168,7 @@ type TrainOptions = training.TaskOptions[struct{}]
 
 // request is the training.Request of a run of TrainTracker or TrainSummarizer, what the session
 // reads.
-func request[D any](o training.TaskOptions[D], dataDir, outDir string) training.Request {
+func request(o TrainOptions, dataDir, outDir string) training.Request {
 	return training.Request{Data: dataDir, Out: outDir, Log: o.Log, AllowChangedConfig: o.AllowChangedConfig, Trace: o.Trace}
 }
 
