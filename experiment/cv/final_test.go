@@ -18,6 +18,7 @@ import (
 	"github.com/tracksum/tracksum/infer"
 	"github.com/tracksum/tracksum/internal/atomicio"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/checkpoint/checkpointtest"
 	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/tracker"
 )
@@ -332,21 +333,7 @@ func testEnsembleLoadsWhatOpenVerified(t *testing.T, cvDir string) {
 		fold := fmt.Sprintf("fold-%d", k)
 		files = append(files, filepath.Join(fold, checkpoint.HyperparamsFile), filepath.Join(fold, checkpoint.TokenizerFile))
 	}
-	for _, f := range files {
-		path := filepath.Join(cvDir, f)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte("{"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := os.WriteFile(path, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}()
-	}
+	defer checkpointtest.BreakFiles(t, cvDir, files...)()
 	c, err := open.Load(ctx, m, open.Options{})
 	if err != nil {
 		t.Fatalf("loading the opened cross-validation read its files again: %v", err)

@@ -26,6 +26,7 @@ import (
 	"github.com/tracksum/tracksum/internal/knowncrash"
 	"github.com/tracksum/tracksum/internal/tensorio"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/checkpoint/checkpointtest"
 	ckopen "github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
@@ -332,9 +333,7 @@ func TestEncoderTrackerTrainInfer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(ck, snapshot.TokenizerFile), []byte("{"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			checkpointtest.BreakFiles(t, ck, snapshot.TokenizerFile)
 			if _, err := ckopen.Load(context.Background(), m, ckopen.Options{}); err != nil {
 				t.Errorf("loading the opened encoder tracker read its tokenizer again: %v", err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/tracksum/tracksum/hf/peft"
 	"github.com/tracksum/tracksum/hf/snapshot"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/checkpoint/checkpointtest"
 	ckopen "github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/pretrained"
 	"github.com/tracksum/tracksum/model/pretrained/pretrainedtest"
@@ -28,12 +29,8 @@ func TestOpenerLoadsWhatOpenVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{checkpoint.PretrainedFile, filepath.Join(peft.AdapterDir, peft.ConfigFile), peft.BaseFile,
-		snapshot.TokenizerFile, snapshot.TokenizerConfigFile} {
-		if err := os.WriteFile(filepath.Join(ck, f), []byte("{"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	checkpointtest.BreakFiles(t, ck, checkpoint.PretrainedFile, filepath.Join(peft.AdapterDir, peft.ConfigFile), peft.BaseFile,
+		snapshot.TokenizerFile, snapshot.TokenizerConfigFile)
 	c, err := ckopen.Load(ctx, m, ckopen.Options{})
 	if err != nil {
 		t.Fatalf("loading the opened checkpoint read its files again: %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/tracksum/tracksum/dataset"
 	"github.com/tracksum/tracksum/dataset/prepare/preparetest"
 	"github.com/tracksum/tracksum/model/checkpoint"
+	"github.com/tracksum/tracksum/model/checkpoint/checkpointtest"
 	"github.com/tracksum/tracksum/model/open"
 	"github.com/tracksum/tracksum/model/tracker"
 	"github.com/tracksum/tracksum/model/variant"
@@ -222,23 +223,9 @@ func testLoadsWhatOpenVerified(t *testing.T, out string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{
+	defer checkpointtest.BreakFiles(t, out,
 		filepath.Join(checkpoint.VariantSummarizerDir, checkpoint.SummarizerFile), filepath.Join(checkpoint.VariantSummarizerDir, checkpoint.TokenizerFile),
-		filepath.Join(checkpoint.VariantTrackerDir, checkpoint.HyperparamsFile), filepath.Join(checkpoint.VariantTrackerDir, checkpoint.TokenizerFile)} {
-		path := filepath.Join(out, f)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte("{"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := os.WriteFile(path, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}()
-	}
+		filepath.Join(checkpoint.VariantTrackerDir, checkpoint.HyperparamsFile), filepath.Join(checkpoint.VariantTrackerDir, checkpoint.TokenizerFile))()
 	c, err := open.Load(ctx, m, open.Options{})
 	if err != nil {
 		t.Fatalf("loading the opened checkpoint read its files again: %v", err)
